@@ -1,0 +1,69 @@
+/**
+ * Everything a request handler or service may use, built once per process and closed in
+ * order. Tests build the same context on an in-memory database.
+ */
+import { Redis } from 'ioredis';
+import type { Config } from '../shared/config/index.ts';
+import { openDatabase, type Db } from '../shared/db/knex.ts';
+import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { createPool, type WorkPool } from '../workers/pool.ts';
+import { createMetrics, type Metrics } from './middleware/metrics.ts';
+import type { DestinationStream } from 'pino';
+import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  pool: WorkPool;
+  masterKey: MasterKey;
+  metrics: Metrics;
+  audit: AuditLog;
+  /** Present when REDIS_URL is set. */
+  redis?: Redis;
+  /** Closers run in reverse order of registration by closeContext. */
+  closers: Array<{ name: string; close: () => Promise<unknown> }>;
+}
+
+export interface ContextOptions {
+  /** Keep PGlite in memory instead of DATA_DIR (tests). */
+  inMemoryDatabase?: boolean;
+  logDestination?: DestinationStream;
+}
+
+/** Builds the process context: logger, master key, database (migrated), pool, Redis. */
+export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+  const logger = createLogger(config.logLevel, opts.logDestination);
+  const master = loadMasterKey(config.masterKey, config.dataDir);
+  if (master.generated) {
+    logger.warn({ path: master.path }, 'generated a master key into DATA_DIR; set KEYWARD_MASTER_KEY in production and keep a backup');
+  }
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: opts.inMemoryDatabase ? null : config.dataDir });
+  const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
+  const metrics = createMetrics(pool);
+  const audit = createAuditLog(db, logger);
+  const ctx: AppContext = { config, logger, db, pool, masterKey: master.key, metrics, audit, closers: [] };
+  ctx.closers.push({ name: 'database', close: () => db.destroy() });
+  ctx.closers.push({ name: 'worker pool', close: () => pool.close() });
+  ctx.closers.push({ name: 'audit log', close: () => audit.close() });
+  if (config.redisUrl) {
+    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+    ctx.redis = redis;
+    ctx.closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+  }
+  return ctx;
+}
+
+/** Closes what the context opened, newest first; safe to call twice. */
+export async function closeContext(ctx: AppContext): Promise<void> {
+  while (ctx.closers.length > 0) {
+    const closer = ctx.closers.pop()!;
+    try {
+      await closer.close();
+    } catch (err) {
+      ctx.logger.warn({ err: (err as Error).message, part: closer.name }, 'error while closing');
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Prometheus metrics: request counts and latency by route and status, pool utilisation and the
+ * default process metrics (which include event-loop lag).
+ */
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { WorkPool } from '../../workers/pool.ts';
+
+export interface Metrics {
+  registry: Registry;
+  middleware: RequestHandler;
+}
+
+/** Creates the registry and the request-timing middleware. */
+export function createMetrics(pool: WorkPool): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers: [registry],
+  });
+  new Gauge({ name: 'worker_pool_utilization', help: 'Share of worker thread time spent on tasks (0..1)', registers: [registry], collect() { this.set(pool.utilization()); } });
+  new Gauge({ name: 'worker_pool_queue_size', help: 'Tasks waiting for a worker thread', registers: [registry], collect() { this.set(pool.queueSize()); } });
+  const middleware: RequestHandler = (req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.once('finish', () => {
+      // The matched route pattern, never the raw path, keeps label cardinality bounded.
+      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      const labels = { method: req.method, route, status: String(res.statusCode) };
+      requests.inc(labels);
+      latency.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+    });
+    next();
+  };
+  return { registry, middleware };
+}

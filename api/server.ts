@@ -1,0 +1,95 @@
+/**
+ * The API process: config, context, bootstrap, listen, and an ordered, idempotent shutdown on
+ * SIGTERM/SIGINT (HTTP server, then pool, audit, Redis, database). With WEB_CONCURRENCY > 1 a
+ * node:cluster primary forks that many API processes sharing the port.
+ */
+import cluster from 'node:cluster';
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
+import { closeContext, createContext } from './context.ts';
+import { createApp } from './app.ts';
+import { bootstrapPlatform } from './services/bootstrap.ts';
+
+async function startWorker(config: Config): Promise<void> {
+  const ctx = await createContext(config);
+  const boot = await bootstrapPlatform(ctx);
+  if (boot) {
+    // Printed once, on the very first start, to stdout (contract 1); never logged.
+    process.stdout.write(
+      `\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n` +
+        (boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n` : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
+    );
+  }
+  const app = createApp(ctx);
+  const server: Server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address();
+  ctx.logger.info({ address }, 'keyward api listening');
+
+  let stopping: Promise<void> | null = null;
+  const stop = (signal: string): Promise<void> => {
+    stopping ??= (async () => {
+      ctx.logger.info({ signal }, 'shutting down: closing HTTP server first');
+      const force = setTimeout(() => {
+        ctx.logger.error('shutdown timed out; exiting');
+        process.exit(1);
+      }, config.shutdownTimeoutMs);
+      force.unref();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await closeContext(ctx);
+      ctx.logger.info('shutdown complete');
+    })();
+    return stopping;
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+function startPrimary(config: Config): void {
+  for (let i = 0; i < config.webConcurrency; i += 1) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (signal !== 'SIGTERM' && signal !== 'SIGINT' && code !== 0) {
+      console.error(`api process ${worker.process.pid} exited (${signal ?? code}); starting another`);
+      cluster.fork();
+    }
+  });
+  const forward = (signal: NodeJS.Signals) => {
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal);
+  };
+  process.on('SIGTERM', () => forward('SIGTERM'));
+  process.on('SIGINT', () => forward('SIGINT'));
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`keyward: invalid configuration: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (config.webConcurrency > 1 && cluster.isPrimary) {
+    // The first process bootstraps and migrates alone, so forked processes never race on it.
+    const ctx = await createContext(config);
+    const boot = await bootstrapPlatform(ctx);
+    if (boot) {
+      process.stdout.write(`\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n${boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n` : ''}\n`);
+    }
+    await closeContext(ctx);
+    startPrimary(config);
+    return;
+  }
+  await startWorker(config);
+}
+
+await main();

@@ -1,0 +1,34 @@
+/**
+ * First start (contract 1): with an empty database, create the platform tenant and an
+ * administrator holding every permission. Credentials come from the environment, or are
+ * generated and printed once. Never runs again once a tenant exists.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import { PERMISSIONS } from '../../shared/permissions.ts';
+
+export interface BootstrapResult {
+  tenantId: string;
+  email: string;
+  /** Only when it was generated: the caller prints it once. */
+  generatedPassword?: string;
+}
+
+/** Creates the platform tenant and admin when no tenant exists; returns null otherwise. */
+export async function bootstrapPlatform(ctx: AppContext): Promise<BootstrapResult | null> {
+  const { config, db } = ctx;
+  const existing = await db('tenants').count<{ count: string }[]>({ count: '*' }).first();
+  if (Number(existing?.count ?? 0) > 0) return null;
+  const tenantId = config.bootstrapTenantId ?? randomUUID();
+  const email = (config.bootstrapAdminEmail ?? 'admin@keyward.local').toLowerCase();
+  const generatedPassword = config.bootstrapAdminPassword ? undefined : randomBytes(18).toString('base64url');
+  const passwordHash = await ctx.pool.run<string>('hashPassword', { password: config.bootstrapAdminPassword ?? generatedPassword });
+  const roleId = randomUUID();
+  await db.transaction(async (trx) => {
+    await trx('tenants').insert({ id: tenantId, name: 'platform', is_platform: true });
+    await trx('roles').insert({ id: roleId, tenant_id: tenantId, name: 'platform-admin', permissions: JSON.stringify(PERMISSIONS) });
+    await trx('users').insert({ id: randomUUID(), tenant_id: tenantId, email, password_hash: passwordHash, role_id: roleId });
+  });
+  ctx.audit.record({ tenantId, actor: 'system', action: 'platform.bootstrap', outcome: 'success', target: email });
+  return { tenantId, email, generatedPassword };
+}

@@ -1,0 +1,97 @@
+/**
+ * The audit log writer. Events are buffered and appended in batches (one transaction per
+ * flush) so the hot path never waits on the database; `flush()` and `close()` drain it.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from '../logger.ts';
+import { GENESIS_HASH, chainHash, type AuditContent } from './chain.ts';
+
+/** One event as callers describe it. */
+export interface AuditInput {
+  tenantId: string;
+  actor: string;
+  action: string;
+  outcome: 'success' | 'failure' | 'denied';
+  target?: string | null;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditLog {
+  record(event: AuditInput): void;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const FLUSH_MS = 100;
+const MAX_BATCH = 1000;
+
+/** Creates a batching writer over the audit_events table. */
+export function createAuditLog(db: Knex, logger: Logger): AuditLog {
+  let buffer: Array<AuditInput & { at: Date }> = [];
+  let timer: NodeJS.Timeout | null = null;
+  let flushing: Promise<void> = Promise.resolve();
+
+  async function appendBatch(batch: Array<AuditInput & { at: Date }>): Promise<void> {
+    const byTenant = new Map<string, Array<AuditInput & { at: Date }>>();
+    for (const e of batch) byTenant.set(e.tenantId, [...(byTenant.get(e.tenantId) ?? []), e]);
+    for (const [tenantId, events] of byTenant) {
+      await db.transaction(async (trx) => {
+        await trx('audit_heads').insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH }).onConflict('tenant_id').ignore();
+        const head = await trx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first();
+        let seq = Number(head.seq);
+        let prev = head.hash as string;
+        const rows = events.map((e) => {
+          seq += 1;
+          const content: AuditContent = {
+            tenantId, seq, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target ?? null, details: e.details ?? {},
+          };
+          const hash = chainHash(prev, content);
+          const row = { tenant_id: tenantId, seq, at: e.at, actor: e.actor, action: e.action, outcome: e.outcome, target: content.target, details: JSON.stringify(content.details), prev_hash: prev, hash };
+          prev = hash;
+          return row;
+        });
+        for (let i = 0; i < rows.length; i += 200) await trx('audit_events').insert(rows.slice(i, i + 200));
+        await trx('audit_heads').where({ tenant_id: tenantId }).update({ seq, hash: prev });
+      });
+    }
+  }
+
+  function schedule(): void {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      void flush();
+    }, FLUSH_MS);
+    timer.unref();
+  }
+
+  function flush(): Promise<void> {
+    if (timer) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    flushing = flushing.then(async () => {
+      while (buffer.length > 0) {
+        const batch = buffer.slice(0, MAX_BATCH);
+        buffer = buffer.slice(batch.length);
+        try {
+          await appendBatch(batch);
+        } catch (err) {
+          // An audit write that fails is an operator problem: say so loudly, keep serving.
+          logger.error({ err: (err as Error).message, lost: batch.length }, 'audit batch could not be written');
+        }
+      }
+    });
+    return flushing;
+  }
+
+  return {
+    record(event) {
+      buffer.push({ ...event, at: new Date() });
+      if (buffer.length >= MAX_BATCH) void flush();
+      else schedule();
+    },
+    flush,
+    close: flush,
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * One configuration schema: every key has a doc line, an env name and a default. The config is
+ * parsed once at boot, checked by named cross-field rules, and frozen. A bad value stops the
+ * start with a message naming the variable (conventions rule 5).
+ */
+import { cpus } from 'node:os';
+
+type Kind = 'string' | 'int' | 'bool' | 'url' | 'base64-32' | 'enum';
+
+interface Field {
+  env: string;
+  doc: string;
+  kind: Kind;
+  default?: string;
+  values?: readonly string[];
+  min?: number;
+  /** Never printed (secrets). */
+  secret?: boolean;
+}
+
+/** The schema: the single source of configuration keys, also rendered into the README table. */
+export const SCHEMA = {
+  port: { env: 'PORT', doc: 'TCP port of the API', kind: 'int', default: '8080', min: 0 },
+  host: { env: 'HOST', doc: 'Interface the API listens on', kind: 'string', default: '127.0.0.1' },
+  publicBaseUrl: { env: 'PUBLIC_BASE_URL', doc: 'External base URL; problem types and the token issuer derive from it', kind: 'url', default: 'http://127.0.0.1:8080' },
+  dataDir: { env: 'DATA_DIR', doc: 'Directory for the embedded database, object storage and generated master key', kind: 'string', default: './data' },
+  databaseUrl: { env: 'DATABASE_URL', doc: 'PostgreSQL URL; when unset the embedded PGlite in DATA_DIR is used', kind: 'url' },
+  redisUrl: { env: 'REDIS_URL', doc: 'Redis URL for the job queue, shared rate limits and revocation fan-out', kind: 'url' },
+  s3Endpoint: { env: 'S3_ENDPOINT', doc: 'MinIO/S3 endpoint URL; when unset objects live under DATA_DIR/objects', kind: 'url' },
+  s3AccessKey: { env: 'S3_ACCESS_KEY', doc: 'S3 access key', kind: 'string', secret: true },
+  s3SecretKey: { env: 'S3_SECRET_KEY', doc: 'S3 secret key', kind: 'string', secret: true },
+  s3Bucket: { env: 'S3_BUCKET', doc: 'S3 bucket for migration inputs and outputs', kind: 'string', default: 'keyward' },
+  masterKey: { env: 'KEYWARD_MASTER_KEY', doc: 'Base64 of 32 bytes: wraps all key material at rest; generated into DATA_DIR when unset', kind: 'base64-32', secret: true },
+  bootstrapTenantId: { env: 'KEYWARD_BOOTSTRAP_TENANT_ID', doc: 'Id of the platform tenant created on first start', kind: 'string' },
+  bootstrapAdminEmail: { env: 'KEYWARD_BOOTSTRAP_ADMIN_EMAIL', doc: 'E-mail of the platform administrator created on first start', kind: 'string' },
+  bootstrapAdminPassword: { env: 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD', doc: 'Password of that administrator; generated and printed once when unset', kind: 'string', secret: true },
+  logLevel: { env: 'LOG_LEVEL', doc: 'pino log level', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  webConcurrency: { env: 'WEB_CONCURRENCY', doc: 'Number of API processes sharing the port (node:cluster)', kind: 'int', default: '1', min: 1 },
+  poolThreads: { env: 'POOL_THREADS', doc: 'Worker threads in the crypto pool (default: number of cores)', kind: 'int', default: String(Math.max(1, cpus().length)), min: 1 },
+  poolMaxQueue: { env: 'POOL_MAX_QUEUE', doc: 'Tasks waiting for the pool before requests answer 503', kind: 'int', default: '1024', min: 1 },
+  jsonLimitBytes: { env: 'JSON_LIMIT_BYTES', doc: 'Largest JSON request body; larger answers 413', kind: 'int', default: '65536', min: 1024 },
+  accessTokenTtl: { env: 'ACCESS_TOKEN_TTL', doc: 'Lifetime in seconds of client_credentials access tokens', kind: 'int', default: '36000', min: 60 },
+  humanTokenTtl: { env: 'HUMAN_TOKEN_TTL', doc: 'Lifetime in seconds of password-grant access tokens', kind: 'int', default: '3600', min: 60 },
+  exchangeTokenTtl: { env: 'EXCHANGE_TOKEN_TTL', doc: 'Lifetime in seconds of token-exchange tokens', kind: 'int', default: '900', min: 60 },
+  refreshTokenTtl: { env: 'REFRESH_TOKEN_TTL', doc: 'Lifetime in seconds of refresh tokens', kind: 'int', default: '86400', min: 60 },
+  rememberMeRefreshTtl: { env: 'REMEMBER_ME_REFRESH_TTL', doc: 'Lifetime in seconds of refresh tokens with remember_me=true', kind: 'int', default: '2592000', min: 60 },
+  signingKeyRotation: { env: 'SIGNING_KEY_ROTATION_SECONDS', doc: 'Age after which the token signing key is rotated', kind: 'int', default: '604800', min: 60 },
+  secretGraceSeconds: { env: 'CLIENT_SECRET_GRACE_SECONDS', doc: 'How long a rotated-out client secret stays valid', kind: 'int', default: '86400', min: 0 },
+  rateLimitTokenPerMinute: { env: 'RATE_LIMIT_TOKEN_PER_MINUTE', doc: 'Successful token requests per client per minute', kind: 'int', default: '600000', min: 1 },
+  rateLimitFailuresPerMinute: { env: 'RATE_LIMIT_FAILURES_PER_MINUTE', doc: 'Failed authentications per client per minute', kind: 'int', default: '10', min: 1 },
+  rateLimitApiPerMinute: { env: 'RATE_LIMIT_API_PER_MINUTE', doc: 'Requests per client per endpoint per minute on the bearer APIs', kind: 'int', default: '6000000', min: 1 },
+  lockoutThreshold: { env: 'LOCKOUT_THRESHOLD', doc: 'Failed password attempts before a user is locked', kind: 'int', default: '5', min: 1 },
+  lockoutBaseSeconds: { env: 'LOCKOUT_BASE_SECONDS', doc: 'First lockout duration; doubles with each further lockout', kind: 'int', default: '60', min: 1 },
+  shutdownTimeoutMs: { env: 'SHUTDOWN_TIMEOUT_MS', doc: 'How long graceful shutdown waits before forcing exit', kind: 'int', default: '10000', min: 100 },
+  workerConcurrency: { env: 'WORKER_CONCURRENCY', doc: 'Jobs each worker process runs at once', kind: 'int', default: '2', min: 1 },
+} as const satisfies Record<string, Field>;
+
+type Schema = typeof SCHEMA;
+type ValueOf<F extends Field> = F['kind'] extends 'int' ? number : F['kind'] extends 'bool' ? boolean : F['kind'] extends 'base64-32' ? Buffer : string;
+type HasDefault<F> = F extends { default: string } ? true : false;
+
+/** The validated, frozen configuration. */
+export type Config = {
+  readonly [K in keyof Schema]: HasDefault<Schema[K]> extends true ? ValueOf<Schema[K]> : ValueOf<Schema[K]> | undefined;
+};
+
+/** Thrown at boot when a variable is invalid; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function parseField(field: Field, raw: string): unknown {
+  switch (field.kind) {
+    case 'int': {
+      if (!/^\d+$/.test(raw)) throw new ConfigError(`${field.env} must be a non-negative integer, got "${raw}"`);
+      const n = Number(raw);
+      if (field.min !== undefined && n < field.min) throw new ConfigError(`${field.env} must be at least ${field.min}, got ${n}`);
+      return n;
+    }
+    case 'bool':
+      if (!['true', 'false', '1', '0'].includes(raw)) throw new ConfigError(`${field.env} must be true or false, got "${raw}"`);
+      return raw === 'true' || raw === '1';
+    case 'url':
+      if (!URL.canParse(raw)) throw new ConfigError(`${field.env} must be a URL, got "${raw}"`);
+      return raw.replace(/\/+$/, '');
+    case 'base64-32': {
+      const buf = Buffer.from(raw, 'base64');
+      if (buf.length !== 32) throw new ConfigError(`${field.env} must be base64 of exactly 32 bytes (got ${buf.length} bytes)`);
+      return buf;
+    }
+    case 'enum':
+      if (!field.values?.includes(raw)) throw new ConfigError(`${field.env} must be one of ${field.values?.join(', ')}, got "${raw}"`);
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+/** Named cross-field rules, run after every field parsed. */
+const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => string | null }> = [
+  {
+    name: 's3-credentials',
+    check: (c) => (c.s3Endpoint && (!c.s3AccessKey || !c.s3SecretKey) ? 'S3_ENDPOINT is set, so S3_ACCESS_KEY and S3_SECRET_KEY are required' : null),
+  },
+  {
+    name: 'bootstrap-pair',
+    check: (c) => (c.bootstrapAdminPassword && !c.bootstrapAdminEmail ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD is set without KEYWARD_BOOTSTRAP_ADMIN_EMAIL' : null),
+  },
+  {
+    name: 'bootstrap-password-strength',
+    check: (c) => (typeof c.bootstrapAdminPassword === 'string' && c.bootstrapAdminPassword.length < 12 ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD must be at least 12 characters' : null),
+  },
+];
+
+/** Parses and validates the environment once; throws ConfigError naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(SCHEMA) as Array<[string, Field]>) {
+    const raw = env[field.env];
+    const value = raw === undefined || raw === '' ? field.default : raw;
+    out[key] = value === undefined ? undefined : parseField(field, value);
+  }
+  for (const rule of CHECKS) {
+    const message = rule.check(out);
+    if (message) throw new ConfigError(`${message} (check ${rule.name})`);
+  }
+  return Object.freeze(out) as Config;
+}
+
+/** Markdown table of the schema, for the README. */
+export function configTable(): string {
+  const rows = (Object.values(SCHEMA) as Field[]).map((f) => `| \`${f.env}\` | ${f.doc} | ${f.default !== undefined && !f.secret ? `\`${f.default}\`` : ''} |`);
+  return ['| variable | meaning | default |', '|---|---|---|', ...rows].join('\n');
+}

@@ -1,0 +1,20 @@
+/**
+ * Migrations are listed here rather than discovered from disk, so the same list works under
+ * Node's type stripping, jest and any bundler.
+ */
+import type { Knex } from 'knex';
+import * as initial from './001_initial.ts';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial]];
+
+/** knex migration source over the static list. */
+export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
+  getMigrations: async () => MIGRATIONS,
+  getMigrationName: ([name]) => name,
+  getMigration: async ([, migration]) => migration,
+};

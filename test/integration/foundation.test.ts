@@ -1,0 +1,77 @@
+import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../support/app.ts';
+import { TEST_ENGINE } from '../support/database.ts';
+
+describe(`foundation (${TEST_ENGINE})`, () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => {
+    await app.stop();
+  });
+
+  it('when /healthz is called, then it answers 200', async () => {
+    const res = await fetch(`${app.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('when /readyz is called with the database up, then every check is true', async () => {
+    const res = await fetch(`${app.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect((await res.json()).checks).toEqual({ database: true, pool: true });
+  });
+
+  it('when an unknown route is called, then 404 problem+json with the configured type base', async () => {
+    const res = await fetch(`${app.url}/api/v3/nothing-here?x=1`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await res.json()).toEqual({
+      type: 'http://127.0.0.1:8080/problems/not-found', title: 'Not Found', status: 404, detail: expect.any(String), instance: '/api/v3/nothing-here',
+    });
+  });
+
+  it('when a known path is called with the wrong method, then 405 with Allow', async () => {
+    const res = await fetch(`${app.url}/healthz`, { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expect((await res.json()).type).toMatch(/problems\/method-not-allowed$/);
+  });
+
+  it('when /metrics is scraped, then request counts, latency, pool and event-loop lag are there', async () => {
+    const text = await (await fetch(`${app.url}/metrics`)).text();
+    expect(text).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(text).toContain('http_request_duration_seconds_bucket');
+    expect(text).toContain('worker_pool_utilization');
+    expect(text).toContain('nodejs_eventloop_lag_seconds');
+  });
+
+  it('when the OpenAPI document is fetched, then it is 3.1 and lists the system paths, and /docs renders it', async () => {
+    const doc = await (await fetch(`${app.url}/api/v3/openapi.json`)).json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/healthz', '/readyz', '/metrics']));
+    const html = await (await fetch(`${app.url}/docs`)).text();
+    expect(html).toContain('<code>/healthz</code>');
+  });
+
+  it('when the platform is bootstrapped, then the admin exists with an argon2id hash and a role holding all 82 permissions', async () => {
+    const user = await app.ctx.db('users').where({ tenant_id: app.platformTenantId }).first();
+    expect(user.password_hash).toMatch(/^\$argon2id\$v=19\$/);
+    expect(user.password_hash).not.toContain(ADMIN_PASSWORD);
+    const role = await app.ctx.db('roles').where({ id: user.role_id }).first();
+    const permissions = typeof role.permissions === 'string' ? JSON.parse(role.permissions) : role.permissions;
+    expect(new Set(permissions).size).toBe(82);
+  });
+
+  it('when bootstrap runs again on a non-empty database, then it does nothing', async () => {
+    const { bootstrapPlatform } = await import('../../api/services/bootstrap.ts');
+    expect(await bootstrapPlatform(app.ctx)).toBeNull();
+    expect(Number((await app.ctx.db('tenants').count({ n: '*' }).first())?.n)).toBe(1);
+  });
+
+  it('when the pool runs argon2id, then verify accepts the password and rejects another', async () => {
+    const hash = await app.ctx.pool.run<string>('hashPassword', { password: 'pw-1' });
+    expect(await app.ctx.pool.run('verifyPassword', { password: 'pw-1', hash })).toBe(true);
+    expect(await app.ctx.pool.run('verifyPassword', { password: 'pw-2', hash })).toBe(false);
+  });
+});

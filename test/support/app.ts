@@ -1,0 +1,69 @@
+/**
+ * Starts the real API in-process on 127.0.0.1:0 over a fresh database, with the log captured
+ * in memory so tests can grep it. `stop()` closes everything the start opened.
+ */
+import { Writable } from 'node:stream';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { loadConfig, type Config } from '../../shared/config/index.ts';
+import { closeContext, createContext, type AppContext } from '../../api/context.ts';
+import { createApp } from '../../api/app.ts';
+import { bootstrapPlatform } from '../../api/services/bootstrap.ts';
+import { createTestDatabase } from './database.ts';
+
+export const ADMIN_EMAIL = 'root@keyward.test';
+export const ADMIN_PASSWORD = 'correct horse battery staple';
+
+export interface TestApp {
+  url: string;
+  ctx: AppContext;
+  config: Config;
+  platformTenantId: string;
+  /** Every log line written so far, joined. */
+  logText(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts an API instance; `env` overrides configuration variables. */
+export async function startTestApp(env: Record<string, string> = {}, shared?: { databaseUrl?: string; dataDir?: string }): Promise<TestApp> {
+  const db = shared ? null : await createTestDatabase();
+  const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'keyward-test-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    POOL_THREADS: '2',
+    KEYWARD_BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
+    KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
+    KEYWARD_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
+    ...(shared?.databaseUrl ?? db?.url ? { DATABASE_URL: (shared?.databaseUrl ?? db?.url) as string } : {}),
+    ...env,
+  });
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
+  const ctx = await createContext(config, { inMemoryDatabase: !config.databaseUrl && !shared, logDestination: sink });
+  await bootstrapPlatform(ctx);
+  const platform = await ctx.db('tenants').where({ is_platform: true }).first();
+  const server: Server = createApp(ctx).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    ctx,
+    config,
+    platformTenantId: platform.id,
+    logText: () => lines.join(''),
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await closeContext(ctx);
+      await db?.drop();
+      if (!shared) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Test databases: each test file gets its own. PGlite in memory by default; with
+ * TEST_DATABASE_URL set, a fresh Postgres database created for the file and dropped after.
+ */
+import { randomBytes } from 'node:crypto';
+import knexFactory from 'knex';
+
+export interface TestDatabase {
+  /** DATABASE_URL for the context, or undefined for in-memory PGlite. */
+  url?: string;
+  drop(): Promise<void>;
+}
+
+/** Which engine the suite runs on, for test names and logs. */
+export const TEST_ENGINE = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
+
+/** Creates an empty database for one test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) return { url: undefined, drop: async () => {} };
+  const name = `kw_test_${randomBytes(6).toString('hex')}`;
+  const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw(`create database ${name}`);
+  } catch (err) {
+    await admin.destroy();
+    throw new Error(`TEST_DATABASE_URL=${base} is set but Postgres refused to create a database: ${(err as Error).message}`);
+  }
+  await admin.destroy();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
+      await again.raw(`drop database if exists ${name} with (force)`);
+      await again.destroy();
+    },
+  };
+}
