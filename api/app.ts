@@ -8,6 +8,12 @@ import { requestContext } from './middleware/request-context.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
 import { createHealthRouter } from './routes/health.ts';
 import { createDocsRouter } from './routes/docs.ts';
+import { createAuthRouter } from './routes/auth.ts';
+import { createWellKnownRouter } from './routes/well-known.ts';
+import { createLegacyAuthRouter } from './routes/legacy-auth.ts';
+import { createPlatformRouter } from './routes/platform.ts';
+import { authenticate } from './middleware/authenticate.ts';
+import { AUDIENCE_ADMIN, AUDIENCE_CORE } from './services/auth/access-tokens.ts';
 
 /** Builds the app over a context. */
 export function createApp(ctx: AppContext): Express {
@@ -19,6 +25,13 @@ export function createApp(ctx: AppContext): Express {
   app.use(ctx.metrics.middleware);
   app.use(createHealthRouter(ctx));
   app.use(createDocsRouter(ctx.config.publicBaseUrl));
+  app.use(createWellKnownRouter(ctx));
+  app.use('/api/v3/auth', createAuthRouter(ctx));
+  app.use(createLegacyAuthRouter(ctx));
+  app.use('/api/v3/admin', authenticate(ctx, [AUDIENCE_ADMIN]));
+  app.use('/api/v3/admin/platform', createPlatformRouter(ctx));
+  app.use(['/api/v3/crypto', '/api/v3/pqc', '/api/v3/audit'], authenticate(ctx, [AUDIENCE_CORE]));
+  app.use('/api/v3/migration', authenticate(ctx, [AUDIENCE_ADMIN, AUDIENCE_CORE]));
   app.use(notFound);
   app.use(errorHandler(ctx.config.publicBaseUrl));
   return app;

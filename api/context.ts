@@ -11,6 +11,7 @@ import { createPool, type WorkPool } from '../workers/pool.ts';
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
+import { createAuthServices, type AuthServices } from './services/auth/index.ts';
 
 export interface AppContext {
   config: Config;
@@ -20,6 +21,7 @@ export interface AppContext {
   masterKey: MasterKey;
   metrics: Metrics;
   audit: AuditLog;
+  auth: AuthServices;
   /** Present when REDIS_URL is set. */
   redis?: Redis;
   /** Closers run in reverse order of registration by closeContext. */
@@ -43,17 +45,20 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);
   const audit = createAuditLog(db, logger);
-  const ctx: AppContext = { config, logger, db, pool, masterKey: master.key, metrics, audit, closers: [] };
-  ctx.closers.push({ name: 'database', close: () => db.destroy() });
-  ctx.closers.push({ name: 'worker pool', close: () => pool.close() });
-  ctx.closers.push({ name: 'audit log', close: () => audit.close() });
+  const closers: AppContext['closers'] = [];
+  closers.push({ name: 'database', close: () => db.destroy() });
+  closers.push({ name: 'worker pool', close: () => pool.close() });
+  let redis: Redis | undefined;
   if (config.redisUrl) {
-    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
-    redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-    ctx.redis = redis;
-    ctx.closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+    const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
+    client.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+    closers.push({ name: 'redis', close: () => client.quit().catch(() => client.disconnect()) });
+    redis = client;
   }
-  return ctx;
+  closers.push({ name: 'audit log', close: () => audit.close() });
+  const auth = await createAuthServices(config, db, master.key, logger, redis);
+  closers.push({ name: 'auth services', close: () => auth.close() });
+  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, redis, closers };
 }
 
 /** Closes what the context opened, newest first; safe to call twice. */

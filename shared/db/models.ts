@@ -116,7 +116,9 @@ export class RefreshToken extends Model {
   declare token_hash: string;
   declare family_id: string;
   declare tenant_id: string;
-  declare user_id: string;
+  declare subject_kind: 'user' | 'workload';
+  declare subject_id: string;
+  declare audience: string;
   declare remember_me: boolean;
   declare expires_at: Date;
   declare used_at: Date | null;

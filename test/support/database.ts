@@ -18,6 +18,17 @@ export const TEST_ENGINE = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite'
 export async function createTestDatabase(): Promise<TestDatabase> {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return { url: undefined, drop: async () => {} };
+  return createPostgresDatabase(base);
+}
+
+/** Postgres for tests that need several API instances on one database, whatever the engine of the run. */
+export const SHARED_POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Redis for tests that need it (the machine's shared, non-persistent Redis). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Creates a fresh database on the Postgres server at `base`. */
+export async function createPostgresDatabase(base: string): Promise<TestDatabase> {
   const name = `kw_test_${randomBytes(6).toString('hex')}`;
   const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
   try {

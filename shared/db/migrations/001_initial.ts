@@ -108,7 +108,10 @@ export async function up(knex: Knex): Promise<void> {
     t.text('token_hash').primary();
     t.uuid('family_id').notNullable();
     t.uuid('tenant_id').notNullable();
-    t.uuid('user_id').notNullable();
+    // 'user' (password grant) or 'workload' (legacy login).
+    t.text('subject_kind').notNullable();
+    t.uuid('subject_id').notNullable();
+    t.text('audience').notNullable();
     t.boolean('remember_me').notNullable().defaultTo(false);
     t.timestamp('expires_at', { useTz: true }).notNullable();
     t.timestamp('used_at', { useTz: true });

@@ -1,0 +1,75 @@
+/**
+ * Bearer checking for every non-auth endpoint (spec 5, RFC 6750): token verified (cache hit on
+ * the hot path, no database), audience by path family (contract 2), then permission and tenant
+ * checks per route. 401 and 403 are problems without an `error` member (spec 7.2).
+ */
+import type { RequestHandler, Request } from 'express';
+import type { AppContext } from '../context.ts';
+import { AppError } from '../../shared/errors/index.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    auth: AccessClaims;
+  }
+}
+
+const unauthorized = (detail: string) => new AppError('unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="keyward"' } });
+
+/** Verifies the bearer token and that its audience is one of `audiences`. */
+export function authenticate(ctx: AppContext, audiences: readonly string[]): RequestHandler {
+  return async (req, _res, next) => {
+    const header = req.headers.authorization;
+    if (!header || !header.startsWith('Bearer ')) {
+      auditDenied(ctx, req, null, 'missing-token');
+      throw unauthorized('a bearer token is required');
+    }
+    const token = header.slice(7).trim();
+    const claims = ctx.auth.tokens.verify(token) ?? (await ctx.auth.tokens.verifyFresh(token));
+    if (!claims) {
+      auditDenied(ctx, req, null, 'invalid-token');
+      throw unauthorized('the bearer token is invalid, expired or revoked');
+    }
+    if (!audiences.includes(claims.aud)) {
+      auditDenied(ctx, req, claims, 'wrong-audience');
+      throw unauthorized(`this endpoint does not accept tokens for ${claims.aud}`);
+    }
+    req.auth = claims;
+    next();
+  };
+}
+
+/** Requires every listed permission. */
+export function authorize(ctx: AppContext, ...permissions: string[]): RequestHandler {
+  return (req, _res, next) => {
+    const held = req.auth.permissions;
+    const missing = permissions.filter((p) => !held.includes(p));
+    if (missing.length > 0) {
+      auditDenied(ctx, req, req.auth, 'missing-permission', missing);
+      throw new AppError('forbidden', `the token's role lacks ${missing.join(', ')}; widen the role and reissue the token`);
+    }
+    next();
+  };
+}
+
+/** Tenant in the path must be the token's tenant, unless the caller holds cross-tenant platform power. */
+export function requireTenantAccess(ctx: AppContext, param = 'tenantId'): RequestHandler {
+  return (req, _res, next) => {
+    const tenantId = String(req.params[param] ?? '');
+    if (tenantId !== req.auth.tenantId && !req.auth.permissions.includes('admin.platform.cross-tenant')) {
+      auditDenied(ctx, req, req.auth, 'other-tenant');
+      throw new AppError('forbidden', 'the token belongs to another tenant');
+    }
+    next();
+  };
+}
+
+/** Records a refused access attempt in the caller's tenant, or the platform's when unknown. */
+function auditDenied(ctx: AppContext, req: Request, claims: AccessClaims | null, reason: string, missing?: string[]): void {
+  const record = (tenantId: string) => ctx.audit.record({
+    tenantId, actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous', action: 'access', outcome: 'denied', target: `${req.method} ${req.baseUrl}${req.path}`.slice(0, 512),
+    details: { reason, ...(missing ? { missing } : {}), requestId: req.id },
+  });
+  if (claims) record(claims.tenantId);
+  else ctx.auth.platformTenantId().then(record, () => undefined);
+}

@@ -1,0 +1,163 @@
+/**
+ * The Auth API (spec 2.1-2.4, 7.1): token, revocation (RFC 7009), introspection (RFC 7662),
+ * forgot-password. Form-urlencoded only; errors in the OAuth shape.
+ */
+import express, { Router, type RequestHandler, type Request } from 'express';
+import type { AppContext } from '../context.ts';
+import { OAuthError, AppError } from '../../shared/errors/index.ts';
+import { route } from '../http/route.ts';
+import { GRANTS, rateKey } from '../services/auth/grants.ts';
+import { isRateLimited, retryAfterSeconds } from '../services/auth/rate-limits.ts';
+import { revokeRefreshFamily } from '../services/auth/refresh-tokens.ts';
+import { startPasswordReset, completePasswordReset } from '../services/auth/password-reset.ts';
+import { loadUser } from '../services/auth/passwords.ts';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** Parses the form body; any other media type is unsupported_grant_type (spec 7.1). */
+const formBody: RequestHandler[] = [
+  (req, _res, next) => {
+    if (!req.is(FORM)) throw new OAuthError('unsupported_grant_type', `the body must be ${FORM}`);
+    next();
+  },
+  express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
+  (req, _res, next) => {
+    if (!req.body || typeof req.body !== 'object') throw new OAuthError('invalid_request', 'the body is malformed');
+    // RFC 6749 3.2: parameters must not be repeated.
+    for (const [k, v] of Object.entries(req.body)) if (typeof v !== 'string') throw new OAuthError('invalid_request', `parameter ${k} is repeated`);
+    next();
+  },
+];
+
+/** Turns parser failures into invalid_request instead of a problem body. */
+const oauthParseErrors: express.ErrorRequestHandler = (err, _req, _res, next) => {
+  if (err instanceof OAuthError || err instanceof AppError) return next(err);
+  if (err?.type === 'entity.too.large') return next(new OAuthError('invalid_request', 'the body is too large'));
+  next(new OAuthError('invalid_request', 'the body is malformed'));
+};
+
+async function rateGate(ctx: AppContext, key: string): Promise<void> {
+  const failed = await ctx.auth.limits.failures.get(key);
+  if (failed && failed.consumedPoints >= ctx.config.rateLimitFailuresPerMinute) {
+    throw new OAuthError('too_many_requests', 'too many failed attempts; retry later', 429, { 'Retry-After': String(retryAfterSeconds(failed)) });
+  }
+  try {
+    await ctx.auth.limits.token.consume(key);
+  } catch (err) {
+    if (isRateLimited(err)) throw new OAuthError('too_many_requests', 'rate limit reached; retry later', 429, { 'Retry-After': String(retryAfterSeconds(err)) });
+    throw err;
+  }
+}
+
+async function penalize(ctx: AppContext, key: string): Promise<void> {
+  await ctx.auth.limits.failures.consume(key).catch(() => undefined);
+}
+
+/** The caller's own token, from the Authorization header, for introspection. */
+async function callerClaims(ctx: AppContext, req: Request) {
+  const h = req.headers.authorization;
+  return h?.startsWith('Bearer ') ? ctx.auth.tokens.verifyFresh(h.slice(7).trim()) : null;
+}
+
+/** Router for /api/v3/auth/*. */
+export function createAuthRouter(ctx: AppContext): Router {
+  const router = Router();
+  router.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  route(router, '/token', {
+    post: [...formBody, async (req, res) => {
+      const form = req.body as Record<string, string>;
+      // Steps (node-oidc-provider style): grant known → rate gate → grant → respond; failures penalised.
+      if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required');
+      const grant = GRANTS[form.grant_type];
+      if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${form.grant_type.slice(0, 80)} is not supported`);
+      const key = rateKey(form, req.ip ?? 'unknown');
+      await rateGate(ctx, key);
+      try {
+        res.json(await grant(ctx, form));
+      } catch (err) {
+        if (err instanceof OAuthError && (err.error === 'invalid_grant' || err.error === 'invalid_client')) await penalize(ctx, key);
+        throw err;
+      }
+    }],
+  });
+
+  route(router, '/token/revoke', {
+    post: [...formBody, async (req, res) => {
+      const { token } = req.body as Record<string, string>;
+      if (token) {
+        const claims = await ctx.auth.tokens.verifyFresh(token);
+        if (claims) {
+          await ctx.auth.revocation.revoke({ jti: claims.jti, tenantId: claims.tenantId, sub: claims.sub, expiresAt: new Date(claims.exp * 1000), revokedBy: claims.sub, reason: 'rfc7009' });
+          ctx.audit.record({ tenantId: claims.tenantId, actor: `${claims.kind}:${claims.sub}`, action: 'auth.token.revoke', outcome: 'success', target: claims.jti });
+        } else if (token.startsWith('rt_')) {
+          const family = await revokeRefreshFamily(ctx.db, token);
+          if (family) ctx.audit.record({ tenantId: family.tenantId, actor: 'refresh-token', action: 'auth.refresh.revoke', outcome: 'success', target: family.familyId });
+        }
+      }
+      // RFC 7009 2.2 and spec 3.1: 200 whether or not the token existed.
+      res.status(200).json({});
+    }],
+  });
+
+  route(router, '/token/introspect', {
+    post: [...formBody, async (req, res) => {
+      const { token } = req.body as Record<string, string>;
+      if (!token) throw new OAuthError('invalid_request', 'token is required');
+      const caller = await callerClaims(ctx, req);
+      if (!caller) throw new OAuthError('invalid_client', 'introspection requires the caller\'s bearer token', 401, { 'WWW-Authenticate': 'Bearer realm="keyward"' });
+      const claims = await ctx.auth.tokens.verifyFresh(token);
+      const own = claims !== null && claims.jti === caller.jti;
+      if (!own && !caller.permissions.includes('admin.platform.introspect')) {
+        // RFC 7662 2.2: a caller not allowed to know answers as if the token were inactive.
+        res.json({ active: false });
+        return;
+      }
+      if (!claims) {
+        res.json({ active: false });
+        return;
+      }
+      res.json({
+        active: true, sub: claims.sub, exp: claims.exp, iat: claims.iat, scope: claims.permissions.join(' '), client_id: claims.client_id,
+        aud: claims.aud, iss: claims.iss, jti: claims.jti, token_type: 'Bearer', tenantId: claims.tenantId, ...(claims.act ? { act: claims.act } : {}),
+      });
+    }],
+  });
+
+  route(router, '/password/forgot', {
+    post: [...formBody, async (req, res) => {
+      const { email, tenant_id: tenantId } = req.body as Record<string, string>;
+      if (!email || !tenantId) throw new OAuthError('invalid_request', 'email and tenant_id are required');
+      const key = `forgot:${tenantId}:${email.toLowerCase()}`;
+      await rateGate(ctx, key);
+      const user = /^[0-9a-f-]{36}$/i.test(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
+      if (user && !user.disabled) {
+        await startPasswordReset(ctx.db, ctx.auth.mailer, ctx.config.publicBaseUrl, user);
+        ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.password.forgot', outcome: 'success' });
+      }
+      // The same answer for known and unknown addresses.
+      res.status(202).json({ status: 'accepted', message: 'if the address is registered, a reset link has been sent' });
+    }],
+  });
+
+  route(router, '/password/reset', {
+    post: [...formBody, async (req, res) => {
+      const { token, password } = req.body as Record<string, string>;
+      if (!token || !password) throw new OAuthError('invalid_request', 'token and password are required');
+      try {
+        const done = await completePasswordReset(ctx.db, ctx.pool, token, password);
+        ctx.audit.record({ tenantId: done.tenantId, actor: `user:${done.userId}`, action: 'auth.password.reset', outcome: 'success' });
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) throw new OAuthError('invalid_request', err.message);
+        throw err;
+      }
+      res.status(200).json({ status: 'password-changed' });
+    }],
+  });
+
+  router.use(oauthParseErrors);
+  return router;
+}

@@ -1,0 +1,132 @@
+/**
+ * JWT access tokens (RFC 9068 profile, RFC 8725 rules): ES256 only, header `typ: at+jwt` and a
+ * known `kid`, issuer and audience checked, expiry with 30 s leeway, revocation by jti. Built and
+ * checked with node:crypto directly: the hot path is a cache lookup, and a first sight costs one
+ * ECDSA verify.
+ */
+import { randomUUID, sign, verify } from 'node:crypto';
+import type { SigningKeys } from './signing-keys.ts';
+import type { RevocationList } from './revocation.ts';
+
+export const AUDIENCE_ADMIN = 'service-admin';
+export const AUDIENCE_CORE = 'service-core';
+export const AUDIENCE_LEGACY = 'service-legacy';
+
+const LEEWAY_S = 30;
+const CACHE_MAX = 20_000;
+
+/** The claims of contract 2. */
+export interface AccessClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  tenantId: string;
+  permissions: string[];
+  client_id: string;
+  jti: string;
+  iat: number;
+  exp: number;
+  /** Delegation (token exchange): who acts. */
+  act?: { sub: string; tenantId: string };
+  /** Legacy tokens: the legacy role names. */
+  scopes?: string[];
+  /** 'user' or 'workload'. */
+  kind: 'user' | 'workload';
+}
+
+export type NewClaims = Omit<AccessClaims, 'iss' | 'jti' | 'iat' | 'exp'>;
+
+export interface AccessTokens {
+  issue(claims: NewClaims, ttlSeconds: number): { token: string; claims: AccessClaims };
+  /** Verified claims, or null for any token that must not be accepted (one answer: 401). */
+  verify(token: string): AccessClaims | null;
+  /** Like verify, but reloads the signing keys once on an unknown kid (tokens of another instance's new key). */
+  verifyFresh(token: string): Promise<AccessClaims | null>;
+}
+
+const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
+
+/** Creates the issuer/verifier for one issuer URL. */
+export function createAccessTokens(issuer: string, keys: SigningKeys, revocation: RevocationList): AccessTokens {
+  // Bounded cache of verified tokens (insertion order = age; Map iteration evicts oldest).
+  const cache = new Map<string, AccessClaims>();
+  const byJti = new Map<string, string>();
+  revocation.onRevoked((jti) => {
+    const token = byJti.get(jti);
+    if (token) cache.delete(token);
+    byJti.delete(jti);
+  });
+
+  function remember(token: string, claims: AccessClaims): void {
+    if (cache.size >= CACHE_MAX) {
+      const oldest = cache.keys().next().value as string;
+      const old = cache.get(oldest);
+      cache.delete(oldest);
+      if (old) byJti.delete(old.jti);
+    }
+    cache.set(token, claims);
+    byJti.set(claims.jti, token);
+  }
+
+  function stillValid(claims: AccessClaims): boolean {
+    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti);
+  }
+
+  function parseAndCheck(token: string, keyFor: (kid: string) => ReturnType<SigningKeys['publicKeySync']>): AccessClaims | null {
+    const parts = token.split('.');
+    if (parts.length !== 3 || token.length > 8192) return null;
+    let header: Record<string, unknown>;
+    let claims: AccessClaims;
+    try {
+      header = JSON.parse(Buffer.from(parts[0], 'base64url').toString('utf8'));
+      claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    } catch {
+      return null;
+    }
+    // RFC 8725 3.1: the algorithm is pinned, never taken from the token; RFC 9068 2.1: typ.
+    if (header.alg !== 'ES256' || header.typ !== 'at+jwt' || typeof header.kid !== 'string' || header.crit !== undefined) return null;
+    const key = keyFor(header.kid);
+    if (!key) return null;
+    const signature = Buffer.from(parts[2], 'base64url');
+    if (signature.length !== 64) return null;
+    const ok = verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key, dsaEncoding: 'ieee-p1363' }, signature);
+    if (!ok) return null;
+    if (claims === null || typeof claims !== 'object') return null;
+    if (claims.iss !== issuer || typeof claims.sub !== 'string' || typeof claims.tenantId !== 'string' || typeof claims.jti !== 'string') return null;
+    if (typeof claims.exp !== 'number' || typeof claims.iat !== 'number' || !Array.isArray(claims.permissions)) return null;
+    if (claims.iat > Date.now() / 1000 + LEEWAY_S) return null;
+    return claims;
+  }
+
+  const api: AccessTokens = {
+    issue(input, ttlSeconds) {
+      const current = keys.current();
+      const iat = Math.floor(Date.now() / 1000);
+      const claims: AccessClaims = { iss: issuer, ...input, jti: randomUUID(), iat, exp: iat + ttlSeconds };
+      const head = b64url(JSON.stringify({ alg: 'ES256', typ: 'at+jwt', kid: current.kid }));
+      const body = b64url(JSON.stringify(claims));
+      const sig = sign('sha256', Buffer.from(`${head}.${body}`), { key: current.privateKey, dsaEncoding: 'ieee-p1363' });
+      return { token: `${head}.${body}.${b64url(sig)}`, claims };
+    },
+    verify(token) {
+      const cached = cache.get(token);
+      if (cached) return stillValid(cached) ? cached : null;
+      const claims = parseAndCheck(token, (kid) => keys.publicKeySync(kid));
+      if (!claims || !stillValid(claims)) return null;
+      remember(token, claims);
+      return claims;
+    },
+    async verifyFresh(token) {
+      const quick = api.verify(token);
+      if (quick) return quick;
+      try {
+        const kid = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')).kid;
+        if (typeof kid === 'string' && !keys.publicKeySync(kid) && (await keys.publicKey(kid))) return api.verify(token);
+      } catch {
+        return null;
+      }
+      return null;
+    },
+  };
+  return api;
+}

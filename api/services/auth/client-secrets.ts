@@ -1,0 +1,98 @@
+/**
+ * Workload client secrets: random UUIDs (122 bits; the spec gives client_secret as a UUID
+ * string) stored only as HMAC-SHA-256 under a server pepper derived from the master key, and
+ * compared in constant time. A rotated-out secret keeps working until its `valid_until`.
+ */
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+
+const CACHE_TTL_MS = 5_000;
+const CHANNEL = 'keyward:workload-changed';
+
+/** What the token endpoint needs to know about a workload, cached briefly. */
+export interface WorkloadCredentials {
+  workloadId: string;
+  clientId: string;
+  tenantId: string;
+  tenantActive: boolean;
+  disabled: boolean;
+  permissions: string[];
+  secrets: Array<{ hash: Buffer; validUntil: number | null }>;
+  loadedAt: number;
+}
+
+export interface ClientSecrets {
+  /** Generates a secret and its stored hash. */
+  generate(): { secret: string; hash: string };
+  hash(secret: string): string;
+  /** Credentials by client_id (cached 5 s; invalidated on change across instances). */
+  lookup(clientId: string): Promise<WorkloadCredentials | null>;
+  /** Constant-time check against every currently valid secret. */
+  matches(creds: WorkloadCredentials, secret: string): boolean;
+  /** Drops a cached workload here and, through Redis, on every instance. */
+  invalidate(clientId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Creates the secret service over the workloads tables. */
+export async function createClientSecrets(db: Knex, pepper: Buffer, redis?: Redis): Promise<ClientSecrets> {
+  const cache = new Map<string, WorkloadCredentials>();
+  let subscriber: Redis | null = null;
+  if (redis) {
+    subscriber = redis.duplicate();
+    await subscriber.subscribe(CHANNEL);
+    subscriber.on('message', (_c, clientId: string) => cache.delete(clientId));
+  }
+  const hash = (secret: string) => createHmac('sha256', pepper).update(secret, 'utf8').digest('hex');
+
+  async function load(clientId: string): Promise<WorkloadCredentials | null> {
+    const row = await db('workloads as w')
+      .join('roles as r', 'r.id', 'w.role_id')
+      .join('tenants as t', 't.id', 'w.tenant_id')
+      .where('w.client_id', clientId)
+      .first('w.id', 'w.client_id', 'w.tenant_id', 'w.disabled', 'r.permissions', 't.status');
+    if (!row) return null;
+    const secrets = await db('workload_secrets').where({ workload_id: row.id }).andWhere((q) => q.whereNull('valid_until').orWhere('valid_until', '>', new Date()));
+    const permissions = typeof row.permissions === 'string' ? JSON.parse(row.permissions) : row.permissions;
+    return {
+      workloadId: row.id, clientId: row.client_id, tenantId: row.tenant_id, tenantActive: row.status === 'active', disabled: row.disabled, permissions,
+      secrets: secrets.map((s) => ({ hash: Buffer.from(s.secret_hash, 'hex'), validUntil: s.valid_until ? new Date(s.valid_until).getTime() : null })),
+      loadedAt: Date.now(),
+    };
+  }
+
+  return {
+    generate() {
+      const secret = randomUUID();
+      return { secret, hash: hash(secret) };
+    },
+    hash,
+    async lookup(clientId) {
+      const hit = cache.get(clientId);
+      if (hit && Date.now() - hit.loadedAt < CACHE_TTL_MS) return hit;
+      const fresh = await load(clientId);
+      if (fresh) cache.set(clientId, fresh);
+      else cache.delete(clientId);
+      return fresh;
+    },
+    matches(creds, secret) {
+      const candidate = Buffer.from(hash(secret), 'hex');
+      const now = Date.now();
+      let ok = false;
+      // Check every secret (no early exit) so timing does not tell which one matched.
+      for (const s of creds.secrets) {
+        const valid = s.validUntil === null || s.validUntil > now;
+        if (timingSafeEqual(candidate, s.hash) && valid) ok = true;
+      }
+      return ok;
+    },
+    async invalidate(clientId) {
+      cache.delete(clientId);
+      if (redis) await redis.publish(CHANNEL, clientId);
+    },
+    async close() {
+      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+    },
+  };
+}

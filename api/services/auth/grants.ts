@@ -1,0 +1,157 @@
+/**
+ * The four grants of spec 2.1, one function each. Each returns the token response of spec 2.2
+ * or throws an OAuthError with the code of spec 7.1. Every attempt is audited.
+ */
+import type { AppContext } from '../../context.ts';
+import { OAuthError } from '../../../shared/errors/index.ts';
+import { isPlatformPermission, legacyScopesFor } from '../../../shared/permissions.ts';
+import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY, type AccessClaims } from './access-tokens.ts';
+import { checkPassword, loadUser } from './passwords.ts';
+import { issueRefreshToken, redeemRefreshToken } from './refresh-tokens.ts';
+import type { WorkloadCredentials } from './client-secrets.ts';
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token?: string;
+  passwordChangeEligible?: boolean;
+  issued_token_type?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HUMAN_CLIENT = 'keyward-admin';
+
+/** Identifies the requester for rate limiting before the grant runs. */
+export function rateKey(form: Record<string, string>, ip: string): string {
+  if (form.client_id) return `client:${form.client_id}`;
+  if (form.username) return `user:${form.tenant_id ?? ''}:${String(form.username).toLowerCase()}`;
+  return `ip:${ip}`;
+}
+
+function required(form: Record<string, string>, ...fields: string[]): void {
+  for (const f of fields) if (typeof form[f] !== 'string' || form[f] === '') throw new OAuthError('invalid_request', `${f} is required`);
+}
+
+/** Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a wrong secret. */
+export async function authenticateWorkload(ctx: AppContext, clientId: string, clientSecret: string): Promise<WorkloadCredentials> {
+  const creds = UUID.test(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
+  if (!creds || creds.disabled || !creds.tenantActive) {
+    ctx.audit.record({ tenantId: creds?.tenantId ?? (await ctx.auth.platformTenantId()), actor: `client:${clientId.slice(0, 64)}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: creds ? 'disabled' : 'unknown-client' } });
+    throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'WWW-Authenticate': 'Basic realm="keyward"' });
+  }
+  if (!ctx.auth.secrets.matches(creds, clientSecret)) {
+    ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${clientId}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: 'wrong-secret' } });
+    throw new OAuthError('invalid_grant', 'the client credentials are not valid');
+  }
+  return creds;
+}
+
+/** client_credentials: an APPLICATION token for service-core, 36000 s, no refresh token. */
+export async function clientCredentialsGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+  required(form, 'client_id', 'client_secret');
+  const creds = await authenticateWorkload(ctx, form.client_id, form.client_secret);
+  const ttl = ctx.config.accessTokenTtl;
+  const { token } = ctx.auth.tokens.issue({ sub: creds.workloadId, aud: AUDIENCE_CORE, tenantId: creds.tenantId, permissions: creds.permissions, client_id: creds.clientId, kind: 'workload' }, ttl);
+  ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${creds.clientId}`, action: 'auth.token.client_credentials', outcome: 'success' });
+  return { access_token: token, token_type: 'Bearer', expires_in: ttl, passwordChangeEligible: false };
+}
+
+async function humanTokens(ctx: AppContext, user: { id: string; tenantId: string; permissions: string[] }, rememberMe: boolean, familyId?: string): Promise<TokenResponse> {
+  const ttl = ctx.config.humanTokenTtl;
+  const { token } = ctx.auth.tokens.issue({ sub: user.id, aud: AUDIENCE_ADMIN, tenantId: user.tenantId, permissions: user.permissions, client_id: HUMAN_CLIENT, kind: 'user' }, ttl);
+  const refreshTtl = rememberMe ? ctx.config.rememberMeRefreshTtl : ctx.config.refreshTokenTtl;
+  const refresh = await issueRefreshToken(ctx.db, { tenantId: user.tenantId, subjectKind: 'user', subjectId: user.id, audience: AUDIENCE_ADMIN, rememberMe }, refreshTtl, familyId);
+  return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
+}
+
+/** password: a HUMAN token for service-admin plus a rotating refresh token. */
+export async function passwordGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+  required(form, 'username', 'password', 'tenant_id');
+  if (!UUID.test(form.tenant_id)) throw new OAuthError('invalid_request', 'tenant_id must be a UUID');
+  const { user, reason } = await checkPassword(ctx.db, ctx.pool, { threshold: ctx.config.lockoutThreshold, baseSeconds: ctx.config.lockoutBaseSeconds }, form.tenant_id, form.username, form.password);
+  const tenantExists = await ctx.db('tenants').where({ id: form.tenant_id }).first('id');
+  const auditTenant = tenantExists ? form.tenant_id : await ctx.auth.platformTenantId();
+  if (!user) {
+    ctx.audit.record({ tenantId: auditTenant, actor: `user:${form.username.toLowerCase().slice(0, 254)}`, action: 'auth.token.password', outcome: 'failure', details: { reason } });
+    // One answer for every failure (RFC 6749 5.2 invalid_grant): no hint whether the user exists or is locked.
+    throw new OAuthError('invalid_grant', 'the username or password is not valid');
+  }
+  ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.token.password', outcome: 'success' });
+  return humanTokens(ctx, user, form.remember_me === 'true');
+}
+
+/** refresh_token: rotates the refresh token; reuse revokes the family. Keeps the parent's audience. */
+export async function refreshTokenGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+  required(form, 'refresh_token');
+  const result = await redeemRefreshToken(ctx.db, form.refresh_token);
+  if (!result.ok) {
+    const tenantId = result.tenantId ?? (await ctx.auth.platformTenantId());
+    ctx.audit.record({ tenantId, actor: 'refresh-token', action: result.reason === 'reused' ? 'auth.refresh.reuse-detected' : 'auth.token.refresh_token', outcome: 'failure', details: { reason: result.reason, familyId: result.familyId } });
+    if (result.reason === 'reused') ctx.logger.warn({ familyId: result.familyId, tenantId }, 'refresh token reuse detected; family revoked');
+    throw new OAuthError('invalid_grant', 'the refresh token is not valid');
+  }
+  const { subject, familyId } = result;
+  if (subject.subjectKind === 'user') {
+    const user = await loadUser(ctx.db, { id: subject.subjectId });
+    if (!user || user.disabled) throw new OAuthError('invalid_grant', 'the refresh token is not valid');
+    ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.token.refresh_token', outcome: 'success' });
+    return humanTokens(ctx, user, subject.rememberMe, familyId);
+  }
+  const workload = await ctx.db('workloads').where({ id: subject.subjectId }).first('client_id');
+  const creds = workload ? await ctx.auth.secrets.lookup(workload.client_id) : null;
+  if (!creds || creds.disabled) throw new OAuthError('invalid_grant', 'the refresh token is not valid');
+  ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${creds.clientId}`, action: 'auth.token.refresh_token', outcome: 'success' });
+  return legacyTokens(ctx, creds, familyId);
+}
+
+/** Access and refresh token of the legacy JSON login (spec 4.2): legacy role names in `scopes`. */
+export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, familyId?: string): Promise<TokenResponse> {
+  const ttl = ctx.config.accessTokenTtl;
+  const { token } = ctx.auth.tokens.issue({
+    sub: creds.workloadId, aud: AUDIENCE_LEGACY, tenantId: creds.tenantId, permissions: creds.permissions, scopes: legacyScopesFor(creds.permissions), client_id: creds.clientId, kind: 'workload',
+  }, ttl);
+  const refresh = await issueRefreshToken(ctx.db, { tenantId: creds.tenantId, subjectKind: 'workload', subjectId: creds.workloadId, audience: AUDIENCE_LEGACY, rememberMe: false }, ctx.config.refreshTokenTtl, familyId);
+  return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
+}
+
+const RESOURCE = /^urn:keyward:tenant:([0-9a-f-]{36}):(admin|core)$/i;
+
+/** RFC 8693 token exchange: act in a tenant (own, or any with the platform permission); 900 s, `act` claim. */
+export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+  required(form, 'subject_token', 'resource');
+  if (form.subject_token_type && form.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token') {
+    throw new OAuthError('invalid_request', 'subject_token_type must be urn:ietf:params:oauth:token-type:access_token');
+  }
+  const match = RESOURCE.exec(form.resource);
+  if (!match) throw new OAuthError('invalid_target', 'resource must be urn:keyward:tenant:<tenantId>:admin or :core');
+  const subject: AccessClaims | null = await ctx.auth.tokens.verifyFresh(form.subject_token);
+  if (!subject || subject.act) throw new OAuthError('invalid_grant', 'the subject token is not valid');
+  const [, targetTenant, flavour] = match;
+  const target = targetTenant.toLowerCase();
+  const sameTenant = target === subject.tenantId;
+  const allowed = sameTenant ? subject.permissions.includes('auth.token-exchange') || subject.permissions.includes('admin.platform.token-exchange') : subject.permissions.includes('admin.platform.token-exchange');
+  const tenant = await ctx.db('tenants').where({ id: target, status: 'active' }).first('id');
+  if (!allowed || !tenant) {
+    ctx.audit.record({ tenantId: subject.tenantId, actor: `${subject.kind}:${subject.sub}`, action: 'auth.token.exchange', outcome: 'denied', target: form.resource });
+    throw new OAuthError('invalid_target', 'the subject may not act in that tenant');
+  }
+  // Platform permissions do not travel into another tenant: a delegated token cannot hop further.
+  const permissions = sameTenant ? subject.permissions : subject.permissions.filter((p) => !isPlatformPermission(p));
+  const ttl = ctx.config.exchangeTokenTtl;
+  const { token } = ctx.auth.tokens.issue({
+    sub: subject.sub, aud: flavour.toLowerCase() === 'admin' ? AUDIENCE_ADMIN : AUDIENCE_CORE, tenantId: target, permissions, client_id: subject.client_id, kind: subject.kind,
+    act: { sub: subject.sub, tenantId: subject.tenantId },
+  }, ttl);
+  for (const tenantId of new Set([subject.tenantId, target])) {
+    ctx.audit.record({ tenantId, actor: `${subject.kind}:${subject.sub}`, action: 'auth.token.exchange', outcome: 'success', target: form.resource, details: { fromTenant: subject.tenantId, toTenant: target } });
+  }
+  return { access_token: token, token_type: 'Bearer', expires_in: ttl, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' };
+}
+
+export const GRANTS: Record<string, (ctx: AppContext, form: Record<string, string>) => Promise<TokenResponse>> = {
+  client_credentials: clientCredentialsGrant,
+  password: passwordGrant,
+  refresh_token: refreshTokenGrant,
+  'urn:ietf:params:oauth:grant-type:token-exchange': tokenExchangeGrant,
+};

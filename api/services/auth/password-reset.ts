@@ -1,0 +1,55 @@
+/**
+ * Forgot-password and admin-triggered resets: a single-use token valid 30 minutes, stored as a
+ * hash, delivered through the Mailer. The start answers the same whether or not the address is
+ * known (no account enumeration).
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Logger } from '../../../shared/logger.ts';
+import type { WorkPool } from '../../../workers/pool.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+
+const TTL_MS = 30 * 60 * 1000;
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Sends mail; the default writes to the outbox table and logs that it did (never the link). */
+export interface Mailer {
+  send(mail: { to: string; subject: string; body: string }): Promise<void>;
+}
+
+/** The default mailer: outbox table plus a log line. */
+export function outboxMailer(db: Knex, logger: Logger): Mailer {
+  return {
+    async send(mail) {
+      const [row] = await db('outbox').insert({ recipient: mail.to, subject: mail.subject, body: mail.body }).returning('id');
+      logger.info({ to: mail.to, outboxId: typeof row === 'object' ? row.id : row, subject: mail.subject }, 'mail queued in outbox');
+    },
+  };
+}
+
+/** Creates a reset for a user and mails the link; returns nothing a caller could leak. */
+export async function startPasswordReset(db: Knex, mailer: Mailer, baseUrl: string, user: { id: string; email: string }): Promise<void> {
+  const token = randomBytes(32).toString('base64url');
+  await db('password_resets').insert({ id: randomUUID(), user_id: user.id, token_hash: sha256(token), expires_at: new Date(Date.now() + TTL_MS) });
+  await mailer.send({
+    to: user.email,
+    subject: 'Keyward password reset',
+    body: `A password reset was requested for ${user.email}. It is valid for 30 minutes and can be used once.\n\nPOST ${baseUrl}/api/v3/auth/password/reset with token=${token} and password=<new password>\n`,
+  });
+}
+
+/** Completes a reset: single use, unexpired; sets the new argon2id hash and clears lockout. */
+export async function completePasswordReset(db: Knex, pool: WorkPool, token: string, newPassword: string): Promise<{ userId: string; tenantId: string }> {
+  if (newPassword.length < 12) throw new AppError('validation_failed', 'the new password must be at least 12 characters');
+  const passwordHash = await pool.run<string>('hashPassword', { password: newPassword });
+  return db.transaction(async (trx) => {
+    const reset = await trx('password_resets').where({ token_hash: sha256(token) }).forUpdate().first();
+    if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now()) {
+      throw new AppError('invalid_reset_token', 'the reset token is unknown, used or expired', { status: 400, slug: 'invalid-reset-token', title: 'Invalid Reset Token' });
+    }
+    await trx('password_resets').where({ id: reset.id }).update({ used_at: new Date() });
+    await trx('users').where({ id: reset.user_id }).update({ password_hash: passwordHash, failed_attempts: 0, lockout_count: 0, locked_until: null, updated_at: new Date() });
+    const user = await trx('users').where({ id: reset.user_id }).first('tenant_id');
+    return { userId: reset.user_id as string, tenantId: user.tenant_id as string };
+  });
+}

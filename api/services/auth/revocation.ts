@@ -1,0 +1,93 @@
+/**
+ * The revoked-token list, held in memory so bearer checks never touch the database. A
+ * revocation is written to the database and published on Redis (channel below) so every API
+ * instance drops the token within a second; without Redis, instances poll the table each second.
+ */
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../../shared/logger.ts';
+
+const CHANNEL = 'keyward:revoked';
+
+export interface RevocationInput {
+  jti: string;
+  tenantId: string | null;
+  sub: string | null;
+  expiresAt: Date;
+  revokedBy: string | null;
+  reason: string;
+}
+
+export interface RevocationList {
+  isRevoked(jti: string): boolean;
+  revoke(input: RevocationInput): Promise<void>;
+  /** Subscribers called with each newly revoked jti (the token cache evicts). */
+  onRevoked(listener: (jti: string) => void): void;
+  close(): Promise<void>;
+}
+
+/** Loads unexpired revocations and starts listening for new ones. */
+export async function createRevocationList(db: Knex, logger: Logger, redis?: Redis): Promise<RevocationList> {
+  const revoked = new Map<string, number>(); // jti → expiry (ms)
+  const listeners: Array<(jti: string) => void> = [];
+  let lastSeen = new Date(0);
+
+  function add(jti: string, expiresAtMs: number): void {
+    if (revoked.has(jti)) return;
+    revoked.set(jti, expiresAtMs);
+    for (const l of listeners) l(jti);
+  }
+
+  async function pollNew(): Promise<void> {
+    const rows = await db('revoked_tokens').where('revoked_at', '>', lastSeen).andWhere('expires_at', '>', new Date()).select('jti', 'expires_at', 'revoked_at');
+    for (const r of rows) {
+      add(r.jti, new Date(r.expires_at).getTime());
+      const at = new Date(r.revoked_at);
+      if (at > lastSeen) lastSeen = at;
+    }
+  }
+  await pollNew();
+
+  let subscriber: Redis | null = null;
+  let poller: NodeJS.Timeout | null = null;
+  if (redis) {
+    subscriber = redis.duplicate();
+    await subscriber.subscribe(CHANNEL);
+    subscriber.on('message', (_channel, message: string) => {
+      try {
+        const { jti, exp } = JSON.parse(message) as { jti: string; exp: number };
+        add(jti, exp);
+      } catch {
+        logger.warn('ignored a malformed revocation message');
+      }
+    });
+  } else {
+    poller = setInterval(() => pollNew().catch((err) => logger.warn({ err: err.message }, 'revocation poll failed')), 1000);
+    poller.unref();
+  }
+  // Expired entries can go: the token would be refused for its expiry anyway.
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [jti, exp] of revoked) if (exp < now) revoked.delete(jti);
+  }, 60_000);
+  sweeper.unref();
+
+  return {
+    isRevoked: (jti) => revoked.has(jti),
+    async revoke(input) {
+      await db('revoked_tokens')
+        .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
+        .onConflict('jti').ignore();
+      add(input.jti, input.expiresAt.getTime());
+      if (redis) await redis.publish(CHANNEL, JSON.stringify({ jti: input.jti, exp: input.expiresAt.getTime() }));
+    },
+    onRevoked(listener) {
+      listeners.push(listener);
+    },
+    async close() {
+      if (poller) clearInterval(poller);
+      clearInterval(sweeper);
+      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+    },
+  };
+}

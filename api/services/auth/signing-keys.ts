@@ -1,0 +1,104 @@
+/**
+ * Token signing keys (contract 2): ES256, private halves sealed under the master key. The
+ * newest key signs; retired keys stay in the JWKS until every token they signed has expired.
+ * Rotation happens on a schedule and on demand; other instances learn about a new key when
+ * they meet its kid (reload on miss, at most once a second).
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { MasterKey } from '../../../shared/crypto/master-key.ts';
+
+const ALG = 'ES256';
+const SEAL_TENANT = 'platform-signing-keys';
+
+interface LoadedKey {
+  kid: string;
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+  publicJwk: Record<string, unknown>;
+  createdAt: Date;
+  publishUntil: Date | null;
+}
+
+export interface SigningKeys {
+  /** The key that signs new tokens. */
+  current(): LoadedKey;
+  /** A published key by kid, reloading from the database once if unknown. */
+  publicKey(kid: string): Promise<KeyObject | null>;
+  /** A published key by kid from memory only (the hot path). */
+  publicKeySync(kid: string): KeyObject | null;
+  jwks(): { keys: Array<Record<string, unknown>> };
+  /** Adds a new signing key and retires the current one. */
+  rotate(maxTokenLifetimeSeconds: number): Promise<string>;
+  /** Rotates when the current key is older than `maxAgeSeconds`. */
+  rotateIfDue(maxAgeSeconds: number, maxTokenLifetimeSeconds: number): Promise<boolean>;
+  reload(): Promise<void>;
+}
+
+/** Loads the signing keys, creating the first one when there is none. */
+export async function createSigningKeys(db: Knex, master: MasterKey): Promise<SigningKeys> {
+  let keys: LoadedKey[] = [];
+  let lastReload = 0;
+
+  async function insertNew(): Promise<string> {
+    const kid = `sig-${randomUUID()}`;
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const der = privateKey.export({ format: 'der', type: 'pkcs8' });
+    const jwk = { ...publicKey.export({ format: 'jwk' }), kid, alg: ALG, use: 'sig' };
+    await db('signing_keys').insert({ kid, alg: ALG, private_material: master.seal(der, { tenantId: SEAL_TENANT, kid, version: 1 }), public_jwk: JSON.stringify(jwk) });
+    return kid;
+  }
+
+  async function reload(): Promise<void> {
+    lastReload = Date.now();
+    const rows = await db('signing_keys').where((q) => q.whereNull('publish_until').orWhere('publish_until', '>', new Date())).orderBy('created_at', 'asc');
+    keys = rows.map((r) => {
+      const privateKey = createPrivateKey({ key: master.open(r.private_material, { tenantId: SEAL_TENANT, kid: r.kid, version: 1 }), format: 'der', type: 'pkcs8' });
+      const publicJwk = typeof r.public_jwk === 'string' ? JSON.parse(r.public_jwk) : r.public_jwk;
+      return { kid: r.kid, privateKey, publicKey: createPublicKey(privateKey), publicJwk, createdAt: new Date(r.created_at), publishUntil: r.publish_until ? new Date(r.publish_until) : null };
+    });
+  }
+
+  await reload();
+  if (!keys.some((k) => k.publishUntil === null)) {
+    await insertNew();
+    await reload();
+  }
+
+  const api: SigningKeys = {
+    current() {
+      const active = keys.filter((k) => k.publishUntil === null);
+      return active[active.length - 1] ?? keys[keys.length - 1];
+    },
+    publicKeySync(kid) {
+      return keys.find((k) => k.kid === kid)?.publicKey ?? null;
+    },
+    async publicKey(kid) {
+      const found = api.publicKeySync(kid);
+      if (found || Date.now() - lastReload < 1000) return found;
+      await reload();
+      return api.publicKeySync(kid);
+    },
+    jwks() {
+      const now = Date.now();
+      return { keys: keys.filter((k) => !k.publishUntil || k.publishUntil.getTime() > now).map((k) => k.publicJwk) };
+    },
+    async rotate(maxTokenLifetimeSeconds) {
+      const kid = await insertNew();
+      // Retire every other active key: it stops signing now and stays published until the last
+      // token it could have signed has expired.
+      await db('signing_keys').whereNull('publish_until').whereNot({ kid }).update({ retired_at: new Date(), publish_until: new Date(Date.now() + maxTokenLifetimeSeconds * 1000) });
+      await reload();
+      return kid;
+    },
+    async rotateIfDue(maxAgeSeconds, maxTokenLifetimeSeconds) {
+      await reload();
+      const cur = api.current();
+      if (Date.now() - cur.createdAt.getTime() < maxAgeSeconds * 1000) return false;
+      await api.rotate(maxTokenLifetimeSeconds);
+      return true;
+    },
+    reload,
+  };
+  return api;
+}
