@@ -13,20 +13,20 @@ describe(`foundation (${TEST_ENGINE})`, () => {
   it('when /healthz is called, then it answers 200', async () => {
     const res = await fetch(`${app.url}/healthz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+    expect(await res.json() as any).toEqual({ status: 'ok' });
   });
 
   it('when /readyz is called with the database up, then every check is true', async () => {
     const res = await fetch(`${app.url}/readyz`);
     expect(res.status).toBe(200);
-    expect((await res.json()).checks).toEqual({ database: true, pool: true });
+    expect((await res.json() as any).checks).toEqual({ database: true, pool: true });
   });
 
   it('when an unknown route is called, then 404 problem+json with the configured type base', async () => {
     const res = await fetch(`${app.url}/api/v3/nothing-here?x=1`);
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await res.json()).toEqual({
+    expect(await res.json() as any).toEqual({
       type: 'http://127.0.0.1:8080/problems/not-found', title: 'Not Found', status: 404, detail: expect.any(String), instance: '/api/v3/nothing-here',
     });
   });
@@ -35,7 +35,7 @@ describe(`foundation (${TEST_ENGINE})`, () => {
     const res = await fetch(`${app.url}/healthz`, { method: 'DELETE' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, HEAD');
-    expect((await res.json()).type).toMatch(/problems\/method-not-allowed$/);
+    expect((await res.json() as any).type).toMatch(/problems\/method-not-allowed$/);
   });
 
   it('when /metrics is scraped, then request counts, latency, pool and event-loop lag are there', async () => {
@@ -47,7 +47,7 @@ describe(`foundation (${TEST_ENGINE})`, () => {
   });
 
   it('when the OpenAPI document is fetched, then it is 3.1 and lists the system paths, and /docs renders it', async () => {
-    const doc = await (await fetch(`${app.url}/api/v3/openapi.json`)).json();
+    const doc = await (await fetch(`${app.url}/api/v3/openapi.json`)).json() as any;
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/healthz', '/readyz', '/metrics']));
     const html = await (await fetch(`${app.url}/docs`)).text();

@@ -49,7 +49,7 @@ describe(`forgot-password and legacy login (${TEST_ENGINE})`, () => {
   it('when the legacy JSON login is used, then an access token with the legacy role names in scopes and a refresh token', async () => {
     const res = await fetch(`${app.url}/api/authenticate/app`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ clientId: t.clientId, clientSecret: t.clientSecret }) });
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await res.json() as any;
     expect(body).toMatchObject({ accessToken: expect.any(String), refreshToken: expect.stringMatching(/^rt_/) });
     const { payload } = await jwtVerify(body.accessToken, createRemoteJWKSet(new URL(`${app.url}/.well-known/jwks.json`)));
     expect(payload.scopes).toEqual(expect.arrayContaining(['secure.encrypt', 'secure.decrypt', 'key_management.listKeys']));

@@ -20,12 +20,12 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
     it('when the body is JSON, then 400 unsupported_grant_type', async () => {
       const res = await fetch(`${app.url}${TOKEN}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'client_credentials' }) });
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toBe('unsupported_grant_type');
+      expect((await res.json() as any).error).toBe('unsupported_grant_type');
     });
     it('when the content type is text/plain, then 400 unsupported_grant_type', async () => {
       const res = await fetch(`${app.url}${TOKEN}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'grant_type=client_credentials' });
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toBe('unsupported_grant_type');
+      expect((await res.json() as any).error).toBe('unsupported_grant_type');
     });
     it('when grant_type is missing, then 400 invalid_request', async () => {
       const r = await postForm(app, TOKEN, { client_id: t.clientId });
@@ -40,7 +40,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
     it('when the form body is malformed, then 400 invalid_request', async () => {
       const res = await fetch(`${app.url}${TOKEN}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&grant_type=password' });
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toBe('invalid_request');
+      expect((await res.json() as any).error).toBe('invalid_request');
     });
     it('when the grant type is unknown, then 400 unsupported_grant_type', async () => {
       const r = await postForm(app, TOKEN, { grant_type: 'implicit' });
@@ -206,7 +206,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
       const after = await adminToken(app);
       const newKid = JSON.parse(Buffer.from(after.split('.')[0], 'base64url').toString()).kid;
       expect(newKid).not.toBe(oldKid);
-      const jwks = await (await fetch(`${app.url}/.well-known/jwks.json`)).json();
+      const jwks = await (await fetch(`${app.url}/.well-known/jwks.json`)).json() as any;
       expect(jwks.keys.map((k: { kid: string }) => k.kid)).toEqual(expect.arrayContaining([oldKid, newKid]));
       expect(jwks.keys.every((k: Record<string, unknown>) => k.d === undefined)).toBe(true);
       const set = createRemoteJWKSet(new URL(`${app.url}/.well-known/jwks.json`));
@@ -215,7 +215,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
       expect((await api(app, 'GET', '/api/v3/admin/platform/scopes', before)).status).toBe(200);
     });
     it('when the metadata is fetched, then it names the endpoints and the JWKS', async () => {
-      const meta = await (await fetch(`${app.url}/.well-known/oauth-authorization-server`)).json();
+      const meta = await (await fetch(`${app.url}/.well-known/oauth-authorization-server`)).json() as any;
       expect(meta).toMatchObject({ issuer: app.config.publicBaseUrl, jwks_uri: `${app.config.publicBaseUrl}/.well-known/jwks.json`, token_endpoint: expect.stringContaining('/api/v3/auth/token') });
     });
   });

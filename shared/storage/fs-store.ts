@@ -1,0 +1,222 @@
+/**
+ * ObjectStore on a local directory. Each key is a file under `root`; a put streams into a temp
+ * file in `root/.staging`, fsyncs it and renames it into place, so readers see the old object or
+ * the whole new one, never a partial file. Every key is validated and resolved inside `root`.
+ */
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { problem } from '../errors/index.ts';
+import { byteChunks, discardBody } from './body.ts';
+import { mapFsError } from './errors.ts';
+import { assertObjectKey, assertPrefix } from './keys.ts';
+import type { ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
+
+/** The top-level directory holding uploads in progress; no key may start with it. */
+export const STAGING_DIR = '.staging';
+
+export interface FsObjectStoreOptions {
+  /** Directory holding the objects (created by `init`). */
+  root: string;
+  /** fsync each object before it becomes visible (default true). */
+  fsync?: boolean;
+}
+
+function errCode(err: unknown): string {
+  return (err as NodeJS.ErrnoException | null)?.code ?? '';
+}
+
+const MISSING = new Set(['ENOENT', 'ENOTDIR']);
+const COLLISION = new Set(['EISDIR', 'ENOTDIR', 'EEXIST', 'ENOTEMPTY']);
+
+export class FsObjectStore implements ObjectStore {
+  readonly root: string;
+  readonly #staging: string;
+  readonly #fsync: boolean;
+
+  constructor(opts: FsObjectStoreOptions) {
+    this.root = path.resolve(opts.root);
+    this.#staging = path.join(this.root, STAGING_DIR);
+    this.#fsync = opts.fsync ?? true;
+  }
+
+  /** Creates the root and staging directories. */
+  async init(): Promise<void> {
+    try {
+      await mkdir(this.#staging, { recursive: true });
+    } catch (err) {
+      throw mapFsError(err, 'init');
+    }
+  }
+
+  /** Resolves a key to its file path; refuses anything that would land outside `root`. */
+  pathOf(key: string): string {
+    assertObjectKey(key);
+    if (key === STAGING_DIR || key.startsWith(`${STAGING_DIR}/`)) {
+      throw problem('validation_failed', 'invalid object key: reserved name', { field: 'key', reason: 'reserved name' });
+    }
+    const file = path.resolve(this.root, ...key.split('/'));
+    if (!file.startsWith(this.root + path.sep)) {
+      throw problem('validation_failed', 'invalid object key: outside the store', { field: 'key', reason: 'path traversal' });
+    }
+    return file;
+  }
+
+  async get(key: string): Promise<Readable> {
+    const file = this.pathOf(key);
+    let handle;
+    try {
+      handle = await open(file, 'r');
+      if (!(await handle.stat()).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+    } catch (err) {
+      await handle?.close();
+      if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR') throw problem('not_found', 'object not found');
+      throw mapFsError(err, 'get');
+    }
+    return handle.createReadStream();
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    const file = this.pathOf(key);
+    try {
+      const st = await stat(file);
+      return st.isFile() ? { key, size: st.size, lastModified: st.mtime } : null;
+    } catch (err) {
+      if (MISSING.has(errCode(err))) return null;
+      throw mapFsError(err, 'head');
+    }
+  }
+
+  async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+    assertPrefix(prefix);
+    const cut = prefix.lastIndexOf('/');
+    const dirKey = cut >= 0 ? prefix.slice(0, cut) : '';
+    const dir = dirKey ? this.pathOf(dirKey) : this.root;
+    yield* this.#walk(dir, dirKey ? `${dirKey}/` : '', prefix);
+  }
+
+  /** Depth-first walk in S3 key order: a directory sorts as its name followed by '/'. */
+  async *#walk(dir: string, keyPrefix: string, prefix: string): AsyncGenerator<ObjectInfo> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (MISSING.has(errCode(err))) return;
+      throw mapFsError(err, 'list');
+    }
+    const named = entries.map((entry) => ({ entry, sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name }));
+    named.sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
+    for (const { entry } of named) {
+      const key = keyPrefix + entry.name;
+      if (keyPrefix === '' && key === STAGING_DIR) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        const sub = `${key}/`;
+        if (sub.startsWith(prefix) || prefix.startsWith(sub)) yield* this.#walk(full, sub, prefix);
+      } else if (entry.isFile() && key.startsWith(prefix)) {
+        try {
+          const st = await stat(full);
+          yield { key, size: st.size, lastModified: st.mtime };
+        } catch (err) {
+          if (!MISSING.has(errCode(err))) throw mapFsError(err, 'list');
+        }
+      }
+    }
+  }
+
+  async put(key: string, body: PutBody, opts: PutOptions = {}): Promise<ObjectInfo> {
+    let file: string;
+    try {
+      file = this.pathOf(key);
+      opts.signal?.throwIfAborted();
+      await mkdir(this.#staging, { recursive: true });
+    } catch (err) {
+      discardBody(body);
+      throw mapFsError(err, 'put');
+    }
+    const temp = path.join(this.#staging, `${randomUUID()}.part`);
+    let size = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    // Errors of the body (or an abort) belong to the caller and pass through untouched.
+    let bodyFailed = false;
+    async function* source(): AsyncGenerator<Uint8Array> {
+      try {
+        yield* byteChunks(body, opts.signal);
+      } catch (err) {
+        bodyFailed = true;
+        throw err;
+      }
+    }
+    try {
+      await pipeline(source(), counter, createWriteStream(temp, { flags: 'wx' }), { signal: opts.signal });
+    } catch (err) {
+      discardBody(body);
+      await unlink(temp).catch(() => undefined);
+      throw bodyFailed || opts.signal?.aborted ? err : mapFsError(err, 'put');
+    }
+    try {
+      if (this.#fsync) await fsyncFile(temp);
+      await this.#moveIntoPlace(temp, file);
+    } catch (err) {
+      await unlink(temp).catch(() => undefined);
+      if (COLLISION.has(errCode(err))) throw problem('conflict', 'object key collides with an existing key prefix');
+      throw mapFsError(err, 'put');
+    }
+    const st = await stat(file).catch(() => null);
+    return { key, size, lastModified: st?.mtime };
+  }
+
+  /** Renames the temp file to its key, recreating parent directories a concurrent delete pruned. */
+  async #moveIntoPlace(temp: string, file: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      await mkdir(path.dirname(file), { recursive: true });
+      try {
+        await rename(temp, file);
+        return;
+      } catch (err) {
+        if (errCode(err) !== 'ENOENT' || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const file = this.pathOf(key);
+    try {
+      await unlink(file);
+    } catch (err) {
+      if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR') return;
+      throw mapFsError(err, 'delete');
+    }
+    await this.#pruneEmptyParents(path.dirname(file));
+  }
+
+  /** Removes directories left empty by a delete, up to (not including) the root. */
+  async #pruneEmptyParents(dir: string): Promise<void> {
+    while (dir.startsWith(this.root + path.sep)) {
+      try {
+        await rmdir(dir);
+      } catch {
+        return;
+      }
+      dir = path.dirname(dir);
+    }
+  }
+}
+
+async function fsyncFile(file: string): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Starts an s3rver (S3 protocol server) on 127.0.0.1 with a free port and a temp directory, for
+ * tests that run the real minio client against it. `close()` stops it and removes the directory.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import S3rver from 's3rver';
+
+export interface TestS3Server {
+  endpoint: string;
+  port: number;
+  /** s3rver's fixed credentials. */
+  accessKey: string;
+  secretKey: string;
+  /** A bucket name for the test; not created (stores create their bucket). */
+  bucket: string;
+  directory: string;
+  close(): Promise<void>;
+}
+
+export async function startS3Server(opts: { bucket?: string } = {}): Promise<TestS3Server> {
+  const directory = await mkdtemp(path.join(tmpdir(), 'keyward-s3rver-'));
+  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory });
+  const { port } = await server.run();
+  let closed = false;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    accessKey: 'S3RVER',
+    secretKey: 'S3RVER',
+    bucket: opts.bucket ?? 'keyward-test',
+    directory,
+    async close() {
+      if (closed) return;
+      closed = true;
+      const closing = server.close();
+      // Keep-alive sockets from the clients would hold close() open until they idle out.
+      server.httpServer?.closeAllConnections();
+      await closing;
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
