@@ -7,6 +7,10 @@ export interface ErrorData {
   code: string;
   message: string;
   details?: Record<string, unknown>;
+  /** Carried so that codes outside PROBLEMS (e.g. keystore, pkcs7) keep their status across threads. */
+  status?: number;
+  slug?: string;
+  title?: string;
 }
 
 export interface ProblemSpec {
@@ -77,7 +81,7 @@ export class AppError extends Error {
 
   /** Plain data for crossing a thread or process boundary (conventions rule 4). */
   toJSON(): ErrorData {
-    return { code: this.code, message: this.message, details: this.details };
+    return { code: this.code, message: this.message, details: this.details, status: this.status, slug: this.slug, title: this.title };
   }
 }
 
@@ -90,7 +94,7 @@ export function problem(code: ProblemCode, message: string, details?: Record<str
 export function errorFromData(data: unknown): AppError {
   if (data && typeof data === 'object' && 'code' in data && typeof (data as ErrorData).code === 'string') {
     const d = data as ErrorData;
-    return new AppError(d.code, String(d.message ?? d.code), { details: d.details });
+    return new AppError(d.code, String(d.message ?? d.code), { details: d.details, status: d.status, slug: d.slug, title: d.title });
   }
   return new AppError('internal', 'unexpected worker failure');
 }

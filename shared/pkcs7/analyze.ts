@@ -1,0 +1,102 @@
+/**
+ * analyzePkcs7: what a CMS message holds (contract section 5), read in one streaming pass. The
+ * content is counted and discarded, so memory stays constant whatever the size.
+ */
+import { BerReader } from './ber-reader.ts';
+import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
+import type { ParsedCertificate } from './certificates.ts';
+import { readHead, readTail } from './cms-structure.ts';
+import { CONTENT_CIPHERS, oidName } from './oids.ts';
+import { describeRecipient } from './recipients.ts';
+import { describeSigner } from './signers.ts';
+import type { Analysis, CertificateSummary, KeyResolver, RecipientSummary, SignerSummary } from './types.ts';
+
+function summaryOf(der: Buffer | undefined): CertificateSummary | null {
+  if (!der) return null;
+  try {
+    const c = parseCertificate(der);
+    return c ? certificateSummary(c) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reads a whole CMS message and reports its type, encoding, signers, recipients and convertibility. */
+export async function analyzePkcs7(input: AsyncIterable<Uint8Array>, resolver?: KeyResolver): Promise<Analysis> {
+  const reader = new BerReader(input);
+  try {
+    const head = await readHead(reader);
+    let contentLength = 0;
+    if (head.content) for await (const c of reader.octets(head.content)) contentLength += c.length;
+    const tail = await readTail(reader, head);
+    const reasons: string[] = [];
+    const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';
+    const enveloped = head.type !== 'signedData';
+
+    const certs = tail.certificates.map((d) => {
+      try {
+        return parseCertificate(d);
+      } catch {
+        return null;
+      }
+    }).filter((c): c is ParsedCertificate => c !== null);
+    const signers: SignerSummary[] = [];
+    for (const s of tail.signers) {
+      const d = describeSigner(s);
+      const cert = matchCertificate(certs, d.ref);
+      const key = resolver ? await resolver.byCmsRef(d.ref) : null;
+      if (d.unsupported) reasons.push(`${d.unsupported} is not supported`);
+      signers.push({
+        identifier: d.identifier,
+        digestAlgorithm: { oid: d.digestOid, name: oidName(d.digestOid) },
+        signatureAlgorithm: { oid: d.signatureOid, name: oidName(d.signatureOid) },
+        signedAttributes: d.signedAttrs !== null,
+        certificate: cert ? certificateSummary(cert) : summaryOf(key?.certificate),
+        kid: key?.kid ?? null,
+      });
+    }
+    const recipients: RecipientSummary[] = [];
+    for (const ri of head.recipientInfos) {
+      const d = describeRecipient(ri);
+      const key = resolver && d.ref ? await resolver.byCmsRef(d.ref) : null;
+      if (d.unsupported) reasons.push(`${d.unsupported} is not supported`);
+      recipients.push({
+        type: d.type,
+        identifier: d.identifier,
+        keyEncryptionAlgorithm: d.keyEncryptionAlgorithm,
+        ...(d.keyWrapAlgorithm ? { keyWrapAlgorithm: d.keyWrapAlgorithm } : {}),
+        certificate: summaryOf(key?.certificate),
+        kid: key?.kid ?? null,
+      });
+    }
+
+    if (signed && signers.length !== 1) reasons.push(`${signers.length} signers; exactly one is supported`);
+    if (enveloped && recipients.length !== 1) reasons.push(`${recipients.length} recipients; exactly one is supported`);
+    if (enveloped) {
+      const alg = head.contentEncryption!.algorithm;
+      const spec = CONTENT_CIPHERS[alg];
+      if (!spec || (head.type === 'authEnvelopedData') !== (spec.mode === 'gcm')) reasons.push(`content encryption ${oidName(alg)} in ${head.type} is not supported`);
+      if (!head.content) reasons.push('detached encrypted content is not supported');
+      if (tail.authAttrs) reasons.push('authAttrs are not supported');
+    }
+    if (resolver) {
+      if (signed && signers.length === 1 && !signers[0].kid) reasons.push('the signer key is not imported');
+      if (enveloped && recipients.length === 1 && !recipients[0].kid) reasons.push('the recipient key is not imported');
+    }
+    return {
+      contentType: head.type,
+      encoding: reader.ber ? 'ber' : 'der',
+      contentLength,
+      detached: head.content === null,
+      innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
+      signers,
+      recipients,
+      contentEncryption: head.contentEncryption ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) } : null,
+      convertible: reasons.length === 0,
+      ...(reasons.length ? { reason: reasons.join('; ') } : {}),
+    };
+  } catch (err) {
+    await reader.close().catch(() => {});
+    throw err;
+  }
+}

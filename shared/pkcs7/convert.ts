@@ -1,0 +1,333 @@
+/**
+ * convertPkcs7ToJose: the streaming PKCS#7/CMS to JOSE conversion of contract section 5.
+ *
+ * Everything that can be known before the content (type, keys, content key) is settled before the
+ * function returns, so those failures are plain problems. The body is a pull-based generator: it
+ * reads input only as fast as its output is consumed, and problems found later (truncation,
+ * padding, tag, signature) are thrown from it before the JWE tag and the closing delimiter, so a
+ * cut response never looks whole.
+ *
+ * SignedData output is one small JSON object after the whole content, so that conversion runs to
+ * its end before returning and every SignedData failure is a plain problem.
+ */
+import { createDecipheriv } from 'node:crypto';
+import { BerReader } from './ber-reader.ts';
+import { readHead, readTail } from './cms-structure.ts';
+import type { CmsHead, CmsTail } from './cms-structure.ts';
+import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
+import type { ContentCipher } from './content-decrypt.ts';
+import { Multipart, cbcPassThrough, defaultKeyManagement, gcmEncryptor, preservingEnc, protectedHeader, wrapContentKey } from './jwe.ts';
+import type { ContentEncryptor, JweEnc } from './jwe.ts';
+import { DetachedJwsSigner, algForKey, candidateAlgs } from './jws.ts';
+import type { DetachedJws } from './jws.ts';
+import { DIGESTS, OID, oidName } from './oids.ts';
+import { cmsProblem } from './problems.ts';
+import { recoverContentKey } from './recipients.ts';
+import { ContentDigests, describeSigner, verificationKey, verifySigner } from './signers.ts';
+import type { ConvertMetadata, ConvertOptions, ConvertResult, KeyResolver, ResolvedKey } from './types.ts';
+
+const OCTET = 'application/octet-stream';
+const JOSE = 'application/jose+json';
+const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
+  for await (const c of input) yield Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+}
+
+/** Lets the first bytes of a stream be looked at before it is handed on whole. */
+class Peekable implements AsyncIterable<Buffer> {
+  #it: AsyncIterator<Buffer>;
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  #done = false;
+
+  constructor(src: AsyncIterable<Buffer>) {
+    this.#it = src[Symbol.asyncIterator]();
+  }
+
+  /** Up to `n` first bytes (fewer when the stream is shorter). */
+  async peek(n: number): Promise<Buffer> {
+    while (this.#heldBytes < n && !this.#done) {
+      const r = await this.#it.next();
+      if (r.done) this.#done = true;
+      else {
+        this.#held.push(r.value);
+        this.#heldBytes += r.value.length;
+      }
+    }
+    return Buffer.concat(this.#held).subarray(0, n);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    const held = this.#held;
+    this.#held = [];
+    yield* held;
+    if (this.#done) return;
+    for (;;) {
+      const r = await this.#it.next();
+      if (r.done) return;
+      yield r.value;
+    }
+  }
+}
+
+const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
+
+/** True when bytes start a ContentInfo whose type is signedData (what `cms -sign | cms -encrypt` makes). */
+export function looksLikeSignedData(b: Buffer): boolean {
+  if (b.length < 2 || b[0] !== 0x30 || b[1] === 0xff) return false;
+  const p = b[1] > 0x80 ? 2 + (b[1] & 0x7f) : 2;
+  return b.length >= p + SIGNED_DATA_PREFIX.length && b.subarray(p, p + SIGNED_DATA_PREFIX.length).equals(SIGNED_DATA_PREFIX);
+}
+
+/** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
+function cmsHashOf(head: CmsHead): string {
+  for (const a of head.digestAlgorithms) {
+    const h = DIGESTS[a.algorithm];
+    if (h === 'sha256' || h === 'sha384' || h === 'sha512') return h;
+  }
+  return 'sha256';
+}
+
+async function keyByKid(resolver: KeyResolver, kid: string, what: string): Promise<ResolvedKey> {
+  const key = await resolver.byKid(kid);
+  if (!key) throw cmsProblem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
+  return key;
+}
+
+function checkMetadata(m: ConvertMetadata): void {
+  if (m.contentEncryption !== undefined && !ENCS.has(m.contentEncryption)) {
+    throw cmsProblem('cms_bad_metadata', 'contentEncryption must be A128GCM, A192GCM, A256GCM or preserve');
+  }
+  if (m.b64 !== undefined && typeof m.b64 !== 'boolean') throw cmsProblem('cms_bad_metadata', 'b64 must be a boolean');
+  for (const k of ['signerKid', 'recipientKid', 'targetKid', 'keyManagement'] as const) {
+    if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === '')) throw cmsProblem('cms_bad_metadata', `${k} must be a non-empty string`);
+  }
+}
+
+/** What is needed to verify the CMS signer and re-sign at the end of the content. */
+interface Signing {
+  digests: ContentDigests;
+  jws: DetachedJwsSigner;
+  finish(): Promise<DetachedJws>;
+}
+
+interface FinishArgs {
+  tail: CmsTail;
+  eContentType: string;
+  digests: Map<string, Buffer>;
+  jws: DetachedJwsSigner;
+  key: ResolvedKey | null;
+  resolver: KeyResolver;
+  cmsHash: string;
+  /** RFC 2315 section 11.2: SignedAndEnvelopedData may encrypt the signature under the content key. */
+  decryptSignature?: (sig: Buffer) => Buffer;
+}
+
+/** Verifies the one CMS signer, then signs the JWS with the re-signing key. */
+async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
+  if (a.tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
+  const desc = describeSigner(a.tail.signers[0]);
+  if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
+  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref));
+  if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
+  if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
+  const pub = verificationKey(desc, a.tail.certificates, key);
+  const sig = Buffer.from(a.tail.signers[0].info.signature.buffer);
+  try {
+    verifySigner(desc, sig, a.digests, a.eContentType, pub);
+  } catch (err) {
+    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid') throw err;
+    let plain: Buffer;
+    try {
+      plain = a.decryptSignature(sig);
+    } catch {
+      throw err;
+    }
+    verifySigner(desc, plain, a.digests, a.eContentType, pub);
+  }
+  return a.jws.finish(algForKey(key, a.cmsHash, desc.scheme!.kind === 'pss'), key);
+}
+
+async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
+  return opts.metadata.signerKid ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer') : null;
+}
+
+async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOptions): Promise<ConvertResult> {
+  const { metadata, resolver } = opts;
+  const cmsHash = cmsHashOf(head);
+  let key = await signerKeyOf(opts);
+  let tail: CmsTail | null = null;
+  let jws: DetachedJwsSigner;
+  let source: AsyncIterable<Buffer>;
+  if (head.content) {
+    if (opts.content) throw cmsProblem('cms_bad_metadata', 'a content part was given for a SignedData that carries its content');
+    source = reader.octets(head.content);
+    jws = new DetachedJwsSigner(candidateAlgs(key, cmsHash), { b64: metadata.b64 ?? false, kid: key?.kid });
+  } else {
+    if (!opts.content) throw cmsProblem('cms_bad_metadata', 'a detached SignedData needs the signed content as the content part');
+    // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
+    tail = await readTail(reader, head);
+    if (tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
+    const desc = describeSigner(tail.signers[0]);
+    if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
+    key ??= await resolver.byCmsRef(desc.ref);
+    if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
+    if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
+    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], { b64: metadata.b64 ?? false, kid: key.kid });
+    source = buffers(opts.content);
+  }
+  const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
+  for await (const chunk of source) {
+    digests.update(chunk);
+    jws.update(chunk);
+  }
+  tail ??= await readTail(reader, head);
+  const result = await finishSignature({ tail, eContentType: head.contentType, digests: digests.digest(), jws, key, resolver, cmsHash });
+  return { contentType: OCTET, body: once(Buffer.from(JSON.stringify(result))) };
+}
+
+function checkEnvelope(head: CmsHead, cc: ContentCipher): void {
+  if (head.recipientInfos.length !== 1) throw cmsProblem('cms_unsupported', `${head.recipientInfos.length} recipients; exactly one is supported`);
+  if (!head.content) throw cmsProblem('cms_unsupported', 'encrypted content outside the message (detached) is not supported');
+  // RFC 5084 section 1: GCM belongs in AuthEnvelopedData, and AuthEnvelopedData needs an AEAD.
+  if ((head.type === 'authEnvelopedData') !== (cc.spec.mode === 'gcm')) {
+    throw cmsProblem('cms_unsupported', `${oidName(head.contentEncryption!.algorithm)} in ${head.type} is not supported`);
+  }
+}
+
+async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertOptions): Promise<ConvertResult> {
+  const { metadata, resolver } = opts;
+  const cc = contentCipherOf(head.contentEncryption!);
+  checkEnvelope(head, cc);
+  const preserve = metadata.contentEncryption === 'preserve';
+  if (preserve && (head.type !== 'envelopedData' || cc.spec.aesBits === 0 || head.contentType === OID.signedData)) {
+    throw cmsProblem('cms_unsupported', 'preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data');
+  }
+  const { cek: cmsKey, key: recipientKey } = await recoverContentKey(head.recipientInfos[0], resolver, metadata.recipientKid, cc.spec.keyLength);
+  const target = metadata.targetKid ? await keyByKid(resolver, metadata.targetKid, 'target') : recipientKey;
+  const keyManagement = metadata.keyManagement ?? defaultKeyManagement(target);
+  const signerKey = await signerKeyOf(opts);
+  const b64 = metadata.b64 ?? false;
+
+  let encryptor: ContentEncryptor;
+  let enc: JweEnc;
+  let source: AsyncIterable<Buffer>;
+  let signing: Signing | null = null;
+  let inner: BerReader | null = null;
+
+  if (preserve) {
+    const ct = new Peekable(reader.octets(head.content!));
+    const prefix = await ct.peek(32);
+    const whole = prefix.length - (prefix.length % 16);
+    if (whole > 0) {
+      const first = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv).setAutoPadding(false).update(prefix.subarray(0, whole));
+      if (looksLikeSignedData(first)) throw cmsProblem('cms_unsupported', 'preserve is not possible when the encrypted content is a SignedData');
+    }
+    enc = preservingEnc(cmsKey.length);
+    encryptor = cbcPassThrough(cmsKey, cc.iv, Buffer.from(protectedHeader(enc), 'ascii'));
+    source = (async function* () {
+      yield* ct;
+      await readTail(reader, head);
+    })();
+  } else {
+    const decipher = contentDecipher(cc, cmsKey);
+    let outerTail: CmsTail | null = null;
+    const plain = new Peekable((async function* () {
+      for await (const c of reader.octets(head.content!)) {
+        const p = decipher.update(c);
+        if (p.length) yield p;
+      }
+      outerTail = await readTail(reader, head);
+      // RFC 5083 section 2.1: authAttrs are GCM AAD, which must come before the content to stream.
+      if (outerTail.authAttrs) throw cmsProblem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported');
+      const last = decipher.final(outerTail.mac);
+      if (last.length) yield last;
+    })());
+    const nested = head.type !== 'signedAndEnvelopedData' && (head.contentType === OID.signedData || (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
+    enc = (metadata.contentEncryption as JweEnc | undefined) ?? (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
+    encryptor = gcmEncryptor(enc, Buffer.from(protectedHeader(enc), 'ascii'));
+    if (nested) {
+      const r = (inner = new BerReader(plain));
+      const innerHead = await readHead(r);
+      if (innerHead.type !== 'signedData' || !innerHead.content) throw cmsProblem('cms_unsupported', 'the encrypted content is not a SignedData with its content');
+      source = r.octets(innerHead.content);
+      const cmsHash = cmsHashOf(innerHead);
+      const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
+      const jws = new DetachedJwsSigner(candidateAlgs(signerKey, cmsHash), { b64, kid: signerKey?.kid });
+      signing = {
+        digests,
+        jws,
+        finish: async () => finishSignature({ tail: await readTail(r, innerHead), eContentType: innerHead.contentType, digests: digests.digest(), jws, key: signerKey, resolver, cmsHash }),
+      };
+    } else {
+      source = plain;
+      if (head.type === 'signedAndEnvelopedData') {
+        const cmsHash = cmsHashOf(head);
+        const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
+        const jws = new DetachedJwsSigner(candidateAlgs(signerKey, cmsHash), { b64, kid: signerKey?.kid });
+        const decryptSignature = (sig: Buffer) => {
+          const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
+          return Buffer.concat([d.update(sig), d.final()]);
+        };
+        signing = {
+          digests,
+          jws,
+          finish: async () => finishSignature({ tail: outerTail!, eContentType: head.contentType, digests: digests.digest(), jws, key: signerKey, resolver, cmsHash, decryptSignature }),
+        };
+      }
+    }
+  }
+
+  const protectedB64 = protectedHeader(enc);
+  const recipient = wrapContentKey(target, encryptor.cek, keyManagement);
+  const header = JSON.stringify({ protected: protectedB64, recipients: [recipient], iv: encryptor.iv.toString('base64url') });
+  const mp = new Multipart();
+  const innerReader = inner as BerReader | null;
+  const sign = signing as Signing | null;
+  async function* body(): AsyncGenerator<Buffer> {
+    let done = false;
+    try {
+      yield Buffer.concat([mp.part(JOSE), Buffer.from(header), mp.part(OCTET)]);
+      for await (const chunk of source) {
+        if (sign) {
+          sign.digests.update(chunk);
+          sign.jws.update(chunk);
+        }
+        const out = encryptor.update(chunk);
+        if (out.length) yield out;
+      }
+      // The CMS signature, padding and tag are all checked before the JWE tag exists.
+      const jws = sign ? await sign.finish() : null;
+      const { rest, tag } = encryptor.final();
+      yield Buffer.concat([rest, tag]);
+      if (jws) yield Buffer.concat([mp.part(JOSE), Buffer.from(JSON.stringify(jws))]);
+      done = true;
+      yield mp.close();
+    } finally {
+      if (!done) {
+        await innerReader?.close().catch(() => {});
+        await reader.close().catch(() => {});
+      }
+    }
+  }
+  return { contentType: mp.contentType, body: body() };
+}
+
+/** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE (contract section 5). */
+export async function convertPkcs7ToJose(input: AsyncIterable<Uint8Array>, opts: ConvertOptions): Promise<ConvertResult> {
+  const o: ConvertOptions = { ...opts, metadata: opts.metadata ?? {} };
+  checkMetadata(o.metadata);
+  const reader = new BerReader(input);
+  try {
+    const head = await readHead(reader);
+    return head.type === 'signedData' ? await convertSigned(reader, head, o) : await convertEnveloped(reader, head, o);
+  } catch (err) {
+    await reader.close().catch(() => {});
+    throw err;
+  }
+}

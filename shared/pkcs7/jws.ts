@@ -1,0 +1,142 @@
+/**
+ * Detached JWS in the flattened JSON form over streamed content: RFC 7797 unencoded payload when
+ * b64 is false (signing input ASCII(protected) '.' content), RFC 7515 Appendix F otherwise
+ * (signing input ASCII(protected) '.' BASE64URL(content)).
+ *
+ * CMS puts the SignerInfo after the content, so when no signerKid is given the re-signing key,
+ * and with it `alg`, is only known at the end, while the signing input starts with the protected
+ * header that names `alg`. The signer therefore hashes the input once per candidate `alg` and
+ * keeps the one the key calls for. Ed25519 cannot sign a stream (RFC 8032 PureEdDSA hashes the
+ * message twice), so its input is held up to EDDSA_CAP bytes.
+ */
+import { constants, createSign, sign as signOneShot } from 'node:crypto';
+import type { Sign } from 'node:crypto';
+import { cmsProblem } from './problems.ts';
+import type { ResolvedKey } from './types.ts';
+
+export type JwsAlg = 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
+
+/** Largest signing input held for EdDSA. */
+export const EDDSA_CAP = 64 * 1024 * 1024;
+
+const BITS: Record<string, string> = { sha384: '384', sha512: '512' };
+const CURVE_ALG: Record<string, JwsAlg> = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' };
+const HASH_OF: Record<string, string> = { '256': 'sha256', '384': 'sha384', '512': 'sha512' };
+
+/** The JWS alg for a tenant key: its family, the CMS digest size for RSA, PS when the CMS used PSS. */
+export function algForKey(key: ResolvedKey, cmsHash: string, pss: boolean): JwsAlg {
+  const priv = key.privateKey;
+  const type = priv?.asymmetricKeyType;
+  if (type === 'rsa' || type === 'rsa-pss') return `${pss || type === 'rsa-pss' ? 'PS' : 'RS'}${BITS[cmsHash] ?? '256'}` as JwsAlg;
+  if (type === 'ec') {
+    const alg = CURVE_ALG[priv!.asymmetricKeyDetails?.namedCurve ?? ''];
+    if (alg) return alg;
+  }
+  if (type === 'ed25519') return 'EdDSA';
+  throw cmsProblem('cms_key_unusable', `key ${key.kid} cannot sign a JWS (it needs an RSA, EC P-256/384/521 or Ed25519 private key)`);
+}
+
+/** Algs the signer must hash for, from what is known before the content. */
+export function candidateAlgs(key: ResolvedKey | null, cmsHash: string): JwsAlg[] {
+  const bits = BITS[cmsHash] ?? '256';
+  if (key) {
+    const exact = algForKey(key, cmsHash, false);
+    return exact.startsWith('RS') ? [exact, `PS${bits}` as JwsAlg] : [exact];
+  }
+  const algs: JwsAlg[] = [`RS${bits}` as JwsAlg, `PS${bits}` as JwsAlg, `ES${bits}` as JwsAlg];
+  // RFC 8419 section 3: Ed25519 signers use SHA-512 for the CMS digest.
+  if (cmsHash === 'sha512') algs.push('EdDSA');
+  return algs;
+}
+
+/** The flattened JWS object the converter returns (contract section 5). */
+export interface DetachedJws {
+  protected: string;
+  signature: string;
+  header?: { kid: string };
+}
+
+interface Candidate {
+  protectedB64: string;
+  sign?: Sign;
+  held?: Buffer[];
+  heldBytes: number;
+  overflow: boolean;
+}
+
+/** Hashes streamed content for one or more candidate algs and signs with the one chosen at the end. */
+export class DetachedJwsSigner {
+  readonly b64: boolean;
+  /** The kid in the protected header, when the key was known before the content. */
+  readonly kid: string | undefined;
+  #candidates = new Map<JwsAlg, Candidate>();
+  #carry: Buffer = Buffer.alloc(0);
+
+  constructor(algs: JwsAlg[], opts: { b64: boolean; kid?: string }) {
+    this.b64 = opts.b64;
+    this.kid = opts.kid;
+    for (const alg of algs) {
+      const header = { alg, ...(opts.kid ? { kid: opts.kid } : {}), ...(opts.b64 ? {} : { b64: false, crit: ['b64'] }) };
+      const protectedB64 = Buffer.from(JSON.stringify(header)).toString('base64url');
+      const prefix = Buffer.from(`${protectedB64}.`, 'ascii');
+      const c: Candidate = { protectedB64, heldBytes: 0, overflow: false };
+      if (alg === 'EdDSA') c.held = [];
+      else c.sign = createSign(HASH_OF[alg.slice(2)]);
+      this.#candidates.set(alg, c);
+      this.#feed(c, prefix);
+    }
+  }
+
+  #feed(c: Candidate, data: Buffer): void {
+    if (c.sign) {
+      c.sign.update(data);
+    } else if (!c.overflow) {
+      c.heldBytes += data.length;
+      if (c.heldBytes > EDDSA_CAP) {
+        c.overflow = true;
+        c.held = [];
+      } else {
+        c.held!.push(Buffer.from(data));
+      }
+    }
+  }
+
+  /** Feeds the next content bytes. */
+  update(chunk: Buffer): void {
+    let data = chunk;
+    if (this.b64) {
+      // Encode whole 3-byte groups only, so the pieces concatenate to BASE64URL(content).
+      const all = this.#carry.length ? Buffer.concat([this.#carry, chunk]) : chunk;
+      const whole = all.length - (all.length % 3);
+      this.#carry = Buffer.from(all.subarray(whole));
+      data = Buffer.from(all.subarray(0, whole).toString('base64url'), 'ascii');
+    }
+    for (const c of this.#candidates.values()) this.#feed(c, data);
+  }
+
+  /** Signs with `key` under `alg`, which must be one of the candidates. */
+  finish(alg: JwsAlg, key: ResolvedKey): DetachedJws {
+    const c = this.#candidates.get(alg);
+    if (!c) {
+      throw cmsProblem('cms_unsupported', `the re-signing key needs ${alg}, which could not be foreseen before the content; give signerKid in the metadata`);
+    }
+    if (this.b64 && this.#carry.length) {
+      this.#feed(c, Buffer.from(this.#carry.toString('base64url'), 'ascii'));
+      this.#carry = Buffer.alloc(0);
+    }
+    const priv = key.privateKey!;
+    let sig: Buffer;
+    if (alg === 'EdDSA') {
+      if (c.overflow) throw cmsProblem('cms_eddsa_too_large', `EdDSA signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`);
+      sig = signOneShot(null, Buffer.concat(c.held!), priv);
+    } else if (alg.startsWith('PS')) {
+      // RFC 7518 section 3.5: the salt is as long as the hash output.
+      sig = c.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: Number(alg.slice(2)) / 8 });
+    } else if (alg.startsWith('ES')) {
+      sig = c.sign!.sign({ key: priv, dsaEncoding: 'ieee-p1363' });
+    } else {
+      sig = c.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PADDING });
+    }
+    return { protected: c.protectedB64, signature: sig.toString('base64url'), ...(this.kid ? {} : { header: { kid: key.kid } }) };
+  }
+}

@@ -1,0 +1,110 @@
+import { createPublicKey, randomBytes } from 'node:crypto';
+import { flattenedVerify } from 'jose';
+import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import { OpenSslDir, buildEd25519SignedData, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
+import type { TestKey } from '../../fixtures/pkcs7.ts';
+
+let ssl: OpenSslDir;
+let keys: Record<string, TestKey>;
+let data: Buffer;
+
+beforeAll(() => {
+  ssl = new OpenSslDir();
+  keys = {
+    rsa: makeKey(ssl, 'signer-rsa', 'rsa-2048'),
+    p256: makeKey(ssl, 'signer-p256', 'ec-p256'),
+    p384: makeKey(ssl, 'signer-p384', 'ec-p384'),
+    p521: makeKey(ssl, 'signer-p521', 'ec-p521'),
+    ed: makeKey(ssl, 'signer-ed25519', 'ed25519'),
+  };
+  data = randomBytes(100_000);
+  ssl.write('data.bin', data);
+});
+
+afterAll(() => ssl.cleanup());
+
+function sign(key: TestKey, args: string[]): Buffer {
+  return ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER', ...args]);
+}
+
+interface Jws {
+  protected: string;
+  signature: string;
+  header?: { kid: string };
+}
+
+async function convertSigned(file: Buffer, metadata = {}, content?: Buffer, chunk = 65536): Promise<Jws> {
+  const result = await convertPkcs7ToJose(chunked(file, chunk), { metadata, resolver: resolverFor(Object.values(keys)), ...(content ? { content: chunked(content, 4096) } : {}) });
+  expect(result.contentType).toBe('application/octet-stream');
+  return JSON.parse((await collect(result.body)).toString());
+}
+
+function header(jws: Jws): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jws.protected, 'base64url').toString());
+}
+
+const cases: { name: string; key: string; args: string[]; alg: string }[] = [
+  { name: 'RSA SHA-256 with signed attributes in DER', key: 'rsa', args: ['-nodetach'], alg: 'RS256' },
+  { name: 'RSA SHA-256 with signed attributes in streamed BER', key: 'rsa', args: ['-nodetach', '-stream'], alg: 'RS256' },
+  { name: 'RSA SHA-384', key: 'rsa', args: ['-nodetach', '-md', 'sha384'], alg: 'RS384' },
+  { name: 'RSA SHA-512 without signed attributes', key: 'rsa', args: ['-nodetach', '-md', 'sha512', '-noattr'], alg: 'RS512' },
+  { name: 'RSA-PSS', key: 'rsa', args: ['-nodetach', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS256' },
+  { name: 'RSA-PSS without signed attributes', key: 'rsa', args: ['-nodetach', '-noattr', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS256' },
+  { name: 'ECDSA P-256', key: 'p256', args: ['-nodetach'], alg: 'ES256' },
+  { name: 'ECDSA P-256 without signed attributes', key: 'p256', args: ['-nodetach', '-noattr'], alg: 'ES256' },
+  { name: 'ECDSA P-384 with SHA-384', key: 'p384', args: ['-nodetach', '-md', 'sha384', '-stream'], alg: 'ES384' },
+  { name: 'ECDSA P-521 with SHA-512', key: 'p521', args: ['-nodetach', '-md', 'sha512'], alg: 'ES512' },
+];
+
+describe('SignedData to a detached JWS', () => {
+  for (const c of cases) {
+    it(`when the CMS is ${c.name}, then the JWS is ${c.alg} and verifies with jose over the raw content`, async () => {
+      const jws = await convertSigned(sign(keys[c.key], c.args));
+      expect(header(jws)).toEqual({ alg: c.alg, b64: false, crit: ['b64'] });
+      expect(jws.header).toEqual({ kid: keys[c.key].kid });
+      const pub = createPublicKey(keys[c.key].privateKey);
+      await expect(flattenedVerify({ ...jws, payload: data }, pub)).resolves.toBeTruthy();
+    });
+  }
+
+  // OpenSSL 3.0 cannot write Ed25519 SignedData; the fixture builds it per RFC 8419.
+  it('when the CMS is Ed25519 with signed attributes, then the JWS is EdDSA and verifies', async () => {
+    const jws = await convertSigned(buildEd25519SignedData(keys.ed, data));
+    expect(header(jws).alg).toBe('EdDSA');
+    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey))).resolves.toBeTruthy();
+  });
+
+  it('when the SignedData is detached and the content comes as its own stream, then the kid is protected and the JWS verifies', async () => {
+    const jws = await convertSigned(sign(keys.p256, []), {}, data);
+    expect(header(jws)).toEqual({ alg: 'ES256', kid: keys.p256.kid, b64: false, crit: ['b64'] });
+    expect(jws.header).toBeUndefined();
+    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p256.privateKey))).resolves.toBeTruthy();
+  });
+
+  it('when an Ed25519 SignedData is detached, then the EdDSA JWS verifies over the separate content', async () => {
+    const jws = await convertSigned(buildEd25519SignedData(keys.ed, data, true), {}, data);
+    expect(header(jws)).toEqual({ alg: 'EdDSA', kid: keys.ed.kid, b64: false, crit: ['b64'] });
+    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey))).resolves.toBeTruthy();
+  });
+
+  it('when b64 is true, then the JWS follows RFC 7515 Appendix F over BASE64URL(content)', async () => {
+    for (const size of [0, 1, 2, 3, 100_000]) {
+      ssl.write('sized.bin', data.subarray(0, size));
+      const file = ssl.run(['cms', '-sign', '-binary', '-nodetach', '-in', 'sized.bin', '-signer', keys.rsa.certFile, '-inkey', keys.rsa.keyFile, '-outform', 'DER']);
+      const jws = await convertSigned(file, { b64: true }, undefined, 7);
+      expect(header(jws)).toEqual({ alg: 'RS256' });
+      await expect(flattenedVerify({ ...jws, payload: data.subarray(0, size).toString('base64url') }, createPublicKey(keys.rsa.privateKey))).resolves.toBeTruthy();
+    }
+  });
+
+  it('when signerKid names the key, then the kid is in the protected header', async () => {
+    const jws = await convertSigned(sign(keys.p384, ['-nodetach', '-stream']), { signerKid: keys.p384.kid });
+    expect(header(jws)).toEqual({ alg: 'ES384', kid: keys.p384.kid, b64: false, crit: ['b64'] });
+    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p384.privateKey))).resolves.toBeTruthy();
+  });
+
+  it('when the input arrives one byte at a time, then the JWS is the same kind and verifies', async () => {
+    const jws = await convertSigned(sign(keys.rsa, ['-nodetach', '-stream']), {}, undefined, 1);
+    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.rsa.privateKey))).resolves.toBeTruthy();
+  });
+});
