@@ -11,7 +11,7 @@ import { createDocsRouter } from './routes/docs.ts';
 import { createAuthRouter } from './routes/auth.ts';
 import { createWellKnownRouter } from './routes/well-known.ts';
 import { createLegacyAuthRouter } from './routes/legacy-auth.ts';
-import { createPlatformRouter } from './routes/platform.ts';
+import { createAdminRouter } from './routes/admin/index.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE } from './services/auth/access-tokens.ts';
 
@@ -29,7 +29,7 @@ export function createApp(ctx: AppContext): Express {
   app.use('/api/v3/auth', createAuthRouter(ctx));
   app.use(createLegacyAuthRouter(ctx));
   app.use('/api/v3/admin', authenticate(ctx, [AUDIENCE_ADMIN]));
-  app.use('/api/v3/admin/platform', createPlatformRouter(ctx));
+  app.use('/api/v3/admin', createAdminRouter(ctx));
   app.use(['/api/v3/crypto', '/api/v3/pqc', '/api/v3/audit'], authenticate(ctx, [AUDIENCE_CORE]));
   app.use('/api/v3/migration', authenticate(ctx, [AUDIENCE_ADMIN, AUDIENCE_CORE]));
   app.use(notFound);

@@ -12,6 +12,7 @@ import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
 import { createAuthServices, type AuthServices } from './services/auth/index.ts';
+import { createKeyCache, type KeyCache } from './services/keys/cache.ts';
 
 export interface AppContext {
   config: Config;
@@ -22,6 +23,8 @@ export interface AppContext {
   metrics: Metrics;
   audit: AuditLog;
   auth: AuthServices;
+  /** Runtime key cache (hot path). */
+  keys: KeyCache;
   /** Present when REDIS_URL is set. */
   redis?: Redis;
   /** Closers run in reverse order of registration by closeContext. */
@@ -58,7 +61,9 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   closers.push({ name: 'audit log', close: () => audit.close() });
   const auth = await createAuthServices(config, db, master.key, logger, redis);
   closers.push({ name: 'auth services', close: () => auth.close() });
-  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, redis, closers };
+  const keys = await createKeyCache(db, master.key, logger, redis);
+  closers.push({ name: 'key cache', close: () => keys.close() });
+  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, redis, closers };
 }
 
 /** Closes what the context opened, newest first; safe to call twice. */

@@ -73,3 +73,9 @@ function auditDenied(ctx: AppContext, req: Request, claims: AccessClaims | null,
   if (claims) record(claims.tenantId);
   else ctx.auth.platformTenantId().then(record, () => undefined);
 }
+
+/** The audit actor of an authenticated request ("user:<id>" or "workload:<id>", with the delegating subject). */
+export function actorOf(req: Request): string {
+  const a = req.auth;
+  return a.act ? `${a.kind}:${a.sub} (acting from ${a.act.tenantId})` : `${a.kind}:${a.sub}`;
+}

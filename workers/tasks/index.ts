@@ -3,3 +3,5 @@
  * One task family per file in this folder.
  */
 export { hashPassword, verifyPassword } from './password.ts';
+export { parseKeystoreTask } from './keystore.ts';
+export { generateKey, signWithKey, verifyWithKey, encryptCompactWithKey, decryptCompactWithKey, encapsulateWithKey, decapsulateWithKey } from './crypto.ts';

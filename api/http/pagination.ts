@@ -1,0 +1,24 @@
+/** Cursor pagination for list endpoints: `{items, nextCursor}` ordered by a unique column. */
+import type { Knex } from 'knex';
+import type { Request } from 'express';
+import { AppError } from '../../shared/errors/index.ts';
+
+/** Reads `limit` (1..500, default 100) and `cursor` from the query. */
+export function pageParams(req: Request): { limit: number; cursor: string | null } {
+  const raw = req.query.limit;
+  const limit = raw === undefined ? 100 : Number(raw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new AppError('validation_failed', 'limit must be an integer from 1 to 500');
+  const cursor = typeof req.query.cursor === 'string' && req.query.cursor !== '' ? Buffer.from(req.query.cursor, 'base64url').toString('utf8') : null;
+  return { limit, cursor };
+}
+
+/** Runs a query one page at a time over `column`, mapping rows with `view`. */
+export async function paginate<T>(query: Knex.QueryBuilder, column: string, req: Request, view: (row: Record<string, unknown>) => T): Promise<{ items: T[]; nextCursor: string | null }> {
+  const { limit, cursor } = pageParams(req);
+  if (cursor) query.where(column, '>', cursor);
+  const rows: Array<Record<string, unknown>> = await query.orderBy(column, 'asc').limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const key = column.includes('.') ? column.split('.').pop()! : column;
+  return { items: page.map(view), nextCursor: rows.length > limit && last ? Buffer.from(String(last[key]), 'utf8').toString('base64url') : null };
+}

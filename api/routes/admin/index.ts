@@ -1,0 +1,38 @@
+/**
+ * The Admin API: every path already passed bearer checking with the service-admin audience;
+ * tenant-scoped paths also require the path's tenant to be the token's (or cross-tenant power).
+ */
+import { Router } from 'express';
+import type { AppContext } from '../../context.ts';
+import { requireTenantAccess } from '../../middleware/authenticate.ts';
+import { createPlatformRouter } from '../platform.ts';
+import { createPlatformTenantsRouter, createTenantSelfRouter } from './tenants.ts';
+import { createWorkloadsRouter } from './workloads.ts';
+import { createRolesRouter } from './roles.ts';
+import { createUsersRouter } from './users.ts';
+import { createPoliciesRouter } from './policies.ts';
+import { createKeysRouter } from './keys.ts';
+
+/** Routers per tenant-scoped area, mounted under /tenants/:tenantId. */
+export type TenantAreaFactory = (ctx: AppContext) => Router;
+
+const TENANT_AREAS: Array<[string, TenantAreaFactory]> = [
+  ['/workloads', createWorkloadsRouter],
+  ['/roles', createRolesRouter],
+  ['/users', createUsersRouter],
+  ['/policies', createPoliciesRouter],
+  ['/keys', createKeysRouter],
+];
+
+/** Mounted at /api/v3/admin after authentication; `extra` adds areas (keys, keystore, exchanges). */
+export function createAdminRouter(ctx: AppContext, extra: Array<[string, TenantAreaFactory]> = []): Router {
+  const router = Router();
+  router.use('/platform/tenants', createPlatformTenantsRouter(ctx));
+  router.use('/platform', createPlatformRouter(ctx));
+  const tenant = Router({ mergeParams: true });
+  tenant.use(requireTenantAccess(ctx));
+  for (const [path, factory] of [...TENANT_AREAS, ...extra]) tenant.use(path, factory(ctx));
+  tenant.use('/', createTenantSelfRouter(ctx));
+  router.use('/tenants/:tenantId', tenant);
+  return router;
+}

@@ -1,0 +1,89 @@
+/**
+ * Admin key routes (contract 3): create, list, read, rotate, suspend, resume, revoke, archive,
+ * bulk orchestration, and keystore import (contract 4). Never returns private material.
+ */
+import { Router } from 'express';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import { route } from '../../http/route.ts';
+import { paginate } from '../../http/pagination.ts';
+import { auditChange, param, tenantParam } from '../../http/params.ts';
+import { readSmallMultipart } from '../../http/multipart.ts';
+import { authorize } from '../../middleware/authenticate.ts';
+import { jsonBody } from '../../middleware/body.ts';
+import { changeKey, createKey, keyView, readKey } from '../../services/keys/store.ts';
+import { importKeystore } from '../../services/keys/import.ts';
+import { orchestrate, orchestration } from '../../services/keys/orchestrate.ts';
+import type { KeyAction } from '../../services/keys/lifecycle.ts';
+
+const STATES = ['active', 'suspended', 'revoked', 'archived'];
+
+/** Mounted at /api/v3/admin/tenants/:tenantId/keys. */
+export function createKeysRouter(ctx: AppContext): Router {
+  const router = Router({ mergeParams: true });
+  const json = jsonBody(ctx.config.jsonLimitBytes);
+
+  route(router, '/', {
+    get: [authorize(ctx, 'admin.keys.read'), async (req, res) => {
+      const state = typeof req.query.state === 'string' ? req.query.state : undefined;
+      if (state && !STATES.includes(state)) throw new AppError('validation_failed', `state must be one of ${STATES.join(', ')}`);
+      const q = ctx.db('keys').where({ tenant_id: tenantParam(req) });
+      // Archived keys are listed only when asked for (contract 3).
+      if (state) q.where({ state });
+      else q.whereNot({ state: 'archived' });
+      res.json(await paginate(q, 'kid', req, (r) => keyView(r)));
+    }],
+    post: [authorize(ctx, 'admin.keys.create'), ...json, async (req, res) => {
+      const key = await createKey(ctx, tenantParam(req), req.body ?? {});
+      auditChange(ctx, req, 'key.create', key.kid, { type: key.type, usage: key.usage });
+      res.status(201).json(key);
+    }],
+  });
+
+  route(router, '/import-keystore', {
+    post: [authorize(ctx, 'admin.keys.import'), async (req, res) => {
+      const keys = await importFromRequest(ctx, req);
+      res.status(201).json({ keys });
+    }],
+  });
+
+  route(router, '/orchestrate', {
+    post: [authorize(ctx, 'admin.keys.orchestrate'), ...json, async (req, res) => {
+      const result = await orchestrate(ctx, req, req.body ?? {});
+      res.status(result.status).json(result.body);
+    }],
+  });
+  route(router, '/orchestrate/:operationId', {
+    get: [authorize(ctx, 'admin.keys.orchestrate'), (req, res) => {
+      res.json(orchestration(tenantParam(req), param(req, 'operationId')));
+    }],
+  });
+
+  route(router, '/:kid', {
+    get: [authorize(ctx, 'admin.keys.read'), async (req, res) => {
+      res.json(await readKey(ctx, tenantParam(req), param(req, 'kid')));
+    }],
+  });
+
+  for (const action of ['rotate', 'suspend', 'resume', 'revoke', 'archive'] as const satisfies readonly KeyAction[]) {
+    const permission = action === 'resume' ? 'admin.keys.suspend' : `admin.keys.${action}`;
+    route(router, `/:kid/${action}`, {
+      post: [authorize(ctx, permission), async (req, res) => {
+        const key = await changeKey(ctx, tenantParam(req), param(req, 'kid'), action);
+        auditChange(ctx, req, `key.${action}`, key.kid, { state: key.state, version: key.currentVersion });
+        res.json(key);
+      }],
+    });
+  }
+  return router;
+}
+
+/** Reads the keystore form and imports it; shared by the v3 route and the unversioned alias. */
+export async function importFromRequest(ctx: AppContext, req: Parameters<typeof tenantParam>[0], tenantId = tenantParam(req)) {
+  const form = await readSmallMultipart(req, 1024 * 1024);
+  const keystore = form.files.keystore ?? (form.fields.keystore ? { data: Buffer.from(form.fields.keystore, 'utf8') } : undefined);
+  if (!keystore) throw new AppError('validation_failed', 'the keystore part is required (PKCS#12 file or PEM)');
+  const keys = await importKeystore(ctx, tenantId, { data: keystore.data, password: form.fields.password, kid: form.fields.kid, usage: form.fields.usage });
+  for (const k of keys) ctx.audit.record({ tenantId, actor: `${req.auth.kind}:${req.auth.sub}`, action: 'key.import', outcome: 'success', target: k.kid, details: { type: k.type } });
+  return keys.map((k) => ({ kid: k.kid, type: k.type, usage: k.usage, state: k.state, certificate: k.certificate }));
+}

@@ -1,0 +1,114 @@
+/**
+ * The runtime key cache: a key's versions are opened from the database once per process and
+ * kept as KeyObjects, so encrypt/decrypt/sign/verify do no database round trip. Changes
+ * (rotation, suspension, revocation) invalidate the entry on every instance within a second:
+ * through Redis pub/sub when configured, else by polling keys.updated_at each second.
+ */
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../../shared/logger.ts';
+import type { MasterKey } from '../../../shared/crypto/master-key.ts';
+import { deserializeMaterial, loadKeyVersion, serializeMaterial, type LoadedKeyVersion } from '../../../shared/crypto/material.ts';
+import type { KeyType, KeyUsage } from '../../../shared/crypto/registry.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import type { KeyState } from './lifecycle.ts';
+
+const CHANNEL = 'keyward:key-changed';
+const MAX_ENTRIES = 10_000;
+const NEGATIVE_TTL_MS = 1_000;
+
+/** One key as the hot path sees it. */
+export interface CachedKey {
+  tenantId: string;
+  kid: string;
+  type: KeyType;
+  usage: KeyUsage;
+  state: KeyState;
+  currentVersion: number;
+  versions: Map<number, LoadedKeyVersion>;
+  /** Serialized material per version, for tasks sent to the worker pool. */
+  material: Map<number, Uint8Array>;
+}
+
+export interface KeyCache {
+  /** The key, loaded once; key-not-found when the tenant has no such kid. */
+  get(tenantId: string, kid: string): Promise<CachedKey>;
+  /** Drops a key here and on every other instance. */
+  invalidate(tenantId: string, kid: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Creates the cache and its cross-instance invalidation. */
+export async function createKeyCache(db: Knex, master: MasterKey, logger: Logger, redis?: Redis): Promise<KeyCache> {
+  const entries = new Map<string, Promise<CachedKey>>();
+  const missing = new Map<string, number>();
+  const id = (tenantId: string, kid: string) => `${tenantId}\u0000${kid}`;
+  const drop = (key: string) => {
+    entries.delete(key);
+    missing.delete(key);
+  };
+
+  async function load(tenantId: string, kid: string): Promise<CachedKey> {
+    const row = await db('keys').where({ tenant_id: tenantId, kid }).first();
+    if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
+    const rows = await db('key_versions').where({ key_id: row.id }).select('version', 'material');
+    const versions = new Map<number, LoadedKeyVersion>();
+    const material = new Map<number, Uint8Array>();
+    for (const v of rows) {
+      const opened = master.open(v.material, { tenantId, kid, version: v.version });
+      const m = deserializeMaterial(opened);
+      versions.set(v.version, loadKeyVersion(m, { kid, version: v.version, usage: row.usage }));
+      material.set(v.version, serializeMaterial(m));
+    }
+    return { tenantId, kid, type: row.type, usage: row.usage, state: row.state, currentVersion: row.current_version, versions, material };
+  }
+
+  let subscriber: Redis | null = null;
+  let poller: NodeJS.Timeout | null = null;
+  if (redis) {
+    subscriber = redis.duplicate();
+    await subscriber.subscribe(CHANNEL);
+    subscriber.on('message', (_c, key: string) => drop(key));
+  } else {
+    let lastSeen = new Date();
+    poller = setInterval(() => {
+      db('keys').where('updated_at', '>', lastSeen).select('tenant_id', 'kid', 'updated_at')
+        .then((rows) => {
+          for (const r of rows) {
+            drop(id(r.tenant_id, r.kid));
+            const at = new Date(r.updated_at);
+            if (at > lastSeen) lastSeen = at;
+          }
+        })
+        .catch((err) => logger.warn({ err: err.message }, 'key cache poll failed'));
+    }, 1000);
+    poller.unref();
+  }
+
+  return {
+    get(tenantId, kid) {
+      const key = id(tenantId, kid);
+      const hit = entries.get(key);
+      if (hit) return hit;
+      const miss = missing.get(key);
+      if (miss && Date.now() - miss < NEGATIVE_TTL_MS) return Promise.reject(new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`));
+      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
+      const loading = load(tenantId, kid);
+      entries.set(key, loading);
+      loading.catch((err) => {
+        entries.delete(key);
+        if (err instanceof AppError && err.code === 'key_not_found') missing.set(key, Date.now());
+      });
+      return loading;
+    },
+    async invalidate(tenantId, kid) {
+      const key = id(tenantId, kid);
+      drop(key);
+      if (redis) await redis.publish(CHANNEL, key);
+    },
+    async close() {
+      if (poller) clearInterval(poller);
+      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * The bridge between the CMS engine and the tenant's keys: finds imported keys by the CMS
+ * identifiers (issuer and serial number, subject key identifier, KEK id) or by kid, through the
+ * key cache. Only usable (active) keys are handed out; the tenant is fixed at construction.
+ */
+import type { AppContext } from '../../context.ts';
+import type { KeyResolver, ResolvedKey, CmsKeyRef } from '../../../shared/pkcs7/types.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import { issuerSerialKey } from './store.ts';
+import { unusable } from './lifecycle.ts';
+
+/** A resolver over one tenant's keys. */
+export function tenantKeyResolver(ctx: AppContext, tenantId: string): KeyResolver {
+  async function resolve(kid: string, version?: number): Promise<ResolvedKey | null> {
+    let key;
+    try {
+      key = await ctx.keys.get(tenantId, kid);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'key_not_found') return null;
+      throw err;
+    }
+    if (key.state !== 'active') throw unusable(kid, key.state);
+    const v = version ?? key.currentVersion;
+    const loaded = key.versions.get(v);
+    if (!loaded) return null;
+    const row = await ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where({ 'k.tenant_id': tenantId, 'k.kid': kid, 'v.version': v }).first('v.certificate_chain');
+    const chain = row?.certificate_chain ? (typeof row.certificate_chain === 'string' ? JSON.parse(row.certificate_chain) : row.certificate_chain) as string[] : [];
+    return {
+      kid, version: v, type: key.type, privateKey: loaded.privateKey, publicKey: loaded.publicKey, secretKey: loaded.secretKey,
+      certificate: chain[0] ? Buffer.from(chain[0], 'base64') : undefined,
+    };
+  }
+
+  async function byRef(ref: CmsKeyRef): Promise<ResolvedKey | null> {
+    if (ref.kekId) {
+      // KEK recipients name the key by bytes: the kid as text, else as hex.
+      return (await resolve(ref.kekId.toString('utf8')).catch(() => null)) ?? resolve(ref.kekId.toString('hex'));
+    }
+    const q = ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where('k.tenant_id', tenantId);
+    if (ref.issuer && ref.serialNumber) q.where('v.issuer_serial', issuerSerialKey(ref.issuer, ref.serialNumber));
+    else if (ref.subjectKeyIdentifier) q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
+    else return null;
+    const row = await q.orderBy('v.version', 'desc').first('k.kid', 'v.version');
+    return row ? resolve(row.kid, row.version) : null;
+  }
+
+  return { byCmsRef: byRef, byKid: (kid) => resolve(kid) };
+}

@@ -1,0 +1,33 @@
+/**
+ * Key lifecycle (contract 3): states active, suspended, revoked, archived; rotation adds a
+ * version. The transition table is data, checked in one place.
+ */
+import { AppError } from '../../../shared/errors/index.ts';
+
+export type KeyState = 'active' | 'suspended' | 'revoked' | 'archived';
+export type KeyAction = 'suspend' | 'resume' | 'revoke' | 'archive' | 'rotate';
+
+/** action → states it may start from → state it leads to (rotate keeps the state). */
+export const TRANSITIONS: Readonly<Record<KeyAction, { from: readonly KeyState[]; to: KeyState | null }>> = {
+  suspend: { from: ['active'], to: 'suspended' },
+  resume: { from: ['suspended'], to: 'active' },
+  revoke: { from: ['active', 'suspended'], to: 'revoked' },
+  archive: { from: ['revoked'], to: 'archived' },
+  rotate: { from: ['active'], to: null },
+};
+
+/** The next state, or a 409 problem naming the states the action needs. */
+export function nextState(kid: string, state: KeyState, action: KeyAction): KeyState {
+  const t = TRANSITIONS[action];
+  if (!t.from.includes(state)) {
+    throw new AppError('invalid_transition', `cannot ${action} key ${kid} in state ${state}; ${action} needs ${t.from.join(' or ')}`, { details: { kid, state, action } });
+  }
+  return t.to ?? state;
+}
+
+/** The problem for using a key that is not active (runtime operations). */
+export function unusable(kid: string, state: KeyState): AppError {
+  if (state === 'suspended') return new AppError('key_suspended', `key ${kid} is suspended`);
+  if (state === 'revoked' || state === 'archived') return new AppError('key_revoked', `key ${kid} is ${state}; no operation is allowed`);
+  return new AppError('internal', 'unexpected key state');
+}

@@ -1,0 +1,148 @@
+/**
+ * The key store: creation (generated or imported material), versions, lifecycle changes and
+ * metadata views. Material is sealed under the master key bound to tenant, kid and version
+ * and never leaves this module in the clear except as loaded KeyObjects for the key cache.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import { isKeyType, keyTypeSpec, resolveUsage, type KeyType } from '../../../shared/crypto/registry.ts';
+import { deserializeMaterial, generateKeyMaterial, publicJwk, serializeMaterial, type KeyMaterial } from '../../../shared/crypto/material.ts';
+import { tenantPolicy } from '../../routes/admin/policies.ts';
+import { nextState, type KeyAction, type KeyState } from './lifecycle.ts';
+
+const KID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** What an imported version may carry besides its material. */
+export interface ImportExtras {
+  certificateChain?: Buffer[];
+  issuerDer?: Buffer;
+  serialNumber?: Buffer;
+  subjectKeyIdentifier?: Buffer;
+}
+
+/** The metadata of a key as the API shows it (never material). */
+export interface KeyView {
+  kid: string;
+  type: string;
+  usage: string;
+  state: KeyState;
+  currentVersion: number;
+  source: string;
+  createdAt: string;
+  updatedAt: string;
+  publicKey?: Record<string, unknown>;
+  certificate?: unknown;
+}
+
+/** The issuer+serial lookup column value. */
+export const issuerSerialKey = (issuerDer: Buffer, serial: Buffer) => `${issuerDer.toString('hex')}:${stripZeros(serial).toString('hex')}`;
+function stripZeros(b: Buffer): Buffer {
+  let i = 0;
+  while (i < b.length - 1 && b[i] === 0) i += 1;
+  return b.subarray(i);
+}
+
+export function keyView(row: Record<string, unknown>, version?: Record<string, unknown>): KeyView {
+  const jwk = version?.public_jwk ? (typeof version.public_jwk === 'string' ? JSON.parse(version.public_jwk) : version.public_jwk) : undefined;
+  return {
+    kid: row.kid as string, type: row.type as string, usage: row.usage as string, state: row.state as KeyState, currentVersion: Number(row.current_version),
+    source: row.source as string, createdAt: new Date(row.created_at as string).toISOString(), updatedAt: new Date(row.updated_at as string).toISOString(),
+    ...(jwk ? { publicKey: jwk } : {}),
+  };
+}
+
+async function makeMaterial(ctx: AppContext, type: KeyType): Promise<KeyMaterial> {
+  if (keyTypeSpec(type).slowGeneration) {
+    // RSA-3072/4096 and SLH-DSA take tens to thousands of ms: generate in the worker pool.
+    const bytes = await ctx.pool.run<Uint8Array>('generateKey', { type });
+    return deserializeMaterial(bytes);
+  }
+  return generateKeyMaterial(type);
+}
+
+async function insertVersion(ctx: AppContext, trx: Knex, tenantId: string, keyId: string, kid: string, version: number, material: KeyMaterial, usage: string, extras: ImportExtras = {}): Promise<void> {
+  const sealed = ctx.masterKey.seal(serializeMaterial(material), { tenantId, kid, version });
+  const jwk = material.publicKeyDer || material.components ? publicJwk(material, { kid, usage: usage as never }) : null;
+  await trx('key_versions').insert({
+    id: randomUUID(), key_id: keyId, version, material: sealed, public_jwk: jwk ? JSON.stringify(jwk) : null,
+    certificate_chain: extras.certificateChain ? JSON.stringify(extras.certificateChain.map((c) => c.toString('base64'))) : null,
+    issuer_serial: extras.issuerDer && extras.serialNumber ? issuerSerialKey(extras.issuerDer, extras.serialNumber) : null,
+    subject_key_id: extras.subjectKeyIdentifier ? extras.subjectKeyIdentifier.toString('hex') : null,
+  });
+}
+
+/** Validates type, usage and kid against the catalogue and the tenant's effective policy. */
+export async function checkNewKey(ctx: AppContext, tenantId: string, input: { type: unknown; usage?: unknown; kid?: unknown }): Promise<{ type: KeyType; usage: string; kid: string }> {
+  if (!isKeyType(input.type)) throw new AppError('validation_failed', `type must be a supported key type, got ${String(input.type).slice(0, 40)}`);
+  const usage = resolveUsage(input.type, input.usage === undefined ? undefined : String(input.usage));
+  const { effective } = await tenantPolicy(ctx, tenantId);
+  if (!effective.allowedKeyTypes.includes(input.type)) {
+    throw new AppError('policy_violation', `the effective policy of this tenant does not allow ${input.type} keys`, { details: { allowedKeyTypes: effective.allowedKeyTypes } });
+  }
+  const kid = input.kid === undefined ? `key-${randomUUID()}` : String(input.kid);
+  if (!KID.test(kid)) throw new AppError('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  if (await ctx.db('keys').where({ tenant_id: tenantId, kid }).first('id')) throw new AppError('conflict', `a key with kid ${kid} exists in this tenant`);
+  return { type: input.type, usage, kid };
+}
+
+/** Creates a key with freshly generated material (version 1). */
+export async function createKey(ctx: AppContext, tenantId: string, input: { type: unknown; usage?: unknown; kid?: unknown }): Promise<KeyView> {
+  const { type, usage, kid } = await checkNewKey(ctx, tenantId, input);
+  const material = await makeMaterial(ctx, type);
+  return storeKey(ctx, tenantId, { kid, type, usage, source: 'generated' }, material);
+}
+
+/** Stores a new key with the given material as version 1, atomically. */
+export async function storeKey(ctx: AppContext, tenantId: string, meta: { kid: string; type: string; usage: string; source: string }, material: KeyMaterial, extras?: ImportExtras, trx?: Knex): Promise<KeyView> {
+  const id = randomUUID();
+  const now = new Date();
+  const row = { id, tenant_id: tenantId, kid: meta.kid, type: meta.type, usage: meta.usage, state: 'active', current_version: 1, source: meta.source, created_at: now, updated_at: now };
+  const write = async (t: Knex) => {
+    await t('keys').insert(row);
+    await insertVersion(ctx, t, tenantId, id, meta.kid, 1, material, meta.usage, extras);
+  };
+  try {
+    if (trx) await write(trx);
+    else await ctx.db.transaction(write);
+  } catch (err) {
+    if (/unique|duplicate/i.test((err as Error).message)) throw new AppError('conflict', `a key with kid ${meta.kid} exists in this tenant`);
+    throw err;
+  }
+  const version = await (trx ?? ctx.db)('key_versions').where({ key_id: id, version: 1 }).first();
+  return keyView(row, version);
+}
+
+/** Reads a key of a tenant or answers key-not-found. */
+export async function findKey(db: Knex, tenantId: string, kid: string): Promise<Record<string, unknown>> {
+  const row = await db('keys').where({ tenant_id: tenantId, kid }).first();
+  if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
+  return row;
+}
+
+/** Metadata of one key with its current version's public key and certificate summary. */
+export async function readKey(ctx: AppContext, tenantId: string, kid: string): Promise<KeyView & { versions: Array<{ version: number; createdAt: string; hasCertificate: boolean }> }> {
+  const row = await findKey(ctx.db, tenantId, kid);
+  const versions = await ctx.db('key_versions').where({ key_id: row.id }).orderBy('version', 'asc').select('version', 'created_at', 'public_jwk', 'certificate_chain');
+  const current = versions.find((v) => v.version === row.current_version);
+  return { ...keyView(row, current), versions: versions.map((v) => ({ version: v.version, createdAt: new Date(v.created_at).toISOString(), hasCertificate: Boolean(v.certificate_chain) })) };
+}
+
+/** Applies a lifecycle action (suspend, resume, revoke, archive, rotate) under a row lock. */
+export async function changeKey(ctx: AppContext, tenantId: string, kid: string, action: KeyAction): Promise<KeyView> {
+  const material = action === 'rotate' ? await makeMaterial(ctx, (await findKey(ctx.db, tenantId, kid)).type as KeyType) : null;
+  const view = await ctx.db.transaction(async (trx) => {
+    const row = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
+    if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
+    if (action === 'rotate' && row.source !== 'generated') throw new AppError('invalid_transition', `key ${kid} was imported; import its new material instead of rotating`);
+    const state = nextState(kid, row.state, action);
+    const version = action === 'rotate' ? row.current_version + 1 : row.current_version;
+    if (material) await insertVersion(ctx, trx, tenantId, row.id, kid, version, material, row.usage);
+    const [updated] = await trx('keys').where({ id: row.id }).update({ state, current_version: version, updated_at: new Date() }).returning('*');
+    const current = await trx('key_versions').where({ key_id: row.id, version }).first();
+    return keyView(updated, current);
+  });
+  await ctx.keys.invalidate(tenantId, kid);
+  return view;
+}

@@ -1,0 +1,170 @@
+/**
+ * Key material: what a key version is made of, at rest (DER and raw bytes, see material-codec.ts)
+ * and loaded (node KeyObjects, ready for the hot path). Private parts never leave this layer
+ * except through serializeMaterial, whose output the lead encrypts under the master key.
+ */
+import { createPrivateKey, createPublicKey, createSecretKey, generateKeyPair, generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import { AppError, problem } from '../errors/index.ts';
+import { assertUsage, keyTypeSpec } from './registry.ts';
+import type { KeyType, KeyTypeSpec, KeyUsage } from './registry.ts';
+import { xwingExpandSeed, xwingPublicKey } from './pqc.ts';
+import { OPENSSL_CURVE } from './ecdh-es.ts';
+
+/** A private key as PKCS#8 DER and its public key as SPKI DER. */
+export interface KeyPairDer {
+  privateKeyDer?: Buffer;
+  publicKeyDer: Buffer;
+}
+
+/** The bytes of one key version. */
+export interface KeyMaterial {
+  type: KeyType;
+  /** AES: the key. Hybrid: the 32-byte X-Wing seed the components were expanded from. */
+  secret?: Buffer;
+  /** PKCS#8 DER; absent for a public-only key. */
+  privateKeyDer?: Buffer;
+  /** SPKI DER. */
+  publicKeyDer?: Buffer;
+  /** Hybrid only: the component key pairs in the order of the registry row (ML-KEM-768, then X25519). */
+  components?: KeyPairDer[];
+}
+
+/** Key material turned into KeyObjects, once per key version. */
+export interface LoadedKey {
+  readonly type: KeyType;
+  readonly spec: KeyTypeSpec;
+  readonly secretKey?: KeyObject;
+  readonly privateKey?: KeyObject;
+  readonly publicKey?: KeyObject;
+  /** Hybrid only: the component keys in registry order. */
+  readonly components?: readonly { readonly privateKey?: KeyObject; readonly publicKey: KeyObject }[];
+}
+
+/** A loaded key with the identity the JWE header names and the usage the key was created for. */
+export interface LoadedKeyVersion extends LoadedKey {
+  readonly kid: string;
+  readonly version: number;
+  readonly usage: KeyUsage;
+}
+
+const DER = { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'der' } } as const;
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+function keyPairOptions(spec: KeyTypeSpec): Record<string, unknown> {
+  if (spec.family === 'rsa') return { modulusLength: spec.bits, publicExponent: 0x10001, ...DER };
+  if (spec.family === 'ec') return { namedCurve: spec.curve, ...DER };
+  return { ...DER };
+}
+
+/** Generates a new key version; the asymmetric kinds run on libuv's thread pool, off the event loop. */
+export async function generateKeyMaterial(type: KeyType): Promise<KeyMaterial> {
+  const spec = keyTypeSpec(type);
+  if (spec.family === 'aes' || spec.family === 'hybrid') return generateKeyMaterialSync(type);
+  // The overloads of generateKeyPair are per literal key type; the row's type is one of them.
+  const generate = generateKeyPairAsync as unknown as (t: string, o: object) => Promise<{ publicKey: Buffer; privateKey: Buffer }>;
+  const { publicKey, privateKey } = await generate(spec.nodeKeyType!, keyPairOptions(spec));
+  return { type, privateKeyDer: privateKey, publicKeyDer: publicKey };
+}
+
+/** Generates a new key version on the calling thread (RSA-3072/4096 and SLH-DSA take tens to thousands of ms). */
+export function generateKeyMaterialSync(type: KeyType): KeyMaterial {
+  const spec = keyTypeSpec(type);
+  if (spec.family === 'aes') return { type, secret: randomBytes(spec.bits / 8) };
+  if (spec.family === 'hybrid') return hybridMaterialFromSeed(type, randomBytes(32));
+  const generate = generateKeyPairSync as unknown as (t: string, o: object) => { publicKey: Buffer; privateKey: Buffer };
+  const { publicKey, privateKey } = generate(spec.nodeKeyType!, keyPairOptions(spec));
+  return { type, privateKeyDer: privateKey, publicKeyDer: publicKey };
+}
+
+/** The hybrid key whose X-Wing decapsulation key is `seed` (draft-connolly-cfrg-xwing-kem, expandDecapsulationKey). */
+export function hybridMaterialFromSeed(type: KeyType, seed: Buffer): KeyMaterial {
+  const { mlKem, x25519 } = xwingExpandSeed(seed);
+  const pair = (k: KeyObject): KeyPairDer => ({
+    privateKeyDer: k.export({ type: 'pkcs8', format: 'der' }),
+    publicKeyDer: createPublicKey(k).export({ type: 'spki', format: 'der' }),
+  });
+  return { type, secret: Buffer.from(seed), components: [pair(mlKem), pair(x25519)] };
+}
+
+function corrupt(type: string, why: string, cause?: unknown): AppError {
+  return new AppError('internal', `key material of type ${type} is unusable: ${why}`, { cause });
+}
+
+function loadPair(type: string, pair: { privateKeyDer?: Buffer; publicKeyDer?: Buffer }): { privateKey?: KeyObject; publicKey: KeyObject } {
+  if (!pair.privateKeyDer && !pair.publicKeyDer) throw corrupt(type, 'no key bytes');
+  try {
+    const privateKey = pair.privateKeyDer ? createPrivateKey({ key: pair.privateKeyDer, format: 'der', type: 'pkcs8' }) : undefined;
+    const publicKey = pair.publicKeyDer ? createPublicKey({ key: pair.publicKeyDer, format: 'der', type: 'spki' }) : createPublicKey(privateKey!);
+    return { privateKey, publicKey };
+  } catch (cause) {
+    throw corrupt(type, 'DER does not parse', cause);
+  }
+}
+
+/** Checks that a loaded asymmetric key is what the registry row says, so a mislabelled blob never reaches the hot path. */
+function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefined): void {
+  const details = key.asymmetricKeyDetails ?? {};
+  const ok =
+    key.asymmetricKeyType === expected &&
+    (spec.family !== 'rsa' || details.modulusLength === spec.bits) &&
+    (spec.family !== 'ec' || details.namedCurve === OPENSSL_CURVE[spec.curve!]);
+  if (!ok) throw corrupt(spec.type, `holds a ${key.asymmetricKeyType} key`);
+}
+
+/** Turns key material into KeyObjects; throws an internal problem when the bytes do not match the type. */
+export function loadKeyObjects(m: KeyMaterial): LoadedKey {
+  const spec = keyTypeSpec(m.type);
+  if (spec.family === 'aes') {
+    if (!m.secret || m.secret.length * 8 !== spec.bits) throw corrupt(m.type, 'wrong secret length');
+    return Object.freeze({ type: m.type, spec, secretKey: createSecretKey(m.secret) });
+  }
+  if (spec.family === 'hybrid') {
+    if (m.components?.length !== 2) throw corrupt(m.type, 'needs two components');
+    const components = m.components.map((c) => Object.freeze(loadPair(m.type, c)));
+    components.forEach((c, i) => checkShape(spec, c.publicKey, spec.components![i]));
+    return Object.freeze({ type: m.type, spec, components: Object.freeze(components) });
+  }
+  const { privateKey, publicKey } = loadPair(m.type, m);
+  checkShape(spec, publicKey, spec.nodeKeyType);
+  if (privateKey) checkShape(spec, privateKey, spec.nodeKeyType);
+  return Object.freeze({ type: m.type, spec, privateKey, publicKey });
+}
+
+/** Loads a key version for the hot path, checking that its type allows the usage it was created with. */
+export function loadKeyVersion(m: KeyMaterial, id: { kid: string; version: number; usage: KeyUsage }): LoadedKeyVersion {
+  if (!Number.isSafeInteger(id.version) || id.version < 1) throw problem('validation_failed', 'key version must be a positive integer');
+  const loaded = loadKeyObjects(m);
+  assertUsage({ type: m.type, usage: id.usage, kid: id.kid }, id.usage);
+  return Object.freeze({ ...loaded, kid: id.kid, version: id.version, usage: id.usage });
+}
+
+/** A public JWK (RFC 7517), with `kid`, `use` and the default `alg` when given a usage. */
+export type PublicJwk = Record<string, string | string[]>;
+
+/**
+ * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-KEM, ML-DSA and SLH-DSA use the
+ * `AKP` key type Node exports (draft-ietf-cose-dilithium); the hybrid is `AKP` with `alg: "X-Wing"` and
+ * `pub` = pk_M || pk_X, the X-Wing encapsulation key. Secret (AES) keys have no public JWK.
+ */
+export function publicJwk(m: KeyMaterial | LoadedKey, opts: { kid?: string; usage?: KeyUsage } = {}): PublicJwk {
+  const loaded = 'spec' in m ? m : loadKeyObjects(m);
+  const spec = loaded.spec;
+  if (spec.family === 'aes') throw problem('key_usage_mismatch', 'a symmetric key has no public JWK');
+  let jwk: PublicJwk;
+  if (spec.family === 'hybrid') {
+    jwk = { kty: 'AKP', alg: 'X-Wing', pub: xwingPublicKey(loaded).toString('base64url') };
+  } else {
+    jwk = { ...(loaded.publicKey!.export({ format: 'jwk' }) as PublicJwk) };
+  }
+  if (opts.kid !== undefined) jwk.kid = opts.kid;
+  if (opts.usage !== undefined) {
+    jwk.use = opts.usage === 'sign' ? 'sig' : 'enc';
+    const alg = opts.usage === 'sign' ? spec.jws?.[0] : spec.jwe?.alg;
+    if (alg !== undefined) jwk.alg = alg;
+  }
+  return jwk;
+}
+
+export { deserializeMaterial, serializeMaterial } from './material-codec.ts';

@@ -1,0 +1,199 @@
+/**
+ * The key-type table: one row per key type the service can hold, saying what the key is
+ * (family, size), what it may do (usages), how it is made (Node key type, curve) and which
+ * JOSE algorithms it speaks by default. Everything else in shared/crypto dispatches on a row,
+ * never on a type string.
+ */
+import { problem } from '../errors/index.ts';
+
+export type KeyFamily = 'aes' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
+export type KeyUsage = 'encrypt' | 'sign';
+
+/** JOSE names of the signature algorithms (RFC 7518 section 3, draft-ietf-cose-dilithium, draft-ietf-cose-sphincs-plus). */
+export type SignatureAlgorithm =
+  | 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512'
+  | 'ES256' | 'ES384' | 'ES512' | 'EdDSA'
+  | 'ML-DSA-44' | 'ML-DSA-65' | 'ML-DSA-87'
+  | `SLH-DSA-${'SHA2' | 'SHAKE'}-${128 | 192 | 256}${'s' | 'f'}`;
+
+export type ContentEncryption = 'A128GCM' | 'A192GCM' | 'A256GCM';
+export type KeyManagement = 'dir' | 'RSA-OAEP-256' | 'ECDH-ES' | 'ECDH-ES+A128KW' | 'ECDH-ES+A192KW' | 'ECDH-ES+A256KW';
+
+/** One row of the key-type table. */
+export interface KeyTypeSpec {
+  readonly type: KeyType;
+  readonly family: KeyFamily;
+  /** The size in the family's own unit: AES key bits, RSA modulus bits, EC field bits, or the PQC parameter set (768, 65, 128). */
+  readonly bits: number;
+  readonly usages: readonly KeyUsage[];
+  readonly defaultUsage: KeyUsage;
+  /** Generation takes long enough (tens of ms or more) to belong in the worker pool. */
+  readonly slowGeneration: boolean;
+  /** The `type` argument of crypto.generateKeyPair; absent for AES and the hybrid. */
+  readonly nodeKeyType?: 'rsa' | 'ec' | 'ed25519' | `ml-kem-${number}` | `ml-dsa-${number}` | `slh-dsa-${string}`;
+  /** The JOSE curve name of EC keys. */
+  readonly curve?: 'P-256' | 'P-384' | 'P-521';
+  /** Default JWE algorithms for keys with the `encrypt` usage (none for ML-KEM and the hybrid: they encapsulate). */
+  readonly jwe?: { readonly alg: KeyManagement; readonly enc: ContentEncryption };
+  /** JWS algorithms for keys with the `sign` usage, the default first. */
+  readonly jws?: readonly SignatureAlgorithm[];
+  /** Hybrid keys: the component key types, in the order their bytes are concatenated. */
+  readonly components?: readonly ('ml-kem-768' | 'x25519')[];
+}
+
+const SLH_DSA_VARIANTS = [
+  'sha2-128s', 'sha2-128f', 'sha2-192s', 'sha2-192f', 'sha2-256s', 'sha2-256f',
+  'shake-128s', 'shake-128f', 'shake-192s', 'shake-192f', 'shake-256s', 'shake-256f',
+] as const;
+
+export const KEY_TYPES = [
+  'aes-128', 'aes-256',
+  'rsa-2048', 'rsa-3072', 'rsa-4096',
+  'ec-p256', 'ec-p384', 'ec-p521',
+  'ed25519',
+  'ml-kem-768', 'ml-kem-1024',
+  'ml-dsa-44', 'ml-dsa-65', 'ml-dsa-87',
+  ...SLH_DSA_VARIANTS.map((v) => `slh-dsa-${v}` as const),
+  'x25519-ml-kem-768',
+] as const;
+
+export type KeyType = (typeof KEY_TYPES)[number];
+
+const RSA_JWS: readonly SignatureAlgorithm[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'];
+
+function aes(bits: 128 | 256): KeyTypeSpec {
+  return {
+    type: `aes-${bits}`, family: 'aes', bits, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    jwe: { alg: 'dir', enc: bits === 128 ? 'A128GCM' : 'A256GCM' },
+  };
+}
+
+function rsa(bits: 2048 | 3072 | 4096): KeyTypeSpec {
+  return {
+    type: `rsa-${bits}`, family: 'rsa', bits, usages: ['encrypt', 'sign'], defaultUsage: 'encrypt',
+    slowGeneration: bits > 2048, nodeKeyType: 'rsa',
+    jwe: { alg: 'RSA-OAEP-256', enc: 'A256GCM' }, jws: RSA_JWS,
+  };
+}
+
+function ec(bits: 256 | 384 | 521): KeyTypeSpec {
+  const curve = `P-${bits}` as const;
+  const alg = ({ 256: 'ES256', 384: 'ES384', 521: 'ES512' } as const)[bits];
+  return {
+    type: `ec-p${bits}`, family: 'ec', bits, usages: ['encrypt', 'sign'], defaultUsage: 'sign', slowGeneration: false,
+    nodeKeyType: 'ec', curve, jwe: { alg: 'ECDH-ES+A256KW', enc: 'A256GCM' }, jws: [alg],
+  };
+}
+
+function mlKem(bits: 768 | 1024): KeyTypeSpec {
+  return {
+    type: `ml-kem-${bits}`, family: 'ml-kem', bits, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    nodeKeyType: `ml-kem-${bits}`,
+  };
+}
+
+function mlDsa(bits: 44 | 65 | 87): KeyTypeSpec {
+  return {
+    type: `ml-dsa-${bits}`, family: 'ml-dsa', bits, usages: ['sign'], defaultUsage: 'sign', slowGeneration: false,
+    nodeKeyType: `ml-dsa-${bits}`, jws: [`ML-DSA-${bits}`],
+  };
+}
+
+function slhDsa(variant: (typeof SLH_DSA_VARIANTS)[number]): KeyTypeSpec {
+  const [hash, set] = variant.split('-') as [string, string];
+  const alg = `SLH-DSA-${hash.toUpperCase()}-${set}` as SignatureAlgorithm;
+  return {
+    type: `slh-dsa-${variant}`, family: 'slh-dsa', bits: Number.parseInt(set, 10), usages: ['sign'], defaultUsage: 'sign',
+    slowGeneration: true, nodeKeyType: `slh-dsa-${variant}`, jws: [alg],
+  };
+}
+
+const ROWS: readonly KeyTypeSpec[] = [
+  aes(128), aes(256),
+  rsa(2048), rsa(3072), rsa(4096),
+  ec(256), ec(384), ec(521),
+  { type: 'ed25519', family: 'okp', bits: 256, usages: ['sign'], defaultUsage: 'sign', slowGeneration: false, nodeKeyType: 'ed25519', jws: ['EdDSA'] },
+  mlKem(768), mlKem(1024),
+  mlDsa(44), mlDsa(65), mlDsa(87),
+  ...SLH_DSA_VARIANTS.map(slhDsa),
+  // X-Wing (draft-connolly-cfrg-xwing-kem): ML-KEM-768 and X25519 behind one SHA3-256 combiner, see pqc.ts.
+  {
+    type: 'x25519-ml-kem-768', family: 'hybrid', bits: 768, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    components: ['ml-kem-768', 'x25519'],
+  },
+];
+
+/** The key-type table, frozen. */
+export const KEY_TYPE_SPECS: Readonly<Record<KeyType, KeyTypeSpec>> = Object.freeze(
+  Object.fromEntries(ROWS.map((row) => [row.type, Object.freeze(row)])) as Record<KeyType, KeyTypeSpec>,
+);
+
+/** True when `value` names a key type of the table. */
+export function isKeyType(value: unknown): value is KeyType {
+  return typeof value === 'string' && Object.hasOwn(KEY_TYPE_SPECS, value);
+}
+
+/** The row of a key type; an unknown type is a validation failure naming the known ones. */
+export function keyTypeSpec(type: string): KeyTypeSpec {
+  if (!isKeyType(type)) {
+    throw problem('validation_failed', `unknown key type: ${String(type)}`, { allowed: [...KEY_TYPES] });
+  }
+  return KEY_TYPE_SPECS[type];
+}
+
+/** The usage a new key gets: the requested one when the type allows it, else the type's default. */
+export function resolveUsage(type: KeyType, requested?: string): KeyUsage {
+  const spec = KEY_TYPE_SPECS[type];
+  if (requested === undefined) return spec.defaultUsage;
+  if (!(spec.usages as readonly string[]).includes(requested)) {
+    throw problem('key_usage_mismatch', `key type ${type} cannot be used to ${requested}`, { allowed: [...spec.usages] });
+  }
+  return requested as KeyUsage;
+}
+
+/** Throws key_usage_mismatch unless a key of this usage may perform `needed`. */
+export function assertUsage(key: { type: KeyType; usage: KeyUsage; kid?: string }, needed: KeyUsage): void {
+  if (key.usage !== needed || !KEY_TYPE_SPECS[key.type].usages.includes(needed)) {
+    throw problem('key_usage_mismatch', `key ${key.kid ?? key.type} has usage ${key.usage}, not ${needed}`, {
+      usage: key.usage,
+      needed,
+    });
+  }
+}
+
+/** What a JWS algorithm needs: the digest (null for the schemes that sign the message itself) and its length. */
+export interface SignatureAlgorithmSpec {
+  readonly family: 'rsa' | 'ec' | 'okp' | 'ml-dsa' | 'slh-dsa';
+  readonly hash: 'sha256' | 'sha384' | 'sha512' | null;
+  readonly padding?: 'pkcs1' | 'pss';
+}
+
+const HASH_OF = { 256: 'sha256', 384: 'sha384', 512: 'sha512' } as const;
+
+/** Looks up a JOSE signature algorithm, or undefined for names outside the table. */
+export function signatureAlgorithmSpec(alg: string): SignatureAlgorithmSpec | undefined {
+  const m = /^(RS|PS|ES)(256|384|512)$/.exec(alg);
+  if (m) {
+    const hash = HASH_OF[m[2] as '256' | '384' | '512'];
+    if (m[1] === 'ES') return { family: 'ec', hash };
+    return { family: 'rsa', hash, padding: m[1] === 'RS' ? 'pkcs1' : 'pss' };
+  }
+  if (alg === 'EdDSA') return { family: 'okp', hash: null };
+  if (/^ML-DSA-(44|65|87)$/.test(alg)) return { family: 'ml-dsa', hash: null };
+  if (/^SLH-DSA-(SHA2|SHAKE)-(128|192|256)[sf]$/.test(alg)) return { family: 'slh-dsa', hash: null };
+  return undefined;
+}
+
+/** Other spellings accepted for a signature algorithm: the AWS KMS SigningAlgorithmSpec names and RFC 9864's Ed25519. */
+export const SIGNATURE_ALGORITHM_ALIASES: Readonly<Record<string, SignatureAlgorithm>> = Object.freeze({
+  RSASSA_PKCS1_V1_5_SHA_256: 'RS256',
+  RSASSA_PKCS1_V1_5_SHA_384: 'RS384',
+  RSASSA_PKCS1_V1_5_SHA_512: 'RS512',
+  RSASSA_PSS_SHA_256: 'PS256',
+  RSASSA_PSS_SHA_384: 'PS384',
+  RSASSA_PSS_SHA_512: 'PS512',
+  ECDSA_SHA_256: 'ES256',
+  ECDSA_SHA_384: 'ES384',
+  ECDSA_SHA_512: 'ES512',
+  Ed25519: 'EdDSA',
+});

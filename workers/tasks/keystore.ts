@@ -1,0 +1,40 @@
+/**
+ * Keystore parsing in the pool: PBKDF2/PKCS#12 KDF work takes up to a couple of seconds of CPU
+ * and must not block the event loop. Returns plain data: PKCS#8 DER keys and DER certificates.
+ */
+import { parseKeystore } from '../../shared/keystore/index.ts';
+import type { CertificateSummary } from '../../shared/keystore/index.ts';
+import { AppError } from '../../shared/errors/index.ts';
+
+/** One parsed entry as structured-cloneable data. */
+export interface ParsedKeystoreEntry {
+  type: string;
+  privateKeyDer: Uint8Array;
+  publicKeyDer: Uint8Array;
+  certificates: Uint8Array[];
+  certificate?: CertificateSummary;
+  issuerDer?: Uint8Array;
+  serialNumber?: Uint8Array;
+  subjectKeyIdentifier?: Uint8Array;
+  friendlyName?: string;
+}
+
+/** Parses a PKCS#12 or PEM keystore; failures are thrown as plain {code, message, status, slug, title}. */
+export function parseKeystoreTask(input: { data: Uint8Array; password?: string }): ParsedKeystoreEntry[] {
+  try {
+    return parseKeystore({ data: Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength), password: input.password }).map((e) => ({
+      type: e.type,
+      privateKeyDer: e.privateKey.export({ format: 'der', type: 'pkcs8' }),
+      publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
+      certificates: e.certificates,
+      certificate: e.certificate,
+      issuerDer: e.issuerDer,
+      serialNumber: e.serialNumber,
+      subjectKeyIdentifier: e.subjectKeyIdentifier,
+      friendlyName: (e as { friendlyName?: string }).friendlyName,
+    }));
+  } catch (err) {
+    if (err instanceof AppError) throw err.toJSON();
+    throw new AppError('keystore_malformed', 'the keystore could not be read', { status: 400, slug: 'keystore-malformed', title: 'Malformed Keystore' }).toJSON();
+  }
+}
