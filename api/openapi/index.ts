@@ -7,7 +7,10 @@ import { components } from './components.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
 
-const AREAS: PathsObject[] = [systemPaths];
+// One line per API area; each area module exports its paths object.
+const AREAS: PathsObject[] = [
+  systemPaths,
+];
 
 /** Builds the document for a deployment's public base URL. */
 export function openApiDocument(baseUrl: string): Record<string, unknown> {
@@ -23,9 +26,4 @@ export function openApiDocument(baseUrl: string): Record<string, unknown> {
     components,
     security: [{ bearer: [] }],
   };
-}
-
-/** Registers another area's paths (called by area modules at import time). */
-export function addPaths(paths: PathsObject): void {
-  AREAS.push(paths);
 }
