@@ -13,6 +13,10 @@ import { createWellKnownRouter } from './routes/well-known.ts';
 import { createLegacyAuthRouter } from './routes/legacy-auth.ts';
 import { createAdminRouter } from './routes/admin/index.ts';
 import { authenticate } from './middleware/authenticate.ts';
+import { createCryptoRouter } from './routes/crypto.ts';
+import { createPqcRouter } from './routes/pqc.ts';
+import { createAuditRouter } from './routes/audit.ts';
+import { createLegacyRouter } from './routes/legacy.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE } from './services/auth/access-tokens.ts';
 
 /** Builds the app over a context. */
@@ -31,6 +35,10 @@ export function createApp(ctx: AppContext): Express {
   app.use('/api/v3/admin', authenticate(ctx, [AUDIENCE_ADMIN]));
   app.use('/api/v3/admin', createAdminRouter(ctx));
   app.use(['/api/v3/crypto', '/api/v3/pqc', '/api/v3/audit'], authenticate(ctx, [AUDIENCE_CORE]));
+  app.use('/api/v3/crypto', createCryptoRouter(ctx));
+  app.use('/api/v3/pqc', createPqcRouter(ctx));
+  app.use('/api/v3/audit', createAuditRouter(ctx));
+  app.use(createLegacyRouter(ctx));
   app.use('/api/v3/migration', authenticate(ctx, [AUDIENCE_ADMIN, AUDIENCE_CORE]));
   app.use(notFound);
   app.use(errorHandler(ctx.config.publicBaseUrl));

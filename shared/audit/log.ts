@@ -18,6 +18,12 @@ export interface AuditInput {
 
 export interface AuditLog {
   record(event: AuditInput): void;
+  /**
+   * Counts a high-rate runtime event (encrypt, sign, ...): identical events within one flush
+   * window become one chained event with `details.count`, so every operation is accounted for
+   * without a row per operation.
+   */
+  tally(event: Omit<AuditInput, 'details'>): void;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -28,6 +34,7 @@ const MAX_BATCH = 1000;
 /** Creates a batching writer over the audit_events table. */
 export function createAuditLog(db: Knex, logger: Logger): AuditLog {
   let buffer: Array<AuditInput & { at: Date }> = [];
+  const tallies = new Map<string, { event: Omit<AuditInput, 'details'>; count: number; first: Date }>();
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> = Promise.resolve();
 
@@ -70,6 +77,8 @@ export function createAuditLog(db: Knex, logger: Logger): AuditLog {
       clearTimeout(timer);
       timer = null;
     }
+    for (const t of tallies.values()) buffer.push({ ...t.event, at: new Date(), details: { count: t.count, since: t.first.toISOString() } });
+    tallies.clear();
     flushing = flushing.then(async () => {
       while (buffer.length > 0) {
         const batch = buffer.slice(0, MAX_BATCH);
@@ -90,6 +99,15 @@ export function createAuditLog(db: Knex, logger: Logger): AuditLog {
       buffer.push({ ...event, at: new Date() });
       if (buffer.length >= MAX_BATCH) void flush();
       else schedule();
+    },
+    tally(event) {
+      const key = `${event.tenantId}\u0000${event.actor}\u0000${event.action}\u0000${event.outcome}\u0000${event.target ?? ''}`;
+      const t = tallies.get(key);
+      if (t) t.count += 1;
+      else {
+        tallies.set(key, { event, count: 1, first: new Date() });
+        schedule();
+      }
     },
     flush,
     close: flush,

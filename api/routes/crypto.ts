@@ -1,0 +1,73 @@
+/**
+ * The Core API (contract 3): GET /keys and encrypt, decrypt, sign, verify, each in single form
+ * (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`, one failure not
+ * failing the others). The tenant comes from the token only.
+ */
+import { Router, type Request } from 'express';
+import type { AppContext } from '../context.ts';
+import { AppError } from '../../shared/errors/index.ts';
+import { route } from '../http/route.ts';
+import { paginate } from '../http/pagination.ts';
+import { authorize, actorOf } from '../middleware/authenticate.ts';
+import { apiRateLimit } from '../middleware/rate-limit.ts';
+import { jsonBody } from '../middleware/body.ts';
+import { keyView } from '../services/keys/store.ts';
+import { decrypt, encrypt, sign, verify } from '../services/crypto/runtime.ts';
+
+type Operation = (ctx: AppContext, tenantId: string, body: Record<string, unknown>) => Promise<Record<string, unknown>>;
+
+const MAX_BATCH = 1000;
+
+/** Runs one operation, or each item of a batch, and audits it as a tallied event. */
+export function runtimeHandler(ctx: AppContext, action: string, op: Operation) {
+  return async (req: Request, res: import('express').Response) => {
+    const body = req.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object');
+    const tenantId = req.auth.tenantId;
+    const actor = actorOf(req);
+    if (!Array.isArray(body.items)) {
+      try {
+        const result = await op(ctx, tenantId, body);
+        ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
+        res.json(result);
+      } catch (err) {
+        ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: typeof body.kid === 'string' ? body.kid.slice(0, 128) : null });
+        throw err;
+      }
+      return;
+    }
+    if (body.items.length === 0 || body.items.length > MAX_BATCH) throw new AppError('validation_failed', `items must hold 1 to ${MAX_BATCH} entries`);
+    const results = await Promise.all(body.items.map(async (item: unknown) => {
+      try {
+        if (!item || typeof item !== 'object') throw new AppError('validation_failed', 'each item must be an object');
+        const result = await op(ctx, tenantId, item as Record<string, unknown>);
+        ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
+        return { status: 200, ...result };
+      } catch (err) {
+        const e = err instanceof AppError ? err : new AppError('internal', 'unexpected failure', { cause: err });
+        if (!e.expose) req.log.error({ err: (err as Error)?.message }, 'batch item failed');
+        ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: null });
+        return { status: e.status, error: { type: `${ctx.config.publicBaseUrl}/problems/${e.slug}`, title: e.title, status: e.status, detail: e.expose ? e.message : 'unexpected failure' } };
+      }
+    }));
+    res.json({ results });
+  };
+}
+
+/** Mounted at /api/v3/crypto (after service-core authentication). */
+export function createCryptoRouter(ctx: AppContext): Router {
+  const router = Router();
+  const json = jsonBody(ctx.config.jsonLimitBytes);
+  route(router, '/keys', {
+    get: [authorize(ctx, 'crypto.keys.read'), apiRateLimit(ctx, 'crypto.keys'), async (req, res) => {
+      // Usable keys only: archived and revoked keys cannot be used at runtime.
+      const q = ctx.db('keys').where({ tenant_id: req.auth.tenantId }).whereIn('state', ['active', 'suspended']);
+      res.json(await paginate(q, 'kid', req, (r) => keyView(r)));
+    }],
+  });
+  const ops: Array<[string, string, Operation]> = [['encrypt', 'crypto.encrypt', encrypt], ['decrypt', 'crypto.decrypt', decrypt], ['sign', 'crypto.sign', sign], ['verify', 'crypto.verify', verify]];
+  for (const [name, permission, op] of ops) {
+    route(router, `/${name}`, { post: [authorize(ctx, permission), apiRateLimit(ctx, `crypto.${name}`), ...json, runtimeHandler(ctx, `crypto.${name}`, op)] });
+  }
+  return router;
+}
