@@ -72,6 +72,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
     const closer = ctx.closers.pop()!;
     try {
       await closer.close();
+      ctx.logger.info({ part: closer.name }, 'closed');
     } catch (err) {
       ctx.logger.warn({ err: (err as Error).message, part: closer.name }, 'error while closing');
     }

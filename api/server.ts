@@ -10,6 +10,14 @@ import { closeContext, createContext } from './context.ts';
 import { createApp } from './app.ts';
 import { bootstrapPlatform } from './services/bootstrap.ts';
 
+/** A signal that arrives during start-up (migrations, bootstrap) is honoured once started. */
+let pendingSignal: string | null = null;
+let onSignal: (signal: string) => void = (signal) => {
+  pendingSignal = signal;
+};
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('SIGINT', () => onSignal('SIGINT'));
+
 async function startWorker(config: Config): Promise<void> {
   const ctx = await createContext(config);
   const boot = await bootstrapPlatform(ctx);
@@ -48,8 +56,8 @@ async function startWorker(config: Config): Promise<void> {
     })();
     return stopping;
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  onSignal = (signal) => void stop(signal);
+  if (pendingSignal) void stop(pendingSignal);
 }
 
 function startPrimary(config: Config): void {
@@ -60,11 +68,9 @@ function startPrimary(config: Config): void {
       cluster.fork();
     }
   });
-  const forward = (signal: NodeJS.Signals) => {
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal);
+  onSignal = (signal) => {
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal as NodeJS.Signals);
   };
-  process.on('SIGTERM', () => forward('SIGTERM'));
-  process.on('SIGINT', () => forward('SIGINT'));
 }
 
 async function main(): Promise<void> {

@@ -19,6 +19,8 @@ function fromHttpError(err: { type?: string; status?: number; message?: string }
     case 'request.aborted':
       return new AppError('bad_request', 'the client aborted the request');
     default:
+      // e.g. the router's URIError for a malformed percent-encoding in a path parameter.
+      if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) return new AppError('bad_request', 'the request path or its parameters are malformed', { status: err.status });
       return null;
   }
 }

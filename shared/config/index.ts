@@ -16,6 +16,8 @@ interface Field {
   min?: number;
   /** Never printed (secrets). */
   secret?: boolean;
+  /** How the README names a default computed on the machine. */
+  defaultDoc?: string;
 }
 
 /** The schema: the single source of configuration keys, also rendered into the README table. */
@@ -36,7 +38,7 @@ export const SCHEMA = {
   bootstrapAdminPassword: { env: 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD', doc: 'Password of that administrator; generated and printed once when unset', kind: 'string', secret: true },
   logLevel: { env: 'LOG_LEVEL', doc: 'pino log level', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
   webConcurrency: { env: 'WEB_CONCURRENCY', doc: 'Number of API processes sharing the port (node:cluster)', kind: 'int', default: '1', min: 1 },
-  poolThreads: { env: 'POOL_THREADS', doc: 'Worker threads in the crypto pool (default: number of cores)', kind: 'int', default: String(Math.max(1, cpus().length)), min: 1 },
+  poolThreads: { env: 'POOL_THREADS', doc: 'Worker threads in the crypto pool', kind: 'int', default: String(Math.max(1, cpus().length)), defaultDoc: 'number of cores', min: 1 },
   poolMaxQueue: { env: 'POOL_MAX_QUEUE', doc: 'Tasks waiting for the pool before requests answer 503', kind: 'int', default: '1024', min: 1 },
   jsonLimitBytes: { env: 'JSON_LIMIT_BYTES', doc: 'Largest JSON request body; larger answers 413', kind: 'int', default: '65536', min: 1024 },
   accessTokenTtl: { env: 'ACCESS_TOKEN_TTL', doc: 'Lifetime in seconds of client_credentials access tokens', kind: 'int', default: '36000', min: 60 },
@@ -129,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** Markdown table of the schema, for the README. */
 export function configTable(): string {
-  const rows = (Object.values(SCHEMA) as Field[]).map((f) => `| \`${f.env}\` | ${f.doc} | ${f.default !== undefined && !f.secret ? `\`${f.default}\`` : ''} |`);
+  const shown = (f: Field) => (f.defaultDoc ?? (f.default !== undefined && !f.secret ? `\`${f.default}\`` : ''));
+  const rows = (Object.values(SCHEMA) as Field[]).map((f) => `| \`${f.env}\` | ${f.doc} | ${shown(f)} |`);
   return ['| variable | meaning | default |', '|---|---|---|', ...rows].join('\n');
 }

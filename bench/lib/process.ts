@@ -1,0 +1,69 @@
+/**
+ * Child processes for benchmarks: a free port, a Node 24 child started with the same binary as
+ * the bench (process.execPath), waited on until a URL answers 200, stopped with SIGTERM.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { SCHEMA } from '../../shared/config/index.ts';
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** process.env without any Keyward configuration variable, so a child starts on defaults. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const field of Object.values(SCHEMA)) delete env[field.env];
+  return { ...env, ...extra };
+}
+
+export interface Child {
+  process: ChildProcess;
+  /** stdout and stderr so far, for diagnosing a failed start. */
+  output(): string;
+  /** SIGTERM, then the exit code (SIGKILL after 10 s). */
+  stop(): Promise<number | null>;
+}
+
+/** Spawns `node <args>` and resolves once `readyUrl` answers 200 (within `timeoutMs`). */
+export async function startChild(args: string[], env: NodeJS.ProcessEnv, readyUrl: string, timeoutMs = 20_000): Promise<Child> {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const handle: Child = {
+    process: child,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exited;
+      clearTimeout(kill);
+      return code;
+    },
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode} before it was ready:\n${out}`);
+    try {
+      const res = await fetch(readyUrl);
+      await res.arrayBuffer();
+      if (res.status === 200) return handle;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await handle.stop();
+  throw new Error(`${args.join(' ')} was not ready within ${timeoutMs} ms:\n${out}`);
+}

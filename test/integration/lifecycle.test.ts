@@ -1,0 +1,158 @@
+/**
+ * The API process as `npm start` runs it: `node api/server.ts` as a child on embedded defaults
+ * (PGlite and a generated master key in a temp DATA_DIR), started, stopped with SIGTERM and
+ * started again on the same directory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SCHEMA } from '../../shared/config/index.ts';
+import { openDatabase } from '../../shared/db/knex.ts';
+
+const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  /** pino's JSON lines on stdout, in order. */
+  logs(): Array<{ level: number; msg: string; [k: string]: unknown }>;
+  /** Milliseconds from spawn until /healthz answered 200. */
+  readyAfterMs: number;
+  exited: Promise<number | null>;
+}
+
+/** Starts the server on `dataDir` with no Keyward variable inherited from the test's environment. */
+async function startServer(dataDir: string): Promise<Running> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const field of Object.values(SCHEMA)) delete env[field.env];
+  const port = await freePort();
+  const started = Date.now();
+  const child = spawn(process.execPath, [SERVER], {
+    env: { ...env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info', POOL_THREADS: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  // Waits past the 10 s the first test allows, so a slow start fails that test with its timing
+  // while the later ones still run.
+  while (Date.now() - started < 30_000 && child.exitCode === null) {
+    const status = await fetch(`${url}/healthz`).then((r) => r.status, () => 0);
+    if (status === 200) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const readyAfterMs = Date.now() - started;
+  return {
+    child, url, readyAfterMs, exited,
+    stdout: () => out,
+    stderr: () => err,
+    logs: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)),
+  };
+}
+
+async function stopServer(run: Running): Promise<number | null> {
+  if (run.child.exitCode === null) run.child.kill('SIGTERM');
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), 15_000);
+  const code = await run.exited;
+  clearTimeout(timer);
+  return code;
+}
+
+describe('lifecycle of node api/server.ts on embedded defaults', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keyward-lifecycle-'));
+  let first: Running;
+  let second: Running | undefined;
+  let tenantId = '';
+  let password = '';
+  let masterKey = '';
+
+  beforeAll(async () => {
+    first = await startServer(dataDir);
+  });
+  afterAll(async () => {
+    if (first.child.exitCode === null) await stopServer(first);
+    if (second && second.child.exitCode === null) await stopServer(second);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('when it starts for the first time, then /healthz answers 200 within 10 s', async () => {
+    if (first.child.exitCode !== null || first.readyAfterMs >= 10_000) {
+      throw new Error(`not ready within 10 s (exit ${first.child.exitCode}, ${first.readyAfterMs} ms):\n${first.stdout()}${first.stderr()}`);
+    }
+    const res = await fetch(`${first.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('when it starts for the first time, then the bootstrap credentials are printed once on stdout and never logged', () => {
+    const out = first.stdout();
+    const m = /Keyward bootstrap: platform tenant ([0-9a-f-]{36})\n\s+administrator e-mail: (\S+)\n\s+administrator password: (\S+)\n/.exec(out);
+    expect(m).not.toBeNull();
+    [, tenantId, , password] = m!;
+    expect(m![2]).toBe('admin@keyward.local');
+    expect(password.length).toBeGreaterThanOrEqual(16);
+    expect(out.split(password)).toHaveLength(2);
+    expect(JSON.stringify(first.logs())).not.toContain(password);
+    expect(first.stderr()).not.toContain(password);
+  });
+
+  it('when no KEYWARD_MASTER_KEY is set, then DATA_DIR/master.key is created with mode 0600 and a warning is logged', () => {
+    const path = join(dataDir, 'master.key');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    masterKey = readFileSync(path, 'utf8');
+    expect(Buffer.from(masterKey.trim(), 'base64')).toHaveLength(32);
+    expect(first.logs()).toEqual(expect.arrayContaining([expect.objectContaining({ level: 40, msg: expect.stringContaining('generated a master key'), path })]));
+    expect(first.stdout()).not.toContain(masterKey.trim());
+  });
+
+  it('when it receives SIGTERM, then it closes the HTTP server first, completes the shutdown and exits 0', async () => {
+    expect(await stopServer(first)).toBe(0);
+    const messages = first.logs().map((l) => l.msg);
+    const closing = messages.indexOf('shutting down: closing HTTP server first');
+    const done = messages.indexOf('shutdown complete');
+    expect(closing).toBeGreaterThanOrEqual(0);
+    expect(done).toBeGreaterThan(closing);
+    expect(first.logs()[closing]).toMatchObject({ signal: 'SIGTERM' });
+    expect(first.logs().filter((l) => l.level >= 40 && !String(l.msg).includes('master key'))).toEqual([]);
+  });
+
+  it('when it starts again on the same DATA_DIR, then it serves without printing credentials and keeps the master key', async () => {
+    second = await startServer(dataDir);
+    expect((await fetch(`${second.url}/readyz`)).status).toBe(200);
+    expect(second.stdout()).not.toContain('Keyward bootstrap');
+    expect(second.stdout()).not.toContain(password);
+    expect(second.logs().some((l) => String(l.msg).includes('generated a master key'))).toBe(false);
+    expect(readFileSync(join(dataDir, 'master.key'), 'utf8')).toBe(masterKey);
+    expect(await stopServer(second)).toBe(0);
+  });
+
+  it('when the data is read after the restart, then the same single platform tenant and its administrator are there', async () => {
+    const db = await openDatabase({ dataDir });
+    try {
+      const tenants = await db('tenants').select('id', 'is_platform');
+      expect(tenants).toEqual([{ id: tenantId, is_platform: true }]);
+      const users = await db('users').where({ tenant_id: tenantId }).select('email');
+      expect(users).toEqual([{ email: 'admin@keyward.local' }]);
+    } finally {
+      await db.destroy();
+    }
+  });
+});

@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, SCHEMA, loadConfig } from '../../shared/config/index.ts';
+
+const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
+
+/** loadConfig's error for an environment, or null when it loads. */
+function configErrorOf(env: Record<string, string>): ConfigError | null {
+  try {
+    loadConfig(env);
+    return null;
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+}
+
+describe('configuration', () => {
+  it('when nothing is set, then the embedded defaults load and the config is frozen', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 8080, host: '127.0.0.1', dataDir: './data', logLevel: 'info', s3Bucket: 'keyward' });
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.masterKey).toBeUndefined();
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '-1' }],
+    ['KEYWARD_MASTER_KEY', { KEYWARD_MASTER_KEY: Buffer.alloc(16, 1).toString('base64') }],
+    ['KEYWARD_MASTER_KEY', { KEYWARD_MASTER_KEY: Buffer.alloc(33, 1).toString('base64') }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['S3_ACCESS_KEY', { S3_ENDPOINT: 'http://127.0.0.1:9000' }],
+    ['S3_SECRET_KEY', { S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'minio' }],
+    ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['WEB_CONCURRENCY', { WEB_CONCURRENCY: '0' }],
+    ['KEYWARD_BOOTSTRAP_ADMIN_EMAIL', { KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: 'long enough password' }],
+    ['KEYWARD_BOOTSTRAP_ADMIN_PASSWORD', { KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'a@b.c', KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: 'short' }],
+  ])('when the value is bad, then a ConfigError names %s', (variable, env) => {
+    const err = configErrorOf(env);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err!.message).toContain(variable);
+  });
+
+  it('when KEYWARD_MASTER_KEY is base64 of 32 bytes, then it loads as those bytes', () => {
+    const key = Buffer.alloc(32, 9);
+    expect(loadConfig({ KEYWARD_MASTER_KEY: key.toString('base64') }).masterKey).toEqual(key);
+  });
+
+  it('when S3_ENDPOINT comes with both keys, then it loads', () => {
+    const config = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000/', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' });
+    expect(config.s3Endpoint).toBe('http://127.0.0.1:9000');
+  });
+
+  it('when a variable is set to the empty string, then its default applies', () => {
+    expect(loadConfig({ PORT: '', LOG_LEVEL: '' })).toMatchObject({ port: 8080, logLevel: 'info' });
+  });
+
+  it('when node api/server.ts starts with PORT=abc, then it exits non-zero naming PORT and creates nothing', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'keyward-config-')), 'data');
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const field of Object.values(SCHEMA)) delete env[field.env];
+    try {
+      const child = spawn(process.execPath, [SERVER], { env: { ...env, PORT: 'abc', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+      child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+      expect(code).not.toBe(0);
+      expect(code).toBe(2);
+      expect(stderr).toContain('PORT');
+      expect(stderr).toContain('"abc"');
+      expect(stdout).not.toContain('bootstrap');
+      expect(existsSync(dataDir)).toBe(false);
+    } finally {
+      rmSync(join(dataDir, '..'), { recursive: true, force: true });
+    }
+  });
+});
