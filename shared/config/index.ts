@@ -105,6 +105,11 @@ const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => strin
     check: (c) => (c.s3Endpoint && (!c.s3AccessKey || !c.s3SecretKey) ? 'S3_ENDPOINT is set, so S3_ACCESS_KEY and S3_SECRET_KEY are required' : null),
   },
   {
+    // PGlite is one process's database: several API processes need a shared Postgres.
+    name: 'cluster-needs-postgres',
+    check: (c) => ((c.webConcurrency as number) > 1 && !c.databaseUrl ? 'WEB_CONCURRENCY > 1 needs DATABASE_URL (the embedded PGlite serves one process)' : null),
+  },
+  {
     name: 'bootstrap-pair',
     check: (c) => (c.bootstrapAdminPassword && !c.bootstrapAdminEmail ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD is set without KEYWARD_BOOTSTRAP_ADMIN_EMAIL' : null),
   },
