@@ -24,7 +24,7 @@ export function createMetrics(pool: WorkPool): Metrics {
   new Gauge({ name: 'worker_pool_queue_size', help: 'Tasks waiting for a worker thread', registers: [registry], collect() { this.set(pool.queueSize()); } });
   // Label children resolved once per (method, route, status): prom-client hashes label objects
   // on every inc/observe otherwise, a measurable cost at tens of thousands of requests a second.
-  const children = new Map<string, { count: Counter.Internal<string>; time: Histogram.Internal<string> }>();
+  const children = new Map<string, { count: Counter.Internal; time: Histogram.Internal<string> }>();
   const middleware: RequestHandler = (req, res, next) => {
     const start = performance.now();
     res.once('finish', () => {
