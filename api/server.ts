@@ -35,6 +35,10 @@ async function startWorker(config: Config): Promise<void> {
     server.once('error', reject);
   });
   server.keepAliveTimeout = 65_000;
+  // Conversions and uploads of any size stream for as long as they take; Node's default
+  // 300 s requestTimeout would cut them. Slow-loris protection stays with headersTimeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
   const address = server.address();
   ctx.logger.info({ address }, 'keyward api listening');
 

@@ -10,7 +10,7 @@ import { issuerSerialKey } from './store.ts';
 import { unusable } from './lifecycle.ts';
 
 /** A resolver over one tenant's keys. */
-export function tenantKeyResolver(ctx: AppContext, tenantId: string): KeyResolver {
+export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId: string): KeyResolver {
   async function resolve(kid: string, version?: number): Promise<ResolvedKey | null> {
     let key;
     try {
