@@ -11,6 +11,7 @@ import { createDocsRouter } from './routes/docs.ts';
 import { createAuthRouter } from './routes/auth.ts';
 import { createWellKnownRouter } from './routes/well-known.ts';
 import { createLegacyAuthRouter } from './routes/legacy-auth.ts';
+import { createLegacyMigrationRouter } from './routes/legacy-migration.ts';
 import { createAdminRouter } from './routes/admin/index.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { createCryptoRouter } from './routes/crypto.ts';
@@ -32,6 +33,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(createWellKnownRouter(ctx));
   app.use('/api/v3/auth', createAuthRouter(ctx));
   app.use(createLegacyAuthRouter(ctx));
+  app.use(createLegacyMigrationRouter(ctx));
   app.use('/api/v3/admin', authenticate(ctx, [AUDIENCE_ADMIN]));
   app.use('/api/v3/admin', createAdminRouter(ctx));
   app.use(['/api/v3/crypto', '/api/v3/pqc', '/api/v3/audit'], authenticate(ctx, [AUDIENCE_CORE]));

@@ -3,6 +3,8 @@
  * its documentation next to its routes' shape.
  */
 import { systemPaths } from './system.ts';
+import { authPaths } from './auth.ts';
+import { adminPaths } from './admin.ts';
 import { components } from './components.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
@@ -10,6 +12,8 @@ type PathsObject = Record<string, Record<string, unknown>>;
 // One line per API area; each area module exports its paths object.
 const AREAS: PathsObject[] = [
   systemPaths,
+  authPaths,
+  adminPaths,
 ];
 
 /** Builds the document for a deployment's public base URL. */

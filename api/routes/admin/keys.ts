@@ -2,7 +2,7 @@
  * Admin key routes (contract 3): create, list, read, rotate, suspend, resume, revoke, archive,
  * bulk orchestration, and keystore import (contract 4). Never returns private material.
  */
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { route } from '../../http/route.ts';
@@ -66,9 +66,11 @@ export function createKeysRouter(ctx: AppContext): Router {
   });
 
   for (const action of ['rotate', 'suspend', 'resume', 'revoke', 'archive'] as const satisfies readonly KeyAction[]) {
-    const permission = action === 'resume' ? 'admin.keys.suspend' : `admin.keys.${action}`;
+    const check = authorize(ctx, action === 'resume' ? 'admin.keys.suspend' : `admin.keys.${action}`);
+    // The catalogue's admin.keys.resume also resumes (it was unused); admin.keys.suspend still does.
+    const allowed: RequestHandler = action === 'resume' ? (req, res, next) => (req.auth.permissions.includes('admin.keys.resume') ? next() : check(req, res, next)) : check;
     route(router, `/:kid/${action}`, {
-      post: [authorize(ctx, permission), async (req, res) => {
+      post: [allowed, async (req, res) => {
         const key = await changeKey(ctx, tenantParam(req), param(req, 'kid'), action);
         auditChange(ctx, req, `key.${action}`, key.kid, { state: key.state, version: key.currentVersion });
         res.json(key);

@@ -12,7 +12,8 @@ import { deserializeMaterial, generateKeyMaterial, publicJwk, serializeMaterial,
 import { tenantPolicy } from '../../routes/admin/policies.ts';
 import { nextState, type KeyAction, type KeyState } from './lifecycle.ts';
 
-const KID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The kid rule for every key, generated or imported. */
+export const KID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** What an imported version may carry besides its material. */
 export interface ImportExtras {

@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { KEY_TYPES } from '../../../shared/crypto/registry.ts';
 
 const KEY_PERMS = ['admin.keys.read', 'admin.keys.create', 'admin.keys.rotate', 'admin.keys.suspend', 'admin.keys.revoke', 'admin.keys.archive', 'admin.keys.orchestrate', 'admin.keys.import'];
 
@@ -48,5 +49,71 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     expect((list.body.items as Array<{ kid: string }>).some((k) => k.kid === 'life')).toBe(false);
     const archived = await api(app, 'GET', `${base}?state=archived`, token);
     expect((archived.body.items as Array<{ kid: string }>).map((k) => k.kid)).toEqual(['life']);
+  });
+  it('when a key of every type is created (one SLH-DSA variant), then the slow types are generated in the worker pool and every key loads', async () => {
+    const types = [...KEY_TYPES.filter((k) => !k.startsWith('slh-dsa-')), 'slh-dsa-sha2-128f'];
+    const tasks: string[] = [];
+    const run = app.ctx.pool.run;
+    app.ctx.pool.run = ((task: string, ...rest: unknown[]) => {
+      tasks.push(task);
+      return (run as (...a: unknown[]) => Promise<unknown>).call(app.ctx.pool, task, ...rest);
+    }) as typeof run;
+    try {
+      const made = await Promise.all(types.map((type) => api(app, 'POST', base, token, { type, kid: `all-${type}` })));
+      expect(made.map((r) => [r.body.kid, r.status])).toEqual(types.map((type) => [`all-${type}`, 201]));
+    } finally {
+      app.ctx.pool.run = run;
+    }
+    expect(tasks.filter((x) => x === 'generateKey')).toHaveLength(3);
+    for (const type of types) {
+      const read = await api(app, 'GET', `${base}/all-${type}`, token);
+      expect(read.body).toMatchObject({ type, state: 'active', currentVersion: 1, source: 'generated' });
+      expect(Boolean(read.body.publicKey)).toBe(!type.startsWith('aes-'));
+      const loaded = (await app.ctx.keys.get(t.tenantId, `all-${type}`)).versions.get(1)!;
+      expect(loaded.type).toBe(type);
+    }
+  });
+
+  it('when a bulk operation names a few keys, then it answers inline with a result per key, successes and failures mixed', async () => {
+    for (const kid of ['o-1', 'o-2', 'o-3']) await api(app, 'POST', base, token, { type: 'aes-128', kid });
+    await api(app, 'POST', `${base}/o-3/suspend`, token);
+    const r = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'suspend', kids: ['o-1', 'o-2', 'missing', 'o-3'] });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ operation: 'suspend', total: 4, succeeded: 2 });
+    expect((r.body.results as Array<{ kid: string; status: number }>).map((x) => [x.kid, x.status])).toEqual([['o-1', 200], ['o-2', 200], ['missing', 404], ['o-3', 409]]);
+    const bySelector = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'resume', selector: { kidPrefix: 'o-', state: 'suspended' } });
+    expect(bySelector.body).toMatchObject({ total: 3, succeeded: 3 });
+    expect((await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'archive', kids: ['o-1'] })).status).toBe(400);
+    expect((await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'rotate' })).status).toBe(400);
+  });
+
+  it('when a bulk operation selects more than 50 keys, then 202 and its progress reaches completed with every key rotated and audited', async () => {
+    const kids = Array.from({ length: 60 }, (_, i) => `bulk-${String(i).padStart(2, '0')}`);
+    for (const kid of kids) expect((await api(app, 'POST', base, token, { type: 'aes-128', kid })).status).toBe(201);
+    const started = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'rotate', selector: { kidPrefix: 'bulk-' } });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ operationId: expect.any(String), total: 60, state: 'running' });
+    let progress = await api(app, 'GET', started.body.progress as string, token);
+    for (let i = 0; i < 200 && progress.body.state !== 'completed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      progress = await api(app, 'GET', started.body.progress as string, token);
+    }
+    expect(progress.body).toMatchObject({ state: 'completed', total: 60, done: 60, failed: 0 });
+    const list = await api(app, 'GET', `${base}?limit=500`, token);
+    const bulk = (list.body.items as Array<{ kid: string; currentVersion: number }>).filter((k) => k.kid.startsWith('bulk-'));
+    expect(bulk.map((k) => k.currentVersion)).toEqual(kids.map(() => 2));
+    await app.ctx.audit.flush();
+    const audited = await app.ctx.db('audit_events').where({ tenant_id: t.tenantId, action: 'key.rotate' }).whereLike('target', 'bulk-%').count({ n: '*' }).first();
+    expect(Number(audited!.n)).toBe(60);
+    expect((await api(app, 'GET', `${base}/orchestrate/${crypto.randomUUID()}`, token)).status).toBe(404);
+  });
+  it('when a role holds admin.keys.resume but not admin.keys.suspend, then it resumes a key and cannot suspend one', async () => {
+    const r = await makeTenant(app, ['admin.keys.create', 'admin.keys.resume'], 'resumer');
+    const own = await userToken(app, r);
+    const keys = `/api/v3/admin/tenants/${r.tenantId}/keys`;
+    await api(app, 'POST', keys, own, { type: 'aes-256', kid: 'paused' });
+    expect((await api(app, 'POST', `${keys}/paused/suspend`, own)).status).toBe(403);
+    expect((await api(app, 'POST', `${keys}/paused/suspend`, await adminToken(app))).body.state).toBe('suspended');
+    expect((await api(app, 'POST', `${keys}/paused/resume`, own)).body.state).toBe('active');
   });
 });

@@ -1,0 +1,261 @@
+/**
+ * OpenAPI paths of the Admin API (contract 2, 3 and 4): platform operations, and per tenant its
+ * workloads, roles, human users, policies, keys, keystore import and cryptographic exchanges,
+ * plus the unversioned keystore-import alias. Every path needs a `service-admin` bearer token
+ * (the alias also takes `service-core`), the permission named in its description, and for
+ * `/tenants/{tenantId}` paths a token of that tenant or `admin.platform.cross-tenant`.
+ */
+import { problemResponse } from './components.ts';
+
+type Schema = Record<string, unknown>;
+
+const uuid = { type: 'string', format: 'uuid' };
+const time = { type: 'string', format: 'date-time' };
+const str = { type: 'string' };
+const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties });
+const list = (item: Schema): Schema => obj({ items: { type: 'array', items: item }, nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' } });
+
+const Tenant = obj({ id: uuid, name: str, status: { enum: ['active', 'suspended'] }, isPlatform: { type: 'boolean' }, createdAt: time });
+const Workload = obj({ id: uuid, tenantId: uuid, name: str, clientId: uuid, roleId: uuid, disabled: { type: 'boolean' }, createdAt: time });
+const Role = obj({ id: uuid, tenantId: uuid, name: str, permissions: { type: 'array', items: str } });
+const User = obj({ id: uuid, tenantId: uuid, email: { type: 'string', format: 'email' }, roleId: uuid, disabled: { type: 'boolean' }, lockedUntil: { type: ['string', 'null'], format: 'date-time' }, createdAt: time, updatedAt: time }, ['id', 'tenantId', 'email', 'roleId', 'disabled']);
+const Policy = obj({
+  template: str, allowedKeyTypes: { type: 'array', items: str }, rotationPeriodDays: { type: 'integer' },
+  tokenLifetimes: obj({ clientCredentials: { type: 'integer' }, human: { type: 'integer' }, tokenExchange: { type: 'integer' }, refresh: { type: 'integer' }, rememberMeRefresh: { type: 'integer' } }),
+  rateLimits: obj({ tokenRequestsPerMinute: { type: 'integer' }, failedAuthenticationsPerMinute: { type: 'integer' }, apiRequestsPerMinutePerEndpoint: { type: 'integer' } }),
+});
+const Overrides = obj({ template: { enum: ['default', 'strict', 'pqc-only'] }, allowedKeyTypes: { type: 'array', items: str, description: 'may only narrow the template' }, rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 } }, []);
+const KeyState = { enum: ['active', 'suspended', 'revoked', 'archived'] };
+const Key = obj({
+  kid: str, type: { type: 'string', description: 'aes-128, aes-256, rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768' },
+  usage: { enum: ['encrypt', 'sign'] }, state: KeyState, currentVersion: { type: 'integer' }, source: { enum: ['generated', 'imported', 'exchange'] }, createdAt: time, updatedAt: time,
+  publicKey: { type: 'object', description: 'public JWK of the current version (asymmetric keys only); never private or secret material' },
+}, ['kid', 'type', 'usage', 'state', 'currentVersion', 'source']);
+const KeyDetail = { allOf: [Key, obj({ versions: { type: 'array', items: obj({ version: { type: 'integer' }, createdAt: time, hasCertificate: { type: 'boolean' } }) } })] };
+const CertificateSummary = obj({ subject: str, issuer: str, serialNumber: { type: 'string', description: 'upper-case hex' }, notBefore: time, notAfter: time });
+const Imported = obj({ keys: { type: 'array', items: obj({ kid: str, type: str, usage: str, state: KeyState, certificate: { oneOf: [CertificateSummary, { type: 'null' }] } }) } });
+const KeyResult = obj({ kid: str, status: { type: 'integer' }, state: KeyState, version: { type: 'integer' }, error: obj({ slug: str, detail: str }) }, ['kid', 'status']);
+const Operation = obj({ id: uuid, tenantId: uuid, operation: str, total: { type: 'integer' }, done: { type: 'integer' }, failed: { type: 'integer' }, state: { enum: ['running', 'completed'] }, results: { type: 'array', items: KeyResult }, startedAt: time, finishedAt: time }, ['id', 'operation', 'total', 'done', 'failed', 'state', 'results']);
+const Exchange = obj({
+  id: uuid, direction: { enum: ['outgoing', 'incoming'], description: 'relative to the tenant of the path' }, fromTenantId: uuid, toTenantId: uuid,
+  kid: { type: 'string', description: 'the offered key in the offering tenant' }, version: { type: 'integer' }, type: str, usage: str, mode: { enum: ['public', 'wrapped'] },
+  wrappingKid: { type: ['string', 'null'] }, state: { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
+  publicKeySha256: { type: ['string', 'null'], description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band' }, hasCertificate: { type: 'boolean' },
+  createdAt: time, expiresAt: time, decidedAt: { type: ['string', 'null'], format: 'date-time' }, acceptedKid: { type: ['string', 'null'], description: 'receiving tenant only' },
+}, ['id', 'direction', 'fromTenantId', 'toTenantId', 'kid', 'mode', 'state', 'expiresAt']);
+
+const PROBLEM_TEXT: Record<number, string> = {
+  400: 'invalid input (validation-failed, malformed-json)', 401: 'missing, invalid or expired bearer token, or the wrong audience', 403: 'the role lacks the permission, or the path names another tenant',
+  404: 'no such record in this tenant', 409: 'conflict with the current state', 410: 'gone', 413: 'body too large', 415: 'wrong media type', 422: 'refused by the effective policy or the key usage',
+};
+const problems = (codes: number[], extra: Record<number, string> = {}) => Object.fromEntries(codes.map((c) => [c, problemResponse(extra[c] ?? PROBLEM_TEXT[c])]));
+const ok = (description: string, schema: Schema) => ({ description, content: { 'application/json': { schema } } });
+const body = (schema: Schema) => ({ required: true, content: { 'application/json': { schema } } });
+const optionalBody = (schema: Schema) => ({ required: false, content: { 'application/json': { schema } } });
+const path = (name: string, description: string) => ({ name, in: 'path', required: true, schema: name === 'kid' ? str : uuid, description });
+const query = (name: string, schema: Schema, description: string) => ({ name, in: 'query', required: false, schema, description });
+const PAGE = [query('limit', { type: 'integer', minimum: 1, maximum: 500, default: 100 }, 'page size'), query('cursor', str, 'nextCursor of the previous page')];
+const TENANT = path('tenantId', 'the tenant; must be the token\'s unless it holds admin.platform.cross-tenant');
+
+interface Op { summary: string; permission: string; responses: Record<string | number, unknown>; errors?: number[]; errorText?: Record<number, string>; requestBody?: unknown; parameters?: unknown[]; description?: string }
+const op = (tag: string, o: Op) => ({
+  tags: [tag], summary: o.summary, description: [`Requires \`${o.permission}\`.`, o.description].filter(Boolean).join(' '),
+  ...(o.parameters ? { parameters: o.parameters } : {}), ...(o.requestBody ? { requestBody: o.requestBody } : {}),
+  responses: { ...o.responses, ...problems([401, 403, ...(o.errors ?? [])], o.errorText) },
+});
+
+const T = '/api/v3/admin/tenants/{tenantId}';
+const P = '/api/v3/admin/platform';
+const ID = (what: string) => path('id', `the ${what} id`);
+const KID = path('kid', 'the key identifier');
+const EXID = path('id', 'the exchange id');
+
+const platform = {
+  [`${P}/tenants`]: {
+    get: op('platform', { summary: 'List tenants', permission: 'admin.platform.tenants.read', parameters: PAGE, responses: { 200: ok('tenants', list(Tenant)) }, errors: [400] }),
+    post: op('platform', { summary: 'Create a tenant', permission: 'admin.platform.tenants.create', requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 } })), responses: { 201: ok('the tenant', Tenant) }, errors: [400, 415] }),
+  },
+  [`${P}/tenants/{id}`]: { get: op('platform', { summary: 'Read a tenant', permission: 'admin.platform.tenants.read', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }) },
+  [`${P}/tenants/{id}/suspend`]: {
+    post: op('platform', { summary: 'Suspend a tenant: its workloads can no longer log in (401 invalid_client)', permission: 'admin.platform.tenants.suspend', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404], errorText: { 404: 'no such tenant, or the platform tenant' } }),
+  },
+  [`${P}/tenants/{id}/resume`]: {
+    post: op('platform', { summary: 'Resume a suspended tenant', permission: 'admin.platform.tenants.suspend', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }),
+  },
+  [`${P}/scopes`]: { get: op('platform', { summary: 'The permission catalogue (82 strings)', permission: 'admin.platform.scopes.read', responses: { 200: ok('permissions', obj({ items: { type: 'array', items: str }, total: { type: 'integer' } })) } }) },
+  [`${P}/tokens/revoke`]: {
+    post: op('platform', {
+      summary: 'Force-revoke any token, by jti or by the token itself', permission: 'admin.platform.tokens.revoke',
+      requestBody: body(obj({ jti: { type: 'string', maxLength: 128 }, token: str, reason: { type: 'string', maxLength: 200 } }, [])),
+      responses: { 200: ok('whether a token was revoked', obj({ revoked: { type: 'boolean' }, jti: { type: ['string', 'null'] } })) }, errors: [400, 415],
+    }),
+  },
+  [`${P}/tokens/revoked`]: {
+    get: op('platform', {
+      summary: 'Revoked tokens not yet expired', permission: 'admin.platform.tokens.read', parameters: PAGE,
+      responses: { 200: ok('revoked tokens', list(obj({ jti: str, tenantId: { type: ['string', 'null'] }, sub: { type: ['string', 'null'] }, expiresAt: time, revokedAt: time, revokedBy: { type: ['string', 'null'] }, reason: str }))) },
+    }),
+  },
+  [`${P}/signing-keys/rotate`]: { post: op('platform', { summary: 'Rotate the token signing key now', permission: 'admin.platform.signing-keys.rotate', responses: { 201: ok('the new signing key id', obj({ kid: str })) } }) },
+};
+
+const identities = {
+  [T]: { get: op('tenants', { summary: 'The tenant\'s own record', permission: 'admin.tenant.read', parameters: [TENANT], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }) },
+  [`${T}/workloads`]: {
+    get: op('workloads', { summary: 'List workloads (never their secrets)', permission: 'admin.workloads.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('workloads', list(Workload)) }, errors: [400] }),
+    post: op('workloads', {
+      summary: 'Register a workload once per app and tenant; the secret is returned only here', permission: 'admin.workloads.create', parameters: [TENANT],
+      requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 }, roleId: uuid })),
+      responses: { 201: ok('the workload with clientId and clientSecret', { allOf: [Workload, obj({ clientSecret: uuid })] }) }, errors: [400, 409, 415], errorText: { 409: 'a workload of that name exists in this tenant' },
+    }),
+  },
+  [`${T}/workloads/{id}`]: {
+    get: op('workloads', { summary: 'Read a workload', permission: 'admin.workloads.read', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }),
+    delete: op('workloads', { summary: 'Delete a workload', permission: 'admin.workloads.delete', parameters: [TENANT, ID('workload')], responses: { 204: { description: 'deleted' } }, errors: [404] }),
+  },
+  [`${T}/workloads/{id}/disable`]: { post: op('workloads', { summary: 'Disable a workload: its logins answer 401 invalid_client', permission: 'admin.workloads.disable', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }) },
+  [`${T}/workloads/{id}/enable`]: { post: op('workloads', { summary: 'Enable a disabled workload', permission: 'admin.workloads.disable', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }) },
+  [`${T}/workloads/{id}/secret`]: {
+    post: op('workloads', {
+      summary: 'Rotate the client secret; older secrets stay valid for the grace period', permission: 'admin.workloads.rotate-secret', parameters: [TENANT, ID('workload')],
+      requestBody: optionalBody(obj({ graceSeconds: { type: 'integer', minimum: 0, maximum: 2592000 } }, [])),
+      responses: { 201: ok('the new secret, shown once', obj({ clientId: uuid, clientSecret: uuid, previousValidUntil: time })) }, errors: [400, 404, 415],
+    }),
+  },
+  [`${T}/roles`]: {
+    get: op('roles', { summary: 'List roles', permission: 'admin.roles.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('roles', list(Role)) }, errors: [400] }),
+    post: op('roles', {
+      summary: 'Create a role from catalogue permissions (admin.platform.* only in the platform tenant)', permission: 'admin.roles.create', parameters: [TENANT],
+      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } })), responses: { 201: ok('the role', Role) }, errors: [400, 409, 415],
+      errorText: { 400: 'unknown permissions (listed in unknownPermissions) or platform permissions in a tenant role', 409: 'a role of that name exists' },
+    }),
+  },
+  [`${T}/roles/{id}`]: {
+    get: op('roles', { summary: 'Read a role', permission: 'admin.roles.read', parameters: [TENANT, ID('role')], responses: { 200: ok('the role', Role) }, errors: [404] }),
+    patch: op('roles', { summary: 'Rename a role or replace its permissions', permission: 'admin.roles.update', parameters: [TENANT, ID('role')], requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } }, [])), responses: { 200: ok('the role', Role) }, errors: [400, 404, 415] }),
+    delete: op('roles', { summary: 'Delete an unused role', permission: 'admin.roles.delete', parameters: [TENANT, ID('role')], responses: { 204: { description: 'deleted' } }, errors: [404, 409], errorText: { 409: 'workloads or users still hold the role' } }),
+  },
+  [`${T}/users`]: {
+    get: op('users', { summary: 'List human users (never passwords)', permission: 'admin.humanuser or admin.humanuser.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('users', list(User)) }, errors: [400] }),
+    post: op('users', {
+      summary: 'Create a human user', permission: 'admin.humanuser', parameters: [TENANT],
+      requestBody: body(obj({ email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 12, writeOnly: true }, roleId: uuid })),
+      responses: { 201: ok('the user', User) }, errors: [400, 409, 415], errorText: { 409: 'a user with that e-mail exists in this tenant' },
+    }),
+  },
+  [`${T}/users/{id}`]: {
+    get: op('users', { summary: 'Read a user', permission: 'admin.humanuser or admin.humanuser.read', parameters: [TENANT, ID('user')], responses: { 200: ok('the user', User) }, errors: [404] }),
+    patch: op('users', { summary: 'Change a user\'s role or disable it', permission: 'admin.humanuser', parameters: [TENANT, ID('user')], requestBody: body(obj({ roleId: uuid, disabled: { type: 'boolean' } }, [])), responses: { 200: ok('the user', User) }, errors: [400, 404, 415] }),
+    delete: op('users', { summary: 'Delete a user', permission: 'admin.humanuser', parameters: [TENANT, ID('user')], responses: { 204: { description: 'deleted' } }, errors: [404] }),
+  },
+  [`${T}/users/{id}/password-reset`]: {
+    post: op('users', { summary: 'Admin-triggered password reset: a one-time link is mailed to the user', permission: 'admin.humanuser or admin.humanuser.reset-password', parameters: [TENANT, ID('user')], responses: { 202: ok('mail queued', obj({ status: { const: 'reset-mail-sent' } })) }, errors: [404] }),
+  },
+  [`${T}/policies/templates`]: {
+    get: op('policies', { summary: 'Policy templates', permission: 'admin.policy.templates.read', parameters: [TENANT], responses: { 200: ok('templates', obj({ items: { type: 'array', items: obj({ name: str, description: str, policy: { type: 'object' } }) } })) } }),
+  },
+  [`${T}/policies/effective`]: {
+    get: op('policies', { summary: 'The effective policy: platform defaults, template and tenant overrides', permission: 'admin.policy.effective.read', parameters: [TENANT], responses: { 200: ok('the policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })) }, errors: [404] }),
+  },
+  [`${T}/policies/overrides`]: {
+    put: op('policies', { summary: 'Replace the tenant\'s overrides', permission: 'admin.policy.overrides.write', parameters: [TENANT], requestBody: body(Overrides), responses: { 200: ok('the new effective policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })) }, errors: [400, 415] }),
+  },
+};
+
+const keyAction = (action: string, permission: string, summary: string, errorText: string) => ({
+  [`${T}/keys/{kid}/${action}`]: { post: op('keys', { summary, permission, parameters: [TENANT, KID], responses: { 200: ok('the key', Key) }, errors: [404, 409], errorText: { 409: errorText } }) },
+});
+
+const keys = {
+  [`${T}/keys`]: {
+    get: op('keys', {
+      summary: 'List keys (metadata only); archived keys only with state=archived', permission: 'admin.keys.read',
+      parameters: [TENANT, query('state', KeyState, 'only keys in this state'), ...PAGE], responses: { 200: ok('keys', list(Key)) }, errors: [400],
+    }),
+    post: op('keys', {
+      summary: 'Create a key; slow types (RSA-3072/4096, SLH-DSA) are generated in the worker pool', permission: 'admin.keys.create', parameters: [TENANT],
+      requestBody: body(obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } }, ['type'])),
+      responses: { 201: ok('the key', Key) }, errors: [400, 409, 415, 422], errorText: { 409: 'the kid exists', 422: 'policy-violation (type not allowed) or key-usage-mismatch' },
+    }),
+  },
+  [`${T}/keys/import-keystore`]: {
+    post: op('keys', {
+      summary: 'Import the keys of a PKCS#12 file or a PEM key with its certificate chain (contract 4)', permission: 'admin.keys.import', parameters: [TENANT],
+      description: 'PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. A failure stores nothing.',
+      requestBody: { required: true, content: { 'multipart/form-data': { schema: obj({ keystore: { type: 'string', format: 'binary' }, password: str, kid: str, usage: { enum: ['encrypt', 'sign'] } }, ['keystore']) } } },
+      responses: { 201: ok('the imported keys', Imported) }, errors: [400, 409, 413, 415, 422],
+      errorText: { 400: 'keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty', 409: 'the kid exists', 415: 'keystore-unsupported-algorithm, or not multipart/form-data', 422: 'policy-violation' },
+    }),
+  },
+  [`${T}/keys/orchestrate`]: {
+    post: op('keys', {
+      summary: 'Rotate, suspend, resume or revoke many keys, by kid list or selector', permission: 'admin.keys.orchestrate', parameters: [TENANT],
+      description: 'Up to 50 keys answer 200 inline with a result per key; larger batches answer 202 and run off the request path, with progress at the returned URL.',
+      requestBody: body(obj({ operation: { enum: ['rotate', 'suspend', 'resume', 'revoke'] }, kids: { type: 'array', items: str, maxItems: 10000 }, selector: obj({ type: str, usage: str, state: KeyState, kidPrefix: str }, []) }, ['operation'])),
+      responses: {
+        200: ok('a result per key', obj({ operation: str, total: { type: 'integer' }, succeeded: { type: 'integer' }, results: { type: 'array', items: KeyResult } })),
+        202: ok('started', obj({ operationId: uuid, operation: str, total: { type: 'integer' }, state: { const: 'running' }, progress: { type: 'string', description: 'path of the progress resource' } })),
+      },
+      errors: [400, 415],
+    }),
+  },
+  [`${T}/keys/orchestrate/{operationId}`]: {
+    get: op('keys', { summary: 'Progress of a background bulk operation', permission: 'admin.keys.orchestrate', parameters: [TENANT, path('operationId', 'from the 202 answer')], responses: { 200: ok('the operation', Operation) }, errors: [404] }),
+  },
+  [`${T}/keys/{kid}`]: { get: op('keys', { summary: 'Read a key\'s metadata, versions and public key', permission: 'admin.keys.read', parameters: [TENANT, KID], responses: { 200: ok('the key', KeyDetail) }, errors: [404] }) },
+  ...keyAction('rotate', 'admin.keys.rotate', 'Add a new material version (generated keys only)', 'invalid-transition: not active, or an imported key'),
+  ...keyAction('suspend', 'admin.keys.suspend', 'Suspend an active key (temporarily unusable)', 'invalid-transition: not active'),
+  ...keyAction('resume', 'admin.keys.resume or admin.keys.suspend', 'Resume a suspended key', 'invalid-transition: not suspended'),
+  ...keyAction('revoke', 'admin.keys.revoke', 'Revoke an active or suspended key (all operations blocked)', 'invalid-transition: already revoked or archived'),
+  ...keyAction('archive', 'admin.keys.archive', 'Archive a revoked key', 'invalid-transition: not revoked'),
+};
+
+const EX = `${T}/cryptographic-exchanges`;
+const exchangeStep = (action: string, summary: string, extra: Partial<Op> = {}) => ({
+  [`${EX}/{id}/${action}`]: {
+    post: op('cryptographic-exchanges', {
+      summary, permission: `admin.cryptographicexchange.${action}`, parameters: [TENANT, EXID], responses: { 200: ok('the exchange', Exchange) },
+      requestBody: optionalBody(obj({ reason: { type: 'string', maxLength: 200 } }, [])), errors: [404, 409, 410, 415],
+      errorText: { 403: 'missing permission, another tenant\'s path, or the wrong side of the exchange', 409: 'exchange-not-pending', 410: 'exchange-expired' }, ...extra,
+    }),
+  },
+});
+
+const exchanges = {
+  [EX]: {
+    get: op('cryptographic-exchanges', {
+      summary: 'Exchanges where this tenant is either side', permission: 'admin.cryptographicexchange.read',
+      parameters: [TENANT, query('direction', { enum: ['incoming', 'outgoing'] }, 'one side only'), query('state', { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] }, 'only this state'), ...PAGE],
+      responses: { 200: ok('exchanges', list(Exchange)) }, errors: [400],
+    }),
+    post: op('cryptographic-exchanges', {
+      summary: 'Offer the current version of a key to another tenant', permission: 'admin.cryptographicexchange.create', parameters: [TENANT],
+      description: 'mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h).',
+      requestBody: body(obj({ kid: str, toTenantId: uuid, mode: { enum: ['public', 'wrapped'] }, wrappingKid: str, expiresInSeconds: { type: 'integer', minimum: 60, maximum: 2592000, default: 86400 } }, ['kid', 'toTenantId', 'mode'])),
+      responses: { 201: ok('the offer', Exchange) }, errors: [400, 404, 409, 415, 422],
+      errorText: { 404: 'key-not-found', 409: 'key-suspended or key-revoked', 422: 'key-usage-mismatch: a symmetric key offered public' },
+    }),
+  },
+  [`${EX}/{id}`]: { get: op('cryptographic-exchanges', { summary: 'Read an exchange', permission: 'admin.cryptographicexchange.read', parameters: [TENANT, EXID], responses: { 200: ok('the exchange', Exchange) }, errors: [404] }) },
+  ...exchangeStep('accept', 'Accept an offer (receiving tenant): the key is created here with source exchange', {
+    requestBody: optionalBody(obj({ kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'default exchange-{id}' } }, [])),
+    responses: { 200: ok('the exchange and the new key', obj({ exchange: Exchange, key: Key })) }, errors: [400, 404, 409, 410, 415, 422],
+    errorText: { 403: 'missing permission, another tenant\'s path, or not the receiving tenant', 409: 'exchange-not-pending, the kid exists, or the wrapping key is suspended or revoked', 410: 'exchange-expired', 422: 'policy-violation, or the wrapped payload does not open' },
+  }),
+  ...exchangeStep('reject', 'Reject an offer (receiving tenant)'),
+  ...exchangeStep('cancel', 'Withdraw an offer (offering tenant)'),
+};
+
+const legacy = {
+  '/api/migration/pkcs12': {
+    post: {
+      ...op('migration', {
+        summary: 'Unversioned keystore import into the token\'s tenant (alias of keys/import-keystore)', permission: 'migration.keystore.import or admin.keys.import',
+        description: 'Accepts service-admin and service-core tokens.',
+        requestBody: keys[`${T}/keys/import-keystore`].post.requestBody, responses: { 201: ok('the imported keys', Imported) }, errors: [400, 409, 413, 415, 422],
+      }),
+    },
+  },
+};
+
+export const adminPaths = { ...platform, ...identities, ...keys, ...exchanges, ...legacy };

@@ -1,0 +1,162 @@
+/**
+ * OpenAPI paths of the Auth API (spec 2.1-2.4, 5, 7.1): the token endpoint with its four
+ * grants, revocation (RFC 7009), introspection (RFC 7662), the forgot/reset password flow, the
+ * legacy JSON login of spec 4.2, the JWKS and the RFC 8414 metadata. Errors here use the OAuth
+ * shape `{error, error_description}` (RFC 6749 section 5.2), not problem details.
+ */
+const FORM = 'application/x-www-form-urlencoded';
+const open = { security: [] };
+const tags = ['auth'];
+
+const oauthError = (description: string, codes: string[], headers?: Record<string, unknown>) => ({
+  description: `${description} (error: ${codes.join(', ')})`,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema: { allOf: [{ $ref: '#/components/schemas/OAuthError' }, { properties: { error: { enum: codes } } }] } } },
+});
+
+const retryAfter = { 'Retry-After': { description: 'seconds until a retry may succeed', schema: { type: 'integer' } } };
+const rateLimited = oauthError('rate limit reached, per client and endpoint', ['too_many_requests'], retryAfter);
+const form = (schema: Record<string, unknown>) => ({ required: true, content: { [FORM]: { schema } } });
+const json = (schema: Record<string, unknown>) => ({ required: true, content: { 'application/json': { schema } } });
+const ok = (description: string, schema: Record<string, unknown>) => ({ description, content: { 'application/json': { schema } } });
+
+const uuid = { type: 'string', format: 'uuid' };
+const grant = (value: string, properties: Record<string, unknown>, required: string[]) => ({
+  type: 'object', required: ['grant_type', ...required], properties: { grant_type: { const: value }, ...properties },
+});
+
+const TokenRequest = {
+  oneOf: [
+    grant('client_credentials', { client_id: uuid, client_secret: uuid }, ['client_id', 'client_secret']),
+    grant('password', { username: { type: 'string', format: 'email' }, password: { type: 'string' }, tenant_id: uuid, remember_me: { type: 'string', enum: ['true', 'false'] } }, ['username', 'password', 'tenant_id']),
+    grant('refresh_token', { refresh_token: { type: 'string' } }, ['refresh_token']),
+    grant('urn:ietf:params:oauth:grant-type:token-exchange', {
+      subject_token: { type: 'string', description: 'an access token of the acting subject' },
+      subject_token_type: { const: 'urn:ietf:params:oauth:token-type:access_token' },
+      resource: { type: 'string', pattern: '^urn:keyward:tenant:[0-9a-f-]{36}:(admin|core)$' },
+    }, ['subject_token', 'resource']),
+  ],
+};
+
+const TokenResponse = {
+  type: 'object',
+  required: ['access_token', 'token_type', 'expires_in'],
+  properties: {
+    access_token: { type: 'string', description: 'JWT (typ at+jwt): iss, sub, aud (service-admin or service-core), tenantId, permissions, client_id, jti, iat, exp; act for delegated tokens' },
+    token_type: { const: 'Bearer' },
+    expires_in: { type: 'integer', description: 'seconds; client_credentials 36000 by default, token exchange 900' },
+    refresh_token: { type: 'string', description: 'password and refresh_token grants only; rotates on every use' },
+    passwordChangeEligible: { type: 'boolean', description: 'client_credentials only' },
+    issued_token_type: { type: 'string', description: 'token exchange only' },
+  },
+};
+
+const Introspection = {
+  type: 'object',
+  required: ['active'],
+  properties: {
+    active: { type: 'boolean' }, sub: { type: 'string' }, exp: { type: 'integer' }, iat: { type: 'integer' }, scope: { type: 'string', description: 'the permissions, space-separated' },
+    client_id: { type: 'string' }, aud: { type: 'string' }, iss: { type: 'string' }, jti: { type: 'string' }, token_type: { const: 'Bearer' }, tenantId: uuid,
+    act: { type: 'object', properties: { sub: { type: 'string' }, tenantId: uuid } },
+  },
+};
+
+const LegacyTokens = {
+  type: 'object',
+  required: ['accessToken', 'refreshToken'],
+  properties: { accessToken: { type: 'string', description: 'JWT carrying the legacy role names in `scopes`' }, refreshToken: { type: 'string' }, tokenType: { const: 'Bearer' }, expiresIn: { type: 'integer' } },
+};
+
+const Jwks = {
+  type: 'object', required: ['keys'],
+  properties: { keys: { type: 'array', items: { type: 'object', required: ['kty', 'kid'], properties: { kty: { type: 'string' }, kid: { type: 'string' }, alg: { type: 'string' }, use: { const: 'sig' } }, additionalProperties: true } } },
+};
+
+const ServerMetadata = {
+  type: 'object',
+  required: ['issuer', 'token_endpoint', 'jwks_uri'],
+  properties: Object.fromEntries(['issuer', 'token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'jwks_uri', 'service_documentation'].map((k) => [k, { type: 'string', format: 'uri' }])),
+  additionalProperties: true,
+};
+
+export const authPaths = {
+  '/api/v3/auth/token': {
+    post: {
+      ...open, tags, operationId: 'token', summary: 'Issue an access token (client_credentials, password, refresh_token, token exchange)',
+      description: 'Form-urlencoded only (RFC 6749 section 4); a JSON body or another media type is unsupported_grant_type. No scope is requested: the token carries the permissions of the identity\'s role.',
+      requestBody: form(TokenRequest),
+      responses: {
+        200: { ...ok('the token response (spec 2.2)', TokenResponse), headers: { 'Cache-Control': { schema: { const: 'no-store' } } } },
+        400: oauthError('missing field, malformed body, JSON body, wrong secret or password, bad resource', ['invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_target']),
+        401: oauthError('client_id unknown, or the workload or its tenant disabled', ['invalid_client']),
+        429: rateLimited,
+      },
+    },
+  },
+  '/api/v3/auth/token/revoke': {
+    post: {
+      ...open, tags, operationId: 'revokeToken', summary: 'Revoke an access or refresh token (RFC 7009)',
+      description: 'Answers 200 whether or not the token existed (spec 3.1, RFC 7009 section 2.2). Revoking a refresh token revokes its whole family.',
+      requestBody: form({ type: 'object', properties: { token: { type: 'string' }, token_type_hint: { type: 'string', enum: ['access_token', 'refresh_token'] } } }),
+      responses: { 200: ok('revoked, or nothing to revoke', { type: 'object' }), 400: oauthError('the body is not a form', ['invalid_request', 'unsupported_grant_type']) },
+    },
+  },
+  '/api/v3/auth/token/introspect': {
+    post: {
+      tags, operationId: 'introspectToken', summary: 'Introspect a token (RFC 7662)',
+      description: 'The caller authenticates with its own bearer token. It may inspect its own token; another token needs admin.platform.introspect, else the answer is `{active: false}` (RFC 7662 section 2.2).',
+      requestBody: form({ type: 'object', required: ['token'], properties: { token: { type: 'string' }, token_type_hint: { type: 'string' } } }),
+      responses: {
+        200: ok('the token\'s state and claims', Introspection),
+        400: oauthError('token missing or body malformed', ['invalid_request', 'unsupported_grant_type']),
+        401: oauthError('no valid bearer token of the caller', ['invalid_client']),
+      },
+    },
+  },
+  '/api/v3/auth/password/forgot': {
+    post: {
+      ...open, tags, operationId: 'forgotPassword', summary: 'Start a password reset (e-mail link)',
+      description: 'The same 202 whether or not the address is registered; a registered, enabled user receives a one-time reset link.',
+      requestBody: form({ type: 'object', required: ['email', 'tenant_id'], properties: { email: { type: 'string', format: 'email' }, tenant_id: uuid } }),
+      responses: {
+        202: ok('accepted', { type: 'object', properties: { status: { const: 'accepted' }, message: { type: 'string' } } }),
+        400: oauthError('email or tenant_id missing', ['invalid_request', 'unsupported_grant_type']),
+        429: rateLimited,
+      },
+    },
+  },
+  '/api/v3/auth/password/reset': {
+    post: {
+      ...open, tags, operationId: 'resetPassword', summary: 'Complete a password reset with the mailed token',
+      requestBody: form({ type: 'object', required: ['token', 'password'], properties: { token: { type: 'string' }, password: { type: 'string', minLength: 12 } } }),
+      responses: {
+        200: ok('password changed', { type: 'object', properties: { status: { const: 'password-changed' } } }),
+        400: oauthError('token unknown, used or expired, or the password too weak', ['invalid_request', 'unsupported_grant_type']),
+      },
+    },
+  },
+  '/api/authenticate/app': {
+    post: {
+      ...open, tags: ['legacy'], operationId: 'legacyLogin', summary: 'Legacy JSON login of a workload (spec 4.2)',
+      requestBody: json({ type: 'object', required: ['clientId', 'clientSecret'], properties: { clientId: uuid, clientSecret: { type: 'string' } } }),
+      responses: {
+        200: ok('access and refresh token', LegacyTokens),
+        400: oauthError('malformed body or wrong secret', ['invalid_request', 'invalid_grant']),
+        401: oauthError('unknown or disabled client', ['invalid_client']),
+      },
+    },
+  },
+  '/api/authenticate/refresh': {
+    post: {
+      ...open, tags: ['legacy'], operationId: 'legacyRefresh', summary: 'Legacy refresh: a new access token and a rotated refresh token',
+      requestBody: json({ type: 'object', required: ['refreshToken'], properties: { refreshToken: { type: 'string' } } }),
+      responses: { 200: ok('access and refresh token', LegacyTokens), 400: oauthError('malformed body, or the refresh token is not valid', ['invalid_request', 'invalid_grant']) },
+    },
+  },
+  '/.well-known/jwks.json': {
+    get: { ...open, tags, operationId: 'jwks', summary: 'Public keys that verify access tokens; a rotated-out key stays until its tokens expire', responses: { 200: ok('JWK Set (RFC 7517)', Jwks) } },
+  },
+  '/.well-known/oauth-authorization-server': {
+    get: { ...open, tags, operationId: 'authorizationServerMetadata', summary: 'Authorization server metadata (RFC 8414)', responses: { 200: ok('metadata', ServerMetadata) } },
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * Cryptographic exchanges of a tenant (`admin.cryptographicexchange.*`): offer a key to another
+ * tenant, list and read the offers where this tenant is either side, accept, reject, cancel.
+ * The workflow and its design are in api/services/exchanges.ts.
+ */
+import { Router } from 'express';
+import type { AppContext } from '../../context.ts';
+import { route } from '../../http/route.ts';
+import { paginate } from '../../http/pagination.ts';
+import { param, tenantParam } from '../../http/params.ts';
+import { actorOf, authorize } from '../../middleware/authenticate.ts';
+import { jsonBody } from '../../middleware/body.ts';
+import { type ExchangeRow, acceptExchange, closeExchange, exchangeView, exchangesQuery, findExchange, offerExchange, sweepExpired } from '../../services/exchanges.ts';
+
+/** Mounted at /api/v3/admin/tenants/:tenantId/cryptographic-exchanges. */
+export function createExchangesRouter(ctx: AppContext): Router {
+  const router = Router({ mergeParams: true });
+  const json = jsonBody(ctx.config.jsonLimitBytes);
+  const perm = (p: string) => authorize(ctx, `admin.cryptographicexchange.${p}`);
+
+  route(router, '/', {
+    get: [perm('read'), async (req, res) => {
+      await sweepExpired(ctx);
+      const tenantId = tenantParam(req);
+      const q = exchangesQuery(ctx, tenantId, { direction: req.query.direction, state: req.query.state });
+      res.json(await paginate(q, 'id', req, (r) => exchangeView(r as unknown as ExchangeRow, tenantId)));
+    }],
+    post: [perm('create'), ...json, async (req, res) => {
+      res.status(201).json(await offerExchange(ctx, tenantParam(req), actorOf(req), req.body ?? {}));
+    }],
+  });
+  route(router, '/:id', {
+    get: [perm('read'), async (req, res) => {
+      await sweepExpired(ctx);
+      res.json(exchangeView(await findExchange(ctx, tenantParam(req), param(req, 'id')), tenantParam(req)));
+    }],
+  });
+  route(router, '/:id/accept', {
+    post: [perm('accept'), ...json, async (req, res) => {
+      res.json(await acceptExchange(ctx, tenantParam(req), param(req, 'id'), actorOf(req), req.body ?? {}));
+    }],
+  });
+  for (const action of ['reject', 'cancel'] as const) {
+    route(router, `/:id/${action}`, {
+      post: [perm(action), ...json, async (req, res) => {
+        res.json(await closeExchange(ctx, tenantParam(req), param(req, 'id'), actorOf(req), action, req.body ?? {}));
+      }],
+    });
+  }
+  return router;
+}
