@@ -20,7 +20,8 @@ const unauthorized = (detail: string) => new AppError('unauthorized', detail, { 
 export function authenticate(ctx: AppContext, audiences: readonly string[]): RequestHandler {
   return async (req, _res, next) => {
     const header = req.headers.authorization;
-    if (!header || !header.startsWith('Bearer ')) {
+    // The scheme name is case-insensitive (RFC 7235 2.1, RFC 6750 2.1).
+    if (!header || header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') {
       auditDenied(ctx, req, null, 'missing-token');
       throw unauthorized('a bearer token is required');
     }

@@ -34,8 +34,18 @@ export function createAuditRouter(ctx: AppContext): Router {
       const to = isoParam(req.query.to, 'to');
       if (from) q.where('at', '>=', from);
       if (to) q.where('at', '<', to);
-      for (const f of ['actor', 'action', 'outcome'] as const) if (typeof req.query[f] === 'string') q.where(f, req.query[f] as string);
-      if (typeof req.query.cursor === 'string') q.where('seq', '>', Number(Buffer.from(req.query.cursor, 'base64url').toString()) || 0);
+      for (const f of ['actor', 'action', 'outcome'] as const) {
+        const v = req.query[f];
+        if (v === undefined) continue;
+        // eslint-disable-next-line no-control-regex
+        if (typeof v !== 'string' || v.length > 1024 || /[\u0000-\u001f]/.test(v)) throw new AppError('validation_failed', `${f} must be a plain string`);
+        q.where(f, v);
+      }
+      if (typeof req.query.cursor === 'string') {
+        const after = Number(Buffer.from(req.query.cursor, 'base64url').toString());
+        if (!Number.isSafeInteger(after) || after < 0) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
+        q.where('seq', '>', after);
+      }
       const rows = await q;
       const items = rows.slice(0, limit).map(eventView);
       res.json({ items, nextCursor: rows.length > limit ? Buffer.from(String(items[items.length - 1].seq)).toString('base64url') : null });
@@ -45,7 +55,7 @@ export function createAuditRouter(ctx: AppContext): Router {
     post: [authorize(ctx, 'audit.verify'), ...jsonBody(ctx.config.jsonLimitBytes), async (req, res) => {
       await ctx.audit.flush();
       const { fromSeq = 1, toSeq } = (req.body ?? {}) as { fromSeq?: number; toSeq?: number };
-      if (!Number.isInteger(fromSeq) || fromSeq < 1 || (toSeq !== undefined && !Number.isInteger(toSeq))) throw new AppError('validation_failed', 'fromSeq and toSeq must be positive integers');
+      if (!Number.isSafeInteger(fromSeq) || fromSeq < 1 || (toSeq !== undefined && !Number.isSafeInteger(toSeq))) throw new AppError('validation_failed', 'fromSeq and toSeq must be positive integers');
       const tenantId = req.auth.tenantId;
       let prev = fromSeq === 1 ? GENESIS_HASH : ((await ctx.db('audit_events').where({ tenant_id: tenantId, seq: fromSeq - 1 }).first('hash'))?.hash as string | undefined) ?? null;
       let expectedSeq = fromSeq;

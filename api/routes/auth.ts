@@ -33,7 +33,9 @@ const formBody: RequestHandler[] = [
 const oauthParseErrors: express.ErrorRequestHandler = (err, _req, _res, next) => {
   if (err instanceof OAuthError || err instanceof AppError) return next(err);
   if (err?.type === 'entity.too.large') return next(new OAuthError('invalid_request', 'the body is too large'));
-  next(new OAuthError('invalid_request', 'the body is malformed'));
+  // Only body-parser failures are the client's; anything else is ours and stays a 500.
+  if (typeof err?.type === 'string') return next(new OAuthError('invalid_request', 'the body is malformed'));
+  next(err);
 };
 
 async function rateGate(ctx: AppContext, key: string): Promise<void> {
@@ -133,7 +135,7 @@ export function createAuthRouter(ctx: AppContext): Router {
       if (!email || !tenantId) throw new OAuthError('invalid_request', 'email and tenant_id are required');
       const key = `forgot:${tenantId}:${email.toLowerCase()}`;
       await rateGate(ctx, key);
-      const user = /^[0-9a-f-]{36}$/i.test(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
+      const user = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
       if (user && !user.disabled) {
         await startPasswordReset(ctx.db, ctx.auth.mailer, ctx.config.publicBaseUrl, user);
         ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.password.forgot', outcome: 'success' });

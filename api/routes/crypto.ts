@@ -3,7 +3,7 @@
  * (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`, one failure not
  * failing the others). The tenant comes from the token only.
  */
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
@@ -20,7 +20,7 @@ const MAX_BATCH = 1000;
 
 /** Runs one operation, or each item of a batch, and audits it as a tallied event. */
 export function runtimeHandler(ctx: AppContext, action: string, op: Operation) {
-  return async (req: Request, res: import('express').Response) => {
+  return async (req: Request, res: Response) => {
     const body = req.body;
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object');
     const tenantId = req.auth.tenantId;

@@ -33,7 +33,7 @@ export function createLegacyAuthRouter(ctx: AppContext): Router {
     post: [...jsonOnly, async (req, res) => {
       const { refreshToken } = req.body as Record<string, unknown>;
       if (typeof refreshToken !== 'string') throw new OAuthError('invalid_request', 'refreshToken is required');
-      const tokens = await refreshTokenGrant(ctx, { refresh_token: refreshToken });
+      const tokens = await refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY);
       res.setHeader('Cache-Control', 'no-store');
       res.json(legacyShape(tokens));
     }],

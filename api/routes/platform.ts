@@ -44,7 +44,7 @@ export function createPlatformRouter(ctx: AppContext): Router {
 
   route(router, '/tokens/revoked', {
     get: [authorize(ctx, 'admin.platform.tokens.read'), async (req, res) => {
-      const limit = Math.min(Number(req.query.limit ?? 100) || 100, 500);
+      const limit = Math.min(Math.max(Number(req.query.limit ?? 100) || 100, 1), 500);
       const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : null;
       const q = ctx.db('revoked_tokens').where('expires_at', '>', new Date()).orderBy('jti').limit(limit + 1);
       if (cursor) q.where('jti', '>', cursor);

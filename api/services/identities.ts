@@ -13,6 +13,7 @@ export interface RoleView { id: string; tenantId: string; name: string; permissi
 export interface WorkloadView { id: string; tenantId: string; name: string; clientId: string; roleId: string; disabled: boolean; createdAt: string }
 
 const iso = (d: unknown) => new Date(d as string).toISOString();
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const parseJson = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 
 export const tenantView = (r: Record<string, unknown>): TenantView => ({ id: r.id as string, name: r.name as string, status: r.status as string, isPlatform: Boolean(r.is_platform), createdAt: iso(r.created_at) });
@@ -48,7 +49,7 @@ export async function createRole(ctx: AppContext, tenantId: string, input: { nam
 }
 
 async function requireRole(ctx: AppContext, tenantId: string, roleId: unknown): Promise<string> {
-  if (typeof roleId !== 'string' || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantId }).first('id'))) {
+  if (typeof roleId !== 'string' || !UUID.test(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantId }).first('id'))) {
     throw new AppError('validation_failed', 'roleId must name a role of this tenant');
   }
   return roleId;
@@ -92,7 +93,8 @@ export async function setWorkloadDisabled(ctx: AppContext, tenantId: string, wor
 
 /** Creates a human user with an argon2id password hash. */
 export async function createUser(ctx: AppContext, tenantId: string, input: { email: unknown; password: unknown; roleId: unknown }): Promise<{ id: string; tenantId: string; email: string; roleId: string; disabled: boolean; createdAt: string }> {
-  if (typeof input.email !== 'string' || !/^[^\s@]+@[^\s@]+$/.test(input.email) || input.email.length > 254) throw new AppError('validation_failed', 'email must be an e-mail address');
+  // eslint-disable-next-line no-control-regex
+  if (typeof input.email !== 'string' || !/^[^\s@\u0000-\u001f]+@[^\s@\u0000-\u001f]+$/.test(input.email) || input.email.length > 254) throw new AppError('validation_failed', 'email must be an e-mail address');
   if (typeof input.password !== 'string' || input.password.length < 12) throw new AppError('validation_failed', 'password must be at least 12 characters');
   const roleId = await requireRole(ctx, tenantId, input.roleId);
   const email = input.email.toLowerCase();

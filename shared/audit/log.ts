@@ -29,6 +29,21 @@ export interface AuditLog {
 }
 
 const FLUSH_MS = 100;
+
+// Postgres text refuses NUL, and control characters have no place in an audit line: a hostile
+// client_id or kid must not be able to make a batch fail (and so erase other events).
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/g;
+const clean = (s: string) => s.replace(CONTROL, '\uFFFD').slice(0, 1024);
+function cleanDetails(v: unknown): unknown {
+  if (typeof v === 'string') return clean(v);
+  if (Array.isArray(v)) return v.map(cleanDetails);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), cleanDetails(x)]));
+  return v;
+}
+function sanitize<T extends Omit<AuditInput, 'details'> & { details?: Record<string, unknown> }>(e: T): T {
+  return { ...e, actor: clean(e.actor), action: clean(e.action), target: e.target == null ? e.target : clean(e.target), ...(e.details ? { details: cleanDetails(e.details) as Record<string, unknown> } : {}) };
+}
 const MAX_BATCH = 1000;
 
 /** Creates a batching writer over the audit_events table. */
@@ -86,8 +101,11 @@ export function createAuditLog(db: Knex, logger: Logger): AuditLog {
         try {
           await appendBatch(batch);
         } catch (err) {
-          // An audit write that fails is an operator problem: say so loudly, keep serving.
-          logger.error({ err: (err as Error).message, lost: batch.length }, 'audit batch could not be written');
+          // Retry one by one so a single bad event cannot take the rest of the batch with it.
+          logger.error({ err: (err as Error).message, events: batch.length }, 'audit batch could not be written; retrying event by event');
+          let lost = 0;
+          for (const event of batch) await appendBatch([event]).catch(() => (lost += 1));
+          if (lost > 0) logger.error({ lost }, 'audit events could not be written');
         }
       }
     });
@@ -96,11 +114,12 @@ export function createAuditLog(db: Knex, logger: Logger): AuditLog {
 
   return {
     record(event) {
-      buffer.push({ ...event, at: new Date() });
+      buffer.push({ ...sanitize(event), at: new Date() });
       if (buffer.length >= MAX_BATCH) void flush();
       else schedule();
     },
-    tally(event) {
+    tally(raw) {
+      const event = sanitize(raw);
       const key = `${event.tenantId}\u0000${event.actor}\u0000${event.action}\u0000${event.outcome}\u0000${event.target ?? ''}`;
       const t = tallies.get(key);
       if (t) t.count += 1;

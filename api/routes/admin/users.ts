@@ -9,6 +9,7 @@ import { authorize } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { createUser } from '../../services/identities.ts';
 import { startPasswordReset } from '../../services/auth/password-reset.ts';
+import { revokeSubjectRefreshTokens } from '../../services/auth/refresh-tokens.ts';
 
 const userView = (r: Record<string, unknown>) => ({
   id: r.id, tenantId: r.tenant_id, email: r.email, roleId: r.role_id, disabled: Boolean(r.disabled),
@@ -47,7 +48,7 @@ export function createUsersRouter(ctx: AppContext): Router {
       const { roleId, disabled } = req.body ?? {};
       const update: Record<string, unknown> = { updated_at: new Date() };
       if (roleId !== undefined) {
-        if (typeof roleId !== 'string' || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantParam(req) }).first('id'))) throw new AppError('validation_failed', 'roleId must name a role of this tenant');
+        if (typeof roleId !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantParam(req) }).first('id'))) throw new AppError('validation_failed', 'roleId must name a role of this tenant');
         update.role_id = roleId;
       }
       if (disabled !== undefined) {
@@ -55,11 +56,13 @@ export function createUsersRouter(ctx: AppContext): Router {
         update.disabled = disabled;
       }
       const [row] = await ctx.db('users').where({ id: user.id }).update(update).returning('*');
+      if (update.disabled === true) await revokeSubjectRefreshTokens(ctx.db, user.id);
       auditChange(ctx, req, 'user.update', user.id, { roleId, disabled });
       res.json(userView(row));
     }],
     delete: [write, async (req, res) => {
       const user = await find(tenantParam(req), param(req, 'id'));
+      await revokeSubjectRefreshTokens(ctx.db, user.id);
       await ctx.db('users').where({ id: user.id }).delete();
       auditChange(ctx, req, 'user.delete', user.id);
       res.status(204).end();

@@ -69,7 +69,7 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
   }
 
   function stillValid(claims: AccessClaims): boolean {
-    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti);
+    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti) && !revocation.isTenantSuspended(claims.tenantId);
   }
 
   function parseAndCheck(token: string, keyFor: (kid: string) => ReturnType<SigningKeys['publicKeySync']>): AccessClaims | null {

@@ -24,8 +24,9 @@ const HUMAN_CLIENT = 'keyward-admin';
 
 /** Identifies the requester for rate limiting before the grant runs. */
 export function rateKey(form: Record<string, string>, ip: string): string {
+  // The identity being guessed decides the budget: extra form fields must not buy a fresh one.
+  if (form.grant_type === 'password' || (!form.client_id && form.username)) return `user:${form.tenant_id ?? ''}:${String(form.username ?? '').toLowerCase()}`;
   if (form.client_id) return `client:${form.client_id}`;
-  if (form.username) return `user:${form.tenant_id ?? ''}:${String(form.username).toLowerCase()}`;
   return `ip:${ip}`;
 }
 
@@ -84,9 +85,9 @@ export async function passwordGrant(ctx: AppContext, form: Record<string, string
 }
 
 /** refresh_token: rotates the refresh token; reuse revokes the family. Keeps the parent's audience. */
-export async function refreshTokenGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+export async function refreshTokenGrant(ctx: AppContext, form: Record<string, string>, onlyAudience?: string): Promise<TokenResponse> {
   required(form, 'refresh_token');
-  const result = await redeemRefreshToken(ctx.db, form.refresh_token);
+  const result = await redeemRefreshToken(ctx.db, form.refresh_token, onlyAudience);
   if (!result.ok) {
     const tenantId = result.tenantId ?? (await ctx.auth.platformTenantId());
     ctx.audit.record({ tenantId, actor: 'refresh-token', action: result.reason === 'reused' ? 'auth.refresh.reuse-detected' : 'auth.token.refresh_token', outcome: 'failure', details: { reason: result.reason, familyId: result.familyId } });
@@ -117,7 +118,7 @@ export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, 
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
 }
 
-const RESOURCE = /^urn:keyward:tenant:([0-9a-f-]{36}):(admin|core)$/i;
+const RESOURCE = /^urn:keyward:tenant:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(admin|core)$/i;
 
 /** RFC 8693 token exchange: act in a tenant (own, or any with the platform permission); 900 s, `act` claim. */
 export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
@@ -128,8 +129,13 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
   const match = RESOURCE.exec(form.resource);
   if (!match) throw new OAuthError('invalid_target', 'resource must be urn:keyward:tenant:<tenantId>:admin or :core');
   const subject: AccessClaims | null = await ctx.auth.tokens.verifyFresh(form.subject_token);
-  if (!subject || subject.act) throw new OAuthError('invalid_grant', 'the subject token is not valid');
+  // Delegated tokens cannot be exchanged again, and legacy tokens never become v3 tokens.
+  if (!subject || subject.act || subject.aud === AUDIENCE_LEGACY) throw new OAuthError('invalid_grant', 'the subject token is not valid');
   const [, targetTenant, flavour] = match;
+  const audience = flavour.toLowerCase() === 'admin' ? AUDIENCE_ADMIN : AUDIENCE_CORE;
+  // Exchange moves a token between tenants, never between audiences: an APPLICATION token stays
+  // a service-core token and a HUMAN token a service-admin token (spec 5.2).
+  if (audience !== subject.aud) throw new OAuthError('invalid_target', `a ${subject.aud} token can only be exchanged for a ${subject.aud} token`);
   const target = targetTenant.toLowerCase();
   const sameTenant = target === subject.tenantId;
   const allowed = sameTenant ? subject.permissions.includes('auth.token-exchange') || subject.permissions.includes('admin.platform.token-exchange') : subject.permissions.includes('admin.platform.token-exchange');
@@ -142,7 +148,7 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
   const permissions = sameTenant ? subject.permissions : subject.permissions.filter((p) => !isPlatformPermission(p));
   const ttl = ctx.config.exchangeTokenTtl;
   const { token } = ctx.auth.tokens.issue({
-    sub: subject.sub, aud: flavour.toLowerCase() === 'admin' ? AUDIENCE_ADMIN : AUDIENCE_CORE, tenantId: target, permissions, client_id: subject.client_id, kind: subject.kind,
+    sub: subject.sub, aud: audience, tenantId: target, permissions, client_id: subject.client_id, kind: subject.kind,
     act: { sub: subject.sub, tenantId: subject.tenantId },
   }, ttl);
   for (const tenantId of new Set([subject.tenantId, target])) {

@@ -49,6 +49,8 @@ export async function completePasswordReset(db: Knex, pool: WorkPool, token: str
     }
     await trx('password_resets').where({ id: reset.id }).update({ used_at: new Date() });
     await trx('users').where({ id: reset.user_id }).update({ password_hash: passwordHash, failed_attempts: 0, lockout_count: 0, locked_until: null, updated_at: new Date() });
+    // A new password ends every session the old one started.
+    await trx('refresh_tokens').where({ subject_id: reset.user_id }).whereNull('revoked_at').update({ revoked_at: new Date() });
     const user = await trx('users').where({ id: reset.user_id }).first('tenant_id');
     return { userId: reset.user_id as string, tenantId: user.tenant_id as string };
   });

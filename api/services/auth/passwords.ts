@@ -47,13 +47,13 @@ export async function checkPassword(db: Knex, pool: WorkPool, policy: LockoutPol
   if (user.lockedUntil && user.lockedUntil.getTime() > Date.now()) return { user: null, reason: 'locked' };
   if (user.disabled) return { user: null, reason: 'disabled' };
   if (!ok) {
-    const failed = user.failedAttempts + 1;
-    if (failed >= policy.threshold) {
+    // Atomic increment: concurrent guesses must each count (a read-then-write loses them).
+    const [row] = await db('users').where({ id: user.id }).update({ failed_attempts: db.raw('failed_attempts + 1') }).returning(['failed_attempts', 'lockout_count']);
+    if (row && row.failed_attempts >= policy.threshold) {
       // Backoff: each further lockout doubles the wait.
-      const seconds = policy.baseSeconds * 2 ** Math.min(user.lockoutCount, 10);
-      await db('users').where({ id: user.id }).update({ failed_attempts: 0, lockout_count: user.lockoutCount + 1, locked_until: new Date(Date.now() + seconds * 1000) });
-    } else {
-      await db('users').where({ id: user.id }).update({ failed_attempts: failed });
+      const seconds = policy.baseSeconds * 2 ** Math.min(row.lockout_count, 10);
+      await db('users').where({ id: user.id }).where('failed_attempts', '>=', policy.threshold)
+        .update({ failed_attempts: 0, lockout_count: db.raw('lockout_count + 1'), locked_until: new Date(Date.now() + seconds * 1000) });
     }
     return { user: null, reason: 'wrong-password' };
   }

@@ -31,11 +31,12 @@ export async function issueRefreshToken(db: Knex, subject: RefreshSubject, ttlSe
 }
 
 /** Marks a refresh token used (atomically) and returns its subject; reuse revokes the family. */
-export async function redeemRefreshToken(db: Knex, token: string): Promise<RedeemResult> {
+export async function redeemRefreshToken(db: Knex, token: string, onlyAudience?: string): Promise<RedeemResult> {
   const hash = sha256(token);
   return db.transaction(async (trx) => {
     const row = await trx('refresh_tokens').where({ token_hash: hash }).forUpdate().first();
-    if (!row) return { ok: false, reason: 'unknown' } as const;
+    // A refresh token renews only within its own API family (the legacy route takes legacy ones).
+    if (!row || (onlyAudience && row.audience !== onlyAudience)) return { ok: false, reason: 'unknown' } as const;
     if (row.revoked_at) return { ok: false, reason: 'revoked', familyId: row.family_id, tenantId: row.tenant_id } as const;
     if (row.used_at) {
       await trx('refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').update({ revoked_at: new Date() });
@@ -49,6 +50,11 @@ export async function redeemRefreshToken(db: Knex, token: string): Promise<Redee
       subject: { tenantId: row.tenant_id, subjectKind: row.subject_kind, subjectId: row.subject_id, audience: row.audience, rememberMe: row.remember_me },
     } as const;
   });
+}
+
+/** Revokes every refresh-token family of a subject (password reset, disable, delete). */
+export async function revokeSubjectRefreshTokens(db: Knex, subjectId: string): Promise<void> {
+  await db('refresh_tokens').where({ subject_id: subjectId }).whereNull('revoked_at').update({ revoked_at: new Date() });
 }
 
 /** Revokes the family of a refresh token (RFC 7009 revocation of a refresh token). */

@@ -20,6 +20,10 @@ export interface RevocationInput {
 
 export interface RevocationList {
   isRevoked(jti: string): boolean;
+  /** Tokens of a suspended tenant stop working within a second, whatever their expiry. */
+  isTenantSuspended(tenantId: string): boolean;
+  /** Re-reads the suspended tenants now (after a suspend or resume here). */
+  refreshTenants(): Promise<void>;
   revoke(input: RevocationInput): Promise<void>;
   /** Subscribers called with each newly revoked jti (the token cache evicts). */
   onRevoked(listener: (jti: string) => void): void;
@@ -48,6 +52,15 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
   }
   await pollNew();
 
+  let suspended = new Set<string>();
+  const refreshTenants = async () => {
+    suspended = new Set((await db('tenants').where({ status: 'suspended' }).select('id')).map((r) => r.id as string));
+  };
+  await refreshTenants();
+  // One small query a second, whatever the traffic: the hot path only reads the set.
+  const tenantPoller = setInterval(() => refreshTenants().catch((err) => logger.warn({ err: err.message }, 'suspended-tenant poll failed')), 1000);
+  tenantPoller.unref();
+
   let subscriber: Redis | null = null;
   let poller: NodeJS.Timeout | null = null;
   if (redis) {
@@ -68,12 +81,15 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
   // Expired entries can go: the token would be refused for its expiry anyway.
   const sweeper = setInterval(() => {
     const now = Date.now();
-    for (const [jti, exp] of revoked) if (exp < now) revoked.delete(jti);
+    // Tokens are accepted up to 30 s past exp (clock leeway): keep the entry past that too.
+    for (const [jti, exp] of revoked) if (exp + 60_000 < now) revoked.delete(jti);
   }, 60_000);
   sweeper.unref();
 
   return {
     isRevoked: (jti) => revoked.has(jti),
+    isTenantSuspended: (tenantId) => suspended.has(tenantId),
+    refreshTenants,
     async revoke(input) {
       await db('revoked_tokens')
         .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
@@ -87,6 +103,7 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
     async close() {
       if (poller) clearInterval(poller);
       clearInterval(sweeper);
+      clearInterval(tenantPoller);
       if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
     },
   };

@@ -12,6 +12,7 @@ import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../keys/cache.ts';
 import { unusable } from '../keys/lifecycle.ts';
+import { KID } from '../keys/store.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
 
 const b64 = (s: unknown, field: string): Buffer => {
@@ -22,7 +23,7 @@ const u8 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
 /** A usable key of the tenant: not suspended, revoked or archived (contract 3). */
 export async function usableKey(ctx: AppContext, tenantId: string, kid: unknown): Promise<CachedKey> {
-  if (typeof kid !== 'string' || kid.length === 0 || kid.length > 128) throw new AppError('validation_failed', 'kid must be a non-empty string');
+  if (typeof kid !== 'string' || !KID.test(kid)) throw new AppError('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
   const key = await ctx.keys.get(tenantId, kid);
   if (key.state !== 'active') throw unusable(kid, key.state);
   return key;

@@ -97,7 +97,11 @@ export async function createKeyCache(db: Knex, master: MasterKey, logger: Logger
       entries.set(key, loading);
       loading.catch((err) => {
         entries.delete(key);
-        if (err instanceof AppError && err.code === 'key_not_found') missing.set(key, Date.now());
+        if (err instanceof AppError && err.code === 'key_not_found') {
+          // Bounded: random kids must not grow this map without end.
+          if (missing.size >= MAX_ENTRIES) missing.clear();
+          missing.set(key, Date.now());
+        }
       });
       return loading;
     },

@@ -56,6 +56,8 @@ export async function orchestrate(ctx: AppContext, req: Request, body: Record<st
     for (const kid of kids) results.push(await runOne(ctx, req, tenantId, kid, action));
     return { status: 200, body: { operation: action, total: kids.length, succeeded: results.filter((r) => r.status === 200).length, results } };
   }
+  // Finished operations are kept an hour for their progress URL, then dropped.
+  for (const [id, old] of operations) if (old.finishedAt && Date.parse(old.finishedAt) < Date.now() - 3_600_000) operations.delete(id);
   const op: Operation = { id: randomUUID(), tenantId, operation: action, total: kids.length, done: 0, failed: 0, state: 'running', results: [], startedAt: new Date().toISOString() };
   operations.set(op.id, op);
   void (async () => {

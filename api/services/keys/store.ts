@@ -117,7 +117,7 @@ export async function storeKey(ctx: AppContext, tenantId: string, meta: { kid: s
 
 /** Reads a key of a tenant or answers key-not-found. */
 export async function findKey(db: Knex, tenantId: string, kid: string): Promise<Record<string, unknown>> {
-  const row = await db('keys').where({ tenant_id: tenantId, kid }).first();
+  const row = KID.test(kid) ? await db('keys').where({ tenant_id: tenantId, kid }).first() : null;
   if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
   return row;
 }
