@@ -12,6 +12,8 @@ import { createAuthRouter } from './routes/auth.ts';
 import { createWellKnownRouter } from './routes/well-known.ts';
 import { createLegacyAuthRouter } from './routes/legacy-auth.ts';
 import { createLegacyMigrationRouter } from './routes/legacy-migration.ts';
+import { createMigrationAliasRouter, createMigrationStreamRouter } from './routes/migration.ts';
+import { createCryptoStreamRouter } from './routes/crypto-stream.ts';
 import { createAdminRouter } from './routes/admin/index.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { createCryptoRouter } from './routes/crypto.ts';
@@ -19,6 +21,7 @@ import { createPqcRouter } from './routes/pqc.ts';
 import { createAuditRouter } from './routes/audit.ts';
 import { createLegacyRouter } from './routes/legacy.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE } from './services/auth/access-tokens.ts';
+import { createJobsRouter } from './routes/jobs.ts';
 
 /** Builds the app over a context. */
 export function createApp(ctx: AppContext): Express {
@@ -34,14 +37,18 @@ export function createApp(ctx: AppContext): Express {
   app.use('/api/v3/auth', createAuthRouter(ctx));
   app.use(createLegacyAuthRouter(ctx));
   app.use(createLegacyMigrationRouter(ctx));
+  app.use(createMigrationAliasRouter(ctx));
   app.use('/api/v3/admin', authenticate(ctx, [AUDIENCE_ADMIN]));
   app.use('/api/v3/admin', createAdminRouter(ctx));
   app.use(['/api/v3/crypto', '/api/v3/pqc', '/api/v3/audit'], authenticate(ctx, [AUDIENCE_CORE]));
   app.use('/api/v3/crypto', createCryptoRouter(ctx));
+  app.use('/api/v3/crypto/stream', createCryptoStreamRouter(ctx));
   app.use('/api/v3/pqc', createPqcRouter(ctx));
   app.use('/api/v3/audit', createAuditRouter(ctx));
   app.use(createLegacyRouter(ctx));
   app.use('/api/v3/migration', authenticate(ctx, [AUDIENCE_ADMIN, AUDIENCE_CORE]));
+  app.use('/api/v3/migration/stream', createMigrationStreamRouter(ctx));
+  app.use('/api/v3/migration', createJobsRouter(ctx));
   app.use(notFound);
   app.use(errorHandler(ctx.config.publicBaseUrl));
   return app;

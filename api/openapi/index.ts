@@ -5,6 +5,8 @@
 import { systemPaths } from './system.ts';
 import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
+import { migrationPaths } from './migration.ts';
+import { jobsPaths } from './jobs.ts';
 import { components } from './components.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
@@ -12,8 +14,10 @@ type PathsObject = Record<string, Record<string, unknown>>;
 // One line per API area; each area module exports its paths object.
 const AREAS: PathsObject[] = [
   systemPaths,
+  jobsPaths,
   authPaths,
   adminPaths,
+  migrationPaths,
 ];
 
 /** Builds the document for a deployment's public base URL. */

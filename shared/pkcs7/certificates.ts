@@ -5,6 +5,7 @@ import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate, SubjectKeyIdentifier } from '@peculiar/asn1-x509';
 import { hex, nameToString, parseAsn, unsignedInteger } from './der.ts';
 import type { CertificateSummary, CmsKeyRef } from './types.ts';
+import { cmsProblem } from './problems.ts';
 
 /** A decoded certificate with what identifier matching needs. */
 export interface ParsedCertificate {
@@ -38,9 +39,13 @@ export function matchCertificate(certs: ParsedCertificate[], ref: CmsKeyRef): Pa
   );
 }
 
-/** The certificate's public key as a KeyObject. */
+/** The certificate's public key as a KeyObject; a certificate OpenSSL cannot read is malformed CMS. */
 export function certificatePublicKey(der: Buffer): KeyObject {
-  return new X509Certificate(der).publicKey;
+  try {
+    return new X509Certificate(der).publicKey;
+  } catch (cause) {
+    throw cmsProblem('cms_malformed', 'a certificate has an unreadable public key', { cause });
+  }
 }
 
 /** Subject, issuer, serial and validity, the fields contract section 4 reports. */

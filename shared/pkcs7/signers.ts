@@ -115,14 +115,19 @@ function attributeValue(attrs: Buffer, type: string): Buffer | null {
   return found;
 }
 
-/** The public key that verifies the CMS signature: the signer's certificate, else the tenant key. */
+/**
+ * The public key that verifies the CMS signature: the tenant key that will re-sign, when known,
+ * else the signer's certificate. Never a certificate from the message over the tenant key: a
+ * message can carry a look-alike certificate (same issuer and serial, another key), and
+ * trusting it would let anyone have the tenant key sign content of their choosing.
+ */
 export function verificationKey(desc: SignerDescription, certificates: Buffer[], key: ResolvedKey | null): KeyObject {
-  const certs = certificates.map(parseCertificate).filter((c): c is ParsedCertificate => c !== null);
-  const cert = matchCertificate(certs, desc.ref);
-  if (cert) return certificatePublicKey(cert.der);
   if (key?.publicKey) return key.publicKey;
   if (key?.privateKey) return createPublicKey(key.privateKey);
   if (key?.certificate) return certificatePublicKey(key.certificate);
+  const certs = certificates.map(parseCertificate).filter((c): c is ParsedCertificate => c !== null);
+  const cert = matchCertificate(certs, desc.ref);
+  if (cert) return certificatePublicKey(cert.der);
   throw cmsProblem('cms_key_not_imported', 'no certificate or imported key to verify the CMS signature', { details: { identifier: desc.identifier } });
 }
 

@@ -1,0 +1,73 @@
+/**
+ * What the jobs API needs beyond the context: the object store and the BullMQ producer, each
+ * built on first use and closed with the context (its closers run newest first, so the queue
+ * closes before Redis and the database). Built lazily so that an API without REDIS_URL or with
+ * object storage briefly away still starts; the jobs endpoints then answer 503.
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AppContext } from '../../context.ts';
+import { AppError, problem } from '../../../shared/errors/index.ts';
+import { createObjectStore, type ObjectStore } from '../../../shared/storage/index.ts';
+import { CONVERT_QUEUE, connectionOptions, loadQueueSettings, type ConvertJobData, type ConvertJobResult, type QueueSettings } from '../../../shared/queues/index.ts';
+
+export type ConvertQueue = Queue<ConvertJobData, ConvertJobResult>;
+
+/** The producer side of the queue. */
+export interface JobsRuntime {
+  settings: QueueSettings;
+  queue: ConvertQueue;
+  /** The context's Redis client: batch records, cancel tombstones and the cancel channel. */
+  redis: Redis;
+}
+
+const runtimes = new WeakMap<AppContext, JobsRuntime>();
+const stores = new WeakMap<AppContext, Promise<ObjectStore>>();
+
+/** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
+export function jobsRuntime(ctx: AppContext): JobsRuntime {
+  const known = runtimes.get(ctx);
+  if (known) return known;
+  if (!ctx.config.redisUrl || !ctx.redis) {
+    throw problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)');
+  }
+  const settings = loadQueueSettings();
+  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(ctx.config.redisUrl, false), prefix: settings.prefix });
+  // Without a listener an 'error' event would crash the process; Redis outages surface per request.
+  queue.on('error', (err) => ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'));
+  ctx.closers.push({ name: 'job queue', close: () => queue.close() });
+  const runtime = { settings, queue, redis: ctx.redis };
+  runtimes.set(ctx, runtime);
+  return runtime;
+}
+
+/** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */
+export function objectStoreOf(ctx: AppContext): Promise<ObjectStore> {
+  let store = stores.get(ctx);
+  if (!store) {
+    const c = ctx.config;
+    store = createObjectStore({
+      dataDir: c.dataDir,
+      s3: c.s3Endpoint ? { endpoint: c.s3Endpoint, accessKey: c.s3AccessKey ?? '', secretKey: c.s3SecretKey ?? '', bucket: c.s3Bucket } : undefined,
+      logger: ctx.logger,
+    });
+    stores.set(ctx, store);
+    store.catch(() => stores.delete(ctx));
+  }
+  return store;
+}
+
+/**
+ * Runs a Redis or BullMQ call; a connection failure becomes the queue-unavailable problem (the
+ * cause goes to the log), errors of the error tree pass through.
+ */
+export async function onQueue<T>(ctx: AppContext, what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    // Problems of the error tree and programming faults (TypeError...) are not outages.
+    if (err instanceof AppError || err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError) throw err;
+    ctx.logger.warn({ err: (err as Error)?.message, op: what }, 'job queue call failed');
+    throw problem('queue_unavailable', `the job queue is unreachable (${what}); try again shortly`);
+  }
+}

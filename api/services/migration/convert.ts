@@ -1,0 +1,116 @@
+/**
+ * The conversion request of contract 5 read from its parts: `metadata` (a JSON object) first,
+ * then `file`, then, for a detached SignedData only, `content`.
+ *
+ * The engine needs to know whether a content part exists when it starts (it refuses one for a
+ * SignedData that carries its content, and needs one for a detached one), but in a streamed form
+ * the content part only shows after the whole file part. A detached .p7s holds only the
+ * certificates and the SignerInfo, so the file part is buffered up to DETACHED_PROBE_BYTES: when
+ * it ends within that, the next part is looked at before the engine starts; a larger file part
+ * streams at once and is taken to carry its content (a content part after it is refused).
+ */
+import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import type { ConvertMetadata, ConvertResult, KeyResolver } from '../../../shared/pkcs7/index.ts';
+import { cmsProblem } from '../../../shared/pkcs7/problems.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+
+/** The largest file part held while looking for a content part after it. */
+export const DETACHED_PROBE_BYTES = 1024 * 1024;
+const MAX_METADATA_BYTES = 64 * 1024;
+
+/** The part source convert reads (api/http/streaming-multipart.ts provides it). */
+export interface PartSource {
+  next(): Promise<{ name: string; body: AsyncIterable<Buffer>; text(maxBytes: number): Promise<string> } | null>;
+}
+
+export interface ConversionRequest {
+  metadata: ConvertMetadata;
+  file: AsyncIterable<Buffer>;
+  content?: AsyncIterable<Buffer>;
+  /** Fails when the form holds a part after the ones used; run once the input is consumed. */
+  checkNoMoreParts(): Promise<void>;
+}
+
+/** Parses the metadata part: a JSON object (spec 2.6), `{}` being enough (contract 5). */
+export function parseMetadata(text: string): ConvertMetadata {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw cmsProblem('cms_bad_metadata', 'the metadata part is not valid JSON');
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw cmsProblem('cms_bad_metadata', 'the metadata part must be a JSON object');
+  return value as ConvertMetadata;
+}
+
+const unexpected = (name: string) => new AppError('validation_failed', `unexpected part ${name.slice(0, 64)}: the form is metadata, file, then content for a detached SignedData`);
+
+/** Reads metadata and opens file (and content) as streams, in the order contract 5 fixes. */
+export async function readConversionForm(form: PartSource, count: (n: number) => void): Promise<ConversionRequest> {
+  const first = await form.next();
+  if (!first || first.name !== 'metadata') throw cmsProblem('cms_bad_metadata', 'the metadata part (a JSON object) must come first, before the file part');
+  const metadata = parseMetadata(await first.text(MAX_METADATA_BYTES));
+  const filePart = await form.next();
+  if (!filePart) throw new AppError('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
+  if (filePart.name !== 'file') throw unexpected(filePart.name);
+
+  const it = filePart.body[Symbol.asyncIterator]();
+  const held: Buffer[] = [];
+  let heldBytes = 0;
+  let whole = false;
+  while (heldBytes <= DETACHED_PROBE_BYTES) {
+    const r = await it.next();
+    if (r.done) {
+      whole = true;
+      break;
+    }
+    held.push(r.value);
+    heldBytes += r.value.length;
+    count(r.value.length);
+  }
+  if (whole && heldBytes === 0) throw new AppError('validation_failed', 'the file part is empty');
+  const file = (async function* () {
+    yield* held.splice(0);
+    if (whole) return;
+    for (;;) {
+      const r = await it.next();
+      if (r.done) return;
+      count(r.value.length);
+      yield r.value;
+    }
+  })();
+
+  let content: AsyncIterable<Buffer> | undefined;
+  if (whole) {
+    const next = await form.next();
+    if (next && next.name !== 'content') throw unexpected(next.name);
+    if (next) {
+      content = (async function* () {
+        for await (const c of next.body) {
+          count(c.length);
+          yield c;
+        }
+      })();
+    }
+  }
+  return {
+    metadata,
+    file,
+    content,
+    async checkNoMoreParts() {
+      const extra = await form.next();
+      if (extra) throw unexpected(extra.name);
+    },
+  };
+}
+
+/** Starts the engine on a conversion request with the tenant's keys. */
+export async function startConversion(request: ConversionRequest, resolver: KeyResolver): Promise<ConvertResult> {
+  const result = await convertPkcs7ToJose(request.file, { metadata: request.metadata, resolver, ...(request.content ? { content: request.content } : {}) });
+  if (request.content && result.contentType !== 'application/octet-stream') {
+    // The engine ignores `content` for enveloped inputs; a client sending one expects otherwise.
+    await result.body[Symbol.asyncIterator]().return?.();
+    throw cmsProblem('cms_bad_metadata', 'a content part goes only with a detached SignedData');
+  }
+  return result;
+}

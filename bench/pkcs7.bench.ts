@@ -1,0 +1,292 @@
+/**
+ * Streaming PKCS#7/CMS conversion over HTTP against OpenSSL on the same files, same run.
+ *
+ * A 1 GiB file of random bytes is made into an EnvelopedData (`openssl cms -encrypt -binary
+ * -aes256 -stream -outform DER`, RSA recipient) and a SignedData (`openssl cms -sign -binary
+ * -nodetach -stream -md sha256`, RSA, signed attributes) in a temporary directory under /tmp.
+ * Baselines: `openssl cms -decrypt` and `openssl cms -verify -binary -noverify` (signature only,
+ * as we check it) to /dev/null, wall time and peak RSS (/usr/bin/time). Ours: a real API process
+ * (`node api/server.ts`, temp DATA_DIR) with the key imported through import-keystore; each file
+ * is streamed from disk with node:http as the file part of convert-pkcs7-to-jose (metadata `{}`),
+ * the answer read and discarded; the server's RSS is sampled from /proc every 20 ms.
+ * Targets (issue 6): decrypt ratio <= 0.35, verify ratio <= 0.6, server peak RSS < 200 MB.
+ *
+ * BENCH_PKCS7_4G=1 adds a 4 GiB run of ours only (OpenSSL needs about 2.7x the input in RAM)
+ * and needs about 12 GiB free under /tmp. BENCH_PKCS7_MIB overrides the 1 GiB size (smoke runs).
+ * The server runs on its embedded defaults (PGlite, whose WASM heap alone is about 450 MB of
+ * RSS); BENCH_DATABASE_URL (a Postgres server URL) runs it on a fresh database there instead.
+ * RSS is reported idle (before the request), at its peak, and as the growth between the two.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createPublicKey, createVerify, randomBytes, randomFillSync } from 'node:crypto';
+import { closeSync, createReadStream, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs';
+import { request } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import knexFactory from 'knex';
+import { pipeline } from 'node:stream/promises';
+import { startKeyward } from './lib/keyward.ts';
+import { printResult } from './lib/result.ts';
+
+const MiB = 1024 * 1024;
+const SIZE = Number(process.env.BENCH_PKCS7_MIB ?? 1024) * MiB;
+const WITH_4G = process.env.BENCH_PKCS7_4G === '1';
+const OPENSSL = '/usr/bin/openssl';
+const PG = process.env.BENCH_DATABASE_URL;
+const work = mkdtempSync('/tmp/keyward-pkcs7-bench-');
+const dbName = `kw_bench_pkcs7_${randomBytes(4).toString('hex')}`;
+const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+const at = (name: string) => join(work, name);
+const mb = (bytes: number) => bytes / 1e6;
+const fmt = (n: number, d = 2) => n.toFixed(d);
+
+function freeBytes(dir: string): number {
+  const s = statfsSync(dir);
+  return s.bavail * s.bsize;
+}
+
+function openssl(args: string[]): void {
+  execFileSync(OPENSSL, args, { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** Writes `bytes` of CSPRNG output to a file in 8 MiB pieces. */
+function randomFile(path: string, bytes: number): void {
+  const fd = openSync(path, 'w');
+  const buf = Buffer.alloc(8 * MiB);
+  try {
+    for (let left = bytes; left > 0; left -= buf.length) {
+      const n = Math.min(left, buf.length);
+      randomFillSync(buf, 0, n);
+      writeSync(fd, buf, 0, n);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Runs openssl under /usr/bin/time: wall seconds and peak RSS in MB. */
+function timedOpenssl(args: string[]): Promise<{ seconds: number; peakMb: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', OPENSSL, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+    child.once('close', (code) => {
+      const seconds = (performance.now() - t0) / 1000;
+      const m = /maxrss_kb=(\d+)/.exec(err);
+      if (code !== 0) reject(new Error(`openssl ${args[1]} failed (${code}): ${err.slice(0, 500)}`));
+      else resolve({ seconds, peakMb: m ? Number(m[1]) / 1024 : Number.NaN });
+    });
+  });
+}
+
+/** Samples a process's resident set every 20 ms from /proc until stopped; peak in MB. */
+function rssSampler(pid: number): { stop(): number } {
+  let peak = 0;
+  const read = () => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) / 1024);
+    } catch {
+      // the process is gone
+    }
+  };
+  read();
+  const timer = setInterval(read, 20);
+  return { stop: () => (clearInterval(timer), read(), peak) };
+}
+
+/** User plus system CPU seconds a process has used (/proc/<pid>/stat, 100 ticks per second). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  // After the command: state is field 3, utime 14 and stime 15 (proc(5)).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const rssNow = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+interface Converted {
+  seconds: number;
+  bytesOut: number;
+  status: number;
+  tail: Buffer;
+  head: Buffer;
+}
+
+/** Streams `file` from disk as the file part of a convert request; reads and discards the answer. */
+function convertOverHttp(url: string, token: string, file: string, metadata = '{}'): Promise<Converted> {
+  const boundary = `----keyward-bench-${Date.now()}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\nContent-Type: application/json\r\n\r\n${metadata}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="input.p7m"\r\nContent-Type: application/pkcs7-mime\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = head.length + statSync(file).size + tail.length;
+  const u = new URL('/api/v3/migration/stream/convert-pkcs7-to-jose', url);
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let bytesOut = 0;
+    let last = Buffer.alloc(0);
+    let first: Buffer | null = null;
+    const req = request({
+      host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+    }, (res) => {
+      res.on('data', (c: Buffer) => {
+        bytesOut += c.length;
+        first ??= Buffer.from(c.subarray(0, 4096));
+        last = Buffer.concat([last, c.subarray(-256)]).subarray(-256);
+      });
+      res.once('end', () => resolve({ seconds: (performance.now() - t0) / 1000, bytesOut, status: res.statusCode ?? 0, tail: last, head: first ?? Buffer.alloc(0) }));
+      res.once('error', reject);
+    });
+    req.once('error', reject);
+    pipeline(async function* () {
+      yield head;
+      yield* createReadStream(file, { highWaterMark: 1 * MiB });
+      yield tail;
+    }, req).catch(reject);
+  });
+}
+
+/** Creates or drops the bench database on the BENCH_DATABASE_URL server. */
+async function pgAdmin(sql: string): Promise<void> {
+  const k = knexFactory({ client: 'pg', connection: PG, pool: { min: 0, max: 1 } });
+  try {
+    await k.raw(sql);
+  } finally {
+    await k.destroy();
+  }
+}
+
+/** Imports the PEM key and certificate into the tenant through the real endpoint. */
+async function importKey(url: string, adminToken: string, tenantId: string, pem: Buffer, kid: string): Promise<void> {
+  const form = new FormData();
+  form.append('keystore', new Blob([new Uint8Array(pem)]), 'bench.pem');
+  form.append('kid', kid);
+  const r = await fetch(`${url}/api/v3/admin/tenants/${tenantId}/keys/import-keystore`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: form });
+  if (r.status !== 201) throw new Error(`import-keystore: ${r.status} ${await r.text()}`);
+}
+
+async function form(url: string, path: string, fields: Record<string, string>): Promise<Record<string, string>> {
+  const r = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const json = await r.json() as Record<string, string>;
+  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Checks the JWS of a SignedData conversion over the content on disk (outside the timing). */
+async function verifyJws(jwsText: string, contentFile: string, certPem: Buffer): Promise<boolean> {
+  const jws = JSON.parse(jwsText) as { protected: string; signature: string };
+  const v = createVerify('sha256').update(`${jws.protected}.`);
+  for await (const c of createReadStream(contentFile, { highWaterMark: 4 * MiB })) v.update(c as Buffer);
+  return v.verify(createPublicKey(certPem), Buffer.from(jws.signature, 'base64url'));
+}
+
+interface Round { label: string; bytes: number; ours: Converted; peakMb: number; idleMb: number; cpu: number }
+
+function describe(r: Round, baseline?: { seconds: number; peakMb: number }): string {
+  const ours = `${r.label}: ${fmt(r.ours.seconds)} s, ${fmt(mb(r.bytes) / r.ours.seconds, 0)} MB/s in, server RSS ${fmt(r.idleMb, 0)} MB idle, ${fmt(r.peakMb, 0)} MB peak (+${fmt(r.peakMb - r.idleMb, 0)} MB), server CPU ${fmt(r.cpu)} s`;
+  if (!baseline) return ours;
+  return `${ours} | openssl ${fmt(baseline.seconds)} s, ${fmt(mb(r.bytes) / baseline.seconds, 0)} MB/s, ${fmt(baseline.peakMb, 0)} MB peak | ratio ${fmt(r.ours.seconds / baseline.seconds, 3)}`;
+}
+
+try {
+  const need = (WITH_4G ? 4 * 3 * 1024 * MiB : 0) + 3 * SIZE + 512 * MiB;
+  const free = freeBytes('/tmp');
+  console.log(`pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, load average ${load()}`);
+  if (free < need) throw new Error(`needs ${fmt(need / 2 ** 30, 1)} GiB free under /tmp; ${fmt(free / 2 ** 30, 1)} GiB available`);
+  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-subj', '/CN=bench/O=Keyward Bench', '-days', '2']);
+  const pem = Buffer.concat([readFileSync(at('key.pem')), readFileSync(at('cert.pem'))]);
+
+  if (PG) await pgAdmin(`CREATE DATABASE ${dbName}`);
+  const pgUrl = PG ? Object.assign(new URL(PG), { pathname: `/${dbName}` }).href : undefined;
+  const keyward = await startKeyward({ LOG_LEVEL: 'info', ...(pgUrl ? { DATABASE_URL: pgUrl } : {}) });
+  try {
+    const pid = keyward.child.process.pid!;
+    const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
+    if (!tenantId) throw new Error('no bootstrap line in the server output');
+    const admin = (await form(keyward.url, '/api/v3/auth/token', { grant_type: 'password', username: 'bench@keyward.local', password: keyward.adminPassword, tenant_id: tenantId })).access_token;
+    await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa');
+
+    /** Makes the inputs of one size; returns the file names. */
+    const make = (bytes: number, tag: string) => {
+      const t0 = performance.now();
+      randomFile(at(`plain-${tag}.bin`), bytes);
+      openssl(['cms', '-encrypt', '-binary', '-aes256', '-stream', '-outform', 'DER', '-in', `plain-${tag}.bin`, '-out', `env-${tag}.der`, '-recip', 'cert.pem']);
+      openssl(['cms', '-sign', '-binary', '-nodetach', '-stream', '-md', 'sha256', '-outform', 'DER', '-in', `plain-${tag}.bin`, '-out', `signed-${tag}.der`, '-signer', 'cert.pem', '-inkey', 'key.pem']);
+      console.log(`  made ${tag} inputs in ${fmt((performance.now() - t0) / 1000, 1)} s: EnvelopedData ${fmt(statSync(at(`env-${tag}.der`)).size / MiB, 1)} MiB, SignedData ${fmt(statSync(at(`signed-${tag}.der`)).size / MiB, 1)} MiB`);
+      return { plain: at(`plain-${tag}.bin`), env: at(`env-${tag}.der`), signed: at(`signed-${tag}.der`) };
+    };
+
+    const ours = async (label: string, file: string, bytes: number, metadata?: string): Promise<Round> => {
+      const idleMb = rssNow(pid);
+      const cpu0 = cpuSeconds(pid);
+      const sampler = rssSampler(pid);
+      const r = await convertOverHttp(keyward.url, admin, file, metadata);
+      const peakMb = sampler.stop();
+      const cpu = cpuSeconds(pid) - cpu0;
+      if (r.status !== 200) throw new Error(`${label}: HTTP ${r.status} ${r.head.toString().slice(0, 300)}`);
+      return { label, bytes, ours: r, peakMb, idleMb, cpu };
+    };
+
+    // Warm-up on a small pair so JIT and key loading are not in the first figure.
+    const warm = make(4 * MiB, 'warm');
+    await ours('warm-up', warm.env, 4 * MiB);
+    await ours('warm-up', warm.signed, 4 * MiB);
+
+    const files = make(SIZE, '1g');
+    const sslDecrypt = await timedOpenssl(['cms', '-decrypt', '-binary', '-inform', 'DER', '-in', files.env, '-recip', 'cert.pem', '-inkey', 'key.pem', '-out', '/dev/null']);
+    const env = await ours('EnvelopedData AES-256-CBC -> A256GCM', files.env, SIZE);
+    const sslVerify = await timedOpenssl(['cms', '-verify', '-binary', '-noverify', '-inform', 'DER', '-in', files.signed, '-out', '/dev/null']);
+    const sig = await ours('SignedData RSA SHA-256 -> JWS', files.signed, SIZE);
+    // With the signer named, the JWS hashes for its key's algs only (RS256 and PS256, not ES256 too).
+    const sigKid = await ours('SignedData, metadata {"signerKid"}', files.signed, SIZE, '{"signerKid":"bench-rsa"}');
+
+    const closed = /------service-[0-9a-f-]{36}--\r\n$/.test(env.ours.tail.toString('latin1'));
+    const jwsOk = await verifyJws(sig.ours.head.toString(), files.plain, readFileSync(at('cert.pem')));
+    const decryptRatio = env.ours.seconds / sslDecrypt.seconds;
+    const verifyRatio = sig.ours.seconds / sslVerify.seconds;
+    console.log(`  ${describe(env, sslDecrypt)} (target <= 0.35)`);
+    console.log(`  ${describe(sig, sslVerify)} (target <= 0.6)`);
+    console.log(`  ${describe(sigKid, sslVerify)}`);
+    console.log(`  checks: JWE answer ${fmt(env.ours.bytesOut / MiB, 1)} MiB with its closing delimiter: ${closed}; JWS verifies over the 1 GiB content: ${jwsOk}`);
+    const line = keyward.child.output().split('\n').filter((l) => l.includes('"op":"migration.convert"')).slice(-1)[0];
+    if (line) console.log(`  server log: ${line.slice(0, 400)}`);
+    for (const f of Object.values(files)) rmSync(f, { force: true });
+    if (!closed || !jwsOk) throw new Error('a conversion output failed its check');
+
+    let peak4g = Number.NaN;
+    if (WITH_4G) {
+      const big = make(4 * 1024 * MiB, '4g');
+      rmSync(big.plain, { force: true });
+      const e4 = await ours('4 GiB EnvelopedData -> A256GCM', big.env, 4 * 1024 * MiB);
+      const s4 = await ours('4 GiB SignedData -> JWS', big.signed, 4 * 1024 * MiB);
+      console.log(`  ${describe(e4)}`);
+      console.log(`  ${describe(s4)}`);
+      console.log('  (no OpenSSL baseline at 4 GiB: it holds about 2.7x the input in memory)');
+      peak4g = Math.max(e4.peakMb, s4.peakMb);
+      for (const f of Object.values(big)) rmSync(f, { force: true });
+    }
+    const peak = Math.max(env.peakMb, sig.peakMb, sigKid.peakMb);
+    const growth = Math.max(env.peakMb - env.idleMb, sig.peakMb - sig.idleMb, sigKid.peakMb - sigKid.idleMb);
+    console.log(`pkcs7: decrypt ratio ${fmt(decryptRatio, 3)} (target <= 0.35), verify ratio ${fmt(verifyRatio, 3)} (target <= 0.6), server peak RSS ${fmt(peak, 0)} MB at 1 GiB (+${fmt(growth, 0)} MB over idle)${WITH_4G ? `, ${fmt(peak4g, 0)} MB at 4 GiB` : ''} (target < 200 MB); load average ${load()}`);
+    printResult({
+      name: 'pkcs7',
+      metric: `${fmt(SIZE / MiB, 0)} MiB EnvelopedData (AES-256-CBC, RSA) to A256GCM JWE over HTTP, seconds`,
+      value: Number(fmt(env.ours.seconds, 3)),
+      baseline: 'openssl cms -decrypt, same file',
+      baselineValue: Number(fmt(sslDecrypt.seconds, 3)),
+      ratio: Number(fmt(decryptRatio, 3)),
+      unit: 's',
+      notes: `target <= 0.35; SignedData (RSA, SHA-256, signed attrs) to JWS ${fmt(sig.ours.seconds)} s vs openssl cms -verify ${fmt(sslVerify.seconds)} s, ratio ${fmt(verifyRatio, 3)} (target <= 0.6); ` +
+        `server peak RSS ${fmt(peak, 0)} MB (+${fmt(growth, 0)} MB over idle, ${PG ? 'Postgres' : 'PGlite'})${WITH_4G ? `, ${fmt(peak4g, 0)} MB at 4 GiB` : ''} (target < 200), openssl peak ${fmt(sslDecrypt.peakMb, 0)}/${fmt(sslVerify.peakMb, 0)} MB; ` +
+        `ours ${fmt(mb(SIZE) / env.ours.seconds, 0)}/${fmt(mb(SIZE) / sig.ours.seconds, 0)} MB/s`,
+    });
+  } finally {
+    await keyward.stop();
+    if (PG) await pgAdmin(`DROP DATABASE IF EXISTS ${dbName}`).catch((err) => console.error(`could not drop ${dbName}: ${(err as Error).message}`));
+  }
+} finally {
+  if (existsSync(work)) rmSync(work, { recursive: true, force: true });
+}

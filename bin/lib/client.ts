@@ -1,0 +1,160 @@
+/**
+ * The CLI's HTTP client: client_credentials authentication, renewing the token 60 s before it
+ * expires or when a request answers 401 (spec 5.8), and typed calls for uploads, jobs and
+ * results. Request bodies are given as factories so a request refused with 401 can be sent again
+ * with a fresh stream.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Renew this long before the token's expiry (spec 5.8). */
+export const RENEW_MARGIN_MS = 60_000;
+
+export interface ClientOptions {
+  url: string;
+  clientId: string;
+  clientSecret: string;
+  /** For tests: the clock. */
+  now?: () => number;
+}
+
+/** A failed call, with the problem document (RFC 7807) or OAuth error the service answered. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  constructor(status: number, body: Record<string, unknown>, what: string) {
+    super(`${what}: ${status} ${String(body.detail ?? body.error_description ?? body.title ?? body.error ?? '')}`.trim());
+    this.name = 'ApiError';
+    this.status = status;
+    this.body = body;
+  }
+
+  /** The problem slug (the last segment of `type`), or the OAuth error code. */
+  get slug(): string {
+    return typeof this.body.type === 'string' ? this.body.type.split('/').pop()! : String(this.body.error ?? this.status);
+  }
+}
+
+type BodyFactory = () => { body: RequestInit['body'] | Readable; contentType?: string; length?: number };
+
+async function parse(res: Response): Promise<Record<string, unknown>> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { detail: text.slice(0, 500) };
+  }
+}
+
+/** Counts bytes through a stream. */
+function counter(onBytes: (n: number) => void): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      onBytes(chunk.length);
+      done(null, chunk);
+    },
+  });
+}
+
+export class KeywardClient {
+  readonly url: string;
+  readonly #clientId: string;
+  readonly #clientSecret: string;
+  readonly #now: () => number;
+  #token: { value: string; expiresAt: number } | null = null;
+  #renewing: Promise<string> | null = null;
+  /** How many tokens this client obtained (for the summary and tests). */
+  tokensIssued = 0;
+
+  constructor(opts: ClientOptions) {
+    this.url = opts.url.replace(/\/+$/, '');
+    this.#clientId = opts.clientId;
+    this.#clientSecret = opts.clientSecret;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** A valid access token, renewed when within the margin of its expiry. */
+  async token(force = false): Promise<string> {
+    if (!force && this.#token && this.#now() < this.#token.expiresAt - RENEW_MARGIN_MS) return this.#token.value;
+    // One renewal at a time, shared by every request waiting for it.
+    this.#renewing ??= this.#fetchToken().finally(() => { this.#renewing = null; });
+    return this.#renewing;
+  }
+
+  async #fetchToken(): Promise<string> {
+    const res = await fetch(`${this.url}/api/v3/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.#clientId, client_secret: this.#clientSecret }).toString(),
+    });
+    const body = await parse(res);
+    if (res.status !== 200 || typeof body.access_token !== 'string') throw new ApiError(res.status, body, 'authentication failed (check KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET)');
+    const lifetime = Number(body.expires_in ?? 0) * 1000;
+    this.#token = { value: body.access_token, expiresAt: this.#now() + lifetime };
+    this.tokensIssued += 1;
+    return body.access_token;
+  }
+
+  /** Sends a request with the bearer token; on 401 renews the token once and sends it again. */
+  async request(method: string, path: string, make?: BodyFactory, accept?: string): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.token(attempt > 0);
+      const made = make?.();
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+      if (made?.contentType) headers['content-type'] = made.contentType;
+      if (made?.length !== undefined) headers['content-length'] = String(made.length);
+      if (accept) headers.accept = accept;
+      const body = made?.body instanceof Readable ? (Readable.toWeb(made.body) as ReadableStream) : made?.body;
+      const res = await fetch(`${this.url}${path}`, { method, headers, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+      if (res.status === 401 && attempt === 0) {
+        await res.body?.cancel();
+        if (made?.body instanceof Readable) made.body.destroy();
+        continue;
+      }
+      return res;
+    }
+  }
+
+  /** Calls a JSON endpoint; throws ApiError unless the status is one of `ok`. */
+  async json<T = Record<string, unknown>>(method: string, path: string, json?: unknown, ok = [200, 201, 202]): Promise<T> {
+    const res = await this.request(method, path, json === undefined ? undefined : () => ({ body: JSON.stringify(json), contentType: 'application/json' }));
+    const body = await parse(res);
+    if (!ok.includes(res.status)) throw new ApiError(res.status, body, `${method} ${path}`);
+    return body as T;
+  }
+
+  /** Streams a local file into the tenant's object storage under `name`. */
+  async upload(name: string, file: string, size: number, onBytes: (n: number) => void = () => {}): Promise<{ key: string; size: number; version: string }> {
+    const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
+    const res = await this.request('PUT', path, () => ({ body: createReadStream(file).pipe(counter(onBytes)), contentType: 'application/octet-stream', length: size }));
+    const body = await parse(res);
+    if (res.status !== 201) throw new ApiError(res.status, body, `upload of ${name}`);
+    return body as { key: string; size: number; version: string };
+  }
+
+  /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
+  async download(jobId: string, dest: string): Promise<number> {
+    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result`);
+    if (res.status !== 200 || !res.body) throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
+    const temp = `${dest}.part`;
+    let size = 0;
+    try {
+      await pipeline(Readable.fromWeb(res.body as never), counter((n) => { size += n; }), createWriteStream(temp));
+      await rename(temp, dest);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    return size;
+  }
+
+  /** Posts a file to the analyzer (contract 5: the raw file as the body) and answers its JSON. */
+  async analyze(file: string, size: number): Promise<Record<string, unknown>> {
+    const res = await this.request('POST', '/api/v3/migration/stream/analyze-pkcs7', () => ({ body: createReadStream(file), contentType: 'application/octet-stream', length: size }), 'application/json');
+    const body = await parse(res);
+    if (res.status !== 200) throw new ApiError(res.status, body, 'analyze');
+    return body;
+  }
+}

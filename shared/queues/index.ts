@@ -1,0 +1,118 @@
+/**
+ * The queued conversion jobs as both sides see them (conventions rule 7): queue name, payload and
+ * result types, deterministic job ids, Redis key names of batch records, and the BullMQ
+ * connection options. Producers live in api/services/jobs, the consumer in workers/jobs.
+ */
+import { createHash } from 'node:crypto';
+import type { ConnectionOptions } from 'bullmq';
+import type { ObjectInfo } from '../storage/index.ts';
+
+export { loadQueueSettings, QUEUE_SCHEMA, type QueueSettings } from './settings.ts';
+export { JOB_PROBLEMS, decodeProblem, encodeProblem, jobProblem, problemOf, type JobProblem } from './problems.ts';
+
+/** The one queue: PKCS#7/CMS to JOSE conversions, one object each. */
+export const CONVERT_QUEUE = 'convert';
+/** The BullMQ job name of a conversion. */
+export const CONVERT_JOB = 'convert-pkcs7-to-jose';
+
+/** What a conversion job carries. Keys are relative to the tenant's area of the object store. */
+export interface ConvertJobData {
+  tenantId: string;
+  source: { key: string };
+  /** The source object's version when submitted (etag, or size and mtime); a changed source fails the job. */
+  sourceVersion: string;
+  /** The conversion metadata of contract 5. */
+  metadata: Record<string, unknown>;
+  /** Where the result goes, without its extension (added from the result's type). */
+  output: { key: string };
+}
+
+/** Byte counts reported while a conversion runs (job.progress). */
+export interface ConvertProgress {
+  bytesRead: number;
+  bytesWritten: number;
+}
+
+/** What a completed conversion returns (job.returnvalue). */
+export interface ConvertJobResult {
+  key: string;
+  size: number;
+  contentType: string;
+  bytesRead: number;
+}
+
+/** A batch: one conversion job per object under a prefix, listed in a Redis record. */
+export interface BatchRecord {
+  id: string;
+  tenantId: string;
+  source: { bucket?: string; prefix: string };
+  output: { prefix: string };
+  metadata: Record<string, unknown>;
+  objectsTotal: number;
+  createdAt: string;
+  /** Set once every child job was added; a record without it is completed by a resubmission. */
+  submitted: boolean;
+  cancelledAt?: string;
+}
+
+/** Redis key names next to the queue's own keys (same prefix, so one Redis can host several deployments). */
+export const redisKeys = {
+  batch: (prefix: string, id: string) => `${prefix}:jobs:batch:${id}`,
+  batchChildren: (prefix: string, id: string) => `${prefix}:jobs:batch:${id}:children`,
+  cancelled: (prefix: string, id: string) => `${prefix}:jobs:cancelled:${id}`,
+  cancelChannel: (prefix: string) => `${prefix}:jobs:cancel`,
+};
+
+/** JSON with sorted object keys, so equal metadata hashes equally whatever the key order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+const digest = (parts: string[]): string => createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
+
+/**
+ * The job id of a conversion: the same tenant, source object and version, metadata and output
+ * give the same id, so BullMQ ignores a resubmission (idempotency, contract 6).
+ */
+export function convertJobId(data: Omit<ConvertJobData, 'source' | 'output'> & { source: { key: string }; output: { key: string } }): string {
+  return `cv-${digest(['convert/v1', data.tenantId, data.source.key, data.sourceVersion, canonicalJson(data.metadata), data.output.key])}`;
+}
+
+/** The id of a batch: its tenant, source, output and metadata, and the ids of its children. */
+export function batchJobId(tenantId: string, source: BatchRecord['source'], output: BatchRecord['output'], metadata: Record<string, unknown>, childIds: string[]): string {
+  const children = createHash('sha256');
+  for (const id of childIds) children.update(id).update('\n');
+  return `bt-${digest(['batch/v1', tenantId, source.bucket ?? '', source.prefix, output.prefix, canonicalJson(metadata), children.digest('hex')])}`;
+}
+
+/** The version string of an object: S3 etag when there is one, else size and modification time. */
+export function sourceVersionOf(info: ObjectInfo): string {
+  if (info.etag) return `etag:${info.etag.replace(/^"|"$/g, '')}`;
+  return `size:${info.size};mtime:${info.lastModified?.getTime() ?? 0}`;
+}
+
+/** The extension of a result, from the conversion's content type. */
+export function resultExtension(contentType: string): string {
+  return contentType.startsWith('multipart/') ? '.jwe' : '.jws.json';
+}
+
+/** True for an id the jobs API can have issued. */
+export function isJobId(id: string): boolean {
+  return /^(cv|bt)-[0-9a-f]{40}$/.test(id);
+}
+
+/**
+ * BullMQ connection options for a Redis URL. `blocking` connections (workers) must retry
+ * forever (BullMQ requires maxRetriesPerRequest null); producer connections fail fast so an API
+ * request answers 503 instead of hanging while Redis is away.
+ */
+export function connectionOptions(url: string, blocking: boolean): ConnectionOptions {
+  return blocking
+    ? { url, maxRetriesPerRequest: null, enableReadyCheck: true }
+    : { url, maxRetriesPerRequest: 1, connectTimeout: 5000, enableOfflineQueue: true };
+}

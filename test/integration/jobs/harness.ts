@@ -1,0 +1,180 @@
+/**
+ * What the jobs tests share: the API in-process over a fresh Postgres database (worker processes
+ * read the same keys) with s3rver as object storage and real Redis, worker child processes
+ * (`node workers/main.ts`), tenants with imported openssl keys, and small HTTP helpers.
+ * Needs Postgres (TEST_DATABASE_URL or 127.0.0.1:5432) and Redis (TEST_REDIS_URL or 127.0.0.1:6379).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SCHEMA } from '../../../shared/config/index.ts';
+import { QUEUE_SCHEMA } from '../../../shared/queues/index.ts';
+import { importKeystore } from '../../../api/services/keys/import.ts';
+import { startTestApp, type TestApp } from '../../support/app.ts';
+import { api, makeTenant, workloadToken } from '../../support/auth.ts';
+import { createPostgresDatabase, SHARED_POSTGRES_URL, TEST_REDIS_URL, type TestDatabase } from '../../support/database.ts';
+import { startS3Server, type TestS3Server } from '../../support/s3-server.ts';
+import type { OpenSslDir, TestKey } from '../../fixtures/pkcs7.ts';
+
+const root = new URL('../../../', import.meta.url).pathname;
+export const MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
+export const JOB_PERMISSIONS = ['migration.uploads.write', 'migration.jobs.create', 'migration.jobs.read', 'migration.jobs.cancel', 'migration.jobs.result.read', 'migration.analyze', 'migration.convert'];
+
+export interface JobsEnv {
+  app: TestApp;
+  s3: TestS3Server;
+  db: TestDatabase;
+  redisUrl: string;
+  /** Queue settings shared by the API and the workers of this test file (own prefix). */
+  queueEnv: Record<string, string>;
+  /** Environment of a worker child, before overrides. */
+  workerEnv(extra?: Record<string, string>): NodeJS.ProcessEnv;
+  close(): Promise<void>;
+}
+
+/** Starts storage, database and the API; `queue` overrides the queue settings. */
+export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<string, string> } = {}): Promise<JobsEnv> {
+  const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
+  const queueEnv = {
+    QUEUE_PREFIX: `kwtest-${randomBytes(4).toString('hex')}`,
+    JOB_ATTEMPTS: '5',
+    JOB_BACKOFF_MS: '200',
+    JOB_LOCK_DURATION_MS: '4000',
+    JOB_STALLED_INTERVAL_MS: '1000',
+    JOB_PROGRESS_INTERVAL_MS: '100',
+    ...opts.queue,
+  };
+  const saved = Object.fromEntries(Object.keys(QUEUE_SCHEMA).map((k) => [QUEUE_SCHEMA[k as keyof typeof QUEUE_SCHEMA].env, process.env[QUEUE_SCHEMA[k as keyof typeof QUEUE_SCHEMA].env]]));
+  // The in-process API reads the queue settings from the environment, like a real one.
+  Object.assign(process.env, queueEnv);
+  const s3 = await startS3Server();
+  const db = await createPostgresDatabase(SHARED_POSTGRES_URL);
+  const dataDir = mkdtempSync(join(tmpdir(), 'keyward-jobs-'));
+  const s3Env = { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: s3.bucket };
+  const app = await startTestApp({ REDIS_URL: redisUrl, ...s3Env }, { databaseUrl: db.url, dataDir });
+  return {
+    app, s3, db, redisUrl, queueEnv,
+    workerEnv(extra = {}) {
+      const env: NodeJS.ProcessEnv = { ...process.env };
+      for (const field of Object.values(SCHEMA)) delete env[field.env];
+      return {
+        ...env, ...queueEnv, ...s3Env,
+        DATABASE_URL: db.url, REDIS_URL: redisUrl, KEYWARD_MASTER_KEY: MASTER_KEY, DATA_DIR: dataDir,
+        WORKER_CONCURRENCY: '2', LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '5000',
+        ...extra,
+      };
+    },
+    async close() {
+      // Leave nothing of this file's queue in the shared Redis.
+      const redis = app.ctx.redis!;
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${queueEnv.QUEUE_PREFIX}:*`, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      await app.stop();
+      await s3.close();
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    },
+  };
+}
+
+export interface WorkerChild {
+  process: ChildProcess;
+  output(): string;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string | null>;
+  /** SIGTERM and wait (SIGKILL after 15 s). */
+  stop(): Promise<number | string | null>;
+}
+
+/** Spawns `node workers/main.ts` and waits for its ready line. */
+export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<WorkerChild> {
+  const child = spawn(process.execPath, [join(root, 'workers/main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const handle: WorkerChild = {
+    process: child,
+    output: () => out,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        const code = await exited;
+        clearTimeout(kill);
+        return code;
+      }
+      return child.exitCode ?? child.signalCode;
+    },
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!out.includes('keyward worker ready')) {
+    if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode} before it was ready:\n${out}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`worker not ready within ${timeoutMs} ms:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return handle;
+}
+
+/** A tenant with migration permissions, a workload token and the given keys imported. */
+export async function tenantWithKeys(app: TestApp, ssl: OpenSslDir, keys: TestKey[]): Promise<{ tenantId: string; token: string }> {
+  const t = await makeTenant(app, JOB_PERMISSIONS);
+  for (const k of keys) {
+    await importKeystore(app.ctx, t.tenantId, { data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]), kid: k.kid });
+  }
+  return { tenantId: t.tenantId, token: await workloadToken(app, t) };
+}
+
+/** PUTs bytes (or a stream) to the uploads endpoint. */
+export async function upload(app: TestApp, token: string, name: string, body: Buffer | ReadableStream<Uint8Array>) {
+  const res = await fetch(`${app.url}/api/v3/migration/uploads/${name}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+    body,
+    ...(body instanceof Buffer ? {} : { duplex: 'half' }),
+  } as RequestInit);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+export type JobBody = Record<string, any>;
+
+/** Polls GET /jobs/{id} until `done(view)` or the timeout; answers the last view. */
+export async function waitForJob(app: TestApp, token: string, id: string, done: (v: JobBody) => boolean, timeoutMs = 30_000): Promise<JobBody> {
+  const deadline = Date.now() + timeoutMs;
+  let last: JobBody = {};
+  while (Date.now() < deadline) {
+    try {
+      const r = await api(app, 'GET', `/api/v3/migration/jobs/${id}`, token);
+      if (r.status === 200) {
+        last = r.body;
+        if (done(last)) return last;
+      }
+    } catch {
+      // the API may be briefly unable to answer (e.g. while Redis restarts)
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`job ${id} did not reach the expected state within ${timeoutMs} ms; last view: ${JSON.stringify(last).slice(0, 2000)}`);
+}
+
+export const finished = (v: JobBody) => ['completed', 'failed', 'cancelled'].includes(v.state);
+
+/** Downloads a job's result. */
+export async function result(app: TestApp, token: string, id: string): Promise<{ status: number; contentType: string; body: Buffer }> {
+  const res = await fetch(`${app.url}/api/v3/migration/jobs/${id}/result`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: Buffer.from(await res.arrayBuffer()) };
+}
