@@ -2,41 +2,16 @@
  * The Auth API (spec 2.1-2.4, 7.1): token, revocation (RFC 7009), introspection (RFC 7662),
  * forgot-password. Form-urlencoded only; errors in the OAuth shape.
  */
-import express, { Router, type RequestHandler, type Request } from 'express';
+import { Router, type Request } from 'express';
 import type { AppContext } from '../context.ts';
 import { OAuthError, AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
+import { formBody } from '../http/form-body.ts';
 import { GRANTS, rateKey } from '../services/auth/grants.ts';
 import { isRateLimited, retryAfterSeconds } from '../services/auth/rate-limits.ts';
 import { revokeRefreshFamily } from '../services/auth/refresh-tokens.ts';
 import { startPasswordReset, completePasswordReset } from '../services/auth/password-reset.ts';
 import { loadUser } from '../services/auth/passwords.ts';
-
-const FORM = 'application/x-www-form-urlencoded';
-
-/** Parses the form body; any other media type is unsupported_grant_type (spec 7.1). */
-const formBody: RequestHandler[] = [
-  (req, _res, next) => {
-    if (!req.is(FORM)) throw new OAuthError('unsupported_grant_type', `the body must be ${FORM}`);
-    next();
-  },
-  express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 50 }),
-  (req, _res, next) => {
-    if (!req.body || typeof req.body !== 'object') throw new OAuthError('invalid_request', 'the body is malformed');
-    // RFC 6749 3.2: parameters must not be repeated.
-    for (const [k, v] of Object.entries(req.body)) if (typeof v !== 'string') throw new OAuthError('invalid_request', `parameter ${k} is repeated`);
-    next();
-  },
-];
-
-/** Turns parser failures into invalid_request instead of a problem body. */
-const oauthParseErrors: express.ErrorRequestHandler = (err, _req, _res, next) => {
-  if (err instanceof OAuthError || err instanceof AppError) return next(err);
-  if (err?.type === 'entity.too.large') return next(new OAuthError('invalid_request', 'the body is too large'));
-  // Only body-parser failures are the client's; anything else is ours and stays a 500.
-  if (typeof err?.type === 'string') return next(new OAuthError('invalid_request', 'the body is malformed'));
-  next(err);
-};
 
 async function rateGate(ctx: AppContext, key: string): Promise<void> {
   const failed = await ctx.auth.limits.failures.get(key);
@@ -70,7 +45,7 @@ export function createAuthRouter(ctx: AppContext): Router {
   });
 
   route(router, '/token', {
-    post: [...formBody, async (req, res) => {
+    post: [formBody, async (req, res) => {
       const form = req.body as Record<string, string>;
       // Steps (node-oidc-provider style): grant known → rate gate → grant → respond; failures penalised.
       if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required');
@@ -88,7 +63,7 @@ export function createAuthRouter(ctx: AppContext): Router {
   });
 
   route(router, '/token/revoke', {
-    post: [...formBody, async (req, res) => {
+    post: [formBody, async (req, res) => {
       const { token } = req.body as Record<string, string>;
       if (token) {
         const claims = await ctx.auth.tokens.verifyFresh(token);
@@ -106,7 +81,7 @@ export function createAuthRouter(ctx: AppContext): Router {
   });
 
   route(router, '/token/introspect', {
-    post: [...formBody, async (req, res) => {
+    post: [formBody, async (req, res) => {
       const { token } = req.body as Record<string, string>;
       if (!token) throw new OAuthError('invalid_request', 'token is required');
       const caller = await callerClaims(ctx, req);
@@ -130,7 +105,7 @@ export function createAuthRouter(ctx: AppContext): Router {
   });
 
   route(router, '/password/forgot', {
-    post: [...formBody, async (req, res) => {
+    post: [formBody, async (req, res) => {
       const { email, tenant_id: tenantId } = req.body as Record<string, string>;
       if (!email || !tenantId) throw new OAuthError('invalid_request', 'email and tenant_id are required');
       const key = `forgot:${tenantId}:${email.toLowerCase()}`;
@@ -146,7 +121,7 @@ export function createAuthRouter(ctx: AppContext): Router {
   });
 
   route(router, '/password/reset', {
-    post: [...formBody, async (req, res) => {
+    post: [formBody, async (req, res) => {
       const { token, password } = req.body as Record<string, string>;
       if (!token || !password) throw new OAuthError('invalid_request', 'token and password are required');
       try {
@@ -160,6 +135,5 @@ export function createAuthRouter(ctx: AppContext): Router {
     }],
   });
 
-  router.use(oauthParseErrors);
   return router;
 }

@@ -53,7 +53,7 @@ export async function clientCredentialsGrant(ctx: AppContext, form: Record<strin
   required(form, 'client_id', 'client_secret');
   const creds = await authenticateWorkload(ctx, form.client_id, form.client_secret);
   const ttl = ctx.config.accessTokenTtl;
-  const { token } = ctx.auth.tokens.issue({ sub: creds.workloadId, aud: AUDIENCE_CORE, tenantId: creds.tenantId, permissions: creds.permissions, client_id: creds.clientId, kind: 'workload' }, ttl);
+  const { token } = await ctx.auth.tokens.issue({ sub: creds.workloadId, aud: AUDIENCE_CORE, tenantId: creds.tenantId, permissions: creds.permissions, client_id: creds.clientId, kind: 'workload' }, ttl);
   // Successful machine logins come at thousands per second: tallied (one chained event per
   // client per flush window with its count), failures stay one event each.
   ctx.audit.tally({ tenantId: creds.tenantId, actor: `client:${creds.clientId}`, action: 'auth.token.client_credentials', outcome: 'success' });
@@ -62,7 +62,7 @@ export async function clientCredentialsGrant(ctx: AppContext, form: Record<strin
 
 async function humanTokens(ctx: AppContext, user: { id: string; tenantId: string; permissions: string[] }, rememberMe: boolean, familyId?: string): Promise<TokenResponse> {
   const ttl = ctx.config.humanTokenTtl;
-  const { token } = ctx.auth.tokens.issue({ sub: user.id, aud: AUDIENCE_ADMIN, tenantId: user.tenantId, permissions: user.permissions, client_id: HUMAN_CLIENT, kind: 'user' }, ttl);
+  const { token } = await ctx.auth.tokens.issue({ sub: user.id, aud: AUDIENCE_ADMIN, tenantId: user.tenantId, permissions: user.permissions, client_id: HUMAN_CLIENT, kind: 'user' }, ttl);
   const refreshTtl = rememberMe ? ctx.config.rememberMeRefreshTtl : ctx.config.refreshTokenTtl;
   const refresh = await issueRefreshToken(ctx.db, { tenantId: user.tenantId, subjectKind: 'user', subjectId: user.id, audience: AUDIENCE_ADMIN, rememberMe }, refreshTtl, familyId);
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
@@ -111,7 +111,7 @@ export async function refreshTokenGrant(ctx: AppContext, form: Record<string, st
 /** Access and refresh token of the legacy JSON login (spec 4.2): legacy role names in `scopes`. */
 export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, familyId?: string): Promise<TokenResponse> {
   const ttl = ctx.config.accessTokenTtl;
-  const { token } = ctx.auth.tokens.issue({
+  const { token } = await ctx.auth.tokens.issue({
     sub: creds.workloadId, aud: AUDIENCE_LEGACY, tenantId: creds.tenantId, permissions: creds.permissions, scopes: legacyScopesFor(creds.permissions), client_id: creds.clientId, kind: 'workload',
   }, ttl);
   const refresh = await issueRefreshToken(ctx.db, { tenantId: creds.tenantId, subjectKind: 'workload', subjectId: creds.workloadId, audience: AUDIENCE_LEGACY, rememberMe: false }, ctx.config.refreshTokenTtl, familyId);
@@ -147,7 +147,7 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
   // Platform permissions do not travel into another tenant: a delegated token cannot hop further.
   const permissions = sameTenant ? subject.permissions : subject.permissions.filter((p) => !isPlatformPermission(p));
   const ttl = ctx.config.exchangeTokenTtl;
-  const { token } = ctx.auth.tokens.issue({
+  const { token } = await ctx.auth.tokens.issue({
     sub: subject.sub, aud: audience, tenantId: target, permissions, client_id: subject.client_id, kind: subject.kind,
     act: { sub: subject.sub, tenantId: subject.tenantId },
   }, ttl);

@@ -169,7 +169,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
       }
     });
     it('when an expired token is sent, then 401', async () => {
-      const { token } = app.ctx.auth.tokens.issue({ sub: 'x', aud: 'service-admin', tenantId: app.platformTenantId, permissions: ['admin.platform.scopes.read'], client_id: 'c', kind: 'user' }, -120);
+      const { token } = await app.ctx.auth.tokens.issue({ sub: 'x', aud: 'service-admin', tenantId: app.platformTenantId, permissions: ['admin.platform.scopes.read'], client_id: 'c', kind: 'user' }, -120);
       expect((await api(app, 'GET', '/api/v3/admin/platform/scopes', token)).status).toBe(401);
     });
     it('when a valid token lacks the permission, then 403 without an error member', async () => {
