@@ -3,6 +3,8 @@
  * handler. No listen here (server.ts does that), so tests mount it on port 0.
  */
 import express, { type Express } from 'express';
+import type { RequestListener } from 'node:http';
+import { createRuntimeLane } from './runtime-lane.ts';
 import type { AppContext } from './context.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
@@ -52,4 +54,13 @@ export function createApp(ctx: AppContext): Express {
   app.use(notFound);
   app.use(errorHandler(ctx.config.publicBaseUrl));
   return app;
+}
+
+/** The HTTP request listener: the runtime lane for the hot crypto endpoints, Express for the rest. */
+export function createRequestListener(ctx: AppContext): RequestListener {
+  const app = createApp(ctx);
+  const lane = createRuntimeLane(ctx);
+  return (req, res) => {
+    if (!lane(req, res)) app(req, res);
+  };
 }

@@ -7,7 +7,8 @@ import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
 import { closeContext, createContext } from './context.ts';
-import { createApp } from './app.ts';
+import { createServer } from 'node:http';
+import { createRequestListener } from './app.ts';
 import { bootstrapPlatform } from './services/bootstrap.ts';
 
 /** A signal that arrives during start-up (migrations, bootstrap) is honoured once started. */
@@ -28,8 +29,7 @@ async function startWorker(config: Config): Promise<void> {
         (boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n` : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
     );
   }
-  const app = createApp(ctx);
-  const server: Server = app.listen(config.port, config.host);
+  const server: Server = createServer(createRequestListener(ctx)).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

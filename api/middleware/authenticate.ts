@@ -16,26 +16,51 @@ declare module 'express-serve-static-core' {
 
 const unauthorized = (detail: string) => new AppError('unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="keyward"' } });
 
+/** What an access check needs to know about the request, whatever serves it. */
+export interface AccessAttempt {
+  method: string;
+  path: string;
+  id: string;
+}
+
+/**
+ * The bearer check itself, transport-free (Express middleware and the runtime lane both call
+ * it): the claims of a valid token with one of `audiences`, or a 401 problem; refusals audited.
+ */
+export async function bearerClaims(ctx: AppContext, header: string | undefined, audiences: readonly string[], attempt: AccessAttempt): Promise<AccessClaims> {
+  // The scheme name is case-insensitive (RFC 7235 2.1, RFC 6750 2.1).
+  if (!header || header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') {
+    auditDenied(ctx, attempt, null, 'missing-token');
+    throw unauthorized('a bearer token is required');
+  }
+  const token = header.slice(7).trim();
+  const claims = ctx.auth.tokens.verify(token) ?? (await ctx.auth.tokens.verifyFresh(token));
+  if (!claims) {
+    auditDenied(ctx, attempt, null, 'invalid-token');
+    throw unauthorized('the bearer token is invalid, expired or revoked');
+  }
+  if (!audiences.includes(claims.aud)) {
+    auditDenied(ctx, attempt, claims, 'wrong-audience');
+    throw unauthorized(`this endpoint does not accept tokens for ${claims.aud}`);
+  }
+  return claims;
+}
+
+/** Throws the 403 problem (audited) unless the claims hold every permission. */
+export function requirePermissions(ctx: AppContext, claims: AccessClaims, permissions: readonly string[], attempt: AccessAttempt): void {
+  const missing = permissions.filter((p) => !claims.permissions.includes(p));
+  if (missing.length > 0) {
+    auditDenied(ctx, attempt, claims, 'missing-permission', missing);
+    throw new AppError('forbidden', `the token's role lacks ${missing.join(', ')}; widen the role and reissue the token`);
+  }
+}
+
+const attemptOf = (req: Request): AccessAttempt => ({ method: req.method, path: `${req.baseUrl}${req.path}`, id: req.id });
+
 /** Verifies the bearer token and that its audience is one of `audiences`. */
 export function authenticate(ctx: AppContext, audiences: readonly string[]): RequestHandler {
   return async (req, _res, next) => {
-    const header = req.headers.authorization;
-    // The scheme name is case-insensitive (RFC 7235 2.1, RFC 6750 2.1).
-    if (!header || header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') {
-      auditDenied(ctx, req, null, 'missing-token');
-      throw unauthorized('a bearer token is required');
-    }
-    const token = header.slice(7).trim();
-    const claims = ctx.auth.tokens.verify(token) ?? (await ctx.auth.tokens.verifyFresh(token));
-    if (!claims) {
-      auditDenied(ctx, req, null, 'invalid-token');
-      throw unauthorized('the bearer token is invalid, expired or revoked');
-    }
-    if (!audiences.includes(claims.aud)) {
-      auditDenied(ctx, req, claims, 'wrong-audience');
-      throw unauthorized(`this endpoint does not accept tokens for ${claims.aud}`);
-    }
-    req.auth = claims;
+    req.auth = await bearerClaims(ctx, req.headers.authorization, audiences, attemptOf(req));
     next();
   };
 }
@@ -43,12 +68,7 @@ export function authenticate(ctx: AppContext, audiences: readonly string[]): Req
 /** Requires every listed permission. */
 export function authorize(ctx: AppContext, ...permissions: string[]): RequestHandler {
   return (req, _res, next) => {
-    const held = req.auth.permissions;
-    const missing = permissions.filter((p) => !held.includes(p));
-    if (missing.length > 0) {
-      auditDenied(ctx, req, req.auth, 'missing-permission', missing);
-      throw new AppError('forbidden', `the token's role lacks ${missing.join(', ')}; widen the role and reissue the token`);
-    }
+    requirePermissions(ctx, req.auth, permissions, attemptOf(req));
     next();
   };
 }
@@ -58,7 +78,7 @@ export function requireTenantAccess(ctx: AppContext, param = 'tenantId'): Reques
   return (req, _res, next) => {
     const tenantId = String(req.params[param] ?? '');
     if (tenantId !== req.auth.tenantId && !req.auth.permissions.includes('admin.platform.cross-tenant')) {
-      auditDenied(ctx, req, req.auth, 'other-tenant');
+      auditDenied(ctx, attemptOf(req), req.auth, 'other-tenant');
       throw new AppError('forbidden', 'the token belongs to another tenant');
     }
     next();
@@ -66,10 +86,10 @@ export function requireTenantAccess(ctx: AppContext, param = 'tenantId'): Reques
 }
 
 /** Records a refused access attempt in the caller's tenant, or the platform's when unknown. */
-function auditDenied(ctx: AppContext, req: Request, claims: AccessClaims | null, reason: string, missing?: string[]): void {
+function auditDenied(ctx: AppContext, attempt: AccessAttempt, claims: AccessClaims | null, reason: string, missing?: string[]): void {
   const record = (tenantId: string) => ctx.audit.record({
-    tenantId, actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous', action: 'access', outcome: 'denied', target: `${req.method} ${req.baseUrl}${req.path}`.slice(0, 512),
-    details: { reason, ...(missing ? { missing } : {}), requestId: req.id },
+    tenantId, actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous', action: 'access', outcome: 'denied', target: `${attempt.method} ${attempt.path}`.slice(0, 512),
+    details: { reason, ...(missing ? { missing } : {}), requestId: attempt.id },
   });
   if (claims) record(claims.tenantId);
   else ctx.auth.platformTenantId().then(record, () => undefined);

@@ -25,17 +25,22 @@ function fromHttpError(err: { type?: string; status?: number; message?: string }
   }
 }
 
-/** Writes a problem+json response for an AppError. */
-export function sendProblem(req: Request, res: Response, error: AppError, baseUrl: string): void {
-  if (error.headers) for (const [k, v] of Object.entries(error.headers)) res.setHeader(k, v);
-  res.status(error.status).type('application/problem+json').send(JSON.stringify({
+/** The RFC 7807 body of an AppError (spec 2.5); internals never leave for 5xx. */
+export function problemBody(error: AppError, baseUrl: string, instance: string): string {
+  return JSON.stringify({
     type: `${baseUrl}/problems/${error.slug}`,
     title: error.title,
     status: error.status,
     detail: error.expose ? error.message : 'an unexpected error occurred; the request id identifies it in the logs',
-    instance: req.originalUrl.split('?')[0],
+    instance,
     ...(error.expose && error.details ? error.details : {}),
-  }));
+  });
+}
+
+/** Writes a problem+json response for an AppError. */
+export function sendProblem(req: Request, res: Response, error: AppError, baseUrl: string): void {
+  if (error.headers) for (const [k, v] of Object.entries(error.headers)) res.setHeader(k, v);
+  res.status(error.status).type('application/problem+json').send(problemBody(error, baseUrl, req.originalUrl.split('?')[0]));
 }
 
 /** The error middleware; `baseUrl` is PUBLIC_BASE_URL. */

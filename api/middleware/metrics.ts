@@ -9,6 +9,8 @@ import type { WorkPool } from '../../workers/pool.ts';
 export interface Metrics {
   registry: Registry;
   middleware: RequestHandler;
+  /** Records one request (for handlers outside Express: the runtime lane). */
+  observe(method: string, route: string, status: number, seconds: number): void;
 }
 
 /** Creates the registry and the request-timing middleware. */
@@ -25,22 +27,24 @@ export function createMetrics(pool: WorkPool): Metrics {
   // Label children resolved once per (method, route, status): prom-client hashes label objects
   // on every inc/observe otherwise, a measurable cost at tens of thousands of requests a second.
   const children = new Map<string, { count: Counter.Internal; time: Histogram.Internal<string> }>();
+  const observe = (method: string, route: string, status: number, seconds: number) => {
+    const key = `${method} ${route} ${status}`;
+    let child = children.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      child = { count: requests.labels(labels), time: latency.labels(labels) };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(seconds);
+  };
   const middleware: RequestHandler = (req, res, next) => {
     const start = performance.now();
     res.once('finish', () => {
       // The matched route pattern, never the raw path, keeps label cardinality bounded.
-      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
-      const key = `${req.method} ${route} ${res.statusCode}`;
-      let child = children.get(key);
-      if (!child) {
-        const labels = { method: req.method, route, status: String(res.statusCode) };
-        child = { count: requests.labels(labels), time: latency.labels(labels) };
-        children.set(key, child);
-      }
-      child.count.inc();
-      child.time.observe((performance.now() - start) / 1000);
+      observe(req.method, req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched', res.statusCode, (performance.now() - start) / 1000);
     });
     next();
   };
-  return { registry, middleware };
+  return { registry, middleware, observe };
 }

@@ -1,18 +1,24 @@
 /** Per client, per endpoint rate limit of the bearer APIs (spec 8): 429 problem with Retry-After. */
 import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { isRateLimited, retryAfterSeconds } from '../services/auth/rate-limits.ts';
 
-/** Consumes one point of the caller's budget for `endpoint`. */
+/** Consumes one point of the caller's budget for `endpoint`, or throws the 429 problem. */
+export async function consumeApiBudget(ctx: AppContext, claims: AccessClaims, endpoint: string): Promise<void> {
+  try {
+    await ctx.auth.limits.api.consume(`${claims.client_id}:${claims.tenantId}:${endpoint}`);
+  } catch (err) {
+    if (isRateLimited(err)) throw new AppError('rate_limited', `rate limit of ${endpoint} reached; retry later`, { headers: { 'Retry-After': String(retryAfterSeconds(err)) } });
+    throw err;
+  }
+}
+
+/** The Express middleware over consumeApiBudget. */
 export function apiRateLimit(ctx: AppContext, endpoint: string): RequestHandler {
   return async (req, _res, next) => {
-    try {
-      await ctx.auth.limits.api.consume(`${req.auth.client_id}:${req.auth.tenantId}:${endpoint}`);
-    } catch (err) {
-      if (isRateLimited(err)) throw new AppError('rate_limited', `rate limit of ${endpoint} reached; retry later`, { headers: { 'Retry-After': String(retryAfterSeconds(err)) } });
-      throw err;
-    }
+    await consumeApiBudget(ctx, req.auth, endpoint);
     next();
   };
 }

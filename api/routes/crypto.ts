@@ -8,51 +8,64 @@ import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
 import { paginate } from '../http/pagination.ts';
-import { authorize, actorOf } from '../middleware/authenticate.ts';
+import { authorize } from '../middleware/authenticate.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { apiRateLimit } from '../middleware/rate-limit.ts';
 import { jsonBody } from '../middleware/body.ts';
 import { keyView } from '../services/keys/store.ts';
 import { decrypt, encrypt, sign, verify } from '../services/crypto/runtime.ts';
 
-type Operation = (ctx: AppContext, tenantId: string, body: Record<string, unknown>) => Promise<Record<string, unknown>>;
+export type Operation = (ctx: AppContext, tenantId: string, body: Record<string, unknown>) => Promise<Record<string, unknown>>;
 
 const MAX_BATCH = 1000;
 
-/** Runs one operation, or each item of a batch, and audits it as a tallied event. */
+/**
+ * Runs one operation, or each item of a batch, auditing each as a tallied event; returns the
+ * response body. Transport-free: the Express routes and the runtime lane both call it.
+ */
+export async function runRuntime(ctx: AppContext, claims: AccessClaims, action: string, op: Operation, body: unknown): Promise<unknown> {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object');
+  const input = body as Record<string, unknown>;
+  const tenantId = claims.tenantId;
+  const actor = claims.act ? `${claims.kind}:${claims.sub} (acting from ${claims.act.tenantId})` : `${claims.kind}:${claims.sub}`;
+  if (!Array.isArray(input.items)) {
+    try {
+      const result = await op(ctx, tenantId, input);
+      ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
+      return result;
+    } catch (err) {
+      ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: typeof input.kid === 'string' ? input.kid.slice(0, 128) : null });
+      throw err;
+    }
+  }
+  if (input.items.length === 0 || input.items.length > MAX_BATCH) throw new AppError('validation_failed', `items must hold 1 to ${MAX_BATCH} entries`);
+  const results = await Promise.all(input.items.map(async (item: unknown) => {
+    try {
+      if (!item || typeof item !== 'object') throw new AppError('validation_failed', 'each item must be an object');
+      const result = await op(ctx, tenantId, item as Record<string, unknown>);
+      ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
+      return { status: 200, ...result };
+    } catch (err) {
+      const e = err instanceof AppError ? err : new AppError('internal', 'unexpected failure', { cause: err });
+      if (!e.expose) ctx.logger.error({ err: (err as Error)?.message, action }, 'batch item failed');
+      ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: null });
+      return { status: e.status, error: { type: `${ctx.config.publicBaseUrl}/problems/${e.slug}`, title: e.title, status: e.status, detail: e.expose ? e.message : 'unexpected failure' } };
+    }
+  }));
+  return { results };
+}
+
+/** The Express handler over runRuntime. */
 export function runtimeHandler(ctx: AppContext, action: string, op: Operation) {
   return async (req: Request, res: Response) => {
-    const body = req.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object');
-    const tenantId = req.auth.tenantId;
-    const actor = actorOf(req);
-    if (!Array.isArray(body.items)) {
-      try {
-        const result = await op(ctx, tenantId, body);
-        ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
-        res.json(result);
-      } catch (err) {
-        ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: typeof body.kid === 'string' ? body.kid.slice(0, 128) : null });
-        throw err;
-      }
-      return;
-    }
-    if (body.items.length === 0 || body.items.length > MAX_BATCH) throw new AppError('validation_failed', `items must hold 1 to ${MAX_BATCH} entries`);
-    const results = await Promise.all(body.items.map(async (item: unknown) => {
-      try {
-        if (!item || typeof item !== 'object') throw new AppError('validation_failed', 'each item must be an object');
-        const result = await op(ctx, tenantId, item as Record<string, unknown>);
-        ctx.audit.tally({ tenantId, actor, action, outcome: 'success', target: String(result.kid ?? '') });
-        return { status: 200, ...result };
-      } catch (err) {
-        const e = err instanceof AppError ? err : new AppError('internal', 'unexpected failure', { cause: err });
-        if (!e.expose) req.log.error({ err: (err as Error)?.message }, 'batch item failed');
-        ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: null });
-        return { status: e.status, error: { type: `${ctx.config.publicBaseUrl}/problems/${e.slug}`, title: e.title, status: e.status, detail: e.expose ? e.message : 'unexpected failure' } };
-      }
-    }));
-    res.json({ results });
+    res.json(await runRuntime(ctx, req.auth, action, op, req.body));
   };
 }
+
+/** The runtime operations of /api/v3/crypto: path segment, permission, operation. */
+export const CRYPTO_OPERATIONS: ReadonlyArray<readonly [string, string, Operation]> = [
+  ['encrypt', 'crypto.encrypt', encrypt], ['decrypt', 'crypto.decrypt', decrypt], ['sign', 'crypto.sign', sign], ['verify', 'crypto.verify', verify],
+];
 
 /** Mounted at /api/v3/crypto (after service-core authentication). */
 export function createCryptoRouter(ctx: AppContext): Router {
@@ -65,8 +78,7 @@ export function createCryptoRouter(ctx: AppContext): Router {
       res.json(await paginate(q, 'kid', req, (r) => keyView(r)));
     }],
   });
-  const ops: Array<[string, string, Operation]> = [['encrypt', 'crypto.encrypt', encrypt], ['decrypt', 'crypto.decrypt', decrypt], ['sign', 'crypto.sign', sign], ['verify', 'crypto.verify', verify]];
-  for (const [name, permission, op] of ops) {
+  for (const [name, permission, op] of CRYPTO_OPERATIONS) {
     route(router, `/${name}`, { post: [authorize(ctx, permission), apiRateLimit(ctx, `crypto.${name}`), ...json, runtimeHandler(ctx, `crypto.${name}`, op)] });
   }
   return router;

