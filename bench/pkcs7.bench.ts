@@ -16,6 +16,8 @@
  * The server runs on its embedded defaults (PGlite, whose WASM heap alone is about 450 MB of
  * RSS); BENCH_DATABASE_URL (a Postgres server URL) runs it on a fresh database there instead.
  * RSS is reported idle (before the request), at its peak, and as the growth between the two.
+ * BENCH_POOL_THREADS sets the server's POOL_THREADS (default: one per core; each piscina worker
+ * thread is an isolate with its own module graph, so it shows in the idle RSS).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createPublicKey, createVerify, randomBytes, randomFillSync } from 'node:crypto';
@@ -33,6 +35,7 @@ const SIZE = Number(process.env.BENCH_PKCS7_MIB ?? 1024) * MiB;
 const WITH_4G = process.env.BENCH_PKCS7_4G === '1';
 const OPENSSL = '/usr/bin/openssl';
 const PG = process.env.BENCH_DATABASE_URL;
+const POOL_THREADS = process.env.BENCH_POOL_THREADS;
 const work = mkdtempSync('/tmp/keyward-pkcs7-bench-');
 const dbName = `kw_bench_pkcs7_${randomBytes(4).toString('hex')}`;
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
@@ -194,14 +197,14 @@ function describe(r: Round, baseline?: { seconds: number; peakMb: number }): str
 try {
   const need = (WITH_4G ? 4 * 3 * 1024 * MiB : 0) + 3 * SIZE + 512 * MiB;
   const free = freeBytes('/tmp');
-  console.log(`pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, load average ${load()}`);
+  console.log(`pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, pool threads ${POOL_THREADS ?? 'default'}, load average ${load()}`);
   if (free < need) throw new Error(`needs ${fmt(need / 2 ** 30, 1)} GiB free under /tmp; ${fmt(free / 2 ** 30, 1)} GiB available`);
   openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-subj', '/CN=bench/O=Keyward Bench', '-days', '2']);
   const pem = Buffer.concat([readFileSync(at('key.pem')), readFileSync(at('cert.pem'))]);
 
   if (PG) await pgAdmin(`CREATE DATABASE ${dbName}`);
   const pgUrl = PG ? Object.assign(new URL(PG), { pathname: `/${dbName}` }).href : undefined;
-  const keyward = await startKeyward({ LOG_LEVEL: 'info', ...(pgUrl ? { DATABASE_URL: pgUrl } : {}) });
+  const keyward = await startKeyward({ LOG_LEVEL: 'info', ...(pgUrl ? { DATABASE_URL: pgUrl } : {}), ...(POOL_THREADS ? { POOL_THREADS } : {}) });
   try {
     const pid = keyward.child.process.pid!;
     const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];

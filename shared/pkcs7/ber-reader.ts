@@ -33,6 +33,8 @@ export interface BerReaderOptions {
 const EMPTY = Buffer.alloc(0);
 const DEFAULT_MAX_DEPTH = 64;
 const DEFAULT_BATCH = 64 * 1024;
+/** Content slices at least this long are yielded as views of the input, without batching. */
+const MIN_DIRECT = 16 * 1024;
 
 /** Universal tag numbers the engine looks at. */
 export const TAG = { EOC: 0, BOOLEAN: 1, INTEGER: 2, BIT_STRING: 3, OCTET_STRING: 4, NULL: 5, OID: 6, SEQUENCE: 16, SET: 17 } as const;
@@ -350,6 +352,11 @@ export class BerReader {
         if (this.available() === 0 && !(await this.fill())) throw this.#truncated();
         const s = this.#take(Math.min(left, this.available()));
         left -= s.length;
+        if (batched === 0 && s.length >= MIN_DIRECT) {
+          // A large slice goes out as it is, a view of the input chunk: no copy.
+          yield s;
+          continue;
+        }
         batch.push(s);
         batched += s.length;
         if (batched >= this.batchSize) yield flush();
