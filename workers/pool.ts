@@ -25,10 +25,12 @@ export interface WorkPool {
 export function createPool(opts: PoolOptions): WorkPool {
   const piscina = new Piscina({
     filename: new URL('./tasks/index.ts', import.meta.url).href,
-    minThreads: opts.threads,
+    // One thread stays (health checks count threads); the others start on demand and end after
+    // 10 s idle: each is an isolate with the whole task module graph, about 30 MB of RSS.
+    minThreads: Math.min(1, opts.threads),
     maxThreads: opts.threads,
     maxQueue: opts.maxQueue,
-    idleTimeout: 60_000,
+    idleTimeout: 10_000,
   });
   let closed = false;
   return {
