@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts'
 import { closeContext, createContext } from './context.ts';
 import { createServer } from 'node:http';
 import { createRequestListener } from './app.ts';
-import { bootstrapPlatform } from './services/bootstrap.ts';
+import { bootstrapPlatform, type BootstrapResult } from './services/bootstrap.ts';
 
 /** A signal that arrives during start-up (migrations, bootstrap) is honoured once started. */
 let pendingSignal: string | null = null;
@@ -19,16 +19,18 @@ let onSignal: (signal: string) => void = (signal) => {
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('SIGINT', () => onSignal('SIGINT'));
 
+/** Printed once, on the very first start, to stdout (contract 1); never logged. */
+function printBootstrap(boot: BootstrapResult | null): void {
+  if (!boot) return;
+  process.stdout.write(
+    `\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n` +
+      (boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n` : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
+  );
+}
+
 async function startWorker(config: Config): Promise<void> {
   const ctx = await createContext(config);
-  const boot = await bootstrapPlatform(ctx);
-  if (boot) {
-    // Printed once, on the very first start, to stdout (contract 1); never logged.
-    process.stdout.write(
-      `\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n` +
-        (boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n` : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
-    );
-  }
+  printBootstrap(await bootstrapPlatform(ctx));
   const server: Server = createServer(createRequestListener(ctx)).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -91,10 +93,7 @@ async function main(): Promise<void> {
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     // The first process bootstraps and migrates alone, so forked processes never race on it.
     const ctx = await createContext(config);
-    const boot = await bootstrapPlatform(ctx);
-    if (boot) {
-      process.stdout.write(`\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n${boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n` : ''}\n`);
-    }
+    printBootstrap(await bootstrapPlatform(ctx));
     await closeContext(ctx);
     startPrimary(config);
     return;

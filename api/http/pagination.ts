@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors/index.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 /** Reads `limit` (1..500, default 100) and `cursor` from the query. */
 export function pageParams(req: Request): { limit: number; cursor: string | null } {
@@ -12,15 +13,14 @@ export function pageParams(req: Request): { limit: number; cursor: string | null
   return { limit, cursor };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f]/;
 
 /** Runs a query one page at a time over `column` (a uuid `id` or a text key), mapping rows with `view`. */
 export async function paginate<T>(query: Knex.QueryBuilder, column: string, req: Request, view: (row: Record<string, unknown>) => T): Promise<{ items: T[]; nextCursor: string | null }> {
   const { limit, cursor } = pageParams(req);
-  const isUuid = column === 'id' || column.endsWith('.id');
-  if (cursor !== null && ((isUuid && !UUID.test(cursor)) || CONTROL.test(cursor) || cursor.length > 256)) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
+  const uuidColumn = column === 'id' || column.endsWith('.id');
+  if (cursor !== null && ((uuidColumn && !isUuid(cursor)) || CONTROL.test(cursor) || cursor.length > 256)) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
   if (cursor) query.where(column, '>', cursor);
   const rows: Array<Record<string, unknown>> = await query.orderBy(column, 'asc').limit(limit + 1);
   const page = rows.slice(0, limit);

@@ -95,8 +95,12 @@ function auditDenied(ctx: AppContext, attempt: AccessAttempt, claims: AccessClai
   else ctx.auth.platformTenantId().then(record, () => undefined);
 }
 
-/** The audit actor of an authenticated request ("user:<id>" or "workload:<id>", with the delegating subject). */
-export function actorOf(req: Request): string {
-  const a = req.auth;
+/** The audit actor of a token ("user:<id>" or "workload:<id>", with the delegating tenant). */
+export function actorOfClaims(a: AccessClaims): string {
   return a.act ? `${a.kind}:${a.sub} (acting from ${a.act.tenantId})` : `${a.kind}:${a.sub}`;
+}
+
+/** The audit actor of an authenticated request. */
+export function actorOf(req: Request): string {
+  return actorOfClaims(req.auth);
 }

@@ -12,6 +12,7 @@ import { isRateLimited, retryAfterSeconds } from '../services/auth/rate-limits.t
 import { revokeRefreshFamily } from '../services/auth/refresh-tokens.ts';
 import { startPasswordReset, completePasswordReset } from '../services/auth/password-reset.ts';
 import { loadUser } from '../services/auth/passwords.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 async function rateGate(ctx: AppContext, key: string): Promise<void> {
   const failed = await ctx.auth.limits.failures.get(key);
@@ -110,7 +111,7 @@ export function createAuthRouter(ctx: AppContext): Router {
       if (!email || !tenantId) throw new OAuthError('invalid_request', 'email and tenant_id are required');
       const key = `forgot:${tenantId}:${email.toLowerCase()}`;
       await rateGate(ctx, key);
-      const user = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
+      const user = isUuid(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
       if (user && !user.disabled) {
         await startPasswordReset(ctx.db, ctx.auth.mailer, ctx.config.publicBaseUrl, user);
         ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.password.forgot', outcome: 'success' });

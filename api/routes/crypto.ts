@@ -8,7 +8,7 @@ import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
 import { paginate } from '../http/pagination.ts';
-import { authorize } from '../middleware/authenticate.ts';
+import { actorOfClaims, authorize } from '../middleware/authenticate.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { apiRateLimit } from '../middleware/rate-limit.ts';
 import { jsonBody } from '../middleware/body.ts';
@@ -27,7 +27,7 @@ export async function runRuntime(ctx: AppContext, claims: AccessClaims, action: 
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object');
   const input = body as Record<string, unknown>;
   const tenantId = claims.tenantId;
-  const actor = claims.act ? `${claims.kind}:${claims.sub} (acting from ${claims.act.tenantId})` : `${claims.kind}:${claims.sub}`;
+  const actor = actorOfClaims(claims);
   if (!Array.isArray(input.items)) {
     try {
       const result = await op(ctx, tenantId, input);

@@ -25,11 +25,11 @@ import { deserializeMaterial, loadKeyVersion, serializeMaterial, type KeyMateria
 import { decryptCompact, encryptCompact } from '../../shared/crypto/jwe.ts';
 import { checkNewKey, findKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
 import { unusable, type KeyState } from './keys/lifecycle.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 const TABLE = 'cryptographic_exchanges';
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 30 * 86400;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MODES = ['public', 'wrapped'] as const;
 const STATES = ['pending', 'accepted', 'rejected', 'cancelled', 'expired'];
 
@@ -118,7 +118,7 @@ interface OfferInput { kid: string; toTenantId: string; mode: (typeof MODES)[num
 function readOffer(body: Record<string, unknown>): OfferInput {
   const { kid, toTenantId, mode, wrappingKid, expiresInSeconds } = body;
   if (typeof kid !== 'string' || kid === '' || kid.length > 128) throw invalid('kid must name a key of this tenant');
-  if (typeof toTenantId !== 'string' || !UUID.test(toTenantId)) throw invalid('toTenantId must be a tenant id (UUID)');
+  if (typeof toTenantId !== 'string' || !isUuid(toTenantId)) throw invalid('toTenantId must be a tenant id (UUID)');
   if (!MODES.includes(mode as never)) throw invalid(`mode must be one of ${MODES.join(', ')}`);
   if (mode === 'wrapped' && (typeof wrappingKid !== 'string' || wrappingKid === '' || wrappingKid.length > 128)) throw invalid('mode wrapped needs wrappingKid, an encrypt key of the receiving tenant');
   if (mode === 'public' && wrappingKid !== undefined) throw invalid('wrappingKid applies to mode wrapped only');
@@ -213,7 +213,7 @@ const parseJson = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
 
 /** An exchange of which `tenantId` is a side; a third tenant gets the same 404 as for a missing one. */
 export async function findExchange(ctx: AppContext, tenantId: string, id: string): Promise<ExchangeRow> {
-  const row = UUID.test(id) ? await ctx.db(TABLE).where({ id }).andWhere((q) => q.where({ from_tenant_id: tenantId }).orWhere({ to_tenant_id: tenantId })).first() : undefined;
+  const row = isUuid(id) ? await ctx.db(TABLE).where({ id }).andWhere((q) => q.where({ from_tenant_id: tenantId }).orWhere({ to_tenant_id: tenantId })).first() : undefined;
   if (!row) throw new AppError('not_found', 'no such exchange');
   return row;
 }

@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { isPermission, isPlatformPermission } from '../../shared/permissions.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 export interface TenantView { id: string; name: string; status: string; isPlatform: boolean; createdAt: string }
 export interface RoleView { id: string; tenantId: string; name: string; permissions: string[]; createdAt: string }
 export interface WorkloadView { id: string; tenantId: string; name: string; clientId: string; roleId: string; disabled: boolean; createdAt: string }
 
 const iso = (d: unknown) => new Date(d as string).toISOString();
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const parseJson = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 
 export const tenantView = (r: Record<string, unknown>): TenantView => ({ id: r.id as string, name: r.name as string, status: r.status as string, isPlatform: Boolean(r.is_platform), createdAt: iso(r.created_at) });
@@ -49,7 +49,7 @@ export async function createRole(ctx: AppContext, tenantId: string, input: { nam
 }
 
 async function requireRole(ctx: AppContext, tenantId: string, roleId: unknown): Promise<string> {
-  if (typeof roleId !== 'string' || !UUID.test(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantId }).first('id'))) {
+  if (typeof roleId !== 'string' || !isUuid(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantId }).first('id'))) {
     throw new AppError('validation_failed', 'roleId must name a role of this tenant');
   }
   return roleId;

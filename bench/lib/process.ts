@@ -3,20 +3,9 @@
  * the bench (process.execPath), waited on until a URL answers 200, stopped with SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { SCHEMA } from '../../shared/config/index.ts';
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../test/support/free-port.ts';
 
 /** process.env without any Keyward configuration variable, so a child starts on defaults. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

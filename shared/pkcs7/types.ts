@@ -63,14 +63,9 @@ export interface AlgorithmSummary {
   name: string;
 }
 
-/** The certificate fields the analysis reports (same shape as keystore import, contract section 4). */
-export interface CertificateSummary {
-  subject: string;
-  issuer: string;
-  serialNumber: string;
-  notBefore: string;
-  notAfter: string;
-}
+/** The certificate fields the analysis reports: the keystore import's shape (contract section 4). */
+export type { CertificateSummary } from '../keystore/types.ts';
+import type { CertificateSummary } from '../keystore/types.ts';
 
 /** A signer or recipient identifier in printable form. */
 export interface IdentifierSummary {

@@ -5,24 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA } from '../../shared/config/index.ts';
 import { openDatabase } from '../../shared/db/knex.ts';
+import { freePort } from '../support/free-port.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Running {
   child: ChildProcess;

@@ -6,9 +6,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { freePort } from './free-port.ts';
 
 export interface TestRedisServer {
   url: string;
@@ -18,17 +19,6 @@ export interface TestRedisServer {
   start(): Promise<void>;
   restart(): Promise<void>;
   close(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once the port answers PING with PONG. */

@@ -14,6 +14,7 @@ import { createUsersRouter } from './users.ts';
 import { createPoliciesRouter } from './policies.ts';
 import { createKeysRouter } from './keys.ts';
 import { createExchangesRouter } from './exchanges.ts';
+import { isUuid } from '../../../shared/ids.ts';
 
 /** Routers per tenant-scoped area, mounted under /tenants/:tenantId. */
 export type TenantAreaFactory = (ctx: AppContext) => Router;
@@ -27,10 +28,9 @@ const TENANT_AREAS: Array<[string, TenantAreaFactory]> = [
   ['/cryptographic-exchanges', createExchangesRouter],
 ];
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Record ids are UUID columns: a malformed one names nothing (404) rather than reaching Postgres as a type error (500). */
-const uuidParam = (what: string): RequestParamHandler => (_req, _res, next, value) => (UUID.test(String(value)) ? next() : next(new AppError('not_found', `no such ${what}`)));
+const uuidParam = (what: string): RequestParamHandler => (_req, _res, next, value) => (isUuid(String(value)) ? next() : next(new AppError('not_found', `no such ${what}`)));
 const withUuidIds = (router: Router, what: string) => {
   router.param('id', uuidParam(what));
   return router;

@@ -10,6 +10,7 @@ import { jsonBody } from '../../middleware/body.ts';
 import { createUser } from '../../services/identities.ts';
 import { startPasswordReset } from '../../services/auth/password-reset.ts';
 import { revokeSubjectRefreshTokens } from '../../services/auth/refresh-tokens.ts';
+import { isUuid } from '../../../shared/ids.ts';
 
 const userView = (r: Record<string, unknown>) => ({
   id: r.id, tenantId: r.tenant_id, email: r.email, roleId: r.role_id, disabled: Boolean(r.disabled),
@@ -48,7 +49,7 @@ export function createUsersRouter(ctx: AppContext): Router {
       const { roleId, disabled } = req.body ?? {};
       const update: Record<string, unknown> = { updated_at: new Date() };
       if (roleId !== undefined) {
-        if (typeof roleId !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantParam(req) }).first('id'))) throw new AppError('validation_failed', 'roleId must name a role of this tenant');
+        if (typeof roleId !== 'string' || !isUuid(roleId) || !(await ctx.db('roles').where({ id: roleId, tenant_id: tenantParam(req) }).first('id'))) throw new AppError('validation_failed', 'roleId must name a role of this tenant');
         update.role_id = roleId;
       }
       if (disabled !== undefined) {

@@ -9,6 +9,7 @@ import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY, type AccessClaims } fro
 import { checkPassword, loadUser } from './passwords.ts';
 import { issueRefreshToken, redeemRefreshToken } from './refresh-tokens.ts';
 import type { WorkloadCredentials } from './client-secrets.ts';
+import { UUID_SOURCE, isUuid } from '../../../shared/ids.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -19,7 +20,6 @@ export interface TokenResponse {
   issued_token_type?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HUMAN_CLIENT = 'keyward-admin';
 
 /** Identifies the requester for rate limiting before the grant runs. */
@@ -36,7 +36,7 @@ function required(form: Record<string, string>, ...fields: string[]): void {
 
 /** Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a wrong secret. */
 export async function authenticateWorkload(ctx: AppContext, clientId: string, clientSecret: string): Promise<WorkloadCredentials> {
-  const creds = UUID.test(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
+  const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
   if (!creds || creds.disabled || !creds.tenantActive) {
     ctx.audit.record({ tenantId: creds?.tenantId ?? (await ctx.auth.platformTenantId()), actor: `client:${clientId.slice(0, 64)}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: creds ? 'disabled' : 'unknown-client' } });
     throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'WWW-Authenticate': 'Basic realm="keyward"' });
@@ -71,7 +71,7 @@ async function humanTokens(ctx: AppContext, user: { id: string; tenantId: string
 /** password: a HUMAN token for service-admin plus a rotating refresh token. */
 export async function passwordGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
   required(form, 'username', 'password', 'tenant_id');
-  if (!UUID.test(form.tenant_id)) throw new OAuthError('invalid_request', 'tenant_id must be a UUID');
+  if (!isUuid(form.tenant_id)) throw new OAuthError('invalid_request', 'tenant_id must be a UUID');
   const { user, reason } = await checkPassword(ctx.db, ctx.pool, { threshold: ctx.config.lockoutThreshold, baseSeconds: ctx.config.lockoutBaseSeconds }, form.tenant_id, form.username, form.password);
   const tenantExists = await ctx.db('tenants').where({ id: form.tenant_id }).first('id');
   const auditTenant = tenantExists ? form.tenant_id : await ctx.auth.platformTenantId();
@@ -118,7 +118,7 @@ export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, 
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
 }
 
-const RESOURCE = /^urn:keyward:tenant:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(admin|core)$/i;
+const RESOURCE = new RegExp(`^urn:keyward:tenant:(${UUID_SOURCE}):(admin|core)$`, 'i');
 
 /** RFC 8693 token exchange: act in a tenant (own, or any with the platform permission); 900 s, `act` claim. */
 export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
