@@ -42,10 +42,11 @@ async function startServer(dataDir: string): Promise<Running> {
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   // Waits past the 10 s the first test allows, so a slow start fails that test with its timing
-  // while the later ones still run.
+  // while the later ones still run. Ready means /healthz answers and the line the server logs
+  // once it listens has crossed the pipe, so everything printed before it is in `out`.
   while (Date.now() - started < 30_000 && child.exitCode === null) {
     const status = await fetch(`${url}/healthz`).then((r) => r.status, () => 0);
-    if (status === 200) break;
+    if (status === 200 && out.includes('keyward api listening')) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   const readyAfterMs = Date.now() - started;

@@ -90,6 +90,11 @@ export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<str
 export interface WorkerChild {
   process: ChildProcess;
   output(): string;
+  /**
+   * Resolves with the output once it contains `text`. A job's state in Redis can be read before
+   * the worker's log line about it has crossed the pipe, so tests wait for the line.
+   */
+  waitForOutput(text: string, timeoutMs?: number): Promise<string>;
   /** Resolves with the exit code (or signal name). */
   exited: Promise<number | string | null>;
   /** SIGTERM and wait (SIGKILL after 15 s). */
@@ -106,6 +111,14 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): P
   const handle: WorkerChild = {
     process: child,
     output: () => out,
+    async waitForOutput(text, timeoutMs = 5_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!out.includes(text)) {
+        if (Date.now() > deadline) throw new Error(`worker output lacks ${JSON.stringify(text)} after ${timeoutMs} ms:\n${out}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return out;
+    },
     exited,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

@@ -108,8 +108,7 @@ describe('worker failures (real Redis, s3rver, worker processes)', () => {
     const b = await start();
     const done = await waitForJob(env.app, tenant.token, id, finished, 40_000);
     expect(done).toMatchObject({ state: 'completed', result: { key: 'killed/archive.p7m.jwe' }, progress: { bytesRead: inputSize, objectsDone: 1 } });
-    expect(b.output()).toContain('job stalled');
-    expect(b.output()).toContain('conversion completed');
+    expect(await b.waitForOutput('conversion completed')).toContain('job stalled');
 
     const res = await fetch(`${env.app.url}${JOBS}/${id}/result`, { headers: { authorization: `Bearer ${tenant.token}` } });
     expect(res.status).toBe(200);
@@ -131,8 +130,8 @@ describe('worker failures (real Redis, s3rver, worker processes)', () => {
       result: null,
       problem: { code: 'storage_unavailable', status: 503, slug: 'storage-unavailable', message: expect.stringContaining('object storage unreachable'), details: { transient: true } },
     });
-    expect(w.output().match(/transient fault, will retry with backoff/g)).toHaveLength(2);
-    expect(w.output()).toContain('conversion failed after its last attempt');
+    const log = await w.waitForOutput('conversion failed after its last attempt');
+    expect(log.match(/transient fault, will retry with backoff/g)).toHaveLength(2);
     expect(await w.stop()).toBe(0);
   }, 40_000);
 
@@ -147,7 +146,7 @@ describe('worker failures (real Redis, s3rver, worker processes)', () => {
     const done = await waitForJob(env.app, tenant.token, id, finished, 20_000);
     expect(done).toMatchObject({ state: 'cancelled', problem: { code: 'job_cancelled' } });
     expect(await (await objects()).head('cancelled/archive.p7m.jwe')).toBeNull();
-    expect(w.output()).toContain('cancelling running job');
+    await w.waitForOutput('cancelling running job');
     expect(await w.stop()).toBe(0);
   }, 40_000);
 
