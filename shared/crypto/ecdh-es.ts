@@ -44,7 +44,7 @@ export function concatKdf(z: Buffer, keyBits: number, algorithmId: string, apu =
   return Buffer.concat(blocks).subarray(0, keyBits / 8);
 }
 
-const curveSize = (crv: JoseCurve): number => (crv === 'P-521' ? 66 : crv === 'P-384' ? 48 : 32);
+export const curveSize = (crv: JoseCurve): number => (crv === 'P-521' ? 66 : crv === 'P-384' ? 48 : 32);
 
 /** Agrees on Z with a fresh ephemeral key; returns Z and the ephemeral public key as the header's `epk`. */
 export function ephemeralAgreement(crv: JoseCurve, recipient: KeyObject): { z: Buffer; epk: EphemeralJwk } {

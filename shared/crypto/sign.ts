@@ -23,7 +23,8 @@ import type { KeyUsage, SignatureAlgorithm, SignatureAlgorithmSpec } from './reg
 import type { LoadedKey } from './material.ts';
 import { HASH_LENGTH, pkcs1SignDigest, pkcs1VerifyDigest, pssSignDigest, pssVerifyDigest } from './rsa-digest.ts';
 import { ecdsaSignDigest, ecdsaVerifyDigest } from './ecdsa-digest.ts';
-import type { JoseCurve } from './ecdh-es.ts';
+import { curveSize, type JoseCurve } from './ecdh-es.ts';
+import { derToP1363 } from './ecdsa-signature.ts';
 
 /** What is signed: the message itself, or the digest of it the caller computed. */
 export type SignInput = { data: Buffer; digest?: undefined } | { digest: Buffer; data?: undefined };
@@ -87,6 +88,21 @@ function keyOptions<K>(spec: SignatureAlgorithmSpec, key: K): { key: K; padding?
   return { key };
 }
 
+/**
+ * What crypto.sign is given for a data-mode signature: the bare KeyObject wherever OpenSSL's
+ * defaults already are the JOSE algorithm (PKCS#1 v1.5, ECDSA in DER converted afterwards,
+ * EdDSA, ML-DSA, SLH-DSA), since an options object costs more than an ES256 signature's
+ * arithmetic on Node's side; the options only for PSS.
+ */
+function signingKey(spec: SignatureAlgorithmSpec, key: KeyObject): KeyObject | SignKeyObjectInput {
+  return spec.family === 'rsa' && spec.padding === 'pss' ? keyOptions(spec, key) as SignKeyObjectInput : key;
+}
+
+/** The JOSE form of what crypto.sign returned for `signingKey`. */
+function joseSignature(key: SigningKey, spec: SignatureAlgorithmSpec, signature: Buffer): Buffer {
+  return spec.family === 'ec' ? derToP1363(signature, curveSize(key.spec.curve as JoseCurve)) : signature;
+}
+
 function privateKeyOf(key: SigningKey): KeyObject {
   if (!key.privateKey) throw problem('unprocessable', `key ${key.kid ?? key.type} holds no private key and can only verify`);
   return key.privateKey;
@@ -110,8 +126,8 @@ function verifyDigest(key: SigningKey, p: Plan, signature: Buffer): boolean {
 export function signMessage(key: SigningKey, input: SignInput, algorithm?: string): SignatureResult {
   const p = plan(key, input, algorithm);
   if (p.mode === 'digest') return { signature: signDigest(key, p), algorithm: p.algorithm };
-  const signature = nodeSign(p.spec.hash, p.bytes, keyOptions(p.spec, privateKeyOf(key)) as SignKeyObjectInput);
-  return { signature, algorithm: p.algorithm };
+  const signature = nodeSign(p.spec.hash, p.bytes, signingKey(p.spec, privateKeyOf(key)));
+  return { signature: joseSignature(key, p.spec, signature), algorithm: p.algorithm };
 }
 
 /** True when `signature` is a valid signature of data or a digest by the key; malformed signatures are false, not errors. */
@@ -127,7 +143,7 @@ export function verifyMessage(key: SigningKey, input: SignInput, signature: Buff
   }
 }
 
-const signAsync = promisify(nodeSign) as (alg: string | null, data: Buffer, key: SignKeyObjectInput) => Promise<Buffer>;
+const signAsync = promisify(nodeSign) as (alg: string | null, data: Buffer, key: KeyObject | SignKeyObjectInput) => Promise<Buffer>;
 const verifyAsync = promisify(nodeVerify) as (alg: string | null, data: Buffer, key: VerifyKeyObjectInput, sig: Buffer) => Promise<boolean>;
 
 /**
@@ -138,8 +154,8 @@ const verifyAsync = promisify(nodeVerify) as (alg: string | null, data: Buffer, 
 export async function signMessageAsync(key: SigningKey, input: SignInput, algorithm?: string): Promise<SignatureResult> {
   const p = plan(key, input, algorithm);
   if (p.mode === 'digest') return { signature: signDigest(key, p), algorithm: p.algorithm };
-  const signature = await signAsync(p.spec.hash, p.bytes, keyOptions(p.spec, privateKeyOf(key)) as SignKeyObjectInput);
-  return { signature, algorithm: p.algorithm };
+  const signature = await signAsync(p.spec.hash, p.bytes, signingKey(p.spec, privateKeyOf(key)));
+  return { signature: joseSignature(key, p.spec, signature), algorithm: p.algorithm };
 }
 
 /** verifyMessage on libuv's thread pool for data mode (SLH-DSA verification takes milliseconds). */

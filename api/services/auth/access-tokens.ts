@@ -6,6 +6,7 @@
  */
 import { randomUUID, sign, verify, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
+import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
 import type { SigningKeys } from './signing-keys.ts';
 import type { RevocationList } from './revocation.ts';
 
@@ -27,8 +28,8 @@ export interface AccessClaims {
   jti: string;
   iat: number;
   exp: number;
-  /** Delegation (token exchange): who acts. */
-  act?: { sub: string; tenantId: string };
+  /** Delegation (token exchange): who acts, and the jti of the token they exchanged. */
+  act?: { sub: string; tenantId: string; jti?: string };
   /** Legacy tokens: the legacy role names. */
   scopes?: string[];
   /** 'user' or 'workload'. */
@@ -49,7 +50,7 @@ export interface AccessTokens {
 const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
 // Measured: a synchronous ES256 sign plus key-slot handling is ~70 µs of a ~200 µs token
 // request; the callback form moves it to the thread pool so the loop keeps parsing requests.
-const signAsync = promisify(sign) as (alg: string, data: Buffer, key: { key: KeyObject; dsaEncoding: 'ieee-p1363' }) => Promise<Buffer>;
+const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
 /** Creates the issuer/verifier for one issuer URL. */
 export function createAccessTokens(issuer: string, keys: SigningKeys, revocation: RevocationList): AccessTokens {
@@ -74,7 +75,10 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
   }
 
   function stillValid(claims: AccessClaims): boolean {
-    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti) && !revocation.isTenantSuspended(claims.tenantId);
+    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti) && !revocation.isTenantSuspended(claims.tenantId)
+      && !revocation.isSubjectRevoked(claims.sub, claims.iat)
+      // An exchanged token ends with the token it came from (revoked, or its subject disabled).
+      && !(claims.act && (revocation.isSubjectRevoked(claims.act.sub, claims.iat) || (claims.act.jti !== undefined && revocation.isRevoked(claims.act.jti))));
   }
 
   function parseAndCheck(token: string, keyFor: (kid: string) => ReturnType<SigningKeys['publicKeySync']>): AccessClaims | null {
@@ -110,7 +114,9 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
       const claims: AccessClaims = { iss: issuer, ...input, jti: randomUUID(), iat, exp: iat + ttlSeconds };
       const head = b64url(JSON.stringify({ alg: 'ES256', typ: 'at+jwt', kid: current.kid }));
       const body = b64url(JSON.stringify(claims));
-      const sig = await signAsync('sha256', Buffer.from(`${head}.${body}`), { key: current.privateKey, dsaEncoding: 'ieee-p1363' });
+      // DER from the bare key, then r||s: the dsaEncoding option costs more than the
+      // signature itself (shared/crypto/ecdsa-signature.ts).
+      const sig = derToP1363(await signAsync('sha256', Buffer.from(`${head}.${body}`), current.privateKey), 32);
       return { token: `${head}.${body}.${b64url(sig)}`, claims };
     },
     verify(token) {
