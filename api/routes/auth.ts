@@ -127,6 +127,8 @@ export function createAuthRouter(ctx: AppContext): Router {
       if (!token || !password) throw new OAuthError('invalid_request', 'token and password are required');
       try {
         const done = await completePasswordReset(ctx.db, ctx.pool, token, password);
+        // A new password ends the access tokens the old one got, as it ended their refresh tokens.
+        await ctx.auth.revokeSubjectTokens({ tenantId: done.tenantId, sub: done.userId, revokedBy: `user:${done.userId}`, reason: 'password reset', strict: false });
         ctx.audit.record({ tenantId: done.tenantId, actor: `user:${done.userId}`, action: 'auth.password.reset', outcome: 'success' });
       } catch (err) {
         if (err instanceof AppError && err.status < 500) throw new OAuthError('invalid_request', err.message);

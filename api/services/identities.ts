@@ -83,11 +83,12 @@ export async function rotateWorkloadSecret(ctx: AppContext, tenantId: string, wo
   return { clientId: workload.client_id, clientSecret: secret, previousValidUntil: until.toISOString() };
 }
 
-/** Enables or disables a workload; takes effect on its next token request everywhere. */
+/** Enables or disables a workload; disabling also ends its access tokens within a second, everywhere. */
 export async function setWorkloadDisabled(ctx: AppContext, tenantId: string, workloadId: string, disabled: boolean): Promise<WorkloadView> {
   const updated = await ctx.db('workloads').where({ id: workloadId, tenant_id: tenantId }).update({ disabled }).returning('*');
   if (updated.length === 0) throw new AppError('not_found', 'no such workload');
   await ctx.auth.secrets.invalidate(updated[0].client_id);
+  if (disabled) await ctx.auth.revokeSubjectTokens({ tenantId, sub: workloadId, revokedBy: null, reason: 'workload disabled', strict: true });
   return workloadView(updated[0]);
 }
 

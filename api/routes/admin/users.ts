@@ -57,13 +57,17 @@ export function createUsersRouter(ctx: AppContext): Router {
         update.disabled = disabled;
       }
       const [row] = await ctx.db('users').where({ id: user.id }).update(update).returning('*');
-      if (update.disabled === true) await revokeSubjectRefreshTokens(ctx.db, user.id);
+      if (update.disabled === true) {
+        await revokeSubjectRefreshTokens(ctx.db, user.id);
+        await ctx.auth.revokeSubjectTokens({ tenantId: user.tenant_id, sub: user.id, revokedBy: `${req.auth.kind}:${req.auth.sub}`, reason: 'user disabled', strict: true });
+      }
       auditChange(ctx, req, 'user.update', user.id, { roleId, disabled });
       res.json(userView(row));
     }],
     delete: [write, async (req, res) => {
       const user = await find(tenantParam(req), param(req, 'id'));
       await revokeSubjectRefreshTokens(ctx.db, user.id);
+      await ctx.auth.revokeSubjectTokens({ tenantId: user.tenant_id, sub: user.id, revokedBy: `${req.auth.kind}:${req.auth.sub}`, reason: 'user deleted', strict: true });
       await ctx.db('users').where({ id: user.id }).delete();
       auditChange(ctx, req, 'user.delete', user.id);
       res.status(204).end();

@@ -37,6 +37,7 @@ export function createWorkloadsRouter(ctx: AppContext): Router {
       if (!row) throw new AppError('not_found', 'no such workload');
       await ctx.db('workloads').where({ id: row.id }).delete();
       await ctx.auth.secrets.invalidate(row.client_id);
+      await ctx.auth.revokeSubjectTokens({ tenantId: row.tenant_id, sub: row.id, revokedBy: `${req.auth.kind}:${req.auth.sub}`, reason: 'workload deleted', strict: true });
       audit(req, 'workload.delete', row.id);
       res.status(204).end();
     }],

@@ -146,10 +146,12 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
   }
   // Platform permissions do not travel into another tenant: a delegated token cannot hop further.
   const permissions = sameTenant ? subject.permissions : subject.permissions.filter((p) => !isPlatformPermission(p));
-  const ttl = ctx.config.exchangeTokenTtl;
+  // Never longer than the subject token: its revocation entry must outlast the delegated token.
+  const ttl = Math.min(ctx.config.exchangeTokenTtl, subject.exp - Math.floor(Date.now() / 1000));
+  if (ttl < 1) throw new OAuthError('invalid_grant', 'the subject token is about to expire');
   const { token } = await ctx.auth.tokens.issue({
     sub: subject.sub, aud: audience, tenantId: target, permissions, client_id: subject.client_id, kind: subject.kind,
-    act: { sub: subject.sub, tenantId: subject.tenantId },
+    act: { sub: subject.sub, tenantId: subject.tenantId, jti: subject.jti },
   }, ttl);
   for (const tenantId of new Set([subject.tenantId, target])) {
     ctx.audit.record({ tenantId, actor: `${subject.kind}:${subject.sub}`, action: 'auth.token.exchange', outcome: 'success', target: form.resource, details: { fromTenant: subject.tenantId, toTenant: target } });

@@ -5,7 +5,7 @@ import type { Config } from '../../../shared/config/index.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
-import { createRevocationList, type RevocationList } from './revocation.ts';
+import { createRevocationList, type RevocationList, type SubjectRevocationInput } from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
@@ -20,6 +20,11 @@ export interface AuthServices {
   mailer: Mailer;
   /** Longest access-token lifetime: how long a retired signing key stays published. */
   maxTokenLifetime: number;
+  /**
+   * Ends every access token of a user or workload within a second, on every instance (refresh
+   * tokens are revoked separately): on disable and delete (strict), on a password reset (not).
+   */
+  revokeSubjectTokens(input: Omit<SubjectRevocationInput, 'maxTokenLifetimeSeconds'>): Promise<void>;
   /** The platform tenant's id (looked up once). */
   platformTenantId(): Promise<string>;
   close(): Promise<void>;
@@ -43,6 +48,7 @@ export async function createAuthServices(config: Config, db: Knex, master: Maste
     signingKeys, revocation, tokens, secrets, maxTokenLifetime,
     limits: createRateLimits(config, redis),
     mailer: outboxMailer(db, logger),
+    revokeSubjectTokens: (input) => revocation.revokeSubject({ ...input, maxTokenLifetimeSeconds: maxTokenLifetime }),
     async platformTenantId() {
       platform ??= ((await db('tenants').where({ is_platform: true }).first('id'))?.id as string | undefined) ?? null;
       if (!platform) throw new Error('no platform tenant: bootstrap has not run');

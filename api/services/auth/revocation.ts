@@ -2,12 +2,17 @@
  * The revoked-token list, held in memory so bearer checks never touch the database. A
  * revocation is written to the database and published on Redis (channel below) so every API
  * instance drops the token within a second; without Redis, instances poll the table each second.
+ *
+ * A subject (a user or workload) is revoked the same way, as one entry whose jti is
+ * `subject:<sub>:<not-before, unix seconds>`: every token of that subject issued before then is
+ * refused, wherever it is cached, while tokens issued later (after a password reset) work.
  */
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../../shared/logger.ts';
 
 const CHANNEL = 'keyward:revoked';
+const SUBJECT = 'subject:';
 
 export interface RevocationInput {
   jti: string;
@@ -18,13 +23,32 @@ export interface RevocationInput {
   reason: string;
 }
 
+export interface SubjectRevocationInput {
+  tenantId: string;
+  sub: string;
+  revokedBy: string | null;
+  reason: string;
+  /** The longest lifetime a token of this subject can have, in seconds: the entry lasts that long. */
+  maxTokenLifetimeSeconds: number;
+  /**
+   * true (disable, delete): tokens issued in the current second are refused too, since no new
+   * token is legitimate. false (password reset): they pass, so a sign-in right after the reset
+   * works; iat has one-second precision.
+   */
+  strict: boolean;
+}
+
 export interface RevocationList {
   isRevoked(jti: string): boolean;
+  /** True when tokens of `sub` issued at `iat` (unix seconds) are revoked with their subject. */
+  isSubjectRevoked(sub: string, iat: number): boolean;
   /** Tokens of a suspended tenant stop working within a second, whatever their expiry. */
   isTenantSuspended(tenantId: string): boolean;
   /** Re-reads the suspended tenants now (after a suspend or resume here). */
   refreshTenants(): Promise<void>;
   revoke(input: RevocationInput): Promise<void>;
+  /** Revokes every token of a subject issued until now, on every instance within a second. */
+  revokeSubject(input: SubjectRevocationInput): Promise<void>;
   /** Subscribers called with each newly revoked jti (the token cache evicts). */
   onRevoked(listener: (jti: string) => void): void;
   close(): Promise<void>;
@@ -33,12 +57,19 @@ export interface RevocationList {
 /** Loads unexpired revocations and starts listening for new ones. */
 export async function createRevocationList(db: Knex, logger: Logger, redis?: Redis): Promise<RevocationList> {
   const revoked = new Map<string, number>(); // jti → expiry (ms)
+  const subjects = new Map<string, number>(); // sub → not-before (unix s) of its tokens
   const listeners: Array<(jti: string) => void> = [];
   let lastSeen = new Date(0);
 
   function add(jti: string, expiresAtMs: number): void {
     if (revoked.has(jti)) return;
     revoked.set(jti, expiresAtMs);
+    if (jti.startsWith(SUBJECT)) {
+      const at = jti.lastIndexOf(':');
+      const sub = jti.slice(SUBJECT.length, at);
+      const notBefore = Number(jti.slice(at + 1));
+      if (Number.isInteger(notBefore) && notBefore > (subjects.get(sub) ?? 0)) subjects.set(sub, notBefore);
+    }
     for (const l of listeners) l(jti);
   }
 
@@ -82,20 +113,40 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
   const sweeper = setInterval(() => {
     const now = Date.now();
     // Tokens are accepted up to 30 s past exp (clock leeway): keep the entry past that too.
-    for (const [jti, exp] of revoked) if (exp + 60_000 < now) revoked.delete(jti);
+    for (const [jti, exp] of revoked) {
+      if (exp + 60_000 >= now) continue;
+      revoked.delete(jti);
+      if (jti.startsWith(SUBJECT)) {
+        const sub = jti.slice(SUBJECT.length, jti.lastIndexOf(':'));
+        if (`${SUBJECT}${sub}:${subjects.get(sub)}` === jti) subjects.delete(sub);
+      }
+    }
   }, 60_000);
   sweeper.unref();
 
+  async function revoke(input: RevocationInput): Promise<void> {
+    await db('revoked_tokens')
+      .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
+      .onConflict('jti').ignore();
+    add(input.jti, input.expiresAt.getTime());
+    if (redis) await redis.publish(CHANNEL, JSON.stringify({ jti: input.jti, exp: input.expiresAt.getTime() }));
+  }
+
   return {
     isRevoked: (jti) => revoked.has(jti),
+    isSubjectRevoked: (sub, iat) => {
+      const notBefore = subjects.get(sub);
+      return notBefore !== undefined && iat < notBefore;
+    },
     isTenantSuspended: (tenantId) => suspended.has(tenantId),
     refreshTenants,
-    async revoke(input) {
-      await db('revoked_tokens')
-        .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
-        .onConflict('jti').ignore();
-      add(input.jti, input.expiresAt.getTime());
-      if (redis) await redis.publish(CHANNEL, JSON.stringify({ jti: input.jti, exp: input.expiresAt.getTime() }));
+    revoke,
+    async revokeSubject(input) {
+      const notBefore = Math.floor(Date.now() / 1000) + (input.strict ? 1 : 0);
+      await revoke({
+        jti: `${SUBJECT}${input.sub}:${notBefore}`, tenantId: input.tenantId, sub: input.sub, revokedBy: input.revokedBy, reason: input.reason,
+        expiresAt: new Date((notBefore + input.maxTokenLifetimeSeconds) * 1000),
+      });
     },
     onRevoked(listener) {
       listeners.push(listener);

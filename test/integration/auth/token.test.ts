@@ -126,7 +126,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
       expect(same.body.expires_in).toBe(900);
       expect(same.body.refresh_token).toBeUndefined();
       const { payload } = await jwtVerify(same.body.access_token as string, createRemoteJWKSet(new URL(`${app.url}/.well-known/jwks.json`)), { audience: 'service-core' });
-      expect(payload.act).toEqual({ sub: expect.any(String), tenantId: t.tenantId });
+      expect(payload.act).toEqual({ sub: expect.any(String), tenantId: t.tenantId, jti: expect.any(String) });
       const other = await makeTenant(app, []);
       const cross = await postForm(app, TOKEN, { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: subject, resource: `urn:keyward:tenant:${other.tenantId}:core` });
       expect(cross.status).toBe(400);
