@@ -27,7 +27,7 @@ export async function analyzePkcs7(input: AsyncIterable<Uint8Array>, resolver?: 
   try {
     const head = await readHead(reader);
     let contentLength = 0;
-    if (head.content) for await (const c of reader.octets(head.content)) contentLength += c.length;
+    if (head.content) for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
     const tail = await readTail(reader, head);
     const reasons: string[] = [];
     const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';

@@ -6,8 +6,8 @@
  */
 import { RecipientInfo, SignerInfo } from '@peculiar/asn1-cms';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
-import { TAG, isContext, isUniversal } from './ber-reader.ts';
-import type { BerHeader, BerReader } from './ber-reader.ts';
+import { TAG, isContext, isUniversal, type BerHeader } from './ber-header.ts';
+import type { BerReader } from './ber-reader.ts';
 import { decodeOid, parseAsn, walk } from './der.ts';
 import { OID, oidName } from './oids.ts';
 import { cmsProblem } from './problems.ts';

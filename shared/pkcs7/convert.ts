@@ -166,7 +166,7 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
   let source: AsyncIterable<Buffer>;
   if (head.content) {
     if (opts.content) throw cmsProblem('cms_bad_metadata', 'a content part was given for a SignedData that carries its content');
-    source = reader.octets(head.content);
+    source = reader.octets(head.content, { reuse: true }); // only hashed below
     jws = new DetachedJwsSigner(candidateAlgs(key, cmsHash), { b64: metadata.b64 ?? false, kid: key?.kid });
   } else {
     if (!opts.content) throw cmsProblem('cms_bad_metadata', 'a detached SignedData needs the signed content as the content part');
@@ -238,8 +238,8 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
     const decipher = contentDecipher(cc, cmsKey);
     let outerTail: CmsTail | null = null;
     const plain = new Peekable((async function* () {
-      for await (const c of reader.octets(head.content!)) {
-        const p = decipher.update(c);
+      for await (const c of reader.octets(head.content!, { reuse: true })) {
+        const p = decipher.update(c); // consumed here, before the next chunk
         if (p.length) yield p;
       }
       outerTail = await readTail(reader, head);

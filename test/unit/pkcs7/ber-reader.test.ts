@@ -39,6 +39,28 @@ describe('BerReader', () => {
     for (let i = 0; i < 50; i++) expect((await contentOf(NESTED, 5, true)).content.toString()).toBe('abcdef');
   });
 
+  it('when octets() reuses its batch buffer, then a consumer that copies each chunk sees the same bytes, gathered in one buffer', async () => {
+    // 4 KiB segments as `openssl cms -stream` writes them, arriving in 1000-byte reads.
+    const content = randomBytes(100_000);
+    const segments: Buffer[] = [];
+    for (let at = 0; at < content.length; at += 4096) {
+      const piece = content.subarray(at, at + 4096);
+      segments.push(hex(`04 82 ${piece.length.toString(16).padStart(4, '0')}`), piece);
+    }
+    const ber = Buffer.concat([hex('24 80'), ...segments, hex('00 00')]);
+    const r = new BerReader(chunked(ber, 1000), { batchSize: 16 * 1024 });
+    const copies: Buffer[] = [];
+    const stores = new Set<ArrayBufferLike>();
+    for await (const c of r.octets(await r.readHeader(), { reuse: true })) {
+      copies.push(Buffer.from(c)); // what a hash or a decipher does: consume before the next
+      stores.add(c.buffer);
+    }
+    expect(Buffer.concat(copies).equals(content)).toBe(true);
+    expect(copies.length).toBeGreaterThan(3);
+    expect(stores.size).toBe(1);
+    expect(stores.has(ber.buffer)).toBe(false); // gathered, not views of the input
+  });
+
   it('when segments nest 60 deep, then the content still streams', async () => {
     let inner = hex('04 01 7a');
     for (let i = 0; i < 60; i++) inner = Buffer.concat([hex('24 80'), inner, hex('00 00')]);
