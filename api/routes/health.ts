@@ -18,7 +18,7 @@ export function createHealthRouter(ctx: AppContext): Router {
     get: async (_req, res) => {
       const checks: Record<string, boolean> = {
         database: await databaseReachable(ctx.db),
-        pool: ctx.pool.threads() > 0,
+        pool: ctx.pool.open(),
       };
       if (ctx.redis) checks.redis = ctx.redis.status === 'ready';
       const ready = Object.values(checks).every(Boolean);

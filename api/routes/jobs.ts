@@ -52,7 +52,7 @@ export function createJobsRouter(ctx: AppContext): Router {
 
   route(router, '/jobs', {
     post: [authorize(ctx, 'migration.jobs.create'), apiRateLimit(ctx, 'migration.jobs.create'), ...json, async (req, res) => {
-      const rt = jobsRuntime(ctx);
+      const rt = await jobsRuntime(ctx);
       const body = parseSubmit(req.body);
       const view = body.kind === 'convert' ? await submitConvert(ctx, rt, req.auth.tenantId, body) : await submitBatch(ctx, rt, req.auth.tenantId, body);
       audit(req, 'migration.job.submit', view.id, { type: view.type, state: view.state });
@@ -62,7 +62,7 @@ export function createJobsRouter(ctx: AppContext): Router {
 
   route(router, '/jobs/:id', {
     get: [authorize(ctx, 'migration.jobs.read'), apiRateLimit(ctx, 'migration.jobs.read'), async (req, res) => {
-      const rt = jobsRuntime(ctx);
+      const rt = await jobsRuntime(ctx);
       const id = jobIdOf(req);
       const view = await onQueue(ctx, 'read', async () => {
         if (id.startsWith('cv-')) return readConvert(rt, req.auth.tenantId, id);
@@ -84,7 +84,7 @@ export function createJobsRouter(ctx: AppContext): Router {
   });
 
   async function cancel(req: Request) {
-    const rt = jobsRuntime(ctx);
+    const rt = await jobsRuntime(ctx);
     const id = jobIdOf(req);
     const view = id.startsWith('cv-') ? await cancelConvert(ctx, rt, req.auth.tenantId, id) : await cancelBatch(ctx, rt, req.auth.tenantId, id);
     if (!view) throw notFound(id);
@@ -94,7 +94,7 @@ export function createJobsRouter(ctx: AppContext): Router {
 
   route(router, '/jobs/:id/children', {
     get: [authorize(ctx, 'migration.jobs.read'), apiRateLimit(ctx, 'migration.jobs.read'), async (req, res) => {
-      const rt = jobsRuntime(ctx);
+      const rt = await jobsRuntime(ctx);
       const id = jobIdOf(req);
       const { limit, cursor } = pageParams(req);
       const offset = cursor === null ? 0 : Number(cursor);
@@ -110,7 +110,7 @@ export function createJobsRouter(ctx: AppContext): Router {
 
   route(router, '/jobs/:id/result', {
     get: [authorize(ctx, 'migration.jobs.result.read'), apiRateLimit(ctx, 'migration.jobs.result.read'), async (req, res) => {
-      const rt = jobsRuntime(ctx);
+      const rt = await jobsRuntime(ctx);
       const id = jobIdOf(req);
       if (id.startsWith('bt-')) {
         const record = await onQueue(ctx, 'read', () => readBatchRecord(rt, id));

@@ -11,6 +11,13 @@ import { AppError } from '../errors/index.ts';
 
 const FORMAT_V1 = 0x01;
 
+/** Sealed material that does not open under this master key (wrong key, or tampered row). */
+export class IntegrityError extends AppError {
+  constructor(cause: unknown) {
+    super('internal', 'key material failed its integrity check', { cause });
+  }
+}
+
 /** Where the sealed material belongs; every field is authenticated. */
 export interface SealContext {
   tenantId: string;
@@ -50,7 +57,7 @@ export function createMasterKey(key: Buffer): MasterKey {
       try {
         return Buffer.concat([decipher.update(sealed.subarray(13, sealed.length - 16)), decipher.final()]);
       } catch (cause) {
-        throw new AppError('internal', 'key material failed its integrity check', { cause });
+        throw new IntegrityError(cause);
       }
     },
     derive(label) {

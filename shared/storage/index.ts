@@ -5,14 +5,14 @@
  */
 import path from 'node:path';
 import { FsObjectStore } from './fs-store.ts';
-import { S3ObjectStore } from './s3-store.ts';
 import type { S3ObjectStoreOptions } from './s3-store.ts';
 import type { ObjectStore, StorageLogger } from './types.ts';
 
 export type { ObjectInfo, ObjectStore, PutBody, PutOptions, StorageLogger } from './types.ts';
 export { FsObjectStore, STAGING_DIR } from './fs-store.ts';
 export type { FsObjectStoreOptions } from './fs-store.ts';
-export { MIN_PART_SIZE, S3ObjectStore } from './s3-store.ts';
+// The S3 store (and the minio client, ~11 MB of heap) is imported from './s3-store.ts' by those
+// that use it, and loaded here only when S3 is configured.
 export type { S3ObjectStoreOptions } from './s3-store.ts';
 export { TENANTS_PREFIX, tenantPrefix, tenantStore } from './tenant.ts';
 export { MAX_KEY_BYTES, assertObjectKey, assertPrefix, assertTenantId } from './keys.ts';
@@ -28,6 +28,7 @@ export interface ObjectStoreConfig {
 /** Builds the configured store and checks it is usable (directory created, bucket present). */
 export async function createObjectStore(config: ObjectStoreConfig): Promise<ObjectStore> {
   if (config.s3) {
+    const { S3ObjectStore } = await import('./s3-store.ts');
     const store = new S3ObjectStore({ logger: config.logger, ...config.s3 });
     await store.ensureBucket();
     return store;

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,4 +80,33 @@ describe('configuration', () => {
       rmSync(join(dataDir, '..'), { recursive: true, force: true });
     }
   });
+
+  it('when the API restarts with another KEYWARD_MASTER_KEY than its database was made with, then it exits 2 with one line naming the variable', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'keyward-config-')), 'data');
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const field of Object.values(SCHEMA)) delete env[field.env];
+    const start = (key: Buffer) => {
+      const child = spawn(process.execPath, [SERVER], { env: { ...env, PORT: '0', DATA_DIR: dataDir, KEYWARD_MASTER_KEY: key.toString('base64') }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const out = { stdout: '', stderr: '' };
+      child.stdout.on('data', (c: Buffer) => { out.stdout += c.toString(); });
+      child.stderr.on('data', (c: Buffer) => { out.stderr += c.toString(); });
+      return { child, out, closed: new Promise<number | null>((resolve) => child.once('close', resolve)) };
+    };
+    try {
+      const first = start(randomBytes(32));
+      while (!first.out.stdout.includes('keyward api listening')) {
+        if (first.child.exitCode !== null) throw new Error(`first start failed: ${first.out.stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      first.child.kill('SIGTERM');
+      expect(await first.closed).toBe(0);
+
+      const second = start(randomBytes(32));
+      expect(await second.closed).toBe(2);
+      expect(second.out.stderr).toContain('keyward: invalid configuration: KEYWARD_MASTER_KEY does not open the key material in this database');
+      expect(second.out.stderr).not.toContain('    at '); // no stack trace
+    } finally {
+      rmSync(join(dataDir, '..'), { recursive: true, force: true });
+    }
+  }, 90_000);
 });

@@ -6,7 +6,8 @@
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { MasterKey } from '../../../shared/crypto/master-key.ts';
+import { IntegrityError, type MasterKey } from '../../../shared/crypto/master-key.ts';
+import { ConfigError } from '../../../shared/config/index.ts';
 
 const ALG = 'ES256';
 const SEAL_TENANT = 'platform-signing-keys';
@@ -59,7 +60,15 @@ export async function createSigningKeys(db: Knex, master: MasterKey): Promise<Si
     });
   }
 
-  await reload();
+  try {
+    await reload();
+  } catch (err) {
+    // The first material opened at start: failing here means the master key is not this database's.
+    if (err instanceof IntegrityError) {
+      throw new ConfigError('KEYWARD_MASTER_KEY does not open the key material in this database: most likely it is not the master key the database was first started with (KEYWARD_MASTER_KEY then, or DATA_DIR/master.key when none was set); otherwise the signing_keys rows were altered');
+    }
+    throw err;
+  }
   if (!keys.some((k) => k.publishUntil === null)) {
     await insertNew();
     await reload();

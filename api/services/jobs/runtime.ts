@@ -2,9 +2,10 @@
  * What the jobs API needs beyond the context: the object store and the BullMQ producer, each
  * built on first use and closed with the context (its closers run newest first, so the queue
  * closes before Redis and the database). Built lazily so that an API without REDIS_URL or with
- * object storage briefly away still starts; the jobs endpoints then answer 503.
+ * object storage briefly away still starts; the jobs endpoints then answer 503. BullMQ itself is
+ * imported on first use too: an API that never serves a job does not carry its ~7 MB of heap.
  */
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../../context.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
@@ -21,24 +22,30 @@ export interface JobsRuntime {
   redis: Redis;
 }
 
-const runtimes = new WeakMap<AppContext, JobsRuntime>();
+const runtimes = new WeakMap<AppContext, Promise<JobsRuntime>>();
 const stores = new WeakMap<AppContext, Promise<ObjectStore>>();
 
 /** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
-export function jobsRuntime(ctx: AppContext): JobsRuntime {
+export function jobsRuntime(ctx: AppContext): Promise<JobsRuntime> {
   const known = runtimes.get(ctx);
   if (known) return known;
   if (!ctx.config.redisUrl || !ctx.redis) {
-    throw problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)');
+    return Promise.reject(problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)'));
   }
+  const runtime = startRuntime(ctx, ctx.config.redisUrl, ctx.redis);
+  runtimes.set(ctx, runtime);
+  runtime.catch(() => runtimes.delete(ctx)); // tried again on the next request
+  return runtime;
+}
+
+async function startRuntime(ctx: AppContext, redisUrl: string, redis: Redis): Promise<JobsRuntime> {
+  const { Queue } = await import('bullmq');
   const settings = loadQueueSettings();
-  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(ctx.config.redisUrl, false), prefix: settings.prefix });
+  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(redisUrl, false), prefix: settings.prefix });
   // Without a listener an 'error' event would crash the process; Redis outages surface per request.
   queue.on('error', (err) => ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'));
   ctx.closers.push({ name: 'job queue', close: () => queue.close() });
-  const runtime = { settings, queue, redis: ctx.redis };
-  runtimes.set(ctx, runtime);
-  return runtime;
+  return { settings, queue, redis };
 }
 
 /** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */

@@ -1,7 +1,8 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FsObjectStore, S3ObjectStore, createObjectStore, objectStoreConfigFromEnv } from '../../../shared/storage/index.ts';
+import { FsObjectStore, createObjectStore, objectStoreConfigFromEnv } from '../../../shared/storage/index.ts';
+import { S3ObjectStore } from '../../../shared/storage/s3-store.ts';
 import type { TestS3Server } from '../../support/s3-server.ts';
 import { startS3Server } from '../../support/s3-server.ts';
 import { text } from './helpers.ts';

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { ObjectStore, S3ObjectStoreOptions } from '../../../shared/storage/index.ts';
-import { S3ObjectStore, createObjectStore, isTransientStorageError } from '../../../shared/storage/index.ts';
+import { createObjectStore, isTransientStorageError } from '../../../shared/storage/index.ts';
+import { S3ObjectStore } from '../../../shared/storage/s3-store.ts';
 import type { TestS3Server } from '../../support/s3-server.ts';
 import { startS3Server } from '../../support/s3-server.ts';
 import { partLength } from '../../../shared/storage/s3-upload.ts';

@@ -1,0 +1,91 @@
+/**
+ * The Node settings the API and the batch worker run with, measured on this machine's 2 cores
+ * (bench/pkcs7.bench.ts, bench/crypto.bench.ts):
+ *
+ * --max-semi-space-size=1 (MB): V8's young generation stays small. A conversion allocates a few
+ *   Buffers of 64 to 112 KiB per batch streamed, and their memory is only released when the young
+ *   generation is swept; at Node's default size (16 MB semi-spaces here) hundreds of MB of dead
+ *   buffers pile up between sweeps, out of cache. 1 GiB EnvelopedData to JWE: server CPU 5.0 s
+ *   -> 2.0 s, RSS growth +96 MB -> +29 MB. The price is on tiny requests: about 10-15% more CPU
+ *   per 1 KiB encrypt, whose short-lived objects are swept more often.
+ * NODE_COMPILE_CACHE: Node keeps the type-stripped form of our .ts files (each entry checked
+ *   against its file's content hash) in a directory of this user's under the OS temp directory
+ *   (compileCacheDir), so a warm start never loads the WASM type stripper, about 13 MB of RSS in
+ *   every isolate (the main thread and each pool thread). An operator's own NODE_COMPILE_CACHE
+ *   wins; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+ * glibc malloc: two arenas instead of eight per core for the main thread, the pool and libuv's
+ *   threads, and fixed trim and mmap thresholds of 128 KiB (glibc otherwise raises them after
+ *   the first large free, and freed buffer memory then stays in the process). Measured with
+ *   bench/pkcs7.bench.ts on Postgres: idle RSS 143-165 -> 116 MB, peak over 1 and 4 GiB
+ *   conversions 168-217 -> 143-166 MB, conversion CPU unchanged. (A 64 KiB mmap threshold, so
+ *   every 64 KiB buffer is mapped and unmapped, doubled the CPU.)
+ *
+ * `node api/server.ts` and `node workers/main.ts` get them however they are started (npm scripts,
+ * the Dockerfile, tests, benches): the entry replaces itself, same PID and stdio, with a Node
+ * started with them (process.execve) before loading anything else. KEYWARD_NODE_FLAGS=off
+ * skips that (to run under a debugger with other flags, say).
+ */
+import cluster from 'node:cluster';
+import { lstatSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
+/** glibc malloc settings the process starts with, unless the operator set these variables. */
+export const MALLOC_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+};
+
+/**
+ * The compile cache directory, or null when there is none to trust. Node runs what it finds
+ * there, so it must be this user's own: made with mode 0700 under the temp directory, with the
+ * uid in its name, and refused when it exists owned by someone else, as a symlink, or writable
+ * by group or others (another local user could plant code in the process holding the master key).
+ */
+export function compileCacheDir(base = tmpdir()): string | null {
+  if (typeof process.getuid !== 'function') return null;
+  const uid = process.getuid();
+  const dir = join(base, `keyward-node-compile-cache-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null;
+  }
+  try {
+    const st = lstatSync(dir);
+    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0 ? dir : null;
+  } catch {
+    return null;
+  }
+}
+
+const flagName = (flag: string) => flag.split('=', 1)[0];
+
+/**
+ * Re-executes this process with SERVICE_NODE_FLAGS, MALLOC_ENV and the compile cache when it
+ * lacks any of them. An operator's own value of a flag (command line or NODE_OPTIONS) or
+ * variable is kept. Not in a process with an IPC channel (a forked child or cluster worker: the
+ * channel would not survive), and a failed re-exec (a platform or permission model without
+ * execve) leaves the process running as it was started.
+ */
+export function relaunchWithServiceFlags(): void {
+  if (process.env.KEYWARD_NODE_FLAGS === 'off' || typeof process.execve !== 'function') return;
+  if (process.channel || cluster.isWorker) return;
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(flagName);
+  const missingFlags = SERVICE_NODE_FLAGS.filter((f) => !given.includes(flagName(f)));
+  const wanted: Record<string, string> = { ...MALLOC_ENV };
+  if (process.env.NODE_COMPILE_CACHE === undefined) {
+    const dir = compileCacheDir();
+    if (dir) wanted.NODE_COMPILE_CACHE = dir;
+  }
+  const missingEnv = Object.entries(wanted).filter(([name]) => process.env[name] === undefined);
+  if (missingFlags.length === 0 && missingEnv.length === 0) return;
+  try {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missingFlags, ...process.argv.slice(1)], { ...process.env, ...Object.fromEntries(missingEnv) });
+  } catch (err) {
+    process.stderr.write(`keyward: starting without the service's Node settings (shared/node-flags.ts): ${(err as Error).message}\n`);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The worker process (`npm run worker`): consumes the `convert` queue. Opens only what a
+ * conversion needs: the database and master key (tenant keys, through the same key cache and
+ * resolver as the API), the object store and Redis. Any number of these processes may run on
+ * any number of machines; BullMQ hands each job to one of them and, when a worker dies, gives
+ * the job to another once its lock expires (the stalled check).
+ *
+ * SIGTERM/SIGINT: stop taking jobs and let the running ones finish (worker.close()); when that
+ * takes longer than SHUTDOWN_TIMEOUT_MS the running jobs are released back to the queue for
+ * another worker. Then everything closes in order and the process exits 0.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { openDatabase } from '../shared/db/knex.ts';
+import { loadMasterKey } from '../shared/crypto/master-key.ts';
+import { createObjectStore, FsObjectStore, type ObjectStore } from '../shared/storage/index.ts';
+import { S3ObjectStore } from '../shared/storage/s3-store.ts';
+import { CONVERT_QUEUE, connectionOptions, decodeProblem, loadQueueSettings, redisKeys, type ConvertJobData, type ConvertJobResult, type QueueSettings } from '../shared/queues/index.ts';
+import { createKeyCache } from '../api/services/keys/cache.ts';
+import { tenantKeyResolver } from '../api/services/keys/cms-resolver.ts';
+import type { AppContext } from '../api/context.ts';
+import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
+
+type Closer = { name: string; close: () => Promise<unknown> };
+
+function fail(message: string): never {
+  console.error(`keyward worker: ${message}`);
+  process.exit(2);
+}
+
+/** Checks what a worker cannot run without, with a message naming the variable. */
+function requireSetup(config: Config): void {
+  if (!config.redisUrl) fail('REDIS_URL is required: the worker consumes the BullMQ queue on Redis');
+  if (!config.databaseUrl) fail('DATABASE_URL is required: the worker reads tenant keys from the same Postgres as the API (the embedded PGlite belongs to the API process)');
+  if (!config.masterKey && !existsSync(join(config.dataDir, 'master.key'))) {
+    fail('KEYWARD_MASTER_KEY is required (or DATA_DIR/master.key shared with the API): it unlocks the tenant keys');
+  }
+}
+
+/**
+ * The object store. A store that cannot be reached at start is not fatal: jobs retry with
+ * backoff while it is away, which is what an operator wants during a storage outage.
+ */
+async function openObjectStore(config: Config, logger: Logger): Promise<ObjectStore> {
+  try {
+    return await createObjectStore({
+      dataDir: config.dataDir,
+      s3: config.s3Endpoint ? { endpoint: config.s3Endpoint, accessKey: config.s3AccessKey!, secretKey: config.s3SecretKey!, bucket: config.s3Bucket } : undefined,
+      logger,
+    });
+  } catch (err) {
+    logger.warn({ err: (err as Error).message, endpoint: config.s3Endpoint }, 'object storage is not reachable yet; jobs will retry until it is');
+    return config.s3Endpoint
+      ? new S3ObjectStore({ endpoint: config.s3Endpoint, accessKey: config.s3AccessKey!, secretKey: config.s3SecretKey!, bucket: config.s3Bucket, logger })
+      : new FsObjectStore({ root: join(config.dataDir, 'objects') });
+  }
+}
+
+async function start(config: Config, settings: QueueSettings): Promise<void> {
+  const logger = createLogger(config.logLevel).child({ role: 'worker' });
+  const closers: Closer[] = [];
+  const db = await openDatabase({ databaseUrl: config.databaseUrl });
+  closers.push({ name: 'database', close: () => db.destroy() });
+  const master = loadMasterKey(config.masterKey, config.dataDir);
+  const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
+  redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+  const keys = await createKeyCache(db, master.key, logger, redis);
+  closers.push({ name: 'key cache', close: () => keys.close() });
+  const objects = await openObjectStore(config, logger);
+  // The resolver reads only `db` and `keys` of the API context; the worker has just those.
+  const keyContext: Pick<AppContext, 'db' | 'keys'> = { db, keys };
+
+  const processor = createConvertProcessor({
+    objects,
+    logger,
+    progressIntervalMs: settings.progressIntervalMs,
+    resolverFor: (tenantId) => tenantKeyResolver(keyContext, tenantId),
+    isCancelled: async (jobId) => (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
+  });
+  const worker = new Worker<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, processor, {
+    connection: connectionOptions(config.redisUrl!, true),
+    prefix: settings.prefix,
+    concurrency: config.workerConcurrency,
+    lockDuration: settings.lockDurationMs,
+    stalledInterval: settings.stalledIntervalMs,
+    maxStalledCount: settings.maxStalled,
+    autorun: false,
+  });
+  worker.on('error', (err) => logger.error({ err: err.message }, 'worker error (redis unreachable?); it reconnects on its own'));
+  worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled: its worker stopped renewing the lock (died or blocked); it goes back to the queue'));
+  worker.on('lockRenewalFailed', (jobIds) => logger.warn({ jobIds }, 'could not renew job locks; another worker may take these jobs over'));
+  worker.on('failed', (job, err) => {
+    if (job && job.finishedOn) logger.warn({ jobId: job.id, tenantId: job.data.tenantId, source: job.data.source.key, problem: decodeProblem(err.message) }, 'job failed for good');
+  });
+
+  // Cancels from the API arrive on a channel; only the worker running the job acts on them.
+  const subscriber = redis.duplicate();
+  subscriber.on('error', (err) => logger.warn({ err: err.message }, 'cancel channel connection error'));
+  await subscriber.subscribe(redisKeys.cancelChannel(settings.prefix));
+  subscriber.on('message', (_channel, jobId: string) => {
+    if (worker.cancelJob(jobId, CANCEL_REASON)) logger.info({ jobId }, 'cancelling running job at the request of the API');
+  });
+  closers.push({ name: 'cancel channel', close: () => subscriber.quit().catch(() => subscriber.disconnect()) });
+
+  void worker.run().catch((err: Error) => logger.error({ err: err.message }, 'worker stopped unexpectedly'));
+  await worker.waitUntilReady();
+  logger.info({ queue: CONVERT_QUEUE, prefix: settings.prefix, concurrency: config.workerConcurrency, storage: config.s3Endpoint ? `s3 ${config.s3Endpoint}/${config.s3Bucket}` : `directory ${join(config.dataDir, 'objects')}` }, 'keyward worker ready');
+
+  let stopping: Promise<void> | null = null;
+  const stop = (signal: string): Promise<void> => {
+    stopping ??= (async () => {
+      logger.info({ signal }, 'shutting down: finishing running jobs, taking no new ones');
+      const release = setTimeout(() => {
+        logger.warn({ afterMs: config.shutdownTimeoutMs }, 'running jobs did not finish in time: releasing them to other workers');
+        worker.cancelAllJobs(SHUTDOWN_REASON);
+      }, config.shutdownTimeoutMs);
+      const force = setTimeout(() => {
+        logger.error('shutdown timed out; exiting');
+        process.exit(1);
+      }, config.shutdownTimeoutMs * 2 + 5000);
+      force.unref();
+      await worker.close();
+      clearTimeout(release);
+      while (closers.length > 0) {
+        const c = closers.pop()!;
+        await c.close().catch((err: Error) => logger.warn({ err: err.message, part: c.name }, 'error while closing'));
+      }
+      logger.info('worker stopped');
+      logger.flush();
+      process.exit(0);
+    })();
+    return stopping;
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+let config: Config;
+let settings: QueueSettings;
+try {
+  config = loadConfig();
+  settings = loadQueueSettings();
+} catch (err) {
+  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`);
+  throw err;
+}
+requireSetup(config);
+try {
+  await start(config, settings);
+} catch (err) {
+  // A dependency refused at start (database, Redis): say which, and let the supervisor restart us.
+  console.error(`keyward worker: could not start: ${(err as Error).message}`);
+  process.exit(1);
+}
