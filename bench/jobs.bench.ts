@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import knexFactory from 'knex';
 import { Redis } from 'ioredis';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
+import { prng } from '../test/support/prng.ts';
 import { printResult } from './lib/result.ts';
 
 const FILES = Number(process.env.BENCH_FILES ?? 200);
@@ -54,17 +55,6 @@ async function pgAdmin(sql: string): Promise<void> {
   } finally {
     await k.destroy();
   }
-}
-
-/** A deterministic PRNG (mulberry32) so every run converts the same sizes. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });

@@ -135,17 +135,6 @@ export function tbsNameDer(fx: FixtureDir, cert: string, which: 'issuer' | 'subj
   return fields[versioned + (which === 'issuer' ? 2 : 4)];
 }
 
-/** Deterministic PRNG (mulberry32) so hostile-input tests replay identically. */
-export function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The error `fn` throws (a test fails when it throws nothing). */
 export function problemOf(fn: () => unknown): AppError {
   try {

@@ -1,5 +1,6 @@
 import { MAX_KEYSTORE_BYTES, isKeystoreProblem, parseKeystore } from '../../../shared/keystore/index.ts';
-import { certDer, exportPkcs12, fixtureDir, makeKeysAndCertificates, problemOf, prng } from './fixtures.ts';
+import { certDer, exportPkcs12, fixtureDir, makeKeysAndCertificates, problemOf } from './fixtures.ts';
+import { prng } from '../../support/prng.ts';
 
 const fx = fixtureDir();
 let modern: Buffer;
