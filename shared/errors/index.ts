@@ -90,6 +90,16 @@ export function problem(code: ProblemCode, message: string, details?: Record<str
   return new AppError(code, message, { details });
 }
 
+/**
+ * The builder for a module's own problem table (keystore, CMS engine, JOSE streams): each table
+ * has the shape of PROBLEMS, and its errors carry their status, slug and title with them so they
+ * survive a thread or process boundary. `cause` is for the log only (conventions rule 3).
+ */
+export function problemBuilder<T extends Record<string, ProblemSpec>>(table: T) {
+  return (code: keyof T & string, message: string, opts: { details?: Record<string, unknown>; cause?: unknown } = {}): AppError =>
+    new AppError(code, message, { ...table[code], ...opts });
+}
+
 /** Rebuilds an error that crossed a boundary as plain data; unknown shapes become internal errors. */
 export function errorFromData(data: unknown): AppError {
   if (data && typeof data === 'object' && 'code' in data && typeof (data as ErrorData).code === 'string') {

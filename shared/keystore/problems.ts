@@ -4,7 +4,7 @@
  * merged into the catalogue, which lets errorFromData rebuild these codes with their status
  * after they cross a worker boundary (conventions rule 4).
  */
-import { AppError } from '../errors/index.ts';
+import { AppError, problemBuilder } from '../errors/index.ts';
 import type { ProblemSpec } from '../errors/index.ts';
 
 export const KEYSTORE_PROBLEMS = {
@@ -18,15 +18,8 @@ export const KEYSTORE_PROBLEMS = {
 
 export type KeystoreProblemCode = keyof typeof KEYSTORE_PROBLEMS;
 
-/** Builds the AppError for a keystore problem; `cause` is for the log only (conventions rule 3). */
-export function keystoreProblem(
-  code: KeystoreProblemCode,
-  message: string,
-  opts: { details?: Record<string, unknown>; cause?: unknown } = {},
-): AppError {
-  const spec = KEYSTORE_PROBLEMS[code];
-  return new AppError(code, message, { status: spec.status, slug: spec.slug, title: spec.title, ...opts });
-}
+/** Builds the AppError for a keystore problem. */
+export const keystoreProblem = problemBuilder(KEYSTORE_PROBLEMS);
 
 /** True when `err` is one of the problems above (so callers can rethrow it untouched). */
 export function isKeystoreProblem(err: unknown): err is AppError {

@@ -2,7 +2,7 @@
  * The problems of the PKCS#7/CMS engine. They extend the catalogue of shared/errors with codes
  * only this engine raises; every one is an AppError, so the error middleware renders it as is.
  */
-import { AppError } from '../errors/index.ts';
+import { AppError, problemBuilder } from '../errors/index.ts';
 import type { ProblemSpec } from '../errors/index.ts';
 
 /** One row per stable code of the engine. */
@@ -22,9 +22,7 @@ export const CMS_PROBLEMS = {
 export type CmsProblemCode = keyof typeof CMS_PROBLEMS;
 
 /** Builds the AppError for one of the engine's codes. */
-export function cmsProblem(code: CmsProblemCode, message: string, opts: { cause?: unknown; details?: Record<string, unknown> } = {}): AppError {
-  return new AppError(code, message, { ...CMS_PROBLEMS[code], ...opts });
-}
+export const cmsProblem = problemBuilder(CMS_PROBLEMS);
 
 /**
  * The one error for every decryption failure (padding, tag, wrong key): callers learn nothing

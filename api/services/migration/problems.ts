@@ -2,7 +2,7 @@
  * Problems of the stream re-encrypt and re-sign endpoints (contract 5) beyond the shared
  * catalogue. Each is an AppError with its own slug, so the error middleware renders it as is.
  */
-import { AppError } from '../../../shared/errors/index.ts';
+import { AppError, problemBuilder } from '../../../shared/errors/index.ts';
 import type { ProblemSpec } from '../../../shared/errors/index.ts';
 
 export const STREAM_PROBLEMS = {
@@ -15,9 +15,7 @@ export const STREAM_PROBLEMS = {
 export type StreamProblemCode = keyof typeof STREAM_PROBLEMS;
 
 /** Builds the AppError for one of these codes. */
-export function streamProblem(code: StreamProblemCode, message: string, cause?: unknown): AppError {
-  return new AppError(code, message, { ...STREAM_PROBLEMS[code], cause });
-}
+export const streamProblem = problemBuilder(STREAM_PROBLEMS);
 
 /**
  * The one answer for every failure to open a JWE (wrong key, bad tag, bad padding): the
