@@ -26,6 +26,7 @@ import { decryptCompact, encryptCompact } from '../../shared/crypto/jwe.ts';
 import { checkNewKey, findKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
 import { unusable, type KeyState } from './keys/lifecycle.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { jsonColumn } from '../../shared/db/knex.ts';
 
 const TABLE = 'cryptographic_exchanges';
 const DEFAULT_TTL_SECONDS = 24 * 3600;
@@ -200,7 +201,7 @@ export async function offerExchange(ctx: AppContext, fromTenantId: string, actor
   const row: ExchangeRow = {
     id, from_tenant_id: fromTenantId, to_tenant_id: input.toTenantId, source_kid: key.kid as string, source_version: version, key_type: key.type as string, usage: key.usage as string,
     mode: input.mode, wrapping_kid: wrapping?.kid ?? null, wrapping_version: wrapping?.version ?? null, payload, public_key_sha256: fingerprint(material),
-    certificate_chain: versionRow.certificate_chain ? JSON.stringify(parseJson(versionRow.certificate_chain)) : null,
+    certificate_chain: versionRow.certificate_chain ? JSON.stringify(jsonColumn(versionRow.certificate_chain)) : null,
     issuer_serial: (versionRow.issuer_serial as string | null) ?? null, subject_key_id: (versionRow.subject_key_id as string | null) ?? null,
     state: 'pending', created_by: actor, created_at: now, expires_at: new Date(now.getTime() + input.ttl * 1000),
   };
@@ -208,8 +209,6 @@ export async function offerExchange(ctx: AppContext, fromTenantId: string, actor
   auditBoth(ctx, row, actor, 'cryptographicexchange.offer', { from: { version, wrappingKid: row.wrapping_kid } });
   return exchangeView(row, fromTenantId);
 }
-
-const parseJson = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
 
 /** An exchange of which `tenantId` is a side; a third tenant gets the same 404 as for a missing one. */
 export async function findExchange(ctx: AppContext, tenantId: string, id: string): Promise<ExchangeRow> {
@@ -283,7 +282,7 @@ async function unwrap(ctx: AppContext, r: ExchangeRow): Promise<KeyMaterial> {
 }
 
 function extrasOf(r: ExchangeRow): ImportExtras {
-  const chain = r.certificate_chain ? (parseJson(r.certificate_chain) as string[]) : null;
+  const chain = r.certificate_chain ? (jsonColumn(r.certificate_chain) as string[]) : null;
   const [issuerHex, serialHex] = typeof r.issuer_serial === 'string' ? r.issuer_serial.split(':') : [];
   return {
     ...(chain ? { certificateChain: chain.map((c) => Buffer.from(c, 'base64')) } : {}),

@@ -8,16 +8,16 @@ import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { isPermission, isPlatformPermission } from '../../shared/permissions.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { jsonColumn } from '../../shared/db/knex.ts';
 
 export interface TenantView { id: string; name: string; status: string; isPlatform: boolean; createdAt: string }
 export interface RoleView { id: string; tenantId: string; name: string; permissions: string[]; createdAt: string }
 export interface WorkloadView { id: string; tenantId: string; name: string; clientId: string; roleId: string; disabled: boolean; createdAt: string }
 
 const iso = (d: unknown) => new Date(d as string).toISOString();
-const parseJson = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 
 export const tenantView = (r: Record<string, unknown>): TenantView => ({ id: r.id as string, name: r.name as string, status: r.status as string, isPlatform: Boolean(r.is_platform), createdAt: iso(r.created_at) });
-export const roleView = (r: Record<string, unknown>): RoleView => ({ id: r.id as string, tenantId: r.tenant_id as string, name: r.name as string, permissions: parseJson<string[]>(r.permissions), createdAt: iso(r.created_at) });
+export const roleView = (r: Record<string, unknown>): RoleView => ({ id: r.id as string, tenantId: r.tenant_id as string, name: r.name as string, permissions: jsonColumn<string[]>(r.permissions), createdAt: iso(r.created_at) });
 export const workloadView = (r: Record<string, unknown>): WorkloadView => ({ id: r.id as string, tenantId: r.tenant_id as string, name: r.name as string, clientId: r.client_id as string, roleId: r.role_id as string, disabled: Boolean(r.disabled), createdAt: iso(r.created_at) });
 
 function requireName(name: unknown, what: string): string {

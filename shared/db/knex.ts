@@ -44,3 +44,6 @@ export async function databaseReachable(db: Db): Promise<boolean> {
     return false;
   }
 }
+
+/** A json/jsonb column's value: Postgres hands back the parsed value, PGlite and SQLite-style drivers may hand back text. */
+export const jsonColumn = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;

@@ -54,8 +54,8 @@ export function createKeysRouter(ctx: AppContext): Router {
     }],
   });
   route(router, '/orchestrate/:operationId', {
-    get: [authorize(ctx, 'admin.keys.orchestrate'), (req, res) => {
-      res.json(orchestration(tenantParam(req), param(req, 'operationId')));
+    get: [authorize(ctx, 'admin.keys.orchestrate'), async (req, res) => {
+      res.json(await orchestration(ctx, tenantParam(req), param(req, 'operationId')));
     }],
   });
 

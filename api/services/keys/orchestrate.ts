@@ -2,12 +2,16 @@
  * Bulk key operations (`admin.keys.orchestrate`): rotate, suspend, resume or revoke many keys,
  * chosen by a kid list or a selector, with one result per key. Up to 50 keys answer inline;
  * larger batches run off the request path (202) and report progress at
- * GET .../keys/orchestrate/{operationId}. Operation records live in this process's memory.
+ * GET .../keys/orchestrate/{operationId}. That progress is a row of `key_operations`, so every
+ * instance answers it; a row whose process stopped writing reads as `interrupted`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'express';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
+import { isUuid } from '../../../shared/ids.ts';
+import { actorOf } from '../../middleware/authenticate.ts';
 import { tenantParam, auditChange } from '../../http/params.ts';
 import { changeKey } from './store.ts';
 import type { KeyAction } from './lifecycle.ts';
@@ -15,11 +19,16 @@ import type { KeyAction } from './lifecycle.ts';
 const INLINE_LIMIT = 50;
 const MAX_KEYS = 10_000;
 const OPERATIONS: readonly KeyAction[] = ['rotate', 'suspend', 'resume', 'revoke'];
+/** Progress is written at most this often while an operation runs, and once at its end. */
+const PROGRESS_EVERY_MS = 250;
+/** A running operation whose row has not moved for this long lost its process. */
+const STALE_AFTER_MS = 60_000;
+/** Finished operations stay readable this long. */
+const KEEP_MS = 24 * 3_600_000;
 
 interface KeyResult { kid: string; status: number; state?: string; version?: number; error?: { slug: string; detail: string } }
-interface Operation { id: string; tenantId: string; operation: string; total: number; done: number; failed: number; state: 'running' | 'completed'; results: KeyResult[]; startedAt: string; finishedAt?: string }
-
-const operations = new Map<string, Operation>();
+type OperationState = 'running' | 'completed' | 'interrupted';
+interface Operation { id: string; tenantId: string; operation: string; total: number; done: number; failed: number; state: OperationState; results: KeyResult[]; startedAt: string; finishedAt?: string }
 
 async function selectKids(ctx: AppContext, tenantId: string, body: Record<string, unknown>): Promise<string[]> {
   if (Array.isArray(body.kids)) {
@@ -56,27 +65,56 @@ export async function orchestrate(ctx: AppContext, req: Request, body: Record<st
     for (const kid of kids) results.push(await runOne(ctx, req, tenantId, kid, action));
     return { status: 200, body: { operation: action, total: kids.length, succeeded: results.filter((r) => r.status === 200).length, results } };
   }
-  // Finished operations are kept an hour for their progress URL, then dropped.
-  for (const [id, old] of operations) if (old.finishedAt && Date.parse(old.finishedAt) < Date.now() - 3_600_000) operations.delete(id);
-  const op: Operation = { id: randomUUID(), tenantId, operation: action, total: kids.length, done: 0, failed: 0, state: 'running', results: [], startedAt: new Date().toISOString() };
-  operations.set(op.id, op);
-  void (async () => {
-    for (const kid of kids) {
-      const r = await runOne(ctx, req, tenantId, kid, action).catch((err) => ({ kid, status: 500, error: { slug: 'internal-error', detail: (err as Error).message } }));
-      op.results.push(r);
-      op.done += 1;
-      if (r.status !== 200) op.failed += 1;
-    }
-    op.state = 'completed';
-    op.finishedAt = new Date().toISOString();
-    ctx.logger.info({ operationId: op.id, total: op.total, failed: op.failed }, 'bulk key operation finished');
-  })();
-  return { status: 202, body: { operationId: op.id, operation: action, total: op.total, state: op.state, progress: `/api/v3/admin/tenants/${tenantId}/keys/orchestrate/${op.id}` } };
+  await ctx.db('key_operations').where('finished_at', '<', new Date(Date.now() - KEEP_MS)).delete();
+  const id = randomUUID();
+  await ctx.db('key_operations').insert({ id, tenant_id: tenantId, operation: action, total: kids.length, started_by: actorOf(req) });
+  void runInBackground(ctx, req, id, tenantId, kids, action);
+  return { status: 202, body: { operationId: id, operation: action, total: kids.length, state: 'running', progress: `/api/v3/admin/tenants/${tenantId}/keys/orchestrate/${id}` } };
 }
 
-/** Progress of a background bulk operation of the tenant. */
-export function orchestration(tenantId: string, id: string): Operation {
-  const op = operations.get(id);
-  if (!op || op.tenantId !== tenantId) throw new AppError('not_found', 'no such operation');
-  return op;
+/** Changes the keys one by one, writing progress to the operation's row as it goes. */
+async function runInBackground(ctx: AppContext, req: Request, id: string, tenantId: string, kids: string[], action: KeyAction): Promise<void> {
+  const results: KeyResult[] = [];
+  let failed = 0;
+  let written = Date.now();
+  const write = (extra: Record<string, unknown> = {}) =>
+    ctx.db('key_operations').where({ id }).update({ done: results.length, failed, results: JSON.stringify(results), updated_at: new Date(), ...extra });
+  try {
+    for (const kid of kids) {
+      const r = await runOne(ctx, req, tenantId, kid, action).catch((err): KeyResult => {
+        ctx.logger.error({ err, operationId: id, kid }, 'bulk key operation: one key failed unexpectedly');
+        return { kid, status: 500, error: { slug: 'internal-error', detail: 'unexpected failure' } };
+      });
+      results.push(r);
+      if (r.status !== 200) failed += 1;
+      if (Date.now() - written >= PROGRESS_EVERY_MS) {
+        await write();
+        written = Date.now();
+      }
+    }
+    await write({ state: 'completed', finished_at: new Date() });
+    ctx.logger.info({ operationId: id, operation: action, total: kids.length, failed }, 'bulk key operation finished');
+  } catch (err) {
+    // The database went away mid-run: the row stops moving and reads as interrupted.
+    ctx.logger.error({ err, operationId: id, done: results.length, total: kids.length }, 'bulk key operation could not record its progress; it stops here and reads as interrupted');
+  }
+}
+
+/** Progress of a background bulk operation of the tenant; another tenant's id is not found. */
+export async function orchestration(ctx: AppContext, tenantId: string, id: string): Promise<Operation> {
+  const row = isUuid(id) ? await ctx.db('key_operations').where({ id, tenant_id: tenantId }).first() : undefined;
+  if (!row) throw new AppError('not_found', 'no such operation');
+  const stale = row.state === 'running' && Date.now() - new Date(row.updated_at).getTime() > STALE_AFTER_MS;
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    operation: row.operation,
+    total: row.total,
+    done: row.done,
+    failed: row.failed,
+    state: stale ? 'interrupted' : row.state,
+    results: jsonColumn<KeyResult[]>(row.results),
+    startedAt: new Date(row.started_at).toISOString(),
+    ...(row.finished_at ? { finishedAt: new Date(row.finished_at).toISOString() } : {}),
+  };
 }

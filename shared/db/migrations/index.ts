@@ -5,13 +5,14 @@
 import type { Knex } from 'knex';
 import * as initial from './001_initial.ts';
 import * as exchanges from './002_exchanges.ts';
+import * as keyOperations from './003_key_operations.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges]];
+const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations]];
 
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

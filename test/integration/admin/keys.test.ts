@@ -106,6 +106,27 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     const audited = await app.ctx.db('audit_events').where({ tenant_id: t.tenantId, action: 'key.rotate' }).whereLike('target', 'bulk-%').count({ n: '*' }).first();
     expect(Number(audited!.n)).toBe(60);
     expect((await api(app, 'GET', `${base}/orchestrate/${crypto.randomUUID()}`, token)).status).toBe(404);
+    expect((await api(app, 'GET', `${base}/orchestrate/not-a-uuid`, token)).status).toBe(404);
+    const row = await app.ctx.db('key_operations').where({ id: started.body.operationId }).first();
+    expect(row).toMatchObject({ tenant_id: t.tenantId, operation: 'rotate', state: 'completed', done: 60, failed: 0 });
+  });
+
+  it('when a bulk operation is read, then the answer comes from the database: another instance\'s operation is served, one whose instance died reads as interrupted, another tenant\'s is not found', async () => {
+    const other = await makeTenant(app, KEY_PERMS, 'bulk-other');
+    const row = (id: string, tenantId: string, updatedAgoMs: number) => ({
+      id, tenant_id: tenantId, operation: 'revoke', total: 100, done: 3, failed: 1, state: 'running', started_by: 'user:elsewhere',
+      results: JSON.stringify([{ kid: 'a', status: 200, state: 'revoked' }, { kid: 'b', status: 200, state: 'revoked' }, { kid: 'c', status: 409 }]),
+      started_at: new Date(Date.now() - 120_000), updated_at: new Date(Date.now() - updatedAgoMs),
+    });
+    const [live, dead, foreign] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    await app.ctx.db('key_operations').insert([row(live, t.tenantId, 1_000), row(dead, t.tenantId, 120_000), row(foreign, other.tenantId, 1_000)]);
+    const running = await api(app, 'GET', `${base}/orchestrate/${live}`, token);
+    expect(running.status).toBe(200);
+    expect(running.body).toMatchObject({ id: live, tenantId: t.tenantId, operation: 'revoke', total: 100, done: 3, failed: 1, state: 'running' });
+    expect(running.body.results).toHaveLength(3);
+    expect(running.body).not.toHaveProperty('finishedAt');
+    expect((await api(app, 'GET', `${base}/orchestrate/${dead}`, token)).body).toMatchObject({ state: 'interrupted', done: 3 });
+    expect((await api(app, 'GET', `${base}/orchestrate/${foreign}`, token)).status).toBe(404);
   });
   it('when a role holds admin.keys.resume but not admin.keys.suspend, then it resumes a key and cannot suspend one', async () => {
     const r = await makeTenant(app, ['admin.keys.create', 'admin.keys.resume'], 'resumer');
