@@ -18,7 +18,7 @@ import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
 import type { ContentCipher } from './content-decrypt.ts';
 import { Multipart, cbcPassThrough, defaultKeyManagement, gcmEncryptor, preservingEnc, protectedHeader, wrapContentKey } from './jwe.ts';
 import type { ContentEncryptor, JweEnc } from './jwe.ts';
-import { DetachedJwsSigner, algForKey, candidateAlgs } from './jws.ts';
+import { DetachedJwsSigner, algForKey, candidateAlgs, type JwsAlg } from './jws.ts';
 import type { DetachedJws } from './jws.ts';
 import { DIGESTS, OID, oidName } from './oids.ts';
 import { cmsProblem } from './problems.ts';
@@ -157,6 +157,11 @@ async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
   return opts.metadata.signerKid ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer') : null;
 }
 
+/** The algs to hash the content for before the signer is known (jws.ts candidateAlgs). */
+async function candidatesFor(resolver: KeyResolver, key: ResolvedKey | null, cmsHash: string): Promise<JwsAlg[]> {
+  return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
+}
+
 async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOptions): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
   const cmsHash = cmsHashOf(head);
@@ -167,7 +172,7 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
   if (head.content) {
     if (opts.content) throw cmsProblem('cms_bad_metadata', 'a content part was given for a SignedData that carries its content');
     source = reader.octets(head.content, { reuse: true }); // only hashed below
-    jws = new DetachedJwsSigner(candidateAlgs(key, cmsHash), { b64: metadata.b64 ?? false, kid: key?.kid });
+    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), { b64: metadata.b64 ?? false, kid: key?.kid });
   } else {
     if (!opts.content) throw cmsProblem('cms_bad_metadata', 'a detached SignedData needs the signed content as the content part');
     // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
@@ -258,7 +263,7 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
       source = r.octets(innerHead.content);
       const cmsHash = cmsHashOf(innerHead);
       const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-      const jws = new DetachedJwsSigner(candidateAlgs(signerKey, cmsHash), { b64, kid: signerKey?.kid });
+      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, kid: signerKey?.kid });
       signing = {
         digests,
         jws,
@@ -269,7 +274,7 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
       if (head.type === 'signedAndEnvelopedData') {
         const cmsHash = cmsHashOf(head);
         const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-        const jws = new DetachedJwsSigner(candidateAlgs(signerKey, cmsHash), { b64, kid: signerKey?.kid });
+        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, kid: signerKey?.kid });
         const decryptSignature = (sig: Buffer) => {
           const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
           return Buffer.concat([d.update(sig), d.final()]);

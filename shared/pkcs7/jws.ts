@@ -6,12 +6,14 @@
  * CMS puts the SignerInfo after the content, so when no signerKid is given the re-signing key,
  * and with it `alg`, is only known at the end, while the signing input starts with the protected
  * header that names `alg`. The signer therefore hashes the input once per candidate `alg` and
- * keeps the one the key calls for. Ed25519 cannot sign a stream (RFC 8032 PureEdDSA hashes the
+ * keeps the one the key calls for; the candidates are only the algs the tenant's key types can
+ * sign with (each one costs a SHA pass over the content, the largest cost of a conversion). Ed25519 cannot sign a stream (RFC 8032 PureEdDSA hashes the
  * message twice), so its input is held up to EDDSA_CAP bytes.
  */
 import { constants, createSign, sign as signOneShot } from 'node:crypto';
 import type { Sign } from 'node:crypto';
 import { cmsProblem } from './problems.ts';
+import { KEY_TYPE_SPECS, isKeyType } from '../crypto/registry.ts';
 import type { ResolvedKey } from './types.ts';
 
 export type JwsAlg = 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
@@ -36,8 +38,12 @@ export function algForKey(key: ResolvedKey, cmsHash: string, pss: boolean): JwsA
   throw cmsProblem('cms_key_unusable', `key ${key.kid} cannot sign a JWS (it needs an RSA, EC P-256/384/521 or Ed25519 private key)`);
 }
 
-/** Algs the signer must hash for, from what is known before the content. */
-export function candidateAlgs(key: ResolvedKey | null, cmsHash: string): JwsAlg[] {
+/**
+ * Algs the signer must hash for, from what is known before the content: the key's exact alg and
+ * its PSS twin when the key is named, else every alg of the CMS digest size, narrowed to what the
+ * tenant's key types can sign with when those are known (`keyTypes`).
+ */
+export function candidateAlgs(key: ResolvedKey | null, cmsHash: string, keyTypes?: readonly string[]): JwsAlg[] {
   const bits = BITS[cmsHash] ?? '256';
   if (key) {
     const exact = algForKey(key, cmsHash, false);
@@ -46,7 +52,9 @@ export function candidateAlgs(key: ResolvedKey | null, cmsHash: string): JwsAlg[
   const algs: JwsAlg[] = [`RS${bits}` as JwsAlg, `PS${bits}` as JwsAlg, `ES${bits}` as JwsAlg];
   // RFC 8419 section 3: Ed25519 signers use SHA-512 for the CMS digest.
   if (cmsHash === 'sha512') algs.push('EdDSA');
-  return algs;
+  if (!keyTypes) return algs;
+  const signable = new Set<string>(keyTypes.filter(isKeyType).flatMap((t) => KEY_TYPE_SPECS[t].jws ?? []));
+  return algs.filter((alg) => signable.has(alg));
 }
 
 /** The flattened JWS object the converter returns (contract section 5). */

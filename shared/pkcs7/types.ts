@@ -29,6 +29,12 @@ export interface ResolvedKey {
 export interface KeyResolver {
   byCmsRef(ref: CmsKeyRef): Promise<ResolvedKey | null>;
   byKid(kid: string): Promise<ResolvedKey | null>;
+  /**
+   * The types ('rsa-2048', 'ec-p256'...) of the tenant's usable keys. When the re-signing key is
+   * only named after the content, the engine hashes the content once per alg one of these types
+   * can sign with, rather than once per alg there is; without it, once per alg there is.
+   */
+  keyTypes?(): Promise<readonly string[]>;
 }
 
 /** The `metadata` part of a conversion request (contract section 5). */

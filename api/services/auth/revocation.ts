@@ -54,6 +54,14 @@ export interface RevocationList {
   close(): Promise<void>;
 }
 
+/** The subject and not-before of a subject entry's jti; null for a token's own jti. */
+function subjectEntry(jti: string): { sub: string; notBefore: number } | null {
+  if (!jti.startsWith(SUBJECT)) return null;
+  const at = jti.lastIndexOf(':');
+  const notBefore = Number(jti.slice(at + 1));
+  return Number.isInteger(notBefore) ? { sub: jti.slice(SUBJECT.length, at), notBefore } : null;
+}
+
 /** Loads unexpired revocations and starts listening for new ones. */
 export async function createRevocationList(db: Knex, logger: Logger, redis?: Redis): Promise<RevocationList> {
   const revoked = new Map<string, number>(); // jti → expiry (ms)
@@ -64,12 +72,8 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
   function add(jti: string, expiresAtMs: number): void {
     if (revoked.has(jti)) return;
     revoked.set(jti, expiresAtMs);
-    if (jti.startsWith(SUBJECT)) {
-      const at = jti.lastIndexOf(':');
-      const sub = jti.slice(SUBJECT.length, at);
-      const notBefore = Number(jti.slice(at + 1));
-      if (Number.isInteger(notBefore) && notBefore > (subjects.get(sub) ?? 0)) subjects.set(sub, notBefore);
-    }
+    const subject = subjectEntry(jti);
+    if (subject && subject.notBefore > (subjects.get(subject.sub) ?? 0)) subjects.set(subject.sub, subject.notBefore);
     for (const l of listeners) l(jti);
   }
 
@@ -116,10 +120,8 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
     for (const [jti, exp] of revoked) {
       if (exp + 60_000 >= now) continue;
       revoked.delete(jti);
-      if (jti.startsWith(SUBJECT)) {
-        const sub = jti.slice(SUBJECT.length, jti.lastIndexOf(':'));
-        if (`${SUBJECT}${sub}:${subjects.get(sub)}` === jti) subjects.delete(sub);
-      }
+      const subject = subjectEntry(jti);
+      if (subject && subjects.get(subject.sub) === subject.notBefore) subjects.delete(subject.sub);
     }
   }, 60_000);
   sweeper.unref();

@@ -44,5 +44,9 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
     return row ? resolve(row.kid, row.version) : null;
   }
 
-  return { byCmsRef: byRef, byKid: (kid) => resolve(kid) };
+  async function keyTypes(): Promise<string[]> {
+    return (await ctx.db('keys').where({ tenant_id: tenantId, state: 'active' }).distinct('type')).map((r) => r.type as string);
+  }
+
+  return { byCmsRef: byRef, byKid: (kid) => resolve(kid), keyTypes };
 }

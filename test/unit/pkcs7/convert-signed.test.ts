@@ -1,6 +1,7 @@
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { flattenedVerify } from 'jose';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import { candidateAlgs } from '../../../shared/pkcs7/jws.ts';
 import { OpenSslDir, buildEd25519SignedData, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
 
@@ -101,6 +102,21 @@ describe('SignedData to a detached JWS', () => {
     const jws = await convertSigned(sign(keys.p384, ['-nodetach', '-stream']), { signerKid: keys.p384.kid });
     expect(header(jws)).toEqual({ alg: 'ES384', kid: keys.p384.kid, b64: false, crit: ['b64'] });
     await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p384.privateKey))).resolves.toBeTruthy();
+  });
+
+  it('when the signer is only named after the content, then the content is hashed for the algs the tenant\'s key types can sign with', () => {
+    expect(candidateAlgs(null, 'sha256')).toEqual(['RS256', 'PS256', 'ES256']);
+    expect(candidateAlgs(null, 'sha256', ['rsa-2048', 'aes-256', 'ml-kem-768'])).toEqual(['RS256', 'PS256']);
+    expect(candidateAlgs(null, 'sha256', ['ec-p256', 'ec-p384'])).toEqual(['ES256']);
+    expect(candidateAlgs(null, 'sha384', ['ec-p256', 'ec-p384'])).toEqual(['ES384']);
+    expect(candidateAlgs(null, 'sha512', ['ed25519', 'ec-p521'])).toEqual(['ES512', 'EdDSA']);
+    expect(candidateAlgs(null, 'sha256', ['aes-128', 'unknown-type'])).toEqual([]);
+  });
+
+  it('when the tenant holds no key that can sign, then the conversion reports the signer key as not imported', async () => {
+    const file = sign(keys.rsa, ['-nodetach']);
+    const noSigners = { ...resolverFor([]), keyTypes: async () => ['aes-256'] };
+    await expect(convertPkcs7ToJose(chunked(file, 65536), { metadata: {}, resolver: noSigners }).then((r) => collect(r.body))).rejects.toMatchObject({ code: 'cms_key_not_imported' });
   });
 
   it('when the input arrives one byte at a time, then the JWS is the same kind and verifies', async () => {
