@@ -8,6 +8,13 @@
  *   buffers pile up between sweeps, out of cache. 1 GiB EnvelopedData to JWE: server CPU 5.0 s
  *   -> 2.0 s, RSS growth +96 MB -> +29 MB. The price is on tiny requests: about 10-15% more CPU
  *   per 1 KiB encrypt, whose short-lived objects are swept more often.
+ * --no-concurrent-array-buffer-sweeping: the memory of dead Buffers is freed during the GC that
+ *   finds them, not later by a V8 background thread. During a conversion V8 holds about 40 MB of
+ *   dead Buffers between its major GCs (process.memoryUsage().arrayBuffers, sampled every 20 ms),
+ *   and with concurrent sweeping malloc grew past that before the frees landed: after an
+ *   `openssl cms -decrypt` of the same file (as in the bench) 1 GiB EnvelopedData to JWE peaked
+ *   at +61 to +89 MB over idle, and +48 MB with this flag, at the same speed; the bench run with
+ *   it gave +22 MB (148 MB) where the runs without gave +52 and +57 MB (195 and 199 MB).
  * NODE_COMPILE_CACHE: Node keeps the type-stripped form of our .ts files (each entry checked
  *   against its file's content hash) in a directory of this user's under the OS temp directory
  *   (compileCacheDir), so a warm start never loads the WASM type stripper, about 13 MB of RSS in
@@ -30,7 +37,7 @@ import { lstatSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-concurrent-array-buffer-sweeping'];
 
 /** glibc malloc settings the process starts with, unless the operator set these variables. */
 export const MALLOC_ENV: Readonly<Record<string, string>> = {
