@@ -9,10 +9,11 @@ import { GENESIS_HASH, chainHash } from '../../shared/audit/chain.ts';
 import { route } from '../http/route.ts';
 import { authorize } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
+import { jsonColumn } from '../../shared/db/knex.ts';
 
 const eventView = (r: Record<string, unknown>) => ({
   seq: Number(r.seq), at: new Date(r.at as string).toISOString(), actor: r.actor, action: r.action, outcome: r.outcome, target: r.target,
-  details: typeof r.details === 'string' ? JSON.parse(r.details) : r.details, hash: r.hash, prevHash: r.prev_hash,
+  details: jsonColumn(r.details), hash: r.hash, prevHash: r.prev_hash,
 });
 
 function isoParam(v: unknown, name: string): Date | null {
@@ -68,7 +69,7 @@ export function createAuditRouter(ctx: AppContext): Router {
         if (rows.length === 0) break;
         for (const r of rows) {
           const seq = Number(r.seq);
-          const details = typeof r.details === 'string' ? JSON.parse(r.details) : r.details;
+          const details = jsonColumn<Record<string, unknown>>(r.details);
           const content = { tenantId, seq, at: new Date(r.at).toISOString(), actor: r.actor, action: r.action, outcome: r.outcome, target: r.target ?? null, details };
           const reason = seq !== expectedSeq ? `event ${expectedSeq} is missing`
             : prev !== null && r.prev_hash !== prev ? 'prevHash does not match the previous event'

@@ -7,12 +7,13 @@ import { route } from '../../http/route.ts';
 import { auditChange, tenantParam } from '../../http/params.ts';
 import { authorize } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** The effective policy of a tenant (used by key creation too). */
 export async function tenantPolicy(ctx: AppContext, tenantId: string) {
   const tenant = await ctx.db('tenants').where({ id: tenantId }).first('policy_overrides');
   if (!tenant) throw new AppError('not_found', 'no such tenant');
-  const overrides = (typeof tenant.policy_overrides === 'string' ? JSON.parse(tenant.policy_overrides) : tenant.policy_overrides) as PolicyOverrides;
+  const overrides = jsonColumn<PolicyOverrides>(tenant.policy_overrides);
   return { overrides, effective: effectivePolicy(ctx.config, overrides) };
 }
 

@@ -6,6 +6,7 @@
 import { createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 const CACHE_TTL_MS = 5_000;
 const CHANNEL = 'keyward:workload-changed';
@@ -56,7 +57,7 @@ export async function createClientSecrets(db: Knex, pepper: Buffer, redis?: Redi
       .first('w.id', 'w.client_id', 'w.tenant_id', 'w.disabled', 'r.permissions', 't.status');
     if (!row) return null;
     const secrets = await db('workload_secrets').where({ workload_id: row.id }).andWhere((q) => q.whereNull('valid_until').orWhere('valid_until', '>', new Date()));
-    const permissions = typeof row.permissions === 'string' ? JSON.parse(row.permissions) : row.permissions;
+    const permissions = jsonColumn<string[]>(row.permissions);
     return {
       workloadId: row.id, clientId: row.client_id, tenantId: row.tenant_id, tenantActive: row.status === 'active', disabled: row.disabled, permissions,
       secrets: secrets.map((s) => ({ hash: Buffer.from(s.secret_hash, 'hex'), validUntil: s.valid_until ? new Date(s.valid_until).getTime() : null })),

@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { WorkPool } from '../../../workers/pool.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** A precomputed hash of a random password, verified when the user does not exist. */
 const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE';
@@ -30,7 +31,7 @@ export async function loadUser(db: Knex, where: { id: string } | { tenantId: str
   if (!row) return null;
   return {
     id: row.id, tenantId: row.tenant_id, email: row.email,
-    permissions: typeof row.permissions === 'string' ? JSON.parse(row.permissions) : row.permissions,
+    permissions: jsonColumn(row.permissions),
     passwordHash: row.password_hash, lockedUntil: row.locked_until ? new Date(row.locked_until) : null, disabled: row.disabled,
     failedAttempts: row.failed_attempts, lockoutCount: row.lockout_count,
   };

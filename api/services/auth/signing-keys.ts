@@ -8,6 +8,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, typ
 import type { Knex } from 'knex';
 import { IntegrityError, type MasterKey } from '../../../shared/crypto/master-key.ts';
 import { ConfigError } from '../../../shared/config/index.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 const ALG = 'ES256';
 const SEAL_TENANT = 'platform-signing-keys';
@@ -55,7 +56,7 @@ export async function createSigningKeys(db: Knex, master: MasterKey): Promise<Si
     const rows = await db('signing_keys').where((q) => q.whereNull('publish_until').orWhere('publish_until', '>', new Date())).orderBy('created_at', 'asc');
     keys = rows.map((r) => {
       const privateKey = createPrivateKey({ key: master.open(r.private_material, { tenantId: SEAL_TENANT, kid: r.kid, version: 1 }), format: 'der', type: 'pkcs8' });
-      const publicJwk = typeof r.public_jwk === 'string' ? JSON.parse(r.public_jwk) : r.public_jwk;
+      const publicJwk = jsonColumn<Record<string, unknown>>(r.public_jwk);
       return { kid: r.kid, privateKey, publicKey: createPublicKey(privateKey), publicJwk, createdAt: new Date(r.created_at), publishUntil: r.publish_until ? new Date(r.publish_until) : null };
     });
   }

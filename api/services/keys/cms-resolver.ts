@@ -8,6 +8,7 @@ import type { KeyResolver, ResolvedKey, CmsKeyRef } from '../../../shared/pkcs7/
 import { AppError } from '../../../shared/errors/index.ts';
 import { issuerSerialKey } from './store.ts';
 import { unusable } from './lifecycle.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** A resolver over one tenant's keys. */
 export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId: string): KeyResolver {
@@ -24,7 +25,7 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
     const loaded = key.versions.get(v);
     if (!loaded) return null;
     const row = await ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where({ 'k.tenant_id': tenantId, 'k.kid': kid, 'v.version': v }).first('v.certificate_chain');
-    const chain = row?.certificate_chain ? (typeof row.certificate_chain === 'string' ? JSON.parse(row.certificate_chain) : row.certificate_chain) as string[] : [];
+    const chain = row?.certificate_chain ? jsonColumn<string[]>(row.certificate_chain) : [];
     return {
       kid, version: v, type: key.type, privateKey: loaded.privateKey, publicKey: loaded.publicKey, secretKey: loaded.secretKey,
       certificate: chain[0] ? Buffer.from(chain[0], 'base64') : undefined,

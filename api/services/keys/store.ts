@@ -11,6 +11,7 @@ import { isKeyType, keyTypeSpec, resolveUsage, type KeyType } from '../../../sha
 import { deserializeMaterial, generateKeyMaterial, publicJwk, serializeMaterial, type KeyMaterial } from '../../../shared/crypto/material.ts';
 import { tenantPolicy } from '../../routes/admin/policies.ts';
 import { nextState, type KeyAction, type KeyState } from './lifecycle.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** The kid rule for every key, generated or imported. */
 export const KID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -46,7 +47,7 @@ function stripZeros(b: Buffer): Buffer {
 }
 
 export function keyView(row: Record<string, unknown>, version?: Record<string, unknown>): KeyView {
-  const jwk = version?.public_jwk ? (typeof version.public_jwk === 'string' ? JSON.parse(version.public_jwk) : version.public_jwk) : undefined;
+  const jwk = version?.public_jwk ? jsonColumn<Record<string, unknown>>(version.public_jwk) : undefined;
   return {
     kid: row.kid as string, type: row.type as string, usage: row.usage as string, state: row.state as KeyState, currentVersion: Number(row.current_version),
     source: row.source as string, createdAt: new Date(row.created_at as string).toISOString(), updatedAt: new Date(row.updated_at as string).toISOString(),

@@ -114,6 +114,7 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): P
     async waitForOutput(text, timeoutMs = 5_000) {
       const deadline = Date.now() + timeoutMs;
       while (!out.includes(text)) {
+        if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode} before writing ${JSON.stringify(text)}:\n${out}`);
         if (Date.now() > deadline) throw new Error(`worker output lacks ${JSON.stringify(text)} after ${timeoutMs} ms:\n${out}`);
         await new Promise((r) => setTimeout(r, 25));
       }
@@ -131,15 +132,10 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): P
       return child.exitCode ?? child.signalCode;
     },
   };
-  const deadline = Date.now() + timeoutMs;
-  while (!out.includes('keyward worker ready')) {
-    if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode} before it was ready:\n${out}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`worker not ready within ${timeoutMs} ms:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await handle.waitForOutput('keyward worker ready', timeoutMs).catch((err) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
   return handle;
 }
 
