@@ -22,47 +22,43 @@ export interface JobsRuntime {
   redis: Redis;
 }
 
-const runtimes = new WeakMap<AppContext, Promise<JobsRuntime>>();
-const stores = new WeakMap<AppContext, Promise<ObjectStore>>();
-
-/** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
-export function jobsRuntime(ctx: AppContext): Promise<JobsRuntime> {
-  const known = runtimes.get(ctx);
-  if (known) return known;
-  if (!ctx.config.redisUrl || !ctx.redis) {
-    return Promise.reject(problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)'));
-  }
-  const runtime = startRuntime(ctx, ctx.config.redisUrl, ctx.redis);
-  runtimes.set(ctx, runtime);
-  runtime.catch(() => runtimes.delete(ctx)); // tried again on the next request
-  return runtime;
+/** One promise per context, started on first use and forgotten when it fails, so the next call tries again. */
+function perContext<T>(start: (ctx: AppContext) => Promise<T>): (ctx: AppContext) => Promise<T> {
+  const started = new WeakMap<AppContext, Promise<T>>();
+  return (ctx) => {
+    let made = started.get(ctx);
+    if (!made) {
+      made = start(ctx);
+      started.set(ctx, made);
+      made.catch(() => started.delete(ctx));
+    }
+    return made;
+  };
 }
 
-async function startRuntime(ctx: AppContext, redisUrl: string, redis: Redis): Promise<JobsRuntime> {
+/** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
+export const jobsRuntime = perContext(async (ctx): Promise<JobsRuntime> => {
+  if (!ctx.config.redisUrl || !ctx.redis) {
+    throw problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)');
+  }
   const { Queue } = await import('bullmq');
   const settings = loadQueueSettings();
-  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(redisUrl, false), prefix: settings.prefix });
+  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(ctx.config.redisUrl, false), prefix: settings.prefix });
   // Without a listener an 'error' event would crash the process; Redis outages surface per request.
   queue.on('error', (err) => ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'));
   ctx.closers.push({ name: 'job queue', close: () => queue.close() });
-  return { settings, queue, redis };
-}
+  return { settings, queue, redis: ctx.redis };
+});
 
 /** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */
-export function objectStoreOf(ctx: AppContext): Promise<ObjectStore> {
-  let store = stores.get(ctx);
-  if (!store) {
-    const c = ctx.config;
-    store = createObjectStore({
-      dataDir: c.dataDir,
-      s3: c.s3Endpoint ? { endpoint: c.s3Endpoint, accessKey: c.s3AccessKey ?? '', secretKey: c.s3SecretKey ?? '', bucket: c.s3Bucket } : undefined,
-      logger: ctx.logger,
-    });
-    stores.set(ctx, store);
-    store.catch(() => stores.delete(ctx));
-  }
-  return store;
-}
+export const objectStoreOf = perContext((ctx): Promise<ObjectStore> => {
+  const c = ctx.config;
+  return createObjectStore({
+    dataDir: c.dataDir,
+    s3: c.s3Endpoint ? { endpoint: c.s3Endpoint, accessKey: c.s3AccessKey ?? '', secretKey: c.s3SecretKey ?? '', bucket: c.s3Bucket } : undefined,
+    logger: ctx.logger,
+  });
+});
 
 /**
  * Runs a Redis or BullMQ call; a connection failure becomes the queue-unavailable problem (the
