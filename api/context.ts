@@ -13,6 +13,8 @@ import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
 import { createAuthServices, type AuthServices } from './services/auth/index.ts';
 import { createKeyCache, type KeyCache } from './services/keys/cache.ts';
+import { createChangeFeed, type ChangeFeed } from '../shared/db/change-feed.ts';
+import { connectRedis } from '../shared/redis.ts';
 
 export interface AppContext {
   config: Config;
@@ -25,6 +27,8 @@ export interface AppContext {
   auth: AuthServices;
   /** Runtime key cache (hot path). */
   keys: KeyCache;
+  /** Cross-instance changes (revocations, key states, credentials, signing keys, tenant status). */
+  changes: ChangeFeed;
   /** Present when REDIS_URL is set. */
   redis?: Redis;
   /** Closers run in reverse order of registration by closeContext. */
@@ -53,18 +57,19 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   closers.push({ name: 'worker pool', close: () => pool.close() });
   let redis: Redis | undefined;
   if (config.redisUrl) {
-    const { Redis } = await import('ioredis'); // ~2.4 MB of heap, only for deployments that use Redis
-    const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
-    client.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+    const client = await connectRedis(config.redisUrl, logger);
     closers.push({ name: 'redis', close: () => client.quit().catch(() => client.disconnect()) });
     redis = client;
   }
   closers.push({ name: 'audit log', close: () => audit.close() });
-  const auth = await createAuthServices(config, db, master.key, logger, redis);
+  const changes = await createChangeFeed(db, logger, redis);
+  closers.push({ name: 'change feed', close: () => changes.close() });
+  const auth = await createAuthServices(config, db, master.key, logger, changes, redis);
   closers.push({ name: 'auth services', close: () => auth.close() });
-  const keys = await createKeyCache(db, master.key, logger, redis);
-  closers.push({ name: 'key cache', close: () => keys.close() });
-  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, redis, closers };
+  const keys = createKeyCache(db, master.key, changes);
+  // Every listener is registered: from here on no change is missed.
+  changes.start();
+  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, changes, redis, closers };
 }
 
 /** Closes what the context opened, newest first; safe to call twice. */

@@ -21,6 +21,7 @@ import { createObjectStore, FsObjectStore, type ObjectStore } from '../shared/st
 import { S3ObjectStore } from '../shared/storage/s3-store.ts';
 import { CONVERT_QUEUE, connectionOptions, decodeProblem, loadQueueSettings, redisKeys, type ConvertJobData, type ConvertJobResult, type QueueSettings } from '../shared/queues/index.ts';
 import { createKeyCache } from '../api/services/keys/cache.ts';
+import { createChangeFeed } from '../shared/db/change-feed.ts';
 import { tenantKeyResolver } from '../api/services/keys/cms-resolver.ts';
 import type { AppContext } from '../api/context.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
@@ -69,8 +70,10 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
-  const keys = await createKeyCache(db, master.key, logger, redis);
-  closers.push({ name: 'key cache', close: () => keys.close() });
+  const changes = await createChangeFeed(db, logger, redis);
+  closers.push({ name: 'change feed', close: () => changes.close() });
+  const keys = createKeyCache(db, master.key, changes);
+  changes.start();
   const objects = await openObjectStore(config, logger);
   // The resolver reads only `db` and `keys` of the API context; the worker has just those.
   const keyContext: Pick<AppContext, 'db' | 'keys'> = { db, keys };

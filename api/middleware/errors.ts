@@ -5,6 +5,7 @@
  */
 import type { ErrorRequestHandler, RequestHandler, Response, Request } from 'express';
 import { AppError, OAuthError } from '../../shared/errors/index.ts';
+import { isDatabaseUnavailable } from '../../shared/db/knex.ts';
 
 /** Maps body-parser and other http-errors style failures onto the catalogue. */
 function fromHttpError(err: { type?: string; status?: number; message?: string }): AppError | null {
@@ -23,6 +24,18 @@ function fromHttpError(err: { type?: string; status?: number; message?: string }
       if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) return new AppError('bad_request', 'the request path or its parameters are malformed', { status: err.status });
       return null;
   }
+}
+
+/** Seconds a client should wait before retrying while the database is away. */
+const DATABASE_RETRY_AFTER = '5';
+
+/** Any thrown value as the AppError it answers with: catalogued, mapped, or an internal error. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (isDatabaseUnavailable(err)) {
+    return new AppError('database_unavailable', 'the database is not reachable right now; retry shortly', { headers: { 'Retry-After': DATABASE_RETRY_AFTER }, cause: err });
+  }
+  return fromHttpError(err as { type?: string; status?: number; message?: string }) ?? new AppError('internal', 'unexpected failure', { cause: err });
 }
 
 /** The RFC 7807 body of an AppError (spec 2.5); internals never leave for 5xx. */
@@ -58,8 +71,9 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
       res.status(err.status).json({ error: err.error, error_description: err.message });
       return;
     }
-    const error = err instanceof AppError ? err : fromHttpError(err) ?? new AppError('internal', 'unexpected failure', { cause: err });
-    if (error.status >= 500) req.log.error({ err: errMessage(err), stack: (err as Error)?.stack, code: error.code }, 'request failed');
+    const error = toAppError(err);
+    if (error.code === 'database_unavailable') req.log.warn({ err: errMessage(err) }, 'database unreachable; answered 503');
+    else if (error.status >= 500) req.log.error({ err: errMessage(err), stack: (err as Error)?.stack, code: error.code }, 'request failed');
     else req.log.info({ code: error.code, status: error.status }, error.message);
     sendProblem(req, res, error, baseUrl);
   };

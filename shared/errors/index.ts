@@ -45,6 +45,7 @@ export const PROBLEMS = {
   pool_busy: { status: 503, slug: 'service-busy', title: 'Service Busy' },
   queue_unavailable: { status: 503, slug: 'queue-unavailable', title: 'Queue Unavailable' },
   unavailable: { status: 503, slug: 'service-unavailable', title: 'Service Unavailable' },
+  database_unavailable: { status: 503, slug: 'database-unavailable', title: 'Database Unavailable' },
 } as const satisfies Record<string, ProblemSpec>;
 
 export type ProblemCode = keyof typeof PROBLEMS;

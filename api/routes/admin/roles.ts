@@ -6,7 +6,8 @@ import { isPermission, isPlatformPermission } from '../../../shared/permissions.
 import { route } from '../../http/route.ts';
 import { paginate } from '../../http/pagination.ts';
 import { auditChange, param, tenantParam } from '../../http/params.ts';
-import { authorize } from '../../middleware/authenticate.ts';
+import { actorOf, authorize } from '../../middleware/authenticate.ts';
+import { jsonColumn } from '../../../shared/db/knex.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { createRole, roleView } from '../../services/identities.ts';
 
@@ -48,8 +49,14 @@ export function createRolesRouter(ctx: AppContext): Router {
         update.permissions = JSON.stringify([...new Set(permissions)]);
       }
       const [row] = await ctx.db('roles').where({ id: role.id }).update(update).returning('*');
-      // Workload credentials (with their permissions) are cached briefly; drop those of this role.
-      for (const w of await ctx.db('workloads').where({ role_id: role.id }).select('client_id')) await ctx.auth.secrets.invalidate(w.client_id);
+      const before = jsonColumn<string[]>(role.permissions);
+      if (Array.isArray(permissions) && before.some((p) => !permissions.includes(p))) {
+        // Narrowed: outstanding tokens carry the removed permissions; end them on every instance.
+        await ctx.auth.revokeRoleTokens(role.tenant_id, role.id, actorOf(req));
+      } else {
+        // Workload credentials (with their permissions) are cached briefly; drop those of this role.
+        for (const w of await ctx.db('workloads').where({ role_id: role.id }).select('client_id')) await ctx.auth.secrets.invalidate(w.client_id);
+      }
       auditChange(ctx, req, 'role.update', role.id, update.permissions ? { permissions } : undefined);
       res.json(roleView(row));
     }],

@@ -38,7 +38,7 @@ export function createPlatformTenantsRouter(ctx: AppContext): Router {
         if (rows.length === 0) throw new AppError('not_found', 'no such tenant (the platform tenant cannot be suspended)');
         // Workload credentials are cached for a few seconds; drop them so the change bites now.
         for (const w of await ctx.db('workloads').where({ tenant_id: param(req, 'id') }).select('client_id')) await ctx.auth.secrets.invalidate(w.client_id);
-        await ctx.auth.revocation.refreshTenants();
+        await ctx.auth.revocation.tenantChanged(param(req, 'id'));
         ctx.audit.record({ tenantId: param(req, 'id'), actor: actorOf(req), action: `tenant.${action}`, outcome: 'success', target: param(req, 'id') });
         res.json(tenantView(rows[0]));
       }],

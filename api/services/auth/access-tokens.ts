@@ -30,6 +30,8 @@ export interface AccessClaims {
   exp: number;
   /** Delegation (token exchange): who acts, and the jti of the token they exchanged. */
   act?: { sub: string; tenantId: string; jti?: string };
+  /** The refresh-token family the token was issued with (password, refresh and legacy grants). */
+  fam?: string;
   /** Legacy tokens: the legacy role names. */
   scopes?: string[];
   /** 'user' or 'workload'. */
@@ -77,6 +79,7 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
   function stillValid(claims: AccessClaims): boolean {
     return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti) && !revocation.isTenantSuspended(claims.tenantId)
       && !revocation.isSubjectRevoked(claims.sub, claims.iat)
+      && !(claims.fam !== undefined && revocation.isFamilyRevoked(claims.fam))
       // An exchanged token ends with the token it came from (revoked, or its subject disabled).
       && !(claims.act && (revocation.isSubjectRevoked(claims.act.sub, claims.iat) || (claims.act.jti !== undefined && revocation.isRevoked(claims.act.jti))));
   }

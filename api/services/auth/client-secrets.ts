@@ -5,11 +5,10 @@
  */
 import { createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Redis } from 'ioredis';
 import { jsonColumn } from '../../../shared/db/knex.ts';
+import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
 
 const CACHE_TTL_MS = 5_000;
-const CHANNEL = 'keyward:workload-changed';
 
 /** What the token endpoint needs to know about a workload, cached briefly. */
 export interface WorkloadCredentials {
@@ -31,20 +30,15 @@ export interface ClientSecrets {
   lookup(clientId: string): Promise<WorkloadCredentials | null>;
   /** Constant-time check against every currently valid secret. */
   matches(creds: WorkloadCredentials, secret: string): boolean;
-  /** Drops a cached workload here and, through Redis, on every instance. */
+  /** Drops a cached workload here and, through the change feed, on every instance. */
   invalidate(clientId: string): Promise<void>;
-  close(): Promise<void>;
 }
 
 /** Creates the secret service over the workloads tables. */
-export async function createClientSecrets(db: Knex, pepper: Buffer, redis?: Redis): Promise<ClientSecrets> {
+export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed): ClientSecrets {
   const cache = new Map<string, WorkloadCredentials>();
-  let subscriber: Redis | null = null;
-  if (redis) {
-    subscriber = redis.duplicate();
-    await subscriber.subscribe(CHANNEL);
-    subscriber.on('message', (_c, clientId: string) => cache.delete(clientId));
-  }
+  feed.on('client', (c) => cache.delete(c.ref));
+  feed.onResync(() => cache.clear());
   // A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower).
   const pepperKey = createSecretKey(pepper);
   const hash = (secret: string) => createHmac('sha256', pepperKey).update(secret, 'utf8').digest('hex');
@@ -92,10 +86,7 @@ export async function createClientSecrets(db: Knex, pepper: Buffer, redis?: Redi
     },
     async invalidate(clientId) {
       cache.delete(clientId);
-      if (redis) await redis.publish(CHANNEL, clientId);
-    },
-    async close() {
-      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+      await feed.record('client', clientId);
     },
   };
 }

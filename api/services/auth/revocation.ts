@@ -1,18 +1,20 @@
 /**
  * The revoked-token list, held in memory so bearer checks never touch the database. A
- * revocation is written to the database and published on Redis (channel below) so every API
- * instance drops the token within a second; without Redis, instances poll the table each second.
+ * revocation is written to the database together with its row in the change log, in one
+ * transaction, and reaches every instance through the change feed (shared/db/change-feed.ts):
+ * within milliseconds over Redis, within a poll period when a message is lost.
  *
  * A subject (a user or workload) is revoked the same way, as one entry whose jti is
  * `subject:<sub>:<not-before, unix seconds>`: every token of that subject issued before then is
  * refused, wherever it is cached, while tokens issued later (after a password reset) work.
  */
 import type { Knex } from 'knex';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../../../shared/logger.ts';
+import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
 
-const CHANNEL = 'keyward:revoked';
 const SUBJECT = 'subject:';
+/** A refresh-token family's entry: every access token issued from the family is refused. */
+export const FAMILY = 'family:';
 
 export interface RevocationInput {
   jti: string;
@@ -44,8 +46,10 @@ export interface RevocationList {
   isSubjectRevoked(sub: string, iat: number): boolean;
   /** Tokens of a suspended tenant stop working within a second, whatever their expiry. */
   isTenantSuspended(tenantId: string): boolean;
-  /** Re-reads the suspended tenants now (after a suspend or resume here). */
-  refreshTenants(): Promise<void>;
+  /** Tells every instance that a tenant's status changed (suspend, resume). */
+  tenantChanged(tenantId: string): Promise<void>;
+  /** True when the refresh-token family an access token came from was revoked (reuse detected). */
+  isFamilyRevoked(familyId: string): boolean;
   revoke(input: RevocationInput): Promise<void>;
   /** Revokes every token of a subject issued until now, on every instance within a second. */
   revokeSubject(input: SubjectRevocationInput): Promise<void>;
@@ -62,12 +66,11 @@ function subjectEntry(jti: string): { sub: string; notBefore: number } | null {
   return Number.isInteger(notBefore) ? { sub: jti.slice(SUBJECT.length, at), notBefore } : null;
 }
 
-/** Loads unexpired revocations and starts listening for new ones. */
-export async function createRevocationList(db: Knex, logger: Logger, redis?: Redis): Promise<RevocationList> {
+/** Loads unexpired revocations and follows the change feed for new ones. */
+export async function createRevocationList(db: Knex, logger: Logger, feed: ChangeFeed): Promise<RevocationList> {
   const revoked = new Map<string, number>(); // jti → expiry (ms)
   const subjects = new Map<string, number>(); // sub → not-before (unix s) of its tokens
   const listeners: Array<(jti: string) => void> = [];
-  let lastSeen = new Date(0);
 
   function add(jti: string, expiresAtMs: number): void {
     if (revoked.has(jti)) return;
@@ -77,42 +80,30 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
     for (const l of listeners) l(jti);
   }
 
-  async function pollNew(): Promise<void> {
-    const rows = await db('revoked_tokens').where('revoked_at', '>', lastSeen).andWhere('expires_at', '>', new Date()).select('jti', 'expires_at', 'revoked_at');
-    for (const r of rows) {
-      add(r.jti, new Date(r.expires_at).getTime());
-      const at = new Date(r.revoked_at);
-      if (at > lastSeen) lastSeen = at;
-    }
+  async function loadAll(): Promise<void> {
+    const rows = await db('revoked_tokens').andWhere('expires_at', '>', new Date()).select('jti', 'expires_at');
+    for (const r of rows) add(r.jti, new Date(r.expires_at).getTime());
   }
-  await pollNew();
+  await loadAll();
 
   let suspended = new Set<string>();
   const refreshTenants = async () => {
     suspended = new Set((await db('tenants').where({ status: 'suspended' }).select('id')).map((r) => r.id as string));
   };
   await refreshTenants();
-  // One small query a second, whatever the traffic: the hot path only reads the set.
-  const tenantPoller = setInterval(() => refreshTenants().catch((err) => logger.warn({ err: err.message }, 'suspended-tenant poll failed')), 1000);
-  tenantPoller.unref();
 
-  let subscriber: Redis | null = null;
-  let poller: NodeJS.Timeout | null = null;
-  if (redis) {
-    subscriber = redis.duplicate();
-    await subscriber.subscribe(CHANNEL);
-    subscriber.on('message', (_channel, message: string) => {
-      try {
-        const { jti, exp } = JSON.parse(message) as { jti: string; exp: number };
-        add(jti, exp);
-      } catch {
-        logger.warn('ignored a malformed revocation message');
-      }
-    });
-  } else {
-    poller = setInterval(() => pollNew().catch((err) => logger.warn({ err: err.message }, 'revocation poll failed')), 1000);
-    poller.unref();
-  }
+  feed.on('token', (c) => {
+    const exp = Number(c.data?.exp);
+    add(c.ref, Number.isFinite(exp) ? exp : Date.now() + 86_400_000);
+  });
+  feed.on('tenant', () => {
+    refreshTenants().catch((err) => logger.warn({ err: err.message }, 'reading suspended tenants failed; the next change or resync retries'));
+  });
+  feed.onResync(async () => {
+    await loadAll();
+    await refreshTenants();
+  });
+
   // Expired entries can go: the token would be refused for its expiry anyway.
   const sweeper = setInterval(() => {
     const now = Date.now();
@@ -127,11 +118,14 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
   sweeper.unref();
 
   async function revoke(input: RevocationInput): Promise<void> {
-    await db('revoked_tokens')
-      .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
-      .onConflict('jti').ignore();
-    add(input.jti, input.expiresAt.getTime());
-    if (redis) await redis.publish(CHANNEL, JSON.stringify({ jti: input.jti, exp: input.expiresAt.getTime() }));
+    // The entry and its change commit together: an instance that misses the message reads it from the log.
+    const change = await db.transaction(async (trx) => {
+      await trx('revoked_tokens')
+        .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
+        .onConflict('jti').ignore();
+      return feed.write(trx, 'token', input.jti, { exp: input.expiresAt.getTime() });
+    });
+    feed.announce(change);
   }
 
   return {
@@ -141,7 +135,11 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
       return notBefore !== undefined && iat < notBefore;
     },
     isTenantSuspended: (tenantId) => suspended.has(tenantId),
-    refreshTenants,
+    isFamilyRevoked: (familyId) => revoked.has(`${FAMILY}${familyId}`),
+    async tenantChanged(tenantId) {
+      await refreshTenants();
+      await feed.record('tenant', tenantId);
+    },
     revoke,
     async revokeSubject(input) {
       const notBefore = Math.floor(Date.now() / 1000) + (input.strict ? 1 : 0);
@@ -154,10 +152,7 @@ export async function createRevocationList(db: Knex, logger: Logger, redis?: Red
       listeners.push(listener);
     },
     async close() {
-      if (poller) clearInterval(poller);
       clearInterval(sweeper);
-      clearInterval(tenantPoller);
-      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
     },
   };
 }

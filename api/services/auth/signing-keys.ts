@@ -1,14 +1,16 @@
 /**
  * Token signing keys (contract 2): ES256, private halves sealed under the master key. The
  * newest key signs; retired keys stay in the JWKS until every token they signed has expired.
- * Rotation happens on a schedule and on demand; other instances learn about a new key when
- * they meet its kid (reload on miss, at most once a second).
+ * Rotation happens on a schedule and on demand, and reaches every other instance through the
+ * change feed (they reload, so they stop signing with the retired key); an instance also reloads
+ * when it meets an unknown kid (at most once a second).
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import type { Knex } from 'knex';
 import { IntegrityError, type MasterKey } from '../../../shared/crypto/master-key.ts';
 import { ConfigError } from '../../../shared/config/index.ts';
 import { jsonColumn } from '../../../shared/db/knex.ts';
+import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
 
 const ALG = 'ES256';
 const SEAL_TENANT = 'platform-signing-keys';
@@ -38,7 +40,7 @@ export interface SigningKeys {
 }
 
 /** Loads the signing keys, creating the first one when there is none. */
-export async function createSigningKeys(db: Knex, master: MasterKey): Promise<SigningKeys> {
+export async function createSigningKeys(db: Knex, master: MasterKey, feed: ChangeFeed): Promise<SigningKeys> {
   let keys: LoadedKey[] = [];
   let lastReload = 0;
 
@@ -75,6 +77,14 @@ export async function createSigningKeys(db: Knex, master: MasterKey): Promise<Si
     await reload();
   }
 
+  const reloadQuietly = () => {
+    reload().catch(() => {
+      // The database is away: keep the keys we have; the next change or resync reloads.
+    });
+  };
+  feed.on('signing-keys', reloadQuietly);
+  feed.onResync(reload);
+
   const api: SigningKeys = {
     current() {
       const active = keys.filter((k) => k.publishUntil === null);
@@ -99,6 +109,7 @@ export async function createSigningKeys(db: Knex, master: MasterKey): Promise<Si
       // token it could have signed has expired.
       await db('signing_keys').whereNull('publish_until').whereNot({ kid }).update({ retired_at: new Date(), publish_until: new Date(Date.now() + maxTokenLifetimeSeconds * 1000) });
       await reload();
+      await feed.record('signing-keys', kid);
       return kid;
     },
     async rotateIfDue(maxAgeSeconds, maxTokenLifetimeSeconds) {

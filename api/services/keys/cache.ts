@@ -1,19 +1,17 @@
 /**
  * The runtime key cache: a key's versions are opened from the database once per process and
  * kept as KeyObjects, so encrypt/decrypt/sign/verify do no database round trip. Changes
- * (rotation, suspension, revocation) invalidate the entry on every instance within a second:
- * through Redis pub/sub when configured, else by polling keys.updated_at each second.
+ * (rotation, suspension, revocation) invalidate the entry on every instance through the change
+ * feed (shared/db/change-feed.ts): at once over Redis, within a poll period when a message is lost.
  */
 import type { Knex } from 'knex';
-import type { Redis } from 'ioredis';
-import type { Logger } from '../../../shared/logger.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import { deserializeMaterial, loadKeyVersion, serializeMaterial, type LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { KeyType, KeyUsage } from '../../../shared/crypto/registry.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import type { KeyState } from './lifecycle.ts';
+import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
 
-const CHANNEL = 'keyward:key-changed';
 const MAX_ENTRIES = 10_000;
 const NEGATIVE_TTL_MS = 1_000;
 
@@ -35,11 +33,10 @@ export interface KeyCache {
   get(tenantId: string, kid: string): Promise<CachedKey>;
   /** Drops a key here and on every other instance. */
   invalidate(tenantId: string, kid: string): Promise<void>;
-  close(): Promise<void>;
 }
 
 /** Creates the cache and its cross-instance invalidation. */
-export async function createKeyCache(db: Knex, master: MasterKey, logger: Logger, redis?: Redis): Promise<KeyCache> {
+export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): KeyCache {
   const entries = new Map<string, Promise<CachedKey>>();
   const missing = new Map<string, number>();
   const id = (tenantId: string, kid: string) => `${tenantId}\u0000${kid}`;
@@ -63,27 +60,15 @@ export async function createKeyCache(db: Knex, master: MasterKey, logger: Logger
     return { tenantId, kid, type: row.type, usage: row.usage, state: row.state, currentVersion: row.current_version, versions, material };
   }
 
-  let subscriber: Redis | null = null;
-  let poller: NodeJS.Timeout | null = null;
-  if (redis) {
-    subscriber = redis.duplicate();
-    await subscriber.subscribe(CHANNEL);
-    subscriber.on('message', (_c, key: string) => drop(key));
-  } else {
-    let lastSeen = new Date();
-    poller = setInterval(() => {
-      db('keys').where('updated_at', '>', lastSeen).select('tenant_id', 'kid', 'updated_at')
-        .then((rows) => {
-          for (const r of rows) {
-            drop(id(r.tenant_id, r.kid));
-            const at = new Date(r.updated_at);
-            if (at > lastSeen) lastSeen = at;
-          }
-        })
-        .catch((err) => logger.warn({ err: err.message }, 'key cache poll failed'));
-    }, 1000);
-    poller.unref();
-  }
+  // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
+  feed.on('key', (c) => {
+    const at = c.ref.indexOf(':');
+    drop(id(c.ref.slice(0, at), c.ref.slice(at + 1)));
+  });
+  feed.onResync(() => {
+    entries.clear();
+    missing.clear();
+  });
 
   return {
     get(tenantId, kid) {
@@ -106,13 +91,8 @@ export async function createKeyCache(db: Knex, master: MasterKey, logger: Logger
       return loading;
     },
     async invalidate(tenantId, kid) {
-      const key = id(tenantId, kid);
-      drop(key);
-      if (redis) await redis.publish(CHANNEL, key);
-    },
-    async close() {
-      if (poller) clearInterval(poller);
-      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
+      drop(id(tenantId, kid));
+      await feed.record('key', `${tenantId}:${kid}`);
     },
   };
 }

@@ -6,13 +6,15 @@ import type { Knex } from 'knex';
 import * as initial from './001_initial.ts';
 import * as exchanges from './002_exchanges.ts';
 import * as keyOperations from './003_key_operations.ts';
+import * as changeLog from './004_change_log.ts';
+import * as auditHead from './005_audit_head.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations]];
+const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations], ['004_change_log', changeLog], ['005_audit_head', auditHead]];
 
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,0 +1,102 @@
+/**
+ * The change feed's safety net on its own: no Redis at all, two feeds on one Postgres database
+ * (two instances), a sequence number that commits after a later one, and a log pruned past an
+ * instance that fell behind.
+ */
+import { Writable } from 'node:stream';
+import { openDatabase, type Db } from '../../../shared/db/knex.ts';
+import { createChangeFeed, type Change, type ChangeFeed } from '../../../shared/db/change-feed.ts';
+import { createLogger } from '../../../shared/logger.ts';
+import { createPostgresDatabase, SHARED_POSTGRES_URL, type TestDatabase } from '../../support/database.ts';
+
+const logger = createLogger('warn', new Writable({ write(_c, _e, cb) { cb(); } }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits (bounded) until `seen()` lists `expected`: the machine is shared, so no fixed sleeps. */
+async function until(seen: () => string[], expected: string[]): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline && JSON.stringify(seen().sort()) !== JSON.stringify([...expected].sort())) await sleep(20);
+  expect(seen().sort()).toEqual([...expected].sort());
+}
+
+describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.0.0.1:5432)', () => {
+  let database: TestDatabase;
+  let db: Db;
+  const feeds: ChangeFeed[] = [];
+  beforeAll(async () => {
+    database = await createPostgresDatabase(SHARED_POSTGRES_URL);
+    db = await openDatabase({ databaseUrl: database.url });
+  });
+  afterAll(async () => {
+    for (const f of feeds) await f.close();
+    await db.destroy();
+    await database.drop();
+  });
+
+  async function follower(): Promise<{ feed: ChangeFeed; seen: Change[]; resyncs: number[] }> {
+    const feed = await createChangeFeed(db, logger, undefined, { pollMs: 100, gapMs: 5_000 });
+    const seen: Change[] = [];
+    const resyncs: number[] = [];
+    feed.on('token', (c) => seen.push(c));
+    feed.onResync(() => {
+      resyncs.push(Date.now());
+    });
+    feed.start();
+    feeds.push(feed);
+    return { feed, seen, resyncs };
+  }
+
+  it('when instance A records a change, then instance B applies it exactly once from the log within a poll period', async () => {
+    const a = await follower();
+    const b = await follower();
+    await a.feed.record('token', 'jti-1', { exp: 1 });
+    expect(a.seen.map((c) => c.ref)).toEqual(['jti-1']);
+    await until(() => b.seen.map((c) => c.ref), ['jti-1']);
+    await sleep(300); // several poll periods: still exactly once
+    expect(b.seen.map((c) => c.ref)).toEqual(['jti-1']);
+    expect(a.seen.map((c) => c.ref)).toEqual(['jti-1']);
+  });
+
+  it('when a lower sequence number commits after a higher one was read, then it is still applied (the gap is read again)', async () => {
+    const b = await follower();
+    const a = await createChangeFeed(db, logger);
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let wroteLow!: () => void;
+    const lowWritten = new Promise<void>((r) => { wroteLow = r; });
+    const slow = db.transaction(async (trx) => {
+      await a.write(trx, 'token', 'jti-late');
+      wroteLow();
+      await held;
+    });
+    await lowWritten;
+    await a.record('token', 'jti-early');
+    try {
+      await until(() => b.seen.map((c) => c.ref), ['jti-early']);
+    } finally {
+      release();
+    }
+    await slow;
+    await until(() => b.seen.map((c) => c.ref), ['jti-early', 'jti-late']);
+    await a.close();
+  });
+
+  it('when the log was pruned past what an instance saw, then it is told to resync its whole state', async () => {
+    const b = await follower();
+    await b.feed.close(); // fell behind: stops reading
+    const a = await createChangeFeed(db, logger);
+    await a.record('token', 'jti-gone-1');
+    await a.record('token', 'jti-gone-2');
+    await a.record('token', 'jti-kept');
+    const kept = await db('change_log').where({ ref: 'jti-kept' }).first('seq');
+    await db('change_log').where('seq', '<', kept.seq).delete();
+    const c = await follower(); // a new instance starts at the head: nothing to resync
+    await sleep(300);
+    await c.feed.catchUp();
+    expect(c.resyncs).toHaveLength(0);
+    // The instance that fell behind reads the log again.
+    await b.feed.catchUp();
+    expect(b.resyncs).toHaveLength(1);
+    await a.close();
+  });
+});
