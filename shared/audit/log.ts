@@ -1,10 +1,21 @@
 /**
- * The audit log writer. Events are buffered and appended in batches (one transaction per
- * flush) so the hot path never waits on the database; `flush()` and `close()` drain it.
+ * The audit log writer. Events are buffered and appended in batches so the hot path never waits
+ * on the database; `flush()` and `close()` drain it. Each tenant's share of a batch is its own
+ * transaction, with the chain position read and locked inside it, so:
+ * - an event the database refuses sets aside that event only, never another tenant's or another
+ *   event of the same tenant;
+ * - only what did not commit is retried, and a group whose commit went unacknowledged (the
+ *   connection dropped during COMMIT) is recognised by the head's `last_event` and not appended
+ *   a second time;
+ * - while the database is unreachable, events wait in memory (bounded) and are retried with
+ *   backoff; what the bound turns away is counted per tenant and written as one
+ *   `audit.events-lost` event when writing resumes, so the chain itself says what is missing.
  */
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import { GENESIS_HASH, chainHash, type AuditContent } from './chain.ts';
+import { auditDetails, auditText } from './content.ts';
 
 /** One event as callers describe it. */
 export interface AuditInput {
@@ -24,111 +35,293 @@ export interface AuditLog {
    * without a row per operation.
    */
   tally(event: Omit<AuditInput, 'details'>): void;
+  /** Writes what is buffered; resolves (without throwing) when written or when the database failed, in which case a retry is armed. */
   flush(): Promise<void>;
+  /** A last flush; what still cannot be written is reported in the log. Idempotent. */
   close(): Promise<void>;
+  /** Events waiting in memory for the database. */
+  pending(): number;
 }
+
+/** Tuning, for tests and operators; the defaults suit production. */
+export interface AuditLogOptions {
+  /** Events kept in memory while the database is unreachable; beyond it events are counted, not kept. */
+  maxPending?: number;
+  /** First wait before retrying a failed write; it doubles up to retryMaxMs. */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+}
+
+/** The action of the event that tells a chain how many of its events could not be kept. */
+export const LOST_ACTION = 'audit.events-lost';
 
 const FLUSH_MS = 100;
-
-// Postgres text refuses NUL, and control characters have no place in an audit line: a hostile
-// client_id or kid must not be able to make a batch fail (and so erase other events).
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/g;
-const clean = (s: string) => s.replace(CONTROL, '\uFFFD').slice(0, 1024);
-function cleanDetails(v: unknown): unknown {
-  if (typeof v === 'string') return clean(v);
-  if (Array.isArray(v)) return v.map(cleanDetails);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), cleanDetails(x)]));
-  return v;
-}
-function sanitize<T extends Omit<AuditInput, 'details'> & { details?: Record<string, unknown> }>(e: T): T {
-  return { ...e, actor: clean(e.actor), action: clean(e.action), target: e.target == null ? e.target : clean(e.target), ...(e.details ? { details: cleanDetails(e.details) as Record<string, unknown> } : {}) };
-}
 const MAX_BATCH = 1000;
+const INSERT_CHUNK = 200;
+const FULL_LOG_EVERY_MS = 10_000;
+
+/** An event made storable, with the writer's id for it (not hashed, not stored in the event). */
+interface Pending {
+  id: string;
+  tenantId: string;
+  actor: string;
+  action: string;
+  outcome: string;
+  target: string | null;
+  details: Record<string, unknown>;
+  at: Date;
+}
+
+/**
+ * True when the database refused the data itself (SQLSTATE class 22 data exception, 23
+ * integrity constraint, 54 program limit): retrying the same row cannot succeed. Anything else,
+ * connection errors without a SQLSTATE included, is treated as transient.
+ */
+function refusedForGood(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(code);
+}
+
+/** The text fields as they are hashed and stored. */
+const storableText = (e: Omit<AuditInput, 'details'>) => ({
+  // The uuid column stores lower case, and verify hashes what it reads back.
+  tenantId: String(e.tenantId).toLowerCase(),
+  actor: auditText(String(e.actor)),
+  action: auditText(String(e.action)),
+  outcome: auditText(String(e.outcome)),
+  target: e.target == null ? null : auditText(String(e.target)),
+});
+
+const storable = (e: Omit<AuditInput, 'details'> & { details?: Record<string, unknown> }, at = new Date()): Pending => ({
+  id: randomUUID(), ...storableText(e), details: auditDetails(e.details), at,
+});
 
 /** Creates a batching writer over the audit_events table. */
-export function createAuditLog(db: Knex, logger: Logger): AuditLog {
-  let buffer: Array<AuditInput & { at: Date }> = [];
+export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions = {}): AuditLog {
+  const maxPending = opts.maxPending ?? 50_000;
+  const retryMinMs = opts.retryMinMs ?? 100;
+  const retryMaxMs = opts.retryMaxMs ?? 2_000;
+  let queue: Pending[] = [];
   const tallies = new Map<string, { event: Omit<AuditInput, 'details'>; count: number; first: Date }>();
-  let timer: NodeJS.Timeout | null = null;
-  let flushing: Promise<void> = Promise.resolve();
+  const lost = new Map<string, { count: number; since: Date }>();
+  let flushTimer: NodeJS.Timeout | null = null;
+  let retryTimer: NodeJS.Timeout | null = null;
+  let retryMs = retryMinMs;
+  let downSince: Date | null = null;
+  let lastFullLog = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let queuedDrain: Promise<void> | null = null;
+  let closing: Promise<void> | null = null;
 
-  async function appendBatch(batch: Array<AuditInput & { at: Date }>): Promise<void> {
-    const byTenant = new Map<string, Array<AuditInput & { at: Date }>>();
-    for (const e of batch) byTenant.set(e.tenantId, [...(byTenant.get(e.tenantId) ?? []), e]);
-    for (const [tenantId, events] of byTenant) {
-      await db.transaction(async (trx) => {
-        await trx('audit_heads').insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH }).onConflict('tenant_id').ignore();
-        const head = await trx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first();
-        let seq = Number(head.seq);
-        let prev = head.hash as string;
-        const rows = events.map((e) => {
-          seq += 1;
-          const content: AuditContent = {
-            tenantId, seq, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target ?? null, details: e.details ?? {},
-          };
-          const hash = chainHash(prev, content);
-          const row = { tenant_id: tenantId, seq, at: e.at, actor: e.actor, action: e.action, outcome: e.outcome, target: content.target, details: JSON.stringify(content.details), prev_hash: prev, hash };
-          prev = hash;
-          return row;
-        });
-        for (let i = 0; i < rows.length; i += 200) await trx('audit_events').insert(rows.slice(i, i + 200));
-        await trx('audit_heads').where({ tenant_id: tenantId }).update({ seq, hash: prev });
+  async function appendGroup(tenantId: string, events: Pending[]): Promise<void> {
+    await db.transaction(async (trx) => {
+      await trx('audit_heads').insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH }).onConflict('tenant_id').ignore();
+      const head = await trx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first();
+      // A previous attempt that committed without the acknowledgement reaching us wrote a prefix
+      // of this group (groups are retried front first, in order): skip it.
+      const todo = events.slice(head.last_event ? events.findIndex((e) => e.id === head.last_event) + 1 : 0);
+      if (todo.length === 0) return;
+      let seq = Number(head.seq);
+      let prev = head.hash as string;
+      const rows = todo.map((e) => {
+        seq += 1;
+        const content: AuditContent = { tenantId, seq, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target, details: e.details };
+        const hash = chainHash(prev, content);
+        const row = { tenant_id: tenantId, seq, at: e.at, actor: e.actor, action: e.action, outcome: e.outcome, target: e.target, details: JSON.stringify(e.details), prev_hash: prev, hash };
+        prev = hash;
+        return row;
       });
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx('audit_events').insert(rows.slice(i, i + INSERT_CHUNK));
+      const last = todo[todo.length - 1];
+      await trx('audit_heads').where({ tenant_id: tenantId }).update({ seq, hash: prev, at: last.at, last_event: last.id });
+    });
+  }
+
+  function setAside(e: Pending, err: unknown): void {
+    logger.error({ err: (err as Error).message, code: (err as { code?: unknown }).code, event: { tenantId: e.tenantId, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target } },
+      'the database refused an audit event; it is set aside and counted in the tenant\'s chain as lost');
+    // The count of a lost-count event that is itself refused (a tenant id that is no uuid) would loop.
+    if (e.action !== LOST_ACTION) countLost(e.tenantId, e.at);
+  }
+
+  /** Writes one batch, one transaction per tenant; returns what must be retried and why. */
+  async function writeBatch(batch: Pending[]): Promise<{ unwritten: Pending[]; down: unknown }> {
+    const groups = new Map<string, Pending[]>();
+    for (const e of batch) {
+      const group = groups.get(e.tenantId);
+      if (group) group.push(e);
+      else groups.set(e.tenantId, [e]);
+    }
+    const unwritten: Pending[] = [];
+    let down: unknown = null;
+    for (const [tenantId, events] of groups) {
+      // Once the database is unreachable, waiting on it again for every tenant only delays the retry.
+      if (down) {
+        unwritten.push(...events);
+        continue;
+      }
+      try {
+        await appendGroup(tenantId, events);
+        continue;
+      } catch (err) {
+        if (!refusedForGood(err)) {
+          down = err;
+          unwritten.push(...events);
+          continue;
+        }
+      }
+      // Something in this group is refused: write it event by event so only that one is set aside.
+      for (let i = 0; i < events.length; i += 1) {
+        try {
+          await appendGroup(tenantId, [events[i]]);
+        } catch (err) {
+          if (!refusedForGood(err)) {
+            down = err;
+            unwritten.push(...events.slice(i));
+            break;
+          }
+          setAside(events[i], err);
+        }
+      }
+    }
+    return { unwritten, down };
+  }
+
+  async function drain(): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue.slice(0, MAX_BATCH);
+      queue = queue.slice(batch.length);
+      const { unwritten, down } = await writeBatch(batch);
+      if (unwritten.length > 0) {
+        queue = [...unwritten, ...queue];
+        outage(down);
+        return;
+      }
+    }
+    if (downSince) logger.warn({ since: downSince.toISOString() }, 'audit log writing again; the events kept in memory are written');
+    downSince = null;
+    retryMs = retryMinMs;
+    // Lost counts wait for room in the queue; now there is room, and they belong in the chains.
+    if (lost.size > 0) {
+      gather();
+      await drain();
+    }
+  }
+
+  function outage(err: unknown): void {
+    if (!downSince) {
+      downSince = new Date();
+      logger.error({ err: (err as Error | null)?.message, pending: queue.length, maxPending }, 'audit events cannot be written; keeping them in memory and retrying');
+    }
+    if (closing) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      void flush();
+    }, retryMs);
+    retryTimer.unref();
+    retryMs = Math.min(retryMs * 2, retryMaxMs);
+  }
+
+  function countLost(tenantId: string, at: Date): void {
+    const entry = lost.get(tenantId);
+    if (entry) entry.count += 1;
+    else lost.set(tenantId, { count: 1, since: at });
+  }
+
+  function enqueue(e: Pending): void {
+    if (queue.length < maxPending) {
+      queue.push(e);
+      return;
+    }
+    countLost(e.tenantId, e.at);
+    const now = Date.now();
+    if (now - lastFullLog >= FULL_LOG_EVERY_MS) {
+      lastFullLog = now;
+      const counts = [...lost.values()].reduce((n, l) => n + l.count, 0);
+      logger.error({ pending: queue.length, maxPending, lostSoFar: counts, tenants: lost.size, downSince: downSince?.toISOString() },
+        `audit buffer full: new events are counted per tenant (written as ${LOST_ACTION} once the database is back) instead of kept; restore the database connection`);
+    }
+  }
+
+  /** Moves tallies and lost counts into the queue as events. */
+  function gather(): void {
+    const now = new Date();
+    for (const t of tallies.values()) enqueue(storable({ ...t.event, details: { count: t.count, since: t.first.toISOString() } }, now));
+    tallies.clear();
+    for (const [tenantId, l] of lost) {
+      if (queue.length >= maxPending) break;
+      lost.delete(tenantId);
+      queue.push(storable({ tenantId, actor: 'keyward', action: LOST_ACTION, outcome: 'failure', details: { count: l.count, since: l.since.toISOString() } }, now));
     }
   }
 
   function schedule(): void {
-    if (timer) return;
-    timer = setTimeout(() => {
-      timer = null;
+    if (flushTimer || retryTimer || closing) return;
+    flushTimer = setTimeout(() => {
+      flushTimer = null;
       void flush();
     }, FLUSH_MS);
-    timer.unref();
+    flushTimer.unref();
   }
 
   function flush(): Promise<void> {
-    if (timer) {
-      clearTimeout(timer);
-      timer = null;
+    if (flushTimer) clearTimeout(flushTimer);
+    if (retryTimer) clearTimeout(retryTimer);
+    flushTimer = null;
+    retryTimer = null;
+    // One drain waiting behind the running one is enough: it takes whatever is queued when it starts.
+    if (!queuedDrain) {
+      const next: Promise<void> = chain.then(() => {
+        queuedDrain = null;
+        gather();
+        return drain();
+      }).catch((err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'audit log writer failed');
+      });
+      queuedDrain = next;
+      chain = next;
     }
-    for (const t of tallies.values()) buffer.push({ ...t.event, at: new Date(), details: { count: t.count, since: t.first.toISOString() } });
-    tallies.clear();
-    flushing = flushing.then(async () => {
-      while (buffer.length > 0) {
-        const batch = buffer.slice(0, MAX_BATCH);
-        buffer = buffer.slice(batch.length);
-        try {
-          await appendBatch(batch);
-        } catch (err) {
-          // Retry one by one so a single bad event cannot take the rest of the batch with it.
-          logger.error({ err: (err as Error).message, events: batch.length }, 'audit batch could not be written; retrying event by event');
-          let lost = 0;
-          for (const event of batch) await appendBatch([event]).catch(() => (lost += 1));
-          if (lost > 0) logger.error({ lost }, 'audit events could not be written');
-        }
-      }
-    });
-    return flushing;
+    return queuedDrain;
   }
 
   return {
     record(event) {
-      buffer.push({ ...sanitize(event), at: new Date() });
-      if (buffer.length >= MAX_BATCH) void flush();
+      if (closing) {
+        logger.warn({ tenantId: event.tenantId, action: event.action }, 'audit event recorded after the audit log closed; not written');
+        return;
+      }
+      enqueue(storable(event));
+      // While backing off, the armed retry takes it.
+      if (retryTimer) return;
+      if (queue.length >= MAX_BATCH) void flush();
       else schedule();
     },
     tally(raw) {
-      const event = sanitize(raw);
+      if (closing) return;
+      const event = storableText(raw);
+      // No NUL survives auditText, so NUL separates the fields unambiguously.
       const key = `${event.tenantId}\u0000${event.actor}\u0000${event.action}\u0000${event.outcome}\u0000${event.target ?? ''}`;
       const t = tallies.get(key);
       if (t) t.count += 1;
       else {
-        tallies.set(key, { event, count: 1, first: new Date() });
+        tallies.set(key, { event: { ...event, outcome: raw.outcome }, count: 1, first: new Date() });
         schedule();
       }
     },
     flush,
-    close: flush,
+    close() {
+      closing ??= (async () => {
+        await flush();
+        const waiting = queue.length + [...lost.values()].reduce((n, l) => n + l.count, 0);
+        if (waiting > 0) {
+          const perTenant = new Map<string, number>();
+          for (const e of queue) perTenant.set(e.tenantId, (perTenant.get(e.tenantId) ?? 0) + 1);
+          for (const [tenantId, l] of lost) perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + l.count);
+          logger.error({ lost: waiting, perTenant: Object.fromEntries(perTenant), downSince: downSince?.toISOString() }, 'audit log closed with events the database did not take; they are lost');
+        }
+      })();
+      return closing;
+    },
+    pending: () => queue.length,
   };
 }
