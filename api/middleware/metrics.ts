@@ -2,7 +2,7 @@
  * Prometheus metrics: request counts and latency by route and status, pool utilisation and the
  * default process metrics (which include event-loop lag).
  */
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { WorkPool } from '../../workers/pool.ts';
 
@@ -11,6 +11,29 @@ export interface Metrics {
   middleware: RequestHandler;
   /** Records one request (for handlers outside Express: the runtime lane). */
   observe(method: string, route: string, status: number, seconds: number): void;
+}
+
+const UUID_SEGMENT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The route label: the matched template (`/api/v3/admin/tenants/:tenantId/keys/:id`), never the
+ * concrete path, so series stay bounded and a scrape lists no tenant. Express gives the pattern
+ * of the last route only; req.baseUrl is the concrete mount path, so its segments that hold a
+ * parameter's value are written back as `:name`, and any UUID left (a parameter of a router
+ * without mergeParams) as `:id`.
+ */
+export function routeTemplate(req: Request): string {
+  if (!req.route?.path) return 'unmatched';
+  const names = new Map<string, string>();
+  for (const [name, value] of Object.entries(req.params ?? {})) if (typeof value === 'string') names.set(value, name);
+  const base = req.baseUrl.split('/').map((segment) => {
+    const name = names.get(segment);
+    if (name !== undefined && segment !== '') return `:${name}`;
+    return UUID_SEGMENT.test(segment) ? ':id' : segment;
+  }).join('/');
+  const path = String(req.route.path);
+  // A router's own root route ('/') names the mount path itself.
+  return path === '/' && base !== '' ? base : `${base}${path}`;
 }
 
 /** Creates the registry and the request-timing middleware. */
@@ -41,8 +64,7 @@ export function createMetrics(pool: WorkPool): Metrics {
   const middleware: RequestHandler = (req, res, next) => {
     const start = performance.now();
     res.once('finish', () => {
-      // The matched route pattern, never the raw path, keeps label cardinality bounded.
-      observe(req.method, req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched', res.statusCode, (performance.now() - start) / 1000);
+      observe(req.method, routeTemplate(req), res.statusCode, (performance.now() - start) / 1000);
     });
     next();
   };

@@ -7,6 +7,7 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
+import { auditPaths } from './audit.ts';
 import { components } from './components.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
@@ -18,6 +19,7 @@ const AREAS: PathsObject[] = [
   authPaths,
   adminPaths,
   migrationPaths,
+  auditPaths,
 ];
 
 /** Builds the document for a deployment's public base URL. */

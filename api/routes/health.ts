@@ -1,8 +1,14 @@
-/** Liveness, readiness and metrics: what an orchestrator and Prometheus poll. */
+/**
+ * Liveness, readiness and metrics: what an orchestrator and Prometheus poll. /metrics answers
+ * only a bearer holding admin.platform.metrics.read (a workload token for the scraper, or an
+ * administrator's): its series describe every tenant's traffic.
+ */
 import { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { databaseReachable } from '../../shared/db/knex.ts';
 import { route } from '../http/route.ts';
+import { authenticate, authorize } from '../middleware/authenticate.ts';
+import { AUDIENCE_ADMIN, AUDIENCE_CORE } from '../services/auth/access-tokens.ts';
 
 const ALIVE = JSON.stringify({ status: 'ok' });
 
@@ -26,9 +32,9 @@ export function createHealthRouter(ctx: AppContext): Router {
     },
   });
   route(router, '/metrics', {
-    get: async (_req, res) => {
+    get: [authenticate(ctx, [AUDIENCE_CORE, AUDIENCE_ADMIN]), authorize(ctx, 'admin.platform.metrics.read'), async (_req, res) => {
       res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
-    },
+    }],
   });
   return router;
 }

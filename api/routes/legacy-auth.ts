@@ -3,7 +3,8 @@ import express, { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { OAuthError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
-import { authenticateWorkload, legacyTokens, refreshTokenGrant, type TokenResponse } from '../services/auth/grants.ts';
+import { authenticateWorkload, clientRateKey, legacyTokens, refreshRateKey, refreshTokenGrant, type TokenResponse } from '../services/auth/grants.ts';
+import { withAuthBudget } from '../services/auth/rate-limits.ts';
 import { AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 
 const legacyShape = (t: TokenResponse) => ({ accessToken: t.access_token, refreshToken: t.refresh_token, tokenType: t.token_type, expiresIn: t.expires_in });
@@ -23,17 +24,22 @@ export function createLegacyAuthRouter(ctx: AppContext): Router {
     post: [...jsonOnly, async (req, res) => {
       const { clientId, clientSecret } = req.body as Record<string, unknown>;
       if (typeof clientId !== 'string' || typeof clientSecret !== 'string') throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
-      const creds = await authenticateWorkload(ctx, clientId, clientSecret);
-      ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${creds.clientId}`, action: 'auth.legacy.login', outcome: 'success' });
+      // The same budgets as client_credentials: one workload, one budget, whichever door it knocks on.
+      const tokens = await withAuthBudget(ctx.auth.limits, clientRateKey(clientId), async () => {
+        const creds = await authenticateWorkload(ctx, clientId, clientSecret);
+        ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${creds.clientId}`, action: 'auth.legacy.login', outcome: 'success' });
+        return legacyTokens(ctx, creds);
+      });
       res.setHeader('Cache-Control', 'no-store');
-      res.json(legacyShape(await legacyTokens(ctx, creds)));
+      res.json(legacyShape(tokens));
     }],
   });
   route(router, '/api/authenticate/refresh', {
     post: [...jsonOnly, async (req, res) => {
       const { refreshToken } = req.body as Record<string, unknown>;
       if (typeof refreshToken !== 'string') throw new OAuthError('invalid_request', 'refreshToken is required');
-      const tokens = await refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY);
+      const key = await refreshRateKey(ctx, refreshToken, req.ip ?? 'unknown');
+      const tokens = await withAuthBudget(ctx.auth.limits, key, () => refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY));
       res.setHeader('Cache-Control', 'no-store');
       res.json(legacyShape(tokens));
     }],

@@ -1,5 +1,6 @@
 import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../support/app.ts';
 import { TEST_ENGINE } from '../support/database.ts';
+import { adminToken } from '../support/auth.ts';
 
 describe(`foundation (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -39,7 +40,7 @@ describe(`foundation (${TEST_ENGINE})`, () => {
   });
 
   it('when /metrics is scraped, then request counts, latency, pool and event-loop lag are there', async () => {
-    const text = await (await fetch(`${app.url}/metrics`)).text();
+    const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${await adminToken(app)}` } })).text();
     expect(text).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
     expect(text).toContain('http_request_duration_seconds_bucket');
     expect(text).toContain('worker_pool_utilization');

@@ -1,4 +1,5 @@
 /** Helpers that obtain real tokens through the real endpoints. */
+import { request as httpRequest } from 'node:http';
 import type { TestApp } from './app.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './app.ts';
 import { createRole, createTenant, registerWorkload, createUser } from '../../api/services/identities.ts';
@@ -14,6 +15,24 @@ export async function postForm(app: TestApp, path: string, form: Record<string, 
     body = { raw: text };
   }
   return { status: res.status, headers: res.headers, body };
+}
+
+/**
+ * POSTs a form from another client address (a loopback address other than 127.0.0.1, e.g.
+ * 127.0.0.2): what per-address budgets and lockouts see as a second client. fetch cannot choose
+ * its local address, so this goes through node:http.
+ */
+export function postFormFrom(app: TestApp, localAddress: string, path: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const body = new URLSearchParams(form).toString();
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${app.url}${path}`, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** Calls a JSON endpoint with an optional bearer token. */

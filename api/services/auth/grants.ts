@@ -2,14 +2,16 @@
  * The four grants of spec 2.1, one function each. Each returns the token response of spec 2.2
  * or throws an OAuthError with the code of spec 7.1. Every attempt is audited.
  */
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
 import { isPlatformPermission, legacyScopesFor } from '../../../shared/permissions.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY, type AccessClaims } from './access-tokens.ts';
 import { checkPassword, loadUser } from './passwords.ts';
-import { issueRefreshToken, redeemRefreshToken } from './refresh-tokens.ts';
+import { issueRefreshToken, redeemRefreshToken, refreshFamilyOf } from './refresh-tokens.ts';
+import { rateKey } from './rate-limits.ts';
 import type { WorkloadCredentials } from './client-secrets.ts';
-import { UUID_SOURCE, isUuid } from '../../../shared/ids.ts';
+import { UUID_SOURCE, canonicalId, isUuid } from '../../../shared/ids.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -22,12 +24,16 @@ export interface TokenResponse {
 
 const HUMAN_CLIENT = 'keyward-admin';
 
-/** Identifies the requester for rate limiting before the grant runs. */
-export function rateKey(form: Record<string, string>, ip: string): string {
-  // The identity being guessed decides the budget: extra form fields must not buy a fresh one.
-  if (form.grant_type === 'password' || (!form.client_id && form.username)) return `user:${form.tenant_id ?? ''}:${String(form.username ?? '').toLowerCase()}`;
-  if (form.client_id) return `client:${form.client_id}`;
-  return `ip:${ip}`;
+/** The budget key of a workload: its canonical (lower-case) client id, as the lookup sees it. */
+export const clientRateKey = (clientId: string | undefined) => rateKey('client', canonicalId(clientId ?? ''));
+
+/**
+ * The budget key of a refresh token: its family, so failures of other people's garbage never
+ * spend it; a token that names no family spends the budget of its sender's address.
+ */
+export async function refreshRateKey(ctx: AppContext, token: string | undefined, address: string): Promise<string> {
+  const family = token ? await refreshFamilyOf(ctx.db, token) : null;
+  return family ? rateKey('refresh', family) : rateKey('address', address);
 }
 
 function required(form: Record<string, string>, ...fields: string[]): void {
@@ -35,7 +41,8 @@ function required(form: Record<string, string>, ...fields: string[]): void {
 }
 
 /** Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a wrong secret. */
-export async function authenticateWorkload(ctx: AppContext, clientId: string, clientSecret: string): Promise<WorkloadCredentials> {
+export async function authenticateWorkload(ctx: AppContext, anyCaseClientId: string, clientSecret: string): Promise<WorkloadCredentials> {
+  const clientId = canonicalId(anyCaseClientId);
   const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
   if (!creds || creds.disabled || !creds.tenantActive) {
     ctx.audit.record({ tenantId: creds?.tenantId ?? (await ctx.auth.platformTenantId()), actor: `client:${clientId.slice(0, 64)}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: creds ? 'disabled' : 'unknown-client' } });
@@ -60,19 +67,20 @@ export async function clientCredentialsGrant(ctx: AppContext, form: Record<strin
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, passwordChangeEligible: false };
 }
 
-async function humanTokens(ctx: AppContext, user: { id: string; tenantId: string; permissions: string[] }, rememberMe: boolean, familyId?: string): Promise<TokenResponse> {
+async function humanTokens(ctx: AppContext, user: { id: string; tenantId: string; permissions: string[] }, rememberMe: boolean, familyId: string = randomUUID()): Promise<TokenResponse> {
   const ttl = ctx.config.humanTokenTtl;
-  const { token } = await ctx.auth.tokens.issue({ sub: user.id, aud: AUDIENCE_ADMIN, tenantId: user.tenantId, permissions: user.permissions, client_id: HUMAN_CLIENT, kind: 'user' }, ttl);
+  // `fam` names the refresh-token family: when the family is revoked, its access tokens die too.
+  const { token } = await ctx.auth.tokens.issue({ sub: user.id, aud: AUDIENCE_ADMIN, tenantId: user.tenantId, permissions: user.permissions, client_id: HUMAN_CLIENT, kind: 'user', fam: familyId }, ttl);
   const refreshTtl = rememberMe ? ctx.config.rememberMeRefreshTtl : ctx.config.refreshTokenTtl;
   const refresh = await issueRefreshToken(ctx.db, { tenantId: user.tenantId, subjectKind: 'user', subjectId: user.id, audience: AUDIENCE_ADMIN, rememberMe }, refreshTtl, familyId);
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
 }
 
 /** password: a HUMAN token for service-admin plus a rotating refresh token. */
-export async function passwordGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
+export async function passwordGrant(ctx: AppContext, form: Record<string, string>, address: string): Promise<TokenResponse> {
   required(form, 'username', 'password', 'tenant_id');
   if (!isUuid(form.tenant_id)) throw new OAuthError('invalid_request', 'tenant_id must be a UUID');
-  const { user, reason } = await checkPassword(ctx.db, ctx.pool, { threshold: ctx.config.lockoutThreshold, baseSeconds: ctx.config.lockoutBaseSeconds }, form.tenant_id, form.username, form.password);
+  const { user, reason } = await checkPassword(ctx.db, ctx.pool, { limits: ctx.auth.limits, baseSeconds: ctx.config.lockoutBaseSeconds }, form.tenant_id, form.username, form.password, address);
   const tenantExists = await ctx.db('tenants').where({ id: form.tenant_id }).first('id');
   const auditTenant = tenantExists ? form.tenant_id : await ctx.auth.platformTenantId();
   if (!user) {
@@ -91,7 +99,11 @@ export async function refreshTokenGrant(ctx: AppContext, form: Record<string, st
   if (!result.ok) {
     const tenantId = result.tenantId ?? (await ctx.auth.platformTenantId());
     ctx.audit.record({ tenantId, actor: 'refresh-token', action: result.reason === 'reused' ? 'auth.refresh.reuse-detected' : 'auth.token.refresh_token', outcome: 'failure', details: { reason: result.reason, familyId: result.familyId } });
-    if (result.reason === 'reused') ctx.logger.warn({ familyId: result.familyId, tenantId }, 'refresh token reuse detected; family revoked');
+    if (result.reason === 'reused' && result.familyId) {
+      // RFC 9700 4.14.2: the family is compromised; so are the access tokens issued from it.
+      await ctx.auth.revokeFamilyTokens(result.familyId, tenantId, 'refresh token reuse');
+      ctx.logger.warn({ familyId: result.familyId, tenantId }, 'refresh token reuse detected; family and its access tokens revoked');
+    }
     throw new OAuthError('invalid_grant', 'the refresh token is not valid');
   }
   const { subject, familyId } = result;
@@ -109,10 +121,10 @@ export async function refreshTokenGrant(ctx: AppContext, form: Record<string, st
 }
 
 /** Access and refresh token of the legacy JSON login (spec 4.2): legacy role names in `scopes`. */
-export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, familyId?: string): Promise<TokenResponse> {
+export async function legacyTokens(ctx: AppContext, creds: WorkloadCredentials, familyId: string = randomUUID()): Promise<TokenResponse> {
   const ttl = ctx.config.accessTokenTtl;
   const { token } = await ctx.auth.tokens.issue({
-    sub: creds.workloadId, aud: AUDIENCE_LEGACY, tenantId: creds.tenantId, permissions: creds.permissions, scopes: legacyScopesFor(creds.permissions), client_id: creds.clientId, kind: 'workload',
+    sub: creds.workloadId, aud: AUDIENCE_LEGACY, tenantId: creds.tenantId, permissions: creds.permissions, scopes: legacyScopesFor(creds.permissions), client_id: creds.clientId, kind: 'workload', fam: familyId,
   }, ttl);
   const refresh = await issueRefreshToken(ctx.db, { tenantId: creds.tenantId, subjectKind: 'workload', subjectId: creds.workloadId, audience: AUDIENCE_LEGACY, rememberMe: false }, ctx.config.refreshTokenTtl, familyId);
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, refresh_token: refresh };
@@ -159,9 +171,27 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
   return { access_token: token, token_type: 'Bearer', expires_in: ttl, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' };
 }
 
-export const GRANTS: Record<string, (ctx: AppContext, form: Record<string, string>) => Promise<TokenResponse>> = {
-  client_credentials: clientCredentialsGrant,
-  password: passwordGrant,
-  refresh_token: refreshTokenGrant,
-  'urn:ietf:params:oauth:grant-type:token-exchange': tokenExchangeGrant,
-};
+/** A grant of the token endpoint: who it spends the budgets of, and the grant itself. */
+export interface Grant {
+  /** The canonical identity being authenticated (client, user at an address, token family, token subject). */
+  rateKey(ctx: AppContext, form: Record<string, string>, address: string): Promise<string>;
+  run(ctx: AppContext, form: Record<string, string>, address: string): Promise<TokenResponse>;
+}
+
+/** The grants by grant_type: a Map, so no request value can reach Object.prototype ("constructor", "toString"). */
+export const GRANTS: ReadonlyMap<string, Grant> = new Map<string, Grant>([
+  ['client_credentials', { rateKey: async (_ctx, form) => clientRateKey(form.client_id), run: (ctx, form) => clientCredentialsGrant(ctx, form) }],
+  ['password', {
+    // Per address too: a guesser elsewhere must not spend the owner's budget (see passwords.ts).
+    rateKey: async (_ctx, form, address) => rateKey('user', canonicalId(form.tenant_id ?? ''), (form.username ?? '').toLowerCase(), address),
+    run: passwordGrant,
+  }],
+  ['refresh_token', { rateKey: (ctx, form, address) => refreshRateKey(ctx, form.refresh_token, address), run: (ctx, form) => refreshTokenGrant(ctx, form) }],
+  ['urn:ietf:params:oauth:grant-type:token-exchange', {
+    rateKey: async (ctx, form, address) => {
+      const subject = form.subject_token ? await ctx.auth.tokens.verifyFresh(form.subject_token) : null;
+      return subject ? rateKey('subject', subject.tenantId, subject.sub) : rateKey('address', address);
+    },
+    run: (ctx, form) => tokenExchangeGrant(ctx, form),
+  }],
+]);

@@ -1,15 +1,17 @@
 /** The auth services of one process, built once from the context's parts. */
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
+import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
 import type { Config } from '../../../shared/config/index.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
-import { createRevocationList, type RevocationList, type SubjectRevocationInput } from './revocation.ts';
+import { createRevocationList, FAMILY, type RevocationList, type SubjectRevocationInput } from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
 import { outboxMailer, type Mailer } from './password-reset.ts';
+import { createHashBudget, type HashBudget } from './hash-budget.ts';
 
 export interface AuthServices {
   signingKeys: SigningKeys;
@@ -17,6 +19,8 @@ export interface AuthServices {
   tokens: AccessTokens;
   secrets: ClientSecrets;
   limits: RateLimits;
+  /** Password hashing that callers without credentials can start (resets). */
+  hashBudget: HashBudget;
   mailer: Mailer;
   /** Longest access-token lifetime: how long a retired signing key stays published. */
   maxTokenLifetime: number;
@@ -25,17 +29,24 @@ export interface AuthServices {
    * tokens are revoked separately): on disable and delete (strict), on a password reset (not).
    */
   revokeSubjectTokens(input: Omit<SubjectRevocationInput, 'maxTokenLifetimeSeconds'>): Promise<void>;
+  /** Ends every access token issued from a refresh-token family (reuse detected, RFC 7009 revocation). */
+  revokeFamilyTokens(familyId: string, tenantId: string, reason: string): Promise<void>;
+  /**
+   * Ends the tokens of every user and workload holding a role whose permissions were narrowed:
+   * their tokens carry the old permissions (strict: a token of the same second may too).
+   */
+  revokeRoleTokens(tenantId: string, roleId: string, revokedBy: string | null): Promise<void>;
   /** The platform tenant's id (looked up once). */
   platformTenantId(): Promise<string>;
   close(): Promise<void>;
 }
 
 /** Builds the auth services; starts scheduled signing-key rotation. */
-export async function createAuthServices(config: Config, db: Knex, master: MasterKey, logger: Logger, redis?: Redis): Promise<AuthServices> {
-  const signingKeys = await createSigningKeys(db, master);
-  const revocation = await createRevocationList(db, logger, redis);
+export async function createAuthServices(config: Config, db: Knex, master: MasterKey, logger: Logger, feed: ChangeFeed, redis?: Redis): Promise<AuthServices> {
+  const signingKeys = await createSigningKeys(db, master, feed);
+  const revocation = await createRevocationList(db, logger, feed);
   const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation);
-  const secrets = await createClientSecrets(db, master.derive('client-secret-pepper'), redis);
+  const secrets = createClientSecrets(db, master.derive('client-secret-pepper'), feed);
   const maxTokenLifetime = Math.max(config.accessTokenTtl, config.humanTokenTtl, config.exchangeTokenTtl);
   const rotation = setInterval(() => {
     signingKeys.rotateIfDue(config.signingKeyRotation, maxTokenLifetime)
@@ -47,8 +58,20 @@ export async function createAuthServices(config: Config, db: Knex, master: Maste
   return {
     signingKeys, revocation, tokens, secrets, maxTokenLifetime,
     limits: createRateLimits(config, redis),
+    hashBudget: createHashBudget(config.authHashConcurrency),
     mailer: outboxMailer(db, logger),
     revokeSubjectTokens: (input) => revocation.revokeSubject({ ...input, maxTokenLifetimeSeconds: maxTokenLifetime }),
+    revokeFamilyTokens: (familyId, tenantId, reason) => revocation.revoke({
+      jti: `${FAMILY}${familyId}`, tenantId, sub: null, revokedBy: null, reason, expiresAt: new Date(Date.now() + maxTokenLifetime * 1000),
+    }),
+    async revokeRoleTokens(tenantId, roleId, revokedBy) {
+      const users = await db('users').where({ tenant_id: tenantId, role_id: roleId }).select('id');
+      const workloads = await db('workloads').where({ tenant_id: tenantId, role_id: roleId }).select('id', 'client_id');
+      for (const w of workloads) await secrets.invalidate(w.client_id);
+      for (const s of [...users, ...workloads]) {
+        await revocation.revokeSubject({ tenantId, sub: s.id, revokedBy, reason: 'role narrowed', strict: true, maxTokenLifetimeSeconds: maxTokenLifetime });
+      }
+    },
     async platformTenantId() {
       platform ??= ((await db('tenants').where({ is_platform: true }).first('id'))?.id as string | undefined) ?? null;
       if (!platform) throw new Error('no platform tenant: bootstrap has not run');
@@ -57,7 +80,6 @@ export async function createAuthServices(config: Config, db: Knex, master: Maste
     async close() {
       clearInterval(rotation);
       await revocation.close();
-      await secrets.close();
     },
   };
 }

@@ -6,7 +6,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logger.ts';
-import type { WorkPool } from '../../../workers/pool.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 
 const TTL_MS = 30 * 60 * 1000;
@@ -38,15 +37,27 @@ export async function startPasswordReset(db: Knex, mailer: Mailer, baseUrl: stri
   });
 }
 
-/** Completes a reset: single use, unexpired; sets the new argon2id hash and clears lockout. */
-export async function completePasswordReset(db: Knex, pool: WorkPool, token: string, newPassword: string): Promise<{ userId: string; tenantId: string }> {
+const invalidToken = () => new AppError('invalid_reset_token', 'the reset token is unknown, used or expired', { status: 400, slug: 'invalid-reset-token', title: 'Invalid Reset Token' });
+
+/** The unused, unexpired reset a token names, or null: one indexed read, no hashing. */
+export async function pendingReset(db: Knex, token: string): Promise<{ id: string } | null> {
+  const reset = await db('password_resets').where({ token_hash: sha256(token) }).first('id', 'used_at', 'expires_at');
+  return reset && !reset.used_at && new Date(reset.expires_at).getTime() > Date.now() ? { id: reset.id as string } : null;
+}
+
+/**
+ * Completes a reset: single use, unexpired; sets the new argon2id hash and clears lockout. The
+ * token and the password length are checked before the hash (`hash`, which runs it in the
+ * budget of unauthenticated hashing): a made-up token costs no CPU.
+ */
+export async function completePasswordReset(db: Knex, hash: (password: string) => Promise<string>, token: string, newPassword: string): Promise<{ userId: string; tenantId: string }> {
   if (newPassword.length < 12) throw new AppError('validation_failed', 'the new password must be at least 12 characters');
-  const passwordHash = await pool.run<string>('hashPassword', { password: newPassword });
+  if (!(await pendingReset(db, token))) throw invalidToken();
+  const passwordHash = await hash(newPassword);
   return db.transaction(async (trx) => {
+    // Checked again under the row lock: two requests with one token, only one wins.
     const reset = await trx('password_resets').where({ token_hash: sha256(token) }).forUpdate().first();
-    if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now()) {
-      throw new AppError('invalid_reset_token', 'the reset token is unknown, used or expired', { status: 400, slug: 'invalid-reset-token', title: 'Invalid Reset Token' });
-    }
+    if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now()) throw invalidToken();
     await trx('password_resets').where({ id: reset.id }).update({ used_at: new Date() });
     await trx('users').where({ id: reset.user_id }).update({ password_hash: passwordHash, failed_attempts: 0, lockout_count: 0, locked_until: null, updated_at: new Date() });
     // A new password ends every session the old one started.

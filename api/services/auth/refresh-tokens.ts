@@ -64,3 +64,9 @@ export async function revokeRefreshFamily(db: Knex, token: string): Promise<{ te
   await db('refresh_tokens').where({ family_id: row.family_id }).whereNull('revoked_at').update({ revoked_at: new Date() });
   return { tenantId: row.tenant_id, familyId: row.family_id };
 }
+
+/** The family of a refresh token, or null when it names none: the key of its rate budget (used, revoked and expired tokens keep theirs). */
+export async function refreshFamilyOf(db: Knex, token: string): Promise<string | null> {
+  const row = await db('refresh_tokens').where({ token_hash: sha256(token) }).first('family_id');
+  return (row?.family_id as string | undefined) ?? null;
+}
