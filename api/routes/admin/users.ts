@@ -60,6 +60,9 @@ export function createUsersRouter(ctx: AppContext): Router {
       if (update.disabled === true) {
         await revokeSubjectRefreshTokens(ctx.db, user.id);
         await ctx.auth.revokeSubjectTokens({ tenantId: user.tenant_id, sub: user.id, revokedBy: `${req.auth.kind}:${req.auth.sub}`, reason: 'user disabled', strict: true });
+      } else if (update.role_id !== undefined && update.role_id !== user.role_id) {
+        // The user's tokens carry the old role's permissions: they end; the next sign-in carries the new role.
+        await ctx.auth.revokeSubjectTokens({ tenantId: user.tenant_id, sub: user.id, revokedBy: `${req.auth.kind}:${req.auth.sub}`, reason: 'user role changed', strict: true });
       }
       auditChange(ctx, req, 'user.update', user.id, { roleId, disabled });
       res.json(userView(row));
