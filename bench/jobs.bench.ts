@@ -145,10 +145,14 @@ try {
   const tenant = await call(url, 'POST', '/api/v3/admin/platform/tenants', admin, { name: 'bench' });
   const role = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, { name: 'migrator', permissions: ['migration.uploads.write', 'migration.jobs.create', 'migration.jobs.read', 'migration.jobs.result.read', 'migration.convert'] });
   const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, { name: 'bench', roleId: role.id });
-  const keystore = new FormData();
-  keystore.append('keystore', new Blob([Buffer.concat([readFileSync(join(work, 'key.pem')), readFileSync(join(work, 'cert.pem'))])]), 'bench.pem');
-  keystore.append('kid', 'bench-rsa');
-  await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys/import-keystore`, admin, keystore);
+  // One certificate, imported once per usage: the enveloped files decrypt with one, the signed ones re-sign with the other.
+  for (const [kid, usage] of [['bench-rsa', 'encrypt'], ['bench-rsa-signer', 'sign']]) {
+    const keystore = new FormData();
+    keystore.append('keystore', new Blob([Buffer.concat([readFileSync(join(work, 'key.pem')), readFileSync(join(work, 'cert.pem'))])]), 'bench.pem');
+    keystore.append('kid', kid);
+    keystore.append('usage', usage);
+    await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys/import-keystore`, admin, keystore);
+  }
   const tokenRes = await fetch(`${url}/api/v3/auth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ grant_type: 'client_credentials', client_id: workload.clientId, client_secret: workload.clientSecret }) });
   const token = ((await tokenRes.json()) as { access_token: string }).access_token;
 

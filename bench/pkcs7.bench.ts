@@ -164,10 +164,11 @@ async function pgAdmin(sql: string): Promise<void> {
 }
 
 /** Imports the PEM key and certificate into the tenant through the real endpoint. */
-async function importKey(url: string, adminToken: string, tenantId: string, pem: Buffer, kid: string): Promise<void> {
+async function importKey(url: string, adminToken: string, tenantId: string, pem: Buffer, kid: string, usage: 'sign' | 'encrypt'): Promise<void> {
   const form = new FormData();
   form.append('keystore', new Blob([new Uint8Array(pem)]), 'bench.pem');
   form.append('kid', kid);
+  form.append('usage', usage);
   const r = await fetch(`${url}/api/v3/admin/tenants/${tenantId}/keys/import-keystore`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: form });
   if (r.status !== 201) throw new Error(`import-keystore: ${r.status} ${await r.text()}`);
 }
@@ -211,7 +212,9 @@ try {
     const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
     if (!tenantId) throw new Error('no bootstrap line in the server output');
     const admin = (await form(keyward.url, '/api/v3/auth/token', { grant_type: 'password', username: 'bench@keyward.local', password: keyward.adminPassword, tenant_id: tenantId })).access_token;
-    await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa');
+    // One certificate, imported once per usage: the CMS recipient decrypts, the signer signs.
+    await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
+    await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa-signer', 'sign');
 
     /** Makes the inputs of one size; returns the file names. */
     const make = (bytes: number, tag: string) => {
@@ -245,7 +248,7 @@ try {
     const sslVerify = await timedOpenssl(['cms', '-verify', '-binary', '-noverify', '-inform', 'DER', '-in', files.signed, '-out', '/dev/null']);
     const sig = await ours('SignedData RSA SHA-256 -> JWS', files.signed, SIZE);
     // With the signer named, the JWS hashes for its key's algs only (RS256 and PS256, not ES256 too).
-    const sigKid = await ours('SignedData, metadata {"signerKid"}', files.signed, SIZE, '{"signerKid":"bench-rsa"}');
+    const sigKid = await ours('SignedData, metadata {"signerKid"}', files.signed, SIZE, '{"signerKid":"bench-rsa-signer"}');
 
     const closed = /------service-[0-9a-f-]{36}--\r\n$/.test(env.ours.tail.toString('latin1'));
     const jwsOk = await verifyJws(sig.ours.head.toString(), files.plain, readFileSync(at('cert.pem')));

@@ -181,22 +181,46 @@ const keys = {
   [`${T}/keys/import-keystore`]: {
     post: op('keys', {
       summary: 'Import the keys of a PKCS#12 file or a PEM key with its certificate chain (contract 4)', permission: 'admin.keys.import', parameters: [TENANT],
-      description: 'PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. A failure stores nothing.',
+      description: 'PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate\'s keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type\'s default usage. Every key pair is checked for consistency. A failure stores nothing.',
       requestBody: { required: true, content: { 'multipart/form-data': { schema: obj({ keystore: { type: 'string', format: 'binary' }, password: str, kid: str, usage: { enum: ['encrypt', 'sign'] } }, ['keystore']) } } },
       responses: { 201: ok('the imported keys', Imported) }, errors: [400, 409, 413, 415, 422],
-      errorText: { 400: 'keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty', 409: 'the kid exists', 415: 'keystore-unsupported-algorithm, or not multipart/form-data', 422: 'policy-violation' },
+      errorText: {
+        400: 'keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate\'s), keystore-key-invalid (an inconsistent key pair, naming what does not hold), or a kid for a certificate that makes two keys',
+        409: 'the kid exists, or the certificate is already imported for that usage (the problem names the existing kid in `kid`)',
+        415: 'keystore-unsupported-algorithm, or not multipart/form-data',
+        422: 'policy-violation, or key-usage-mismatch (usage contradicts the certificate\'s keyUsage/extendedKeyUsage, or they allow nothing this key type does)',
+      },
     }),
   },
   [`${T}/keys/orchestrate`]: {
     post: op('keys', {
       summary: 'Rotate, suspend, resume or revoke many keys, by kid list or selector', permission: 'admin.keys.orchestrate', parameters: [TENANT],
-      description: 'Up to 50 keys answer 200 inline with a result per key; larger batches answer 202 and run off the request path, with progress at the returned URL.',
-      requestBody: body(obj({ operation: { enum: ['rotate', 'suspend', 'resume', 'revoke'] }, kids: { type: 'array', items: str, maxItems: 10000 }, selector: obj({ type: str, usage: str, state: KeyState, kidPrefix: str }, []) }, ['operation'])),
+      description: 'Give exactly one of kids and selector. A selector filters on at least one member, or selects every key of the tenant with {all: true} alone; unknown members, wrong types and an empty selector answer 400. dryRun answers the kids that would be touched and changes nothing; expectedCount refuses (409) when the match has another size. Up to 50 keys answer 200 inline with a result per key; larger batches answer 202 and run off the request path, with progress at the returned URL.',
+      requestBody: body({
+        ...obj({
+          operation: { enum: ['rotate', 'suspend', 'resume', 'revoke'] },
+          kids: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }, minItems: 1, maxItems: 10000 },
+          selector: {
+            oneOf: [
+              { ...obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, state: KeyState, kidPrefix: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } }, []), minProperties: 1, additionalProperties: false },
+              { ...obj({ all: { const: true, description: 'select every key of the tenant' } }), additionalProperties: false },
+            ],
+          },
+          dryRun: { type: 'boolean', description: 'answer the kids that would be touched and their count; change nothing' },
+          expectedCount: { type: 'integer', minimum: 0, maximum: 10000, description: 'refuse with 409 unless exactly this many keys match' },
+        }, ['operation']),
+        additionalProperties: false,
+      }),
       responses: {
-        200: ok('a result per key', obj({ operation: str, total: { type: 'integer' }, succeeded: { type: 'integer' }, results: { type: 'array', items: KeyResult } })),
+        200: ok('a result per key, or on a dry run the kids that would be touched', {
+          oneOf: [
+            obj({ operation: str, total: { type: 'integer' }, succeeded: { type: 'integer' }, results: { type: 'array', items: KeyResult } }),
+            obj({ operation: str, dryRun: { const: true }, total: { type: 'integer' }, kids: { type: 'array', items: str } }),
+          ],
+        }),
         202: ok('started', obj({ operationId: uuid, operation: str, total: { type: 'integer' }, state: { const: 'running' }, progress: { type: 'string', description: 'path of the progress resource' } })),
       },
-      errors: [400, 415],
+      errors: [400, 409, 415], errorText: { 400: 'validation-failed: unknown member, wrong type, empty selector, or both or neither of kids and selector', 409: 'conflict: the match differs from expectedCount (details: expectedCount, matched); nothing changed' },
     }),
   },
   [`${T}/keys/orchestrate/{operationId}`]: {

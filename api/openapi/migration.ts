@@ -59,7 +59,7 @@ const CMS_ERRORS = {
   409: 'key-suspended, key-revoked: the matching imported key is not active',
   413: 'cms-element-too-large, payload-too-large (metadata part over 64 KiB)',
   415: 'cms-unsupported (type, algorithm, several signers or recipients), unsupported-media-type',
-  422: 'cms-signature-invalid, cms-decryption-failed, cms-key-unusable, cms-eddsa-content-too-large',
+  422: 'cms-signature-invalid, cms-decryption-failed, cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 
 const analyze = (summary: string) => ({
@@ -123,7 +123,7 @@ export const migrationPaths = {
           404: 'key-not-found: the source or target kid is not a key of this tenant',
           409: 'key-suspended, key-revoked',
           415: 'unsupported-media-type (not multipart/mixed), jose-unsupported (enc, alg, several recipients, zip, crit)',
-          422: 'cms-key-unusable: the target key cannot receive a JWE',
+          422: 'cms-key-unusable: the target key cannot receive a JWE; key-usage-mismatch: the source or target key is not of usage encrypt',
         }),
       },
     },
@@ -146,7 +146,7 @@ export const migrationPaths = {
           404: 'key-not-found: the old or target kid is not a key of this tenant',
           409: 'key-suspended, key-revoked',
           415: 'jose-unsupported (alg, crit, attached payload), unsupported-media-type',
-          422: 'signature-invalid, jose-content-too-large (EdDSA over 64 MiB), cms-key-unusable (the target key cannot sign)',
+          422: 'signature-invalid, jose-content-too-large (EdDSA over 64 MiB), cms-key-unusable (the target key cannot sign), key-usage-mismatch (the source or target key is not of usage sign)',
         }),
       },
     },

@@ -5,11 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 import { AsnConvert, AsnProp } from '@peculiar/asn1-schema';
-import { Certificate, Name, TBSCertificate } from '@peculiar/asn1-x509';
+import { Certificate, ExtendedKeyUsage, KeyUsage, Name, TBSCertificate, id_ce_extKeyUsage, id_ce_keyUsage } from '@peculiar/asn1-x509';
 import type { AttributeTypeAndValue } from '@peculiar/asn1-x509';
 import { OID, octets, parseAs } from './asn1.ts';
 import { keystoreProblem } from './problems.ts';
-import type { CertificateDetails } from './types.ts';
+import type { CertificateDetails, CertificateUsage } from './types.ts';
 
 /** TBSCertificate whose issuer keeps its original bytes (`issuerRaw`): re-encoding could differ. */
 class TbsWithRawIssuer extends TBSCertificate {
@@ -36,7 +36,37 @@ export function summarizeCertificate(der: Buffer): CertificateDetails {
     issuerDer: Buffer.from(tbs.issuerRaw),
     serialNumberBytes: serial,
     subjectKeyIdentifier: subjectKeyIdentifier(tbs),
+    ...usagesOf(tbs),
   };
+}
+
+/** keyUsage bits (RFC 5280 section 4.2.1.3) and what each lets the service do with the key. */
+const KEY_USAGE_BITS = new Map<string, CertificateUsage>([
+  ['digitalSignature', 'sign'], ['nonRepudiation', 'sign'],
+  ['keyEncipherment', 'encrypt'], ['dataEncipherment', 'encrypt'], ['keyAgreement', 'encrypt'],
+]);
+/** Extended key usages that only sign (RFC 5280 section 4.2.1.12); any other purpose leaves both. */
+const SIGN_ONLY_PURPOSES = new Set(['1.3.6.1.5.5.7.3.3', '1.3.6.1.5.5.7.3.8', '1.3.6.1.5.5.7.3.9']);
+
+/**
+ * What the certificate lets its key do: from keyUsage, narrowed by extendedKeyUsage when both are
+ * present (section 4.2.1.12: the key is used only as both allow). Without either extension the
+ * certificate does not restrict the key, and `usages` is absent.
+ */
+function usagesOf(tbs: TBSCertificate): { usages?: CertificateUsage[] } {
+  const ku = tbs.extensions?.find((e) => e.extnID === id_ce_keyUsage);
+  const eku = tbs.extensions?.find((e) => e.extnID === id_ce_extKeyUsage);
+  if (!ku && !eku) return {};
+  let allowed = new Set<CertificateUsage>(['sign', 'encrypt']);
+  if (ku) {
+    const bits = parseAs(ku.extnValue.buffer, KeyUsage, 'keyUsage extension').toJSON();
+    allowed = new Set(bits.flatMap((b) => (KEY_USAGE_BITS.has(b) ? [KEY_USAGE_BITS.get(b)!] : [])));
+  }
+  if (eku) {
+    const purposes = [...parseAs(eku.extnValue.buffer, ExtendedKeyUsage, 'extendedKeyUsage extension')];
+    if (purposes.length > 0 && purposes.every((p) => SIGN_ONLY_PURPOSES.has(p))) allowed.delete('encrypt');
+  }
+  return { usages: (['sign', 'encrypt'] as const).filter((u) => allowed.has(u)) };
 }
 
 /** The SKI extension's value, else RFC 5280 section 4.2.1.2 method 1: SHA-1 of the key bits. */

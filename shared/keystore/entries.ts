@@ -6,6 +6,7 @@
 import { X509Certificate, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { summarizeCertificate } from './certificate.ts';
+import { checkKeyPair } from './consistency.ts';
 import { keystoreProblem } from './problems.ts';
 import type { KeystoreEntry } from './types.ts';
 
@@ -86,6 +87,9 @@ export function assembleEntries(keys: FoundKey[], certs: FoundCertificate[]): Ke
       throw keystoreProblem('keystore_key_mismatch',
         `none of the ${certs.length} certificate(s) holds the public key of private key #${k + 1}`);
     }
+    // Checked against the leaf's own key, so a private key stored with a public part it does not
+    // own is refused even when that public part matches the certificate.
+    checkKeyPair(key.privateKey, leaf === undefined ? publicKey : new X509Certificate(certs[leaf].der).publicKey, k);
     return { key, publicKey, type, leaf };
   });
 
@@ -98,8 +102,9 @@ export function assembleEntries(keys: FoundKey[], certs: FoundCertificate[]): Ke
 
     const rest = certs.filter((_, i) => !leaves.has(i));
     entry.certificates = [certs[leaf].der, ...rest.map((c) => c.der)];
-    const { issuerDer, serialNumberBytes, subjectKeyIdentifier, ...summary } = summarizeCertificate(certs[leaf].der);
+    const { issuerDer, serialNumberBytes, subjectKeyIdentifier, usages, ...summary } = summarizeCertificate(certs[leaf].der);
     entry.certificate = summary;
+    if (usages) entry.usages = usages;
     entry.issuerDer = issuerDer;
     entry.serialNumber = serialNumberBytes;
     entry.subjectKeyIdentifier = subjectKeyIdentifier;

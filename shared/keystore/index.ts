@@ -15,7 +15,7 @@ import { keystoreProblem } from './problems.ts';
 import { describeUnknown, detectFormat } from './sniff.ts';
 import type { KeystoreEntry, KeystoreInput } from './types.ts';
 
-export type { CertificateDetails, CertificateSummary, KeystoreEntry, KeystoreInput } from './types.ts';
+export type { CertificateDetails, CertificateSummary, CertificateUsage, KeystoreEntry, KeystoreInput } from './types.ts';
 export { summarizeCertificate } from './certificate.ts';
 export { keyTypeOf } from './entries.ts';
 export { KEYSTORE_PROBLEMS, isKeystoreProblem } from './problems.ts';

@@ -13,6 +13,7 @@ export const KEYSTORE_PROBLEMS = {
   keystore_unsupported_algorithm: { status: 415, slug: 'keystore-unsupported-algorithm', title: 'Unsupported Keystore Algorithm' },
   keystore_empty: { status: 400, slug: 'keystore-empty', title: 'Keystore Holds No Private Key' },
   keystore_key_mismatch: { status: 400, slug: 'keystore-key-mismatch', title: 'Certificate Does Not Match Key' },
+  keystore_key_invalid: { status: 400, slug: 'keystore-key-invalid', title: 'Inconsistent Key Pair' },
   keystore_too_large: { status: 413, slug: 'keystore-too-large', title: 'Keystore Too Large' },
 } as const satisfies Record<string, ProblemSpec>;
 

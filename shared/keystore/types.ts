@@ -13,6 +13,9 @@ export interface CertificateSummary {
   notAfter: string;
 }
 
+/** What a certificate lets its key be used for, in the service's terms. */
+export type CertificateUsage = 'sign' | 'encrypt';
+
 /** A certificate summary plus the identifiers CMS uses to name a key (RFC 5652 section 10.2.4). */
 export interface CertificateDetails extends CertificateSummary {
   /** DER of the issuer Name exactly as it appears in the certificate. */
@@ -21,6 +24,8 @@ export interface CertificateDetails extends CertificateSummary {
   serialNumberBytes: Buffer;
   /** From the SKI extension, else RFC 5280 section 4.2.1.2 method 1. */
   subjectKeyIdentifier: Buffer;
+  /** From keyUsage/extendedKeyUsage (possibly empty); absent when the certificate has neither. */
+  usages?: CertificateUsage[];
 }
 
 /** One private key from a keystore, with its certificate chain. */
@@ -39,6 +44,8 @@ export interface KeystoreEntry {
   serialNumber?: Buffer;
   /** Subject key identifier of the leaf (extension, or SHA-1 of the subjectPublicKey bits). */
   subjectKeyIdentifier?: Buffer;
+  /** What the leaf's keyUsage/extendedKeyUsage allow; absent when it restricts nothing. */
+  usages?: CertificateUsage[];
   /** PKCS#12 friendlyName bag attribute (RFC 7292 section 4.2), when present. */
   friendlyName?: string;
 }

@@ -93,8 +93,8 @@ function cmsHashOf(head: CmsHead): string {
   return 'sha256';
 }
 
-async function keyByKid(resolver: KeyResolver, kid: string, what: string): Promise<ResolvedKey> {
-  const key = await resolver.byKid(kid);
+async function keyByKid(resolver: KeyResolver, kid: string, what: 'signer' | 'target'): Promise<ResolvedKey> {
+  const key = await resolver.byKid(kid, what === 'signer' ? 'sign' : 'encrypt');
   if (!key) throw cmsProblem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
   return key;
 }
@@ -133,7 +133,7 @@ async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
   if (a.tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
   const desc = describeSigner(a.tail.signers[0]);
   if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
-  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref));
+  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref, 'sign'));
   if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
   if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
   const pub = verificationKey(desc, a.tail.certificates, key);
@@ -180,7 +180,7 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
     if (tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
     const desc = describeSigner(tail.signers[0]);
     if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
-    key ??= await resolver.byCmsRef(desc.ref);
+    key ??= await resolver.byCmsRef(desc.ref, 'sign');
     if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
     if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
     jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], { b64: metadata.b64 ?? false, kid: key.kid });

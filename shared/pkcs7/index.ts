@@ -17,6 +17,7 @@ export type {
   ConvertOptions,
   ConvertResult,
   IdentifierSummary,
+  KeyPurpose,
   KeyResolver,
   RecipientSummary,
   ResolvedKey,

@@ -86,7 +86,7 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
 
 /** Finds the recipient's key: the metadata kid wins, else the CMS identifier. */
 export async function findRecipientKey(d: RecipientDescription, resolver: KeyResolver, recipientKid?: string): Promise<ResolvedKey> {
-  const key = recipientKid ? await resolver.byKid(recipientKid) : d.ref ? await resolver.byCmsRef(d.ref) : null;
+  const key = recipientKid ? await resolver.byKid(recipientKid, 'encrypt') : d.ref ? await resolver.byCmsRef(d.ref, 'encrypt') : null;
   if (!key) {
     throw cmsProblem('cms_key_not_imported', recipientKid ? `key ${recipientKid} is not imported` : 'the recipient key is not imported', { details: { identifier: d.identifier } });
   }

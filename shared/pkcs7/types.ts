@@ -25,10 +25,17 @@ export interface ResolvedKey {
   certificate?: Buffer;
 }
 
-/** Finds the tenant's imported keys; injected so the engine knows nothing of storage. */
+/** What the engine does with a key: 'sign' (JWS, CMS signers) or 'encrypt' (JWE, CMS recipients). */
+export type KeyPurpose = 'sign' | 'encrypt';
+
+/**
+ * Finds the tenant's imported keys; injected so the engine knows nothing of storage. Given a
+ * purpose, the resolver prefers a key of that usage (one certificate may be imported once per
+ * usage) and refuses one of another usage (key-usage-mismatch); without one it only looks up.
+ */
 export interface KeyResolver {
-  byCmsRef(ref: CmsKeyRef): Promise<ResolvedKey | null>;
-  byKid(kid: string): Promise<ResolvedKey | null>;
+  byCmsRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
+  byKid(kid: string, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
   /**
    * The types ('rsa-2048', 'ec-p256'...) of the tenant's usable keys. When the re-signing key is
    * only named after the content, the engine hashes the content once per alg one of these types

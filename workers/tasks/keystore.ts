@@ -3,7 +3,7 @@
  * and must not block the event loop. Returns plain data: PKCS#8 DER keys and DER certificates.
  */
 import { parseKeystore } from '../../shared/keystore/index.ts';
-import type { CertificateSummary } from '../../shared/keystore/index.ts';
+import type { CertificateSummary, CertificateUsage } from '../../shared/keystore/index.ts';
 import { AppError } from '../../shared/errors/index.ts';
 
 /** One parsed entry as structured-cloneable data. */
@@ -16,6 +16,8 @@ export interface ParsedKeystoreEntry {
   issuerDer?: Uint8Array;
   serialNumber?: Uint8Array;
   subjectKeyIdentifier?: Uint8Array;
+  /** What the certificate allows; absent when it restricts nothing. */
+  usages?: CertificateUsage[];
   friendlyName?: string;
 }
 
@@ -31,6 +33,7 @@ export function parseKeystoreTask(input: { data: Uint8Array; password?: string }
       issuerDer: e.issuerDer,
       serialNumber: e.serialNumber,
       subjectKeyIdentifier: e.subjectKeyIdentifier,
+      ...(e.usages ? { usages: e.usages } : {}),
       friendlyName: (e as { friendlyName?: string }).friendlyName,
     }));
   } catch (err) {

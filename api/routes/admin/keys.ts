@@ -14,9 +14,9 @@ import { jsonBody } from '../../middleware/body.ts';
 import { changeKey, createKey, keyView, readKey } from '../../services/keys/store.ts';
 import { importKeystore } from '../../services/keys/import.ts';
 import { orchestrate, orchestration } from '../../services/keys/orchestrate.ts';
-import type { KeyAction } from '../../services/keys/lifecycle.ts';
+import { KEY_STATES, type KeyAction } from '../../services/keys/lifecycle.ts';
 
-const STATES = ['active', 'suspended', 'revoked', 'archived'];
+const STATES: readonly string[] = KEY_STATES;
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/keys. */
 export function createKeysRouter(ctx: AppContext): Router {

@@ -4,15 +4,16 @@
  * key cache. Only usable (active) keys are handed out; the tenant is fixed at construction.
  */
 import type { AppContext } from '../../context.ts';
-import type { KeyResolver, ResolvedKey, CmsKeyRef } from '../../../shared/pkcs7/types.ts';
+import type { KeyPurpose, KeyResolver, ResolvedKey, CmsKeyRef } from '../../../shared/pkcs7/types.ts';
 import { AppError } from '../../../shared/errors/index.ts';
+import { assertUsage } from '../../../shared/crypto/registry.ts';
 import { issuerSerialKey } from './store.ts';
 import { unusable } from './lifecycle.ts';
 import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** A resolver over one tenant's keys. */
 export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId: string): KeyResolver {
-  async function resolve(kid: string, version?: number): Promise<ResolvedKey | null> {
+  async function resolve(kid: string, purpose?: KeyPurpose, version?: number): Promise<ResolvedKey | null> {
     let key;
     try {
       key = await ctx.keys.get(tenantId, kid);
@@ -21,6 +22,8 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
       throw err;
     }
     if (key.state !== 'active') throw unusable(kid, key.state);
+    // The one usage check of every key use (runtime.ts does the same): an encrypt key never signs.
+    if (purpose) assertUsage(key, purpose);
     const v = version ?? key.currentVersion;
     const loaded = key.versions.get(v);
     if (!loaded) return null;
@@ -32,22 +35,25 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
     };
   }
 
-  async function byRef(ref: CmsKeyRef): Promise<ResolvedKey | null> {
+  async function byRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null> {
     if (ref.kekId) {
       // KEK recipients name the key by bytes: the kid as text, else as hex.
-      return (await resolve(ref.kekId.toString('utf8')).catch(() => null)) ?? resolve(ref.kekId.toString('hex'));
+      return (await resolve(ref.kekId.toString('utf8'), purpose).catch(() => null)) ?? resolve(ref.kekId.toString('hex'), purpose);
     }
     const q = ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where('k.tenant_id', tenantId);
     if (ref.issuer && ref.serialNumber) q.where('v.issuer_serial', issuerSerialKey(ref.issuer, ref.serialNumber));
     else if (ref.subjectKeyIdentifier) q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
     else return null;
-    const row = await q.orderBy('v.version', 'desc').first('k.kid', 'v.version');
-    return row ? resolve(row.kid, row.version) : null;
+    // One certificate may be imported once per usage: the key of the wanted usage comes first, and
+    // a key of the other usage only when there is none, so resolve refuses it by name.
+    if (purpose) q.orderByRaw('case when k.usage = ? then 0 else 1 end', [purpose]);
+    const row = await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version');
+    return row ? resolve(row.kid, purpose, row.version) : null;
   }
 
   async function keyTypes(): Promise<string[]> {
     return (await ctx.db('keys').where({ tenant_id: tenantId, state: 'active' }).distinct('type')).map((r) => r.type as string);
   }
 
-  return { byCmsRef: byRef, byKid: (kid) => resolve(kid), keyTypes };
+  return { byCmsRef: byRef, byKid: (kid, purpose) => resolve(kid, purpose), keyTypes };
 }

@@ -3,14 +3,47 @@
  * stored in one transaction, so a failure leaves no half-imported key.
  */
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
-import { resolveUsage, type KeyType } from '../../../shared/crypto/registry.ts';
+import { AppError, problem } from '../../../shared/errors/index.ts';
+import { keyTypeSpec, resolveUsage, type KeyType, type KeyUsage } from '../../../shared/crypto/registry.ts';
 import type { ParsedKeystoreEntry } from '../../../workers/tasks/keystore.ts';
 import { tenantPolicy } from '../../routes/admin/policies.ts';
-import { KID, storeKey, type KeyView } from './store.ts';
+import { KID, issuerSerialKey, storeKey, type KeyView } from './store.ts';
 
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
+
+/**
+ * The usages to import an entry for. A `usage` field decides, but not against the certificate;
+ * without one the certificate's keyUsage/extendedKeyUsage decide (RFC 5280 sections 4.2.1.3 and
+ * 4.2.1.12), one key per usage they allow; a certificate that restricts nothing (or no
+ * certificate) gives the type's default usage, as for generated keys.
+ */
+export function importUsages(e: Pick<ParsedKeystoreEntry, 'type' | 'usages'>, requested?: string): KeyUsage[] {
+  const type = e.type as KeyType;
+  if (requested !== undefined) {
+    const usage = resolveUsage(type, requested);
+    if (e.usages && !e.usages.includes(usage)) {
+      throw problem('key_usage_mismatch', `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`, { allowed: e.usages });
+    }
+    return [usage];
+  }
+  if (!e.usages) return [resolveUsage(type)];
+  if (e.usages.length === 0) throw problem('key_usage_mismatch', 'the certificate\'s keyUsage allows neither signing nor encryption (only certificate or CRL signing, for instance)', { allowed: [] });
+  const fit = e.usages.filter((u) => (keyTypeSpec(type).usages as readonly string[]).includes(u));
+  if (fit.length === 0) {
+    throw problem('key_usage_mismatch', `the certificate's keyUsage/extendedKeyUsage allow only ${e.usages.join(' and ')}, which a ${type} key cannot do`, { allowed: e.usages });
+  }
+  return fit;
+}
+
+/** 409 when the tenant already holds this certificate's key for this usage, naming that kid. */
+async function refuseDuplicate(trx: Knex, tenantId: string, issuerSerial: string | undefined, usage: KeyUsage): Promise<void> {
+  if (!issuerSerial) return;
+  const existing = await trx('key_versions as v').join('keys as k', 'k.id', 'v.key_id')
+    .where({ 'k.tenant_id': tenantId, 'k.usage': usage, 'v.issuer_serial': issuerSerial }).orderBy('k.kid').first('k.kid');
+  if (existing) throw problem('conflict', `this certificate is already imported for ${usage} as key ${existing.kid}`, { kid: existing.kid, usage });
+}
 
 /** Imports every key of a keystore; answers the keys with their certificate summaries. */
 export async function importKeystore(ctx: AppContext, tenantId: string, input: { data: Buffer; password?: string; kid?: string; usage?: string }): Promise<Array<KeyView & { certificate: unknown }>> {
@@ -20,19 +53,27 @@ export async function importKeystore(ctx: AppContext, tenantId: string, input: {
   if (entries.length === 0) throw new AppError('keystore_empty', 'the keystore holds no private key', { status: 400, slug: 'keystore-empty', title: 'Empty Keystore' });
   if (input.kid && entries.length > 1) throw new AppError('validation_failed', `the keystore holds ${entries.length} keys; a single kid cannot name them all`);
   const { effective } = await tenantPolicy(ctx, tenantId);
-  for (const e of entries) {
+  const plan = entries.map((e) => {
     if (!effective.allowedKeyTypes.includes(e.type)) throw new AppError('policy_violation', `the effective policy of this tenant does not allow ${e.type} keys`);
+    return { e, usages: importUsages(e, input.usage) };
+  });
+  if (input.kid && plan[0].usages.length > 1) {
+    throw new AppError('validation_failed', `the certificate allows ${plan[0].usages.join(' and ')}, which makes one key each; give usage to import one of them under kid ${input.kid}`);
   }
   return ctx.db.transaction(async (trx) => {
     const out: Array<KeyView & { certificate: unknown }> = [];
-    for (const e of entries) {
-      const kid = input.kid ?? `imported-${randomUUID()}`;
-      const usage = resolveUsage(e.type as KeyType, input.usage);
-      const view = await storeKey(ctx, tenantId, { kid, type: e.type, usage, source: 'imported' },
-        { type: e.type as KeyType, privateKeyDer: b(e.privateKeyDer), publicKeyDer: b(e.publicKeyDer) },
-        { certificateChain: e.certificates.map((c) => b(c)!), issuerDer: b(e.issuerDer), serialNumber: b(e.serialNumber), subjectKeyIdentifier: b(e.subjectKeyIdentifier) },
-        trx);
-      out.push({ ...view, certificate: e.certificate ?? null });
+    for (const { e, usages } of plan) {
+      const issuerDer = b(e.issuerDer);
+      const serialNumber = b(e.serialNumber);
+      for (const usage of usages) {
+        await refuseDuplicate(trx, tenantId, issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined, usage);
+        const kid = input.kid ?? `imported-${randomUUID()}`;
+        const view = await storeKey(ctx, tenantId, { kid, type: e.type, usage, source: 'imported' },
+          { type: e.type as KeyType, privateKeyDer: b(e.privateKeyDer), publicKeyDer: b(e.publicKeyDer) },
+          { certificateChain: e.certificates.map((c) => b(c)!), issuerDer, serialNumber, subjectKeyIdentifier: b(e.subjectKeyIdentifier) },
+          trx);
+        out.push({ ...view, certificate: e.certificate ?? null });
+      }
     }
     return out;
   });

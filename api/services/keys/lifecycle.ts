@@ -4,7 +4,9 @@
  */
 import { AppError } from '../../../shared/errors/index.ts';
 
-export type KeyState = 'active' | 'suspended' | 'revoked' | 'archived';
+/** Every key state, in lifecycle order. */
+export const KEY_STATES = ['active', 'suspended', 'revoked', 'archived'] as const;
+export type KeyState = typeof KEY_STATES[number];
 export type KeyAction = 'suspend' | 'resume' | 'revoke' | 'archive' | 'rotate';
 
 /** action → states it may start from → state it leads to (rotate keeps the state). */

@@ -13,8 +13,9 @@ import { jsonColumn } from '../../../shared/db/knex.ts';
 import { isUuid } from '../../../shared/ids.ts';
 import { actorOf } from '../../middleware/authenticate.ts';
 import { tenantParam, auditChange } from '../../http/params.ts';
-import { changeKey } from './store.ts';
-import type { KeyAction } from './lifecycle.ts';
+import { isKeyType } from '../../../shared/crypto/registry.ts';
+import { KID, changeKey } from './store.ts';
+import { KEY_STATES, type KeyAction } from './lifecycle.ts';
 
 const INLINE_LIMIT = 50;
 const MAX_KEYS = 10_000;
@@ -30,17 +31,58 @@ interface KeyResult { kid: string; status: number; state?: string; version?: num
 type OperationState = 'running' | 'completed' | 'interrupted';
 interface Operation { id: string; tenantId: string; operation: string; total: number; done: number; failed: number; state: OperationState; results: KeyResult[]; startedAt: string; finishedAt?: string }
 
+/** The members a selector may have; anything else is a 400, never silently ignored. */
+const SELECTOR_FILTERS = new Map<string, (v: unknown) => boolean>([
+  ['type', isKeyType],
+  ['usage', (v) => v === 'encrypt' || v === 'sign'],
+  ['state', (v) => typeof v === 'string' && (KEY_STATES as readonly string[]).includes(v)],
+  ['kidPrefix', (v) => typeof v === 'string' && KID.test(v)],
+]);
+const BODY_MEMBERS = new Set(['operation', 'kids', 'selector', 'dryRun', 'expectedCount']);
+
+const invalid = (msg: string) => new AppError('validation_failed', msg);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The kids a request names. A selector that filters on nothing would match every key of the
+ * tenant, so it must say so with `all: true`; an unknown member (a typo such as `kid_prefix`),
+ * a wrong type or an empty selector is refused rather than widening the match to everything.
+ */
 async function selectKids(ctx: AppContext, tenantId: string, body: Record<string, unknown>): Promise<string[]> {
-  if (Array.isArray(body.kids)) {
-    if (!body.kids.every((k) => typeof k === 'string') || body.kids.length === 0 || body.kids.length > MAX_KEYS) throw new AppError('validation_failed', `kids must be 1 to ${MAX_KEYS} strings`);
+  if ((body.kids === undefined) === (body.selector === undefined)) throw invalid('give exactly one of kids and selector');
+  if (body.kids !== undefined) {
+    if (!Array.isArray(body.kids) || body.kids.length === 0 || body.kids.length > MAX_KEYS || !body.kids.every((k) => typeof k === 'string' && KID.test(k))) {
+      throw invalid(`kids must be 1 to ${MAX_KEYS} kids (1 to 128 characters of A-Z a-z 0-9 . _ : -)`);
+    }
     return [...new Set(body.kids as string[])];
   }
-  const sel = body.selector as Record<string, unknown> | undefined;
-  if (!sel || typeof sel !== 'object') throw new AppError('validation_failed', 'give kids or a selector {type?, usage?, state?, kidPrefix?}');
+  const sel = body.selector;
+  if (!isObject(sel)) throw invalid('selector must be an object {type?, usage?, state?, kidPrefix?} or {all: true}');
+  const members = Object.keys(sel);
+  const unknown = members.filter((m) => m !== 'all' && !SELECTOR_FILTERS.has(m));
+  if (unknown.length > 0) throw invalid(`unknown selector member ${unknown.map((m) => m.slice(0, 40)).join(', ')}; the members are type, usage, state, kidPrefix, all`);
+  if (Object.hasOwn(sel, 'all')) {
+    if (sel.all !== true || members.length !== 1) throw invalid('all must be true and stand alone: it selects every key of the tenant');
+  } else {
+    if (members.length === 0) throw invalid('an empty selector would match every key; give a filter, or all: true to select every key');
+    for (const m of members) if (!SELECTOR_FILTERS.get(m)!(sel[m])) throw invalid(`selector.${m} has an invalid value`);
+  }
   const q = ctx.db('keys').where({ tenant_id: tenantId }).limit(MAX_KEYS).orderBy('kid');
-  for (const f of ['type', 'usage', 'state'] as const) if (typeof sel[f] === 'string') q.where(f, sel[f] as string);
+  for (const f of ['type', 'usage', 'state'] as const) if (sel[f] !== undefined) q.where(f, sel[f] as string);
   if (typeof sel.kidPrefix === 'string') q.where('kid', 'like', `${sel.kidPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   return (await q.select('kid')).map((r) => r.kid as string);
+}
+
+/** Checks the members of the request body around the selection. */
+function checkBody(body: Record<string, unknown>): { action: KeyAction; dryRun: boolean; expectedCount?: number } {
+  const unknown = Object.keys(body).filter((m) => !BODY_MEMBERS.has(m));
+  if (unknown.length > 0) throw invalid(`unknown member ${unknown.map((m) => m.slice(0, 40)).join(', ')}; the members are ${[...BODY_MEMBERS].join(', ')}`);
+  const action = body.operation as KeyAction;
+  if (!OPERATIONS.includes(action)) throw invalid(`operation must be one of ${OPERATIONS.join(', ')}`);
+  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw invalid('dryRun must be a boolean');
+  const n = body.expectedCount;
+  if (n !== undefined && !(Number.isInteger(n) && (n as number) >= 0 && (n as number) <= MAX_KEYS)) throw invalid(`expectedCount must be an integer from 0 to ${MAX_KEYS}`);
+  return { action, dryRun: body.dryRun === true, expectedCount: n as number | undefined };
 }
 
 async function runOne(ctx: AppContext, req: Request, tenantId: string, kid: string, action: KeyAction): Promise<KeyResult> {
@@ -57,9 +99,14 @@ async function runOne(ctx: AppContext, req: Request, tenantId: string, kid: stri
 /** Runs or starts a bulk operation. */
 export async function orchestrate(ctx: AppContext, req: Request, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
   const tenantId = tenantParam(req);
-  const action = body.operation as KeyAction;
-  if (!OPERATIONS.includes(action)) throw new AppError('validation_failed', `operation must be one of ${OPERATIONS.join(', ')}`);
+  if (!isObject(body)) throw invalid('the body must be a JSON object');
+  const { action, dryRun, expectedCount } = checkBody(body);
   const kids = await selectKids(ctx, tenantId, body);
+  if (expectedCount !== undefined && kids.length !== expectedCount) {
+    throw new AppError('conflict', `the request matches ${kids.length} keys, not the expected ${expectedCount}; nothing was changed`, { details: { expectedCount, matched: kids.length } });
+  }
+  // Nothing changes on a dry run: the caller sees what the same request would touch.
+  if (dryRun) return { status: 200, body: { operation: action, dryRun: true, total: kids.length, kids } };
   if (kids.length <= INLINE_LIMIT) {
     const results: KeyResult[] = [];
     for (const kid of kids) results.push(await runOne(ctx, req, tenantId, kid, action));

@@ -10,16 +10,16 @@ import type { JoseCurve } from '../../../shared/crypto/ecdh-es.ts';
 import { certificatePublicKey } from '../../../shared/pkcs7/certificates.ts';
 import { concatKdf } from '../../../shared/pkcs7/jwe.ts';
 import { EDDSA_CAP } from '../../../shared/pkcs7/jws.ts';
-import type { KeyResolver, ResolvedKey } from '../../../shared/pkcs7/types.ts';
+import type { KeyPurpose, KeyResolver, ResolvedKey } from '../../../shared/pkcs7/types.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { decryptionFailed, streamProblem } from './problems.ts';
 
 const CURVE: Record<string, JoseCurve> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
 const KW_BYTES: Record<string, number> = { A128KW: 16, A192KW: 24, A256KW: 32 };
 
-/** A tenant key by kid, or the catalogue's key-not-found (spec 7.3). */
-export async function keyByKid(resolver: KeyResolver, kid: string): Promise<ResolvedKey> {
-  const key = await resolver.byKid(kid);
+/** A tenant key by kid for one purpose, or the catalogue's key-not-found (spec 7.3) or key-usage-mismatch. */
+export async function keyByKid(resolver: KeyResolver, kid: string, purpose: KeyPurpose): Promise<ResolvedKey> {
+  const key = await resolver.byKid(kid, purpose);
   if (!key) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
   return key;
 }
@@ -49,7 +49,9 @@ export function unwrapContentKey(key: ResolvedKey, header: Record<string, unknow
     }
   }
   const ecdh = /^ECDH-ES\+(A(?:128|192|256)KW)$/.exec(alg);
-  const kwBytes = ecdh ? KW_BYTES[ecdh[1]] : KW_BYTES[alg];
+  // hasOwn: alg comes from the sender's header, and "constructor" must not find Object's.
+  const kwName = ecdh ? ecdh[1] : alg;
+  const kwBytes = Object.hasOwn(KW_BYTES, kwName) ? KW_BYTES[kwName] : undefined;
   if (!kwBytes) throw streamProblem('jose_unsupported', `key management ${alg.slice(0, 32)} is not supported`);
   let cek: Buffer;
   try {

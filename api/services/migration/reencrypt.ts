@@ -85,7 +85,8 @@ function parseHead(data: Buffer): JweHead {
   const r = recipients[0] as Record<string, unknown>;
   const header = { ...prot, ...((r?.header as Record<string, unknown>) ?? {}) };
   const enc = String(prot.enc);
-  if (!ENCS[enc]) throw streamProblem('jose_unsupported', `enc ${enc.slice(0, 32)} is not supported`);
+  // hasOwn: the header is the sender's, and "constructor" must not find Object's.
+  if (!Object.hasOwn(ENCS, enc)) throw streamProblem('jose_unsupported', `enc ${enc.slice(0, 32)} is not supported`);
   if (typeof header.kid !== 'string' || !header.kid) throw malformed('the recipient names no kid');
   return { protectedB64: o.protected as string, enc, header, encryptedKey: b64u(r.encrypted_key, 'encrypted_key'), iv: b64u(o.iv, 'iv') };
 }
@@ -145,8 +146,8 @@ export async function reencryptStream(reader: MixedReader, opts: ReencryptOption
   if (!first || first.contentType.split(';')[0] !== JOSE) throw malformed('the first part must be application/jose+json');
   const head = parseHead(first.data);
   const spec = ENCS[head.enc];
-  const source = await keyByKid(opts.resolver, head.header.kid as string);
-  const target = await keyByKid(opts.resolver, opts.targetKid);
+  const source = await keyByKid(opts.resolver, head.header.kid as string, 'encrypt');
+  const target = await keyByKid(opts.resolver, opts.targetKid, 'encrypt');
   const cek = unwrapContentKey(source, head.header, head.encryptedKey, spec.cek);
   const second = await reader.next();
   if (!second || second.contentType.split(';')[0] !== OCTET) throw malformed('the second part must be application/octet-stream');

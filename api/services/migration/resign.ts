@@ -71,8 +71,9 @@ function parseJws(text: string): OldJws {
 export async function startResign(jwsText: string, opts: ResignOptions): Promise<Resigning> {
   const old = parseJws(jwsText);
   const verifier: StreamVerifier = streamVerifier(old.alg);
-  const source = await keyByKid(opts.resolver, old.kid);
-  const target = await keyByKid(opts.resolver, opts.targetKid);
+  // Checking the old signature is a use of a sign key too: an encrypt key verifies nothing.
+  const source = await keyByKid(opts.resolver, old.kid, 'sign');
+  const target = await keyByKid(opts.resolver, opts.targetKid, 'sign');
   const pub = publicKeyOf(source);
   if (!pub) throw streamProblem('signature_invalid', `key ${old.kid} cannot verify a signature`);
   // The same family of padding and hash size as before, on the target key's type.

@@ -56,7 +56,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'GET', path: `${T}/keys` },
   { method: 'POST', path: `${T}/keys`, body: { type: 'aes-256', kid: 'planted' } },
   { method: 'POST', path: `${T}/keys/import-keystore` },
-  { method: 'POST', path: `${T}/keys/orchestrate`, body: { operation: 'revoke', selector: {} } },
+  { method: 'POST', path: `${T}/keys/orchestrate`, body: { operation: 'revoke', selector: { all: true } } },
   { method: 'GET', path: `${T}/keys/orchestrate/{operationId}` },
   { method: 'GET', path: `${T}/keys/{kid}` },
   { method: 'POST', path: `${T}/keys/{kid}/rotate` },

@@ -36,18 +36,22 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
 
   beforeAll(async () => {
     fx = fixtureDir();
-    for (const [name, args] of Object.entries({ rsa: ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], ec: ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384'] })) {
+    const rsaArgs = ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'];
+    const ecArgs = ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384'];
+    // One key pair per import that must succeed: the same certificate again for the same usage is a 409.
+    for (const [name, args] of Object.entries({ rsa: rsaArgs, ec: ecArgs, ec2: ecArgs, alias: rsaArgs })) {
       fx.openssl('genpkey', ...args, '-out', `${name}.key`);
       fx.openssl('req', '-x509', '-key', `${name}.key`, '-subj', `/C=DE/O=Keyward Import Test/CN=${name} signer`, '-days', '30', '-out', `${name}.crt`);
       files[`${name}.crt`] = fx.read(`${name}.crt`);
     }
     fx.openssl('pkcs12', '-export', '-inkey', 'rsa.key', '-in', 'rsa.crt', '-out', 'modern.p12', '-passout', `pass:${P12_PASSWORD}`);
     fx.openssl('pkcs12', '-export', '-legacy', '-inkey', 'rsa.key', '-in', 'rsa.crt', '-out', 'legacy.p12', '-passout', `pass:${P12_PASSWORD}`);
-    fx.openssl('pkey', '-in', 'ec.key', '-aes-256-cbc', '-passout', `pass:${PEM_PASSWORD}`, '-out', 'ec-encrypted.key');
+    fx.openssl('pkey', '-in', 'ec2.key', '-aes-256-cbc', '-passout', `pass:${PEM_PASSWORD}`, '-out', 'ec-encrypted.key');
     fx.openssl('x509', '-in', 'rsa.crt', '-outform', 'DER', '-out', 'rsa.der');
     for (const f of ['modern.p12', 'legacy.p12', 'rsa.der']) files[f] = fx.read(f);
     files['plain.pem'] = Buffer.concat([fx.read('ec.key'), fx.read('ec.crt')]);
-    files['encrypted.pem'] = Buffer.concat([fx.read('ec-encrypted.key'), fx.read('ec.crt')]);
+    files['encrypted.pem'] = Buffer.concat([fx.read('ec-encrypted.key'), fx.read('ec2.crt')]);
+    files['alias.pem'] = Buffer.concat([fx.read('alias.key'), fx.read('alias.crt')]);
     app = await startTestApp();
     t = await makeTenant(app, ['admin.keys.import', 'admin.keys.read', 'admin.policy.overrides.write'], 'importer');
     token = await userToken(app, t);
@@ -133,7 +137,7 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
     const ec = (await app.ctx.keys.get(t.tenantId, 'ec-enc')).versions.get(1)!;
     const es = signMessage(ec, { data });
     expect(es.algorithm).toBe('ES384');
-    expect(verify('sha384', data, { key: cert('ec').publicKey, dsaEncoding: 'ieee-p1363' }, es.signature)).toBe(true);
+    expect(verify('sha384', data, { key: cert('ec2').publicKey, dsaEncoding: 'ieee-p1363' }, es.signature)).toBe(true);
   });
 
   it('when jose encrypts a JWE for the certificate, then the imported RSA key decrypts it', async () => {
@@ -155,7 +159,7 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
   });
 
   it('when the unversioned alias /api/migration/pkcs12 is used, then it imports into the token\'s tenant; without permission 403, without token 401', async () => {
-    const r = await upload({ keystore: files['modern.p12'], password: P12_PASSWORD, kid: 'via-alias' }, '/api/migration/pkcs12');
+    const r = await upload({ keystore: files['alias.pem'], kid: 'via-alias' }, '/api/migration/pkcs12');
     expect(r.status).toBe(201);
     expect(r.body.keys[0]).toMatchObject({ kid: 'via-alias', type: 'rsa-2048' });
     expect(await app.ctx.db('keys').where({ tenant_id: t.tenantId, kid: 'via-alias' }).first()).toBeTruthy();

@@ -20,7 +20,7 @@ beforeAll(async () => {
   ssl = new OpenSslDir();
   keys = { signer: makeKey(ssl, 'batch-signer', 'rsa-2048'), rsa: makeKey(ssl, 'batch-rsa', 'rsa-2048'), ec: makeKey(ssl, 'batch-ec', 'ec-p256') };
   env = await startJobsEnv();
-  [tenant, worker] = await Promise.all([tenantWithKeys(env.app, ssl, Object.values(keys)), spawnWorker(env.workerEnv())]);
+  [tenant, worker] = await Promise.all([tenantWithKeys(env.app, ssl, [{ ...keys.signer, usage: 'sign' }, keys.rsa, { ...keys.ec, usage: 'encrypt' }]), spawnWorker(env.workerEnv())]);
 });
 
 afterAll(async () => {

@@ -139,11 +139,11 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): P
   return handle;
 }
 
-/** A tenant with migration permissions, a workload token and the given keys imported. */
-export async function tenantWithKeys(app: TestApp, ssl: OpenSslDir, keys: TestKey[]): Promise<{ tenantId: string; token: string }> {
+/** A tenant with migration permissions, a workload token and the given keys imported (each for its `usage`, else its type's default). */
+export async function tenantWithKeys(app: TestApp, ssl: OpenSslDir, keys: Array<TestKey & { usage?: 'sign' | 'encrypt' }>): Promise<{ tenantId: string; token: string }> {
   const t = await makeTenant(app, JOB_PERMISSIONS);
   for (const k of keys) {
-    await importKeystore(app.ctx, t.tenantId, { data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]), kid: k.kid });
+    await importKeystore(app.ctx, t.tenantId, { data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]), kid: k.kid, usage: k.usage });
   }
   return { tenantId: t.tenantId, token: await workloadToken(app, t) };
 }

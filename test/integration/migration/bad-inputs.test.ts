@@ -13,7 +13,10 @@ beforeAll(async () => {
   ssl = new OpenSslDir();
   rsa = makeKey(ssl, 'bad-rsa', 'rsa-2048');
   actor = await makeActor(app);
+  // One certificate, imported once per usage: the CMS signer resolves to the sign key, the
+  // recipient to the encrypt key.
   await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, { ...rsa, kid: 'bad-rsa-signer' }, 'sign');
   data = randomBytes(20_000);
   ssl.write('data.bin', data);
 });

@@ -8,15 +8,16 @@ import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
 let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
-let keys: Record<'rsa' | 'p256' | 'target', TestKey>;
+let keys: Record<'rsa' | 'rsaSigner' | 'p256' | 'target', TestKey>;
 let data: Buffer;
 
 beforeAll(async () => {
   app = await startTestApp();
   ssl = new OpenSslDir();
-  keys = { rsa: makeKey(ssl, 'mig-rsa', 'rsa-2048'), p256: makeKey(ssl, 'mig-p256', 'ec-p256'), target: makeKey(ssl, 'mig-target', 'rsa-2048') };
+  keys = { rsa: makeKey(ssl, 'mig-rsa', 'rsa-2048'), rsaSigner: makeKey(ssl, 'mig-rsa-signer', 'rsa-2048'), p256: makeKey(ssl, 'mig-p256', 'ec-p256'), target: makeKey(ssl, 'mig-target', 'rsa-2048') };
   actor = await makeActor(app);
-  for (const k of Object.values(keys)) await importKey(app, actor, ssl, k);
+  // An RSA key imported without usage encrypts; the one that re-signs is imported for signing.
+  for (const k of Object.values(keys)) await importKey(app, actor, ssl, k, k === keys.rsaSigner ? 'sign' : undefined);
   data = randomBytes(150_000);
   ssl.write('data.bin', data);
 });
@@ -36,9 +37,9 @@ function encrypt(to: TestKey, args: string[], input = 'data.bin'): Buffer {
 
 describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', () => {
   const cases = [
-    { name: 'RSA in DER', key: 'rsa', args: ['-nodetach'], alg: 'RS256' },
-    { name: 'RSA in streamed BER', key: 'rsa', args: ['-nodetach', '-stream'], alg: 'RS256' },
-    { name: 'RSA-PSS with SHA-384', key: 'rsa', args: ['-nodetach', '-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS384' },
+    { name: 'RSA in DER', key: 'rsaSigner', args: ['-nodetach'], alg: 'RS256' },
+    { name: 'RSA in streamed BER', key: 'rsaSigner', args: ['-nodetach', '-stream'], alg: 'RS256' },
+    { name: 'RSA-PSS with SHA-384', key: 'rsaSigner', args: ['-nodetach', '-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS384' },
     { name: 'ECDSA P-256 in DER', key: 'p256', args: ['-nodetach'], alg: 'ES256' },
     { name: 'ECDSA P-256 in streamed BER', key: 'p256', args: ['-nodetach', '-stream'], alg: 'ES256' },
   ] as const;
@@ -55,7 +56,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
   }
 
   it('when the SignedData is detached and the content comes as the third part, then the JWS names the kid in protected and verifies', async () => {
-    for (const key of [keys.rsa, keys.p256]) {
+    for (const key of [keys.rsaSigner, keys.p256]) {
       const r = await convert(app, actor.user, sign(key, []), {}, data);
       expect(r.status).toBe(200);
       const jws = r.json<Jws>();
@@ -73,16 +74,16 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
   });
 
   it('when signerKid names a key that did not make the CMS signature, then 422: another key is not a way to sign the content', async () => {
-    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), { signerKid: keys.target.kid });
+    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), { signerKid: keys.rsaSigner.kid });
     expect(r.status).toBe(422);
     expect(r.json().type).toMatch(/\/problems\/cms-signature-invalid$/);
   });
 
   it('when Accept prefers application/json, then the same JWS object is labelled application/json', async () => {
-    const r = await convert(app, actor.user, sign(keys.rsa, ['-nodetach']), {}, undefined, { accept: 'application/json' });
+    const r = await convert(app, actor.user, sign(keys.rsaSigner, ['-nodetach']), {}, undefined, { accept: 'application/json' });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^application\/json/);
-    await verifyDetached(r.json<Jws>(), data, publicOf(keys.rsa));
+    await verifyDetached(r.json<Jws>(), data, publicOf(keys.rsaSigner));
   });
 });
 
@@ -189,7 +190,7 @@ describe('POST analyze-pkcs7', () => {
 
 describe('the conversion log and audit', () => {
   it('when a conversion ends, then one log line gives bytes, duration and MB/s, and the audit has the event with actor and outcome', async () => {
-    await convert(app, actor.user, sign(keys.rsa, ['-nodetach']));
+    await convert(app, actor.user, sign(keys.rsaSigner, ['-nodetach']));
     const line = app.logText().split('\n').reverse().find((l) => l.includes('"op":"migration.convert"'));
     expect(line).toBeDefined();
     expect(JSON.parse(line!)).toMatchObject({ outcome: 'success', tenantId: actor.tenant.tenantId, bytesIn: expect.any(Number), bytesOut: expect.any(Number), ms: expect.any(Number), mbps: expect.any(Number) });
@@ -209,8 +210,8 @@ describe('the conversion log and audit', () => {
 
 describe('who verifies the CMS signature', () => {
   it('when the message embeds a look-alike certificate (same issuer and serial, another key), then 422: the imported key verifies, not the message', async () => {
-    const serial = ssl.run(['x509', '-in', keys.rsa.certFile, '-noout', '-serial']).toString().trim().split('=')[1];
-    ssl.run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'evil.key', '-out', 'evil.crt', '-subj', '/CN=mig-rsa/O=Keyward Tests', '-set_serial', `0x${serial}`, '-days', '30']);
+    const serial = ssl.run(['x509', '-in', keys.rsaSigner.certFile, '-noout', '-serial']).toString().trim().split('=')[1];
+    ssl.run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'evil.key', '-out', 'evil.crt', '-subj', '/CN=mig-rsa-signer/O=Keyward Tests', '-set_serial', `0x${serial}`, '-days', '30']);
     const forged = ssl.run(['cms', '-sign', '-binary', '-nodetach', '-in', 'data.bin', '-signer', 'evil.crt', '-inkey', 'evil.key', '-outform', 'DER']);
     const r = await convert(app, actor.user, forged);
     expect(r.status).toBe(422);

@@ -78,12 +78,16 @@ export async function postRaw(app: TestApp, path: string, token: string, body: B
   return answer(await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': contentType, ...headers }, body: new Uint8Array(body) }));
 }
 
-/** Imports a key with its certificate as a PEM keystore through the real admin endpoint. */
-export async function importKey(app: TestApp, actor: Actor, ssl: OpenSslDir, key: TestKey): Promise<void> {
+/**
+ * Imports a key with its certificate as a PEM keystore through the real admin endpoint; without
+ * `usage` the key gets its type's default (RSA encrypts, EC and Ed25519 sign).
+ */
+export async function importKey(app: TestApp, actor: Actor, ssl: OpenSslDir, key: TestKey, usage?: 'sign' | 'encrypt'): Promise<void> {
   const pem = Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]);
   const r = await postParts(app, `/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/import-keystore`, actor.user, [
     ['keystore', { data: pem, type: 'application/x-pem-file', filename: `${key.kid}.pem` }],
     ['kid', key.kid],
+    ...(usage ? [['usage', usage] as [string, FormValue]] : []),
   ]);
   if (r.status !== 201) throw new Error(`import of ${key.kid} failed: ${r.status} ${r.body.toString()}`);
 }

@@ -7,7 +7,7 @@ import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
 let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
-let keys: Record<'rsa' | 'p256' | 'target' | 'targetEc', TestKey>;
+let keys: Record<'rsa' | 'rsaSigner' | 'p256' | 'target' | 'targetSigner' | 'targetEc' | 'targetEcSigner', TestKey>;
 let data: Buffer;
 let enveloped: Answer;
 
@@ -19,9 +19,14 @@ beforeAll(async () => {
     p256: makeKey(ssl, 'src-p256', 'ec-p256'),
     target: makeKey(ssl, 'dst-rsa', 'rsa-2048'),
     targetEc: makeKey(ssl, 'dst-p384', 'ec-p384'),
+    // A key signs or encrypts, never both: the re-signing roles have keys of their own.
+    rsaSigner: makeKey(ssl, 'src-rsa-signer', 'rsa-2048'),
+    targetSigner: makeKey(ssl, 'dst-rsa-signer', 'rsa-2048'),
+    targetEcSigner: makeKey(ssl, 'dst-p384-signer', 'ec-p384'),
   };
   actor = await makeActor(app);
-  for (const k of Object.values(keys)) await importKey(app, actor, ssl, k);
+  const usages = new Map<TestKey, 'sign' | 'encrypt'>([[keys.rsaSigner, 'sign'], [keys.targetSigner, 'sign'], [keys.targetEc, 'encrypt']]);
+  for (const k of Object.values(keys)) await importKey(app, actor, ssl, k, usages.get(k));
   data = randomBytes(200_003);
   ssl.write('data.bin', data);
   enveloped = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'data.bin', '-recip', keys.rsa.certFile, '-outform', 'DER']));
@@ -129,35 +134,35 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     postParts(app, `${RESIGN}?kid=${kid}`, actor.workload, [['signature', typeof jws === 'string' ? jws : JSON.stringify(jws)], ['file', { data: content }]]);
 
   it('when an RS256 JWS is re-signed for an EC key, then the new JWS is ES384 with the kid protected and jose verifies it over the content', async () => {
-    const r = await resign(await converted(keys.rsa), data, keys.targetEc.kid);
+    const r = await resign(await converted(keys.rsaSigner), data, keys.targetEcSigner.kid);
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'ES384', kid: keys.targetEc.kid, b64: false, crit: ['b64'] });
-    await verifyDetached(jws, data, publicOf(keys.targetEc));
+    expect(protectedOf(jws)).toEqual({ alg: 'ES384', kid: keys.targetEcSigner.kid, b64: false, crit: ['b64'] });
+    await verifyDetached(jws, data, publicOf(keys.targetEcSigner));
   });
 
   it('when the JWS is b64 true (RFC 7515 Appendix F), then the new one is too and verifies', async () => {
-    const r = await resign(await converted(keys.p256, { b64: true }), data, keys.target.kid);
+    const r = await resign(await converted(keys.p256, { b64: true }), data, keys.targetSigner.kid);
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'RS256', kid: keys.target.kid });
-    await verifyDetached(jws, data, publicOf(keys.target));
+    expect(protectedOf(jws)).toEqual({ alg: 'RS256', kid: keys.targetSigner.kid });
+    await verifyDetached(jws, data, publicOf(keys.targetSigner));
   });
 
   it('when the content differs from what was signed, then 422 signature-invalid', async () => {
     const other = Buffer.from(data);
     other[7] ^= 0x80;
-    const r = await resign(await converted(keys.rsa), other, keys.target.kid);
+    const r = await resign(await converted(keys.rsaSigner), other, keys.targetSigner.kid);
     expect(r.json()).toMatchObject({ status: 422, type: expect.stringMatching(/\/problems\/signature-invalid$/) });
   });
 
   it('when the signature part is not JSON, comes second, or names an unknown kid, then 400, 400 and 404', async () => {
-    expect((await resign('not json', data, keys.target.kid)).status).toBe(400);
-    const swapped = await postParts(app, `${RESIGN}?kid=${keys.target.kid}`, actor.workload, [['file', { data }], ['signature', JSON.stringify(await converted(keys.rsa))]]);
+    expect((await resign('not json', data, keys.targetSigner.kid)).status).toBe(400);
+    const swapped = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, actor.workload, [['file', { data }], ['signature', JSON.stringify(await converted(keys.rsaSigner))]]);
     expect(swapped.status).toBe(400);
-    const jws = await converted(keys.rsa);
+    const jws = await converted(keys.rsaSigner);
     const renamed = { ...jws, header: { kid: 'unknown-kid' } };
-    expect((await resign(renamed, data, keys.target.kid)).json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
+    expect((await resign(renamed, data, keys.targetSigner.kid)).json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
   });
 });
 
@@ -168,8 +173,8 @@ describe('tenant isolation', () => {
     expect((await convert(app, b.user, cms)).json()).toMatchObject({ status: 404, type: expect.stringMatching(/cms-key-not-imported$/) });
     const r = await postRaw(app, `${REENCRYPT}?kid=${keys.target.kid}`, b.workload, enveloped.body, enveloped.headers.get('content-type')!);
     expect(r.json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
-    const jws = (await convert(app, actor.user, signDetached(keys.rsa))).json<Jws>();
-    const s = await postParts(app, `${RESIGN}?kid=${keys.target.kid}`, b.workload, [['signature', JSON.stringify(jws)], ['file', { data }]]);
+    const jws = (await convert(app, actor.user, signDetached(keys.rsaSigner))).json<Jws>();
+    const s = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, b.workload, [['signature', JSON.stringify(jws)], ['file', { data }]]);
     expect(s.status).toBe(404);
   });
 
