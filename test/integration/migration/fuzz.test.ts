@@ -85,7 +85,9 @@ beforeAll(async () => {
   const rsa = makeKey(ssl, 'fuzz-rsa', 'rsa-2048');
   const ec = makeKey(ssl, 'fuzz-p256', 'ec-p256');
   actor = await makeActor(app);
+  // The RSA certificate is imported once per usage, so signed mutants reach the signing path too.
   await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, { ...rsa, kid: 'fuzz-rsa-signer' }, 'sign');
   await importKey(app, actor, ssl, ec);
   ssl.write('data.bin', randomBytes(3000));
   const sign = (k: typeof rsa, args: string[]) => ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', k.certFile, '-inkey', k.keyFile, '-outform', 'DER', '-nodetach', ...args]);
