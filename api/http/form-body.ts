@@ -12,13 +12,17 @@ const LIMIT = 16 * 1024;
 const MAX_PARAMS = 50;
 
 /** Sets req.body to a plain object of string parameters. */
-export const formBody: RequestHandler = (req, _res, next) => {
+export const formBody: RequestHandler = (req, res, next) => {
   const type = req.headers['content-type'];
   if (typeof type !== 'string' || type.split(';', 1)[0].trim().toLowerCase() !== FORM) {
     throw new OAuthError('unsupported_grant_type', `the body must be ${FORM}`);
   }
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > LIMIT) throw new OAuthError('invalid_request', 'the body is too large');
+  // Refused before reading; the client is asked to close rather than send the rest.
+  if (declared > LIMIT) {
+    res.setHeader('Connection', 'close');
+    throw new OAuthError('invalid_request', 'the body is too large');
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   let failed = false;
@@ -26,6 +30,7 @@ export const formBody: RequestHandler = (req, _res, next) => {
     size += c.length;
     if (size > LIMIT && !failed) {
       failed = true;
+      if (!res.headersSent) res.setHeader('Connection', 'close');
       next(new OAuthError('invalid_request', 'the body is too large'));
       req.resume();
     } else if (!failed) chunks.push(c);

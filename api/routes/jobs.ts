@@ -18,8 +18,9 @@ import { jsonBody } from '../middleware/body.ts';
 import { apiRateLimit } from '../middleware/rate-limit.ts';
 import { jobsRuntime, objectStoreOf, onQueue } from '../services/jobs/runtime.ts';
 import { parseSubmit, submitBatch, submitConvert } from '../services/jobs/submit.ts';
-import { batchChildren, batchView, readBatchRecord, readConvert } from '../services/jobs/view.ts';
+import { batchChildren, batchView, childrenOffset, readBatchRecord, readConvert } from '../services/jobs/view.ts';
 import { cancelBatch, cancelConvert } from '../services/jobs/cancel.ts';
+import { abandonRaw, rawBody } from '../services/migration/streaming-http.ts';
 
 const JOBS = '/api/v3/migration/jobs';
 
@@ -42,9 +43,18 @@ export function createJobsRouter(ctx: AppContext): Router {
   route(router, '/uploads/*name', {
     put: [authorize(ctx, 'migration.uploads.write'), apiRateLimit(ctx, 'migration.uploads.write'), async (req, res) => {
       const name = param(req, 'name');
-      const objects = tenantStore(await objectStoreOf(ctx), req.auth.tenantId);
-      // The request itself is the body: streamed into storage, visible only once complete.
-      const info = await objects.put(name, req, { contentType: req.headers['content-type'] });
+      let objects, info;
+      try {
+        objects = tenantStore(await objectStoreOf(ctx), req.auth.tenantId);
+        // The request itself is the body: streamed into storage, visible only once complete. It
+        // goes in as an iterator that leaves the socket alone when the store gives up (a store
+        // destroys a Readable body on failure, which dropped the connection before the refusal
+        // was written).
+        info = await objects.put(name, rawBody(req), { contentType: req.headers['content-type'] });
+      } catch (err) {
+        abandonRaw(req, res);
+        throw err;
+      }
       audit(req, 'migration.upload', info.key, { size: info.size });
       res.status(201).json({ key: info.key, size: info.size, version: sourceVersionOf((await objects.head(info.key)) ?? info) });
     }],
@@ -94,11 +104,11 @@ export function createJobsRouter(ctx: AppContext): Router {
 
   route(router, '/jobs/:id/children', {
     get: [authorize(ctx, 'migration.jobs.read'), apiRateLimit(ctx, 'migration.jobs.read'), async (req, res) => {
+      // The query is checked before the queue is asked, so a bad cursor is a 400 even when Redis is down.
+      const { limit, cursor } = pageParams(req);
+      const offset = childrenOffset(cursor);
       const rt = await jobsRuntime(ctx);
       const id = jobIdOf(req);
-      const { limit, cursor } = pageParams(req);
-      const offset = cursor === null ? 0 : Number(cursor);
-      if (!Number.isInteger(offset) || offset < 0) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
       const page = await onQueue(ctx, 'children', async () => {
         const record = id.startsWith('bt-') ? await readBatchRecord(rt, id) : null;
         return record && record.tenantId === req.auth.tenantId ? batchChildren(rt, record, offset, limit) : null;

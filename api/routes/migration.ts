@@ -28,25 +28,20 @@ const RAW_TYPES = ['application/pkcs7-mime', 'application/x-pkcs7-mime', 'applic
 /** The response types of convert (contract 5): JWS object, multipart JWE, and the JWS labelled as JSON. */
 export const CONVERT_TYPES = ['application/octet-stream', 'multipart/mixed', 'application/json'] as const;
 
-/** Where the bytes of a request come from: a multipart part or the raw body. */
-interface AnalyzeInput {
-  input: AsyncIterable<Buffer>;
-  form: StreamingForm | null;
+/** The `file` part of a form: other parts (a metadata part sent out of habit) are skipped. */
+async function filePartOf(form: StreamingForm): Promise<AsyncIterable<Buffer>> {
+  for (let part = await form.next(); part; part = await form.next()) {
+    if (part.name === 'file') return part.body;
+  }
+  throw new AppError('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
 }
 
-async function analyzeInput(req: Request): Promise<AnalyzeInput> {
-  if (isMultipartForm(req)) {
-    const form = streamMultipart(req);
-    // Other parts (a metadata part sent out of habit) are skipped; `file` is the input.
-    for (let part = await form.next(); part; part = await form.next()) {
-      if (part.name === 'file') return { input: part.body, form };
-    }
-    throw new AppError('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
-  }
+/** The raw (non-multipart) body, after its media type is checked. */
+function rawInput(req: Request): AsyncIterable<Buffer> {
   if (!req.is(RAW_TYPES)) {
     throw new AppError('unsupported_media_type', `send multipart/form-data with a file part, or the file itself as ${RAW_TYPES.join(', ')}`);
   }
-  return { input: rawBody(req), form: null };
+  return rawBody(req);
 }
 
 /** POST analyze-pkcs7: the JSON analysis of contract 5, read in one streaming pass. */
@@ -56,9 +51,11 @@ function analyzeHandler(ctx: AppContext): RequestHandler {
     let bytesIn = 0;
     let form: StreamingForm | null = null;
     try {
-      const source = await analyzeInput(req);
-      form = source.form;
-      const analysis = await analyzePkcs7(counted(source.input, (n) => (bytesIn += n)), tenantKeyResolver(ctx, req.auth.tenantId));
+      // The form is held from its start, so a failure while its parts are read still abandons it
+      // (the reader stops reading ahead and discards the rest) before the problem is written.
+      form = isMultipartForm(req) ? streamMultipart(req) : null;
+      const input = form ? await filePartOf(form) : rawInput(req);
+      const analysis = await analyzePkcs7(counted(input, (n) => (bytesIn += n)), tenantKeyResolver(ctx, req.auth.tenantId));
       // Parts after `file` are not read; the connection closes instead of waiting on them.
       if (form) form.abandon(res);
       const body = JSON.stringify(analysis);

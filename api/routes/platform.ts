@@ -10,6 +10,9 @@ import { route } from '../http/route.ts';
 import { authorize } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
 
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /** Router mounted at /api/v3/admin/platform (after authentication). */
 export function createPlatformRouter(ctx: AppContext): Router {
   const router = Router();
@@ -28,7 +31,7 @@ export function createPlatformRouter(ctx: AppContext): Router {
       if (typeof token === 'string') {
         const claims = await ctx.auth.tokens.verifyFresh(token);
         if (claims) target = { jti: claims.jti, tenantId: claims.tenantId, sub: claims.sub, exp: new Date(claims.exp * 1000) };
-      } else if (typeof jti === 'string' && jti.length > 0 && jti.length <= 128) {
+      } else if (typeof jti === 'string' && jti.length > 0 && jti.length <= 128 && !CONTROL.test(jti) && jti.isWellFormed()) {
         // A bare jti: kept for the longest lifetime a token can have.
         target = { jti, tenantId: null, sub: null, exp: new Date(Date.now() + ctx.auth.maxTokenLifetime * 1000) };
       } else {
@@ -45,7 +48,12 @@ export function createPlatformRouter(ctx: AppContext): Router {
   route(router, '/tokens/revoked', {
     get: [authorize(ctx, 'admin.platform.tokens.read'), async (req, res) => {
       const limit = Math.min(Math.max(Number(req.query.limit ?? 100) || 100, 1), 500);
-      const cursor = typeof req.query.cursor === 'string' ? req.query.cursor : null;
+      const cursor = typeof req.query.cursor === 'string' && req.query.cursor !== '' ? req.query.cursor : null;
+      // The cursor is a jti this endpoint issued: at most 128 characters, no control character.
+      // A NUL reached the database, which refuses it in a text comparison (a 500 before).
+      if (cursor !== null && (cursor.length > 128 || CONTROL.test(cursor) || !cursor.isWellFormed())) {
+        throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
+      }
       const q = ctx.db('revoked_tokens').where('expires_at', '>', new Date()).orderBy('jti').limit(limit + 1);
       if (cursor) q.where('jti', '>', cursor);
       const rows = await q;

@@ -6,6 +6,7 @@
 import type { Job } from 'bullmq';
 import { decodeProblem, redisKeys, type BatchRecord, type ConvertJobData, type ConvertJobResult, type ConvertProgress, type JobProblem } from '../../../shared/queues/index.ts';
 import type { ConvertQueue, JobsRuntime } from './runtime.ts';
+import { AppError } from '../../../shared/errors/index.ts';
 
 export type ConvertJob = Job<ConvertJobData, ConvertJobResult>;
 
@@ -214,6 +215,17 @@ export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<B
     finishedAt: finished ? (lastFinish ? new Date(lastFinish).toISOString() : record.cancelledAt ?? null) : null,
     cancelledAt: record.cancelledAt ?? null,
   };
+}
+
+/**
+ * The offset a children cursor carries (decoded from base64url by pageParams): the decimal
+ * digits batchChildren issued, nothing else. Number() alone let '1e300' or '0x10' through, and
+ * Redis LRANGE refused the value, which came out as 503 queue-unavailable instead of 400.
+ */
+export function childrenOffset(cursor: string | null): number {
+  if (cursor === null) return 0;
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(cursor)) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
+  return Number(cursor);
 }
 
 /** One page of a batch's children with their full views. */
