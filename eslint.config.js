@@ -14,5 +14,22 @@ export default tseslint.config(
       'no-console': ['error', { allow: ['warn', 'error'] }],
     },
   },
+  {
+    // Conventions 14: a request value never indexes a plain object ("constructor", "__proto__" and
+    // "toString" find Object.prototype's members); look it up in a Map, or check Object.hasOwn first.
+    files: ['api/**', 'shared/**', 'workers/**'],
+    rules: {
+      'no-restricted-syntax': ['error', ...['req', 'form', 'body', 'query', 'input'].flatMap((name) => [
+        {
+          selector: `MemberExpression[computed=true] > MemberExpression.property[object.name='${name}']`,
+          message: `${name}.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
+        },
+        {
+          selector: `MemberExpression[computed=true] > MemberExpression.property > MemberExpression.object[object.name='${name}']`,
+          message: `${name}.*.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
+        },
+      ])],
+    },
+  },
   { files: ['test/**', 'bench/**', 'bin/**'], rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' } },
 );

@@ -8,6 +8,7 @@ import { createRuntimeLane } from './runtime-lane.ts';
 import type { AppContext } from './context.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
+import { canonicalEntry } from './http/params.ts';
 import { createHealthRouter } from './routes/health.ts';
 import { createDocsRouter } from './routes/docs.ts';
 import { createAuthRouter } from './routes/auth.ts';
@@ -33,6 +34,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('trust proxy', false);
   app.use(requestContext(app, ctx.logger));
   app.use(ctx.metrics.middleware);
+  app.use(canonicalEntry);
   app.use(createHealthRouter(ctx));
   app.use(createDocsRouter(ctx.config.publicBaseUrl));
   app.use(createWellKnownRouter(ctx));

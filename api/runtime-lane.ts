@@ -11,9 +11,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
 import { AppError } from '../shared/errors/index.ts';
+import { UnfitInput, canonicalInput } from '../shared/ids.ts';
+import { unfitProblem } from './http/params.ts';
 import { bearerClaims, requirePermissions } from './middleware/authenticate.ts';
 import { consumeApiBudget } from './middleware/rate-limit.ts';
-import { problemBody } from './middleware/errors.ts';
+import { problemBody, toAppError } from './middleware/errors.ts';
 import { AUDIENCE_CORE } from './services/auth/access-tokens.ts';
 import { CRYPTO_OPERATIONS, runRuntime, type Operation } from './routes/crypto.ts';
 
@@ -52,6 +54,13 @@ function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
         reject(new AppError('malformed_json', 'the request body is not valid JSON'));
       }
     });
+  }).then((body) => {
+    // The same canonical form as the Express entry step (api/http/params.ts canonicalEntry).
+    try {
+      return canonicalInput(body, 'body');
+    } catch (err) {
+      throw err instanceof UnfitInput ? unfitProblem(err) : err;
+    }
   });
 }
 
@@ -76,7 +85,7 @@ export function createRuntimeLane(ctx: AppContext): (req: IncomingMessage, res: 
       await consumeApiBudget(ctx, claims, route.action);
       payload = JSON.stringify(await runRuntime(ctx, claims, route.action, route.op, await readJson(req, limit)));
     } catch (err) {
-      const error = err instanceof AppError ? err : new AppError('internal', 'unexpected failure', { cause: err });
+      const error = toAppError(err);
       if (error.status >= 500) ctx.logger.error({ reqId: id, err: (err as Error)?.message, stack: (err as Error)?.stack }, 'request failed');
       else ctx.logger.info({ reqId: id, code: error.code, status: error.status }, error.message);
       status = error.status;

@@ -15,18 +15,23 @@ export interface Policy {
 /** Every type of the crypto registry. */
 export const ALL_KEY_TYPES: string[] = [...KEY_TYPES];
 
-/** Named templates a tenant can adopt (`template` in its overrides). */
-export const POLICY_TEMPLATES: Record<string, { description: string; policy: Partial<Pick<Policy, 'allowedKeyTypes' | 'rotationPeriodDays'>> }> = {
-  default: { description: 'Every supported key type; yearly rotation', policy: {} },
-  strict: {
+export interface PolicyTemplate { description: string; policy: Partial<Pick<Policy, 'allowedKeyTypes' | 'rotationPeriodDays'>> }
+
+/**
+ * Named templates a tenant can adopt (`template` in its overrides). A Map, not an object: the
+ * name comes from a request, and "constructor" or "__proto__" must name nothing.
+ */
+export const POLICY_TEMPLATES: ReadonlyMap<string, PolicyTemplate> = new Map([
+  ['default', { description: 'Every supported key type; yearly rotation', policy: {} }],
+  ['strict', {
     description: 'No 128-bit symmetric or 2048-bit RSA keys; rotation every 90 days',
     policy: { allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t !== 'aes-128' && t !== 'rsa-2048'), rotationPeriodDays: 90 },
-  },
-  'pqc-only': {
+  }],
+  ['pqc-only', {
     description: 'Post-quantum and hybrid key types plus AES-256 only',
     policy: { allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t === 'aes-256' || /^(ml-|slh-|x25519-)/.test(t)), rotationPeriodDays: 180 },
-  },
-};
+  }],
+]);
 
 /** The platform defaults, from configuration. */
 export function platformDefaults(config: Config): Policy {
@@ -54,8 +59,9 @@ export interface PolicyOverrides {
 /** defaults ⊕ template ⊕ overrides; overrides may only narrow the allowed key types. */
 export function effectivePolicy(config: Config, overrides: PolicyOverrides): Policy & { template: string } {
   const base = platformDefaults(config);
-  const template = overrides.template && POLICY_TEMPLATES[overrides.template] ? overrides.template : 'default';
-  const fromTemplate = POLICY_TEMPLATES[template].policy;
+  // A stored name that is no template (written before validation used the Map) reads as the default.
+  const template = overrides.template !== undefined && POLICY_TEMPLATES.has(overrides.template) ? overrides.template : 'default';
+  const fromTemplate = POLICY_TEMPLATES.get(template)!.policy;
   const allowed = fromTemplate.allowedKeyTypes ?? base.allowedKeyTypes;
   return {
     ...base,

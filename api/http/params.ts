@@ -1,7 +1,9 @@
-/** Typed access to route parameters (Express 5 types them as string | string[]). */
-import type { Request } from 'express';
+/** Typed access to route parameters (Express 5 types them as string | string[]), and the entry step that makes them canonical. */
+import type { Request, RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
 import { actorOf } from '../middleware/authenticate.ts';
+import { AppError, OAuthError } from '../../shared/errors/index.ts';
+import { UnfitInput, canonicalInput, canonicalPath } from '../../shared/ids.ts';
 
 /** A route parameter as a string. */
 export function param(req: Request, name: string): string {
@@ -16,3 +18,59 @@ export const tenantParam = (req: Request) => param(req, 'tenantId');
 export function auditChange(ctx: AppContext, req: Request, action: string, target: string, details?: Record<string, unknown>): void {
   ctx.audit.record({ tenantId: tenantParam(req), actor: actorOf(req), action, outcome: 'success', target, details });
 }
+
+/** Paths whose every answer has the OAuth error shape (RFC 6749 5.2), the refusal included. */
+const OAUTH_PATHS = /^\/api\/(v3\/auth|authenticate)(\/|$|\?)/;
+
+/** The problem for input refused at the entry (400 validation-failed naming the field). */
+export const unfitProblem = (unfit: UnfitInput): AppError => new AppError('validation_failed', unfit.message, { details: { field: unfit.field } });
+
+/** The error for input refused at the entry, in the shape the path answers with. */
+function unfitInputError(url: string, unfit: UnfitInput): AppError | OAuthError {
+  return OAUTH_PATHS.test(url) ? new OAuthError('invalid_request', unfit.message) : unfitProblem(unfit);
+}
+
+/**
+ * The entry step, ahead of every router: the path's UUID segments lower-cased before routing
+ * (so params are canonical), the query made canonical once, and whatever body reader runs later
+ * (JSON, form, legacy JSON) has its result made canonical as it is stored on req.body. Input
+ * holding NUL or a lone surrogate is refused with 400 naming the field; for a body the refusal
+ * surfaces when the handler first reads req.body, inside the route's own error handling.
+ */
+export const canonicalEntry: RequestHandler = (req, _res, next) => {
+  const unfitError = (err: unknown) => (err instanceof UnfitInput ? unfitInputError(req.originalUrl, err) : err);
+  try {
+    const q = req.url.indexOf('?');
+    const path = q === -1 ? req.url : req.url.slice(0, q);
+    const canonical = canonicalPath(path);
+    if (canonical !== path) {
+      req.url = canonical + (q === -1 ? '' : req.url.slice(q));
+      req.originalUrl = req.url;
+    }
+    // Express 5 re-parses req.query from the URL on every read; an own property pins the canonical one.
+    if (q !== -1) Object.defineProperty(req, 'query', { value: canonicalInput(req.query, 'query'), writable: true, enumerable: true, configurable: true });
+  } catch (err) {
+    next(unfitError(err));
+    return;
+  }
+  let body: unknown;
+  let refused: unknown = null;
+  Object.defineProperty(req, 'body', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      if (refused) throw refused;
+      return body;
+    },
+    set(value: unknown) {
+      try {
+        body = canonicalInput(value, 'body');
+        refused = null;
+      } catch (err) {
+        body = undefined;
+        refused = unfitError(err);
+      }
+    },
+  });
+  next();
+};

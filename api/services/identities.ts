@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { isPermission, isPlatformPermission } from '../../shared/permissions.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { isUuid, unfitText } from '../../shared/ids.ts';
 import { jsonColumn } from '../../shared/db/knex.ts';
 
 export interface TenantView { id: string; name: string; status: string; isPlatform: boolean; createdAt: string }
@@ -22,6 +22,9 @@ export const workloadView = (r: Record<string, unknown>): WorkloadView => ({ id:
 
 function requireName(name: unknown, what: string): string {
   if (typeof name !== 'string' || name.trim() === '' || name.length > 200) throw new AppError('validation_failed', `${what} needs a name of 1 to 200 characters`);
+  // The HTTP entry refuses these already; bootstrap and tests call the services directly.
+  const unfit = unfitText(name);
+  if (unfit) throw new AppError('validation_failed', `${what} name ${unfit}`);
   return name.trim();
 }
 

@@ -18,11 +18,11 @@ export async function tenantPolicy(ctx: AppContext, tenantId: string) {
 }
 
 function validateOverrides(body: unknown): PolicyOverrides {
-  if (!body || typeof body !== 'object') throw new AppError('validation_failed', 'the body must be an object');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be an object');
   const { template, allowedKeyTypes, rotationPeriodDays } = body as Record<string, unknown>;
   const out: PolicyOverrides = {};
   if (template !== undefined) {
-    if (typeof template !== 'string' || !POLICY_TEMPLATES[template]) throw new AppError('validation_failed', `template must be one of ${Object.keys(POLICY_TEMPLATES).join(', ')}`);
+    if (typeof template !== 'string' || !POLICY_TEMPLATES.has(template)) throw new AppError('validation_failed', `template must be one of ${[...POLICY_TEMPLATES.keys()].join(', ')}`);
     out.template = template;
   }
   if (allowedKeyTypes !== undefined) {
@@ -41,7 +41,7 @@ export function createPoliciesRouter(ctx: AppContext): Router {
   const router = Router({ mergeParams: true });
   route(router, '/templates', {
     get: [authorize(ctx, 'admin.policy.templates.read'), (_req, res) => {
-      res.json({ items: Object.entries(POLICY_TEMPLATES).map(([name, t]) => ({ name, description: t.description, policy: t.policy })) });
+      res.json({ items: [...POLICY_TEMPLATES].map(([name, t]) => ({ name, description: t.description, policy: t.policy })) });
     }],
   });
   route(router, '/effective', {
