@@ -5,6 +5,7 @@
  */
 import { Router, type Request } from 'express';
 import type { AppContext } from '../context.ts';
+import { onlyKnown } from '../../shared/validation/members.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { readHead, verifyChain } from '../../shared/audit/verify.ts';
 import { route } from '../http/route.ts';
@@ -21,12 +22,6 @@ const invalid = (message: string, field: string) => new AppError('validation_fai
 
 const EVENTS_QUERY = new Set(['from', 'to', 'actor', 'action', 'outcome', 'cursor', 'limit']);
 const VERIFY_BODY = new Set(['fromSeq', 'toSeq']);
-
-/** Refuses members the endpoint does not know, so a typo (or `from[]`) is not silently ignored. */
-function onlyKnown(input: object, known: Set<string>, where: string): void {
-  const unknown = Object.keys(input).filter((k) => !known.has(k));
-  if (unknown.length > 0) throw invalid(`unknown ${where} ${unknown.map((k) => k.slice(0, 40)).join(', ')}; known: ${[...known].join(', ')}`, unknown[0].slice(0, 40));
-}
 
 // RFC 3339 section 5.6 date-time (an offset is required: a time without one names no instant),
 // or a full-date alone, read as midnight UTC. Four-digit years only: Postgres and the drivers

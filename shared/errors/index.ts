@@ -34,6 +34,7 @@ export const PROBLEMS = {
   key_suspended: { status: 409, slug: 'key-suspended', title: 'Key Suspended' },
   key_revoked: { status: 409, slug: 'key-revoked', title: 'Key Revoked' },
   invalid_transition: { status: 409, slug: 'invalid-transition', title: 'Invalid State Transition' },
+  key_version_retired: { status: 409, slug: 'key-version-retired', title: 'Key Version Retired' },
   payload_too_large: { status: 413, slug: 'payload-too-large', title: 'Payload Too Large' },
   unsupported_media_type: { status: 415, slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
   unprocessable: { status: 422, slug: 'unprocessable', title: 'Unprocessable Entity' },

@@ -23,6 +23,8 @@ export interface CachedKey {
   usage: KeyUsage;
   state: KeyState;
   currentVersion: number;
+  /** Versions below this no longer decrypt or verify (contract 8, Vault min_decryption_version); they are kept. */
+  minDecryptionVersion: number;
   versions: Map<number, LoadedKeyVersion>;
   /** Serialized material per version, for tasks sent to the worker pool. */
   material: Map<number, Uint8Array>;
@@ -57,7 +59,9 @@ export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): K
       versions.set(v.version, loadKeyVersion(m, { kid, version: v.version, usage: row.usage }));
       material.set(v.version, serializeMaterial(m));
     }
-    return { tenantId, kid, type: row.type, usage: row.usage, state: row.state, currentVersion: row.current_version, versions, material };
+    return {
+      tenantId, kid, type: row.type, usage: row.usage, state: row.state, currentVersion: row.current_version, minDecryptionVersion: row.min_decryption_version ?? 1, versions, material,
+    };
   }
 
   // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).

@@ -33,3 +33,16 @@ export function unusable(kid: string, state: KeyState): AppError {
   if (state === 'revoked' || state === 'archived') return new AppError('key_revoked', `key ${kid} is ${state}; no operation is allowed`);
   return new AppError('internal', 'unexpected key state');
 }
+
+/**
+ * A retained version that may still decrypt or verify: 409 key-version-retired below the key's
+ * minDecryptionVersion (contract 8), decryption-failed when the key has no such version.
+ */
+export function retainedVersion<V>(key: { kid: string; minDecryptionVersion: number; versions: ReadonlyMap<number, V> }, version: number): V {
+  if (version < key.minDecryptionVersion && key.versions.has(version)) {
+    throw new AppError('key_version_retired', `version ${version} of key ${key.kid} is below its minimum decryption version ${key.minDecryptionVersion}`, { details: { kid: key.kid, version, minDecryptionVersion: key.minDecryptionVersion } });
+  }
+  const v = key.versions.get(version);
+  if (v === undefined) throw new AppError('decryption_failed', 'decryption failed');
+  return v;
+}
