@@ -12,10 +12,19 @@ import { pipeline } from 'node:stream/promises';
 /** Renew this long before the token's expiry (spec 5.8). */
 export const RENEW_MARGIN_MS = 60_000;
 
+/** Where a client gets its bearer tokens from when not from its own client_credentials. */
+export interface TokenSource {
+  /** A valid access token; `force` when the last one was refused (401). */
+  token(force: boolean): Promise<string>;
+}
+
 export interface ClientOptions {
   url: string;
-  clientId: string;
-  clientSecret: string;
+  /** A workload's credentials (the client renews its token itself), or `tokens`. */
+  clientId?: string;
+  clientSecret?: string;
+  /** The tokens of a `keyward login` session (bin/lib/session.ts). */
+  tokens?: TokenSource;
   /** For tests: the clock. */
   now?: () => number;
 }
@@ -62,6 +71,7 @@ export class KeywardClient {
   readonly url: string;
   readonly #clientId: string;
   readonly #clientSecret: string;
+  readonly #source: TokenSource | null;
   readonly #now: () => number;
   #token: { value: string; expiresAt: number } | null = null;
   #renewing: Promise<string> | null = null;
@@ -70,13 +80,15 @@ export class KeywardClient {
 
   constructor(opts: ClientOptions) {
     this.url = opts.url.replace(/\/+$/, '');
-    this.#clientId = opts.clientId;
-    this.#clientSecret = opts.clientSecret;
+    this.#clientId = opts.clientId ?? '';
+    this.#clientSecret = opts.clientSecret ?? '';
+    this.#source = opts.tokens ?? null;
     this.#now = opts.now ?? Date.now;
   }
 
   /** A valid access token, renewed when within the margin of its expiry. */
   async token(force = false): Promise<string> {
+    if (this.#source) return this.#source.token(force);
     if (!force && this.#token && this.#now() < this.#token.expiresAt - RENEW_MARGIN_MS) return this.#token.value;
     // One renewal at a time, shared by every request waiting for it.
     this.#renewing ??= this.#fetchToken().finally(() => { this.#renewing = null; });

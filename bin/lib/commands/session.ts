@@ -1,0 +1,98 @@
+/**
+ * `keyward login`, `logout` and `whoami`, and `connect()`: the typed API over the saved login
+ * that every other command uses.
+ */
+import { createApi, type Api } from '../api-client.ts';
+import { KeywardClient } from '../client.ts';
+import { EXIT, UsageError, print, readSecret, record, str, type Command, type Invocation } from '../command.ts';
+import { CredentialStore, Session, login, logout, type Profile } from '../session.ts';
+
+const profileName = (inv: Invocation) => str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
+
+/** What a command works with: the typed API of the login, and the tenant it acts on. */
+export interface Connection {
+  api: Api;
+  session: Session;
+  /** `--tenant`, else KEYWARD_TENANT, else the login's tenant. */
+  tenantId: string;
+}
+
+/** The saved login of `--profile` as a typed API. */
+export function connect(inv: Invocation): Connection {
+  const session = new Session(new CredentialStore(), profileName(inv));
+  const url = str(inv.values, 'url');
+  if (url && url.replace(/\/+$/, '') !== session.profile.url) throw new UsageError(`profile ${session.name} is logged in to ${session.profile.url}, not ${url}: log in to ${url} with another --profile`);
+  const client = new KeywardClient({ url: session.profile.url, tokens: session });
+  return { api: createApi(client), session, tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId };
+}
+
+/** A login as shown: never a token. */
+const view = (name: string, p: Profile) => ({
+  profile: name, url: p.url, grant: p.grant, subject: p.subject, tenantId: p.tenantId, expiresAt: new Date(p.expiresAt).toISOString(), renewable: Boolean(p.refreshToken),
+});
+
+export const sessionCommands: Command[] = [
+  {
+    name: 'login',
+    summary: 'Log in and cache the token in a private file',
+    details: [
+      'A workload logs in with client credentials: --client-id (or KEYWARD_CLIENT_ID), the secret from',
+      'KEYWARD_CLIENT_SECRET or stdin. A person logs in with the password grant: --email, --tenant, the',
+      'password from KEYWARD_PASSWORD or stdin (a prompt without echo on a terminal). Admin commands need',
+      'a person\'s login (service-admin); crypto and audit commands a workload\'s (service-core).',
+      'Tokens are kept in $KEYWARD_CONFIG_DIR/credentials.json (default ~/.config/keyward/, mode 0600),',
+      'one entry per --profile, and renewed with the refresh token when they expire.',
+    ].join('\n'),
+    options: {
+      'client-id': { type: 'string', value: '<id>', help: 'workload client id (client_credentials)' },
+      'client-secret': { type: 'string', value: '<secret>', help: 'prefer KEYWARD_CLIENT_SECRET or stdin: a command line is visible to other users' },
+      email: { type: 'string', value: '<email>', help: 'user e-mail (password grant, with --tenant)' },
+      password: { type: 'string', value: '<password>', help: 'prefer KEYWARD_PASSWORD or stdin' },
+    },
+    async run(inv) {
+      const v = inv.values;
+      const url = str(v, 'url') ?? process.env.KEYWARD_URL;
+      if (!url) throw new UsageError('the service URL is missing: --url or KEYWARD_URL');
+      const email = str(v, 'email');
+      const clientId = str(v, 'client-id') ?? (email ? undefined : process.env.KEYWARD_CLIENT_ID);
+      if (email && clientId) throw new UsageError('give either --client-id or --email, not both');
+      const name = profileName(inv);
+      const store = new CredentialStore();
+      let profile: Profile;
+      if (clientId) {
+        const secret = await readSecret(str(v, 'client-secret'), 'KEYWARD_CLIENT_SECRET', 'client secret');
+        profile = await login(store, name, url, { grant_type: 'client_credentials', client_id: clientId, client_secret: secret });
+      } else if (email) {
+        const tenantId = str(v, 'tenant') ?? process.env.KEYWARD_TENANT;
+        if (!tenantId) throw new UsageError('the password login needs --tenant (or KEYWARD_TENANT)');
+        const password = await readSecret(str(v, 'password'), 'KEYWARD_PASSWORD', 'password');
+        profile = await login(store, name, url, { grant_type: 'password', username: email, password, tenant_id: tenantId });
+      } else {
+        throw new UsageError('login needs --client-id (or KEYWARD_CLIENT_ID) or --email');
+      }
+      print(inv, view(name, profile), () => `logged in to ${profile.url} as ${profile.subject} (tenant ${profile.tenantId}), profile ${name}, token valid until ${new Date(profile.expiresAt).toISOString()}\n`);
+      return EXIT.ok;
+    },
+  },
+  {
+    name: 'logout',
+    summary: 'Revoke the cached tokens (RFC 7009) and forget the login',
+    async run(inv) {
+      const name = profileName(inv);
+      const removed = await logout(new CredentialStore(), name);
+      print(inv, { profile: name, loggedOut: removed }, () => (removed ? `logged out (profile ${name})\n` : `not logged in (profile ${name})\n`));
+      return EXIT.ok;
+    },
+  },
+  {
+    name: 'whoami',
+    summary: 'Show the cached login (never the token)',
+    async run(inv) {
+      const name = profileName(inv);
+      const session = new Session(new CredentialStore(), name);
+      const shown = view(name, session.profile);
+      print(inv, shown, () => record(shown));
+      return EXIT.ok;
+    },
+  },
+];

@@ -1,0 +1,142 @@
+/**
+ * The `keyward` admin and crypto CLI as an operator runs it (a child process per command) against
+ * the real API: the platform administrator logs in, creates a tenant, a role and a workload, the
+ * workload logs in from another config dir, a key is created, a file is encrypted and decrypted
+ * back, the key rotates and the old ciphertext still decrypts, and the audit chain verifies. Plus
+ * the exit codes scripts rely on (1 refused, 2 usage) and `--help` on a subcommand, and the
+ * renewal of a cached login (in process, with a clock).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeProtectedHeader } from 'jose';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../support/app.ts';
+import { CredentialStore, Session, SessionError, login } from '../../../bin/lib/session.ts';
+
+const root = new URL('../../../', import.meta.url).pathname;
+
+interface Run { code: number | null; stdout: string; stderr: string; bytes: Buffer }
+
+/** Runs `keyward ...` as a child process with `env` added and `input` on stdin. */
+function runCli(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], { env: { ...process.env, KEYWARD_URL: '', KEYWARD_TENANT: '', KEYWARD_PROFILE: '', KEYWARD_CLIENT_ID: '', KEYWARD_CLIENT_SECRET: '', KEYWARD_PASSWORD: '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr, bytes: Buffer.concat(out) }));
+    child.stdin.end(input);
+  });
+}
+
+describe('keyward admin and crypto CLI against the service', () => {
+  let app: TestApp;
+  let dir: string;
+  let admin: Record<string, string>;
+  let workload: Record<string, string>;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    dir = mkdtempSync(join(tmpdir(), 'keyward-admin-cli-'));
+    admin = { KEYWARD_CONFIG_DIR: join(dir, 'admin') };
+    workload = { KEYWARD_CONFIG_DIR: join(dir, 'workload') };
+  });
+
+  afterAll(async () => {
+    await app?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('when an operator drives tenant, role, workload, key, encrypt, rotate and audit verify, then each step works and the old ciphertext still decrypts', async () => {
+    // The password comes on stdin, never on the command line; the cache keeps tokens only, mode 0600.
+    const login = await runCli(['login', '--url', app.url, '--email', ADMIN_EMAIL, '--tenant', app.platformTenantId], admin, `${ADMIN_PASSWORD}\n`);
+    expect([login.code, login.stderr]).toEqual([0, '']);
+    expect(login.stdout).toContain(`as ${ADMIN_EMAIL} (tenant ${app.platformTenantId})`);
+    const cache = join(admin.KEYWARD_CONFIG_DIR, 'credentials.json');
+    expect(statSync(cache).mode & 0o777).toBe(0o600);
+    expect(readFileSync(cache, 'utf8')).not.toContain(ADMIN_PASSWORD);
+
+    const tenant = await runCli(['tenants', 'create', 'acme', '--output', 'json'], admin);
+    expect(tenant.code).toBe(0);
+    tenantId = JSON.parse(tenant.stdout).id;
+    expect(JSON.parse(tenant.stdout)).toMatchObject({ name: 'acme', status: 'active' });
+
+    const role = await runCli(['roles', 'create', 'app', '--tenant', tenantId, '--permission', 'crypto.encrypt,crypto.decrypt', '--permission', 'audit.verify', '--output', 'json'], admin);
+    expect(role.code).toBe(0);
+    const roleId = JSON.parse(role.stdout).id;
+
+    const registered = await runCli(['workloads', 'create', 'billing', '--tenant', tenantId, '--role', roleId], admin);
+    expect(registered.code).toBe(0);
+    expect(registered.stderr).toContain('shown only now');
+    const field = (name: string) => new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
+    const [clientId, clientSecret] = [field('clientId'), field('clientSecret')];
+    expect(clientSecret).toMatch(/^[0-9a-f-]{36}$/);
+
+    const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], { ...workload, KEYWARD_CLIENT_SECRET: clientSecret });
+    expect([wl.code, wl.stderr]).toEqual([0, '']);
+
+    const key = await runCli(['keys', 'create', '--tenant', tenantId, '--type', 'aes-256', '--kid', 'orders'], admin);
+    expect(key.code).toBe(0);
+    expect(key.stdout).toMatch(/^kid:\s+orders$/m);
+    expect(key.stdout).toMatch(/^currentVersion:\s+1$/m);
+
+    const plain = randomBytes(3000);
+    writeFileSync(join(dir, 'plain.bin'), plain);
+    const enc = await runCli(['encrypt', 'orders', '--in', join(dir, 'plain.bin'), '--out', join(dir, 'v1.jwe'), '--context', 'app=billing'], workload);
+    expect([enc.code, enc.stderr]).toEqual([0, '']);
+    const jwe = readFileSync(join(dir, 'v1.jwe'), 'utf8').trim();
+    expect(decodeProtectedHeader(jwe).kid).toMatch(/^orders/);
+
+    const dec = await runCli(['decrypt', '--in', join(dir, 'v1.jwe'), '--out', join(dir, 'back.bin'), '--context', 'app=billing'], workload);
+    expect([dec.code, dec.stderr]).toEqual([0, '']);
+    expect(readFileSync(join(dir, 'back.bin')).equals(plain)).toBe(true);
+
+    const rotated = await runCli(['keys', 'rotate', 'orders', '--tenant', tenantId, '--output', 'json'], admin);
+    expect(rotated.code).toBe(0);
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ kid: 'orders', currentVersion: 2 });
+
+    // After the rotation the version-1 ciphertext, read from stdin and written to stdout, still opens.
+    const old = await runCli(['decrypt', '--context', 'app=billing'], workload, jwe);
+    expect([old.code, old.stderr]).toEqual([0, '']);
+    expect(old.bytes.equals(plain)).toBe(true);
+
+    const verified = await runCli(['audit', 'verify'], workload);
+    expect([verified.code, verified.stderr]).toEqual([0, '']);
+    expect(verified.stdout).toMatch(/^valid audit chain: \d+ events checked/);
+  }, 90_000);
+
+  it('when a key does not exist, a command line is wrong, or a subcommand is asked for help, then the exit code says which (1, 2, 0)', async () => {
+    const missing = await runCli(['keys', 'show', 'no-such-key', '--tenant', tenantId], admin);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('(key-not-found)');
+
+    const usage = await runCli(['keys', 'create', '--tenant', tenantId, '--colour', 'blue'], admin);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("Unknown option '--colour'");
+
+    const help = await runCli(['keys', 'settings', '--help'], {});
+    expect([help.code, help.stderr]).toEqual([0, '']);
+    expect(help.stdout).toContain('usage: keyward keys settings <kid> [options]');
+    expect(help.stdout).toContain('--min-decryption-version <n>');
+  }, 30_000);
+
+  it('when a cached login has expired, then the refresh token renews it and the rotated one is saved; when it cannot be renewed, then a new login is asked for', async () => {
+    const store = new CredentialStore(join(dir, 'renewal'));
+    const first = await login(store, 'ops', app.url, { grant_type: 'password', username: ADMIN_EMAIL, password: ADMIN_PASSWORD, tenant_id: app.platformTenantId });
+    const later = first.expiresAt + 1000;
+    const session = new Session(store, 'ops', () => later);
+    const renewed = await session.token(false);
+    expect(renewed).not.toBe(first.accessToken);
+    expect(store.get('ops')).toMatchObject({ accessToken: renewed, subject: ADMIN_EMAIL, grant: 'password', tenantId: app.platformTenantId });
+    expect(store.get('ops')!.refreshToken).not.toBe(first.refreshToken);
+    expect(statSync(store.file).mode & 0o777).toBe(0o600);
+
+    // The first refresh token was rotated away (RFC 6749 section 10.4): using it again is refused.
+    store.put('stale', { ...first, expiresAt: 0 });
+    await expect(new Session(store, 'stale').token(false)).rejects.toThrow(SessionError);
+  }, 30_000);
+});
