@@ -16,6 +16,14 @@ export interface BootstrapResult {
 
 /** Creates the platform tenant and admin when no tenant exists; returns null otherwise. */
 export async function bootstrapPlatform(ctx: AppContext): Promise<BootstrapResult | null> {
+  const result = await createPlatformOnce(ctx);
+  // Known from the start: a refusal of an unknown caller is audited in the platform tenant, even
+  // while the database is away (the event waits in the audit buffer, its tenant must not).
+  await ctx.auth.platformTenantId();
+  return result;
+}
+
+async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | null> {
   const { config, db } = ctx;
   const existing = await db('tenants').count<{ count: string }[]>({ count: '*' }).first();
   if (Number(existing?.count ?? 0) > 0) return null;

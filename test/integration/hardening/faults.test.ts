@@ -134,7 +134,8 @@ describe('faults: Redis stopped and Postgres refused under two API instances (ne
     figures.revocationAfterRedisOutageMs = String(await timeUntil(async () => (await encryptOn(b, token, 'k2')).status === 401, 1000));
   });
 
-  it('when Postgres refuses connections for 3 s, then database-backed requests answer 503 database-unavailable with Retry-After, cached keys keep encrypting, and both instances work again after', async () => {
+  it('when Postgres refuses connections for 3 s, then database-backed requests answer 503 database-unavailable with Retry-After, cached keys keep encrypting, audit events raised meanwhile are written once, and both instances work again after', async () => {
+    const deniedIds: string[] = [];
     const token = await workloadToken(b, t);
     expect((await encryptOn(b, token, 'k2')).status).toBe(200);
     proxy.refuse();
@@ -148,11 +149,25 @@ describe('faults: Redis stopped and Postgres refused under two API instances (ne
       expect(login.status).toBe(503);
       expect(login.body.error).toBeDefined();
       expect((await encryptOn(b, token, 'k2')).status).toBe(200);
+      // Refused accesses raise audit events while the database is away: none may be lost or doubled.
+      for (let i = 0; i < 3; i += 1) {
+        const denied = await encryptOn(a, 'not-a-token', 'k2');
+        expect(denied.status).toBe(401);
+        deniedIds.push(denied.headers.get('x-request-id')!);
+      }
       await sleep(3000);
     } finally {
       proxy.accept();
     }
     await timeUntil(async () => (await api(a, 'GET', keys(''), admin)).status === 200, 15_000);
+    const writtenRows = () => a.ctx.db('audit_events').whereRaw("details->>'requestId' = any(?)", [deniedIds]).select('details');
+    // The writer retries on its own once the database answers again.
+    await timeUntil(async () => (await writtenRows()).length >= deniedIds.length, 15_000, 'audit events raised during the outage');
+    await a.ctx.audit.flush();
+    const written = await writtenRows();
+    figures.auditEventsRaisedDuringDbOutage = String(deniedIds.length);
+    figures.auditEventsWrittenAfter = String(written.length);
+    expect(written.map((r) => (typeof r.details === 'string' ? JSON.parse(r.details) : r.details).requestId).sort()).toEqual([...deniedIds].sort());
     const verify = await api(a, 'POST', '/api/v3/audit/verify', token, {});
     expect(verify.status).toBe(200);
     expect(verify.body.valid).toBe(true);
