@@ -15,6 +15,7 @@ import { createAuthServices, type AuthServices } from './services/auth/index.ts'
 import { createKeyCache, type KeyCache } from './services/keys/cache.ts';
 import { createChangeFeed, type ChangeFeed } from '../shared/db/change-feed.ts';
 import { connectRedis } from '../shared/redis.ts';
+import { startRotationScheduler, type RotationScheduler } from './services/keys/rotation-scheduler.ts';
 
 export interface AppContext {
   config: Config;
@@ -31,6 +32,8 @@ export interface AppContext {
   changes: ChangeFeed;
   /** Present when REDIS_URL is set. */
   redis?: Redis;
+  /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
+  rotation?: RotationScheduler;
   /** Closers run in reverse order of registration by closeContext. */
   closers: Array<{ name: string; close: () => Promise<unknown> }>;
 }
@@ -69,7 +72,12 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   const keys = createKeyCache(db, master.key, changes);
   // Every listener is registered: from here on no change is missed.
   changes.start();
-  return { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, changes, redis, closers };
+  const ctx: AppContext = { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, changes, redis, closers };
+  // Registered last, so it stops first: no pass starts on a closing database or pool.
+  const rotation = startRotationScheduler(ctx, config.keyRotationCheckMs);
+  closers.push({ name: 'key rotation scheduler', close: () => rotation.close() });
+  ctx.rotation = rotation;
+  return ctx;
 }
 
 /** Closes what the context opened, newest first; safe to call twice. */

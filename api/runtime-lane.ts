@@ -1,6 +1,7 @@
 /**
- * The runtime lane: POST /api/v3/crypto/{encrypt,decrypt,sign,verify} served straight from
- * node:http, ahead of Express. These four endpoints are what workloads call all day; measured
+ * The runtime lane: POST /api/v3/crypto/<operation> for every entry of CRYPTO_OPERATIONS
+ * (encrypt, decrypt, sign, verify, data keys, re-encrypt, random...) served straight from
+ * node:http, ahead of Express. These endpoints are what workloads call all day; measured
  * on this machine, the Express pipeline (router, body-parser, type-is, response helpers) cost
  * more than the cryptography itself. The lane calls the same checks and services as the rest of
  * the API (bearerClaims, requirePermissions, consumeApiBudget, runRuntime, problemBody): only the
@@ -17,12 +18,12 @@ import { bearerClaims, requirePermissions } from './middleware/authenticate.ts';
 import { consumeApiBudget } from './middleware/rate-limit.ts';
 import { problemBody, toAppError } from './middleware/errors.ts';
 import { AUDIENCE_CORE } from './services/auth/access-tokens.ts';
-import { CRYPTO_OPERATIONS, runRuntime, type Operation } from './routes/crypto.ts';
+import { CRYPTO_OPERATIONS, permissionsOf, runRuntime, type Operation } from './routes/crypto.ts';
 
 const AUDIENCES = [AUDIENCE_CORE];
 const SAFE_ID = /^[\w.:-]{1,128}$/;
 
-interface LaneRoute { path: string; permission: string; action: string; op: Operation }
+interface LaneRoute { path: string; permissions: string[]; action: string; op: Operation }
 
 /** Reads a JSON body up to `limit` bytes: 413 beyond, 415 for another media type, 400 when malformed. */
 function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
@@ -68,7 +69,7 @@ function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
 export function createRuntimeLane(ctx: AppContext): (req: IncomingMessage, res: ServerResponse) => boolean {
   const routes = new Map<string, LaneRoute>(CRYPTO_OPERATIONS.map(([name, permission, op]) => {
     const path = `/api/v3/crypto/${name}`;
-    return [path, { path, permission, action: `crypto.${name}`, op }];
+    return [path, { path, permissions: permissionsOf(permission), action: `crypto.${name}`, op }];
   }));
   const baseUrl = ctx.config.publicBaseUrl;
   const limit = ctx.config.jsonLimitBytes;
@@ -81,7 +82,7 @@ export function createRuntimeLane(ctx: AppContext): (req: IncomingMessage, res: 
     try {
       const attempt = { method: 'POST', path: route.path, id };
       const claims = await bearerClaims(ctx, req.headers.authorization, AUDIENCES, attempt);
-      requirePermissions(ctx, claims, [route.permission], attempt);
+      requirePermissions(ctx, claims, route.permissions, attempt);
       await consumeApiBudget(ctx, claims, route.action);
       payload = JSON.stringify(await runRuntime(ctx, claims, route.action, route.op, await readJson(req, limit)));
     } catch (err) {

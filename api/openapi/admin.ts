@@ -27,10 +27,29 @@ const Policy = obj({
 const Overrides = obj({ template: { enum: ['default', 'strict', 'pqc-only'] }, allowedKeyTypes: { type: 'array', items: str, description: 'may only narrow the template' }, rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 } }, []);
 const KeyState = { enum: ['active', 'suspended', 'revoked', 'archived'] };
 const Key = obj({
-  kid: str, type: { type: 'string', description: 'aes-128, aes-256, rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768' },
-  usage: { enum: ['encrypt', 'sign'] }, state: KeyState, currentVersion: { type: 'integer' }, source: { enum: ['generated', 'imported', 'exchange'] }, createdAt: time, updatedAt: time,
-  publicKey: { type: 'object', description: 'public JWK of the current version (asymmetric keys only); never private or secret material' },
+  kid: str, type: { type: 'string', description: 'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768' },
+  usage: { enum: ['encrypt', 'sign', 'mac'] }, state: KeyState, currentVersion: { type: 'integer' }, source: { enum: ['generated', 'imported', 'exchange'] }, createdAt: time, updatedAt: time,
+  publicKey: { type: 'object', description: 'public JWK of the current version (asymmetric keys only), `kid` "<kid>#<version>"; never private or secret material. Every retained version: GET .../keys/{kid}/public' },
+  description: { type: ['string', 'null'], maxLength: 500 },
+  rotationPeriodDays: { type: ['integer', 'null'], minimum: 1, maximum: 3650, description: 'the effective automatic rotation period: the key\'s own, else the tenant\'s effective policy (see rotationPeriodFrom); null for keys that do not rotate (imported or exchanged)' },
+  rotationPeriodFrom: { enum: ['key', 'policy', null], description: 'where rotationPeriodDays comes from' },
+  nextRotationAt: { type: ['string', 'null'], format: 'date-time', description: 'when the scheduler rotates the key (last rotation or creation plus the period); null unless the key is generated and active' },
+  lastRotatedAt: { type: ['string', 'null'], format: 'date-time' },
+  minDecryptionVersion: { type: 'integer', minimum: 1, description: 'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them' },
 }, ['kid', 'type', 'usage', 'state', 'currentVersion', 'source']);
+const KeySettings = {
+  ...obj({
+    description: { type: ['string', 'null'], maxLength: 500, description: 'null clears it' },
+    rotationPeriodDays: { type: ['integer', 'null'], minimum: 1, maximum: 3650, description: 'the key\'s own period; null follows the tenant\'s effective policy. Reschedules the key from its last rotation, so a shorter period can make it due at once. Generated keys only (409 otherwise)' },
+    minDecryptionVersion: { type: 'integer', minimum: 1, description: 'at most the current version' },
+  }, []),
+  minProperties: 1,
+  additionalProperties: false,
+};
+const KEY_EXAMPLE = {
+  kid: 'orders-db', type: 'aes-256', usage: 'encrypt', state: 'active', currentVersion: 3, source: 'generated', createdAt: '2026-01-05T09:00:00.000Z', updatedAt: '2026-11-23T16:00:00.000Z',
+  description: 'orders database column encryption', rotationPeriodDays: 90, rotationPeriodFrom: 'key', nextRotationAt: '2027-02-21T16:00:00.000Z', lastRotatedAt: '2026-11-23T16:00:00.000Z', minDecryptionVersion: 2,
+};
 const KeyDetail = { allOf: [Key, obj({ versions: { type: 'array', items: obj({ version: { type: 'integer' }, createdAt: time, hasCertificate: { type: 'boolean' } }) } })] };
 const CertificateSummary = obj({ subject: str, issuer: str, serialNumber: { type: 'string', description: 'upper-case hex' }, notBefore: time, notAfter: time });
 const Imported = obj({ keys: { type: 'array', items: obj({ kid: str, type: str, usage: str, state: KeyState, certificate: { oneOf: [CertificateSummary, { type: 'null' }] } }) } });
@@ -49,9 +68,11 @@ const PROBLEM_TEXT: Record<number, string> = {
   404: 'no such record in this tenant', 409: 'conflict with the current state', 410: 'gone', 413: 'body too large', 415: 'wrong media type', 422: 'refused by the effective policy or the key usage',
 };
 const problems = (codes: number[], extra: Record<number, string> = {}) => Object.fromEntries(codes.map((c) => [c, problemResponse(extra[c] ?? PROBLEM_TEXT[c])]));
-const ok = (description: string, schema: Schema) => ({ description, content: { 'application/json': { schema } } });
-const body = (schema: Schema) => ({ required: true, content: { 'application/json': { schema } } });
-const optionalBody = (schema: Schema) => ({ required: false, content: { 'application/json': { schema } } });
+const ok = (description: string, schema: Schema, example?: unknown) => ({ description, content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } });
+// Every admin JSON body refuses members it does not know (400 validation-failed naming the member, contract 8).
+const closed = (schema: Schema): Schema => (schema.properties ? { ...schema, additionalProperties: false } : schema);
+const body = (schema: Schema, example?: unknown) => ({ required: true, content: { 'application/json': { schema: closed(schema), ...(example === undefined ? {} : { example }) } } });
+const optionalBody = (schema: Schema) => ({ required: false, content: { 'application/json': { schema: closed(schema) } } });
 const path = (name: string, description: string) => ({ name, in: 'path', required: true, schema: name === 'kid' ? str : uuid, description });
 const query = (name: string, schema: Schema, description: string) => ({ name, in: 'query', required: false, schema, description });
 const PAGE = [query('limit', { type: 'integer', minimum: 1, maximum: 500, default: 100 }, 'page size'), query('cursor', str, 'nextCursor of the previous page')];
@@ -174,7 +195,11 @@ const keys = {
     }),
     post: op('keys', {
       summary: 'Create a key; slow types (RSA-3072/4096, SLH-DSA) are generated in the worker pool', permission: 'admin.keys.create', parameters: [TENANT],
-      requestBody: body(obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } }, ['type'])),
+      description: 'Unknown members answer 400 naming the member. A generated key is scheduled for automatic rotation by its own rotationPeriodDays or the tenant\'s effective policy.',
+      requestBody: body({
+        ...obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }, description: { type: 'string', maxLength: 500 }, rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 } }, ['type']),
+        additionalProperties: false,
+      }, { type: 'aes-256', kid: 'orders-db', description: 'orders database column encryption', rotationPeriodDays: 90 }),
       responses: { 201: ok('the key', Key) }, errors: [400, 409, 415, 422], errorText: { 409: 'the kid exists', 422: 'policy-violation (type not allowed) or key-usage-mismatch' },
     }),
   },
@@ -226,7 +251,17 @@ const keys = {
   [`${T}/keys/orchestrate/{operationId}`]: {
     get: op('keys', { summary: 'Progress of a background bulk operation', permission: 'admin.keys.orchestrate', parameters: [TENANT, path('operationId', 'from the 202 answer')], responses: { 200: ok('the operation', Operation) }, errors: [404] }),
   },
-  [`${T}/keys/{kid}`]: { get: op('keys', { summary: 'Read a key\'s metadata, versions and public key', permission: 'admin.keys.read', parameters: [TENANT, KID], responses: { 200: ok('the key', KeyDetail) }, errors: [404] }) },
+  [`${T}/keys/{kid}`]: {
+    get: op('keys', { summary: 'Read a key\'s metadata, settings, versions and public key', permission: 'admin.keys.read', parameters: [TENANT, KID], responses: { 200: ok('the key', KeyDetail) }, errors: [404] }),
+    patch: op('keys', {
+      summary: 'Change a key\'s settings: description, rotation period, minimum decryption version', permission: 'admin.keys.update', parameters: [TENANT, KID],
+      description: 'At least one member; unknown members answer 400 naming the member, and nothing changes on any refusal. minDecryptionVersion retires older versions for decrypt and verify (Vault min_decryption_version) without deleting them: lowering it again restores them. The change reaches every instance\'s key cache at once.',
+      requestBody: body(KeySettings, { rotationPeriodDays: 90, minDecryptionVersion: 2 }),
+      responses: { 200: ok('the key record', KeyDetail, { ...KEY_EXAMPLE, versions: [1, 2, 3].map((version) => ({ version, createdAt: '2026-11-23T16:00:00.000Z', hasCertificate: false })) }) },
+      errors: [400, 404, 409, 415],
+      errorText: { 400: 'validation-failed: unknown member, empty body, description not a string or over 500 characters, rotationPeriodDays not an integer from 1 to 3650, minDecryptionVersion below 1 or above the current version', 409: 'invalid-transition: a rotation period for a key that does not rotate (imported or exchanged)' },
+    }),
+  },
   ...keyAction('rotate', 'admin.keys.rotate', 'Add a new material version (generated keys only)', 'invalid-transition: not active, or an imported key'),
   ...keyAction('suspend', 'admin.keys.suspend', 'Suspend an active key (temporarily unusable)', 'invalid-transition: not active'),
   ...keyAction('resume', 'admin.keys.resume or admin.keys.suspend', 'Resume a suspended key', 'invalid-transition: not suspended'),

@@ -27,7 +27,8 @@ const grant = (value: string, properties: Record<string, unknown>, required: str
 
 const TokenRequest = {
   oneOf: [
-    grant('client_credentials', { client_id: uuid, client_secret: uuid }, ['client_id', 'client_secret']),
+    // client_id and client_secret are required unless they come in an Authorization: Basic header (client_secret_basic).
+    grant('client_credentials', { client_id: uuid, client_secret: uuid }, []),
     grant('password', { username: { type: 'string', format: 'email' }, password: { type: 'string' }, tenant_id: uuid, remember_me: { type: 'string', enum: ['true', 'false'] } }, ['username', 'password', 'tenant_id']),
     grant('refresh_token', { refresh_token: { type: 'string' } }, ['refresh_token']),
     grant('urn:ietf:params:oauth:grant-type:token-exchange', {
@@ -82,13 +83,27 @@ const ServerMetadata = {
 export const authPaths = {
   '/api/v3/auth/token': {
     post: {
-      ...open, tags, operationId: 'token', summary: 'Issue an access token (client_credentials, password, refresh_token, token exchange)',
-      description: 'Form-urlencoded only (RFC 6749 section 4); a JSON body or another media type is unsupported_grant_type. No scope is requested: the token carries the permissions of the identity\'s role.',
-      requestBody: form(TokenRequest),
+      // No bearer token; a workload may authenticate by HTTP Basic (client_secret_basic) instead of the form fields.
+      security: [{}, { clientSecretBasic: [] }], tags, operationId: 'token', summary: 'Issue an access token (client_credentials, password, refresh_token, token exchange)',
+      description: 'Form-urlencoded only (RFC 6749 section 4); a JSON body or another media type is unsupported_grant_type. No scope is requested: the token carries the permissions of the identity\'s role. '
+        + 'For client_credentials the workload authenticates either with client_id and client_secret in the form (client_secret_post) or with `Authorization: Basic base64(urlencode(client_id):urlencode(client_secret))` (client_secret_basic, RFC 6749 section 2.3.1), never both: a client_secret in the form beside Basic, or a form client_id naming another client, is invalid_request. '
+        + 'Over Basic every failed client authentication (unknown, disabled, wrong secret, undecodable header) is 401 invalid_client with `WWW-Authenticate: Basic` (RFC 6749 section 5.2); in the form a wrong secret stays 400 invalid_grant (spec 7.1). Basic credentials on a grant that authenticates no client are invalid_request. Both methods spend the same per-client budget.',
+      requestBody: {
+        ...form(TokenRequest),
+        content: {
+          [FORM]: {
+            schema: TokenRequest,
+            examples: {
+              clientSecretPost: { summary: 'client_credentials, credentials in the form', value: { grant_type: 'client_credentials', client_id: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10', client_secret: 'b3e0f0a4-8f3e-4c61-a2b7-5d9e1c4f7a22' } },
+              clientSecretBasic: { summary: 'client_credentials with Authorization: Basic NmYxYzJi... (client_secret_basic); the form holds the grant type only', value: { grant_type: 'client_credentials' } },
+            },
+          },
+        },
+      },
       responses: {
         200: { ...ok('the token response (spec 2.2)', TokenResponse), headers: { 'Cache-Control': { schema: { const: 'no-store' } } } },
-        400: oauthError('missing field, malformed body, JSON body, wrong secret or password, bad resource', ['invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_target']),
-        401: oauthError('client_id unknown, or the workload or its tenant disabled', ['invalid_client']),
+        400: oauthError('missing field, malformed body, JSON body, wrong secret (form) or password, bad resource, credentials both in the header and the body', ['invalid_request', 'unsupported_grant_type', 'invalid_grant', 'invalid_target']),
+        401: oauthError('client_id unknown, the workload or its tenant disabled, or any failed HTTP Basic client authentication', ['invalid_client'], { 'WWW-Authenticate': { description: 'Basic realm="keyward"', schema: { type: 'string' } } }),
         429: rateLimited,
       },
     },

@@ -7,6 +7,7 @@ export const problemResponse = (description: string) => ({
 export const components = {
   securitySchemes: {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (RFC 9068 at+jwt)' },
+    clientSecretBasic: { type: 'http', scheme: 'basic', description: 'Token endpoint client authentication (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)' },
   },
   schemas: {
     Problem: {

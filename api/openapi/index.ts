@@ -8,6 +8,8 @@ import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
 import { auditPaths } from './audit.ts';
+import { cryptoPaths } from './crypto.ts';
+import { cryptoKeysPaths } from './crypto-keys.ts';
 import { components } from './components.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
@@ -20,6 +22,8 @@ const AREAS: PathsObject[] = [
   adminPaths,
   migrationPaths,
   auditPaths,
+  cryptoPaths,
+  cryptoKeysPaths,
 ];
 
 /** Builds the document for a deployment's public base URL. */

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.ts';
 import { OAuthError, AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
 import { formBody } from '../http/form-body.ts';
-import { GRANTS } from '../services/auth/grants.ts';
+import { GRANTS, basicClientAuth, clientAuthOf, type ClientAuth } from '../services/auth/grants.ts';
 import { rateKey, withAuthBudget } from '../services/auth/rate-limits.ts';
 import { revokeRefreshFamily } from '../services/auth/refresh-tokens.ts';
 import { startPasswordReset, completePasswordReset, pendingReset } from '../services/auth/password-reset.ts';
@@ -53,9 +53,16 @@ export function createAuthRouter(ctx: AppContext): Router {
       if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required');
       const grant = GRANTS.get(form.grant_type);
       if (!grant) throw new OAuthError('unsupported_grant_type', `grant_type ${form.grant_type.slice(0, 80)} is not supported`);
+      // Client authentication: form fields or HTTP Basic (client_secret_basic, RFC 6749 2.3.1), one of them.
+      let client: ClientAuth | null = null;
+      if (grant.authenticatesClient) client = clientAuthOf(req.headers.authorization, form);
+      else if (basicClientAuth(req.headers.authorization)) {
+        // Never ignored: a caller must not believe credentials were checked when they were not.
+        throw new OAuthError('invalid_request', `grant_type ${form.grant_type} does not authenticate a client; send no Basic credentials`);
+      }
       const address = req.ip ?? 'unknown';
-      const key = await grant.rateKey(ctx, form, address);
-      res.json(await withAuthBudget(ctx.auth.limits, key, () => grant.run(ctx, form, address)));
+      const key = await grant.rateKey(ctx, form, address, client);
+      res.json(await withAuthBudget(ctx.auth.limits, key, () => grant.run(ctx, form, address, client)));
     }],
   });
 

@@ -9,6 +9,9 @@ import { PERMISSIONS } from '../../shared/permissions.ts';
 import { route } from '../http/route.ts';
 import { authorize } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
+import { onlyKnown } from '../../shared/validation/members.ts';
+
+const FORCE_REVOKE_MEMBERS: ReadonlySet<string> = new Set(['jti', 'token', 'reason']);
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -26,6 +29,7 @@ export function createPlatformRouter(ctx: AppContext): Router {
 
   route(router, '/tokens/revoke', {
     post: [authorize(ctx, 'admin.platform.tokens.revoke'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, FORCE_REVOKE_MEMBERS);
       const { jti, token, reason } = (req.body ?? {}) as Record<string, unknown>;
       let target: { jti: string; tenantId: string | null; sub: string | null; exp: Date } | null = null;
       if (typeof token === 'string') {

@@ -11,16 +11,20 @@ import { authorize } from '../middleware/authenticate.ts';
 import { apiRateLimit } from '../middleware/rate-limit.ts';
 import { jsonBody } from '../middleware/body.ts';
 import { keyView } from '../services/keys/store.ts';
-import { decapsulateKey, encapsulateKey, sign, verify, usableKey } from '../services/crypto/runtime.ts';
+import {
+  DECAPSULATE_MEMBERS, ENCAPSULATE_MEMBERS, SIGN_MEMBERS, VERIFY_MEMBERS, decapsulateKey, encapsulateKey, sign, verify, usableKey,
+} from '../services/crypto/runtime.ts';
+import { onlyKnown } from '../../shared/validation/members.ts';
 import { runtimeHandler } from './crypto.ts';
 
 const PQC_TYPE = /^(ml-kem-|ml-dsa-|slh-dsa-|x25519-ml-kem-)/;
 
 type Operation = Parameters<typeof runtimeHandler>[2];
 
-/** Restricts an operation to post-quantum key types. */
-function pqcOnly(op: Operation): Operation {
+/** Restricts an operation to post-quantum key types; unknown members are a 400 before the key lookup. */
+function pqcOnly(op: Operation, known: ReadonlySet<string>): Operation {
   return async (ctx, tenantId, body) => {
+    onlyKnown(body, known);
     const key = await usableKey(ctx, tenantId, body.kid);
     if (!PQC_TYPE.test(key.type)) throw new AppError('key_usage_mismatch', `key ${key.kid} is ${key.type}, not a post-quantum key; use /api/v3/crypto`);
     return op(ctx, tenantId, body);
@@ -38,12 +42,12 @@ export function createPqcRouter(ctx: AppContext): Router {
       res.json(await paginate(q, 'kid', req, (r) => keyView(r)));
     }],
   });
-  const ops: Array<[string, string, Operation]> = [
-    ['encapsulate', 'pqc.encapsulate', encapsulateKey], ['decapsulate', 'pqc.decapsulate', decapsulateKey],
-    ['sign', 'pqc.sign', sign], ['verify', 'pqc.verify', verify],
+  const ops: Array<[string, string, Operation, ReadonlySet<string>]> = [
+    ['encapsulate', 'pqc.encapsulate', encapsulateKey, ENCAPSULATE_MEMBERS], ['decapsulate', 'pqc.decapsulate', decapsulateKey, DECAPSULATE_MEMBERS],
+    ['sign', 'pqc.sign', sign, SIGN_MEMBERS], ['verify', 'pqc.verify', verify, VERIFY_MEMBERS],
   ];
-  for (const [name, permission, op] of ops) {
-    route(router, `/${name}`, { post: [authorize(ctx, permission), apiRateLimit(ctx, `pqc.${name}`), ...json, runtimeHandler(ctx, `pqc.${name}`, pqcOnly(op))] });
+  for (const [name, permission, op, known] of ops) {
+    route(router, `/${name}`, { post: [authorize(ctx, permission), apiRateLimit(ctx, `pqc.${name}`), ...json, runtimeHandler(ctx, `pqc.${name}`, pqcOnly(op, known))] });
   }
   return router;
 }

@@ -22,7 +22,7 @@ export function createWellKnownRouter(ctx: AppContext): Router {
         introspection_endpoint: `${base}/api/v3/auth/token/introspect`,
         jwks_uri: `${base}/.well-known/jwks.json`,
         grant_types_supported: ['client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange'],
-        token_endpoint_auth_methods_supported: ['client_secret_post'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         response_types_supported: [],
         scopes_supported: [],
         service_documentation: `${base}/docs`,

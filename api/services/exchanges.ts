@@ -131,14 +131,14 @@ function readOffer(body: Record<string, unknown>): OfferInput {
 /** The public half of asymmetric material (hybrid: the public halves of its components). */
 function publicPart(m: KeyMaterial): KeyMaterial {
   const spec = keyTypeSpec(m.type);
-  if (spec.family === 'aes') throw new AppError('key_usage_mismatch', `a ${m.type} key has no public part; offer it in mode wrapped`);
+  if (spec.symmetric) throw new AppError('key_usage_mismatch', `a ${m.type} key has no public part; offer it in mode wrapped`);
   if (spec.family === 'hybrid') return { type: m.type, components: m.components!.map((c) => ({ publicKeyDer: c.publicKeyDer })) };
   const spki = m.publicKeyDer ?? (createPublicKey(createPrivateKey({ key: m.privateKeyDer!, format: 'der', type: 'pkcs8' })).export({ type: 'spki', format: 'der' }) as Buffer);
   return { type: m.type, publicKeyDer: spki };
 }
 
 function fingerprint(m: KeyMaterial): string | null {
-  if (keyTypeSpec(m.type).family === 'aes') return null;
+  if (keyTypeSpec(m.type).symmetric) return null;
   const pub = publicPart(m);
   const bytes = pub.publicKeyDer ?? Buffer.concat(pub.components!.map((c) => c.publicKeyDer));
   return createHash('sha256').update(bytes).digest('base64url');

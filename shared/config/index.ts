@@ -55,6 +55,7 @@ export const SCHEMA = {
   lockoutBaseSeconds: { env: 'LOCKOUT_BASE_SECONDS', doc: 'First lockout duration of an (account, client address) pair; doubles with each further lockout that day, at most 15 minutes', kind: 'int', default: '60', min: 1 },
   authHashConcurrency: { env: 'AUTH_HASH_CONCURRENCY', doc: 'Password hashes at once for callers without credentials (password resets); as many more wait, beyond that 503', kind: 'int', default: String(Math.max(1, Math.floor(cpus().length / 2))), defaultDoc: 'half the number of cores', min: 1 },
   shutdownTimeoutMs: { env: 'SHUTDOWN_TIMEOUT_MS', doc: 'How long graceful shutdown waits before forcing exit', kind: 'int', default: '10000', min: 100 },
+  keyRotationCheckMs: { env: 'KEY_ROTATION_CHECK_MS', doc: 'How often each API process looks for keys due for automatic rotation (0 turns the scheduler off); however many processes look, one rotates each due key', kind: 'int', default: '60000', min: 0 },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', doc: 'Jobs each worker process runs at once', kind: 'int', default: '2', min: 1 },
 } as const satisfies Record<string, Field>;
 

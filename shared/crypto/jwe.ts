@@ -5,13 +5,17 @@
  *   RSA keys   alg "RSA-OAEP-256" (RFC 7518 section 4.3), enc A256GCM
  *   EC keys    alg "ECDH-ES+A256KW" (RFC 7518 section 4.6), enc A256GCM
  *
- * The protected header names the key: `kid` (string) and `ver` (the key version, a number), so
- * decryption can find the version without trying them. Decryption also accepts what other JOSE
+ * The protected header names the key version as `kid: "<kid>#<version>"`, the same string as that
+ * version's public JWK (contract 8), so a verifier picks the right key; `ver` (the version, a number)
+ * is written too, for older readers. Ciphertexts from before that naming (`kid` without `#`, plus
+ * `ver`) still decrypt. An encryption context (AWS KMS EncryptionContext) is bound as `ctx`, a
+ * digest of its entries, never in clear: the protected header is the GCM AAD (RFC 7516 section
+ * 5.1 step 14), so decryption with another context, or an altered header, fails. Decryption also accepts what other JOSE
  * libraries produce for the same key (AnGCM content encryption, ECDH-ES and ECDH-ES+AnKW), and
  * every failure after the key lookup is the one opaque `decryption_failed` (RFC 7516 section 11.5),
  * the reason kept in `cause` for the log.
  */
-import { constants, createCipheriv, createDecipheriv, createSecretKey, privateDecrypt, publicEncrypt, randomBytes, randomFillSync } from 'node:crypto';
+import { constants, createCipheriv, createHash, timingSafeEqual, createDecipheriv, createSecretKey, privateDecrypt, publicEncrypt, randomBytes, randomFillSync } from 'node:crypto';
 import type { CipherGCMTypes, KeyObject } from 'node:crypto';
 import { AppError, problem } from '../errors/index.ts';
 import { assertUsage } from './registry.ts';
@@ -25,7 +29,9 @@ export interface JweHeader {
   alg: string;
   enc: string;
   kid: string;
-  ver: number;
+  ver?: number;
+  /** base64url SHA-256 of the encryption context (contextDigest), when one was given. */
+  ctx?: string;
   epk?: unknown;
   apu?: string;
   apv?: string;
@@ -35,6 +41,7 @@ export interface JweHeader {
 /** A compact JWE split into its parts, with the header parsed and the key version it names. */
 export interface ParsedCompactJwe {
   header: JweHeader;
+  /** The key's kid, without the `#<version>` suffix. */
   kid: string;
   version: number;
   /** BASE64URL(UTF8(protected header)), the AAD. */
@@ -97,6 +104,42 @@ function gcmDecrypt(cek: KeyObject | Buffer, bits: number, p: ParsedCompactJwe):
 
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 
+/** The name a key version goes by in JOSE headers and JWKs: `<kid>#<version>` (kids never hold `#`). */
+export const versionedKid = (kid: string, version: number): string => `${kid}#${version}`;
+
+/**
+ * The kid and version a JOSE header or JWK names: `<kid>#<version>` as the service writes it, or a
+ * bare kid (no version: older outputs, a target kid). Kids never hold `#` (store.ts KID), so the
+ * last one splits; a suffix that is not a version leaves the name whole.
+ */
+export function splitVersionedKid(name: string): { kid: string; version?: number } {
+  const at = name.lastIndexOf('#');
+  const suffix = name.slice(at + 1);
+  if (at <= 0 || !/^[1-9][0-9]{0,8}$/.test(suffix)) return { kid: name };
+  return { kid: name.slice(0, at), version: Number(suffix) };
+}
+
+/** Encryption options: the content encryption, and the context digest to bind (contextDigest). */
+export interface EncryptOptions {
+  enc?: ContentEncryption;
+  context?: string;
+}
+
+/**
+ * The digest bound into the header for an encryption context: base64url SHA-256 of the JSON of its
+ * entries sorted by key, so member order does not matter and no value can be read back. An empty
+ * or absent context binds nothing. The caller has checked that every value is a string.
+ */
+export function contextDigest(context: Readonly<Record<string, string>> | undefined): string | undefined {
+  if (context === undefined) return undefined;
+  const entries = Object.entries(context).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (entries.length === 0) return undefined;
+  return createHash('sha256').update(JSON.stringify(entries), 'utf8').digest('base64url');
+}
+
+/** The header members naming the key version and binding the context. */
+const naming = (key: LoadedKeyVersion, context: string | undefined) => ({ kid: versionedKid(key.kid, key.version), ver: key.version, ...(context ? { ctx: context } : {}) });
+
 /** The per-key-version header, built once: dir and RSA-OAEP headers do not change between messages. */
 const staticHeaders = new WeakMap<LoadedKeyVersion, Map<string, { encoded: string; aad: Buffer }>>();
 
@@ -105,7 +148,7 @@ function staticHeader(key: LoadedKeyVersion, alg: string, enc: string): { encode
   if (!byEnc) staticHeaders.set(key, (byEnc = new Map()));
   let h = byEnc.get(enc);
   if (!h) {
-    const encoded = b64({ alg, enc, kid: key.kid, ver: key.version });
+    const encoded = b64({ alg, enc, ...naming(key, undefined) });
     byEnc.set(enc, (h = { encoded, aad: Buffer.from(encoded, 'ascii') }));
   }
   return h;
@@ -114,14 +157,21 @@ function staticHeader(key: LoadedKeyVersion, alg: string, enc: string): { encode
 const compact = (header: string, encryptedKey: Buffer, g: { iv: Buffer; ciphertext: Buffer; tag: Buffer }): string =>
   `${header}.${encryptedKey.toString('base64url')}.${g.iv.toString('base64url')}.${g.ciphertext.toString('base64url')}.${g.tag.toString('base64url')}`;
 
-/** Encrypts to a compact JWE whose header names the key's kid and version; `enc` may be chosen for RSA and EC keys. */
-export function encryptCompact(key: LoadedKeyVersion, plaintext: Buffer, opts: { enc?: ContentEncryption } = {}): string {
+/** A header for one message: with a context it differs per call, so it is not cached. */
+function header(key: LoadedKeyVersion, alg: string, enc: string, context: string | undefined): { encoded: string; aad: Buffer } {
+  if (context === undefined) return staticHeader(key, alg, enc);
+  const encoded = b64({ alg, enc, ...naming(key, context) });
+  return { encoded, aad: Buffer.from(encoded, 'ascii') };
+}
+
+/** Encrypts to a compact JWE whose header names the key version and binds the context digest; `enc` may be chosen for RSA and EC keys. */
+export function encryptCompact(key: LoadedKeyVersion, plaintext: Buffer, opts: EncryptOptions = {}): string {
   assertUsage(key, 'encrypt');
   const spec = key.spec;
   if (!spec.jwe) throw problem('key_usage_mismatch', `a ${key.type} key does not encrypt JWE; use encapsulation`);
   if (spec.family === 'aes') {
     if (opts.enc !== undefined && opts.enc !== spec.jwe.enc) throw problem('validation_failed', `a ${key.type} key encrypts with ${spec.jwe.enc}`);
-    const h = staticHeader(key, 'dir', spec.jwe.enc);
+    const h = header(key, 'dir', spec.jwe.enc, opts.context);
     return compact(h.encoded, Buffer.alloc(0), gcmEncrypt(key.secretKey!, spec.bits, h.aad, plaintext));
   }
   const enc = opts.enc ?? spec.jwe.enc;
@@ -129,7 +179,7 @@ export function encryptCompact(key: LoadedKeyVersion, plaintext: Buffer, opts: {
   if (bits === undefined) throw problem('validation_failed', `unsupported content encryption ${enc}`, { allowed: [...ENC_BITS.keys()] });
   const cek = randomBytes(bits / 8);
   if (spec.family === 'rsa') {
-    const h = staticHeader(key, 'RSA-OAEP-256', enc);
+    const h = header(key, 'RSA-OAEP-256', enc, opts.context);
     const encryptedKey = publicEncrypt({ key: key.publicKey!, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, cek);
     return compact(h.encoded, encryptedKey, gcmEncrypt(cek, bits, h.aad, plaintext));
   }
@@ -137,7 +187,7 @@ export function encryptCompact(key: LoadedKeyVersion, plaintext: Buffer, opts: {
   const alg = spec.jwe.alg;
   const { z, epk } = ephemeralAgreement(spec.curve!, key.publicKey!);
   const kek = concatKdf(z, KW_BITS.get(alg)!, alg);
-  const encoded = b64({ alg, enc, epk, kid: key.kid, ver: key.version });
+  const encoded = b64({ alg, enc, epk, ...naming(key, opts.context) });
   return compact(encoded, aesKeyWrap(kek, cek), gcmEncrypt(cek, bits, Buffer.from(encoded, 'ascii'), plaintext));
 }
 
@@ -161,12 +211,11 @@ export function parseCompact(jwe: string): ParsedCompactJwe {
     throw cause instanceof AppError ? cause : failed(cause);
   }
   if (!header || typeof header !== 'object' || Array.isArray(header)) throw failed('the protected header is not a JSON object');
-  if (typeof header.kid !== 'string' || header.kid === '') throw failed('the protected header names no kid');
-  if (!Number.isSafeInteger(header.ver) || header.ver < 1) throw failed('the protected header names no key version');
+  const { kid, version } = keyVersionOf(header);
   return {
     header,
-    kid: header.kid,
-    version: header.ver,
+    kid,
+    version,
     protectedHeader,
     encryptedKey: decodePart(ek, 'encrypted key'),
     iv: decodePart(iv, 'iv'),
@@ -175,10 +224,37 @@ export function parseCompact(jwe: string): ParsedCompactJwe {
   };
 }
 
-/** Decrypts a parsed compact JWE with the key version it names. */
-export function decryptParsed(p: ParsedCompactJwe, key: LoadedKeyVersion): Buffer {
+/**
+ * The key version a header names: `kid` "<kid>#<version>" (with `ver`, when present, agreeing), or
+ * the older `kid` plus `ver`.
+ */
+function keyVersionOf(header: JweHeader): { kid: string; version: number } {
+  if (typeof header.kid !== 'string' || header.kid === '') throw failed('the protected header names no kid');
+  const named = splitVersionedKid(header.kid);
+  if (named.version === undefined) {
+    if (header.kid.includes('#')) throw failed('the protected header kid names no key version');
+    if (!Number.isSafeInteger(header.ver) || (header.ver as number) < 1) throw failed('the protected header names no key version');
+    return { kid: header.kid, version: header.ver as number };
+  }
+  if (header.ver !== undefined && header.ver !== named.version) throw failed('kid and ver name different key versions');
+  return { kid: named.kid, version: named.version };
+}
+
+/** Whether the header binds exactly the given context digest (none when both are absent). */
+function sameContext(bound: unknown, context: string | undefined): boolean {
+  if (bound === undefined || context === undefined) return bound === context;
+  if (typeof bound !== 'string') return false;
+  const a = Buffer.from(bound, 'utf8');
+  const b = Buffer.from(context, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Decrypts a parsed compact JWE with the key version it names; `context` is the digest the caller's context gives (contextDigest). */
+export function decryptParsed(p: ParsedCompactJwe, key: LoadedKeyVersion, context?: string): Buffer {
   assertUsage(key, 'encrypt');
   try {
+    // The context is checked before any key use; the header is the AAD, so a `ctx` swapped into it fails the tag below.
+    if (!sameContext(p.header.ctx, context)) throw new Error('the encryption context differs from the one bound');
     return decryptWith(p, key);
   } catch (cause) {
     throw cause instanceof AppError && cause.code === 'decryption_failed' ? cause : failed(cause);
@@ -231,9 +307,9 @@ function decryptWith(p: ParsedCompactJwe, key: LoadedKeyVersion): Buffer {
 }
 
 /** Decrypts a compact JWE, looking up the key version its header names; lookup errors (unknown kid, revoked) pass through. */
-export function decryptCompact(jwe: string, lookup: (kid: string, version: number) => LoadedKeyVersion): Buffer {
+export function decryptCompact(jwe: string, lookup: (kid: string, version: number) => LoadedKeyVersion, context?: string): Buffer {
   const parsed = parseCompact(jwe);
-  return decryptParsed(parsed, lookup(parsed.kid, parsed.version));
+  return decryptParsed(parsed, lookup(parsed.kid, parsed.version), context);
 }
 
 /** decryptCompact for a lookup that reads the key store (a promise), with the same error rules. */

@@ -95,7 +95,7 @@ export function deserializeMaterial(buf: Uint8Array): KeyMaterial {
 
   const spec = keyTypeSpec(type);
   const complete =
-    spec.family === 'aes' ? !!m.secret : spec.family === 'hybrid' ? components.length === spec.components!.length : !!(m.privateKeyDer ?? m.publicKeyDer);
+    spec.symmetric ? !!m.secret : spec.family === 'hybrid' ? components.length === spec.components!.length : !!(m.privateKeyDer ?? m.publicKeyDer);
   if (!complete) throw unreadable(`a ${type} key lacks its key bytes`);
   return m;
 }

@@ -21,7 +21,7 @@ export interface KeyPairDer {
 /** The bytes of one key version. */
 export interface KeyMaterial {
   type: KeyType;
-  /** AES: the key. Hybrid: the 32-byte X-Wing seed the components were expanded from. */
+  /** AES and HMAC: the key. Hybrid: the 32-byte X-Wing seed the components were expanded from. */
   secret?: Buffer;
   /** PKCS#8 DER; absent for a public-only key. */
   privateKeyDer?: Buffer;
@@ -61,7 +61,7 @@ function keyPairOptions(spec: KeyTypeSpec): Record<string, unknown> {
 /** Generates a new key version; the asymmetric kinds run on libuv's thread pool, off the event loop. */
 export async function generateKeyMaterial(type: KeyType): Promise<KeyMaterial> {
   const spec = keyTypeSpec(type);
-  if (spec.family === 'aes' || spec.family === 'hybrid') return generateKeyMaterialSync(type);
+  if (spec.symmetric || spec.family === 'hybrid') return generateKeyMaterialSync(type);
   // The overloads of generateKeyPair are per literal key type; the row's type is one of them.
   const generate = generateKeyPairAsync as unknown as (t: string, o: object) => Promise<{ publicKey: Buffer; privateKey: Buffer }>;
   const { publicKey, privateKey } = await generate(spec.nodeKeyType!, keyPairOptions(spec));
@@ -71,7 +71,7 @@ export async function generateKeyMaterial(type: KeyType): Promise<KeyMaterial> {
 /** Generates a new key version on the calling thread (RSA-3072/4096 and SLH-DSA take tens to thousands of ms). */
 export function generateKeyMaterialSync(type: KeyType): KeyMaterial {
   const spec = keyTypeSpec(type);
-  if (spec.family === 'aes') return { type, secret: randomBytes(spec.bits / 8) };
+  if (spec.symmetric) return { type, secret: randomBytes(spec.bits / 8) };
   if (spec.family === 'hybrid') return hybridMaterialFromSeed(type, randomBytes(32));
   const generate = generateKeyPairSync as unknown as (t: string, o: object) => { publicKey: Buffer; privateKey: Buffer };
   const { publicKey, privateKey } = generate(spec.nodeKeyType!, keyPairOptions(spec));
@@ -116,7 +116,7 @@ function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefi
 /** Turns key material into KeyObjects; throws an internal problem when the bytes do not match the type. */
 export function loadKeyObjects(m: KeyMaterial): LoadedKey {
   const spec = keyTypeSpec(m.type);
-  if (spec.family === 'aes') {
+  if (spec.symmetric) {
     if (!m.secret || m.secret.length * 8 !== spec.bits) throw corrupt(m.type, 'wrong secret length');
     return Object.freeze({ type: m.type, spec, secretKey: createSecretKey(m.secret) });
   }
@@ -146,12 +146,12 @@ export type PublicJwk = Record<string, string | string[]>;
 /**
  * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-KEM, ML-DSA and SLH-DSA use the
  * `AKP` key type Node exports (draft-ietf-cose-dilithium); the hybrid is `AKP` with `alg: "X-Wing"` and
- * `pub` = pk_M || pk_X, the X-Wing encapsulation key. Secret (AES) keys have no public JWK.
+ * `pub` = pk_M || pk_X, the X-Wing encapsulation key. Symmetric (AES, HMAC) keys have no public JWK.
  */
 export function publicJwk(m: KeyMaterial | LoadedKey, opts: { kid?: string; usage?: KeyUsage } = {}): PublicJwk {
   const loaded = 'spec' in m ? m : loadKeyObjects(m);
   const spec = loaded.spec;
-  if (spec.family === 'aes') throw problem('key_usage_mismatch', 'a symmetric key has no public JWK');
+  if (spec.symmetric) throw problem('key_usage_mismatch', `a ${spec.type} key is symmetric: it has no public key`);
   let jwk: PublicJwk;
   if (spec.family === 'hybrid') {
     jwk = { kty: 'AKP', alg: 'X-Wing', pub: xwingPublicKey(loaded).toString('base64url') };
@@ -165,6 +165,16 @@ export function publicJwk(m: KeyMaterial | LoadedKey, opts: { kid?: string; usag
     if (alg !== undefined) jwk.alg = alg;
   }
   return jwk;
+}
+
+/**
+ * The public key as PEM (SPKI, RFC 5280 section 4.1.2.7), or null for the hybrid, whose X-Wing key
+ * has no SPKI form Node can write (its JWK carries it). Symmetric keys answer key_usage_mismatch.
+ */
+export function publicPem(m: LoadedKey): string | null {
+  if (m.spec.symmetric) throw problem('key_usage_mismatch', `a ${m.spec.type} key is symmetric: it has no public key`);
+  if (!m.publicKey) return null;
+  return m.publicKey.export({ type: 'spki', format: 'pem' }) as string;
 }
 
 export { deserializeMaterial, serializeMaterial } from './material-codec.ts';

@@ -6,8 +6,9 @@
  */
 import { problem } from '../errors/index.ts';
 
-export type KeyFamily = 'aes' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
-export type KeyUsage = 'encrypt' | 'sign';
+export type KeyFamily = 'aes' | 'hmac' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
+/** What a key may do: encrypt (and unwrap), sign (and verify), or compute and check MACs. */
+export type KeyUsage = 'encrypt' | 'sign' | 'mac';
 
 /** JOSE names of the signature algorithms (RFC 7518 section 3, draft-ietf-cose-dilithium, draft-ietf-cose-sphincs-plus). */
 export type SignatureAlgorithm =
@@ -19,12 +20,17 @@ export type SignatureAlgorithm =
 export type ContentEncryption = 'A128GCM' | 'A192GCM' | 'A256GCM';
 export type KeyManagement = 'dir' | 'RSA-OAEP-256' | 'ECDH-ES' | 'ECDH-ES+A128KW' | 'ECDH-ES+A192KW' | 'ECDH-ES+A256KW';
 
+/** JOSE names of the MAC algorithms (RFC 7518 section 3.2). */
+export type MacAlgorithm = 'HS256' | 'HS384' | 'HS512';
+
 /** One row of the key-type table. */
 export interface KeyTypeSpec {
   readonly type: KeyType;
   readonly family: KeyFamily;
-  /** The size in the family's own unit: AES key bits, RSA modulus bits, EC field bits, or the PQC parameter set (768, 65, 128). */
+  /** The size in the family's own unit: AES and HMAC key bits, RSA modulus bits, EC field bits, or the PQC parameter set (768, 65, 128). */
   readonly bits: number;
+  /** The material is one secret byte string of `bits / 8` bytes (AES, HMAC): no public part, no JWK, no PEM. */
+  readonly symmetric?: true;
   readonly usages: readonly KeyUsage[];
   readonly defaultUsage: KeyUsage;
   /** Generation takes long enough (tens of ms or more) to belong in the worker pool. */
@@ -37,6 +43,8 @@ export interface KeyTypeSpec {
   readonly jwe?: { readonly alg: KeyManagement; readonly enc: ContentEncryption };
   /** JWS algorithms for keys with the `sign` usage, the default first. */
   readonly jws?: readonly SignatureAlgorithm[];
+  /** HMAC keys: the JOSE algorithm and the node hash it computes. */
+  readonly mac?: { readonly alg: MacAlgorithm; readonly hash: 'sha256' | 'sha384' | 'sha512' };
   /** Hybrid keys: the component key types, in the order their bytes are concatenated. */
   readonly components?: readonly ('ml-kem-768' | 'x25519')[];
 }
@@ -48,6 +56,7 @@ const SLH_DSA_VARIANTS = [
 
 export const KEY_TYPES = [
   'aes-128', 'aes-256',
+  'hmac-sha256', 'hmac-sha384', 'hmac-sha512',
   'rsa-2048', 'rsa-3072', 'rsa-4096',
   'ec-p256', 'ec-p384', 'ec-p521',
   'ed25519',
@@ -63,8 +72,21 @@ const RSA_JWS: readonly SignatureAlgorithm[] = ['RS256', 'RS384', 'RS512', 'PS25
 
 function aes(bits: 128 | 256): KeyTypeSpec {
   return {
-    type: `aes-${bits}`, family: 'aes', bits, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    type: `aes-${bits}`, family: 'aes', bits, symmetric: true, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
     jwe: { alg: 'dir', enc: bits === 128 ? 'A128GCM' : 'A256GCM' },
+  };
+}
+
+/**
+ * HMAC keys are random secrets as long as the hash output (32, 48 or 64 bytes): RFC 2104 section 3
+ * calls less than L bytes weak and more than L no stronger, and RFC 7518 section 3.2 requires a key
+ * at least as long as the output for HS256/384/512. All three stay within the hash's block size
+ * (64 or 128 bytes), so HMAC uses the key as it is instead of hashing it first.
+ */
+function hmac(bits: 256 | 384 | 512): KeyTypeSpec {
+  return {
+    type: `hmac-sha${bits}`, family: 'hmac', bits, symmetric: true, usages: ['mac'], defaultUsage: 'mac', slowGeneration: false,
+    mac: { alg: `HS${bits}`, hash: `sha${bits}` },
   };
 }
 
@@ -110,6 +132,7 @@ function slhDsa(variant: (typeof SLH_DSA_VARIANTS)[number]): KeyTypeSpec {
 
 const ROWS: readonly KeyTypeSpec[] = [
   aes(128), aes(256),
+  hmac(256), hmac(384), hmac(512),
   rsa(2048), rsa(3072), rsa(4096),
   ec(256), ec(384), ec(521),
   { type: 'ed25519', family: 'okp', bits: 256, usages: ['sign'], defaultUsage: 'sign', slowGeneration: false, nodeKeyType: 'ed25519', jws: ['EdDSA'] },

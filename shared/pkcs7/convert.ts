@@ -172,7 +172,7 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
   if (head.content) {
     if (opts.content) throw cmsProblem('cms_bad_metadata', 'a content part was given for a SignedData that carries its content');
     source = reader.octets(head.content, { reuse: true }); // only hashed below
-    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), { b64: metadata.b64 ?? false, kid: key?.kid });
+    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), { b64: metadata.b64 ?? false, key });
   } else {
     if (!opts.content) throw cmsProblem('cms_bad_metadata', 'a detached SignedData needs the signed content as the content part');
     // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
@@ -183,7 +183,7 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
     key ??= await resolver.byCmsRef(desc.ref, 'sign');
     if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
     if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], { b64: metadata.b64 ?? false, kid: key.kid });
+    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], { b64: metadata.b64 ?? false, key });
     source = buffers(opts.content);
   }
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
@@ -263,7 +263,7 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
       source = r.octets(innerHead.content);
       const cmsHash = cmsHashOf(innerHead);
       const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, kid: signerKey?.kid });
+      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, key: signerKey });
       signing = {
         digests,
         jws,
@@ -274,7 +274,7 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
       if (head.type === 'signedAndEnvelopedData') {
         const cmsHash = cmsHashOf(head);
         const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, kid: signerKey?.kid });
+        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, key: signerKey });
         const decryptSignature = (sig: Buffer) => {
           const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
           return Buffer.concat([d.update(sig), d.final()]);

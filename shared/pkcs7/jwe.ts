@@ -8,10 +8,14 @@ import type { CipherGCM, Hmac, KeyObject } from 'node:crypto';
 import { certificatePublicKey } from './certificates.ts';
 import { cmsProblem, decryptionFailed } from './problems.ts';
 import type { ResolvedKey } from './types.ts';
+import { versionedKid } from '../crypto/jwe.ts';
 
 export type JweEnc = 'A128GCM' | 'A192GCM' | 'A256GCM' | 'A128CBC-HS256' | 'A192CBC-HS384' | 'A256CBC-HS512';
 
-/** The per-recipient member of the JWE JSON serialization. */
+/**
+ * The per-recipient member of the JWE JSON serialization. Its `kid` names the key version,
+ * `<kid>#<version>`, as the runtime JWE and the public JWKs do (contract 8).
+ */
 export interface JweRecipient {
   header: { alg: string; kid: string; epk?: Record<string, string> };
   encrypted_key: string;
@@ -71,7 +75,7 @@ export function wrapContentKey(target: ResolvedKey, cek: Buffer, alg = defaultKe
     const pub = publicKeyOf(target);
     if (pub?.asymmetricKeyType !== 'rsa') throw unusable();
     const ek = publicEncrypt({ key: pub, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: alg === 'RSA-OAEP' ? 'sha1' : 'sha256' }, cek);
-    return { header: { alg, kid: target.kid }, encrypted_key: ek.toString('base64url') };
+    return { header: { alg, kid: versionedKid(target.kid, target.version) }, encrypted_key: ek.toString('base64url') };
   }
   const ecdh = /^ECDH-ES\+(A(?:128|192|256)KW)$/.exec(alg);
   if (ecdh) {
@@ -81,12 +85,12 @@ export function wrapContentKey(target: ResolvedKey, cek: Buffer, alg = defaultKe
     const z = diffieHellman({ privateKey: eph.privateKey, publicKey: pub });
     const kek = concatKdf(z, alg, KW_BYTES[ecdh[1]]);
     const { kty, crv, x, y } = eph.publicKey.export({ format: 'jwk' }) as Record<string, string>;
-    return { header: { alg, kid: target.kid, epk: { kty, crv, x, y } }, encrypted_key: aesWrap(kek, cek).toString('base64url') };
+    return { header: { alg, kid: versionedKid(target.kid, target.version), epk: { kty, crv, x, y } }, encrypted_key: aesWrap(kek, cek).toString('base64url') };
   }
   if (KW_BYTES[alg]) {
     const kek = target.secretKey?.export();
     if (!kek || kek.length !== KW_BYTES[alg]) throw unusable();
-    return { header: { alg, kid: target.kid }, encrypted_key: aesWrap(kek, cek).toString('base64url') };
+    return { header: { alg, kid: versionedKid(target.kid, target.version) }, encrypted_key: aesWrap(kek, cek).toString('base64url') };
   }
   throw cmsProblem('cms_bad_metadata', `keyManagement ${alg} is not supported`);
 }

@@ -15,6 +15,7 @@ import type { Sign } from 'node:crypto';
 import { cmsProblem } from './problems.ts';
 import { KEY_TYPE_SPECS, isKeyType } from '../crypto/registry.ts';
 import type { ResolvedKey } from './types.ts';
+import { versionedKid } from '../crypto/jwe.ts';
 
 export type JwsAlg = 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
 
@@ -75,16 +76,17 @@ interface Candidate {
 /** Hashes streamed content for one or more candidate algs and signs with the one chosen at the end. */
 export class DetachedJwsSigner {
   readonly b64: boolean;
-  /** The kid in the protected header, when the key was known before the content. */
+  /** The kid in the protected header (`<kid>#<version>`, see versionedKid), when the key was known before the content. */
   readonly kid: string | undefined;
   #candidates = new Map<JwsAlg, Candidate>();
   #carry: Buffer = Buffer.alloc(0);
 
-  constructor(algs: JwsAlg[], opts: { b64: boolean; kid?: string }) {
+  /** `key`: the signing key when it is known before the content; its version goes in the protected header. */
+  constructor(algs: JwsAlg[], opts: { b64: boolean; key?: Pick<ResolvedKey, 'kid' | 'version'> | null }) {
     this.b64 = opts.b64;
-    this.kid = opts.kid;
+    this.kid = opts.key ? versionedKid(opts.key.kid, opts.key.version) : undefined;
     for (const alg of algs) {
-      const header = { alg, ...(opts.kid ? { kid: opts.kid } : {}), ...(opts.b64 ? {} : { b64: false, crit: ['b64'] }) };
+      const header = { alg, ...(this.kid ? { kid: this.kid } : {}), ...(opts.b64 ? {} : { b64: false, crit: ['b64'] }) };
       const protectedB64 = Buffer.from(JSON.stringify(header)).toString('base64url');
       const prefix = Buffer.from(`${protectedB64}.`, 'ascii');
       const c: Candidate = { protectedB64, heldBytes: 0, overflow: false };
@@ -145,6 +147,6 @@ export class DetachedJwsSigner {
     } else {
       sig = c.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PADDING });
     }
-    return { protected: c.protectedB64, signature: sig.toString('base64url'), ...(this.kid ? {} : { header: { kid: key.kid } }) };
+    return { protected: c.protectedB64, signature: sig.toString('base64url'), ...(this.kid ? {} : { header: { kid: versionedKid(key.kid, key.version) } }) };
   }
 }

@@ -35,7 +35,8 @@ export type KeyPurpose = 'sign' | 'encrypt';
  */
 export interface KeyResolver {
   byCmsRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
-  byKid(kid: string, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
+  /** `version` names one retained version (a `<kid>#<version>` header); without it, the newest. */
+  byKid(kid: string, purpose?: KeyPurpose, version?: number): Promise<ResolvedKey | null>;
   /**
    * The types ('rsa-2048', 'ec-p256'...) of the tenant's usable keys. When the re-signing key is
    * only named after the content, the engine hashes the content once per alg one of these types

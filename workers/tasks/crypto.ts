@@ -93,16 +93,16 @@ export function verifyWithKey(arg: KeyArg & { input: InputArg; signature: Uint8A
   return task(() => ({ valid: verifyMessage(load(arg, 'sign'), input(arg.input), buf(arg.signature), arg.algorithm) }));
 }
 
-/** Encrypts to a compact JWE (worth the pool for EC keys: an ephemeral key agreement per message). */
-export function encryptCompactWithKey(arg: KeyArg & { plaintext: Uint8Array }): Promise<{ jwe: string }> {
-  return task(() => ({ jwe: encryptCompact(load(arg, 'encrypt'), buf(arg.plaintext)) }));
+/** Encrypts to a compact JWE (worth the pool for EC keys: an ephemeral key agreement per message), binding the context digest when given. */
+export function encryptCompactWithKey(arg: KeyArg & { plaintext: Uint8Array; context?: string }): Promise<{ jwe: string }> {
+  return task(() => ({ jwe: encryptCompact(load(arg, 'encrypt'), buf(arg.plaintext), { context: arg.context }) }));
 }
 
-/** Decrypts a compact JWE whose header must name this key's kid and version. */
-export function decryptCompactWithKey(arg: KeyArg & { jwe: string }): Promise<{ plaintext: Uint8Array }> {
+/** Decrypts a compact JWE whose header must name this key's kid and version and bind the same context digest. */
+export function decryptCompactWithKey(arg: KeyArg & { jwe: string; context?: string }): Promise<{ plaintext: Uint8Array }> {
   return task(() => {
     const key = load(arg, 'encrypt');
-    return { plaintext: decryptCompact(arg.jwe, () => key) };
+    return { plaintext: decryptCompact(arg.jwe, () => key, arg.context) };
   });
 }
 

@@ -10,7 +10,12 @@ import { paginate } from '../../http/pagination.ts';
 import { param, tenantParam } from '../../http/params.ts';
 import { actorOf, authorize } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
 import { type ExchangeRow, acceptExchange, closeExchange, exchangeView, exchangesQuery, findExchange, offerExchange, sweepExpired } from '../../services/exchanges.ts';
+
+const OFFER_MEMBERS: ReadonlySet<string> = new Set(['kid', 'toTenantId', 'mode', 'wrappingKid', 'expiresInSeconds']);
+const ACCEPT_MEMBERS: ReadonlySet<string> = new Set(['kid']);
+const CLOSE_MEMBERS: ReadonlySet<string> = new Set(['reason']);
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/cryptographic-exchanges. */
 export function createExchangesRouter(ctx: AppContext): Router {
@@ -26,6 +31,7 @@ export function createExchangesRouter(ctx: AppContext): Router {
       res.json(await paginate(q, 'id', req, (r) => exchangeView(r as unknown as ExchangeRow, tenantId)));
     }],
     post: [perm('create'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, OFFER_MEMBERS);
       res.status(201).json(await offerExchange(ctx, tenantParam(req), actorOf(req), req.body ?? {}));
     }],
   });
@@ -37,12 +43,14 @@ export function createExchangesRouter(ctx: AppContext): Router {
   });
   route(router, '/:id/accept', {
     post: [perm('accept'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, ACCEPT_MEMBERS);
       res.json(await acceptExchange(ctx, tenantParam(req), param(req, 'id'), actorOf(req), req.body ?? {}));
     }],
   });
   for (const action of ['reject', 'cancel'] as const) {
     route(router, `/:id/${action}`, {
       post: [perm(action), ...json, async (req, res) => {
+        onlyKnown(req.body ?? {}, CLOSE_MEMBERS);
         res.json(await closeExchange(ctx, tenantParam(req), param(req, 'id'), actorOf(req), action, req.body ?? {}));
       }],
     });

@@ -12,11 +12,18 @@ import { readSmallMultipart } from '../../http/multipart.ts';
 import { authorize } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { changeKey, createKey, keyView, readKey } from '../../services/keys/store.ts';
+import { applySettings, readSettingsPatch, settingsView } from '../../services/keys/settings.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+import { tenantPolicy } from './policies.ts';
 import { importKeystore } from '../../services/keys/import.ts';
+import { publicKeysOf } from '../../services/keys/public-view.ts';
 import { orchestrate, orchestration } from '../../services/keys/orchestrate.ts';
 import { KEY_STATES, type KeyAction } from '../../services/keys/lifecycle.ts';
 
 const STATES: readonly string[] = KEY_STATES;
+/** The members key creation reads (contract 3 and 8); anything else is a 400 naming it. */
+const CREATE_MEMBERS: ReadonlySet<string> = new Set(['type', 'usage', 'kid', 'description', 'rotationPeriodDays']);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/keys. */
 export function createKeysRouter(ctx: AppContext): Router {
@@ -31,10 +38,14 @@ export function createKeysRouter(ctx: AppContext): Router {
       // Archived keys are listed only when asked for (contract 3).
       if (state) q.where({ state });
       else q.whereNot({ state: 'archived' });
-      res.json(await paginate(q, 'kid', req, (r) => keyView(r)));
+      const { effective } = await tenantPolicy(ctx, tenantParam(req));
+      res.json(await paginate(q, 'kid', req, (r) => ({ ...keyView(r), ...settingsView(r, effective.rotationPeriodDays) })));
     }],
     post: [authorize(ctx, 'admin.keys.create'), ...json, async (req, res) => {
-      const key = await createKey(ctx, tenantParam(req), req.body ?? {});
+      const body: unknown = req.body ?? {};
+      if (!isObject(body)) throw new AppError('validation_failed', 'the body must be a JSON object', { details: { field: 'body' } });
+      onlyKnown(body, CREATE_MEMBERS);
+      const key = await createKey(ctx, tenantParam(req), body as { type: unknown });
       auditChange(ctx, req, 'key.create', key.kid, { type: key.type, usage: key.usage });
       res.status(201).json(key);
     }],
@@ -62,6 +73,21 @@ export function createKeysRouter(ctx: AppContext): Router {
   route(router, '/:kid', {
     get: [authorize(ctx, 'admin.keys.read'), async (req, res) => {
       res.json(await readKey(ctx, tenantParam(req), param(req, 'kid')));
+    }],
+    // Key settings (contract 8): description, rotationPeriodDays, minDecryptionVersion.
+    patch: [authorize(ctx, 'admin.keys.update'), ...json, async (req, res) => {
+      const patch = readSettingsPatch(req.body ?? {});
+      const tenantId = tenantParam(req);
+      const row = await applySettings(ctx, tenantId, param(req, 'kid'), patch, async (t) => (await tenantPolicy(ctx, t)).effective.rotationPeriodDays);
+      auditChange(ctx, req, 'key.update', row.kid as string, { ...patch });
+      res.json(await readKey(ctx, tenantId, row.kid as string));
+    }],
+  });
+
+  route(router, '/:kid/public', {
+    // Every retained version's public key as JWK and PEM (contract 8); never private material.
+    get: [authorize(ctx, 'admin.keys.export-public'), async (req, res) => {
+      res.json(await publicKeysOf(ctx, tenantParam(req), param(req, 'kid'), { runtime: false }));
     }],
   });
 

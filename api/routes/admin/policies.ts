@@ -8,6 +8,10 @@ import { auditChange, tenantParam } from '../../http/params.ts';
 import { authorize } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { jsonColumn } from '../../../shared/db/knex.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+import { MAX_ROTATION_PERIOD_DAYS, rescheduleTenant } from '../../services/keys/settings.ts';
+
+const OVERRIDE_MEMBERS: ReadonlySet<string> = new Set(['template', 'allowedKeyTypes', 'rotationPeriodDays']);
 
 /** The effective policy of a tenant (used by key creation too). */
 export async function tenantPolicy(ctx: AppContext, tenantId: string) {
@@ -19,6 +23,7 @@ export async function tenantPolicy(ctx: AppContext, tenantId: string) {
 
 function validateOverrides(body: unknown): PolicyOverrides {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be an object');
+  onlyKnown(body, OVERRIDE_MEMBERS);
   const { template, allowedKeyTypes, rotationPeriodDays } = body as Record<string, unknown>;
   const out: PolicyOverrides = {};
   if (template !== undefined) {
@@ -30,7 +35,7 @@ function validateOverrides(body: unknown): PolicyOverrides {
     out.allowedKeyTypes = allowedKeyTypes;
   }
   if (rotationPeriodDays !== undefined) {
-    if (!Number.isInteger(rotationPeriodDays) || (rotationPeriodDays as number) < 1 || (rotationPeriodDays as number) > 3650) throw new AppError('validation_failed', 'rotationPeriodDays must be an integer from 1 to 3650');
+    if (!Number.isInteger(rotationPeriodDays) || (rotationPeriodDays as number) < 1 || (rotationPeriodDays as number) > MAX_ROTATION_PERIOD_DAYS) throw new AppError('validation_failed', `rotationPeriodDays must be an integer from 1 to ${MAX_ROTATION_PERIOD_DAYS}`);
     out.rotationPeriodDays = rotationPeriodDays as number;
   }
   return out;
@@ -53,9 +58,14 @@ export function createPoliciesRouter(ctx: AppContext): Router {
   route(router, '/overrides', {
     put: [authorize(ctx, 'admin.policy.overrides.write'), ...jsonBody(ctx.config.jsonLimitBytes), async (req, res) => {
       const overrides = validateOverrides(req.body);
-      await ctx.db('tenants').where({ id: tenantParam(req) }).update({ policy_overrides: JSON.stringify(overrides) });
+      const policy = effectivePolicy(ctx.config, overrides);
+      await ctx.db.transaction(async (trx) => {
+        await trx('tenants').where({ id: tenantParam(req) }).update({ policy_overrides: JSON.stringify(overrides) });
+        // Keys that follow the policy's rotation period are due by the new one (contract 8).
+        await rescheduleTenant(trx, tenantParam(req), policy.rotationPeriodDays);
+      });
       auditChange(ctx, req, 'policy.overrides.update', tenantParam(req), { overrides });
-      res.json({ tenantId: tenantParam(req), overrides, policy: effectivePolicy(ctx.config, overrides) });
+      res.json({ tenantId: tenantParam(req), overrides, policy });
     }],
   });
   return router;

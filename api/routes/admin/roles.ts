@@ -10,6 +10,9 @@ import { actorOf, authorize } from '../../middleware/authenticate.ts';
 import { jsonColumn } from '../../../shared/db/knex.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { createRole, roleView } from '../../services/identities.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+
+const ROLE_MEMBERS: ReadonlySet<string> = new Set(['name', 'permissions']);
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/roles. */
 export function createRolesRouter(ctx: AppContext): Router {
@@ -25,6 +28,7 @@ export function createRolesRouter(ctx: AppContext): Router {
       res.json(await paginate(ctx.db('roles').where({ tenant_id: tenantParam(req) }), 'id', req, roleView));
     }],
     post: [authorize(ctx, 'admin.roles.create'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, ROLE_MEMBERS);
       const role = await createRole(ctx, tenantParam(req), req.body ?? {});
       auditChange(ctx, req, 'role.create', role.id, { permissions: role.permissions });
       res.status(201).json(role);
@@ -35,6 +39,7 @@ export function createRolesRouter(ctx: AppContext): Router {
       res.json(roleView(await find(tenantParam(req), param(req, 'id'))));
     }],
     patch: [authorize(ctx, 'admin.roles.update'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, ROLE_MEMBERS);
       const role = await find(tenantParam(req), param(req, 'id'));
       const { permissions, name } = req.body ?? {};
       const update: Record<string, unknown> = {};

@@ -8,6 +8,9 @@ import { authorize, actorOf } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { param } from '../../http/params.ts';
 import { createTenant, tenantView } from '../../services/identities.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+
+const TENANT_MEMBERS: ReadonlySet<string> = new Set(['name']);
 
 /** Mounted at /api/v3/admin/platform/tenants. */
 export function createPlatformTenantsRouter(ctx: AppContext): Router {
@@ -18,6 +21,7 @@ export function createPlatformTenantsRouter(ctx: AppContext): Router {
       res.json(await paginate(ctx.db('tenants').select('*'), 'id', req, tenantView));
     }],
     post: [authorize(ctx, 'admin.platform.tenants.create'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, TENANT_MEMBERS);
       const tenant = await createTenant(ctx, req.body ?? {});
       ctx.audit.record({ tenantId: req.auth.tenantId, actor: actorOf(req), action: 'platform.tenant.create', outcome: 'success', target: tenant.id });
       ctx.audit.record({ tenantId: tenant.id, actor: actorOf(req), action: 'tenant.created', outcome: 'success', target: tenant.id });

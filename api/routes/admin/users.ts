@@ -11,6 +11,10 @@ import { createUser } from '../../services/identities.ts';
 import { startPasswordReset } from '../../services/auth/password-reset.ts';
 import { revokeSubjectRefreshTokens } from '../../services/auth/refresh-tokens.ts';
 import { isUuid } from '../../../shared/ids.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+
+const NEW_USER_MEMBERS: ReadonlySet<string> = new Set(['email', 'password', 'roleId']);
+const USER_CHANGE_MEMBERS: ReadonlySet<string> = new Set(['roleId', 'disabled']);
 
 const userView = (r: Record<string, unknown>) => ({
   id: r.id, tenantId: r.tenant_id, email: r.email, roleId: r.role_id, disabled: Boolean(r.disabled),
@@ -35,6 +39,7 @@ export function createUsersRouter(ctx: AppContext): Router {
       res.json(await paginate(ctx.db('users').where({ tenant_id: tenantParam(req) }), 'id', req, userView));
     }],
     post: [write, ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, NEW_USER_MEMBERS);
       const user = await createUser(ctx, tenantParam(req), req.body ?? {});
       auditChange(ctx, req, 'user.create', user.id);
       res.status(201).json(user);
@@ -45,6 +50,7 @@ export function createUsersRouter(ctx: AppContext): Router {
       res.json(userView(await find(tenantParam(req), param(req, 'id'))));
     }],
     patch: [write, ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, USER_CHANGE_MEMBERS);
       const user = await find(tenantParam(req), param(req, 'id'));
       const { roleId, disabled } = req.body ?? {};
       const update: Record<string, unknown> = { updated_at: new Date() };

@@ -8,6 +8,10 @@ import { authorize } from '../../middleware/authenticate.ts';
 import { auditChange, param, tenantParam } from '../../http/params.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { registerWorkload, rotateWorkloadSecret, setWorkloadDisabled, workloadView } from '../../services/identities.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+
+const WORKLOAD_MEMBERS: ReadonlySet<string> = new Set(['name', 'roleId']);
+const SECRET_MEMBERS: ReadonlySet<string> = new Set(['graceSeconds']);
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/workloads. */
 export function createWorkloadsRouter(ctx: AppContext): Router {
@@ -21,6 +25,7 @@ export function createWorkloadsRouter(ctx: AppContext): Router {
       res.json(await paginate(ctx.db('workloads').where({ tenant_id: tenantOf(req) }), 'id', req, workloadView));
     }],
     post: [authorize(ctx, 'admin.workloads.create'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, WORKLOAD_MEMBERS);
       const w = await registerWorkload(ctx, tenantOf(req), req.body ?? {});
       audit(req, 'workload.register', w.id);
       res.status(201).json(w);
@@ -53,6 +58,7 @@ export function createWorkloadsRouter(ctx: AppContext): Router {
   }
   route(router, '/:id/secret', {
     post: [authorize(ctx, 'admin.workloads.rotate-secret'), ...json, async (req, res) => {
+      onlyKnown(req.body ?? {}, SECRET_MEMBERS);
       const grace = (req.body ?? {}).graceSeconds;
       if (grace !== undefined && (!Number.isInteger(grace) || grace < 0 || grace > 30 * 86400)) throw new AppError('validation_failed', 'graceSeconds must be an integer from 0 to 2592000');
       const r = await rotateWorkloadSecret(ctx, tenantOf(req), param(req, 'id'), grace);

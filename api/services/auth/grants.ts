@@ -36,12 +36,63 @@ export async function refreshRateKey(ctx: AppContext, token: string | undefined,
   return family ? rateKey('refresh', family) : rateKey('address', address);
 }
 
+/** How a client authenticated at the token endpoint (RFC 6749 2.3.1; RFC 8414 token_endpoint_auth_methods_supported). */
+export interface ClientAuth { clientId: string; clientSecret: string; method: 'client_secret_basic' | 'client_secret_post' }
+
+/** The 401 of a failed HTTP Basic client authentication: RFC 6749 5.2 requires 401 with a challenge for the scheme used. */
+const basicFailure = (description: string) => new OAuthError('invalid_client', description, 401, { 'WWW-Authenticate': 'Basic realm="keyward", charset="UTF-8"' });
+
+/** application/x-www-form-urlencoded decoding of one credential part (RFC 6749 2.3.1, appendix B). */
+function formDecode(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    throw basicFailure('the Basic credentials are not form-urlencoded');
+  }
+}
+
+/**
+ * Client credentials from an `Authorization: Basic` header (client_secret_basic, RFC 6749
+ * 2.3.1): base64 of `urlencode(client_id):urlencode(client_secret)`. Null when the header is
+ * absent or of another scheme; a Basic header that does not decode is a failed authentication.
+ */
+export function basicClientAuth(header: string | undefined): ClientAuth | null {
+  // The scheme name is case-insensitive (RFC 9110 11.1); the credentials are token68 (base64).
+  if (!header || !/^basic( |$)/i.test(header)) return null;
+  const match = /^basic +([A-Za-z0-9+/=._~-]*) *$/i.exec(header);
+  if (!match) throw basicFailure('the Basic credentials are malformed');
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) throw basicFailure('the Basic credentials must be client_id:client_secret');
+  return { clientId: formDecode(decoded.slice(0, colon)), clientSecret: formDecode(decoded.slice(colon + 1)), method: 'client_secret_basic' };
+}
+
+/**
+ * The client authentication of a token request: the Basic header or the form fields, never both
+ * (RFC 6749 2.3: one method per request). A client_id in the form beside Basic is accepted only
+ * when it names the same client.
+ */
+export function clientAuthOf(header: string | undefined, form: Record<string, string>): ClientAuth | null {
+  const basic = basicClientAuth(header);
+  if (!basic) {
+    return form.client_id !== undefined || form.client_secret !== undefined ? { clientId: form.client_id ?? '', clientSecret: form.client_secret ?? '', method: 'client_secret_post' } : null;
+  }
+  if (form.client_secret !== undefined || (form.client_id !== undefined && canonicalId(form.client_id) !== canonicalId(basic.clientId))) {
+    throw new OAuthError('invalid_request', 'the client authenticated both in the Authorization header and in the body; use one method (RFC 6749 2.3)');
+  }
+  return basic;
+}
+
 function required(form: Record<string, string>, ...fields: string[]): void {
   for (const f of fields) if (typeof form[f] !== 'string' || form[f] === '') throw new OAuthError('invalid_request', `${f} is required`);
 }
 
-/** Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a wrong secret. */
-export async function authenticateWorkload(ctx: AppContext, anyCaseClientId: string, clientSecret: string): Promise<WorkloadCredentials> {
+/**
+ * Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a
+ * wrong secret in the body (spec 7.1); over HTTP Basic a wrong secret is 401 invalid_client with
+ * a Basic challenge, as RFC 6749 5.2 requires for the Authorization header.
+ */
+export async function authenticateWorkload(ctx: AppContext, anyCaseClientId: string, clientSecret: string, method: ClientAuth['method'] = 'client_secret_post'): Promise<WorkloadCredentials> {
   const clientId = canonicalId(anyCaseClientId);
   const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
   if (!creds || creds.disabled || !creds.tenantActive) {
@@ -49,16 +100,18 @@ export async function authenticateWorkload(ctx: AppContext, anyCaseClientId: str
     throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'WWW-Authenticate': 'Basic realm="keyward"' });
   }
   if (!ctx.auth.secrets.matches(creds, clientSecret)) {
-    ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${clientId}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: 'wrong-secret' } });
+    ctx.audit.record({ tenantId: creds.tenantId, actor: `client:${clientId}`, action: 'auth.token.client_credentials', outcome: 'failure', details: { reason: 'wrong-secret', method } });
+    if (method === 'client_secret_basic') throw basicFailure('client authentication failed');
     throw new OAuthError('invalid_grant', 'the client credentials are not valid');
   }
   return creds;
 }
 
-/** client_credentials: an APPLICATION token for service-core, 36000 s, no refresh token. */
-export async function clientCredentialsGrant(ctx: AppContext, form: Record<string, string>): Promise<TokenResponse> {
-  required(form, 'client_id', 'client_secret');
-  const creds = await authenticateWorkload(ctx, form.client_id, form.client_secret);
+/** client_credentials: an APPLICATION token for service-core, 36000 s, no refresh token; the client authenticates by form fields or HTTP Basic. */
+export async function clientCredentialsGrant(ctx: AppContext, form: Record<string, string>, client: ClientAuth | null = clientAuthOf(undefined, form)): Promise<TokenResponse> {
+  if (client?.method !== 'client_secret_basic') required(form, 'client_id', 'client_secret');
+  else if (client.clientId === '') throw basicFailure('the Basic credentials name no client');
+  const creds = await authenticateWorkload(ctx, client!.clientId, client!.clientSecret, client!.method);
   const ttl = ctx.config.accessTokenTtl;
   const { token } = await ctx.auth.tokens.issue({ sub: creds.workloadId, aud: AUDIENCE_CORE, tenantId: creds.tenantId, permissions: creds.permissions, client_id: creds.clientId, kind: 'workload' }, ttl);
   // Successful machine logins come at thousands per second: tallied (one chained event per
@@ -173,14 +226,21 @@ export async function tokenExchangeGrant(ctx: AppContext, form: Record<string, s
 
 /** A grant of the token endpoint: who it spends the budgets of, and the grant itself. */
 export interface Grant {
+  /** True when the grant authenticates a client (and so reads HTTP Basic credentials). */
+  authenticatesClient?: boolean;
   /** The canonical identity being authenticated (client, user at an address, token family, token subject). */
-  rateKey(ctx: AppContext, form: Record<string, string>, address: string): Promise<string>;
-  run(ctx: AppContext, form: Record<string, string>, address: string): Promise<TokenResponse>;
+  rateKey(ctx: AppContext, form: Record<string, string>, address: string, client?: ClientAuth | null): Promise<string>;
+  run(ctx: AppContext, form: Record<string, string>, address: string, client?: ClientAuth | null): Promise<TokenResponse>;
 }
 
 /** The grants by grant_type: a Map, so no request value can reach Object.prototype ("constructor", "toString"). */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map<string, Grant>([
-  ['client_credentials', { rateKey: async (_ctx, form) => clientRateKey(form.client_id), run: (ctx, form) => clientCredentialsGrant(ctx, form) }],
+  ['client_credentials', {
+    authenticatesClient: true,
+    // The budget of the client named, whichever way it authenticates.
+    rateKey: async (_ctx, form, _address, client) => clientRateKey(client?.clientId ?? form.client_id),
+    run: (ctx, form, _address, client) => clientCredentialsGrant(ctx, form, client ?? undefined),
+  }],
   ['password', {
     // Per address too: a guesser elsewhere must not spend the owner's budget (see passwords.ts).
     rateKey: async (_ctx, form, address) => rateKey('user', canonicalId(form.tenant_id ?? ''), (form.username ?? '').toLowerCase(), address),

@@ -6,16 +6,18 @@
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
-import { decryptParsed, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
+import { contextDigest, decryptParsed, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
 import { signMessage, signMessageAsync, verifyMessage, type SignInput } from '../../../shared/crypto/sign.ts';
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../keys/cache.ts';
-import { unusable } from '../keys/lifecycle.ts';
+import { retainedVersion, unusable } from '../keys/lifecycle.ts';
 import { KID } from '../keys/store.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
 
-const b64 = (s: unknown, field: string): Buffer => {
+/** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
+export const b64 = (s: unknown, field: string): Buffer => {
   if (typeof s !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(s)) throw new AppError('validation_failed', `${field} must be a base64 string`);
   return Buffer.from(s, 'base64');
 };
@@ -39,35 +41,82 @@ function poolArg(key: CachedKey, version: number, usage: KeyUsage) {
   return { material: key.material.get(version)!, kid: key.kid, version, usage };
 }
 
+/** The JSON members each operation knows; any other is a 400 naming it (contract 8). */
+const members = (...names: string[]): ReadonlySet<string> => new Set(names);
+export const ENCRYPT_MEMBERS = members('kid', 'data', 'context');
+export const DECRYPT_MEMBERS = members('ciphertext', 'context');
+export const SIGN_MEMBERS = members('kid', 'data', 'digest', 'algorithm');
+export const VERIFY_MEMBERS = members('kid', 'data', 'digest', 'signature', 'algorithm', 'version');
+export const ENCAPSULATE_MEMBERS = members('kid');
+export const DECAPSULATE_MEMBERS = members('kid', 'ciphertext', 'version');
+
+const MAX_CONTEXT_MEMBERS = 64;
+const MAX_CONTEXT_BYTES = 8192;
+
+/**
+ * An encryption context (AWS KMS EncryptionContext): an object of at most 64 string members,
+ * 8 KiB of keys and values in all. Checked here, not only by the body size cap, so the bound holds
+ * whatever JSON_LIMIT_BYTES is. Returns its digest for the JWE header (undefined: none).
+ */
+export function encryptionContext(value: unknown, field = 'context'): string | undefined {
+  if (value === undefined) return undefined;
+  const bad = (why: string) => new AppError('validation_failed', `${field} ${why}`, { details: { field } });
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('must be an object of string members');
+  const names = Object.keys(value);
+  if (names.length > MAX_CONTEXT_MEMBERS) throw bad(`has ${names.length} members; at most ${MAX_CONTEXT_MEMBERS}`);
+  let bytes = 0;
+  for (const name of names) {
+    const v = (value as Record<string, unknown>)[name];
+    if (typeof v !== 'string') throw bad(`member ${name.slice(0, 40)} must be a string`);
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(v);
+    if (bytes > MAX_CONTEXT_BYTES) throw bad(`is larger than ${MAX_CONTEXT_BYTES} bytes`);
+  }
+  return contextDigest(value as Record<string, string>);
+}
+
 async function place<T>(op: RuntimeOp, key: CachedKey, digest: boolean, local: () => T, remote: () => Promise<T>): Promise<T> {
   return runsInPool(op, key.type, digest) ? remote() : local();
 }
 
-/** `{kid, data}` → `{kid, version, ciphertext}` (compact JWE naming kid and version). */
-export async function encrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+/** Encrypts to the key's current version, binding the context digest: `{kid, version, ciphertext}`. */
+export async function seal(ctx: AppContext, key: CachedKey, data: Buffer, context: string | undefined) {
   assertUsage(key, 'encrypt');
-  const data = b64(body.data, 'data');
   const v = key.currentVersion;
   const ciphertext = await place('encrypt', key, false,
-    () => encryptCompact(versionOf(key, v), data),
-    async () => (await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', { ...poolArg(key, v, 'encrypt'), plaintext: data })).jwe);
+    () => encryptCompact(versionOf(key, v), data, { context }),
+    async () => (await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', { ...poolArg(key, v, 'encrypt'), plaintext: data, context })).jwe);
   return { kid: key.kid, version: v, ciphertext };
 }
 
-/** `{ciphertext}` → `{kid, version, data}`; any version retained by the key decrypts. */
-export async function decrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  if (typeof body.ciphertext !== 'string' || body.ciphertext.length > 200_000) throw new AppError('validation_failed', 'ciphertext must be a compact JWE string');
-  const parsed = parseCompact(body.ciphertext);
+/**
+ * Opens a compact JWE of the tenant with the version its header names, if still retained
+ * (key-version-retired below minDecryptionVersion) and only under the same context digest.
+ */
+export async function unseal(ctx: AppContext, tenantId: string, ciphertext: unknown, context: string | undefined): Promise<{ key: CachedKey; version: number; plaintext: Buffer }> {
+  if (typeof ciphertext !== 'string' || ciphertext.length > 200_000) throw new AppError('validation_failed', 'ciphertext must be a compact JWE string', { details: { field: 'ciphertext' } });
+  const parsed = parseCompact(ciphertext);
   const key = await usableKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
+  const loaded = retainedVersion(key, parsed.version);
   const plaintext = await place('decrypt', key, false,
-    () => decryptParsed(parsed, versionOf(key, parsed.version)),
-    async () => {
-      if (!key.material.has(parsed.version)) throw new AppError('decryption_failed', 'decryption failed');
-      return u8((await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', { ...poolArg(key, parsed.version, 'encrypt'), jwe: body.ciphertext })).plaintext);
-    });
-  return { kid: key.kid, version: parsed.version, data: plaintext.toString('base64') };
+    () => decryptParsed(parsed, loaded, context),
+    async () => u8((await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', { ...poolArg(key, parsed.version, 'encrypt'), jwe: ciphertext, context })).plaintext));
+  return { key, version: parsed.version, plaintext };
+}
+
+/** `{kid, data, context?}` → `{kid, version, ciphertext}` (compact JWE naming `<kid>#<version>`). */
+export async function encrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, ENCRYPT_MEMBERS);
+  const context = encryptionContext(body.context);
+  const data = b64(body.data, 'data');
+  return seal(ctx, await usableKey(ctx, tenantId, body.kid), data, context);
+}
+
+/** `{ciphertext, context?}` → `{kid, version, data}`; any retained version decrypts, with the context it was sealed under. */
+export async function decrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, DECRYPT_MEMBERS);
+  const { key, version, plaintext } = await unseal(ctx, tenantId, body.ciphertext, encryptionContext(body.context));
+  return { kid: key.kid, version, data: plaintext.toString('base64') };
 }
 
 function signInput(body: Record<string, unknown>): SignInput {
@@ -77,6 +126,7 @@ function signInput(body: Record<string, unknown>): SignInput {
 
 /** `{kid, data | digest, algorithm?}` → `{kid, version, algorithm, signature}` (AWS KMS Sign semantics). */
 export async function sign(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, SIGN_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
@@ -98,16 +148,21 @@ export async function sign(ctx: AppContext, tenantId: string, body: Record<strin
   return { kid: key.kid, version: v, algorithm: result.algorithm, signature: result.signature.toString('base64') };
 }
 
-/** `{kid, data | digest, signature, algorithm?, version?}` → `{kid, version, algorithm?, valid}`; tries retained versions newest first. */
+/**
+ * `{kid, data | digest, signature, algorithm?, version?}` → `{kid, version, valid}`; tries the
+ * retained versions newest first. A version named below minDecryptionVersion is key-version-retired.
+ */
 export async function verify(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, VERIFY_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
   const signature = b64(body.signature, 'signature');
   const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
-  const versions = body.version !== undefined ? [Number(body.version)] : [...key.versions.keys()].sort((a, b) => b - a);
+  const versions = body.version !== undefined ? [Number(body.version)] : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
+    retainedVersion(key, v);
     const valid = await place('verify', key, input.digest !== undefined,
       () => verifyMessage(versionOf(key, v), input, signature, algorithm),
       async () => (await ctx.pool.run<{ valid: boolean }>('verifyWithKey', { ...poolArg(key, v, 'sign'), input, signature, algorithm })).valid);
@@ -118,6 +173,7 @@ export async function verify(ctx: AppContext, tenantId: string, body: Record<str
 
 /** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
 export async function encapsulateKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, ENCAPSULATE_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
@@ -132,6 +188,7 @@ export async function encapsulateKey(ctx: AppContext, tenantId: string, body: Re
 
 /** `{kid, ciphertext, version?}` → `{sharedSecret}`. */
 export async function decapsulateKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, DECAPSULATE_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = body.version !== undefined ? Number(body.version) : key.currentVersion;

@@ -8,7 +8,7 @@ import type { KeyPurpose, KeyResolver, ResolvedKey, CmsKeyRef } from '../../../s
 import { AppError } from '../../../shared/errors/index.ts';
 import { assertUsage } from '../../../shared/crypto/registry.ts';
 import { issuerSerialKey } from './store.ts';
-import { unusable } from './lifecycle.ts';
+import { retainedVersion, unusable } from './lifecycle.ts';
 import { jsonColumn } from '../../../shared/db/knex.ts';
 
 /** A resolver over one tenant's keys. */
@@ -25,6 +25,8 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
     // The one usage check of every key use (runtime.ts does the same): an encrypt key never signs.
     if (purpose) assertUsage(key, purpose);
     const v = version ?? key.currentVersion;
+    // A version below the key's minDecryptionVersion no longer decrypts or verifies (contract 8).
+    if (key.versions.has(v)) retainedVersion(key, v);
     const loaded = key.versions.get(v);
     if (!loaded) return null;
     const row = await ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where({ 'k.tenant_id': tenantId, 'k.kid': kid, 'v.version': v }).first('v.certificate_chain');
@@ -55,5 +57,5 @@ export function tenantKeyResolver(ctx: Pick<AppContext, 'db' | 'keys'>, tenantId
     return (await ctx.db('keys').where({ tenant_id: tenantId, state: 'active' }).distinct('type')).map((r) => r.type as string);
   }
 
-  return { byCmsRef: byRef, byKid: (kid, purpose) => resolve(kid, purpose), keyTypes };
+  return { byCmsRef: byRef, byKid: (kid, purpose, version) => resolve(kid, purpose, version), keyTypes };
 }

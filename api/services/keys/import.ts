@@ -23,6 +23,9 @@ export function importUsages(e: Pick<ParsedKeystoreEntry, 'type' | 'usages'>, re
   const type = e.type as KeyType;
   if (requested !== undefined) {
     const usage = resolveUsage(type, requested);
+    // HMAC keys are generated, never imported (contract 8): a keystore holds key pairs. The types a
+    // keystore yields refuse `mac` in resolveUsage already; this also narrows the type.
+    if (usage === 'mac') throw problem('key_usage_mismatch', 'mac keys are generated (an hmac-* key type), not imported', { allowed: ['encrypt', 'sign'] });
     if (e.usages && !e.usages.includes(usage)) {
       throw problem('key_usage_mismatch', `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`, { allowed: e.usages });
     }

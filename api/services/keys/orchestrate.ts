@@ -16,6 +16,7 @@ import { tenantParam, auditChange } from '../../http/params.ts';
 import { isKeyType } from '../../../shared/crypto/registry.ts';
 import { KID, changeKey } from './store.ts';
 import { KEY_STATES, type KeyAction } from './lifecycle.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
 
 const INLINE_LIMIT = 50;
 const MAX_KEYS = 10_000;
@@ -38,7 +39,8 @@ const SELECTOR_FILTERS = new Map<string, (v: unknown) => boolean>([
   ['state', (v) => typeof v === 'string' && (KEY_STATES as readonly string[]).includes(v)],
   ['kidPrefix', (v) => typeof v === 'string' && KID.test(v)],
 ]);
-const BODY_MEMBERS = new Set(['operation', 'kids', 'selector', 'dryRun', 'expectedCount']);
+const BODY_MEMBERS: ReadonlySet<string> = new Set(['operation', 'kids', 'selector', 'dryRun', 'expectedCount']);
+const SELECTOR_MEMBERS: ReadonlySet<string> = new Set([...SELECTOR_FILTERS.keys(), 'all']);
 
 const invalid = (msg: string) => new AppError('validation_failed', msg);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -59,8 +61,7 @@ async function selectKids(ctx: AppContext, tenantId: string, body: Record<string
   const sel = body.selector;
   if (!isObject(sel)) throw invalid('selector must be an object {type?, usage?, state?, kidPrefix?} or {all: true}');
   const members = Object.keys(sel);
-  const unknown = members.filter((m) => m !== 'all' && !SELECTOR_FILTERS.has(m));
-  if (unknown.length > 0) throw invalid(`unknown selector member ${unknown.map((m) => m.slice(0, 40)).join(', ')}; the members are type, usage, state, kidPrefix, all`);
+  onlyKnown(sel, SELECTOR_MEMBERS, 'selector member');
   if (Object.hasOwn(sel, 'all')) {
     if (sel.all !== true || members.length !== 1) throw invalid('all must be true and stand alone: it selects every key of the tenant');
   } else {
@@ -75,8 +76,7 @@ async function selectKids(ctx: AppContext, tenantId: string, body: Record<string
 
 /** Checks the members of the request body around the selection. */
 function checkBody(body: Record<string, unknown>): { action: KeyAction; dryRun: boolean; expectedCount?: number } {
-  const unknown = Object.keys(body).filter((m) => !BODY_MEMBERS.has(m));
-  if (unknown.length > 0) throw invalid(`unknown member ${unknown.map((m) => m.slice(0, 40)).join(', ')}; the members are ${[...BODY_MEMBERS].join(', ')}`);
+  onlyKnown(body, BODY_MEMBERS);
   const action = body.operation as KeyAction;
   if (!OPERATIONS.includes(action)) throw invalid(`operation must be one of ${OPERATIONS.join(', ')}`);
   if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw invalid('dryRun must be a boolean');

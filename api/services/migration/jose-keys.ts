@@ -12,15 +12,20 @@ import { concatKdf } from '../../../shared/pkcs7/jwe.ts';
 import { EDDSA_CAP } from '../../../shared/pkcs7/jws.ts';
 import type { KeyPurpose, KeyResolver, ResolvedKey } from '../../../shared/pkcs7/types.ts';
 import { AppError } from '../../../shared/errors/index.ts';
+import { splitVersionedKid } from '../../../shared/crypto/jwe.ts';
 import { decryptionFailed, streamProblem } from './problems.ts';
 
 const CURVE: Record<string, JoseCurve> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
 const KW_BYTES: Record<string, number> = { A128KW: 16, A192KW: 24, A256KW: 32 };
 
-/** A tenant key by kid for one purpose, or the catalogue's key-not-found (spec 7.3) or key-usage-mismatch. */
-export async function keyByKid(resolver: KeyResolver, kid: string, purpose: KeyPurpose): Promise<ResolvedKey> {
-  const key = await resolver.byKid(kid, purpose);
-  if (!key) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
+/**
+ * A tenant key by the kid a header or request names (`<kid>#<version>` or bare, splitVersionedKid) for one purpose, or the
+ * catalogue's key-not-found (spec 7.3), key-usage-mismatch or key-version-retired.
+ */
+export async function keyByKid(resolver: KeyResolver, name: string, purpose: KeyPurpose): Promise<ResolvedKey> {
+  const { kid, version } = splitVersionedKid(name);
+  const key = await resolver.byKid(kid, purpose, version);
+  if (!key) throw new AppError('key_not_found', `no key ${name.slice(0, 128)} in this tenant`);
   return key;
 }
 

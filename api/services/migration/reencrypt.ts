@@ -204,5 +204,5 @@ export async function reencryptStream(reader: MixedReader, opts: ReencryptOption
       if (!done) await reader.close().catch(() => {});
     }
   }
-  return { contentType: mp.contentType, sourceKid: head.header.kid as string, body: body() };
+  return { contentType: mp.contentType, sourceKid: source.kid, body: body() };
 }

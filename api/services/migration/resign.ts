@@ -78,11 +78,11 @@ export async function startResign(jwsText: string, opts: ResignOptions): Promise
   if (!pub) throw streamProblem('signature_invalid', `key ${old.kid} cannot verify a signature`);
   // The same family of padding and hash size as before, on the target key's type.
   const alg = algForKey(target, hashOfAlg(old.alg), old.alg.startsWith('PS'));
-  const signer = new DetachedJwsSigner([alg], { b64: old.b64, kid: target.kid });
+  const signer = new DetachedJwsSigner([alg], { b64: old.b64, key: target });
   const input = new SigningInputEncoder(old.b64);
   verifier.update(Buffer.from(`${old.protectedB64}.`, 'ascii'));
   return {
-    sourceKid: old.kid,
+    sourceKid: source.kid,
     update(chunk) {
       verifier.update(input.update(chunk));
       signer.update(chunk);

@@ -8,13 +8,14 @@ import * as exchanges from './002_exchanges.ts';
 import * as keyOperations from './003_key_operations.ts';
 import * as changeLog from './004_change_log.ts';
 import * as auditHead from './005_audit_head.ts';
+import * as keySettings from './006_key_settings.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations], ['004_change_log', changeLog], ['005_audit_head', auditHead]];
+const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations], ['004_change_log', changeLog], ['005_audit_head', auditHead], ['006_key_settings', keySettings]];
 
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

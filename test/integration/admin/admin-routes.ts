@@ -59,6 +59,8 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${T}/keys/orchestrate`, body: { operation: 'revoke', selector: { all: true } } },
   { method: 'GET', path: `${T}/keys/orchestrate/{operationId}` },
   { method: 'GET', path: `${T}/keys/{kid}` },
+  { method: 'PATCH', path: `${T}/keys/{kid}`, body: { description: 'planted' } },
+  { method: 'GET', path: `${T}/keys/{kid}/public` },
   { method: 'POST', path: `${T}/keys/{kid}/rotate` },
   { method: 'POST', path: `${T}/keys/{kid}/suspend` },
   { method: 'POST', path: `${T}/keys/{kid}/resume` },

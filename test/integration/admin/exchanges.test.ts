@@ -74,7 +74,7 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     expect(ex.publicKeySha256).toBeNull();
     const row = await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first();
     const header = JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString());
-    expect(header).toMatchObject({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: 'wrap-rsa', ver: 1 });
+    expect(header).toMatchObject({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: 'wrap-rsa#1', ver: 1 });
     const aesKey = (await app.ctx.keys.get(a.t.tenantId, 'secret')).versions.get(1)!.secretKey!.export();
     expect(row.payload).not.toContain(aesKey.toString('base64url'));
     expect(Buffer.from(row.payload).includes(aesKey)).toBe(false);
@@ -89,7 +89,7 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
   it('when A offers a signing key wrapped for B\'s EC key (ECDH-ES+A256KW), then B\'s copy signs and A\'s key verifies it', async () => {
     const ex = (await offer({ kid: 'sig384', mode: 'wrapped', wrappingKid: 'wrap-ec' })).body as unknown as Exchange;
     const row = await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first();
-    expect(JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString())).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: 'wrap-ec' });
+    expect(JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString())).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: 'wrap-ec#1' });
     expect((await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'sig384-copy' })).status).toBe(200);
     const copy = (await app.ctx.keys.get(b.t.tenantId, 'sig384-copy')).versions.get(1)!;
     const original = (await app.ctx.keys.get(a.t.tenantId, 'sig384')).versions.get(1)!;

@@ -1,7 +1,7 @@
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
-import { KEY_TYPES } from '../../../shared/crypto/registry.ts';
+import { KEY_TYPES, KEY_TYPE_SPECS, type KeyType } from '../../../shared/crypto/registry.ts';
 
 const KEY_PERMS = ['admin.keys.read', 'admin.keys.create', 'admin.keys.rotate', 'admin.keys.suspend', 'admin.keys.revoke', 'admin.keys.archive', 'admin.keys.orchestrate', 'admin.keys.import'];
 
@@ -68,7 +68,8 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     for (const type of types) {
       const read = await api(app, 'GET', `${base}/all-${type}`, token);
       expect(read.body).toMatchObject({ type, state: 'active', currentVersion: 1, source: 'generated' });
-      expect(Boolean(read.body.publicKey)).toBe(!type.startsWith('aes-'));
+      // Symmetric keys (AES, HMAC) have no public key to show.
+      expect(Boolean(read.body.publicKey)).toBe(!KEY_TYPE_SPECS[type as KeyType].symmetric);
       const loaded = (await app.ctx.keys.get(t.tenantId, `all-${type}`)).versions.get(1)!;
       expect(loaded.type).toBe(type);
     }

@@ -59,9 +59,11 @@ describe('the OpenAPI document covers the admin and auth routes', () => {
   });
 
   it('when the auth operations are read, then they need no bearer token (introspection excepted) and describe OAuth errors', () => {
-    for (const path of ['/api/v3/auth/token', '/api/v3/auth/token/revoke', '/api/v3/auth/password/forgot', '/api/v3/auth/password/reset', '/api/authenticate/app']) {
+    for (const path of ['/api/v3/auth/token/revoke', '/api/v3/auth/password/forgot', '/api/v3/auth/password/reset', '/api/authenticate/app']) {
       expect([path, doc.paths[path].post.security]).toEqual([path, []]);
     }
+    // The token endpoint: no bearer token; a workload may authenticate by HTTP Basic (client_secret_basic).
+    expect(doc.paths['/api/v3/auth/token'].post.security).toEqual([{}, { clientSecretBasic: [] }]);
     expect(doc.paths['/api/v3/auth/token/introspect'].post.security).toBeUndefined();
     expect(JSON.stringify(doc.paths['/api/v3/auth/token'].post.responses)).toContain('#/components/schemas/OAuthError');
     expect(Object.keys(doc.paths['/api/v3/auth/token'].post.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '429']));

@@ -29,12 +29,12 @@ describe(`core API (${TEST_ENGINE})`, () => {
 
   const publicJwk = async (kid: string) => (await api(app, 'GET', keys(`/${kid}`), admin)).body.publicKey as Record<string, unknown>;
 
-  it.each(['aes', 'aes128', 'rsa', 'ec-enc'])('when %s encrypts, then decrypt returns the data and the JWE names kid and version', async (kid) => {
+  it.each(['aes', 'aes128', 'rsa', 'ec-enc'])('when %s encrypts, then decrypt returns the data and the JWE names the version as <kid>#<version>', async (kid) => {
     const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid, data });
     expect(enc.status).toBe(200);
     expect(enc.body).toMatchObject({ kid, version: 1, ciphertext: expect.stringMatching(/^[\w-]+\.[\w-]*\.[\w-]+\.[\w-]+\.[\w-]+$/) });
     const header = JSON.parse(Buffer.from((enc.body.ciphertext as string).split('.')[0], 'base64url').toString());
-    expect(header).toMatchObject({ kid, ver: 1 });
+    expect(header).toMatchObject({ kid: `${kid}#1`, ver: 1 });
     const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: enc.body.ciphertext });
     expect(dec.body).toEqual({ kid, version: 1, data });
   });

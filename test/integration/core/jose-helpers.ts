@@ -1,3 +1,3 @@
 /** jose as the independent checker, plus node's createSecretKey for raw AES keys. */
-export { compactDecrypt, flattenedVerify, importJWK } from 'jose';
+export { CompactEncrypt, compactDecrypt, decodeProtectedHeader, flattenedVerify, importJWK } from 'jose';
 export { createSecretKey } from 'node:crypto';

@@ -50,7 +50,7 @@ export const pathParams = (path: string) => [...path.matchAll(/[:*](\w+)/g)].map
 const json = (name: string): Field => ({ name, in: 'json' });
 
 /** The body members the runtime operations read (api/services/crypto/runtime.ts, runRuntime). */
-const RUNTIME_FIELDS = ['kid', 'data', 'digest', 'ciphertext', 'signature', 'algorithm', 'version', 'items'];
+const RUNTIME_FIELDS = ['kid', 'data', 'digest', 'ciphertext', 'signature', 'algorithm', 'version', 'context', 'items'];
 
 /**
  * Fields of routes the OpenAPI document does not describe (runtime crypto, PQC and legacy routes).
@@ -63,7 +63,8 @@ export const ROUTE_FIELDS: Record<string, Field[]> = {
   'POST /api/key-management/keys/import': ['pem', 'key', 'type', 'kid', 'usage', 'password'].map(json),
   'GET /api/v3/pqc/keys': [{ name: 'cursor', in: 'query' }, { name: 'limit', in: 'query' }],
   'GET /api/v3/crypto/keys': [{ name: 'cursor', in: 'query' }, { name: 'limit', in: 'query' }],
-  ...Object.fromEntries(CRYPTO_OPERATIONS.flatMap(([name]) => [`POST /api/v3/crypto/${name}`, `POST /api/crypto/${name}`]).map((key) => [key, RUNTIME_FIELDS.map(json)])),
+  // /api/v3/crypto/* is in the OpenAPI document (api/openapi/crypto.ts); the legacy paths serve the first four operations only.
+  ...Object.fromEntries(['encrypt', 'decrypt', 'sign', 'verify'].map((name) => [`POST /api/crypto/${name}`, RUNTIME_FIELDS.map(json)])),
   ...Object.fromEntries(['encapsulate', 'decapsulate', 'sign', 'verify'].map((name) => [`POST /api/v3/pqc/${name}`, RUNTIME_FIELDS.map(json)])),
 };
 

@@ -50,7 +50,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
       expect(r.headers.get('content-type')).toBe('application/octet-stream');
       const jws = r.json<Jws>();
       expect(protectedOf(jws)).toEqual({ alg: c.alg, b64: false, crit: ['b64'] });
-      expect(jws.header).toEqual({ kid: keys[c.key].kid });
+      expect(jws.header).toEqual({ kid: `${keys[c.key].kid}#1` });
       await verifyDetached(jws, data, publicOf(keys[c.key]));
     });
   }
@@ -60,7 +60,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
       const r = await convert(app, actor.user, sign(key, []), {}, data);
       expect(r.status).toBe(200);
       const jws = r.json<Jws>();
-      expect(protectedOf(jws)).toMatchObject({ kid: key.kid, b64: false });
+      expect(protectedOf(jws)).toMatchObject({ kid: `${key.kid}#1`, b64: false });
       await verifyDetached(jws, data, publicOf(key));
     }
   });
@@ -69,7 +69,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
     const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), { b64: true, signerKid: keys.p256.kid });
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'ES256', kid: keys.p256.kid });
+    expect(protectedOf(jws)).toEqual({ alg: 'ES256', kid: `${keys.p256.kid}#1` });
     await verifyDetached(jws, data, publicOf(keys.p256));
   });
 
@@ -97,7 +97,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
       expect(jwe.closed).toBe(true);
       expect(jwe.parts.map((p) => p.contentType)).toEqual(['application/jose+json', 'application/octet-stream']);
       expect(jwe.enc).toBe('A256GCM');
-      expect(jwe.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: keys.rsa.kid });
+      expect(jwe.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: `${keys.rsa.kid}#1` });
       expect(jwe.plaintext.equals(data)).toBe(true);
     }
   });
@@ -117,7 +117,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
     const r = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-128-cbc']), { targetKid: keys.target.kid });
     const jwe = await openJwe(r, keys.target.privateKey);
     expect(jwe.enc).toBe('A128GCM');
-    expect(jwe.header.recipients[0].header.kid).toBe(keys.target.kid);
+    expect(jwe.header.recipients[0].header.kid).toBe(`${keys.target.kid}#1`);
     expect(jwe.plaintext.equals(data)).toBe(true);
   });
 

@@ -53,7 +53,7 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     expect(r.headers.get('content-type')).toMatch(/^multipart\/mixed; boundary="----service-/);
     const after = await openJwe(r, keys.target.privateKey);
     expect(after.closed).toBe(true);
-    expect(after.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: keys.target.kid });
+    expect(after.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: `${keys.target.kid}#1` });
     expect(after.parts[1].body.equals(before.parts[1].body)).toBe(true);
     expect(after.header.protected).toBe(before.header.protected);
     expect(after.plaintext.equals(data)).toBe(true);
@@ -64,7 +64,7 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     const r = await reencrypt(enveloped.body, enveloped.headers.get('content-type')!, `kid=${keys.targetEc.kid}&rotateContentKey=true`);
     expect(r.status).toBe(200);
     const after = await openJwe(r, keys.targetEc.privateKey);
-    expect(after.header.recipients[0].header).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: keys.targetEc.kid });
+    expect(after.header.recipients[0].header).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: `${keys.targetEc.kid}#1` });
     expect(after.header.iv).not.toBe(before.header.iv);
     expect(after.ciphertext.equals(before.ciphertext)).toBe(false);
     expect(after.plaintext.equals(data)).toBe(true);
@@ -137,7 +137,7 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     const r = await resign(await converted(keys.rsaSigner), data, keys.targetEcSigner.kid);
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'ES384', kid: keys.targetEcSigner.kid, b64: false, crit: ['b64'] });
+    expect(protectedOf(jws)).toEqual({ alg: 'ES384', kid: `${keys.targetEcSigner.kid}#1`, b64: false, crit: ['b64'] });
     await verifyDetached(jws, data, publicOf(keys.targetEcSigner));
   });
 
@@ -145,7 +145,7 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     const r = await resign(await converted(keys.p256, { b64: true }), data, keys.targetSigner.kid);
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'RS256', kid: keys.targetSigner.kid });
+    expect(protectedOf(jws)).toEqual({ alg: 'RS256', kid: `${keys.targetSigner.kid}#1` });
     await verifyDetached(jws, data, publicOf(keys.targetSigner));
   });
 

@@ -1,6 +1,6 @@
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, importJWK } from 'jose';
 import type { JWK } from 'jose';
-import { decryptCompact, decryptCompactAsync, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
+import { contextDigest, decryptCompact, decryptCompactAsync, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { flipBit, keyOf, thrown } from './helpers.ts';
@@ -35,7 +35,7 @@ describe('compact JWE', () => {
       const key = await keyOf(type, 'encrypt', `kid-${type}`, 7);
       const jwe = encryptCompact(key, message);
       const header = decodeProtectedHeader(jwe);
-      expect(header).toMatchObject({ ...key.spec.jwe, kid: `kid-${type}`, ver: 7 });
+      expect(header).toMatchObject({ ...key.spec.jwe, kid: `kid-${type}#7`, ver: 7 });
       const { plaintext } = await compactDecrypt(jwe, await joseKey(key, key.spec.jwe!.alg));
       expect(Buffer.from(plaintext).equals(message)).toBe(true);
     });
@@ -186,5 +186,25 @@ describe('compact JWE', () => {
   it('when a KEM key is asked to encrypt a JWE, then 422 key_usage_mismatch: it encapsulates instead', async () => {
     const kem = await keyOf('ml-kem-768', 'encrypt');
     expect(await thrown(() => encryptCompact(kem, message))).toMatchObject({ code: 'key_usage_mismatch' });
+  });
+
+  it('when a context is given in another member order, then the same digest; when text moves between name and value, then another', () => {
+    expect(contextDigest({ a: '1', b: '2' })).toBe(contextDigest({ b: '2', a: '1' }));
+    expect(contextDigest({ ab: 'c' })).not.toBe(contextDigest({ a: 'bc' }));
+    expect(contextDigest({})).toBeUndefined();
+    expect(contextDigest(undefined)).toBeUndefined();
+  });
+
+  it('when a JWE binds a context, then only its digest decrypts it, and the header kid names the version', async () => {
+    const key = await keyOf('aes-256', 'encrypt', 'bound', 3);
+    const ctx = contextDigest({ purpose: 'test' });
+    const jwe = encryptCompact(key, message, { context: ctx });
+    expect(decodeProtectedHeader(jwe)).toMatchObject({ kid: 'bound#3', ver: 3, ctx });
+    expect(parseCompact(jwe)).toMatchObject({ kid: 'bound', version: 3 });
+    expect(decryptCompact(jwe, () => key, ctx).equals(message)).toBe(true);
+    for (const other of [undefined, contextDigest({ purpose: 'other' })]) {
+      expect(await thrown(() => decryptCompact(jwe, () => key, other))).toMatchObject({ code: 'decryption_failed' });
+    }
+    expect(await thrown(() => decryptCompact(encryptCompact(key, message), () => key, ctx))).toMatchObject({ code: 'decryption_failed' });
   });
 });

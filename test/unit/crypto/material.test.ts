@@ -15,6 +15,7 @@ import type { KeyMaterial } from '../../../shared/crypto/material.ts';
 import { decryptCompact, encryptCompact } from '../../../shared/crypto/jwe.ts';
 import { signMessageAsync, verifyMessage } from '../../../shared/crypto/sign.ts';
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
+import { computeMac, macMatches } from '../../../shared/crypto/mac.ts';
 import { thrown } from './helpers.ts';
 
 describe('key material', () => {
@@ -35,7 +36,7 @@ describe('key material', () => {
     const loaded = loadKeyObjects(back);
     expect(loaded.type).toBe(type);
     const spec = KEY_TYPE_SPECS[type];
-    if (spec.family === 'aes') expect(loaded.secretKey?.symmetricKeySize).toBe(spec.bits / 8);
+    if (spec.symmetric) expect(loaded.secretKey?.symmetricKeySize).toBe(spec.bits / 8);
     else if (spec.family === 'hybrid') expect(loaded.components?.map((c) => c.publicKey.asymmetricKeyType)).toEqual(['ml-kem-768', 'x25519']);
     else expect(loaded.publicKey?.asymmetricKeyType).toBe(spec.nodeKeyType);
     if (spec.family === 'rsa') expect(loaded.privateKey?.asymmetricKeyDetails?.modulusLength).toBe(spec.bits);
@@ -50,6 +51,10 @@ describe('key material', () => {
       expect(decapsulate(key, ciphertext).equals(sharedSecret)).toBe(true);
     } else if (spec.defaultUsage === 'encrypt') {
       expect(decryptCompact(encryptCompact(key, message), () => key).equals(message)).toBe(true);
+    } else if (spec.defaultUsage === 'mac') {
+      const mac = computeMac(key, message);
+      expect(macMatches(key, message, mac)).toBe(true);
+      expect(macMatches(key, Buffer.from('another message'), mac)).toBe(false);
     } else {
       const { signature } = await signMessageAsync(key, { data: message });
       expect(verifyMessage(key, { data: message }, signature)).toBe(true);

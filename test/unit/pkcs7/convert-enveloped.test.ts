@@ -112,7 +112,7 @@ describe('EnvelopedData and AuthEnvelopedData to a detached JWE', () => {
     const opened = await convertAndOpen(encrypt('rsa', ['-aes-256-cbc']), { targetKid: keys.target.kid }, keys.target.privateKey);
     expect(opened.alg).toBe('ECDH-ES+A256KW');
     const header = JSON.parse(opened.parts[0].body.toString()).recipients[0].header;
-    expect(header.kid).toBe(keys.target.kid);
+    expect(header.kid).toBe(`${keys.target.kid}#1`);
     expect(header.epk).toMatchObject({ kty: 'EC', crv: 'P-256' });
     expect(opened.plaintext.equals(data)).toBe(true);
   });
@@ -160,7 +160,7 @@ describe('EnvelopedData holding a SignedData to JWE plus JWS', () => {
   it('when signerKid is given and b64 is true, then the JWS has the kid protected and follows RFC 7515 Appendix F', async () => {
     const opened = await convertAndOpen(signThenEncrypt(keys.signer, [], []), { signerKid: keys.signer.kid, b64: true }, keys.rsa.privateKey);
     const jws = JSON.parse(opened.parts[2].body.toString());
-    expect(JSON.parse(Buffer.from(jws.protected, 'base64url').toString())).toEqual({ alg: 'RS256', kid: keys.signer.kid });
+    expect(JSON.parse(Buffer.from(jws.protected, 'base64url').toString())).toEqual({ alg: 'RS256', kid: `${keys.signer.kid}#1` });
     expect(jws.header).toBeUndefined();
     await expect(flattenedVerify({ ...jws, payload: data.toString('base64url') }, createPublicKey(keys.signer.privateKey))).resolves.toBeTruthy();
   });

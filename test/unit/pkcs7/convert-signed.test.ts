@@ -62,7 +62,7 @@ describe('SignedData to a detached JWS', () => {
     it(`when the CMS is ${c.name}, then the JWS is ${c.alg} and verifies with jose over the raw content`, async () => {
       const jws = await convertSigned(sign(keys[c.key], c.args));
       expect(header(jws)).toEqual({ alg: c.alg, b64: false, crit: ['b64'] });
-      expect(jws.header).toEqual({ kid: keys[c.key].kid });
+      expect(jws.header).toEqual({ kid: `${keys[c.key].kid}#1` });
       const pub = createPublicKey(keys[c.key].privateKey);
       await expect(flattenedVerify({ ...jws, payload: data }, pub)).resolves.toBeTruthy();
     });
@@ -77,14 +77,14 @@ describe('SignedData to a detached JWS', () => {
 
   it('when the SignedData is detached and the content comes as its own stream, then the kid is protected and the JWS verifies', async () => {
     const jws = await convertSigned(sign(keys.p256, []), {}, data);
-    expect(header(jws)).toEqual({ alg: 'ES256', kid: keys.p256.kid, b64: false, crit: ['b64'] });
+    expect(header(jws)).toEqual({ alg: 'ES256', kid: `${keys.p256.kid}#1`, b64: false, crit: ['b64'] });
     expect(jws.header).toBeUndefined();
     await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p256.privateKey))).resolves.toBeTruthy();
   });
 
   it('when an Ed25519 SignedData is detached, then the EdDSA JWS verifies over the separate content', async () => {
     const jws = await convertSigned(buildEd25519SignedData(keys.ed, data, true), {}, data);
-    expect(header(jws)).toEqual({ alg: 'EdDSA', kid: keys.ed.kid, b64: false, crit: ['b64'] });
+    expect(header(jws)).toEqual({ alg: 'EdDSA', kid: `${keys.ed.kid}#1`, b64: false, crit: ['b64'] });
     await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey))).resolves.toBeTruthy();
   });
 
@@ -100,7 +100,7 @@ describe('SignedData to a detached JWS', () => {
 
   it('when signerKid names the key, then the kid is in the protected header', async () => {
     const jws = await convertSigned(sign(keys.p384, ['-nodetach', '-stream']), { signerKid: keys.p384.kid });
-    expect(header(jws)).toEqual({ alg: 'ES384', kid: keys.p384.kid, b64: false, crit: ['b64'] });
+    expect(header(jws)).toEqual({ alg: 'ES384', kid: `${keys.p384.kid}#1`, b64: false, crit: ['b64'] });
     await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p384.privateKey))).resolves.toBeTruthy();
   });
 

@@ -1,0 +1,78 @@
+/**
+ * KMS operations beyond encrypt and decrypt (contract 8): data keys for envelope encryption
+ * (AWS KMS GenerateDataKey), re-encryption without the plaintext leaving the service (AWS
+ * ReEncrypt, Vault rewrap) and random bytes from the service's CSPRNG. They reuse the runtime's
+ * seal and unseal, so the JWE, the context binding and the version rules are the same.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import { assertUsage } from '../../../shared/crypto/registry.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
+
+// A Map, not an object literal: keySpec is request input (conventions rule 14).
+const KEY_SPECS = new Map<unknown, number>([['AES_256', 32], ['AES_128', 16]]);
+const DATA_KEY_MEMBERS: ReadonlySet<string> = new Set(['kid', 'keySpec', 'context']);
+const RE_ENCRYPT_MEMBERS: ReadonlySet<string> = new Set(['ciphertext', 'context', 'targetKid', 'targetContext']);
+const RANDOM_MEMBERS: ReadonlySet<string> = new Set(['bytes']);
+const MAX_RANDOM_BYTES = 1024;
+
+/** A fresh data key and the same key sealed under kid; the plaintext buffer is wiped once encoded. */
+async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, DATA_KEY_MEMBERS);
+  const size = KEY_SPECS.get(body.keySpec);
+  if (size === undefined) throw new AppError('validation_failed', `keySpec must be one of ${[...KEY_SPECS.keys()].join(', ')}`, { details: { field: 'keySpec' } });
+  const context = encryptionContext(body.context);
+  const key = await usableKey(ctx, tenantId, body.kid);
+  assertUsage(key, 'encrypt');
+  const plaintext = randomBytes(size);
+  try {
+    const sealed = await seal(ctx, key, plaintext, context);
+    return { kid: sealed.kid, version: sealed.version, plaintext: plaintext.toString('base64'), ciphertext: sealed.ciphertext };
+  } finally {
+    plaintext.fill(0);
+  }
+}
+
+/** `{kid, keySpec, context?}` → `{kid, version, plaintext, ciphertext}`; /decrypt with the same context opens ciphertext. */
+export async function generateDataKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  return dataKey(ctx, tenantId, body);
+}
+
+/** As generateDataKey, without `plaintext`: for a component that stores the wrapped key for another to open later. */
+export async function generateDataKeyWithoutPlaintext(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  const { plaintext: _dropped, ...rest } = await dataKey(ctx, tenantId, body);
+  return rest;
+}
+
+/**
+ * `{ciphertext, context?, targetKid?, targetContext?}` → `{kid, version, ciphertext, sourceKid, sourceVersion}`.
+ * The target defaults to the source key's current version (rewrap after rotation) and the target
+ * context to the source context, so a rewrap never drops a binding silently. The target is checked
+ * before anything is decrypted.
+ */
+export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, RE_ENCRYPT_MEMBERS);
+  const sourceContext = encryptionContext(body.context);
+  const targetContext = body.targetContext === undefined ? sourceContext : encryptionContext(body.targetContext, 'targetContext');
+  const target = body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
+  if (target) assertUsage(target, 'encrypt');
+  const source = await unseal(ctx, tenantId, body.ciphertext, sourceContext);
+  try {
+    const sealed = await seal(ctx, target ?? source.key, source.plaintext, targetContext);
+    return { ...sealed, sourceKid: source.key.kid, sourceVersion: source.version };
+  } finally {
+    source.plaintext.fill(0);
+  }
+}
+
+/** `{bytes}` (an integer, 1 to 1024) → `{data}`: bytes from node:crypto's CSPRNG, base64. */
+export async function random(_ctx: AppContext, _tenantId: string, body: Record<string, unknown>) {
+  onlyKnown(body, RANDOM_MEMBERS);
+  const n = body.bytes;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_RANDOM_BYTES) {
+    throw new AppError('validation_failed', `bytes must be an integer from 1 to ${MAX_RANDOM_BYTES}`, { details: { field: 'bytes' } });
+  }
+  return { data: randomBytes(n).toString('base64') };
+}
