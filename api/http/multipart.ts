@@ -16,6 +16,8 @@ export interface SmallForm {
 const FILES = 4;
 const FIELDS = 20;
 const FIELD_BYTES = 64 * 1024;
+/** How long busboy may take to close the form after the last byte (it closes at once on a whole form). */
+const END_GRACE_MS = 250;
 
 const malformed = (err: unknown) => new AppError('bad_request', `malformed multipart body: ${(err as Error)?.message ?? String(err)}`);
 
@@ -74,6 +76,12 @@ export function readSmallMultipart(req: Request, maxFileBytes: number): Promise<
       resolve(form);
     });
     req.on('error', (err) => fail(malformed(err)));
+    // busboy can stall on a body that ends inside a part whose headers were mangled: no 'close',
+    // no 'error', the request unanswered (found by the readers' fuzzer). Once the whole body has
+    // been handed over, a form that has not closed shortly after is malformed.
+    req.on('end', () => {
+      setTimeout(() => fail(malformed(new Error('the body ended inside a part'))), END_GRACE_MS).unref();
+    });
     // A client that goes away mid-body ends nothing; one gone before this reader started (during
     // authentication) left a destroyed request that would never be read: both are refused.
     const aborted = () => fail(new AppError('bad_request', 'the client aborted the request'));

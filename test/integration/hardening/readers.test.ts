@@ -56,6 +56,13 @@ describe('regressions of the hardening issue', () => {
     expect(await healthy()).toBe(true);
   });
 
+  it('when a multipart body ends inside a part whose headers run into the next boundary, then 400 problem instead of no answer (busboy stalled; found by the fuzzer, seed 182718901)', async () => {
+    const body = '--XB\r\nContent-Disposition: form-data; name="kid"\r\n\r\nfuzz\r\n--XB\r\nContent-Disposition: form-data; name="keystore"; filename="k.pem"\r\nContent-Type: application/x-pem-fiz\r\n'
+      + '--XB\r\nContent-Disposition: form-data; name="keystore"; filename="k.pem"\r\nContent-Type: application/x-pem-file\r\n\r\n-----BEGIN PRIVATE KEY-----\r\nMC4CAQAwBQYDK2VwBCIEIK1f0uU7e0V6R3cC7f2b1cWkq3zVtX3Y5n0b0Q1bZ7mE\r\n-----END PRIVATE KEY-----\r\n--XB--\r\n';
+    const a = await rawRequest(app.url, { method: 'POST', target: IMPORT(), headers: { authorization: `Bearer ${human}`, 'content-type': 'multipart/form-data; boundary=XB' }, body, deadlineMs: 5000 });
+    expect({ hung: a.hung, problem: isProblem(a, 400) }).toEqual({ hung: false, problem: true });
+  });
+
   it('when a multipart keystore part is over the size cap, then 413 problem is written before the connection closes', async () => {
     const big = Buffer.concat([Buffer.from('--XB\r\nContent-Disposition: form-data; name="keystore"; filename="a.p12"\r\n\r\n'), Buffer.alloc(1024 * 1024 + 10, 0x41), Buffer.from('\r\n--XB--\r\n')]);
     const a = await rawRequest(app.url, { method: 'POST', target: IMPORT(), headers: { authorization: `Bearer ${human}`, 'content-type': 'multipart/form-data; boundary=XB' }, body: big });
