@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { adminToken, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { prng } from '../../support/prng.ts';
 import { rawRequest, type RawAnswer } from '../../support/raw-http.ts';
+import { mutateBytes } from '../../support/mutate.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 /** Time given to each HTTP reader's mutation loop. */
@@ -112,34 +113,8 @@ describe('regressions of the hardening issue', () => {
   });
 });
 
-/** One mutation of a body, with a description for the failure message. */
-function mutateBytes(rand: () => number, seed: Buffer): { data: Buffer; how: string } {
-  const int = (n: number) => Math.floor(rand() * n);
-  const b = Buffer.from(seed);
-  switch (int(5)) {
-    case 0: {
-      const flips = 1 + int(6);
-      for (let i = 0; i < flips; i++) b[int(b.length)] ^= 1 << int(8);
-      return { data: b, how: `${flips} bit flips` };
-    }
-    case 1: {
-      const at = int(b.length);
-      return { data: b.subarray(0, at), how: `cut at ${at}/${b.length}` };
-    }
-    case 2: {
-      const at = int(b.length);
-      const junk = [Buffer.from('\r\n'), Buffer.from('%'), Buffer.from('&&=='), Buffer.from('{"a":'), Buffer.from('\u0000'), Buffer.from('\uFEFF'), Buffer.alloc(70_000, 0x61)][int(7)];
-      return { data: Buffer.concat([b.subarray(0, at), junk, b.subarray(at)]), how: `${junk.length} bytes put at ${at}` };
-    }
-    case 3: {
-      const at = int(b.length);
-      const len = 1 + int(b.length - at);
-      return { data: Buffer.concat([b.subarray(0, at + len), b.subarray(at)]), how: `${len} bytes repeated at ${at}` };
-    }
-    default:
-      return { data: b, how: 'unmutated' };
-  }
-}
+/** Inserts worth trying in form, JSON and multipart bodies (test/support/mutate.ts does the rest). */
+const INSERTS = [Buffer.from('\r\n'), Buffer.from('%'), Buffer.from('&&=='), Buffer.from('{"a":'), Buffer.from('\u0000'), Buffer.from('\uFEFF'), Buffer.alloc(70_000, 0x61)];
 
 interface Reader {
   name: string;
@@ -181,7 +156,7 @@ describe(`fuzzing the HTTP readers over real sockets for ${MS_PER_READER} ms eac
     const tally: Record<string, number> = {};
     const stopAt = Date.now() + MS_PER_READER;
     async function one(): Promise<void> {
-      const { data, how } = mutateBytes(rand, reader.seed());
+      const { data, how } = mutateBytes(rand, reader.seed(), { inserts: INSERTS });
       const style = int(10);
       // 0: the declared length is larger and the client goes away; 1: it goes away mid-body.
       const cut = style === 0 ? { contentLength: data.length + 1 + int(1000), abortAfterMs: 20 } : style === 1 ? { body: data.subarray(0, int(data.length)), contentLength: data.length, abortAfterMs: 0 } : {};

@@ -8,71 +8,29 @@
 import { randomBytes } from 'node:crypto';
 import { ANALYZE, CONVERT, OpenSslDir, formBody, importKey, makeActor, makeKey, postWithDeadline, startTestApp } from './helpers.ts';
 import type { Actor, TestApp } from './helpers.ts';
+import { prng } from '../../support/prng.ts';
+import { mutateBytes, type Mutant } from '../../support/mutate.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 20);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const DEADLINE_MS = 15_000;
 const CONCURRENCY = 4;
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed with FUZZ_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const rand = prng(SEED);
-const int = (n: number) => Math.floor(rand() * n);
 
-/** One mutation of a seed file, with a description for the failure message. */
-function mutate(seeds: Buffer[]): { data: Buffer; how: string } {
-  const seed = seeds[int(seeds.length)];
-  const b = Buffer.from(seed);
-  switch (int(6)) {
-    case 0: {
-      const flips = 1 + int(8);
-      for (let i = 0; i < flips; i++) b[int(b.length)] ^= 1 << int(8);
-      return { data: b, how: `${flips} bit flips` };
-    }
-    case 1: {
-      const at = int(b.length);
-      return { data: b.subarray(0, at), how: `truncated at ${at}/${b.length}` };
-    }
-    case 2: {
-      const other = seeds[int(seeds.length)];
-      const from = int(other.length);
-      const len = 1 + int(Math.min(512, other.length - from));
-      const at = int(b.length);
-      return { data: Buffer.concat([b.subarray(0, at), other.subarray(from, from + len), b.subarray(at + int(64))]), how: `splice of ${len} bytes at ${at}` };
-    }
-    case 3: {
-      // A length byte: the byte after a plausible tag, set to a long-form or indefinite marker or a random value.
-      const candidates: number[] = [];
-      for (let i = 0; i < Math.min(b.length - 1, 4096); i++) if ([0x30, 0x31, 0x04, 0x06, 0x02, 0xa0, 0xa1, 0x24].includes(b[i])) candidates.push(i + 1);
-      const at = candidates.length ? candidates[int(candidates.length)] : int(b.length);
-      const v = [0x80, 0x81, 0x84, 0x88, 0x89, 0xff, 0x00, int(256)][int(8)];
-      b[at] = v;
-      if (v >= 0x81 && v <= 0x88 && at + 1 < b.length) b[at + 1] = [0x00, 0x7f, 0xff][int(3)];
-      return { data: b, how: `length byte at ${at} set to 0x${v.toString(16)}` };
-    }
-    case 4: {
-      const at = int(b.length);
-      const len = 1 + int(256);
-      b.fill(int(2) ? 0 : 0xff, at, Math.min(b.length, at + len));
-      return { data: b, how: `fill of ${len} bytes at ${at}` };
-    }
-    default: {
-      const at = int(b.length);
-      const len = 1 + int(Math.min(1024, b.length - at));
-      return { data: Buffer.concat([b.subarray(0, at + len), b.subarray(at)]), how: `duplicated ${len} bytes at ${at}` };
-    }
-  }
+/** A BER length byte: the byte after a plausible tag, set to a long-form or indefinite marker or a random value. */
+function lengthByte(b: Buffer, int: (n: number) => number): Mutant {
+  const candidates: number[] = [];
+  for (let i = 0; i < Math.min(b.length - 1, 4096); i++) if ([0x30, 0x31, 0x04, 0x06, 0x02, 0xa0, 0xa1, 0x24].includes(b[i])) candidates.push(i + 1);
+  const at = candidates.length ? candidates[int(candidates.length)] : int(b.length);
+  const v = [0x80, 0x81, 0x84, 0x88, 0x89, 0xff, 0x00, int(256)][int(8)];
+  b[at] = v;
+  if (v >= 0x81 && v <= 0x88 && at + 1 < b.length) b[at + 1] = [0x00, 0x7f, 0xff][int(3)];
+  return { data: b, how: `length byte at ${at} set to 0x${v.toString(16)}` };
 }
+
+/** One mutation of a seed file, spliced with the others and with BER length bytes edited. */
+const mutate = (seeds: Buffer[]): Mutant => mutateBytes(rand, seeds[Math.floor(rand() * seeds.length)], { donors: seeds, extra: [lengthByte] });
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -124,7 +82,7 @@ describe(`fuzzing analyze and convert over HTTP for ${SECONDS} s (FUZZ_SEED=${SE
     async function worker(): Promise<void> {
       while (Date.now() < stopAt && failures.length < 5) {
         const { data, how } = mutate(seeds);
-        const metadata = int(4) === 0 ? '{"contentEncryption":"preserve"}' : '{}';
+        const metadata = Math.floor(rand() * 4) === 0 ? '{"contentEncryption":"preserve"}' : '{}';
         const form = formBody([['metadata', metadata], ['file', data]]);
         await check('analyze', how, postWithDeadline(`${app.url}${ANALYZE}`, { ...auth, 'content-type': 'application/pkcs7-mime' }, data, DEADLINE_MS));
         await check('convert', how, postWithDeadline(`${app.url}${CONVERT}`, { ...auth, 'content-type': form.contentType }, form.body, DEADLINE_MS));

@@ -13,6 +13,7 @@ import { AppError } from '../../../shared/errors/index.ts';
 import { streamMultipart } from '../../../api/http/streaming-multipart.ts';
 import { readSmallMultipart } from '../../../api/http/multipart.ts';
 import { prng } from '../../support/prng.ts';
+import { mutateBytes, type Mutant } from '../../support/mutate.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 2);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -53,38 +54,10 @@ function makeForm(): Form {
   return { boundary, parts, body: Buffer.concat(chunks) };
 }
 
-/** One mutation of a form's bytes, with a description for the failure message. */
-function mutate(b0: Buffer): { data: Buffer; how: string } {
-  const b = Buffer.from(b0);
-  switch (int(6)) {
-    case 0: {
-      const flips = 1 + int(8);
-      for (let i = 0; i < flips; i++) b[int(b.length)] ^= 1 << int(8);
-      return { data: b, how: `${flips} bit flips` };
-    }
-    case 1: {
-      const at = int(b.length);
-      return { data: b.subarray(0, at), how: `truncated at ${at}/${b.length}` };
-    }
-    case 2: {
-      const at = int(b.length);
-      const len = 1 + int(64);
-      return { data: Buffer.concat([b.subarray(0, at), b.subarray(at + len)]), how: `removed ${len} bytes at ${at}` };
-    }
-    case 3: {
-      const at = int(b.length);
-      const junk = [Buffer.from('\r\n'), Buffer.from('\r\n\r\n'), Buffer.from(':'), Buffer.alloc(1), Buffer.alloc(20_000, 0x41), Buffer.from('Content-Disposition: form-data; name="x"\r\n')][int(6)];
-      return { data: Buffer.concat([b.subarray(0, at), junk, b.subarray(at)]), how: `inserted ${junk.length} bytes at ${at}` };
-    }
-    case 4: {
-      const at = int(b.length);
-      const len = 1 + int(Math.min(2048, b.length - at));
-      return { data: Buffer.concat([b.subarray(0, at + len), b.subarray(at)]), how: `duplicated ${len} bytes at ${at}` };
-    }
-    default:
-      return { data: b, how: 'unmutated' };
-  }
-}
+/** One mutation of a form's bytes, with multipart delimiters among the inserts. */
+const mutate = (b: Buffer): Mutant => mutateBytes(rand, b, {
+  inserts: [Buffer.from('\r\n'), Buffer.from('\r\n\r\n'), Buffer.from(':'), Buffer.alloc(1), Buffer.alloc(20_000, 0x41), Buffer.from('Content-Disposition: form-data; name="x"\r\n')],
+});
 
 /**
  * A stand-in for the Express request: the bytes pushed in random chunks on later ticks, then
