@@ -8,7 +8,7 @@ import { OAuthError, AppError } from '../../shared/errors/index.ts';
 import { route } from '../http/route.ts';
 import { formBody } from '../http/form-body.ts';
 import { GRANTS, basicClientAuth, clientAuthOf, type ClientAuth } from '../services/auth/grants.ts';
-import { rateKey, withAuthBudget } from '../services/auth/rate-limits.ts';
+import { isRateLimited, rateKey, retryAfterSeconds, withAuthBudget } from '../services/auth/rate-limits.ts';
 import { revokeRefreshFamily } from '../services/auth/refresh-tokens.ts';
 import { startPasswordReset, completePasswordReset, pendingReset } from '../services/auth/password-reset.ts';
 import { loadUser } from '../services/auth/passwords.ts';
@@ -114,9 +114,23 @@ export function createAuthRouter(ctx: AppContext): Router {
     post: [formBody, async (req, res) => {
       const { email, tenant_id: tenantId } = req.body as Record<string, string>;
       if (!email || !tenantId) throw new OAuthError('invalid_request', 'email and tenant_id are required');
+      // Per address: a flood from one client answers 429 (that says nothing about any account).
+      try {
+        await ctx.auth.limits.forgot.consume(rateKey('address', req.ip ?? 'unknown'));
+      } catch (err) {
+        if (isRateLimited(err)) throw new OAuthError('too_many_requests', 'too many password reset requests; retry later', 429, { 'Retry-After': String(retryAfterSeconds(err)) });
+        throw err;
+      }
       await withAuthBudget(ctx.auth.limits, rateKey('forgot', tenantId.toLowerCase(), email.toLowerCase()), async () => {
         const user = isUuid(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
-        if (user && !user.disabled) {
+        // Per account: beyond a few mails an hour the answer stays the same and no mail goes out,
+        // so the budget neither floods the owner's mailbox nor tells who is registered.
+        const mailAllowed = user ? await ctx.auth.limits.resetMails.consume(rateKey('forgot', user.tenantId, user.id)).then(() => true, (err) => {
+          if (isRateLimited(err)) return false;
+          throw err;
+        }) : false;
+        if (user && !user.disabled && !mailAllowed) ctx.logger.warn({ tenantId: user.tenantId, userId: user.id }, 'password reset mail budget spent for this account; request answered, no mail sent');
+        if (user && !user.disabled && mailAllowed) {
           await startPasswordReset(ctx.db, ctx.auth.mailer, ctx.config.publicBaseUrl, user);
           ctx.audit.record({ tenantId: user.tenantId, actor: `user:${user.id}`, action: 'auth.password.forgot', outcome: 'success' });
         }

@@ -11,6 +11,10 @@ import { OAuthError } from '../../../shared/errors/index.ts';
 
 /** Longest password lockout: someone without the password may delay a login, never deny it for longer. */
 export const MAX_LOCKOUT_SECONDS = 15 * 60;
+/** Reset mails one account can be sent per hour, whoever asks: forgot-password must not become a mail flood. */
+export const RESET_MAILS_PER_HOUR = 3;
+/** Forgot-password requests one client address may make per minute. */
+export const FORGOT_PER_ADDRESS_PER_MINUTE = 20;
 
 export interface RateLimits {
   /** Successful-path budget of the token endpoints; throws RateLimited when spent. */
@@ -23,6 +27,10 @@ export interface RateLimits {
   lockout: RateLimiterAbstract;
   /** Lockouts per (account, address) in the last day: the exponent of the backoff. */
   lockouts: RateLimiterAbstract;
+  /** Reset mails per account per hour. */
+  resetMails: RateLimiterAbstract;
+  /** Forgot-password requests per client address per minute. */
+  forgot: RateLimiterAbstract;
 }
 
 /** The effective thresholds, also reported by the effective policy. */
@@ -46,6 +54,8 @@ export function createRateLimits(config: Config, redis?: Redis): RateLimits {
     api: make('api', config.rateLimitApiPerMinute),
     lockout: make('lock', config.lockoutThreshold, MAX_LOCKOUT_SECONDS),
     lockouts: make('locks', 1_000_000, 86_400),
+    resetMails: make('mail', RESET_MAILS_PER_HOUR, 3_600),
+    forgot: make('forgot', FORGOT_PER_ADDRESS_PER_MINUTE),
   };
 }
 

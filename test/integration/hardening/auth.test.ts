@@ -9,11 +9,12 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, postForm, postFormFrom, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { GRANTS } from '../../../api/services/auth/grants.ts';
 import { createRole, registerWorkload } from '../../../api/services/identities.ts';
-import { MAX_LOCKOUT_SECONDS, recordWrongPassword } from '../../../api/services/auth/rate-limits.ts';
+import { FORGOT_PER_ADDRESS_PER_MINUTE, MAX_LOCKOUT_SECONDS, RESET_MAILS_PER_HOUR, recordWrongPassword } from '../../../api/services/auth/rate-limits.ts';
 import { lockoutKey } from '../../../api/services/auth/passwords.ts';
 
 const TOKEN = '/api/v3/auth/token';
 const RESET = '/api/v3/auth/password/reset';
+const FORGOT = '/api/v3/auth/password/forgot';
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 describe(`auth endpoint hardening (${TEST_ENGINE})`, () => {
@@ -155,6 +156,24 @@ describe(`auth endpoint hardening (${TEST_ENGINE})`, () => {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i += 1) statuses.push((await postFormFrom(app, '127.0.0.7', RESET, { token: crypto.randomUUID(), password: 'a long enough new password' })).status);
       expect(statuses).toEqual([400, 400, 400, 429, 429]);
+    });
+
+    it('when forgot-password is asked for one account again and again, then every answer is the same 202 and at most a few reset mails go out (it was a mail flood)', async () => {
+      const u = await makeTenant(app, ['admin.keys.read']);
+      const mails = async () => Number((await app.ctx.db('outbox').where('recipient', u.userEmail).count({ n: '*' }).first())!.n);
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i += 1) statuses.push((await postFormFrom(app, `127.0.1.${i + 1}`, FORGOT, { email: u.userEmail, tenant_id: u.tenantId })).status);
+      expect(statuses).toEqual([202, 202, 202, 202, 202, 202]);
+      expect(await mails()).toBe(RESET_MAILS_PER_HOUR);
+    });
+
+    it('when one address floods forgot-password, then it gets 429 with Retry-After beyond its budget', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < FORGOT_PER_ADDRESS_PER_MINUTE + 2; i += 1) {
+        statuses.push((await postFormFrom(app, '127.0.2.1', FORGOT, { email: `nobody-${i}@example.test`, tenant_id: t.tenantId })).status);
+      }
+      expect(statuses.slice(0, FORGOT_PER_ADDRESS_PER_MINUTE).every((s) => s === 202)).toBe(true);
+      expect(statuses.slice(FORGOT_PER_ADDRESS_PER_MINUTE)).toEqual([429, 429]);
     });
 
     it('when an unknown username logs in, then it costs no hash and answers like a wrong password', async () => {
