@@ -198,10 +198,13 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
         sub.on('error', (err) => logger.warn({ err: err.message }, 'change feed: redis subscriber error'));
         // After a reconnect the messages sent meanwhile are gone: read them from the log.
         sub.on('ready', () => void catchUp());
+        // A message is applied at once but never moves the log position: only rows read from the
+        // database do, so a bad or forged message (a huge seq) cannot make this instance skip the
+        // log. The poll applies the same change again; every listener is idempotent.
         sub.on('message', (_channel, message: string) => {
           try {
             const c = JSON.parse(message) as Change;
-            if (typeof c.seq === 'number' && typeof c.kind === 'string' && typeof c.ref === 'string') accept(c);
+            if (typeof c.seq === 'number' && typeof c.kind === 'string' && typeof c.ref === 'string' && listeners.has(c.kind)) dispatch(c);
           } catch {
             logger.warn('change feed: ignored a malformed message');
           }

@@ -7,7 +7,8 @@ import { Writable } from 'node:stream';
 import { openDatabase, type Db } from '../../../shared/db/knex.ts';
 import { createChangeFeed, type Change, type ChangeFeed } from '../../../shared/db/change-feed.ts';
 import { createLogger } from '../../../shared/logger.ts';
-import { createPostgresDatabase, SHARED_POSTGRES_URL, type TestDatabase } from '../../support/database.ts';
+import { createPostgresDatabase, SHARED_POSTGRES_URL, TEST_REDIS_URL, type TestDatabase } from '../../support/database.ts';
+import { connectRedis } from '../../../shared/redis.ts';
 
 const logger = createLogger('warn', new Writable({ write(_c, _e, cb) { cb(); } }));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -79,6 +80,26 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
     await slow;
     await until(() => b.seen.map((c) => c.ref), ['jti-early', 'jti-late']);
     await a.close();
+  });
+
+  it('when a forged or corrupt pub/sub message names a huge sequence number, then the instance still applies every later change from the log (a message never moves the log position; needs Redis at 127.0.0.1:6379)', async () => {
+    const redis = await connectRedis(TEST_REDIS_URL, logger);
+    try {
+      const b = await createChangeFeed(db, logger, redis, { pollMs: 100, gapMs: 200 });
+      feeds.push(b);
+      const seen: string[] = [];
+      b.on('token', (c) => seen.push(c.ref));
+      b.start();
+      await sleep(300); // subscribed
+      await redis.publish('keyward:changes', JSON.stringify({ seq: 1e12, kind: 'token', ref: 'forged-jti' }));
+      await sleep(600); // any gaps such a seq would open have expired
+      const a = await createChangeFeed(db, logger);
+      await a.record('token', 'jti-after-forgery');
+      await until(() => seen.filter((r) => r === 'jti-after-forgery').slice(0, 1), ['jti-after-forgery']);
+      await a.close();
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('when the log was pruned past what an instance saw, then it is told to resync its whole state', async () => {
