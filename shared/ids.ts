@@ -8,6 +8,9 @@
 /** The text of a UUID (any version), for composing larger patterns. */
 export const UUID_SOURCE = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
+/** A key id: 1 to 128 of A-Z a-z 0-9 . _ : - (never `#`, which names a version: `<kid>#<version>`). */
+export const KID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 const UUID = new RegExp(`^${UUID_SOURCE}$`, 'i');
 
 /** True for a UUID string: checked before it reaches a uuid column, which would otherwise fail with a 500. */
@@ -38,9 +41,10 @@ export class UnfitInput extends Error {
 
 /**
  * Fields whose values are secrets or payload, never identifiers: a password that happens to look
- * like a UUID must reach the hash as typed. Everything else UUID-shaped is lower-cased.
+ * like a UUID must reach the hash as typed, and an encryption context binds exactly the bytes the
+ * caller gave (contract 8). Everything else UUID-shaped is lower-cased.
  */
-const OPAQUE_FIELD = /password|secret|plaintext|ciphertext|payload|^data$|^aad$|signature|^token$/i;
+const OPAQUE_FIELD = /password|secret|plaintext|ciphertext|payload|^data$|^aad$|signature|^token$|^context$|^targetContext$/i;
 
 /** Deepest nesting walked; JSON.parse accepts deeper input, which no endpoint needs. */
 const MAX_DEPTH = 64;

@@ -15,9 +15,10 @@
  * every failure after the key lookup is the one opaque `decryption_failed` (RFC 7516 section 11.5),
  * the reason kept in `cause` for the log.
  */
-import { constants, createCipheriv, createHash, timingSafeEqual, createDecipheriv, createSecretKey, privateDecrypt, publicEncrypt, randomBytes, randomFillSync } from 'node:crypto';
+import { constants, createCipheriv, createHmac, timingSafeEqual, createDecipheriv, createSecretKey, privateDecrypt, publicEncrypt, randomBytes, randomFillSync } from 'node:crypto';
 import type { CipherGCMTypes, KeyObject } from 'node:crypto';
 import { AppError, problem } from '../errors/index.ts';
+import { KID } from '../ids.ts';
 import { assertUsage } from './registry.ts';
 import type { ContentEncryption } from './registry.ts';
 import type { LoadedKeyVersion } from './material.ts';
@@ -126,15 +127,17 @@ export interface EncryptOptions {
 }
 
 /**
- * The digest bound into the header for an encryption context: base64url SHA-256 of the JSON of its
- * entries sorted by key, so member order does not matter and no value can be read back. An empty
- * or absent context binds nothing. The caller has checked that every value is a string.
+ * The digest bound into the header for an encryption context: HMAC-SHA-256, under a key the
+ * service derives from its master key, of the JSON of the entries sorted by key, so member order
+ * does not matter and, unlike a plain hash, a guessable value (`{tenant: "acme"}`) cannot be
+ * confirmed from a ciphertext by anyone without the service. An empty or absent context binds
+ * nothing. The caller has checked that every value is a string.
  */
-export function contextDigest(context: Readonly<Record<string, string>> | undefined): string | undefined {
+export function contextDigest(context: Readonly<Record<string, string>> | undefined, key: KeyObject): string | undefined {
   if (context === undefined) return undefined;
   const entries = Object.entries(context).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (entries.length === 0) return undefined;
-  return createHash('sha256').update(JSON.stringify(entries), 'utf8').digest('base64url');
+  return createHmac('sha256', key).update(JSON.stringify(entries), 'utf8').digest('base64url');
 }
 
 /** The header members naming the key version and binding the context. */
@@ -234,9 +237,11 @@ function keyVersionOf(header: JweHeader): { kid: string; version: number } {
   if (named.version === undefined) {
     if (header.kid.includes('#')) throw failed('the protected header kid names no key version');
     if (!Number.isSafeInteger(header.ver) || (header.ver as number) < 1) throw failed('the protected header names no key version');
+    if (!KID.test(header.kid)) throw failed('the protected header names no valid kid');
     return { kid: header.kid, version: header.ver as number };
   }
   if (header.ver !== undefined && header.ver !== named.version) throw failed('kid and ver name different key versions');
+  if (!KID.test(named.kid)) throw failed('the protected header names no valid kid');
   return { kid: named.kid, version: named.version };
 }
 

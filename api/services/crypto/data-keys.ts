@@ -23,7 +23,7 @@ async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, u
   onlyKnown(body, DATA_KEY_MEMBERS);
   const size = KEY_SPECS.get(body.keySpec);
   if (size === undefined) throw new AppError('validation_failed', `keySpec must be one of ${[...KEY_SPECS.keys()].join(', ')}`, { details: { field: 'keySpec' } });
-  const context = encryptionContext(body.context);
+  const context = encryptionContext(ctx, body.context);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const plaintext = randomBytes(size);
@@ -54,8 +54,8 @@ export async function generateDataKeyWithoutPlaintext(ctx: AppContext, tenantId:
  */
 export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, RE_ENCRYPT_MEMBERS);
-  const sourceContext = encryptionContext(body.context);
-  const targetContext = body.targetContext === undefined ? sourceContext : encryptionContext(body.targetContext, 'targetContext');
+  const sourceContext = encryptionContext(ctx, body.context);
+  const targetContext = body.targetContext === undefined ? sourceContext : encryptionContext(ctx, body.targetContext, 'targetContext');
   const target = body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
   if (target) assertUsage(target, 'encrypt');
   const source = await unseal(ctx, tenantId, body.ciphertext, sourceContext);

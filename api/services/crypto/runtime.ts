@@ -3,6 +3,7 @@
  * by kid within the token's tenant. Keys come from the in-process cache (no database round
  * trip); each operation runs on the event loop or in the pool as placement.ts decides.
  */
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
@@ -58,7 +59,7 @@ const MAX_CONTEXT_BYTES = 8192;
  * 8 KiB of keys and values in all. Checked here, not only by the body size cap, so the bound holds
  * whatever JSON_LIMIT_BYTES is. Returns its digest for the JWE header (undefined: none).
  */
-export function encryptionContext(value: unknown, field = 'context'): string | undefined {
+export function encryptionContext(ctx: AppContext, value: unknown, field = 'context'): string | undefined {
   if (value === undefined) return undefined;
   const bad = (why: string) => new AppError('validation_failed', `${field} ${why}`, { details: { field } });
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('must be an object of string members');
@@ -71,7 +72,24 @@ export function encryptionContext(value: unknown, field = 'context'): string | u
     bytes += Buffer.byteLength(name) + Buffer.byteLength(v);
     if (bytes > MAX_CONTEXT_BYTES) throw bad(`is larger than ${MAX_CONTEXT_BYTES} bytes`);
   }
-  return contextDigest(value as Record<string, string>);
+  return contextDigest(value as Record<string, string>, contextKeyOf(ctx));
+}
+
+/** A `version` member: a positive integer, nothing else (no "2", [2] or true). */
+function versionMember(value: unknown): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw new AppError('validation_failed', 'version must be a positive integer', { details: { field: 'version' } });
+  return value as number;
+}
+
+const contextKeys = new WeakMap<AppContext, KeyObject>();
+/** The process's key for context digests, derived once from the master key (same on every instance). */
+function contextKeyOf(ctx: AppContext): KeyObject {
+  let key = contextKeys.get(ctx);
+  if (!key) {
+    key = createSecretKey(ctx.masterKey.derive('encryption-context'));
+    contextKeys.set(ctx, key);
+  }
+  return key;
 }
 
 async function place<T>(op: RuntimeOp, key: CachedKey, digest: boolean, local: () => T, remote: () => Promise<T>): Promise<T> {
@@ -107,7 +125,7 @@ export async function unseal(ctx: AppContext, tenantId: string, ciphertext: unkn
 /** `{kid, data, context?}` → `{kid, version, ciphertext}` (compact JWE naming `<kid>#<version>`). */
 export async function encrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, ENCRYPT_MEMBERS);
-  const context = encryptionContext(body.context);
+  const context = encryptionContext(ctx, body.context);
   const data = b64(body.data, 'data');
   return seal(ctx, await usableKey(ctx, tenantId, body.kid), data, context);
 }
@@ -115,7 +133,7 @@ export async function encrypt(ctx: AppContext, tenantId: string, body: Record<st
 /** `{ciphertext, context?}` → `{kid, version, data}`; any retained version decrypts, with the context it was sealed under. */
 export async function decrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, DECRYPT_MEMBERS);
-  const { key, version, plaintext } = await unseal(ctx, tenantId, body.ciphertext, encryptionContext(body.context));
+  const { key, version, plaintext } = await unseal(ctx, tenantId, body.ciphertext, encryptionContext(ctx, body.context));
   return { kid: key.kid, version, data: plaintext.toString('base64') };
 }
 
@@ -159,7 +177,7 @@ export async function verify(ctx: AppContext, tenantId: string, body: Record<str
   const input = signInput(body);
   const signature = b64(body.signature, 'signature');
   const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
-  const versions = body.version !== undefined ? [Number(body.version)] : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
+  const versions = body.version !== undefined ? [versionMember(body.version)] : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
     retainedVersion(key, v);
@@ -191,8 +209,10 @@ export async function decapsulateKey(ctx: AppContext, tenantId: string, body: Re
   onlyKnown(body, DECAPSULATE_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
-  const v = body.version !== undefined ? Number(body.version) : key.currentVersion;
-  if (!key.versions.has(v)) throw new AppError('validation_failed', `key ${key.kid} has no version ${String(body.version)}`);
+  const v = body.version !== undefined ? versionMember(body.version) : key.currentVersion;
+  if (!key.versions.has(v)) throw new AppError('validation_failed', `key ${key.kid} has no version ${v}`);
+  // A retired version no longer decapsulates, like decrypt (contract 8 minDecryptionVersion).
+  retainedVersion(key, v);
   const ct = b64(body.ciphertext, 'ciphertext');
   const secret = await place('decapsulate', key, false,
     () => decapsulate(versionOf(key, v), ct),

@@ -15,8 +15,9 @@ import { jsonColumn } from '../../../shared/db/knex.ts';
 import { versionedKid } from '../../../shared/crypto/jwe.ts';
 import { afterDays, readDescription, readRotationPeriod, rotates, settingsView, type KeySettingsView } from './settings.ts';
 
-/** The kid rule for every key, generated or imported. */
-export const KID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The kid rule for every key, generated or imported (shared/ids.ts). */
+import { KID } from '../../../shared/ids.ts';
+export { KID };
 
 /** What an imported version may carry besides its material. */
 export interface ImportExtras {

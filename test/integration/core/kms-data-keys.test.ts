@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from './jose-helpers.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
+import { adminToken, api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { createRuntimeLane } from '../../../api/runtime-lane.ts';
 import { generateDataKey } from '../../../api/services/crypto/data-keys.ts';
 
@@ -233,6 +233,46 @@ describe(`KMS operations: context, data keys, re-encrypt, random (${TEST_ENGINE}
       const r = await post('random', bytes === undefined ? {} : { bytes });
       expect(r.status).toBe(400);
       expect(r.body.detail).toBe('bytes must be an integer from 1 to 1024');
+    });
+  });
+
+  describe('review regressions', () => {
+    const failed = () => `${app.config.publicBaseUrl}/problems/decryption-failed`;
+
+    it('when a context value is an upper-case UUID, then only that exact value decrypts (the entry step lower-cased it, so a lower-case spelling opened it)', async () => {
+      const id = '3F2504E0-4F89-11D3-9A0C-0305E82C3301';
+      const enc = await post('encrypt', { kid: 'aes', data, context: { object: id } });
+      expect((await post('decrypt', { ciphertext: enc.body.ciphertext, context: { object: id } })).status).toBe(200);
+      const lower = await post('decrypt', { ciphertext: enc.body.ciphertext, context: { object: id.toLowerCase() } });
+      expect([lower.status, lower.body.type]).toEqual([400, failed()]);
+    });
+
+    it('when a ciphertext header names a kid no key can have (aes##2, 200 characters), then decryption-failed, not a validation problem about a kid the caller never sent', async () => {
+      const enc = await post('encrypt', { kid: 'aes', data });
+      const [, ...rest] = (enc.body.ciphertext as string).split('.');
+      for (const kid of ['aes##2', `${'a'.repeat(200)}#1`]) {
+        const forged = [Buffer.from(JSON.stringify({ ...header(enc.body.ciphertext as string), kid })).toString('base64url'), ...rest].join('.');
+        const r = await post('decrypt', { ciphertext: forged });
+        expect([kid, r.status, r.body.type]).toEqual([kid, 400, failed()]);
+      }
+    });
+
+    it('when verify names a version that is not a positive integer ("1", [1], true), then 400 validation-failed', async () => {
+      for (const version of ['1', [1], true, 0]) {
+        const r = await post('verify', { kid: 'ed', data, signature: data, version });
+        expect([JSON.stringify(version), r.status]).toEqual([JSON.stringify(version), 400]);
+      }
+    });
+
+    it('when a KEM key version is retired by minDecryptionVersion, then decapsulate refuses it with key-version-retired like decrypt (it answered the shared secret)', async () => {
+      const platform = await adminToken(app);
+      expect((await api(app, 'POST', keys(''), admin, { kid: 'kem-retire', type: 'ml-kem-768' })).status).toBe(201);
+      const enc = await api(app, 'POST', '/api/v3/pqc/encapsulate', core, { kid: 'kem-retire' });
+      expect(enc.status).toBe(200);
+      expect((await api(app, 'POST', keys('/kem-retire/rotate'), admin)).status).toBe(200);
+      expect((await api(app, 'PATCH', keys('/kem-retire'), platform, { minDecryptionVersion: 2 })).status).toBe(200);
+      const r = await api(app, 'POST', '/api/v3/pqc/decapsulate', core, { kid: 'kem-retire', ciphertext: enc.body.ciphertext, version: 1 });
+      expect([r.status, r.body.type]).toEqual([409, `${app.config.publicBaseUrl}/problems/key-version-retired`]);
     });
   });
 

@@ -4,6 +4,9 @@ import { contextDigest, decryptCompact, decryptCompactAsync, encryptCompact, par
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { flipBit, keyOf, thrown } from './helpers.ts';
+import { createSecretKey } from 'node:crypto';
+
+const CONTEXT_KEY = createSecretKey(Buffer.alloc(32, 9));
 
 const ENCRYPTING = ['aes-128', 'aes-256', 'rsa-2048', 'ec-p256', 'ec-p384', 'ec-p521'] as const;
 const message = Buffer.from('{"account":"12-345","amount":"1000.00"}');
@@ -189,20 +192,22 @@ describe('compact JWE', () => {
   });
 
   it('when a context is given in another member order, then the same digest; when text moves between name and value, then another', () => {
-    expect(contextDigest({ a: '1', b: '2' })).toBe(contextDigest({ b: '2', a: '1' }));
-    expect(contextDigest({ ab: 'c' })).not.toBe(contextDigest({ a: 'bc' }));
-    expect(contextDigest({})).toBeUndefined();
-    expect(contextDigest(undefined)).toBeUndefined();
+    expect(contextDigest({ a: '1', b: '2' }, CONTEXT_KEY)).toBe(contextDigest({ b: '2', a: '1' }, CONTEXT_KEY));
+    expect(contextDigest({ ab: 'c' }, CONTEXT_KEY)).not.toBe(contextDigest({ a: 'bc' }, CONTEXT_KEY));
+    expect(contextDigest({}, CONTEXT_KEY)).toBeUndefined();
+    expect(contextDigest(undefined, CONTEXT_KEY)).toBeUndefined();
+    // Keyed: without the service's key a guessed context cannot be confirmed from a header.
+    expect(contextDigest({ tenant: 'acme' }, CONTEXT_KEY)).not.toBe(contextDigest({ tenant: 'acme' }, createSecretKey(Buffer.alloc(32, 8))));
   });
 
   it('when a JWE binds a context, then only its digest decrypts it, and the header kid names the version', async () => {
     const key = await keyOf('aes-256', 'encrypt', 'bound', 3);
-    const ctx = contextDigest({ purpose: 'test' });
+    const ctx = contextDigest({ purpose: 'test' }, CONTEXT_KEY);
     const jwe = encryptCompact(key, message, { context: ctx });
     expect(decodeProtectedHeader(jwe)).toMatchObject({ kid: 'bound#3', ver: 3, ctx });
     expect(parseCompact(jwe)).toMatchObject({ kid: 'bound', version: 3 });
     expect(decryptCompact(jwe, () => key, ctx).equals(message)).toBe(true);
-    for (const other of [undefined, contextDigest({ purpose: 'other' })]) {
+    for (const other of [undefined, contextDigest({ purpose: 'other' }, CONTEXT_KEY)]) {
       expect(await thrown(() => decryptCompact(jwe, () => key, other))).toMatchObject({ code: 'decryption_failed' });
     }
     expect(await thrown(() => decryptCompact(encryptCompact(key, message), () => key, ctx))).toMatchObject({ code: 'decryption_failed' });
