@@ -8,6 +8,8 @@
 import type { Request } from 'express';
 import { AppError } from '../../shared/errors/index.ts';
 import { streamMultipart } from './streaming-multipart.ts';
+import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
+import { unfitProblem } from './params.ts';
 
 export interface SmallForm {
   /** Field values by name; null-prototype, so a part named `__proto__` is only a name. */
@@ -50,6 +52,13 @@ export async function readSmallMultipart(req: Request, maxFileBytes: number): Pr
     // The refusal is written first; what the client still sends is read and discarded.
     if (req.res) stream.abandon(req.res);
     throw err;
+  }
+  // The fields take the canonical form every other request input takes at the entry (a kid shaped
+  // like a UUID was stored upper-case and could then never be named again in a lower-cased path).
+  try {
+    canonicalInput(form.fields, 'body');
+  } catch (err) {
+    throw err instanceof UnfitInput ? unfitProblem(err) : err;
   }
   return form;
 }

@@ -65,6 +65,8 @@ const CHANNEL = 'keyward:changes';
 const PAGE = 1000;
 const MAX_GAPS = 10_000;
 const MAX_PENDING = 10_000;
+/** How far below the head a starting instance looks for seqs still being committed. */
+const START_WINDOW = 1000;
 
 /** Creates the feed; `start()` once the listeners are registered. */
 export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, opts: ChangeFeedOptions = {}): Promise<ChangeFeed> {
@@ -77,6 +79,12 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
   const head = await db('change_log').max('seq as seq').first();
   let maxSeen = Number(head?.seq ?? 0);
   const gaps = new Map<number, number>();
+  // Seqs just below the head may belong to transactions still committing while this instance
+  // starts (their state is not in what it loads next): they are read again like any gap.
+  const recent = new Set((await db('change_log').where('seq', '>', Math.max(0, maxSeen - START_WINDOW)).select('seq')).map((r) => Number(r.seq)));
+  for (let s = Math.max(1, maxSeen - START_WINDOW + 1); s <= maxSeen; s += 1) if (!recent.has(s)) gaps.set(s, Date.now());
+  let overflowed = false;
+  let resyncPending = false;
   const pending: Array<Omit<Change, 'seq'>> = [];
   let subscriber: Redis | null = null;
   let timer: NodeJS.Timeout | null = null;
@@ -97,7 +105,13 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
   /** Marks a seq seen; false when it was seen already. */
   function markSeen(seq: number): boolean {
     if (seq > maxSeen) {
-      for (let s = maxSeen + 1; s < seq && gaps.size < MAX_GAPS; s += 1) gaps.set(s, Date.now());
+      for (let s = maxSeen + 1; s < seq; s += 1) {
+        if (gaps.size >= MAX_GAPS) {
+          overflowed = true; // too many to follow one by one: reload everything after the next read
+          break;
+        }
+        gaps.set(s, Date.now());
+      }
       maxSeen = seq;
       return true;
     }
@@ -109,9 +123,16 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
     if (markSeen(change.seq)) dispatch(change);
   }
 
-  function resync(reason: string): void {
+  /** Reloads every listener's state; a listener that fails is tried again after the next read of the log. */
+  async function resync(reason: string): Promise<void> {
     logger.warn({ reason }, 'change feed: changes may have been missed; reloading cached state');
-    for (const l of resyncListeners) Promise.resolve().then(l).catch((err) => logger.error({ err: (err as Error).message }, 'change feed: resync failed'));
+    resyncPending = false;
+    const results = await Promise.allSettled(resyncListeners.map((l) => Promise.resolve().then(l)));
+    const failure = results.find((r) => r.status === 'rejected');
+    if (failure) {
+      resyncPending = true;
+      logger.error({ err: ((failure as PromiseRejectedResult).reason as Error)?.message }, 'change feed: resync failed; retrying after the next read');
+    }
   }
 
   const rowToChange = (r: { seq: string | number; kind: string; ref: string; data: string | null }): Change => ({
@@ -119,20 +140,27 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
   });
 
   async function readLog(): Promise<void> {
-    const now = Date.now();
-    for (const [seq, at] of gaps) if (now - at > gapMs) gaps.delete(seq);
+    const started = Date.now();
     let from = gaps.size > 0 ? Math.min(maxSeen, ...gaps.keys()) - 1 : maxSeen;
     for (;;) {
       const rows = await db('change_log').where('seq', '>', from).orderBy('seq', 'asc').limit(PAGE).select('seq', 'kind', 'ref', 'data');
       if (rows.length > 0 && from === maxSeen && Number(rows[0].seq) > maxSeen + 1 && maxSeen > 0) {
         // The rows after ours were pruned or lost: what they said can no longer be read one by one.
         const oldest = await db('change_log').min('seq as seq').first();
-        if (Number(oldest?.seq) > maxSeen + 1) resync(`log pruned past seq ${maxSeen}`);
+        if (Number(oldest?.seq) > maxSeen + 1) resyncPending = true;
       }
       for (const r of rows) accept(rowToChange(r));
       if (rows.length < PAGE) break;
       from = Number(rows[rows.length - 1].seq);
     }
+    // A gap expires only after a read that began when it was already old: a stalled poll must not
+    // drop seqs it never looked for (they count as rolled-back transactions only then).
+    for (const [seq, at] of gaps) if (started - at > gapMs) gaps.delete(seq);
+    if (overflowed) {
+      overflowed = false;
+      resyncPending = true;
+    }
+    if (resyncPending) await resync('log pruned past what this instance saw, too many missing seqs, or a failed reload');
     await flushPending();
   }
 
@@ -226,6 +254,8 @@ export async function createChangeFeed(db: Knex, logger: Logger, redis?: Redis, 
       if (timer) clearInterval(timer);
       if (pruner) clearInterval(pruner);
       await polling;
+      // Changes whose write failed are written now if the database answers, not lost with the process.
+      await flushPending().catch((err) => logger.error({ err: (err as Error).message, unwritten: pending.length }, 'change feed: closing with unwritten changes; other instances miss them until they restart'));
       if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
     },
   };

@@ -87,8 +87,22 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
   await loadAll();
 
   let suspended = new Set<string>();
+  // Runs can overlap (a change arriving while one is under way): only the newest one's answer counts.
+  let generation = 0;
   const refreshTenants = async () => {
-    suspended = new Set((await db('tenants').where({ status: 'suspended' }).select('id')).map((r) => r.id as string));
+    const mine = ++generation;
+    const ids = new Set((await db('tenants').where({ status: 'suspended' }).select('id')).map((r) => r.id as string));
+    if (mine === generation) suspended = ids;
+  };
+  // A tenant change already counts as applied: a failed read is retried until it succeeds, so a
+  // suspension is never left unenforced until some later change comes along.
+  let retry: NodeJS.Timeout | null = null;
+  const refreshUntilDone = () => {
+    refreshTenants().catch((err) => {
+      logger.warn({ err: err.message }, 'reading suspended tenants failed; retrying in a second');
+      retry = setTimeout(refreshUntilDone, 1000);
+      retry.unref();
+    });
   };
   await refreshTenants();
 
@@ -97,7 +111,8 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
     add(c.ref, Number.isFinite(exp) ? exp : Date.now() + 86_400_000);
   });
   feed.on('tenant', () => {
-    refreshTenants().catch((err) => logger.warn({ err: err.message }, 'reading suspended tenants failed; the next change or resync retries'));
+    if (retry) clearTimeout(retry);
+    refreshUntilDone();
   });
   feed.onResync(async () => {
     await loadAll();
@@ -153,6 +168,7 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
     },
     async close() {
       clearInterval(sweeper);
+      if (retry) clearTimeout(retry);
     },
   };
 }

@@ -71,6 +71,18 @@ describe(`canonical identifiers and unfit text at the entry (${TEST_ENGINE})`, (
     expect((await api(app, 'POST', '/api/v3/crypto/verify', core, { kid: 'upper-import', data: 'AAEC', signature: signed.body.signature })).body).toMatchObject({ valid: true });
   });
 
+  it('when a keystore is imported with a kid shaped like an upper-case UUID (a multipart field), then the kid is stored canonical and the key can be named again (it was stored as sent and every lookup missed it)', async () => {
+    const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+    const kid = 'ABCDEF01-2345-6789-ABCD-EF0123456789';
+    const form = new FormData();
+    form.append('keystore', new Blob([pem]), 'key.pem');
+    form.append('kid', kid);
+    const res = await fetch(`${app.url}${upper}/keys/import-keystore`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: form });
+    expect(res.status).toBe(201);
+    expect((await api(app, 'GET', `${upper}/keys/${kid}`, admin)).status).toBe(200);
+    expect((await api(app, 'POST', '/api/v3/crypto/sign', core, { kid, data: 'AAEC' })).status).toBe(200);
+  });
+
   it('when a policy override names the template "constructor", then 400 and key creation still works', async () => {
     for (const template of ['constructor', '__proto__', 'toString']) {
       const r = await api(app, 'PUT', `${upper}/policies/overrides`, admin, { template });

@@ -82,6 +82,41 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
     await a.close();
   });
 
+  it('when an instance starts while a lower sequence number is still being committed, then it applies that change once it commits (it started past it and missed it for good)', async () => {
+    const a = await createChangeFeed(db, logger);
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let wroteLow!: () => void;
+    const lowWritten = new Promise<void>((r) => { wroteLow = r; });
+    const slow = db.transaction(async (trx) => {
+      await a.write(trx, 'token', 'jti-committing-at-start');
+      wroteLow();
+      await held;
+    });
+    await lowWritten;
+    await a.record('token', 'jti-committed-before-start');
+    const c = await follower();
+    release();
+    await slow;
+    await until(() => c.seen.map((x) => x.ref), ['jti-committing-at-start']);
+    await a.close();
+  });
+
+  it('when an instance\'s own change jumps its position and its next read of the log comes late, then the other instances\' changes in between are still applied (the gaps expired unread)', async () => {
+    const b = await createChangeFeed(db, logger, undefined, { pollMs: 60_000, gapMs: 200 });
+    feeds.push(b);
+    const seen: string[] = [];
+    b.on('token', (c) => seen.push(c.ref));
+    const a = await createChangeFeed(db, logger);
+    await a.record('token', 'other-1');
+    await a.record('token', 'other-2');
+    await b.record('token', 'own');
+    await sleep(400); // longer than gapMs before b reads the log at all
+    await b.catchUp();
+    expect(seen.sort()).toEqual(['other-1', 'other-2', 'own']);
+    await a.close();
+  });
+
   it('when a forged or corrupt pub/sub message names a huge sequence number, then the instance still applies every later change from the log (a message never moves the log position; needs Redis at 127.0.0.1:6379)', async () => {
     const redis = await connectRedis(TEST_REDIS_URL, logger);
     try {
