@@ -6,37 +6,14 @@
  * version, so a verifier picks the key a signature was made with.
  */
 import { problemResponse } from './components.ts';
+import { base64, int, kid, obj, operation, str, type Schema } from './crypto.ts';
 
-type Schema = Record<string, unknown>;
-
-const str = { type: 'string' };
-const int = { type: 'integer', minimum: 1 };
-const base64 = (description: string): Schema => ({ type: 'string', contentEncoding: 'base64', description });
-const kid = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'the key id, as created' };
-const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties, additionalProperties: false });
 /** Answers are not closed: a member may be added without breaking a client (batch results add `status`). */
 const res = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties });
-const batchOf = (item: Schema): Schema => obj({ items: { type: 'array', minItems: 1, maxItems: 1000, items: item } });
-const resultsOf = (item: Schema): Schema => res({ results: { type: 'array', items: { oneOf: [{ allOf: [item, res({ status: { const: 200 } })] }, res({ status: { type: 'integer' }, error: { $ref: '#/components/schemas/Problem' } })] } } });
 const problems = (text: Record<number, string>) => Object.fromEntries(Object.entries(text).map(([c, d]) => [c, problemResponse(d)]));
 const COMMON = { 401: 'missing, invalid or expired bearer token, or the wrong audience', 403: 'the role lacks the permission' };
 const BODY = { 413: 'the body is over JSON_LIMIT_BYTES (64 KiB by default)', 415: 'not application/json', 429: 'rate limit reached; see Retry-After' };
 const KEY = { 404: 'key-not-found: no such kid in the token\'s tenant', 409: 'key-suspended or key-revoked: the key is not active' };
-
-/** A runtime operation: single or batch request and answer, with an example of each. */
-function runtime(o: { id: string; summary: string; description: string; request: Schema; response: Schema; example: unknown; answer: unknown; errors: Record<number, string> }) {
-  return {
-    post: {
-      tags: ['crypto'], operationId: o.id, summary: o.summary,
-      description: `${o.description} A batch \`{items}\` of up to 1000 answers \`{results}\` in order, each with its own status. Unknown JSON members answer 400 naming the member.`,
-      requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [o.request, batchOf(o.request)] }, example: o.example } } },
-      responses: {
-        200: { description: 'the result, or one result per item', content: { 'application/json': { schema: { oneOf: [o.response, resultsOf(o.response)] }, example: o.answer } } },
-        ...problems({ ...o.errors, ...COMMON, ...BODY }),
-      },
-    },
-  };
-}
 
 const MAC = 'q8v3Jb2ZK0e5bJY3m8C1dGvJmX0cQ4mJ7dBqkq0vJ5E=';
 const macAlg = { enum: ['HS256', 'HS384', 'HS512'], description: 'HMAC with SHA-256, SHA-384 or SHA-512 (RFC 7518 section 3.2)' };
@@ -68,21 +45,21 @@ const PUBLIC_ERRORS = { 404: 'key-not-found: no such kid in this tenant', 422: '
 const KID_PARAM = { name: 'kid', in: 'path', required: true, schema: kid, description: 'the key identifier' };
 
 export const cryptoKeysPaths = {
-  '/api/v3/crypto/generate-mac': runtime({
-    id: 'generateMac', summary: 'Compute an HMAC of data with the key\'s current version (AWS KMS GenerateMac)',
-    description: 'Requires `crypto.sign`. The key must have usage `mac` (types hmac-sha256, hmac-sha384, hmac-sha512); the MAC is the full hash output (32, 48 or 64 bytes).',
+  '/api/v3/crypto/generate-mac': operation({
+    id: 'generateMac', summary: 'Compute an HMAC of data with the key\'s current version (AWS KMS GenerateMac)', permission: '`crypto.sign`',
+    description: 'The key must have usage `mac` (types hmac-sha256, hmac-sha384, hmac-sha512); the MAC is the full hash output (32, 48 or 64 bytes).',
     request: obj({ kid, data: base64('the message') }),
     response: res({ kid: str, version: int, algorithm: macAlg, mac: base64('the MAC') }),
     example: { kid: 'webhook-mac', data: 'YXR0YWNrIGF0IGRhd24=' }, answer: { kid: 'webhook-mac', version: 1, algorithm: 'HS256', mac: MAC },
-    errors: { 400: 'validation-failed: bad base64 or an unknown member', ...KEY, 422: 'key-usage-mismatch: the key\'s usage is not mac' },
+    problems: { 400: 'validation-failed: bad base64 or an unknown member', ...KEY, 422: 'key-usage-mismatch: the key\'s usage is not mac' },
   }),
-  '/api/v3/crypto/verify-mac': runtime({
-    id: 'verifyMac', summary: 'Verify an HMAC with any retained version, newest first, or the one named (AWS KMS VerifyMac)',
-    description: 'Requires `crypto.verify`. Each version is checked with one constant-time comparison of the full MAC. A wrong MAC is `valid: false` (200); a MAC of the wrong length (a truncated one, say) is a 400, never compared. Versions below the key\'s minDecryptionVersion are not tried; naming one is key-version-retired.',
+  '/api/v3/crypto/verify-mac': operation({
+    id: 'verifyMac', summary: 'Verify an HMAC with any retained version, newest first, or the one named (AWS KMS VerifyMac)', permission: '`crypto.verify`',
+    description: 'Each version is checked with one constant-time comparison of the full MAC. A wrong MAC is `valid: false` (200); a MAC of the wrong length (a truncated one, say) is a 400, never compared. Versions below the key\'s minDecryptionVersion are not tried; naming one is key-version-retired.',
     request: obj({ kid, data: base64('the message'), mac: base64('the MAC, full length'), version: { ...int, description: 'check this version only' } }, ['kid', 'data', 'mac']),
     response: res({ kid: str, version: { ...int, description: 'the version that matched; absent when none did' }, valid: { type: 'boolean' } }, ['kid', 'valid']),
     example: { kid: 'webhook-mac', data: 'YXR0YWNrIGF0IGRhd24=', mac: MAC }, answer: { kid: 'webhook-mac', version: 1, valid: true },
-    errors: { 400: 'validation-failed: bad base64, a MAC that is not the algorithm\'s full length, a version that is not a positive integer, or an unknown member', 404: KEY[404], 409: 'key-suspended, key-revoked or key-version-retired', 422: 'key-usage-mismatch: the key\'s usage is not mac' },
+    problems: { 400: 'validation-failed: bad base64, a MAC that is not the algorithm\'s full length, a version that is not a positive integer, or an unknown member', 404: KEY[404], 409: 'key-suspended, key-revoked or key-version-retired', 422: 'key-usage-mismatch: the key\'s usage is not mac' },
   }),
   '/api/v3/crypto/keys/{kid}': {
     get: {

@@ -7,25 +7,25 @@
  */
 import { problemResponse } from './components.ts';
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 
-const str = { type: 'string' };
-const base64 = (description: string): Schema => ({ type: 'string', contentEncoding: 'base64', description });
-const int = { type: 'integer', minimum: 1 };
-const kid = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'the key id, as created' };
+export const str = { type: 'string' };
+export const base64 = (description: string): Schema => ({ type: 'string', contentEncoding: 'base64', description });
+export const int = { type: 'integer', minimum: 1 };
+export const kid = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'the key id, as created' };
 const jwe = { type: 'string', pattern: '^[\\w-]+\\.[\\w-]*\\.[\\w-]+\\.[\\w-]+\\.[\\w-]+$', description: 'compact JWE (RFC 7516); its protected header names `kid` "<kid>#<version>" and `ver`, and `ctx` when a context is bound' };
 const context = (what: string): Schema => ({
   type: 'object', maxProperties: 64, additionalProperties: { type: 'string' },
-  description: `${what}: at most 64 string members, 8 KiB in all (AWS KMS EncryptionContext). Bound into the JWE header as a SHA-256 digest, never stored in clear; member order does not matter. Decryption needs the same context: a wrong, missing or extra one is decryption-failed.`,
+  description: `${what}: at most 64 string members, 8 KiB in all (AWS KMS EncryptionContext). Bound into the JWE header as an HMAC-SHA-256 digest under a service key, never stored in clear; member order does not matter. Decryption needs the same context: a wrong, missing or extra one is decryption-failed.`,
 });
-const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties, additionalProperties: false });
+export const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties, additionalProperties: false });
 const batchOf = (item: Schema): Schema => ({ type: 'object', required: ['items'], properties: { items: { type: 'array', minItems: 1, maxItems: 1000, items: item } }, additionalProperties: false });
 const resultsOf = (item: Schema): Schema => obj({ results: { type: 'array', items: { oneOf: [{ allOf: [item, obj({ status: { const: 200 } }, ['status'])] }, obj({ status: { type: 'integer' }, error: { $ref: '#/components/schemas/Problem' } })] } } });
 const COMMON = { 401: 'missing, invalid or expired bearer token, or the wrong audience', 403: 'the role lacks the permission', 413: 'the body is over JSON_LIMIT_BYTES (64 KiB by default); use the stream endpoints for large data', 415: 'not application/json', 429: 'rate limit reached; see Retry-After' };
 const KEY_PROBLEMS = { 404: 'key-not-found: no such kid in the token\'s tenant', 409: 'key-suspended or key-revoked: the key is not active', 422: 'key-usage-mismatch: the key\'s usage or type does not allow this operation' };
 
 /** One documented operation: single and batch request, single and batch answer, an example each, its problems. */
-function operation(o: { id: string; summary: string; permission: string; description: string; request: Schema; response: Schema; example: unknown; answer: unknown; problems: Record<number, string> }) {
+export function operation(o: { id: string; summary: string; permission: string; description: string; request: Schema; response: Schema; example: unknown; answer: unknown; problems: Record<number, string> }) {
   return {
     post: {
       tags: ['crypto'], operationId: o.id, summary: o.summary,

@@ -35,6 +35,11 @@ export interface KeyCache {
   get(tenantId: string, kid: string): Promise<CachedKey>;
   /** Drops a key here and on every other instance. */
   invalidate(tenantId: string, kid: string): Promise<void>;
+  /**
+   * Writes the key's change inside `trx`, so it commits with the key's new state (no window where
+   * the state is committed and the change is not); call the returned function after the commit.
+   */
+  changedIn(trx: Knex, tenantId: string, kid: string): Promise<() => void>;
 }
 
 /** Creates the cache and its cross-instance invalidation. */
@@ -97,6 +102,10 @@ export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): K
     async invalidate(tenantId, kid) {
       drop(id(tenantId, kid));
       await feed.record('key', `${tenantId}:${kid}`);
+    },
+    async changedIn(trx, tenantId, kid) {
+      const change = await feed.write(trx, 'key', `${tenantId}:${kid}`);
+      return () => feed.announce(change);
     },
   };
 }

@@ -119,11 +119,11 @@ export async function applySettings(ctx: AppContext, tenantId: string, kid: stri
       if (rotates(key)) update.next_rotation_at = afterDays(new Date(key.last_rotated_at ?? key.created_at), patch.rotationPeriodDays ?? period!);
     }
     const [updated] = await trx('keys').where({ id: key.id }).update(update).returning('*');
-    return updated as Record<string, unknown>;
+    // The runtime caches carry minDecryptionVersion: the change commits with it, to every instance.
+    return { updated: updated as Record<string, unknown>, announce: await ctx.keys.changedIn(trx, tenantId, kid) };
   });
-  // The runtime caches carry minDecryptionVersion: drop the key on every instance.
-  await ctx.keys.invalidate(tenantId, kid);
-  return row;
+  row.announce();
+  return row.updated;
 }
 
 /**

@@ -172,7 +172,7 @@ export function rotateIfDue(ctx: AppContext, tenantId: string, kid: string, now:
 async function applyChange(ctx: AppContext, tenantId: string, kid: string, action: KeyAction, dueBy?: Date): Promise<KeyRecord | null> {
   const material = action === 'rotate' ? await makeMaterial(ctx, (await findKey(ctx.db, tenantId, kid)).type as KeyType) : null;
   const { effective } = await tenantPolicy(ctx, tenantId);
-  const view = await ctx.db.transaction(async (trx) => {
+  const done = await ctx.db.transaction(async (trx) => {
     const row = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
     if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
     if (dueBy && (row.state !== 'active' || !rotates(row) || row.next_rotation_at === null || new Date(row.next_rotation_at) > dueBy)) return null;
@@ -185,8 +185,9 @@ async function applyChange(ctx: AppContext, tenantId: string, kid: string, actio
     const schedule = action === 'rotate' ? { last_rotated_at: now, next_rotation_at: afterDays(now, row.rotation_period_days ?? effective.rotationPeriodDays) } : {};
     const [updated] = await trx('keys').where({ id: row.id }).update({ state, current_version: version, updated_at: now, ...schedule }).returning('*');
     const current = await trx('key_versions').where({ key_id: row.id, version }).first();
-    return { ...keyView(updated, current), ...settingsView(updated, effective.rotationPeriodDays) };
+    const announce = await ctx.keys.changedIn(trx, tenantId, kid);
+    return { view: { ...keyView(updated, current), ...settingsView(updated, effective.rotationPeriodDays) }, announce };
   });
-  if (view) await ctx.keys.invalidate(tenantId, kid);
-  return view;
+  done?.announce();
+  return done?.view ?? null;
 }

@@ -34,6 +34,21 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
     await database.drop();
   });
 
+  /** Writes a change whose transaction stays open (its seq taken, not committed) until `commit()`. */
+  async function holdUncommitted(feed: ChangeFeed, ref: string): Promise<{ commit: () => Promise<void> }> {
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let written!: () => void;
+    const isWritten = new Promise<void>((r) => { written = r; });
+    const trx = db.transaction(async (t) => {
+      await feed.write(t, 'token', ref);
+      written();
+      await held;
+    });
+    await isWritten;
+    return { commit: async () => { release(); await trx; } };
+  }
+
   async function follower(): Promise<{ feed: ChangeFeed; seen: Change[]; resyncs: number[] }> {
     const feed = await createChangeFeed(db, logger, undefined, { pollMs: 100, gapMs: 5_000 });
     const seen: Change[] = [];
@@ -61,43 +76,23 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
   it('when a lower sequence number commits after a higher one was read, then it is still applied (the gap is read again)', async () => {
     const b = await follower();
     const a = await createChangeFeed(db, logger);
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    let wroteLow!: () => void;
-    const lowWritten = new Promise<void>((r) => { wroteLow = r; });
-    const slow = db.transaction(async (trx) => {
-      await a.write(trx, 'token', 'jti-late');
-      wroteLow();
-      await held;
-    });
-    await lowWritten;
+    const late = await holdUncommitted(a, 'jti-late');
     await a.record('token', 'jti-early');
     try {
       await until(() => b.seen.map((c) => c.ref), ['jti-early']);
     } finally {
-      release();
+      await late.commit();
     }
-    await slow;
     await until(() => b.seen.map((c) => c.ref), ['jti-early', 'jti-late']);
     await a.close();
   });
 
   it('when an instance starts while a lower sequence number is still being committed, then it applies that change once it commits (it started past it and missed it for good)', async () => {
     const a = await createChangeFeed(db, logger);
-    let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
-    let wroteLow!: () => void;
-    const lowWritten = new Promise<void>((r) => { wroteLow = r; });
-    const slow = db.transaction(async (trx) => {
-      await a.write(trx, 'token', 'jti-committing-at-start');
-      wroteLow();
-      await held;
-    });
-    await lowWritten;
+    const committing = await holdUncommitted(a, 'jti-committing-at-start');
     await a.record('token', 'jti-committed-before-start');
     const c = await follower();
-    release();
-    await slow;
+    await committing.commit();
     await until(() => c.seen.map((x) => x.ref), ['jti-committing-at-start']);
     await a.close();
   });
