@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+import { layersPlugin } from './scripts/guards/layers.ts';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'coverage/', 'bench/results/'] },
@@ -9,7 +10,10 @@ export default tseslint.config(
   {
     languageOptions: { globals: { ...globals.node } },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': ['error', { allow: ['warn', 'error'] }],
     },
@@ -19,17 +23,31 @@ export default tseslint.config(
     // "toString" find Object.prototype's members); look it up in a Map, or check Object.hasOwn first.
     files: ['api/**', 'shared/**', 'workers/**'],
     rules: {
-      'no-restricted-syntax': ['error', ...['req', 'form', 'body', 'query', 'input'].flatMap((name) => [
-        {
-          selector: `MemberExpression[computed=true] > MemberExpression.property[object.name='${name}']`,
-          message: `${name}.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
-        },
-        {
-          selector: `MemberExpression[computed=true] > MemberExpression.property > MemberExpression.object[object.name='${name}']`,
-          message: `${name}.*.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
-        },
-      ])],
+      'no-restricted-syntax': [
+        'error',
+        ...['req', 'form', 'body', 'query', 'input'].flatMap((name) => [
+          {
+            selector: `MemberExpression[computed=true] > MemberExpression.property[object.name='${name}']`,
+            message: `${name}.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
+          },
+          {
+            selector: `MemberExpression[computed=true] > MemberExpression.property > MemberExpression.object[object.name='${name}']`,
+            message: `${name}.*.* is request input: index a Map (or check Object.hasOwn first), never a plain object`,
+          },
+        ]),
+      ],
     },
   },
-  { files: ['test/**', 'bench/**', 'bin/**'], rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' } },
+  {
+    // Issue 12: the folders are the layers. The rules and their reasons are one table in
+    // scripts/guards/layers.ts (workers and shared never import api; services never import
+    // express, routes, middleware or http; no route imports another; the CLI never imports api).
+    files: ['**/*.ts', '**/*.js'],
+    plugins: { keyward: layersPlugin },
+    rules: { 'keyward/layers': 'error' },
+  },
+  {
+    files: ['test/**', 'bench/**', 'bin/**'],
+    rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
 );

@@ -12,10 +12,18 @@ import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
 import { createAuthServices, type AuthServices } from './services/auth/index.ts';
-import { createKeyCache, type KeyCache } from './services/keys/cache.ts';
-import { createChangeFeed, type ChangeFeed } from '../shared/db/change-feed.ts';
+import { createKeyCache, type KeyCache } from '../shared/keys/cache.ts';
+import { createChangeFeed, type ChangeFeed } from '../shared/fanout/change-feed.ts';
 import { connectRedis } from '../shared/redis.ts';
-import { startRotationScheduler, type RotationScheduler } from './services/keys/rotation-scheduler.ts';
+import { createFanoutBus, type FanoutBus } from '../shared/fanout/bus.ts';
+
+/** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
+export interface RotationScheduler {
+  /** One pass: schedules unscheduled keys, rotates those due at `now`; answers how many it rotated. */
+  runOnce(now?: Date): Promise<number>;
+  /** Stops the timer and waits for a pass under way. */
+  close(): Promise<void>;
+}
 
 export interface AppContext {
   config: Config;
@@ -32,6 +40,8 @@ export interface AppContext {
   changes: ChangeFeed;
   /** Present when REDIS_URL is set. */
   redis?: Redis;
+  /** The process's one Redis subscriber and its named channels (a bus that never delivers without Redis). */
+  fanout: FanoutBus;
   /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
   /** Closers run in reverse order of registration by closeContext. */
@@ -45,13 +55,22 @@ export interface ContextOptions {
 }
 
 /** Builds the process context: logger, master key, database (migrated), pool, Redis. */
-export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+export async function createContext(
+  config: Config,
+  opts: ContextOptions = {},
+): Promise<AppContext> {
   const logger = createLogger(config.logLevel, opts.logDestination);
   const master = loadMasterKey(config.masterKey, config.dataDir);
   if (master.generated) {
-    logger.warn({ path: master.path }, 'generated a master key into DATA_DIR; set KEYWARD_MASTER_KEY in production and keep a backup');
+    logger.warn(
+      { path: master.path },
+      'generated a master key into DATA_DIR; set KEYWARD_MASTER_KEY in production and keep a backup',
+    );
   }
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: opts.inMemoryDatabase ? null : config.dataDir });
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: opts.inMemoryDatabase ? null : config.dataDir,
+  });
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);
   const audit = createAuditLog(db, logger);
@@ -65,18 +84,30 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     redis = client;
   }
   closers.push({ name: 'audit log', close: () => audit.close() });
-  const changes = await createChangeFeed(db, logger, redis);
+  const fanout = createFanoutBus(redis, logger);
+  closers.push({ name: 'fanout', close: () => fanout.close() });
+  const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
   const auth = await createAuthServices(config, db, master.key, logger, changes, redis);
   closers.push({ name: 'auth services', close: () => auth.close() });
   const keys = createKeyCache(db, master.key, changes);
   // Every listener is registered: from here on no change is missed.
   changes.start();
-  const ctx: AppContext = { config, logger, db, pool, masterKey: master.key, metrics, audit, auth, keys, changes, redis, closers };
-  // Registered last, so it stops first: no pass starts on a closing database or pool.
-  const rotation = startRotationScheduler(ctx, config.keyRotationCheckMs);
-  closers.push({ name: 'key rotation scheduler', close: () => rotation.close() });
-  ctx.rotation = rotation;
+  const ctx: AppContext = {
+    config,
+    logger,
+    db,
+    pool,
+    masterKey: master.key,
+    metrics,
+    audit,
+    auth,
+    keys,
+    changes,
+    redis,
+    fanout,
+    closers,
+  };
   return ctx;
 }
 

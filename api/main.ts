@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts'
 import { closeContext, createContext } from './context.ts';
 import { createServer } from 'node:http';
 import { createRequestListener } from './app.ts';
+import { attachRotationScheduler } from './services/keys/rotation-scheduler.ts';
 import { bootstrapPlatform, type BootstrapResult } from './services/bootstrap.ts';
 
 /** A signal that arrives during start-up (migrations, bootstrap) is honoured once started. */
@@ -24,12 +25,15 @@ function printBootstrap(boot: BootstrapResult | null): void {
   if (!boot) return;
   process.stdout.write(
     `\nKeyward bootstrap: platform tenant ${boot.tenantId}\n  administrator e-mail: ${boot.email}\n` +
-      (boot.generatedPassword ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n` : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
+      (boot.generatedPassword
+        ? `  administrator password: ${boot.generatedPassword}\n  (shown only now; store it safely)\n\n`
+        : '  password: as set in KEYWARD_BOOTSTRAP_ADMIN_PASSWORD\n\n'),
   );
 }
 
 async function startWorker(config: Config): Promise<void> {
   const ctx = await createContext(config);
+  attachRotationScheduler(ctx);
   printBootstrap(await bootstrapPlatform(ctx));
   const server: Server = createServer(createRequestListener(ctx)).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
@@ -70,7 +74,9 @@ function startPrimary(config: Config): void {
   for (let i = 0; i < config.webConcurrency; i += 1) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
     if (signal !== 'SIGTERM' && signal !== 'SIGINT' && code !== 0) {
-      console.error(`api process ${worker.process.pid} exited (${signal ?? code}); starting another`);
+      console.error(
+        `api process ${worker.process.pid} exited (${signal ?? code}); starting another`,
+      );
       cluster.fork();
     }
   });

@@ -23,14 +23,35 @@ const connections = 64;
 const tool = chooseTool();
 const root = new URL('..', import.meta.url).pathname;
 const PERMS = ['crypto.encrypt', 'crypto.sign', 'crypto.keys.read'];
-const KEYS = [{ kid: 'aes', type: 'aes-256' }, { kid: 'rsa', type: 'rsa-2048', usage: 'sign' }, { kid: 'es', type: 'ec-p256', usage: 'sign' }];
-const fmt = (r: LoadResult) => `${Math.round(r.requestsPerSecond).toLocaleString('en')} req/s (p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ${r.errors} errors)`;
+const KEYS = [
+  { kid: 'aes', type: 'aes-256' },
+  { kid: 'rsa', type: 'rsa-2048', usage: 'sign' },
+  { kid: 'es', type: 'ec-p256', usage: 'sign' },
+];
+const fmt = (r: LoadResult) =>
+  `${Math.round(r.requestsPerSecond).toLocaleString('en')} req/s (p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ${r.errors} errors)`;
 
 const body = JSON.stringify({ kid: 'aes', data: randomBytes(1024).toString('base64') });
-const json = (token?: string) => ({ 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) });
+const json = (token?: string) => ({
+  'Content-Type': 'application/json',
+  ...(token ? { Authorization: `Bearer ${token}` } : {}),
+});
 
-async function measure(url: string, token: string | undefined, payload: string, secs = seconds): Promise<LoadResult> {
-  const r = await runLoad({ url, connections, seconds: secs, tool, method: 'POST', headers: json(token), body: payload });
+async function measure(
+  url: string,
+  token: string | undefined,
+  payload: string,
+  secs = seconds,
+): Promise<LoadResult> {
+  const r = await runLoad({
+    url,
+    connections,
+    seconds: secs,
+    tool,
+    method: 'POST',
+    headers: json(token),
+    body: payload,
+  });
   if (r.errors > 0) throw new Error(`${r.errors} failed requests against ${url}`);
   return r;
 }
@@ -49,16 +70,24 @@ function nodeRsaSignRate(): number {
 }
 
 const barePort = await freePort();
-const bare = await startChild([join(root, 'bench/lib/bare-server.ts'), String(barePort)], cleanEnv(), `http://127.0.0.1:${barePort}/healthz`);
+const bare = await startChild(
+  [join(root, 'bench/lib/bare-server.ts'), String(barePort)],
+  cleanEnv(),
+  `http://127.0.0.1:${barePort}/healthz`,
+);
 const one = await startKeyward();
 try {
   const t = await provision(one, PERMS, KEYS);
   const enc = `${one.url}/api/v3/crypto/encrypt`;
   await measure(enc, t.token, body, 1);
   const encrypt = [await measure(enc, t.token, body)];
-  const echo = [await measure(`http://127.0.0.1:${barePort}/echo`, undefined, body), await measure(`http://127.0.0.1:${barePort}/echo`, undefined, body)];
+  const echo = [
+    await measure(`http://127.0.0.1:${barePort}/echo`, undefined, body),
+    await measure(`http://127.0.0.1:${barePort}/echo`, undefined, body),
+  ];
   encrypt.push(await measure(enc, t.token, body));
-  const mean = (rs: LoadResult[], f: (r: LoadResult) => number = (r) => r.requestsPerSecond) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
+  const mean = (rs: LoadResult[], f: (r: LoadResult) => number = (r) => r.requestsPerSecond) =>
+    rs.reduce((a, r) => a + f(r), 0) / rs.length;
   const floor = await measure(`http://127.0.0.1:${barePort}/encrypt-floor`, undefined, body);
   const encRps = mean(encrypt);
   const echoRps = mean(echo);
@@ -66,37 +95,74 @@ try {
   console.log(`bare echo of the same body: ${echo.map(fmt).join(' | ')}`);
   console.log(`encrypt/echo ratio: ${(encRps / echoRps).toFixed(3)} (target >= 0.60)`);
   // Context for the target: the least any encrypt endpoint does (bare-server.ts /encrypt-floor).
-  console.log(`encrypt floor (JSON + AES-GCM + compact JWE on bare node:http, no auth or bookkeeping): ${fmt(floor)}; floor/echo ${(floor.requestsPerSecond / echoRps).toFixed(3)}, encrypt/floor ${(encRps / floor.requestsPerSecond).toFixed(3)}`);
+  console.log(
+    `encrypt floor (JSON + AES-GCM + compact JWE on bare node:http, no auth or bookkeeping): ${fmt(floor)}; floor/echo ${(floor.requestsPerSecond / echoRps).toFixed(3)}, encrypt/floor ${(encRps / floor.requestsPerSecond).toFixed(3)}`,
+  );
   printResult({
-    name: 'crypto-encrypt', metric: 'authenticated POST /api/v3/crypto/encrypt 1 KiB AES-256, 1 process', value: Math.round(encRps),
-    baseline: 'bare node:http echo of the same body', baselineValue: Math.round(echoRps), ratio: Number((encRps / echoRps).toFixed(3)), unit: 'req/s',
+    name: 'crypto-encrypt',
+    metric: 'authenticated POST /api/v3/crypto/encrypt 1 KiB AES-256, 1 process',
+    value: Math.round(encRps),
+    baseline: 'bare node:http echo of the same body',
+    baselineValue: Math.round(echoRps),
+    ratio: Number((encRps / echoRps).toFixed(3)),
+    unit: 'req/s',
     notes: `${tool}, 64 connections, ABBA ${seconds} s; encrypt floor (bare node:http, JSON + AES-GCM + JWE only) ${Math.round(floor.requestsPerSecond)} req/s = ${(floor.requestsPerSecond / echoRps).toFixed(3)} of echo; p50/p99 encrypt ${mean(encrypt, (r) => r.p50Ms).toFixed(2)}/${mean(encrypt, (r) => r.p99Ms).toFixed(2)} ms, echo ${mean(echo, (r) => r.p50Ms).toFixed(2)}/${mean(echo, (r) => r.p99Ms).toFixed(2)} ms; target >= 0.60`,
   });
 
-  const signBody = (kid: string) => JSON.stringify({ kid, data: Buffer.from('sign me, 1 KiB would be the same cost').toString('base64') });
+  const signBody = (kid: string) =>
+    JSON.stringify({
+      kid,
+      data: Buffer.from('sign me, 1 KiB would be the same cost').toString('base64'),
+    });
   const rsa = await measure(`${one.url}/api/v3/crypto/sign`, t.token, signBody('rsa'));
   const nodeRate = nodeRsaSignRate();
-  console.log(`RSA-2048 sign via API: ${fmt(rsa)}; Node crypto.sign single thread: ${Math.round(nodeRate).toLocaleString('en')}/s; ratio ${(rsa.requestsPerSecond / nodeRate).toFixed(2)} (target >= 1.5)`);
+  console.log(
+    `RSA-2048 sign via API: ${fmt(rsa)}; Node crypto.sign single thread: ${Math.round(nodeRate).toLocaleString('en')}/s; ratio ${(rsa.requestsPerSecond / nodeRate).toFixed(2)} (target >= 1.5)`,
+  );
   printResult({
-    name: 'crypto-sign-rsa2048', metric: 'RSA-2048 sign through the API', value: Math.round(rsa.requestsPerSecond), baseline: 'single-threaded crypto.sign',
-    baselineValue: Math.round(nodeRate), ratio: Number((rsa.requestsPerSecond / nodeRate).toFixed(2)), unit: 'signatures/s', notes: `${tool}, 64 connections; target >= 1.5`,
+    name: 'crypto-sign-rsa2048',
+    metric: 'RSA-2048 sign through the API',
+    value: Math.round(rsa.requestsPerSecond),
+    baseline: 'single-threaded crypto.sign',
+    baselineValue: Math.round(nodeRate),
+    ratio: Number((rsa.requestsPerSecond / nodeRate).toFixed(2)),
+    unit: 'signatures/s',
+    notes: `${tool}, 64 connections; target >= 1.5`,
   });
   // The batch form (contract 3) signs its items concurrently on libuv's pool: the HTTP cost is
   // shared by BATCH signatures, so this shows what the pool does with both cores.
   const BATCH = 16;
-  const batchBody = JSON.stringify({ items: Array.from({ length: BATCH }, () => JSON.parse(signBody('rsa'))) });
+  const batchBody = JSON.stringify({
+    items: Array.from({ length: BATCH }, () => JSON.parse(signBody('rsa'))),
+  });
   const rsaBatch = await measure(`${one.url}/api/v3/crypto/sign`, t.token, batchBody);
   const batchRate = rsaBatch.requestsPerSecond * BATCH;
-  console.log(`RSA-2048 sign via API, batches of ${BATCH}: ${Math.round(batchRate).toLocaleString('en')} signatures/s (${fmt(rsaBatch)}); ratio to single-thread ${(batchRate / nodeRate).toFixed(2)}`);
+  console.log(
+    `RSA-2048 sign via API, batches of ${BATCH}: ${Math.round(batchRate).toLocaleString('en')} signatures/s (${fmt(rsaBatch)}); ratio to single-thread ${(batchRate / nodeRate).toFixed(2)}`,
+  );
   printResult({
-    name: 'crypto-sign-rsa2048-batch', metric: `RSA-2048 sign through the API, batch form (${BATCH} items per request)`, value: Math.round(batchRate), baseline: 'single-threaded crypto.sign',
-    baselineValue: Math.round(nodeRate), ratio: Number((batchRate / nodeRate).toFixed(2)), unit: 'signatures/s', notes: `${tool}, 64 connections; the single-request figure is crypto-sign-rsa2048`,
+    name: 'crypto-sign-rsa2048-batch',
+    metric: `RSA-2048 sign through the API, batch form (${BATCH} items per request)`,
+    value: Math.round(batchRate),
+    baseline: 'single-threaded crypto.sign',
+    baselineValue: Math.round(nodeRate),
+    ratio: Number((batchRate / nodeRate).toFixed(2)),
+    unit: 'signatures/s',
+    notes: `${tool}, 64 connections; the single-request figure is crypto-sign-rsa2048`,
   });
   const es = await measure(`${one.url}/api/v3/crypto/sign`, t.token, signBody('es'));
-  console.log(`ES256 sign via API: ${fmt(es)}; ratio to encrypt ${(es.requestsPerSecond / encRps).toFixed(2)} (target >= 0.5)`);
+  console.log(
+    `ES256 sign via API: ${fmt(es)}; ratio to encrypt ${(es.requestsPerSecond / encRps).toFixed(2)} (target >= 0.5)`,
+  );
   printResult({
-    name: 'crypto-sign-es256', metric: 'ES256 sign through the API', value: Math.round(es.requestsPerSecond), baseline: 'encrypt 1 KiB throughput (same run)',
-    baselineValue: Math.round(encRps), ratio: Number((es.requestsPerSecond / encRps).toFixed(2)), unit: 'req/s', notes: `${tool}, 64 connections; target >= 0.5`,
+    name: 'crypto-sign-es256',
+    metric: 'ES256 sign through the API',
+    value: Math.round(es.requestsPerSecond),
+    baseline: 'encrypt 1 KiB throughput (same run)',
+    baselineValue: Math.round(encRps),
+    ratio: Number((es.requestsPerSecond / encRps).toFixed(2)),
+    unit: 'req/s',
+    notes: `${tool}, 64 connections; target >= 0.5`,
   });
 } finally {
   await one.stop();
@@ -131,6 +197,12 @@ try {
 const growth = clustered['2'] / clustered['1'];
 console.log(`WEB_CONCURRENCY=2 / 1: ${growth.toFixed(2)}`);
 printResult({
-  name: 'crypto-encrypt-cluster', metric: 'encrypt 1 KiB with WEB_CONCURRENCY=2', value: Math.round(clustered['2']), baseline: 'WEB_CONCURRENCY=1, same database',
-  baselineValue: Math.round(clustered['1']), ratio: Number(growth.toFixed(2)), unit: 'req/s', notes: `${tool} (1 thread) shares the 2 cores with the API processes`,
+  name: 'crypto-encrypt-cluster',
+  metric: 'encrypt 1 KiB with WEB_CONCURRENCY=2',
+  value: Math.round(clustered['2']),
+  baseline: 'WEB_CONCURRENCY=1, same database',
+  baselineValue: Math.round(clustered['1']),
+  ratio: Number(growth.toFixed(2)),
+  unit: 'req/s',
+  notes: `${tool} (1 thread) shares the 2 cores with the API processes`,
 });

@@ -35,25 +35,45 @@ try {
   const [appPort, barePort] = [await freePort(), await freePort()];
   const appUrl = `http://127.0.0.1:${appPort}/healthz`;
   const bareUrl = `http://127.0.0.1:${barePort}/healthz`;
-  children.push(await startChild([join(root, 'api/server.ts')], cleanEnv({
-    PORT: String(appPort),
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
-    KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local',
-    KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: randomBytes(18).toString('base64url'),
-  }), appUrl, 60_000));
-  children.push(await startChild([join(root, 'bench/lib/bare-server.ts'), String(barePort)], cleanEnv(), bareUrl));
+  children.push(
+    await startChild(
+      [join(root, 'api/server.ts')],
+      cleanEnv({
+        PORT: String(appPort),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
+        KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local',
+        KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: randomBytes(18).toString('base64url'),
+      }),
+      appUrl,
+      60_000,
+    ),
+  );
+  children.push(
+    await startChild(
+      [join(root, 'bench/lib/bare-server.ts'), String(barePort)],
+      cleanEnv(),
+      bareUrl,
+    ),
+  );
 
-  console.log(`healthz: ${tool} load, ${connections} keep-alive connections, ${seconds} s rounds, Node ${process.version}`);
+  console.log(
+    `healthz: ${tool} load, ${connections} keep-alive connections, ${seconds} s rounds, Node ${process.version}`,
+  );
   // Warm-up: JIT and connection setup are not what is measured.
   await runLoad({ url: appUrl, connections, seconds: 1, tool });
   await runLoad({ url: bareUrl, connections, seconds: 1, tool });
 
   const app: LoadResult[] = [];
   const bare: LoadResult[] = [];
-  for (const [label, url, into] of [['keyward', appUrl, app], ['bare', bareUrl, bare], ['bare', bareUrl, bare], ['keyward', appUrl, app]] as const) {
+  for (const [label, url, into] of [
+    ['keyward', appUrl, app],
+    ['bare', bareUrl, bare],
+    ['bare', bareUrl, bare],
+    ['keyward', appUrl, app],
+  ] as const) {
     const r = await runLoad({ url, connections, seconds, tool });
     console.log(`  ${label.padEnd(8)} ${summary(r)}`);
     into.push(r);
@@ -75,7 +95,8 @@ try {
     baselineValue: Math.round(bareRps),
     ratio: Number(ratio.toFixed(3)),
     unit: 'req/s',
-    notes: `${tool}${tool === 'wrk' ? ' -t1' : ''}, ${connections} connections, 2x${seconds} s per server (ABBA); p50/p99 keyward ` +
+    notes:
+      `${tool}${tool === 'wrk' ? ' -t1' : ''}, ${connections} connections, 2x${seconds} s per server (ABBA); p50/p99 keyward ` +
       `${mean(app, (r) => r.p50Ms).toFixed(2)}/${mean(app, (r) => r.p99Ms).toFixed(2)} ms, bare ${mean(bare, (r) => r.p50Ms).toFixed(2)}/${mean(bare, (r) => r.p99Ms).toFixed(2)} ms`,
   });
 } finally {

@@ -25,7 +25,10 @@ import { printResult } from './lib/result.ts';
 const FILES = Number(process.env.BENCH_FILES ?? 200);
 const CONCURRENCY = 2;
 const root = new URL('..', import.meta.url).pathname;
-const pgBase = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const pgBase =
+  process.env.BENCH_DATABASE_URL ??
+  process.env.TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/test';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const work = mkdtempSync(join(tmpdir(), 'keyward-jobs-bench-'));
 const dbName = `kw_bench_${randomBytes(5).toString('hex')}`;
@@ -57,31 +60,90 @@ async function pgAdmin(sql: string): Promise<void> {
   }
 }
 
-const ssl = (args: string[]) => execFileSync('openssl', args, { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+const ssl = (args: string[]) =>
+  execFileSync('openssl', args, {
+    cwd: work,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 << 20,
+  });
 
 /** Makes the keys and the files; answers [name, bytes] pairs. */
 function makeFiles(): Array<{ name: string; size: number }> {
-  ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-subj', '/CN=bench/O=Keyward', '-days', '2']);
+  ssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'key.pem',
+    '-out',
+    'cert.pem',
+    '-subj',
+    '/CN=bench/O=Keyward',
+    '-days',
+    '2',
+  ]);
   const rand = prng(7);
   const plain = randomBytes(4 * 1024 * 1024);
   const files: Array<{ name: string; size: number }> = [];
   for (let i = 0; i < FILES; i++) {
-    const size = Math.round(10 * 1024 * Math.exp(rand() * Math.log(4 * 1024 / 10)));
+    const size = Math.round(10 * 1024 * Math.exp(rand() * Math.log((4 * 1024) / 10)));
     writeFileSync(join(work, 'plain.bin'), plain.subarray(0, size));
     const name = `f${String(i).padStart(3, '0')}.p7m`;
-    const args = i % 2 === 0
-      ? ['cms', '-sign', '-binary', '-nodetach', '-in', 'plain.bin', '-signer', 'cert.pem', '-inkey', 'key.pem', '-outform', 'DER', '-out', name]
-      : ['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'plain.bin', '-recip', 'cert.pem', '-outform', 'DER', '-out', name];
+    const args =
+      i % 2 === 0
+        ? [
+            'cms',
+            '-sign',
+            '-binary',
+            '-nodetach',
+            '-in',
+            'plain.bin',
+            '-signer',
+            'cert.pem',
+            '-inkey',
+            'key.pem',
+            '-outform',
+            'DER',
+            '-out',
+            name,
+          ]
+        : [
+            'cms',
+            '-encrypt',
+            '-binary',
+            '-aes-256-cbc',
+            '-in',
+            'plain.bin',
+            '-recip',
+            'cert.pem',
+            '-outform',
+            'DER',
+            '-out',
+            name,
+          ];
     ssl(args);
     files.push({ name, size: readFileSync(join(work, name)).length });
   }
   return files;
 }
 
-async function call(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<any> {
+async function call(
+  url: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+): Promise<any> {
   const res = await fetch(`${url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined && !(body instanceof FormData)
+        ? { 'content-type': 'application/json' }
+        : {}),
+    },
     body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -91,36 +153,49 @@ async function call(url: string, method: string, path: string, token: string | n
 
 /** Spawns a worker process and waits for its ready line. */
 async function startWorker(env: NodeJS.ProcessEnv): Promise<{ stop(): Promise<unknown> }> {
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/main.ts')], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => { out = (out + c.toString()).slice(-20_000); });
-  child.stderr!.on('data', (c: Buffer) => { out = (out + c.toString()).slice(-20_000); });
+  child.stdout!.on('data', (c: Buffer) => {
+    out = (out + c.toString()).slice(-20_000);
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out = (out + c.toString()).slice(-20_000);
+  });
   const deadline = Date.now() + 30_000;
   while (!out.includes('keyward worker ready')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${out}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`worker did not start:\n${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve(child.exitCode);
-      child.once('exit', resolve);
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', resolve);
+        child.kill('SIGTERM');
+      }),
   };
 }
 
 /** Runs `fn` over items, `n` at a time. */
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
 }
 
 try {
   const files = makeFiles();
   const totalBytes = files.reduce((a, f) => a + f.size, 0);
-  console.log(`jobs: ${FILES} files, ${(totalBytes / 1e6).toFixed(1)} MB, sizes ${files.reduce((a, f) => Math.min(a, f.size), Infinity)} to ${files.reduce((a, f) => Math.max(a, f.size), 0)} bytes, Node ${process.version}`);
+  console.log(
+    `jobs: ${FILES} files, ${(totalBytes / 1e6).toFixed(1)} MB, sizes ${files.reduce((a, f) => Math.min(a, f.size), Infinity)} to ${files.reduce((a, f) => Math.max(a, f.size), 0)} bytes, Node ${process.version}`,
+  );
   await pgAdmin(`create database ${dbName}`);
   const dbUrl = new URL(pgBase);
   dbUrl.pathname = `/${dbName}`;
@@ -129,49 +204,126 @@ try {
   const adminPassword = randomBytes(18).toString('base64url');
   const platformTenant = randomUUID();
   const shared = {
-    DATA_DIR: join(work, 'data'), DATABASE_URL: dbUrl.toString(), REDIS_URL: redisUrl, KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: join(work, 'data'),
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL: redisUrl,
+    KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
     QUEUE_PREFIX: queuePrefix,
   };
-  children.push(await startChild([join(root, 'api/server.ts')], cleanEnv({
-    ...shared, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-    KEYWARD_BOOTSTRAP_TENANT_ID: platformTenant, KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local', KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: adminPassword,
-  }), `${url}/readyz`, 60_000));
-  for (let i = 0; i < 2; i++) children.push(await startWorker(cleanEnv({ ...shared, WORKER_CONCURRENCY: '1', LOG_LEVEL: 'info' })));
+  children.push(
+    await startChild(
+      [join(root, 'api/server.ts')],
+      cleanEnv({
+        ...shared,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        KEYWARD_BOOTSTRAP_TENANT_ID: platformTenant,
+        KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local',
+        KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: adminPassword,
+      }),
+      `${url}/readyz`,
+      60_000,
+    ),
+  );
+  for (let i = 0; i < 2; i++)
+    children.push(
+      await startWorker(cleanEnv({ ...shared, WORKER_CONCURRENCY: '1', LOG_LEVEL: 'info' })),
+    );
 
   // A tenant with a workload allowed to upload, submit and convert, and the key imported.
   const form = (f: Record<string, string>) => new URLSearchParams(f).toString();
-  const adminRes = await fetch(`${url}/api/v3/auth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ grant_type: 'password', username: 'bench@keyward.local', password: adminPassword, tenant_id: platformTenant }) });
+  const adminRes = await fetch(`${url}/api/v3/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({
+      grant_type: 'password',
+      username: 'bench@keyward.local',
+      password: adminPassword,
+      tenant_id: platformTenant,
+    }),
+  });
   const admin = ((await adminRes.json()) as { access_token: string }).access_token;
-  const tenant = await call(url, 'POST', '/api/v3/admin/platform/tenants', admin, { name: 'bench' });
-  const role = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, { name: 'migrator', permissions: ['migration.uploads.write', 'migration.jobs.create', 'migration.jobs.read', 'migration.jobs.result.read', 'migration.convert'] });
-  const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, { name: 'bench', roleId: role.id });
+  const tenant = await call(url, 'POST', '/api/v3/admin/platform/tenants', admin, {
+    name: 'bench',
+  });
+  const role = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, {
+    name: 'migrator',
+    permissions: [
+      'migration.uploads.write',
+      'migration.jobs.create',
+      'migration.jobs.read',
+      'migration.jobs.result.read',
+      'migration.convert',
+    ],
+  });
+  const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, {
+    name: 'bench',
+    roleId: role.id,
+  });
   // One certificate, imported once per usage: the enveloped files decrypt with one, the signed ones re-sign with the other.
-  for (const [kid, usage] of [['bench-rsa', 'encrypt'], ['bench-rsa-signer', 'sign']]) {
+  for (const [kid, usage] of [
+    ['bench-rsa', 'encrypt'],
+    ['bench-rsa-signer', 'sign'],
+  ]) {
     const keystore = new FormData();
-    keystore.append('keystore', new Blob([Buffer.concat([readFileSync(join(work, 'key.pem')), readFileSync(join(work, 'cert.pem'))])]), 'bench.pem');
+    keystore.append(
+      'keystore',
+      new Blob([
+        Buffer.concat([readFileSync(join(work, 'key.pem')), readFileSync(join(work, 'cert.pem'))]),
+      ]),
+      'bench.pem',
+    );
     keystore.append('kid', kid);
     keystore.append('usage', usage);
-    await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys/import-keystore`, admin, keystore);
+    await call(
+      url,
+      'POST',
+      `/api/v3/admin/tenants/${tenant.id}/keys/import-keystore`,
+      admin,
+      keystore,
+    );
   }
-  const tokenRes = await fetch(`${url}/api/v3/auth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ grant_type: 'client_credentials', client_id: workload.clientId, client_secret: workload.clientSecret }) });
+  const tokenRes = await fetch(`${url}/api/v3/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({
+      grant_type: 'client_credentials',
+      client_id: workload.clientId,
+      client_secret: workload.clientSecret,
+    }),
+  });
   const token = ((await tokenRes.json()) as { access_token: string }).access_token;
 
   const uploadStart = performance.now();
   await pool(files, 4, async (f) => {
-    const res = await fetch(`${url}/api/v3/migration/uploads/bench/in/${f.name}`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' }, body: readFileSync(join(work, f.name)) });
+    const res = await fetch(`${url}/api/v3/migration/uploads/bench/in/${f.name}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+      body: readFileSync(join(work, f.name)),
+    });
     if (res.status !== 201) throw new Error(`upload ${f.name}: ${res.status} ${await res.text()}`);
   });
-  console.log(`  uploads (not timed below): ${((performance.now() - uploadStart) / 1000).toFixed(1)} s`);
+  console.log(
+    `  uploads (not timed below): ${((performance.now() - uploadStart) / 1000).toFixed(1)} s`,
+  );
 
   let round = 0;
   async function viaQueue(): Promise<number> {
     round += 1;
     const started = performance.now();
-    const batch = await call(url, 'POST', '/api/v3/migration/jobs', token, { source: { prefix: 'bench/in/' }, metadata: {}, output: { prefix: `bench/out-${round}/` } });
+    const batch = await call(url, 'POST', '/api/v3/migration/jobs', token, {
+      source: { prefix: 'bench/in/' },
+      metadata: {},
+      output: { prefix: `bench/out-${round}/` },
+    });
     for (;;) {
       const view = await call(url, 'GET', `/api/v3/migration/jobs/${batch.id}`, token);
       if (['completed', 'failed', 'cancelled'].includes(view.state)) {
-        if (view.progress.objectsDone !== FILES) throw new Error(`batch ended ${view.state} with ${view.progress.objectsDone}/${FILES} done: ${JSON.stringify(view.failures).slice(0, 500)}`);
+        if (view.progress.objectsDone !== FILES)
+          throw new Error(
+            `batch ended ${view.state} with ${view.progress.objectsDone}/${FILES} done: ${JSON.stringify(view.failures).slice(0, 500)}`,
+          );
         return (performance.now() - started) / 1000;
       }
       await new Promise((r) => setTimeout(r, 50));
@@ -183,9 +335,16 @@ try {
       const body = new FormData();
       body.append('metadata', '{}');
       body.append('file', new Blob([readFileSync(join(work, f.name))]), f.name);
-      const res = await fetch(`${url}/api/v3/migration/stream/convert-pkcs7-to-jose`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body });
+      const res = await fetch(`${url}/api/v3/migration/stream/convert-pkcs7-to-jose`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body,
+      });
       const out = await res.arrayBuffer();
-      if (res.status !== 200 || out.byteLength === 0) throw new Error(`convert ${f.name}: ${res.status} ${Buffer.from(out).toString().slice(0, 300)}`);
+      if (res.status !== 200 || out.byteLength === 0)
+        throw new Error(
+          `convert ${f.name}: ${res.status} ${Buffer.from(out).toString().slice(0, 300)}`,
+        );
     });
     return (performance.now() - started) / 1000;
   }
@@ -199,14 +358,20 @@ try {
   for (const side of ['queue', 'http', 'http', 'queue'] as const) {
     const seconds = side === 'queue' ? await viaQueue() : await viaHttp();
     (side === 'queue' ? queue : http).push(seconds);
-    console.log(`  ${side.padEnd(5)} ${seconds.toFixed(2)} s: ${(FILES / seconds).toFixed(1)} files/s, ${(totalBytes / 1e6 / seconds).toFixed(1)} MB/s`);
+    console.log(
+      `  ${side.padEnd(5)} ${seconds.toFixed(2)} s: ${(FILES / seconds).toFixed(1)} files/s, ${(totalBytes / 1e6 / seconds).toFixed(1)} MB/s`,
+    );
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const queueMBs = totalBytes / 1e6 / mean(queue);
   const httpMBs = totalBytes / 1e6 / mean(http);
   const ratio = queueMBs / httpMBs;
-  console.log(`queued batch, 2 workers x 1:        ${(FILES / mean(queue)).toFixed(1)} files/s, ${queueMBs.toFixed(1)} MB/s`);
-  console.log(`streaming HTTP convert, 2 in flight: ${(FILES / mean(http)).toFixed(1)} files/s, ${httpMBs.toFixed(1)} MB/s`);
+  console.log(
+    `queued batch, 2 workers x 1:        ${(FILES / mean(queue)).toFixed(1)} files/s, ${queueMBs.toFixed(1)} MB/s`,
+  );
+  console.log(
+    `streaming HTTP convert, 2 in flight: ${(FILES / mean(http)).toFixed(1)} files/s, ${httpMBs.toFixed(1)} MB/s`,
+  );
   console.log(`ratio queue/HTTP: ${ratio.toFixed(3)} (target >= 0.8)`);
   printResult({
     name: 'jobs',
@@ -220,7 +385,11 @@ try {
   });
 } finally {
   await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
-  await dropQueueKeys().catch((err: Error) => console.error(`could not clean Redis: ${err.message}`));
-  await pgAdmin(`drop database if exists ${dbName} with (force)`).catch((err: Error) => console.error(`could not drop ${dbName}: ${err.message}`));
+  await dropQueueKeys().catch((err: Error) =>
+    console.error(`could not clean Redis: ${err.message}`),
+  );
+  await pgAdmin(`drop database if exists ${dbName} with (force)`).catch((err: Error) =>
+    console.error(`could not drop ${dbName}: ${err.message}`),
+  );
   rmSync(work, { recursive: true, force: true });
 }

@@ -21,7 +21,18 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createPublicKey, createVerify, randomBytes, randomFillSync } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  statfsSync,
+  writeSync,
+} from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
@@ -36,7 +47,10 @@ const PG = process.env.BENCH_DATABASE_URL;
 const POOL_THREADS = process.env.BENCH_POOL_THREADS;
 const work = mkdtempSync('/tmp/keyward-pkcs7-bench-');
 const dbName = `kw_bench_pkcs7_${randomBytes(4).toString('hex')}`;
-const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 const at = (name: string) => join(work, name);
 const mb = (bytes: number) => bytes / 1e6;
 const fmt = (n: number, d = 2) => n.toFixed(d);
@@ -69,13 +83,19 @@ function randomFile(path: string, bytes: number): void {
 function timedOpenssl(args: string[]): Promise<{ seconds: number; peakMb: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', OPENSSL, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', OPENSSL, ...args], {
+      cwd: work,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
-    child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
     child.once('close', (code) => {
       const seconds = (performance.now() - t0) / 1000;
       const m = /maxrss_kb=(\d+)/.exec(err);
-      if (code !== 0) reject(new Error(`openssl ${args[1]} failed (${code}): ${err.slice(0, 500)}`));
+      if (code !== 0)
+        reject(new Error(`openssl ${args[1]} failed (${code}): ${err.slice(0, 500)}`));
       else resolve({ seconds, peakMb: m ? Number(m[1]) / 1024 : Number.NaN });
     });
   });
@@ -99,12 +119,15 @@ function rssSampler(pid: number): { stop(): number } {
 
 /** User plus system CPU seconds a process has used (/proc/<pid>/stat, 100 ticks per second). */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   // After the command: state is field 3, utime 14 and stime 15 (proc(5)).
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-const rssNow = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const rssNow = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 interface Converted {
   seconds: number;
@@ -119,15 +142,38 @@ interface Converted {
  * keeping its first 4 KiB and last 256 bytes. curl, not node:http: on these 2 cores a Node client
  * took 3.3 s of CPU to send and receive 1 GiB (the server took 2.7 s), so it measured itself.
  */
-function convertOverHttp(url: string, token: string, file: string, metadata = '{}'): Promise<Converted> {
+function convertOverHttp(
+  url: string,
+  token: string,
+  file: string,
+  metadata = '{}',
+): Promise<Converted> {
   const target = new URL('/api/v3/migration/stream/convert-pkcs7-to-jose', url).href;
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const curl = spawn('curl', [
-      '-sS', '--no-buffer', '-X', 'POST', target, '-H', `authorization: Bearer ${token}`, '-H', 'Expect:',
-      '--form-string', `metadata=${metadata}`, '-F', `file=@${file};type=application/pkcs7-mime;filename=input.p7m`,
-      '-o', '-', '-w', '\n%{http_code}',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const curl = spawn(
+      'curl',
+      [
+        '-sS',
+        '--no-buffer',
+        '-X',
+        'POST',
+        target,
+        '-H',
+        `authorization: Bearer ${token}`,
+        '-H',
+        'Expect:',
+        '--form-string',
+        `metadata=${metadata}`,
+        '-F',
+        `file=@${file};type=application/pkcs7-mime;filename=input.p7m`,
+        '-o',
+        '-',
+        '-w',
+        '\n%{http_code}',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let bytesOut = 0;
     let first: Buffer | null = null;
     let last = Buffer.alloc(0);
@@ -137,7 +183,9 @@ function convertOverHttp(url: string, token: string, file: string, metadata = '{
       first ??= Buffer.from(c.subarray(0, 4096));
       last = Buffer.concat([last, c.subarray(-256)]).subarray(-256);
     });
-    curl.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+    curl.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
     curl.once('error', reject);
     curl.once('close', (code) => {
       const seconds = (performance.now() - t0) / 1000;
@@ -147,7 +195,10 @@ function convertOverHttp(url: string, token: string, file: string, metadata = '{
       if (!m) return reject(new Error('curl printed no status'));
       const suffix = m[0].length;
       const tail = last.subarray(0, last.length - suffix);
-      const head = first && bytesOut - suffix < first.length ? first.subarray(0, bytesOut - suffix) : (first ?? Buffer.alloc(0));
+      const head =
+        first && bytesOut - suffix < first.length
+          ? first.subarray(0, bytesOut - suffix)
+          : (first ?? Buffer.alloc(0));
       resolve({ seconds, bytesOut: bytesOut - suffix, status: Number(m[1]), tail, head });
     });
   });
@@ -164,18 +215,37 @@ async function pgAdmin(sql: string): Promise<void> {
 }
 
 /** Imports the PEM key and certificate into the tenant through the real endpoint. */
-async function importKey(url: string, adminToken: string, tenantId: string, pem: Buffer, kid: string, usage: 'sign' | 'encrypt'): Promise<void> {
+async function importKey(
+  url: string,
+  adminToken: string,
+  tenantId: string,
+  pem: Buffer,
+  kid: string,
+  usage: 'sign' | 'encrypt',
+): Promise<void> {
   const form = new FormData();
   form.append('keystore', new Blob([new Uint8Array(pem)]), 'bench.pem');
   form.append('kid', kid);
   form.append('usage', usage);
-  const r = await fetch(`${url}/api/v3/admin/tenants/${tenantId}/keys/import-keystore`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: form });
+  const r = await fetch(`${url}/api/v3/admin/tenants/${tenantId}/keys/import-keystore`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}` },
+    body: form,
+  });
   if (r.status !== 201) throw new Error(`import-keystore: ${r.status} ${await r.text()}`);
 }
 
-async function form(url: string, path: string, fields: Record<string, string>): Promise<Record<string, string>> {
-  const r = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
-  const json = await r.json() as Record<string, string>;
+async function form(
+  url: string,
+  path: string,
+  fields: Record<string, string>,
+): Promise<Record<string, string>> {
+  const r = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
+  const json = (await r.json()) as Record<string, string>;
   if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
   return json;
 }
@@ -184,11 +254,19 @@ async function form(url: string, path: string, fields: Record<string, string>): 
 async function verifyJws(jwsText: string, contentFile: string, certPem: Buffer): Promise<boolean> {
   const jws = JSON.parse(jwsText) as { protected: string; signature: string };
   const v = createVerify('sha256').update(`${jws.protected}.`);
-  for await (const c of createReadStream(contentFile, { highWaterMark: 4 * MiB })) v.update(c as Buffer);
+  for await (const c of createReadStream(contentFile, { highWaterMark: 4 * MiB }))
+    v.update(c as Buffer);
   return v.verify(createPublicKey(certPem), Buffer.from(jws.signature, 'base64url'));
 }
 
-interface Round { label: string; bytes: number; ours: Converted; peakMb: number; idleMb: number; cpu: number }
+interface Round {
+  label: string;
+  bytes: number;
+  ours: Converted;
+  peakMb: number;
+  idleMb: number;
+  cpu: number;
+}
 
 function describe(r: Round, baseline?: { seconds: number; peakMb: number }): string {
   const ours = `${r.label}: ${fmt(r.ours.seconds)} s, ${fmt(mb(r.bytes) / r.ours.seconds, 0)} MB/s in, server RSS ${fmt(r.idleMb, 0)} MB idle, ${fmt(r.peakMb, 0)} MB peak (+${fmt(r.peakMb - r.idleMb, 0)} MB), server CPU ${fmt(r.cpu)} s`;
@@ -199,19 +277,49 @@ function describe(r: Round, baseline?: { seconds: number; peakMb: number }): str
 try {
   const need = (WITH_4G ? 4 * 3 * 1024 * MiB : 0) + 3 * SIZE + 512 * MiB;
   const free = freeBytes('/tmp');
-  console.log(`pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, pool threads ${POOL_THREADS ?? 'default'}, load average ${load()}`);
-  if (free < need) throw new Error(`needs ${fmt(need / 2 ** 30, 1)} GiB free under /tmp; ${fmt(free / 2 ** 30, 1)} GiB available`);
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-subj', '/CN=bench/O=Keyward Bench', '-days', '2']);
+  console.log(
+    `pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, pool threads ${POOL_THREADS ?? 'default'}, load average ${load()}`,
+  );
+  if (free < need)
+    throw new Error(
+      `needs ${fmt(need / 2 ** 30, 1)} GiB free under /tmp; ${fmt(free / 2 ** 30, 1)} GiB available`,
+    );
+  openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'key.pem',
+    '-out',
+    'cert.pem',
+    '-subj',
+    '/CN=bench/O=Keyward Bench',
+    '-days',
+    '2',
+  ]);
   const pem = Buffer.concat([readFileSync(at('key.pem')), readFileSync(at('cert.pem'))]);
 
   if (PG) await pgAdmin(`CREATE DATABASE ${dbName}`);
   const pgUrl = PG ? Object.assign(new URL(PG), { pathname: `/${dbName}` }).href : undefined;
-  const keyward = await startKeyward({ LOG_LEVEL: 'info', ...(pgUrl ? { DATABASE_URL: pgUrl } : {}), ...(POOL_THREADS ? { POOL_THREADS } : {}) });
+  const keyward = await startKeyward({
+    LOG_LEVEL: 'info',
+    ...(pgUrl ? { DATABASE_URL: pgUrl } : {}),
+    ...(POOL_THREADS ? { POOL_THREADS } : {}),
+  });
   try {
     const pid = keyward.child.process.pid!;
     const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
     if (!tenantId) throw new Error('no bootstrap line in the server output');
-    const admin = (await form(keyward.url, '/api/v3/auth/token', { grant_type: 'password', username: 'bench@keyward.local', password: keyward.adminPassword, tenant_id: tenantId })).access_token;
+    const admin = (
+      await form(keyward.url, '/api/v3/auth/token', {
+        grant_type: 'password',
+        username: 'bench@keyward.local',
+        password: keyward.adminPassword,
+        tenant_id: tenantId,
+      })
+    ).access_token;
     // One certificate, imported once per usage: the CMS recipient decrypts, the signer signs.
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa-signer', 'sign');
@@ -220,20 +328,64 @@ try {
     const make = (bytes: number, tag: string) => {
       const t0 = performance.now();
       randomFile(at(`plain-${tag}.bin`), bytes);
-      openssl(['cms', '-encrypt', '-binary', '-aes256', '-stream', '-outform', 'DER', '-in', `plain-${tag}.bin`, '-out', `env-${tag}.der`, '-recip', 'cert.pem']);
-      openssl(['cms', '-sign', '-binary', '-nodetach', '-stream', '-md', 'sha256', '-outform', 'DER', '-in', `plain-${tag}.bin`, '-out', `signed-${tag}.der`, '-signer', 'cert.pem', '-inkey', 'key.pem']);
-      console.log(`  made ${tag} inputs in ${fmt((performance.now() - t0) / 1000, 1)} s: EnvelopedData ${fmt(statSync(at(`env-${tag}.der`)).size / MiB, 1)} MiB, SignedData ${fmt(statSync(at(`signed-${tag}.der`)).size / MiB, 1)} MiB`);
-      return { plain: at(`plain-${tag}.bin`), env: at(`env-${tag}.der`), signed: at(`signed-${tag}.der`) };
+      openssl([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes256',
+        '-stream',
+        '-outform',
+        'DER',
+        '-in',
+        `plain-${tag}.bin`,
+        '-out',
+        `env-${tag}.der`,
+        '-recip',
+        'cert.pem',
+      ]);
+      openssl([
+        'cms',
+        '-sign',
+        '-binary',
+        '-nodetach',
+        '-stream',
+        '-md',
+        'sha256',
+        '-outform',
+        'DER',
+        '-in',
+        `plain-${tag}.bin`,
+        '-out',
+        `signed-${tag}.der`,
+        '-signer',
+        'cert.pem',
+        '-inkey',
+        'key.pem',
+      ]);
+      console.log(
+        `  made ${tag} inputs in ${fmt((performance.now() - t0) / 1000, 1)} s: EnvelopedData ${fmt(statSync(at(`env-${tag}.der`)).size / MiB, 1)} MiB, SignedData ${fmt(statSync(at(`signed-${tag}.der`)).size / MiB, 1)} MiB`,
+      );
+      return {
+        plain: at(`plain-${tag}.bin`),
+        env: at(`env-${tag}.der`),
+        signed: at(`signed-${tag}.der`),
+      };
     };
 
-    const ours = async (label: string, file: string, bytes: number, metadata?: string): Promise<Round> => {
+    const ours = async (
+      label: string,
+      file: string,
+      bytes: number,
+      metadata?: string,
+    ): Promise<Round> => {
       const idleMb = rssNow(pid);
       const cpu0 = cpuSeconds(pid);
       const sampler = rssSampler(pid);
       const r = await convertOverHttp(keyward.url, admin, file, metadata);
       const peakMb = sampler.stop();
       const cpu = cpuSeconds(pid) - cpu0;
-      if (r.status !== 200) throw new Error(`${label}: HTTP ${r.status} ${r.head.toString().slice(0, 300)}`);
+      if (r.status !== 200)
+        throw new Error(`${label}: HTTP ${r.status} ${r.head.toString().slice(0, 300)}`);
       return { label, bytes, ours: r, peakMb, idleMb, cpu };
     };
 
@@ -243,22 +395,62 @@ try {
     await ours('warm-up', warm.signed, 4 * MiB);
 
     const files = make(SIZE, '1g');
-    const sslDecrypt = await timedOpenssl(['cms', '-decrypt', '-binary', '-inform', 'DER', '-in', files.env, '-recip', 'cert.pem', '-inkey', 'key.pem', '-out', '/dev/null']);
+    const sslDecrypt = await timedOpenssl([
+      'cms',
+      '-decrypt',
+      '-binary',
+      '-inform',
+      'DER',
+      '-in',
+      files.env,
+      '-recip',
+      'cert.pem',
+      '-inkey',
+      'key.pem',
+      '-out',
+      '/dev/null',
+    ]);
     const env = await ours('EnvelopedData AES-256-CBC -> A256GCM', files.env, SIZE);
-    const sslVerify = await timedOpenssl(['cms', '-verify', '-binary', '-noverify', '-inform', 'DER', '-in', files.signed, '-out', '/dev/null']);
+    const sslVerify = await timedOpenssl([
+      'cms',
+      '-verify',
+      '-binary',
+      '-noverify',
+      '-inform',
+      'DER',
+      '-in',
+      files.signed,
+      '-out',
+      '/dev/null',
+    ]);
     const sig = await ours('SignedData RSA SHA-256 -> JWS', files.signed, SIZE);
     // With the signer named, the JWS hashes for its key's algs only (RS256 and PS256, not ES256 too).
-    const sigKid = await ours('SignedData, metadata {"signerKid"}', files.signed, SIZE, '{"signerKid":"bench-rsa-signer"}');
+    const sigKid = await ours(
+      'SignedData, metadata {"signerKid"}',
+      files.signed,
+      SIZE,
+      '{"signerKid":"bench-rsa-signer"}',
+    );
 
     const closed = /------service-[0-9a-f-]{36}--\r\n$/.test(env.ours.tail.toString('latin1'));
-    const jwsOk = await verifyJws(sig.ours.head.toString(), files.plain, readFileSync(at('cert.pem')));
+    const jwsOk = await verifyJws(
+      sig.ours.head.toString(),
+      files.plain,
+      readFileSync(at('cert.pem')),
+    );
     const decryptRatio = env.ours.seconds / sslDecrypt.seconds;
     const verifyRatio = sig.ours.seconds / sslVerify.seconds;
     console.log(`  ${describe(env, sslDecrypt)} (target <= 0.35)`);
     console.log(`  ${describe(sig, sslVerify)} (target <= 0.6)`);
     console.log(`  ${describe(sigKid, sslVerify)}`);
-    console.log(`  checks: JWE answer ${fmt(env.ours.bytesOut / MiB, 1)} MiB with its closing delimiter: ${closed}; JWS verifies over the 1 GiB content: ${jwsOk}`);
-    const line = keyward.child.output().split('\n').filter((l) => l.includes('"op":"migration.convert"')).slice(-1)[0];
+    console.log(
+      `  checks: JWE answer ${fmt(env.ours.bytesOut / MiB, 1)} MiB with its closing delimiter: ${closed}; JWS verifies over the 1 GiB content: ${jwsOk}`,
+    );
+    const line = keyward.child
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"op":"migration.convert"'))
+      .slice(-1)[0];
     if (line) console.log(`  server log: ${line.slice(0, 400)}`);
     for (const f of Object.values(files)) rmSync(f, { force: true });
     if (!closed || !jwsOk) throw new Error('a conversion output failed its check');
@@ -276,8 +468,14 @@ try {
       for (const f of Object.values(big)) rmSync(f, { force: true });
     }
     const peak = Math.max(env.peakMb, sig.peakMb, sigKid.peakMb);
-    const growth = Math.max(env.peakMb - env.idleMb, sig.peakMb - sig.idleMb, sigKid.peakMb - sigKid.idleMb);
-    console.log(`pkcs7: decrypt ratio ${fmt(decryptRatio, 3)} (target <= 0.35), verify ratio ${fmt(verifyRatio, 3)} (target <= 0.6), server peak RSS ${fmt(peak, 0)} MB at 1 GiB (+${fmt(growth, 0)} MB over idle)${WITH_4G ? `, ${fmt(peak4g, 0)} MB at 4 GiB` : ''} (target < 200 MB); load average ${load()}`);
+    const growth = Math.max(
+      env.peakMb - env.idleMb,
+      sig.peakMb - sig.idleMb,
+      sigKid.peakMb - sigKid.idleMb,
+    );
+    console.log(
+      `pkcs7: decrypt ratio ${fmt(decryptRatio, 3)} (target <= 0.35), verify ratio ${fmt(verifyRatio, 3)} (target <= 0.6), server peak RSS ${fmt(peak, 0)} MB at 1 GiB (+${fmt(growth, 0)} MB over idle)${WITH_4G ? `, ${fmt(peak4g, 0)} MB at 4 GiB` : ''} (target < 200 MB); load average ${load()}`,
+    );
     printResult({
       name: 'pkcs7',
       metric: `${fmt(SIZE / MiB, 0)} MiB EnvelopedData (AES-256-CBC, RSA) to A256GCM JWE over HTTP, seconds`,
@@ -286,13 +484,17 @@ try {
       baselineValue: Number(fmt(sslDecrypt.seconds, 3)),
       ratio: Number(fmt(decryptRatio, 3)),
       unit: 's',
-      notes: `target <= 0.35; SignedData (RSA, SHA-256, signed attrs) to JWS ${fmt(sig.ours.seconds)} s vs openssl cms -verify ${fmt(sslVerify.seconds)} s, ratio ${fmt(verifyRatio, 3)} (target <= 0.6); ` +
+      notes:
+        `target <= 0.35; SignedData (RSA, SHA-256, signed attrs) to JWS ${fmt(sig.ours.seconds)} s vs openssl cms -verify ${fmt(sslVerify.seconds)} s, ratio ${fmt(verifyRatio, 3)} (target <= 0.6); ` +
         `server peak RSS ${fmt(peak, 0)} MB (+${fmt(growth, 0)} MB over idle, ${PG ? 'Postgres' : 'PGlite'})${WITH_4G ? `, ${fmt(peak4g, 0)} MB at 4 GiB` : ''} (target < 200), openssl peak ${fmt(sslDecrypt.peakMb, 0)}/${fmt(sslVerify.peakMb, 0)} MB; ` +
         `ours ${fmt(mb(SIZE) / env.ours.seconds, 0)}/${fmt(mb(SIZE) / sig.ours.seconds, 0)} MB/s`,
     });
   } finally {
     await keyward.stop();
-    if (PG) await pgAdmin(`DROP DATABASE IF EXISTS ${dbName}`).catch((err) => console.error(`could not drop ${dbName}: ${(err as Error).message}`));
+    if (PG)
+      await pgAdmin(`DROP DATABASE IF EXISTS ${dbName}`).catch((err) =>
+        console.error(`could not drop ${dbName}: ${(err as Error).message}`),
+      );
   }
 } finally {
   if (existsSync(work)) rmSync(work, { recursive: true, force: true });

@@ -26,7 +26,9 @@ const filters = process.argv.slice(2);
 function runScript(script: string): Promise<Outcome> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(benchDir, script)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(benchDir, script)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -46,13 +48,20 @@ function markdown(outcomes: Outcome[], meta: Record<string, string>): string {
   const lines = [
     `# Benchmark results`,
     '',
-    Object.entries(meta).map(([k, v]) => `- ${k}: ${v}`).join('\n'),
+    Object.entries(meta)
+      .map(([k, v]) => `- ${k}: ${v}`)
+      .join('\n'),
     '',
     '| benchmark | metric | value | baseline | baseline value | ratio | notes |',
     '|---|---|---:|---|---:|---:|---|',
-    ...outcomes.flatMap(({ script, ok, exitCode, results }) => (ok
-      ? results.map((r) => `| ${r.name} | ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.baseline} | ${fmt(r.baselineValue)} ${r.unit} | ${r.ratio} | ${r.notes} |`)
-      : [`| ${script} | failed (exit ${exitCode}) | | | | | |`])),
+    ...outcomes.flatMap(({ script, ok, exitCode, results }) =>
+      ok
+        ? results.map(
+            (r) =>
+              `| ${r.name} | ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.baseline} | ${fmt(r.baselineValue)} ${r.unit} | ${r.ratio} | ${r.notes} |`,
+          )
+        : [`| ${script} | failed (exit ${exitCode}) | | | | | |`],
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -76,12 +85,18 @@ const outcomes: Outcome[] = [];
 for (const script of scripts) {
   console.log(`\n== ${script}`);
   const outcome = await runScript(script);
-  if (!outcome.ok) console.error(`${script} failed (exit ${outcome.exitCode}${outcome.results.length > 0 ? '' : ', no RESULT line'})`);
+  if (!outcome.ok)
+    console.error(
+      `${script} failed (exit ${outcome.exitCode}${outcome.results.length > 0 ? '' : ', no RESULT line'})`,
+    );
   outcomes.push(outcome);
 }
 
 mkdirSync(resultsDir, { recursive: true });
-writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify({ ...meta, results: outcomes }, null, 2)}\n`);
+writeFileSync(
+  join(resultsDir, 'latest.json'),
+  `${JSON.stringify({ ...meta, results: outcomes }, null, 2)}\n`,
+);
 writeFileSync(join(resultsDir, 'latest.md'), markdown(outcomes, meta));
 console.log(`\nwrote bench/results/latest.json and bench/results/latest.md`);
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);

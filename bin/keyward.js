@@ -5,8 +5,14 @@
 try {
   await import('./keyward.ts');
 } catch (err) {
-  if (err && (err.code === 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' || err.code === 'ERR_UNKNOWN_FILE_EXTENSION')) {
-    console.error(`keyward: this Node (${process.version}) cannot run the TypeScript CLI from here (${err.code}); run it from a checkout of the project with Node 24: npx keyward ...`);
+  if (
+    err &&
+    (err.code === 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING' ||
+      err.code === 'ERR_UNKNOWN_FILE_EXTENSION')
+  ) {
+    console.error(
+      `keyward: this Node (${process.version}) cannot run the TypeScript CLI from here (${err.code}); run it from a checkout of the project with Node 24: npx keyward ...`,
+    );
     process.exit(2);
   }
   throw err;

@@ -28,7 +28,8 @@ export function readmeSection(readme: string): string | null {
 export function withTable(readme: string): string {
   const start = readme.indexOf(START_MARKER);
   const end = readme.indexOf(END_MARKER);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the ${START_MARKER} / ${END_MARKER} markers`);
+  if (start < 0 || end < start)
+    throw new Error(`README.md lacks the ${START_MARKER} / ${END_MARKER} markers`);
   return `${readme.slice(0, start + START_MARKER.length)}\n${readmeConfigTable()}\n${readme.slice(end)}`;
 }
 

@@ -44,7 +44,8 @@ export class UnfitInput extends Error {
  * like a UUID must reach the hash as typed, and an encryption context binds exactly the bytes the
  * caller gave (contract 8). Everything else UUID-shaped is lower-cased.
  */
-const OPAQUE_FIELD = /password|secret|plaintext|ciphertext|payload|^data$|^aad$|signature|^token$|^context$|^targetContext$/i;
+const OPAQUE_FIELD =
+  /password|secret|plaintext|ciphertext|payload|^data$|^aad$|signature|^token$|^context$|^targetContext$/i;
 
 /** Deepest nesting walked; JSON.parse accepts deeper input, which no endpoint needs. */
 const MAX_DEPTH = 64;
@@ -58,7 +59,8 @@ const MAX_DEPTH = 64;
 export function canonicalInput<T>(value: T, where: string): T {
   if (typeof value === 'string') return checkedString(value, where, false) as T;
   const stack: Array<{ node: object; path: string; depth: number; opaque: boolean }> = [];
-  if (value !== null && typeof value === 'object') stack.push({ node: value, path: where, depth: 1, opaque: false });
+  if (value !== null && typeof value === 'object')
+    stack.push({ node: value, path: where, depth: 1, opaque: false });
   while (stack.length > 0) {
     const { node, path, depth, opaque } = stack.pop()!;
     if (depth > MAX_DEPTH) throw new UnfitInput(path, `nests deeper than ${MAX_DEPTH} levels`);
@@ -73,7 +75,13 @@ export function canonicalInput<T>(value: T, where: string): T {
       if (typeof v === 'string') {
         const canonical = checkedString(v, field, fieldOpaque);
         // defineProperty, not assignment: an own "__proto__" member must stay a member.
-        if (canonical !== v) Object.defineProperty(node, key, { value: canonical, writable: true, enumerable: true, configurable: true });
+        if (canonical !== v)
+          Object.defineProperty(node, key, {
+            value: canonical,
+            writable: true,
+            enumerable: true,
+            configurable: true,
+          });
       } else if (v !== null && typeof v === 'object') {
         stack.push({ node: v, path: field, depth: depth + 1, opaque: fieldOpaque });
       }
@@ -95,15 +103,18 @@ function checkedString(value: string, field: string, opaque: boolean): string {
  */
 export function canonicalPath(path: string): string {
   if (!/[A-F]|%/.test(path)) return path;
-  return path.split('/').map((segment) => {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(segment);
-    } catch {
-      return segment;
-    }
-    const reason = unfitText(decoded);
-    if (reason) throw new UnfitInput('path', reason);
-    return UUID.test(decoded) ? decoded.toLowerCase() : segment;
-  }).join('/');
+  return path
+    .split('/')
+    .map((segment) => {
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+      const reason = unfitText(decoded);
+      if (reason) throw new UnfitInput('path', reason);
+      return UUID.test(decoded) ? decoded.toLowerCase() : segment;
+    })
+    .join('/');
 }

@@ -37,7 +37,10 @@ import { lstatSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-concurrent-array-buffer-sweeping'];
+export const SERVICE_NODE_FLAGS: readonly string[] = [
+  '--max-semi-space-size=1',
+  '--no-concurrent-array-buffer-sweeping',
+];
 
 /** glibc malloc settings the process starts with, unless the operator set these variables. */
 export const MALLOC_ENV: Readonly<Record<string, string>> = {
@@ -69,6 +72,19 @@ export function compileCacheDir(base = tmpdir()): string | null {
   }
 }
 
+/**
+ * The environment of the crypto pool's threads: they read NODE_COMPILE_CACHE when they start, so
+ * with it warm a thread never loads the type stripper. The process's own cache when the entry set
+ * one, else this user's (for pools made without the entry, as in tests), none with the service
+ * flags off; undefined leaves the threads the process's environment.
+ */
+export function poolThreadEnv(): NodeJS.ProcessEnv | undefined {
+  const cache =
+    process.env.NODE_COMPILE_CACHE ??
+    (process.env.KEYWARD_NODE_FLAGS === 'off' ? null : compileCacheDir());
+  return cache ? { ...process.env, NODE_COMPILE_CACHE: cache } : undefined;
+}
+
 const flagName = (flag: string) => flag.split('=', 1)[0];
 
 /**
@@ -81,7 +97,9 @@ const flagName = (flag: string) => flag.split('=', 1)[0];
 export function relaunchWithServiceFlags(): void {
   if (process.env.KEYWARD_NODE_FLAGS === 'off' || typeof process.execve !== 'function') return;
   if (process.channel || cluster.isWorker) return;
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(flagName);
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].map(
+    flagName,
+  );
   const missingFlags = SERVICE_NODE_FLAGS.filter((f) => !given.includes(flagName(f)));
   const wanted: Record<string, string> = { ...MALLOC_ENV };
   if (process.env.NODE_COMPILE_CACHE === undefined) {
@@ -91,8 +109,14 @@ export function relaunchWithServiceFlags(): void {
   const missingEnv = Object.entries(wanted).filter(([name]) => process.env[name] === undefined);
   if (missingFlags.length === 0 && missingEnv.length === 0) return;
   try {
-    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missingFlags, ...process.argv.slice(1)], { ...process.env, ...Object.fromEntries(missingEnv) });
+    process.execve(
+      process.execPath,
+      [process.execPath, ...process.execArgv, ...missingFlags, ...process.argv.slice(1)],
+      { ...process.env, ...Object.fromEntries(missingEnv) },
+    );
   } catch (err) {
-    process.stderr.write(`keyward: starting without the service's Node settings (shared/node-flags.ts): ${(err as Error).message}\n`);
+    process.stderr.write(
+      `keyward: starting without the service's Node settings (shared/node-flags.ts): ${(err as Error).message}\n`,
+    );
   }
 }

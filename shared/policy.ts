@@ -8,14 +8,27 @@ import { KEY_TYPES } from './crypto/registry.ts';
 export interface Policy {
   allowedKeyTypes: string[];
   rotationPeriodDays: number;
-  tokenLifetimes: { clientCredentials: number; human: number; tokenExchange: number; refresh: number; rememberMeRefresh: number };
-  rateLimits: { tokenRequestsPerMinute: number; failedAuthenticationsPerMinute: number; apiRequestsPerMinutePerEndpoint: number };
+  tokenLifetimes: {
+    clientCredentials: number;
+    human: number;
+    tokenExchange: number;
+    refresh: number;
+    rememberMeRefresh: number;
+  };
+  rateLimits: {
+    tokenRequestsPerMinute: number;
+    failedAuthenticationsPerMinute: number;
+    apiRequestsPerMinutePerEndpoint: number;
+  };
 }
 
 /** Every type of the crypto registry. */
 export const ALL_KEY_TYPES: string[] = [...KEY_TYPES];
 
-export interface PolicyTemplate { description: string; policy: Partial<Pick<Policy, 'allowedKeyTypes' | 'rotationPeriodDays'>> }
+export interface PolicyTemplate {
+  description: string;
+  policy: Partial<Pick<Policy, 'allowedKeyTypes' | 'rotationPeriodDays'>>;
+}
 
 /**
  * Named templates a tenant can adopt (`template` in its overrides). A Map, not an object: the
@@ -23,14 +36,28 @@ export interface PolicyTemplate { description: string; policy: Partial<Pick<Poli
  */
 export const POLICY_TEMPLATES: ReadonlyMap<string, PolicyTemplate> = new Map([
   ['default', { description: 'Every supported key type; yearly rotation', policy: {} }],
-  ['strict', {
-    description: 'No 128-bit symmetric or 2048-bit RSA keys; rotation every 90 days',
-    policy: { allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t !== 'aes-128' && t !== 'rsa-2048'), rotationPeriodDays: 90 },
-  }],
-  ['pqc-only', {
-    description: 'Post-quantum and hybrid key types plus AES-256 only',
-    policy: { allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t === 'aes-256' || /^(ml-|slh-|x25519-)/.test(t)), rotationPeriodDays: 180 },
-  }],
+  [
+    'strict',
+    {
+      description: 'No 128-bit symmetric or 2048-bit RSA keys; rotation every 90 days',
+      policy: {
+        allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t !== 'aes-128' && t !== 'rsa-2048'),
+        rotationPeriodDays: 90,
+      },
+    },
+  ],
+  [
+    'pqc-only',
+    {
+      description: 'Post-quantum and hybrid key types plus AES-256 only',
+      policy: {
+        allowedKeyTypes: ALL_KEY_TYPES.filter(
+          (t) => t === 'aes-256' || /^(ml-|slh-|x25519-)/.test(t),
+        ),
+        rotationPeriodDays: 180,
+      },
+    },
+  ],
 ]);
 
 /** The platform defaults, from configuration. */
@@ -39,11 +66,15 @@ export function platformDefaults(config: Config): Policy {
     allowedKeyTypes: ALL_KEY_TYPES,
     rotationPeriodDays: 365,
     tokenLifetimes: {
-      clientCredentials: config.accessTokenTtl, human: config.humanTokenTtl, tokenExchange: config.exchangeTokenTtl,
-      refresh: config.refreshTokenTtl, rememberMeRefresh: config.rememberMeRefreshTtl,
+      clientCredentials: config.accessTokenTtl,
+      human: config.humanTokenTtl,
+      tokenExchange: config.exchangeTokenTtl,
+      refresh: config.refreshTokenTtl,
+      rememberMeRefresh: config.rememberMeRefreshTtl,
     },
     rateLimits: {
-      tokenRequestsPerMinute: config.rateLimitTokenPerMinute, failedAuthenticationsPerMinute: config.rateLimitFailuresPerMinute,
+      tokenRequestsPerMinute: config.rateLimitTokenPerMinute,
+      failedAuthenticationsPerMinute: config.rateLimitFailuresPerMinute,
       apiRequestsPerMinutePerEndpoint: config.rateLimitApiPerMinute,
     },
   };
@@ -57,16 +88,25 @@ export interface PolicyOverrides {
 }
 
 /** defaults ⊕ template ⊕ overrides; overrides may only narrow the allowed key types. */
-export function effectivePolicy(config: Config, overrides: PolicyOverrides): Policy & { template: string } {
+export function effectivePolicy(
+  config: Config,
+  overrides: PolicyOverrides,
+): Policy & { template: string } {
   const base = platformDefaults(config);
   // A stored name that is no template (written before validation used the Map) reads as the default.
-  const template = overrides.template !== undefined && POLICY_TEMPLATES.has(overrides.template) ? overrides.template : 'default';
+  const template =
+    overrides.template !== undefined && POLICY_TEMPLATES.has(overrides.template)
+      ? overrides.template
+      : 'default';
   const fromTemplate = POLICY_TEMPLATES.get(template)!.policy;
   const allowed = fromTemplate.allowedKeyTypes ?? base.allowedKeyTypes;
   return {
     ...base,
     template,
-    allowedKeyTypes: overrides.allowedKeyTypes ? allowed.filter((t) => overrides.allowedKeyTypes!.includes(t)) : allowed,
-    rotationPeriodDays: overrides.rotationPeriodDays ?? fromTemplate.rotationPeriodDays ?? base.rotationPeriodDays,
+    allowedKeyTypes: overrides.allowedKeyTypes
+      ? allowed.filter((t) => overrides.allowedKeyTypes!.includes(t))
+      : allowed,
+    rotationPeriodDays:
+      overrides.rotationPeriodDays ?? fromTemplate.rotationPeriodDays ?? base.rotationPeriodDays,
   };
 }

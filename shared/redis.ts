@@ -23,7 +23,11 @@ export async function connectRedis(url: string, logger: Logger): Promise<Redis> 
   });
   let down = false;
   client.on('error', (err) => {
-    if (!down) logger.warn({ err: err.message }, 'redis connection error; serving from in-memory fallbacks until it is back');
+    if (!down)
+      logger.warn(
+        { err: err.message },
+        'redis connection error; serving from in-memory fallbacks until it is back',
+      );
     down = true;
   });
   client.on('ready', () => {
@@ -32,7 +36,10 @@ export async function connectRedis(url: string, logger: Logger): Promise<Redis> 
   });
   await new Promise<void>((resolve) => {
     const timer = setTimeout(() => {
-      logger.warn({ url: url.replace(/\/\/[^@]*@/, '//***@') }, 'redis is not reachable at start; going on with in-memory fallbacks');
+      logger.warn(
+        { url: url.replace(/\/\/[^@]*@/, '//***@') },
+        'redis is not reachable at start; going on with in-memory fallbacks',
+      );
       resolve();
     }, READY_WAIT_MS);
     timer.unref();

@@ -4,8 +4,8 @@
  */
 import type { TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { AppError, errorFromData } from '../shared/errors/index.ts';
-import { compileCacheDir } from '../shared/node-flags.ts';
+import { errorFromData, problem } from '../shared/errors/index.ts';
+import { poolThreadEnv } from '../shared/node-flags.ts';
 
 export interface PoolOptions {
   threads: number;
@@ -26,10 +26,6 @@ export interface WorkPool {
 
 /** Starts the pool over workers/tasks/index.ts. */
 export function createPool(opts: PoolOptions): WorkPool {
-  // Threads read NODE_COMPILE_CACHE when they start (shared/node-flags.ts): with it warm, a thread
-  // never loads the type stripper. Given here for pools made without the entry (tests); the
-  // process's own environment is left alone.
-  const cache = process.env.NODE_COMPILE_CACHE ?? (process.env.KEYWARD_NODE_FLAGS === 'off' ? null : compileCacheDir());
   const piscina = new Piscina({
     filename: new URL('./tasks/index.ts', import.meta.url).href,
     // Threads start on demand and end after 10 s idle, the last one too: each is an isolate of
@@ -40,7 +36,7 @@ export function createPool(opts: PoolOptions): WorkPool {
     maxThreads: opts.threads,
     maxQueue: opts.maxQueue,
     idleTimeout: 10_000,
-    env: cache ? { ...process.env, NODE_COMPILE_CACHE: cache } : undefined,
+    env: poolThreadEnv(),
   });
   let closed = false;
   return {
@@ -50,10 +46,18 @@ export function createPool(opts: PoolOptions): WorkPool {
       } catch (err) {
         const message = (err as Error)?.message ?? '';
         if (message === 'Task queue is at limit') {
-          throw new AppError('pool_busy', 'the crypto worker pool is saturated; retry shortly', { headers: { 'Retry-After': '1' } });
+          throw problem('pool_busy', 'the crypto worker pool is saturated; retry shortly', {
+            headers: { 'Retry-After': '1' },
+          });
         }
         // Errors cross the thread boundary as plain data (conventions rule 4).
-        if (err && typeof err === 'object' && 'code' in err && typeof (err as { code: unknown }).code === 'string') throw errorFromData(err);
+        if (
+          err &&
+          typeof err === 'object' &&
+          'code' in err &&
+          typeof (err as { code: unknown }).code === 'string'
+        )
+          throw errorFromData(err);
         throw err;
       }
     },

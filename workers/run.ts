@@ -1,9 +1,10 @@
 /**
  * The worker process (`npm run worker`): consumes the `convert` queue. Opens only what a
  * conversion needs: the database and master key (tenant keys, through the same key cache and
- * resolver as the API), the object store and Redis. Any number of these processes may run on
- * any number of machines; BullMQ hands each job to one of them and, when a worker dies, gives
- * the job to another once its lock expires (the stalled check).
+ * resolver as the API: shared/keys), the object store and Redis, with one subscriber connection
+ * (shared/fanout/bus.ts) for both the change feed and the cancel channel. Any number of these
+ * processes may run on any number of machines; BullMQ hands each job to one of them and, when a
+ * worker dies, gives the job to another once its lock expires (the stalled check).
  *
  * SIGTERM/SIGINT: stop taking jobs and let the running ones finish (worker.close()); when that
  * takes longer than SHUTDOWN_TIMEOUT_MS the running jobs are released back to the queue for
@@ -13,17 +14,31 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
+import { configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { openDatabase } from '../shared/db/knex.ts';
 import { loadMasterKey } from '../shared/crypto/master-key.ts';
-import { createObjectStore, FsObjectStore, type ObjectStore } from '../shared/storage/index.ts';
+import {
+  createObjectStore,
+  FsObjectStore,
+  objectStoreConfig,
+  type ObjectStore,
+} from '../shared/storage/index.ts';
 import { S3ObjectStore } from '../shared/storage/s3-store.ts';
-import { CONVERT_QUEUE, connectionOptions, decodeProblem, loadQueueSettings, redisKeys, type ConvertJobData, type ConvertJobResult, type QueueSettings } from '../shared/queues/index.ts';
-import { createKeyCache } from '../api/services/keys/cache.ts';
-import { createChangeFeed } from '../shared/db/change-feed.ts';
-import { tenantKeyResolver } from '../api/services/keys/cms-resolver.ts';
-import type { AppContext } from '../api/context.ts';
+import {
+  CONVERT_QUEUE,
+  connectionOptions,
+  decodeProblem,
+  queueSettings,
+  redisKeys,
+  type ConvertJobData,
+  type ConvertJobResult,
+  type QueueSettings,
+} from '../shared/queues/index.ts';
+import { createKeyCache } from '../shared/keys/cache.ts';
+import { tenantKeyResolver } from '../shared/keys/cms-resolver.ts';
+import { CHANNELS, createFanoutBus } from '../shared/fanout/bus.ts';
+import { createChangeFeed } from '../shared/fanout/change-feed.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
 
 type Closer = { name: string; close: () => Promise<unknown> };
@@ -35,10 +50,16 @@ function fail(message: string): never {
 
 /** Checks what a worker cannot run without, with a message naming the variable. */
 function requireSetup(config: Config): void {
-  if (!config.redisUrl) fail('REDIS_URL is required: the worker consumes the BullMQ queue on Redis');
-  if (!config.databaseUrl) fail('DATABASE_URL is required: the worker reads tenant keys from the same Postgres as the API (the embedded PGlite belongs to the API process)');
+  if (!config.redisUrl)
+    fail('REDIS_URL is required: the worker consumes the BullMQ queue on Redis');
+  if (!config.databaseUrl)
+    fail(
+      'DATABASE_URL is required: the worker reads tenant keys from the same Postgres as the API (the embedded PGlite belongs to the API process)',
+    );
   if (!config.masterKey && !existsSync(join(config.dataDir, 'master.key'))) {
-    fail('KEYWARD_MASTER_KEY is required (or DATA_DIR/master.key shared with the API): it unlocks the tenant keys');
+    fail(
+      'KEYWARD_MASTER_KEY is required (or DATA_DIR/master.key shared with the API): it unlocks the tenant keys',
+    );
   }
 }
 
@@ -47,16 +68,16 @@ function requireSetup(config: Config): void {
  * backoff while it is away, which is what an operator wants during a storage outage.
  */
 async function openObjectStore(config: Config, logger: Logger): Promise<ObjectStore> {
+  const storage = objectStoreConfig(config, logger);
   try {
-    return await createObjectStore({
-      dataDir: config.dataDir,
-      s3: config.s3Endpoint ? { endpoint: config.s3Endpoint, accessKey: config.s3AccessKey!, secretKey: config.s3SecretKey!, bucket: config.s3Bucket } : undefined,
-      logger,
-    });
+    return await createObjectStore(storage);
   } catch (err) {
-    logger.warn({ err: (err as Error).message, endpoint: config.s3Endpoint }, 'object storage is not reachable yet; jobs will retry until it is');
-    return config.s3Endpoint
-      ? new S3ObjectStore({ endpoint: config.s3Endpoint, accessKey: config.s3AccessKey!, secretKey: config.s3SecretKey!, bucket: config.s3Bucket, logger })
+    logger.warn(
+      { err: (err as Error).message, endpoint: config.s3Endpoint },
+      'object storage is not reachable yet; jobs will retry until it is',
+    );
+    return storage.s3
+      ? new S3ObjectStore({ ...storage.s3, logger })
       : new FsObjectStore({ root: join(config.dataDir, 'objects') });
   }
 }
@@ -70,20 +91,21 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
-  const changes = await createChangeFeed(db, logger, redis);
+  const fanout = createFanoutBus(redis, logger);
+  closers.push({ name: 'fanout', close: () => fanout.close() });
+  const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
   const keys = createKeyCache(db, master.key, changes);
   changes.start();
   const objects = await openObjectStore(config, logger);
-  // The resolver reads only `db` and `keys` of the API context; the worker has just those.
-  const keyContext: Pick<AppContext, 'db' | 'keys'> = { db, keys };
 
   const processor = createConvertProcessor({
     objects,
     logger,
     progressIntervalMs: settings.progressIntervalMs,
-    resolverFor: (tenantId) => tenantKeyResolver(keyContext, tenantId),
-    isCancelled: async (jobId) => (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
+    resolverFor: (tenantId) => tenantKeyResolver({ db, keys }, tenantId),
+    isCancelled: async (jobId) =>
+      (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
   });
   const worker = new Worker<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, processor, {
     connection: connectionOptions(config.redisUrl!, true),
@@ -94,44 +116,85 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
     maxStalledCount: settings.maxStalled,
     autorun: false,
   });
-  worker.on('error', (err) => logger.error({ err: err.message }, 'worker error (redis unreachable?); it reconnects on its own'));
-  worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled: its worker stopped renewing the lock (died or blocked); it goes back to the queue'));
-  worker.on('lockRenewalFailed', (jobIds) => logger.warn({ jobIds }, 'could not renew job locks; another worker may take these jobs over'));
+  worker.on('error', (err) =>
+    logger.error(
+      { err: err.message },
+      'worker error (redis unreachable?); it reconnects on its own',
+    ),
+  );
+  worker.on('stalled', (jobId) =>
+    logger.warn(
+      { jobId },
+      'job stalled: its worker stopped renewing the lock (died or blocked); it goes back to the queue',
+    ),
+  );
+  worker.on('lockRenewalFailed', (jobIds) =>
+    logger.warn({ jobIds }, 'could not renew job locks; another worker may take these jobs over'),
+  );
   worker.on('failed', (job, err) => {
-    if (job && job.finishedOn) logger.warn({ jobId: job.id, tenantId: job.data.tenantId, source: job.data.source.key, problem: decodeProblem(err.message) }, 'job failed for good');
+    if (job && job.finishedOn)
+      logger.warn(
+        {
+          jobId: job.id,
+          tenantId: job.data.tenantId,
+          source: job.data.source.key,
+          problem: decodeProblem(err.message).toJSON(),
+        },
+        'job failed for good',
+      );
   });
 
-  // Cancels from the API arrive on a channel; only the worker running the job acts on them.
-  const subscriber = redis.duplicate();
-  subscriber.on('error', (err) => logger.warn({ err: err.message }, 'cancel channel connection error'));
-  await subscriber.subscribe(redisKeys.cancelChannel(settings.prefix));
-  subscriber.on('message', (_channel, jobId: string) => {
-    if (worker.cancelJob(jobId, CANCEL_REASON)) logger.info({ jobId }, 'cancelling running job at the request of the API');
+  // Cancels from the API arrive on a channel of the bus; only the worker running the job acts on
+  // them. Subscribed before the first job runs; a cancel of a job not yet running is its tombstone.
+  await fanout.on(CHANNELS.jobCancel(settings.prefix), (jobId) => {
+    if (worker.cancelJob(jobId, CANCEL_REASON))
+      logger.info({ jobId }, 'cancelling running job at the request of the API');
   });
-  closers.push({ name: 'cancel channel', close: () => subscriber.quit().catch(() => subscriber.disconnect()) });
 
-  void worker.run().catch((err: Error) => logger.error({ err: err.message }, 'worker stopped unexpectedly'));
+  void worker
+    .run()
+    .catch((err: Error) => logger.error({ err: err.message }, 'worker stopped unexpectedly'));
   await worker.waitUntilReady();
-  logger.info({ queue: CONVERT_QUEUE, prefix: settings.prefix, concurrency: config.workerConcurrency, storage: config.s3Endpoint ? `s3 ${config.s3Endpoint}/${config.s3Bucket}` : `directory ${join(config.dataDir, 'objects')}` }, 'keyward worker ready');
+  logger.info(
+    {
+      queue: CONVERT_QUEUE,
+      prefix: settings.prefix,
+      concurrency: config.workerConcurrency,
+      storage: config.s3Endpoint
+        ? `s3 ${config.s3Endpoint}/${config.s3Bucket}`
+        : `directory ${join(config.dataDir, 'objects')}`,
+    },
+    'keyward worker ready',
+  );
 
   let stopping: Promise<void> | null = null;
   const stop = (signal: string): Promise<void> => {
     stopping ??= (async () => {
       logger.info({ signal }, 'shutting down: finishing running jobs, taking no new ones');
       const release = setTimeout(() => {
-        logger.warn({ afterMs: config.shutdownTimeoutMs }, 'running jobs did not finish in time: releasing them to other workers');
+        logger.warn(
+          { afterMs: config.shutdownTimeoutMs },
+          'running jobs did not finish in time: releasing them to other workers',
+        );
         worker.cancelAllJobs(SHUTDOWN_REASON);
       }, config.shutdownTimeoutMs);
-      const force = setTimeout(() => {
-        logger.error('shutdown timed out; exiting');
-        process.exit(1);
-      }, config.shutdownTimeoutMs * 2 + 5000);
+      const force = setTimeout(
+        () => {
+          logger.error('shutdown timed out; exiting');
+          process.exit(1);
+        },
+        config.shutdownTimeoutMs * 2 + 5000,
+      );
       force.unref();
       await worker.close();
       clearTimeout(release);
       while (closers.length > 0) {
         const c = closers.pop()!;
-        await c.close().catch((err: Error) => logger.warn({ err: err.message, part: c.name }, 'error while closing'));
+        await c
+          .close()
+          .catch((err: Error) =>
+            logger.warn({ err: err.message, part: c.name }, 'error while closing'),
+          );
       }
       logger.info('worker stopped');
       logger.flush();
@@ -143,15 +206,8 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-let config: Config;
-let settings: QueueSettings;
-try {
-  config = loadConfig();
-  settings = loadQueueSettings();
-} catch (err) {
-  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`);
-  throw err;
-}
+const config = configOrExit('keyward worker');
+const settings = queueSettings(config);
 requireSetup(config);
 try {
   await start(config, settings);

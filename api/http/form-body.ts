@@ -48,7 +48,8 @@ export const formBody: RequestHandler = (req, res, next) => {
     for (const [k, v] of new URLSearchParams(Buffer.concat(chunks, size).toString('utf8'))) {
       count += 1;
       if (count > MAX_PARAMS) return next(new OAuthError('invalid_request', 'too many parameters'));
-      if (k in body) return next(new OAuthError('invalid_request', `parameter ${k.slice(0, 64)} is repeated`));
+      if (k in body)
+        return next(new OAuthError('invalid_request', `parameter ${k.slice(0, 64)} is repeated`));
       body[k] = v;
     }
     req.body = body;

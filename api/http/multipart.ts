@@ -6,7 +6,7 @@
  * close, no error, no answer) on a body that ended inside a part with mangled headers.
  */
 import type { Request } from 'express';
-import { AppError } from '../../shared/errors/index.ts';
+import { problem } from '../../shared/errors/index.ts';
 import { streamMultipart } from './streaming-multipart.ts';
 import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
 import { unfitProblem } from './params.ts';
@@ -24,7 +24,7 @@ const FIELD_BYTES = 64 * 1024;
 /** Reads a multipart form whose files are at most `maxFileBytes` each. */
 export async function readSmallMultipart(req: Request, maxFileBytes: number): Promise<SmallForm> {
   // A client gone before this reader started (during authentication) left a request that will never end.
-  if (req.destroyed) throw new AppError('bad_request', 'the client aborted the request');
+  if (req.destroyed) throw problem('bad_request', 'the client aborted the request');
   const stream = streamMultipart(req, { maxParts: FILES + FIELDS, maxFieldBytes: FIELD_BYTES });
   const form: SmallForm = { fields: Object.create(null), files: Object.create(null) };
   let files = 0;
@@ -33,20 +33,30 @@ export async function readSmallMultipart(req: Request, maxFileBytes: number): Pr
     for (let part = await stream.next(); part; part = await stream.next()) {
       if (part.filename === undefined) {
         fields += 1;
-        if (fields > FIELDS) throw new AppError('validation_failed', `the form has more than ${FIELDS} fields`);
+        if (fields > FIELDS)
+          throw problem('validation_failed', `the form has more than ${FIELDS} fields`);
         form.fields[part.name] = await part.text(FIELD_BYTES);
         continue;
       }
       files += 1;
-      if (files > FILES) throw new AppError('validation_failed', `the form has more than ${FILES} files`);
+      if (files > FILES)
+        throw problem('validation_failed', `the form has more than ${FILES} files`);
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of part.body) {
         size += chunk.length;
-        if (size > maxFileBytes) throw new AppError('payload_too_large', `part ${part.name.slice(0, 64)} is larger than ${maxFileBytes} bytes`);
+        if (size > maxFileBytes)
+          throw problem(
+            'payload_too_large',
+            `part ${part.name.slice(0, 64)} is larger than ${maxFileBytes} bytes`,
+          );
         chunks.push(chunk);
       }
-      form.files[part.name] = { data: Buffer.concat(chunks, size), filename: part.filename, mimeType: part.mimeType };
+      form.files[part.name] = {
+        data: Buffer.concat(chunks, size),
+        filename: part.filename,
+        mimeType: part.mimeType,
+      };
     }
   } catch (err) {
     // The refusal is written first; what the client still sends is read and discarded.

@@ -1,9 +1,9 @@
 /** Typed access to route parameters (Express 5 types them as string | string[]), and the entry step that makes them canonical. */
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, RequestParamHandler } from 'express';
 import type { AppContext } from '../context.ts';
 import { actorOf } from '../middleware/authenticate.ts';
-import { AppError, OAuthError } from '../../shared/errors/index.ts';
-import { UnfitInput, canonicalInput, canonicalPath } from '../../shared/ids.ts';
+import { OAuthError, problem, type AppError } from '../../shared/errors/index.ts';
+import { UnfitInput, canonicalInput, canonicalPath, isUuid } from '../../shared/ids.ts';
 
 /** A route parameter as a string. */
 export function param(req: Request, name: string): string {
@@ -15,19 +15,36 @@ export function param(req: Request, name: string): string {
 export const tenantParam = (req: Request) => param(req, 'tenantId');
 
 /** Audits a successful admin change in the path's tenant. */
-export function auditChange(ctx: AppContext, req: Request, action: string, target: string, details?: Record<string, unknown>): void {
-  ctx.audit.record({ tenantId: tenantParam(req), actor: actorOf(req), action, outcome: 'success', target, details });
+export function auditChange(
+  ctx: AppContext,
+  req: Request,
+  action: string,
+  target: string,
+  details?: Record<string, unknown>,
+): void {
+  ctx.audit.record({
+    tenantId: tenantParam(req),
+    actor: actorOf(req),
+    action,
+    outcome: 'success',
+    target,
+    details,
+  });
 }
 
 /** Paths whose every answer has the OAuth error shape (RFC 6749 5.2), the refusal included. */
-const OAUTH_PATHS = /^\/api\/(v3\/auth|authenticate)(\/|$|\?)/;
+// Case-insensitive, as Express matches routes: /API/V3/AUTH/token is the same endpoint.
+const OAUTH_PATHS = /^\/api\/(v3\/auth|authenticate)(\/|$|\?)/i;
 
 /** The problem for input refused at the entry (400 validation-failed naming the field). */
-export const unfitProblem = (unfit: UnfitInput): AppError => new AppError('validation_failed', unfit.message, { details: { field: unfit.field } });
+export const unfitProblem = (unfit: UnfitInput): AppError =>
+  problem('validation_failed', unfit.message, { details: { field: unfit.field } });
 
 /** The error for input refused at the entry, in the shape the path answers with. */
 function unfitInputError(url: string, unfit: UnfitInput): AppError | OAuthError {
-  return OAUTH_PATHS.test(url) ? new OAuthError('invalid_request', unfit.message) : unfitProblem(unfit);
+  return OAUTH_PATHS.test(url)
+    ? new OAuthError('invalid_request', unfit.message)
+    : unfitProblem(unfit);
 }
 
 /**
@@ -38,7 +55,8 @@ function unfitInputError(url: string, unfit: UnfitInput): AppError | OAuthError 
  * surfaces when the handler first reads req.body, inside the route's own error handling.
  */
 export const canonicalEntry: RequestHandler = (req, _res, next) => {
-  const unfitError = (err: unknown) => (err instanceof UnfitInput ? unfitInputError(req.originalUrl, err) : err);
+  const unfitError = (err: unknown) =>
+    err instanceof UnfitInput ? unfitInputError(req.originalUrl, err) : err;
   try {
     const q = req.url.indexOf('?');
     const path = q === -1 ? req.url : req.url.slice(0, q);
@@ -48,7 +66,13 @@ export const canonicalEntry: RequestHandler = (req, _res, next) => {
       req.originalUrl = req.url;
     }
     // Express 5 re-parses req.query from the URL on every read; an own property pins the canonical one.
-    if (q !== -1) Object.defineProperty(req, 'query', { value: canonicalInput(req.query, 'query'), writable: true, enumerable: true, configurable: true });
+    if (q !== -1)
+      Object.defineProperty(req, 'query', {
+        value: canonicalInput(req.query, 'query'),
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
   } catch (err) {
     next(unfitError(err));
     return;
@@ -74,3 +98,16 @@ export const canonicalEntry: RequestHandler = (req, _res, next) => {
   });
   next();
 };
+
+/**
+ * Makes a router answer 404 for a path parameter that is not a UUID: record ids are UUID
+ * columns, so a malformed one names nothing rather than reaching Postgres as a type error (500).
+ */
+export function uuidParam<
+  R extends { param: (name: string, handler: RequestParamHandler) => unknown },
+>(router: R, name: string, what: string): R {
+  router.param(name, (_req, _res, next, value) =>
+    isUuid(String(value)) ? next() : next(problem('not_found', `no such ${what}`)),
+  );
+  return router;
+}

@@ -3,7 +3,7 @@
  * method does not (RFC 9110 15.5.6), instead of falling through to 404.
  */
 import type { RequestHandler, Router } from 'express';
-import { AppError } from '../../shared/errors/index.ts';
+import { problem } from '../../shared/errors/index.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type Handlers = Partial<Record<Method, RequestHandler | RequestHandler[]>>;
@@ -12,7 +12,9 @@ export type Handlers = Partial<Record<Method, RequestHandler | RequestHandler[]>
 export function route(router: Router, path: string, handlers: Handlers): void {
   const r = router.route(path);
   const allowed: string[] = [];
-  for (const [method, handler] of Object.entries(handlers) as Array<[Method, RequestHandler | RequestHandler[]]>) {
+  for (const [method, handler] of Object.entries(handlers) as Array<
+    [Method, RequestHandler | RequestHandler[]]
+  >) {
     r[method](...(Array.isArray(handler) ? handler : [handler]));
     allowed.push(method.toUpperCase());
     if (method === 'get') allowed.push('HEAD');
@@ -20,6 +22,6 @@ export function route(router: Router, path: string, handlers: Handlers): void {
   const allow = allowed.join(', ');
   r.all((req, res, next) => {
     res.setHeader('Allow', allow);
-    next(new AppError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`));
+    next(problem('method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`));
   });
 }

@@ -7,13 +7,12 @@
  *
  * The parser is pull-based and finds delimiters with Buffer#indexOf (native), so a file part is
  * handed out as views of the request's own chunks, never copied; busboy's JavaScript boundary
- * search cost about a tenth of a large conversion. Header values are parsed with busboy's own
- * Content-Disposition and Content-Type parsers, so names, filenames (RFC 5987 filename*) and
- * media types read as before.
+ * search cost about a tenth of a large conversion. Header values are parsed by
+ * ./header-params.ts (names, filenames with RFC 8187 filename*, media types).
  */
-import { createRequire } from 'node:module';
 import type { Request, Response } from 'express';
-import { AppError } from '../../shared/errors/index.ts';
+import { AppError, problem } from '../../shared/errors/index.ts';
+import { basename, parseContentType, parseDisposition } from './header-params.ts';
 
 /** One part of the form, as it arrives. */
 export interface StreamedPart {
@@ -46,16 +45,6 @@ export interface StreamingFormOptions {
   maxFieldBytes?: number;
 }
 
-interface ParsedType { type: string; subtype: string; params: Record<string, string> }
-interface ParsedDisposition { type: string; params: Record<string, string> | null }
-const busboyUtils = createRequire(import.meta.url)('busboy/lib/utils.js') as {
-  parseContentType(s: string): ParsedType | undefined;
-  parseDisposition(s: string, decoder: (s: string, hint?: number) => string): ParsedDisposition | undefined;
-  getDecoder(charset: string): (s: string, hint?: number) => string;
-  basename(p: string): string;
-};
-const paramDecoder = busboyUtils.getDecoder('latin1');
-
 /** Request bytes read ahead of the consumer before the request is paused. */
 const READ_AHEAD_BYTES = 1024 * 1024;
 /** Largest header block of one part. */
@@ -64,7 +53,7 @@ const MAX_HEADER_PAIRS = 16;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
-const malformed = (why: string) => new AppError('bad_request', `malformed multipart body: ${why}`);
+const malformed = (why: string) => problem('bad_request', `malformed multipart body: ${why}`);
 
 /** True when the request carries multipart/form-data. */
 export function isMultipartForm(req: Request): boolean {
@@ -74,11 +63,14 @@ export function isMultipartForm(req: Request): boolean {
 /** Starts reading a multipart/form-data request; 415 for another media type, 400 without a boundary. */
 export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): StreamingForm {
   if (!isMultipartForm(req)) {
-    throw new AppError('unsupported_media_type', `expected multipart/form-data, got ${req.headers['content-type'] ?? 'no content type'}`);
+    throw problem(
+      'unsupported_media_type',
+      `expected multipart/form-data, got ${req.headers['content-type'] ?? 'no content type'}`,
+    );
   }
   const maxParts = opts.maxParts ?? 8;
   const maxFieldBytes = opts.maxFieldBytes ?? 64 * 1024;
-  const boundary = busboyUtils.parseContentType(req.headers['content-type'] ?? '')?.params?.boundary;
+  const boundary = parseContentType(req.headers['content-type'] ?? '')?.params?.boundary;
   if (!boundary) throw malformed('Multipart: Boundary not found');
   // Every delimiter is CRLF "--" boundary; the first may start the body, so a CRLF is put before it.
   const delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
@@ -116,7 +108,7 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
   req.on('error', (err) => fail(malformed(err.message)));
   // A client that goes away mid-body never ends the request: fail instead of waiting forever.
   req.on('close', () => {
-    if (!req.complete) fail(new AppError('bad_request', 'the client aborted the request'));
+    if (!req.complete) fail(problem('bad_request', 'the client aborted the request'));
     notify();
   });
 
@@ -276,19 +268,21 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
       }
       const headers = await readHeaders();
       state = 'body';
-      if (++parts > maxParts) throw new AppError('validation_failed', `the form has more than ${maxParts} parts`);
+      if (++parts > maxParts)
+        throw problem('validation_failed', `the form has more than ${maxParts} parts`);
       const dispHeader = headers.get('content-disposition');
-      const disp = dispHeader ? busboyUtils.parseDisposition(dispHeader, paramDecoder) : undefined;
-      // Like busboy: a part without a form-data disposition is skipped.
+      const disp = dispHeader ? parseDisposition(dispHeader) : undefined;
+      // A part without a form-data disposition is skipped (RFC 7578 4.2).
       if (!disp || disp.type !== 'form-data') continue;
       const name = disp.params?.name ?? '';
       let filename = disp.params?.['filename*'] ?? disp.params?.filename;
-      if (filename !== undefined) filename = busboyUtils.basename(filename);
+      if (filename !== undefined) filename = basename(filename);
       let mimeType = 'text/plain';
       const ct = headers.get('content-type');
-      const parsed = ct ? busboyUtils.parseContentType(ct) : undefined;
+      const parsed = ct ? parseContentType(ct) : undefined;
       if (parsed) mimeType = `${parsed.type}/${parsed.subtype}`;
-      if (mimeType === 'application/octet-stream' || filename !== undefined) return filePart(name, filename, mimeType);
+      if (mimeType === 'application/octet-stream' || filename !== undefined)
+        return filePart(name, filename, mimeType);
       return await fieldPart(name, mimeType);
     }
   }
@@ -301,7 +295,11 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
     current = g;
     for (let r = await g.next(); !r.done; r = await g.next()) {
       n += r.value.length;
-      if (n > maxFieldBytes) throw new AppError('payload_too_large', `part ${name.slice(0, 64)} is larger than ${maxFieldBytes} bytes`);
+      if (n > maxFieldBytes)
+        throw problem(
+          'payload_too_large',
+          `part ${name.slice(0, 64)} is larger than ${maxFieldBytes} bytes`,
+        );
       chunks.push(Buffer.from(r.value));
     }
     current = null;
@@ -311,9 +309,15 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
     return {
       name,
       mimeType,
-      body: (async function* () { yield data; })(),
+      body: (async function* () {
+        yield data;
+      })(),
       text: async (max) => {
-        if (data.length > max) throw new AppError('payload_too_large', `part ${name.slice(0, 64)} is larger than ${max} bytes`);
+        if (data.length > max)
+          throw problem(
+            'payload_too_large',
+            `part ${name.slice(0, 64)} is larger than ${max} bytes`,
+          );
         return value;
       },
     };
@@ -358,7 +362,11 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
         let n = 0;
         for await (const c of it) {
           n += c.length;
-          if (n > max) throw new AppError('payload_too_large', `part ${name.slice(0, 64)} is larger than ${max} bytes`);
+          if (n > max)
+            throw problem(
+              'payload_too_large',
+              `part ${name.slice(0, 64)} is larger than ${max} bytes`,
+            );
           parts.push(c);
         }
         return Buffer.concat(parts).toString('utf8');
@@ -389,7 +397,7 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
     abandon(res) {
       if (req.complete) return;
       if (!res.headersSent) res.setHeader('Connection', 'close');
-      failure ??= new AppError('bad_request', 'the form was abandoned');
+      failure ??= problem('bad_request', 'the form was abandoned');
       drainRequest();
       notify();
     },

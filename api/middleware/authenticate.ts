@@ -5,8 +5,9 @@
  */
 import type { RequestHandler, Request } from 'express';
 import type { AppContext } from '../context.ts';
-import { AppError } from '../../shared/errors/index.ts';
-import type { AccessClaims } from '../services/auth/access-tokens.ts';
+import { problem } from '../../shared/errors/index.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { actorOfClaims, type AccessClaims } from '../services/auth/access-tokens.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -14,7 +15,8 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const unauthorized = (detail: string) => new AppError('unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="keyward"' } });
+const unauthorized = (detail: string) =>
+  problem('unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="keyward"' } });
 
 /** What an access check needs to know about the request, whatever serves it. */
 export interface AccessAttempt {
@@ -27,7 +29,12 @@ export interface AccessAttempt {
  * The bearer check itself, transport-free (Express middleware and the runtime lane both call
  * it): the claims of a valid token with one of `audiences`, or a 401 problem; refusals audited.
  */
-export async function bearerClaims(ctx: AppContext, header: string | undefined, audiences: readonly string[], attempt: AccessAttempt): Promise<AccessClaims> {
+export async function bearerClaims(
+  ctx: AppContext,
+  header: string | undefined,
+  audiences: readonly string[],
+  attempt: AccessAttempt,
+): Promise<AccessClaims> {
   // The scheme name is case-insensitive (RFC 7235 2.1, RFC 6750 2.1).
   if (!header || header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') {
     auditDenied(ctx, attempt, null, 'missing-token');
@@ -47,15 +54,28 @@ export async function bearerClaims(ctx: AppContext, header: string | undefined, 
 }
 
 /** Throws the 403 problem (audited) unless the claims hold every permission. */
-export function requirePermissions(ctx: AppContext, claims: AccessClaims, permissions: readonly string[], attempt: AccessAttempt): void {
+export function requirePermissions(
+  ctx: AppContext,
+  claims: AccessClaims,
+  permissions: readonly string[],
+  attempt: AccessAttempt,
+): void {
   const missing = permissions.filter((p) => !claims.permissions.includes(p));
   if (missing.length > 0) {
     auditDenied(ctx, attempt, claims, 'missing-permission', missing);
-    throw new AppError('forbidden', `the token's role lacks ${missing.join(', ')}; widen the role and reissue the token`);
+    throw problem(
+      'forbidden',
+      `the token's role lacks ${missing.join(', ')}; widen the role and reissue the token`,
+    );
   }
 }
 
-const attemptOf = (req: Request): AccessAttempt => ({ method: req.method, path: `${req.baseUrl}${req.path}`, id: req.id });
+/** The access attempt of an Express request, for the audit of a refusal. */
+export const attemptOf = (req: Request): AccessAttempt => ({
+  method: req.method,
+  path: `${req.baseUrl}${req.path}`,
+  id: req.id,
+});
 
 /** Verifies the bearer token and that its audience is one of `audiences`. */
 export function authenticate(ctx: AppContext, audiences: readonly string[]): RequestHandler {
@@ -77,27 +97,48 @@ export function authorize(ctx: AppContext, ...permissions: string[]): RequestHan
 export function requireTenantAccess(ctx: AppContext, param = 'tenantId'): RequestHandler {
   return (req, _res, next) => {
     const tenantId = String(req.params[param] ?? '');
-    if (tenantId !== req.auth.tenantId && !req.auth.permissions.includes('admin.platform.cross-tenant')) {
+    if (
+      tenantId !== req.auth.tenantId &&
+      !req.auth.permissions.includes('admin.platform.cross-tenant')
+    ) {
       auditDenied(ctx, attemptOf(req), req.auth, 'other-tenant');
-      throw new AppError('forbidden', 'the token belongs to another tenant');
+      throw problem('forbidden', 'the token belongs to another tenant');
     }
     next();
   };
 }
 
-/** Records a refused access attempt in the caller's tenant, or the platform's when unknown. */
-function auditDenied(ctx: AppContext, attempt: AccessAttempt, claims: AccessClaims | null, reason: string, missing?: string[]): void {
-  const record = (tenantId: string) => ctx.audit.record({
-    tenantId, actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous', action: 'access', outcome: 'denied', target: `${attempt.method} ${attempt.path}`.slice(0, 512),
-    details: { reason, ...(missing ? { missing } : {}), requestId: attempt.id },
-  });
-  if (claims) record(claims.tenantId);
-  else ctx.auth.platformTenantId().then(record, () => undefined);
+/**
+ * The tenant scope of a tenant-scoped admin path: a :tenantId that is not a UUID names no
+ * tenant (404, never a Postgres type error), then the tenant must be the token's.
+ */
+export function tenantScope(ctx: AppContext): RequestHandler[] {
+  const notUuid: RequestHandler = (req, _res, next) =>
+    isUuid(String(req.params.tenantId ?? ''))
+      ? next()
+      : next(problem('not_found', 'no such tenant'));
+  return [notUuid, requireTenantAccess(ctx)];
 }
 
-/** The audit actor of a token ("user:<id>" or "workload:<id>", with the delegating tenant). */
-export function actorOfClaims(a: AccessClaims): string {
-  return a.act ? `${a.kind}:${a.sub} (acting from ${a.act.tenantId})` : `${a.kind}:${a.sub}`;
+/** Records a refused access attempt in the caller's tenant, or the platform's when unknown. */
+function auditDenied(
+  ctx: AppContext,
+  attempt: AccessAttempt,
+  claims: AccessClaims | null,
+  reason: string,
+  missing?: string[],
+): void {
+  const record = (tenantId: string) =>
+    ctx.audit.record({
+      tenantId,
+      actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous',
+      action: 'access',
+      outcome: 'denied',
+      target: `${attempt.method} ${attempt.path}`.slice(0, 512),
+      details: { reason, ...(missing ? { missing } : {}), requestId: attempt.id },
+    });
+  if (claims) record(claims.tenantId);
+  else ctx.auth.platformTenantId().then(record, () => undefined);
 }
 
 /** The audit actor of an authenticated request. */

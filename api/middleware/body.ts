@@ -1,33 +1,20 @@
 /**
- * Body parsing for JSON endpoints: only JSON media types (415 otherwise), a size cap (413),
- * and malformed JSON answered as a 400 problem by the error middleware.
+ * The JSON body step of the Express routes, over the one reader (api/http/json-body.ts) the
+ * runtime lane uses too: the parsed body lands on req.body (made canonical there by the entry
+ * step), or stays undefined when the request has none.
  */
-import express, { type RequestHandler } from 'express';
-import { AppError } from '../../shared/errors/index.ts';
+import type { RequestHandler } from 'express';
+import { declaredTooLarge, readJsonBody } from '../http/json-body.ts';
 
-function hasBody(req: Parameters<RequestHandler>[0]): boolean {
-  return req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-}
-
-const tooLarge = () => new AppError('payload_too_large', 'the request body is larger than this endpoint accepts; use the stream endpoints for large data');
-
-/** JSON body parser with a 415 for other media types. */
+/** Reads a JSON body of at most `limitBytes` (415, 413 and 400 problems otherwise). */
 export function jsonBody(limitBytes: number): RequestHandler[] {
-  const parse = express.json({ limit: limitBytes, type: ['application/json', 'application/*+json'] });
-  const requireJson: RequestHandler = (req, res, next) => {
-    if (hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
-      next(new AppError('unsupported_media_type', `expected application/json, got ${req.headers['content-type'] ?? 'no content type'}`));
-      return;
-    }
-    // body-parser reads a refused body to its end before it answers, so a client announcing
-    // gigabytes would wait for its 413 until it had sent them all: a declared length over the
-    // cap is refused at once, and the client asked to close instead of sending the rest.
-    if (Number(req.headers['content-length'] ?? 0) > limitBytes) {
-      res.setHeader('Connection', 'close');
-      next(tooLarge());
-      return;
-    }
+  const read: RequestHandler = async (req, res, next) => {
+    // A client announcing more than the cap is refused at once and asked to close, instead of
+    // waiting for its 413 until it has sent the whole body.
+    if (declaredTooLarge(req, limitBytes)) res.setHeader('Connection', 'close');
+    const body = await readJsonBody(req, limitBytes);
+    if (body !== undefined) req.body = body;
     next();
   };
-  return [requireJson, parse];
+  return [read];
 }

@@ -4,24 +4,52 @@
  * cause is logged and never sent.
  */
 import type { ErrorRequestHandler, RequestHandler, Response, Request } from 'express';
-import { AppError, OAuthError } from '../../shared/errors/index.ts';
+import {
+  AppError,
+  OAuthError,
+  problem,
+  problemDocument,
+  type ProblemCode,
+} from '../../shared/errors/index.ts';
 import { isDatabaseUnavailable } from '../../shared/db/knex.ts';
+import type { Logger } from '../../shared/logger.ts';
+
+/** The catalogued code for an http-errors status other than 400 (an error carries its code, never a status of its own). */
+const CLIENT_ERROR_BY_STATUS = new Map<number, ProblemCode>([
+  [401, 'unauthorized'],
+  [403, 'forbidden'],
+  [404, 'not_found'],
+  [405, 'method_not_allowed'],
+  [406, 'not_acceptable'],
+  [413, 'payload_too_large'],
+  [415, 'unsupported_media_type'],
+  [422, 'unprocessable'],
+  [429, 'rate_limited'],
+]);
 
 /** Maps body-parser and other http-errors style failures onto the catalogue. */
 function fromHttpError(err: { type?: string; status?: number; message?: string }): AppError | null {
   switch (err.type) {
     case 'entity.parse.failed':
-      return new AppError('malformed_json', 'the request body is not valid JSON');
+      return problem('malformed_json', 'the request body is not valid JSON');
     case 'entity.too.large':
-      return new AppError('payload_too_large', 'the request body is larger than this endpoint accepts; use the stream endpoints for large data');
+      return problem(
+        'payload_too_large',
+        'the request body is larger than this endpoint accepts; use the stream endpoints for large data',
+      );
     case 'charset.unsupported':
     case 'encoding.unsupported':
-      return new AppError('unsupported_media_type', err.message ?? 'unsupported body encoding');
+      return problem('unsupported_media_type', err.message ?? 'unsupported body encoding');
     case 'request.aborted':
-      return new AppError('bad_request', 'the client aborted the request');
+      return problem('bad_request', 'the client aborted the request');
     default:
-      // e.g. the router's URIError for a malformed percent-encoding in a path parameter.
-      if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) return new AppError('bad_request', 'the request path or its parameters are malformed', { status: err.status });
+      // e.g. the router's URIError for a malformed percent-encoding in a path parameter (400);
+      // a client error of another status keeps it through the catalogue's code for that status.
+      if (typeof err.status === 'number' && err.status >= 400 && err.status < 500)
+        return problem(
+          CLIENT_ERROR_BY_STATUS.get(err.status) ?? 'bad_request',
+          'the request path or its parameters are malformed',
+        );
       return null;
   }
 }
@@ -33,27 +61,57 @@ const DATABASE_RETRY_AFTER = '5';
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (isDatabaseUnavailable(err)) {
-    return new AppError('database_unavailable', 'the database is not reachable right now; retry shortly', { headers: { 'Retry-After': DATABASE_RETRY_AFTER }, cause: err });
+    return problem(
+      'database_unavailable',
+      'the database is not reachable right now; retry shortly',
+      { headers: { 'Retry-After': DATABASE_RETRY_AFTER }, cause: err },
+    );
   }
-  return fromHttpError(err as { type?: string; status?: number; message?: string }) ?? new AppError('internal', 'unexpected failure', { cause: err });
+  return (
+    fromHttpError(err as { type?: string; status?: number; message?: string }) ??
+    problem('internal', 'unexpected failure', { cause: err })
+  );
 }
 
-/** The RFC 7807 body of an AppError (spec 2.5); internals never leave for 5xx. */
+/** The RFC 7807 body of an AppError (spec 2.5), rendered by the one shared renderer. */
 export function problemBody(error: AppError, baseUrl: string, instance: string): string {
-  return JSON.stringify({
-    type: `${baseUrl}/problems/${error.slug}`,
-    title: error.title,
+  return JSON.stringify(problemDocument(error, baseUrl, { instance }));
+}
+
+/** A problem response, transport-free: what Express (sendProblem) and the runtime lane both write. */
+export function problemResponse(
+  error: AppError,
+  baseUrl: string,
+  instance: string,
+): { status: number; headers: Record<string, string>; body: string } {
+  return {
     status: error.status,
-    detail: error.expose ? error.message : 'an unexpected error occurred; the request id identifies it in the logs',
-    instance,
-    ...(error.expose && error.details ? error.details : {}),
-  });
+    headers: { ...error.headers, 'Content-Type': 'application/problem+json; charset=utf-8' },
+    body: problemBody(error, baseUrl, instance),
+  };
+}
+
+/** Logs a failure at the level its answer calls for: a warning for an absent database, an error with the stack for a 5xx, info for a refusal. */
+export function logFailure(
+  log: Pick<Logger, 'warn' | 'error' | 'info'>,
+  err: unknown,
+  error: AppError,
+): void {
+  if (error.code === 'database_unavailable')
+    log.warn({ err: errMessage(err) }, 'database unreachable; answered 503');
+  else if (error.status >= 500)
+    log.error(
+      { err: errMessage(err), stack: (err as Error)?.stack, code: error.code },
+      'request failed',
+    );
+  else log.info({ code: error.code, status: error.status }, error.message);
 }
 
 /** Writes a problem+json response for an AppError. */
 export function sendProblem(req: Request, res: Response, error: AppError, baseUrl: string): void {
-  if (error.headers) for (const [k, v] of Object.entries(error.headers)) res.setHeader(k, v);
-  res.status(error.status).type('application/problem+json').send(problemBody(error, baseUrl, req.originalUrl.split('?')[0]));
+  const response = problemResponse(error, baseUrl, req.originalUrl.split('?')[0]);
+  for (const [k, v] of Object.entries(response.headers)) res.setHeader(k, v);
+  res.status(response.status).send(response.body);
 }
 
 /** The error middleware; `baseUrl` is PUBLIC_BASE_URL. */
@@ -61,7 +119,10 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
   return (err, req, res, _next) => {
     if (res.headersSent) {
       // A streamed response already began: cut it so the client cannot take it for a whole result.
-      req.log.warn({ err: errMessage(err), code: (err as AppError)?.code }, 'failure after the response began; connection cut');
+      req.log.warn(
+        { err: errMessage(err), code: (err as AppError)?.code },
+        'failure after the response began; connection cut',
+      );
       res.destroy();
       return;
     }
@@ -72,9 +133,7 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
       return;
     }
     const error = toAppError(err);
-    if (error.code === 'database_unavailable') req.log.warn({ err: errMessage(err) }, 'database unreachable; answered 503');
-    else if (error.status >= 500) req.log.error({ err: errMessage(err), stack: (err as Error)?.stack, code: error.code }, 'request failed');
-    else req.log.info({ code: error.code, status: error.status }, error.message);
+    logFailure(req.log, err, error);
     sendProblem(req, res, error, baseUrl);
   };
 }
@@ -85,5 +144,5 @@ function errMessage(err: unknown): string {
 
 /** Final handler: no route matched the path. */
 export const notFound: RequestHandler = (req, _res, next) => {
-  next(new AppError('not_found', `no endpoint at ${req.method} ${req.path}`));
+  next(problem('not_found', `no endpoint at ${req.method} ${req.path}`));
 };

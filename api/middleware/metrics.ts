@@ -25,12 +25,16 @@ const UUID_SEGMENT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 export function routeTemplate(req: Request): string {
   if (!req.route?.path) return 'unmatched';
   const names = new Map<string, string>();
-  for (const [name, value] of Object.entries(req.params ?? {})) if (typeof value === 'string') names.set(value, name);
-  const base = req.baseUrl.split('/').map((segment) => {
-    const name = names.get(segment);
-    if (name !== undefined && segment !== '') return `:${name}`;
-    return UUID_SEGMENT.test(segment) ? ':id' : segment;
-  }).join('/');
+  for (const [name, value] of Object.entries(req.params ?? {}))
+    if (typeof value === 'string') names.set(value, name);
+  const base = req.baseUrl
+    .split('/')
+    .map((segment) => {
+      const name = names.get(segment);
+      if (name !== undefined && segment !== '') return `:${name}`;
+      return UUID_SEGMENT.test(segment) ? ':id' : segment;
+    })
+    .join('/');
   const path = String(req.route.path);
   // A router's own root route ('/') names the mount path itself.
   return path === '/' && base !== '' ? base : `${base}${path}`;
@@ -40,13 +44,35 @@ export function routeTemplate(req: Request): string {
 export function createMetrics(pool: WorkPool): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
-  const latency = new Histogram({
-    name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers: [registry],
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
   });
-  new Gauge({ name: 'worker_pool_utilization', help: 'Share of worker thread time spent on tasks (0..1)', registers: [registry], collect() { this.set(pool.utilization()); } });
-  new Gauge({ name: 'worker_pool_queue_size', help: 'Tasks waiting for a worker thread', registers: [registry], collect() { this.set(pool.queueSize()); } });
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'worker_pool_utilization',
+    help: 'Share of worker thread time spent on tasks (0..1)',
+    registers: [registry],
+    collect() {
+      this.set(pool.utilization());
+    },
+  });
+  new Gauge({
+    name: 'worker_pool_queue_size',
+    help: 'Tasks waiting for a worker thread',
+    registers: [registry],
+    collect() {
+      this.set(pool.queueSize());
+    },
+  });
   // Label children resolved once per (method, route, status): prom-client hashes label objects
   // on every inc/observe otherwise, a measurable cost at tens of thousands of requests a second.
   const children = new Map<string, { count: Counter.Internal; time: Histogram.Internal<string> }>();

@@ -5,83 +5,449 @@
  * (the alias also takes `service-core`), the permission named in its description, and for
  * `/tenants/{tenantId}` paths a token of that tenant or `admin.platform.cross-tenant`.
  */
-import { problemResponse } from './components.ts';
-
-type Schema = Record<string, unknown>;
+import { jsonResponse, problemResponse, withExample, type Schema } from './components.ts';
 
 const uuid = { type: 'string', format: 'uuid' };
 const time = { type: 'string', format: 'date-time' };
 const str = { type: 'string' };
-const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties });
-const list = (item: Schema): Schema => obj({ items: { type: 'array', items: item }, nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' } });
-
-const Tenant = obj({ id: uuid, name: str, status: { enum: ['active', 'suspended'] }, isPlatform: { type: 'boolean' }, createdAt: time });
-const Workload = obj({ id: uuid, tenantId: uuid, name: str, clientId: uuid, roleId: uuid, disabled: { type: 'boolean' }, createdAt: time });
-const Role = obj({ id: uuid, tenantId: uuid, name: str, permissions: { type: 'array', items: str } });
-const User = obj({ id: uuid, tenantId: uuid, email: { type: 'string', format: 'email' }, roleId: uuid, disabled: { type: 'boolean' }, lockedUntil: { type: ['string', 'null'], format: 'date-time' }, createdAt: time, updatedAt: time }, ['id', 'tenantId', 'email', 'roleId', 'disabled']);
-const Policy = obj({
-  template: str, allowedKeyTypes: { type: 'array', items: str }, rotationPeriodDays: { type: 'integer' },
-  tokenLifetimes: obj({ clientCredentials: { type: 'integer' }, human: { type: 'integer' }, tokenExchange: { type: 'integer' }, refresh: { type: 'integer' }, rememberMeRefresh: { type: 'integer' } }),
-  rateLimits: obj({ tokenRequestsPerMinute: { type: 'integer' }, failedAuthenticationsPerMinute: { type: 'integer' }, apiRequestsPerMinutePerEndpoint: { type: 'integer' } }),
+const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({
+  type: 'object',
+  required,
+  properties,
 });
-const Overrides = obj({ template: { enum: ['default', 'strict', 'pqc-only'] }, allowedKeyTypes: { type: 'array', items: str, description: 'may only narrow the template' }, rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 } }, []);
+const list = (item: Schema): Schema => {
+  const page = obj({
+    items: { type: 'array', items: item },
+    nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page' },
+  });
+  const example = (item.examples as unknown[] | undefined)?.[0];
+  return example === undefined ? page : withExample(page, { items: [example], nextCursor: null });
+};
+
+// Example values, the same across operations so the examples read as one story.
+const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
+const OTHER_TENANT_ID = '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e';
+const ROLE_ID = '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d';
+const AT = '2026-11-23T16:00:00.000Z';
+
+const Tenant = withExample(
+  obj({
+    id: uuid,
+    name: str,
+    status: { enum: ['active', 'suspended'] },
+    isPlatform: { type: 'boolean' },
+    createdAt: time,
+  }),
+  { id: TENANT_ID, name: 'acme', status: 'active', isPlatform: false, createdAt: AT },
+);
+const WORKLOAD_EXAMPLE = {
+  id: '0d4e6f8a-1b3c-4d5e-8f9a-0b1c2d3e4f5a',
+  tenantId: TENANT_ID,
+  name: 'billing-service',
+  clientId: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
+  roleId: ROLE_ID,
+  disabled: false,
+  createdAt: AT,
+};
+const Workload = withExample(
+  obj({
+    id: uuid,
+    tenantId: uuid,
+    name: str,
+    clientId: uuid,
+    roleId: uuid,
+    disabled: { type: 'boolean' },
+    createdAt: time,
+  }),
+  WORKLOAD_EXAMPLE,
+);
+const Role = withExample(
+  obj({ id: uuid, tenantId: uuid, name: str, permissions: { type: 'array', items: str } }),
+  {
+    id: ROLE_ID,
+    tenantId: TENANT_ID,
+    name: 'encryptor',
+    permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'],
+  },
+);
+const User = withExample(
+  obj(
+    {
+      id: uuid,
+      tenantId: uuid,
+      email: { type: 'string', format: 'email' },
+      roleId: uuid,
+      disabled: { type: 'boolean' },
+      lockedUntil: { type: ['string', 'null'], format: 'date-time' },
+      createdAt: time,
+      updatedAt: time,
+    },
+    ['id', 'tenantId', 'email', 'roleId', 'disabled'],
+  ),
+  {
+    id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+    tenantId: TENANT_ID,
+    email: 'ops@acme.example',
+    roleId: ROLE_ID,
+    disabled: false,
+    lockedUntil: null,
+    createdAt: AT,
+    updatedAt: AT,
+  },
+);
+const Policy = obj({
+  template: str,
+  allowedKeyTypes: { type: 'array', items: str },
+  rotationPeriodDays: { type: 'integer' },
+  tokenLifetimes: obj({
+    clientCredentials: { type: 'integer' },
+    human: { type: 'integer' },
+    tokenExchange: { type: 'integer' },
+    refresh: { type: 'integer' },
+    rememberMeRefresh: { type: 'integer' },
+  }),
+  rateLimits: obj({
+    tokenRequestsPerMinute: { type: 'integer' },
+    failedAuthenticationsPerMinute: { type: 'integer' },
+    apiRequestsPerMinutePerEndpoint: { type: 'integer' },
+  }),
+});
+const Overrides = obj(
+  {
+    template: { enum: ['default', 'strict', 'pqc-only'] },
+    allowedKeyTypes: { type: 'array', items: str, description: 'may only narrow the template' },
+    rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 },
+  },
+  [],
+);
 const KeyState = { enum: ['active', 'suspended', 'revoked', 'archived'] };
-const Key = obj({
-  kid: str, type: { type: 'string', description: 'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768' },
-  usage: { enum: ['encrypt', 'sign', 'mac'] }, state: KeyState, currentVersion: { type: 'integer' }, source: { enum: ['generated', 'imported', 'exchange'] }, createdAt: time, updatedAt: time,
-  publicKey: { type: 'object', description: 'public JWK of the current version (asymmetric keys only), `kid` "<kid>#<version>"; never private or secret material. Every retained version: GET .../keys/{kid}/public' },
-  description: { type: ['string', 'null'], maxLength: 500 },
-  rotationPeriodDays: { type: ['integer', 'null'], minimum: 1, maximum: 3650, description: 'the effective automatic rotation period: the key\'s own, else the tenant\'s effective policy (see rotationPeriodFrom); null for keys that do not rotate (imported or exchanged)' },
-  rotationPeriodFrom: { enum: ['key', 'policy', null], description: 'where rotationPeriodDays comes from' },
-  nextRotationAt: { type: ['string', 'null'], format: 'date-time', description: 'when the scheduler rotates the key (last rotation or creation plus the period); null unless the key is generated and active' },
-  lastRotatedAt: { type: ['string', 'null'], format: 'date-time' },
-  minDecryptionVersion: { type: 'integer', minimum: 1, description: 'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them' },
-}, ['kid', 'type', 'usage', 'state', 'currentVersion', 'source']);
+const KEY_EXAMPLE = {
+  kid: 'orders-db',
+  type: 'aes-256',
+  usage: 'encrypt',
+  state: 'active',
+  currentVersion: 3,
+  source: 'generated',
+  createdAt: '2026-01-05T09:00:00.000Z',
+  updatedAt: '2026-11-23T16:00:00.000Z',
+  description: 'orders database column encryption',
+  rotationPeriodDays: 90,
+  rotationPeriodFrom: 'key',
+  nextRotationAt: '2027-02-21T16:00:00.000Z',
+  lastRotatedAt: '2026-11-23T16:00:00.000Z',
+  minDecryptionVersion: 2,
+};
+const Key = withExample(
+  obj(
+    {
+      kid: str,
+      type: {
+        type: 'string',
+        description:
+          'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768',
+      },
+      usage: { enum: ['encrypt', 'sign', 'mac'] },
+      state: KeyState,
+      currentVersion: { type: 'integer' },
+      source: { enum: ['generated', 'imported', 'exchange'] },
+      createdAt: time,
+      updatedAt: time,
+      publicKey: {
+        type: 'object',
+        description:
+          'public JWK of the current version (asymmetric keys only), `kid` "<kid>#<version>"; never private or secret material. Every retained version: GET .../keys/{kid}/public',
+      },
+      description: { type: ['string', 'null'], maxLength: 500 },
+      rotationPeriodDays: {
+        type: ['integer', 'null'],
+        minimum: 1,
+        maximum: 3650,
+        description:
+          "the effective automatic rotation period: the key's own, else the tenant's effective policy (see rotationPeriodFrom); null for keys that do not rotate (imported or exchanged)",
+      },
+      rotationPeriodFrom: {
+        enum: ['key', 'policy', null],
+        description: 'where rotationPeriodDays comes from',
+      },
+      nextRotationAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description:
+          'when the scheduler rotates the key (last rotation or creation plus the period); null unless the key is generated and active',
+      },
+      lastRotatedAt: { type: ['string', 'null'], format: 'date-time' },
+      minDecryptionVersion: {
+        type: 'integer',
+        minimum: 1,
+        description:
+          'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them',
+      },
+    },
+    ['kid', 'type', 'usage', 'state', 'currentVersion', 'source'],
+  ),
+  KEY_EXAMPLE,
+);
 const KeySettings = {
-  ...obj({
-    description: { type: ['string', 'null'], maxLength: 500, description: 'null clears it' },
-    rotationPeriodDays: { type: ['integer', 'null'], minimum: 1, maximum: 3650, description: 'the key\'s own period; null follows the tenant\'s effective policy. Reschedules the key from its last rotation, so a shorter period can make it due at once. Generated keys only (409 otherwise)' },
-    minDecryptionVersion: { type: 'integer', minimum: 1, description: 'at most the current version' },
-  }, []),
+  ...obj(
+    {
+      description: { type: ['string', 'null'], maxLength: 500, description: 'null clears it' },
+      rotationPeriodDays: {
+        type: ['integer', 'null'],
+        minimum: 1,
+        maximum: 3650,
+        description:
+          "the key's own period; null follows the tenant's effective policy. Reschedules the key from its last rotation, so a shorter period can make it due at once. Generated keys only (409 otherwise)",
+      },
+      minDecryptionVersion: {
+        type: 'integer',
+        minimum: 1,
+        description: 'at most the current version',
+      },
+    },
+    [],
+  ),
   minProperties: 1,
   additionalProperties: false,
 };
-const KEY_EXAMPLE = {
-  kid: 'orders-db', type: 'aes-256', usage: 'encrypt', state: 'active', currentVersion: 3, source: 'generated', createdAt: '2026-01-05T09:00:00.000Z', updatedAt: '2026-11-23T16:00:00.000Z',
-  description: 'orders database column encryption', rotationPeriodDays: 90, rotationPeriodFrom: 'key', nextRotationAt: '2027-02-21T16:00:00.000Z', lastRotatedAt: '2026-11-23T16:00:00.000Z', minDecryptionVersion: 2,
-};
-const KeyDetail = { allOf: [Key, obj({ versions: { type: 'array', items: obj({ version: { type: 'integer' }, createdAt: time, hasCertificate: { type: 'boolean' } }) } })] };
-const CertificateSummary = obj({ subject: str, issuer: str, serialNumber: { type: 'string', description: 'upper-case hex' }, notBefore: time, notAfter: time });
-const Imported = obj({ keys: { type: 'array', items: obj({ kid: str, type: str, usage: str, state: KeyState, certificate: { oneOf: [CertificateSummary, { type: 'null' }] } }) } });
-const KeyResult = obj({ kid: str, status: { type: 'integer' }, state: KeyState, version: { type: 'integer' }, error: obj({ slug: str, detail: str }) }, ['kid', 'status']);
-const Operation = obj({ id: uuid, tenantId: uuid, operation: str, total: { type: 'integer' }, done: { type: 'integer' }, failed: { type: 'integer' }, state: { enum: ['running', 'completed', 'interrupted'], description: 'interrupted: the instance running it stopped before the end; results lists the keys recorded until then, and the keys after them were changed at most up to a quarter of a second before it stopped' }, results: { type: 'array', items: KeyResult }, startedAt: time, finishedAt: time }, ['id', 'operation', 'total', 'done', 'failed', 'state', 'results']);
-const Exchange = obj({
-  id: uuid, direction: { enum: ['outgoing', 'incoming'], description: 'relative to the tenant of the path' }, fromTenantId: uuid, toTenantId: uuid,
-  kid: { type: 'string', description: 'the offered key in the offering tenant' }, version: { type: 'integer' }, type: str, usage: str, mode: { enum: ['public', 'wrapped'] },
-  wrappingKid: { type: ['string', 'null'] }, state: { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
-  publicKeySha256: { type: ['string', 'null'], description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band' }, hasCertificate: { type: 'boolean' },
-  createdAt: time, expiresAt: time, decidedAt: { type: ['string', 'null'], format: 'date-time' }, acceptedKid: { type: ['string', 'null'], description: 'receiving tenant only' },
-}, ['id', 'direction', 'fromTenantId', 'toTenantId', 'kid', 'mode', 'state', 'expiresAt']);
+const KeyDetail = withExample(
+  {
+    allOf: [
+      Key,
+      obj({
+        versions: {
+          type: 'array',
+          items: obj({
+            version: { type: 'integer' },
+            createdAt: time,
+            hasCertificate: { type: 'boolean' },
+          }),
+        },
+      }),
+    ],
+  },
+  {
+    ...KEY_EXAMPLE,
+    versions: [1, 2, 3].map((version) => ({ version, createdAt: AT, hasCertificate: false })),
+  },
+);
+const CertificateSummary = obj({
+  subject: str,
+  issuer: str,
+  serialNumber: { type: 'string', description: 'upper-case hex' },
+  notBefore: time,
+  notAfter: time,
+});
+const Imported = withExample(
+  obj({
+    keys: {
+      type: 'array',
+      items: obj({
+        kid: str,
+        type: str,
+        usage: str,
+        state: KeyState,
+        certificate: { oneOf: [CertificateSummary, { type: 'null' }] },
+      }),
+    },
+  }),
+  {
+    keys: [
+      {
+        kid: 'partner-signing',
+        type: 'rsa-2048',
+        usage: 'sign',
+        state: 'active',
+        certificate: {
+          subject: 'CN=Partner Signing,O=Partner',
+          issuer: 'CN=Partner CA,O=Partner',
+          serialNumber: '5A3C91E0',
+          notBefore: '2026-01-01T00:00:00.000Z',
+          notAfter: '2028-01-01T00:00:00.000Z',
+        },
+      },
+    ],
+  },
+);
+const KeyResult = obj(
+  {
+    kid: str,
+    status: { type: 'integer' },
+    state: KeyState,
+    version: { type: 'integer' },
+    error: { $ref: '#/components/schemas/Problem' },
+  },
+  ['kid', 'status'],
+);
+const Operation = withExample(
+  obj(
+    {
+      id: uuid,
+      tenantId: uuid,
+      operation: str,
+      total: { type: 'integer' },
+      done: { type: 'integer' },
+      failed: { type: 'integer' },
+      state: {
+        enum: ['running', 'completed', 'interrupted'],
+        description:
+          'interrupted: the instance running it stopped before the end; results lists the keys recorded until then, and the keys after them were changed at most up to a quarter of a second before it stopped',
+      },
+      results: { type: 'array', items: KeyResult },
+      startedAt: time,
+      finishedAt: time,
+    },
+    ['id', 'operation', 'total', 'done', 'failed', 'state', 'results'],
+  ),
+  {
+    id: 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f',
+    tenantId: TENANT_ID,
+    operation: 'rotate',
+    total: 120,
+    done: 120,
+    failed: 1,
+    state: 'completed',
+    results: [
+      { kid: 'orders-db', status: 200, state: 'active', version: 4 },
+      {
+        kid: 'legacy-import',
+        status: 409,
+        error: {
+          type: 'http://127.0.0.1:8080/problems/invalid-transition',
+          title: 'Invalid State Transition',
+          status: 409,
+          detail: 'key legacy-import is imported and cannot rotate',
+        },
+      },
+    ],
+    startedAt: AT,
+    finishedAt: '2026-11-23T16:00:02.000Z',
+  },
+);
+const Exchange = withExample(
+  obj(
+    {
+      id: uuid,
+      direction: {
+        enum: ['outgoing', 'incoming'],
+        description: 'relative to the tenant of the path',
+      },
+      fromTenantId: uuid,
+      toTenantId: uuid,
+      kid: { type: 'string', description: 'the offered key in the offering tenant' },
+      version: { type: 'integer' },
+      type: str,
+      usage: str,
+      mode: { enum: ['public', 'wrapped'] },
+      wrappingKid: { type: ['string', 'null'] },
+      state: { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
+      publicKeySha256: {
+        type: ['string', 'null'],
+        description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band',
+      },
+      hasCertificate: { type: 'boolean' },
+      createdAt: time,
+      expiresAt: time,
+      decidedAt: { type: ['string', 'null'], format: 'date-time' },
+      acceptedKid: { type: ['string', 'null'], description: 'receiving tenant only' },
+    },
+    ['id', 'direction', 'fromTenantId', 'toTenantId', 'kid', 'mode', 'state', 'expiresAt'],
+  ),
+  {
+    id: 'e5f6a7b8-c9d0-4e1f-8a2b-3c4d5e6f7a8b',
+    direction: 'outgoing',
+    fromTenantId: TENANT_ID,
+    toTenantId: OTHER_TENANT_ID,
+    kid: 'release-signing',
+    version: 2,
+    type: 'ec-p256',
+    usage: 'sign',
+    mode: 'public',
+    wrappingKid: null,
+    state: 'pending',
+    publicKeySha256: 'n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg',
+    hasCertificate: false,
+    createdAt: AT,
+    expiresAt: '2026-11-24T16:00:00.000Z',
+    decidedAt: null,
+    acceptedKid: null,
+  },
+);
 
 const PROBLEM_TEXT: Record<number, string> = {
-  400: 'invalid input (validation-failed, malformed-json)', 401: 'missing, invalid or expired bearer token, or the wrong audience', 403: 'the role lacks the permission, or the path names another tenant',
-  404: 'no such record in this tenant', 409: 'conflict with the current state', 410: 'gone', 413: 'body too large', 415: 'wrong media type', 422: 'refused by the effective policy or the key usage',
+  400: 'invalid input (validation-failed, malformed-json)',
+  401: 'missing, invalid or expired bearer token, or the wrong audience',
+  403: 'the role lacks the permission, or the path names another tenant',
+  404: 'no such record in this tenant',
+  409: 'conflict with the current state',
+  410: 'gone',
+  413: 'body too large',
+  415: 'wrong media type',
+  422: 'refused by the effective policy or the key usage',
 };
-const problems = (codes: number[], extra: Record<number, string> = {}) => Object.fromEntries(codes.map((c) => [c, problemResponse(extra[c] ?? PROBLEM_TEXT[c])]));
-const ok = (description: string, schema: Schema, example?: unknown) => ({ description, content: { 'application/json': { schema, ...(example === undefined ? {} : { example }) } } });
+const problems = (codes: number[], extra: Record<number, string> = {}) =>
+  Object.fromEntries(codes.map((c) => [c, problemResponse(extra[c] ?? PROBLEM_TEXT[c])]));
+const ok = jsonResponse;
 // Every admin JSON body refuses members it does not know (400 validation-failed naming the member, contract 8).
-const closed = (schema: Schema): Schema => (schema.properties ? { ...schema, additionalProperties: false } : schema);
-const body = (schema: Schema, example?: unknown) => ({ required: true, content: { 'application/json': { schema: closed(schema), ...(example === undefined ? {} : { example }) } } });
-const optionalBody = (schema: Schema) => ({ required: false, content: { 'application/json': { schema: closed(schema) } } });
-const path = (name: string, description: string) => ({ name, in: 'path', required: true, schema: name === 'kid' ? str : uuid, description });
-const query = (name: string, schema: Schema, description: string) => ({ name, in: 'query', required: false, schema, description });
-const PAGE = [query('limit', { type: 'integer', minimum: 1, maximum: 500, default: 100 }, 'page size'), query('cursor', str, 'nextCursor of the previous page')];
-const TENANT = path('tenantId', 'the tenant; must be the token\'s unless it holds admin.platform.cross-tenant');
+const closed = (schema: Schema): Schema =>
+  schema.properties ? { ...schema, additionalProperties: false } : schema;
+const body = (schema: Schema, example?: unknown) => ({
+  required: true,
+  content: {
+    'application/json': { schema: closed(schema), ...(example === undefined ? {} : { example }) },
+  },
+});
+const optionalBody = (schema: Schema) => ({
+  required: false,
+  content: { 'application/json': { schema: closed(schema) } },
+});
+const PATH_EXAMPLES: Record<string, string> = {
+  tenantId: TENANT_ID,
+  kid: 'orders-db',
+  id: '0d4e6f8a-1b3c-4d5e-8f9a-0b1c2d3e4f5a',
+  operationId: 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f',
+};
+const path = (name: string, description: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: name === 'kid' ? str : uuid,
+  description,
+  example: PATH_EXAMPLES[name],
+});
+const query = (name: string, schema: Schema, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+  description,
+});
+const PAGE = [
+  query('limit', { type: 'integer', minimum: 1, maximum: 500, default: 100 }, 'page size'),
+  query('cursor', str, 'nextCursor of the previous page'),
+];
+const TENANT = path(
+  'tenantId',
+  "the tenant; must be the token's unless it holds admin.platform.cross-tenant",
+);
 
-interface Op { summary: string; permission: string; responses: Record<string | number, unknown>; errors?: number[]; errorText?: Record<number, string>; requestBody?: unknown; parameters?: unknown[]; description?: string }
+interface Op {
+  id: string;
+  summary: string;
+  permission: string;
+  responses: Record<string | number, unknown>;
+  errors?: number[];
+  errorText?: Record<number, string>;
+  requestBody?: unknown;
+  parameters?: unknown[];
+  description?: string;
+}
 const op = (tag: string, o: Op) => ({
-  tags: [tag], summary: o.summary, description: [`Requires \`${o.permission}\`.`, o.description].filter(Boolean).join(' '),
-  ...(o.parameters ? { parameters: o.parameters } : {}), ...(o.requestBody ? { requestBody: o.requestBody } : {}),
+  tags: [tag],
+  operationId: o.id,
+  summary: o.summary,
+  description: [`Requires \`${o.permission}\`.`, o.description].filter(Boolean).join(' '),
+  ...(o.parameters ? { parameters: o.parameters } : {}),
+  ...(o.requestBody ? { requestBody: o.requestBody } : {}),
   responses: { ...o.responses, ...problems([401, 403, ...(o.errors ?? [])], o.errorText) },
 });
 
@@ -93,189 +459,682 @@ const EXID = path('id', 'the exchange id');
 
 const platform = {
   [`${P}/tenants`]: {
-    get: op('platform', { summary: 'List tenants', permission: 'admin.platform.tenants.read', parameters: PAGE, responses: { 200: ok('tenants', list(Tenant)) }, errors: [400] }),
-    post: op('platform', { summary: 'Create a tenant', permission: 'admin.platform.tenants.create', requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 } })), responses: { 201: ok('the tenant', Tenant) }, errors: [400, 415] }),
+    get: op('platform', {
+      id: 'listTenants',
+      summary: 'List tenants',
+      permission: 'admin.platform.tenants.read',
+      parameters: PAGE,
+      responses: { 200: ok('tenants', list(Tenant)) },
+      errors: [400],
+    }),
+    post: op('platform', {
+      id: 'createTenant',
+      summary: 'Create a tenant',
+      permission: 'admin.platform.tenants.create',
+      requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 } })),
+      responses: { 201: ok('the tenant', Tenant) },
+      errors: [400, 415],
+    }),
   },
-  [`${P}/tenants/{id}`]: { get: op('platform', { summary: 'Read a tenant', permission: 'admin.platform.tenants.read', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }) },
+  [`${P}/tenants/{id}`]: {
+    get: op('platform', {
+      id: 'getTenant',
+      summary: 'Read a tenant',
+      permission: 'admin.platform.tenants.read',
+      parameters: [ID('tenant')],
+      responses: { 200: ok('the tenant', Tenant) },
+      errors: [404],
+    }),
+  },
   [`${P}/tenants/{id}/suspend`]: {
-    post: op('platform', { summary: 'Suspend a tenant: its workloads can no longer log in (401 invalid_client)', permission: 'admin.platform.tenants.suspend', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404], errorText: { 404: 'no such tenant, or the platform tenant' } }),
+    post: op('platform', {
+      id: 'suspendTenant',
+      summary: 'Suspend a tenant: its workloads can no longer log in (401 invalid_client)',
+      permission: 'admin.platform.tenants.suspend',
+      parameters: [ID('tenant')],
+      responses: { 200: ok('the tenant', Tenant) },
+      errors: [404],
+      errorText: { 404: 'no such tenant, or the platform tenant' },
+    }),
   },
   [`${P}/tenants/{id}/resume`]: {
-    post: op('platform', { summary: 'Resume a suspended tenant', permission: 'admin.platform.tenants.suspend', parameters: [ID('tenant')], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }),
+    post: op('platform', {
+      id: 'resumeTenant',
+      summary: 'Resume a suspended tenant',
+      permission: 'admin.platform.tenants.suspend',
+      parameters: [ID('tenant')],
+      responses: { 200: ok('the tenant', Tenant) },
+      errors: [404],
+    }),
   },
-  [`${P}/scopes`]: { get: op('platform', { summary: 'The permission catalogue (82 strings)', permission: 'admin.platform.scopes.read', responses: { 200: ok('permissions', obj({ items: { type: 'array', items: str }, total: { type: 'integer' } })) } }) },
+  [`${P}/scopes`]: {
+    get: op('platform', {
+      id: 'listPermissions',
+      summary: 'The permission catalogue (82 strings)',
+      permission: 'admin.platform.scopes.read',
+      responses: {
+        200: ok(
+          'permissions',
+          obj({ items: { type: 'array', items: str }, total: { type: 'integer' } }),
+          {
+            items: [
+              'admin.keys.create',
+              'admin.keys.read',
+              'crypto.decrypt',
+              'crypto.encrypt',
+              '...',
+            ],
+            total: 82,
+          },
+        ),
+      },
+    }),
+  },
   [`${P}/tokens/revoke`]: {
     post: op('platform', {
-      summary: 'Force-revoke any token, by jti or by the token itself', permission: 'admin.platform.tokens.revoke',
-      requestBody: body(obj({ jti: { type: 'string', maxLength: 128 }, token: str, reason: { type: 'string', maxLength: 200 } }, [])),
-      responses: { 200: ok('whether a token was revoked', obj({ revoked: { type: 'boolean' }, jti: { type: ['string', 'null'] } })) }, errors: [400, 415],
+      id: 'revokeAnyToken',
+      summary: 'Force-revoke any token, by jti or by the token itself',
+      permission: 'admin.platform.tokens.revoke',
+      requestBody: body(
+        obj(
+          {
+            jti: { type: 'string', maxLength: 128 },
+            token: str,
+            reason: { type: 'string', maxLength: 200 },
+          },
+          [],
+        ),
+        { jti: 'b7e2c0d4-9f1a-4c3b-8d5e-6a7b8c9d0e1f', reason: 'leaked in a build log' },
+      ),
+      responses: {
+        200: ok(
+          'whether a token was revoked',
+          obj({ revoked: { type: 'boolean' }, jti: { type: ['string', 'null'] } }),
+          { revoked: true, jti: 'b7e2c0d4-9f1a-4c3b-8d5e-6a7b8c9d0e1f' },
+        ),
+      },
+      errors: [400, 415],
     }),
   },
   [`${P}/tokens/revoked`]: {
     get: op('platform', {
-      summary: 'Revoked tokens not yet expired', permission: 'admin.platform.tokens.read', parameters: PAGE,
-      responses: { 200: ok('revoked tokens', list(obj({ jti: str, tenantId: { type: ['string', 'null'] }, sub: { type: ['string', 'null'] }, expiresAt: time, revokedAt: time, revokedBy: { type: ['string', 'null'] }, reason: str }))) },
+      id: 'listRevokedTokens',
+      summary: 'Revoked tokens not yet expired',
+      permission: 'admin.platform.tokens.read',
+      parameters: PAGE,
+      responses: {
+        200: ok(
+          'revoked tokens',
+          list(
+            withExample(
+              obj({
+                jti: str,
+                tenantId: { type: ['string', 'null'] },
+                sub: { type: ['string', 'null'] },
+                expiresAt: time,
+                revokedAt: time,
+                revokedBy: { type: ['string', 'null'] },
+                reason: str,
+              }),
+              {
+                jti: 'b7e2c0d4-9f1a-4c3b-8d5e-6a7b8c9d0e1f',
+                tenantId: TENANT_ID,
+                sub: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
+                expiresAt: '2026-11-24T02:00:00.000Z',
+                revokedAt: AT,
+                revokedBy: 'user:root@keyward.test',
+                reason: 'leaked in a build log',
+              },
+            ),
+          ),
+        ),
+      },
     }),
   },
-  [`${P}/signing-keys/rotate`]: { post: op('platform', { summary: 'Rotate the token signing key now', permission: 'admin.platform.signing-keys.rotate', responses: { 201: ok('the new signing key id', obj({ kid: str })) } }) },
+  [`${P}/signing-keys/rotate`]: {
+    post: op('platform', {
+      id: 'rotateSigningKey',
+      summary: 'Rotate the token signing key now',
+      permission: 'admin.platform.signing-keys.rotate',
+      responses: { 201: ok('the new signing key id', obj({ kid: str }), { kid: 'sk-2026-11-23' }) },
+    }),
+  },
 };
 
 const identities = {
-  [T]: { get: op('tenants', { summary: 'The tenant\'s own record', permission: 'admin.tenant.read', parameters: [TENANT], responses: { 200: ok('the tenant', Tenant) }, errors: [404] }) },
+  [T]: {
+    get: op('tenants', {
+      id: 'getOwnTenant',
+      summary: "The tenant's own record",
+      permission: 'admin.tenant.read',
+      parameters: [TENANT],
+      responses: { 200: ok('the tenant', Tenant) },
+      errors: [404],
+    }),
+  },
   [`${T}/workloads`]: {
-    get: op('workloads', { summary: 'List workloads (never their secrets)', permission: 'admin.workloads.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('workloads', list(Workload)) }, errors: [400] }),
+    get: op('workloads', {
+      id: 'listWorkloads',
+      summary: 'List workloads (never their secrets)',
+      permission: 'admin.workloads.read',
+      parameters: [TENANT, ...PAGE],
+      responses: { 200: ok('workloads', list(Workload)) },
+      errors: [400],
+    }),
     post: op('workloads', {
-      summary: 'Register a workload once per app and tenant; the secret is returned only here', permission: 'admin.workloads.create', parameters: [TENANT],
-      requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 }, roleId: uuid })),
-      responses: { 201: ok('the workload with clientId and clientSecret', { allOf: [Workload, obj({ clientSecret: uuid })] }) }, errors: [400, 409, 415], errorText: { 409: 'a workload of that name exists in this tenant' },
+      id: 'createWorkload',
+      summary: 'Register a workload once per app and tenant; the secret is returned only here',
+      permission: 'admin.workloads.create',
+      parameters: [TENANT],
+      requestBody: body(
+        obj({ name: { type: 'string', minLength: 1, maxLength: 200 }, roleId: uuid }),
+      ),
+      responses: {
+        201: ok('the workload with clientId and clientSecret', {
+          allOf: [Workload, obj({ clientSecret: uuid })],
+        }),
+      },
+      errors: [400, 409, 415],
+      errorText: { 409: 'a workload of that name exists in this tenant' },
     }),
   },
   [`${T}/workloads/{id}`]: {
-    get: op('workloads', { summary: 'Read a workload', permission: 'admin.workloads.read', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }),
-    delete: op('workloads', { summary: 'Delete a workload', permission: 'admin.workloads.delete', parameters: [TENANT, ID('workload')], responses: { 204: { description: 'deleted' } }, errors: [404] }),
+    get: op('workloads', {
+      id: 'getWorkload',
+      summary: 'Read a workload',
+      permission: 'admin.workloads.read',
+      parameters: [TENANT, ID('workload')],
+      responses: { 200: ok('the workload', Workload) },
+      errors: [404],
+    }),
+    delete: op('workloads', {
+      id: 'deleteWorkload',
+      summary: 'Delete a workload',
+      permission: 'admin.workloads.delete',
+      parameters: [TENANT, ID('workload')],
+      responses: { 204: { description: 'deleted' } },
+      errors: [404],
+    }),
   },
-  [`${T}/workloads/{id}/disable`]: { post: op('workloads', { summary: 'Disable a workload: its logins answer 401 invalid_client', permission: 'admin.workloads.disable', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }) },
-  [`${T}/workloads/{id}/enable`]: { post: op('workloads', { summary: 'Enable a disabled workload', permission: 'admin.workloads.disable', parameters: [TENANT, ID('workload')], responses: { 200: ok('the workload', Workload) }, errors: [404] }) },
+  [`${T}/workloads/{id}/disable`]: {
+    post: op('workloads', {
+      id: 'disableWorkload',
+      summary: 'Disable a workload: its logins answer 401 invalid_client',
+      permission: 'admin.workloads.disable',
+      parameters: [TENANT, ID('workload')],
+      responses: { 200: ok('the workload', Workload) },
+      errors: [404],
+    }),
+  },
+  [`${T}/workloads/{id}/enable`]: {
+    post: op('workloads', {
+      id: 'enableWorkload',
+      summary: 'Enable a disabled workload',
+      permission: 'admin.workloads.disable',
+      parameters: [TENANT, ID('workload')],
+      responses: { 200: ok('the workload', Workload) },
+      errors: [404],
+    }),
+  },
   [`${T}/workloads/{id}/secret`]: {
     post: op('workloads', {
-      summary: 'Rotate the client secret; older secrets stay valid for the grace period', permission: 'admin.workloads.rotate-secret', parameters: [TENANT, ID('workload')],
-      requestBody: optionalBody(obj({ graceSeconds: { type: 'integer', minimum: 0, maximum: 2592000 } }, [])),
-      responses: { 201: ok('the new secret, shown once', obj({ clientId: uuid, clientSecret: uuid, previousValidUntil: time })) }, errors: [400, 404, 415],
+      id: 'rotateWorkloadSecret',
+      summary: 'Rotate the client secret; older secrets stay valid for the grace period',
+      permission: 'admin.workloads.rotate-secret',
+      parameters: [TENANT, ID('workload')],
+      requestBody: optionalBody(
+        obj({ graceSeconds: { type: 'integer', minimum: 0, maximum: 2592000 } }, []),
+      ),
+      responses: {
+        201: ok(
+          'the new secret, shown once',
+          obj({ clientId: uuid, clientSecret: uuid, previousValidUntil: time }),
+        ),
+      },
+      errors: [400, 404, 415],
     }),
   },
   [`${T}/roles`]: {
-    get: op('roles', { summary: 'List roles', permission: 'admin.roles.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('roles', list(Role)) }, errors: [400] }),
+    get: op('roles', {
+      id: 'listRoles',
+      summary: 'List roles',
+      permission: 'admin.roles.read',
+      parameters: [TENANT, ...PAGE],
+      responses: { 200: ok('roles', list(Role)) },
+      errors: [400],
+    }),
     post: op('roles', {
-      summary: 'Create a role from catalogue permissions (admin.platform.* only in the platform tenant)', permission: 'admin.roles.create', parameters: [TENANT],
-      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } })), responses: { 201: ok('the role', Role) }, errors: [400, 409, 415],
-      errorText: { 400: 'unknown permissions (listed in unknownPermissions) or platform permissions in a tenant role', 409: 'a role of that name exists' },
+      id: 'createRole',
+      summary:
+        'Create a role from catalogue permissions (admin.platform.* only in the platform tenant)',
+      permission: 'admin.roles.create',
+      parameters: [TENANT],
+      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } })),
+      responses: { 201: ok('the role', Role) },
+      errors: [400, 409, 415],
+      errorText: {
+        400: 'unknown permissions (listed in unknownPermissions) or platform permissions in a tenant role',
+        409: 'a role of that name exists',
+      },
     }),
   },
   [`${T}/roles/{id}`]: {
-    get: op('roles', { summary: 'Read a role', permission: 'admin.roles.read', parameters: [TENANT, ID('role')], responses: { 200: ok('the role', Role) }, errors: [404] }),
-    patch: op('roles', { summary: 'Rename a role or replace its permissions', permission: 'admin.roles.update', parameters: [TENANT, ID('role')], requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } }, [])), responses: { 200: ok('the role', Role) }, errors: [400, 404, 415] }),
-    delete: op('roles', { summary: 'Delete an unused role', permission: 'admin.roles.delete', parameters: [TENANT, ID('role')], responses: { 204: { description: 'deleted' } }, errors: [404, 409], errorText: { 409: 'workloads or users still hold the role' } }),
+    get: op('roles', {
+      id: 'getRole',
+      summary: 'Read a role',
+      permission: 'admin.roles.read',
+      parameters: [TENANT, ID('role')],
+      responses: { 200: ok('the role', Role) },
+      errors: [404],
+    }),
+    patch: op('roles', {
+      id: 'updateRole',
+      summary: 'Rename a role or replace its permissions',
+      permission: 'admin.roles.update',
+      parameters: [TENANT, ID('role')],
+      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } }, [])),
+      responses: { 200: ok('the role', Role) },
+      errors: [400, 404, 415],
+    }),
+    delete: op('roles', {
+      id: 'deleteRole',
+      summary: 'Delete an unused role',
+      permission: 'admin.roles.delete',
+      parameters: [TENANT, ID('role')],
+      responses: { 204: { description: 'deleted' } },
+      errors: [404, 409],
+      errorText: { 409: 'workloads or users still hold the role' },
+    }),
   },
   [`${T}/users`]: {
-    get: op('users', { summary: 'List human users (never passwords)', permission: 'admin.humanuser or admin.humanuser.read', parameters: [TENANT, ...PAGE], responses: { 200: ok('users', list(User)) }, errors: [400] }),
+    get: op('users', {
+      id: 'listUsers',
+      summary: 'List human users (never passwords)',
+      permission: 'admin.humanuser or admin.humanuser.read',
+      parameters: [TENANT, ...PAGE],
+      responses: { 200: ok('users', list(User)) },
+      errors: [400],
+    }),
     post: op('users', {
-      summary: 'Create a human user', permission: 'admin.humanuser', parameters: [TENANT],
-      requestBody: body(obj({ email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 12, writeOnly: true }, roleId: uuid })),
-      responses: { 201: ok('the user', User) }, errors: [400, 409, 415], errorText: { 409: 'a user with that e-mail exists in this tenant' },
+      id: 'createUser',
+      summary: 'Create a human user',
+      permission: 'admin.humanuser',
+      parameters: [TENANT],
+      requestBody: body(
+        obj({
+          email: { type: 'string', format: 'email' },
+          password: { type: 'string', minLength: 12, writeOnly: true },
+          roleId: uuid,
+        }),
+      ),
+      responses: { 201: ok('the user', User) },
+      errors: [400, 409, 415],
+      errorText: { 409: 'a user with that e-mail exists in this tenant' },
     }),
   },
   [`${T}/users/{id}`]: {
-    get: op('users', { summary: 'Read a user', permission: 'admin.humanuser or admin.humanuser.read', parameters: [TENANT, ID('user')], responses: { 200: ok('the user', User) }, errors: [404] }),
-    patch: op('users', { summary: 'Change a user\'s role or disable it', permission: 'admin.humanuser', parameters: [TENANT, ID('user')], requestBody: body(obj({ roleId: uuid, disabled: { type: 'boolean' } }, [])), responses: { 200: ok('the user', User) }, errors: [400, 404, 415] }),
-    delete: op('users', { summary: 'Delete a user', permission: 'admin.humanuser', parameters: [TENANT, ID('user')], responses: { 204: { description: 'deleted' } }, errors: [404] }),
+    get: op('users', {
+      id: 'getUser',
+      summary: 'Read a user',
+      permission: 'admin.humanuser or admin.humanuser.read',
+      parameters: [TENANT, ID('user')],
+      responses: { 200: ok('the user', User) },
+      errors: [404],
+    }),
+    patch: op('users', {
+      id: 'updateUser',
+      summary: "Change a user's role or disable it",
+      permission: 'admin.humanuser',
+      parameters: [TENANT, ID('user')],
+      requestBody: body(obj({ roleId: uuid, disabled: { type: 'boolean' } }, [])),
+      responses: { 200: ok('the user', User) },
+      errors: [400, 404, 415],
+    }),
+    delete: op('users', {
+      id: 'deleteUser',
+      summary: 'Delete a user',
+      permission: 'admin.humanuser',
+      parameters: [TENANT, ID('user')],
+      responses: { 204: { description: 'deleted' } },
+      errors: [404],
+    }),
   },
   [`${T}/users/{id}/password-reset`]: {
-    post: op('users', { summary: 'Admin-triggered password reset: a one-time link is mailed to the user', permission: 'admin.humanuser or admin.humanuser.reset-password', parameters: [TENANT, ID('user')], responses: { 202: ok('mail queued', obj({ status: { const: 'reset-mail-sent' } })) }, errors: [404] }),
+    post: op('users', {
+      id: 'resetUserPassword',
+      summary: 'Admin-triggered password reset: a one-time link is mailed to the user',
+      permission: 'admin.humanuser or admin.humanuser.reset-password',
+      parameters: [TENANT, ID('user')],
+      responses: { 202: ok('mail queued', obj({ status: { const: 'reset-mail-sent' } })) },
+      errors: [404],
+    }),
   },
   [`${T}/policies/templates`]: {
-    get: op('policies', { summary: 'Policy templates', permission: 'admin.policy.templates.read', parameters: [TENANT], responses: { 200: ok('templates', obj({ items: { type: 'array', items: obj({ name: str, description: str, policy: { type: 'object' } }) } })) } }),
+    get: op('policies', {
+      id: 'listPolicyTemplates',
+      summary: 'Policy templates',
+      permission: 'admin.policy.templates.read',
+      parameters: [TENANT],
+      responses: {
+        200: ok(
+          'templates',
+          obj({
+            items: {
+              type: 'array',
+              items: obj({ name: str, description: str, policy: { type: 'object' } }),
+            },
+          }),
+        ),
+      },
+    }),
   },
   [`${T}/policies/effective`]: {
-    get: op('policies', { summary: 'The effective policy: platform defaults, template and tenant overrides', permission: 'admin.policy.effective.read', parameters: [TENANT], responses: { 200: ok('the policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })) }, errors: [404] }),
+    get: op('policies', {
+      id: 'getEffectivePolicy',
+      summary: 'The effective policy: platform defaults, template and tenant overrides',
+      permission: 'admin.policy.effective.read',
+      parameters: [TENANT],
+      responses: {
+        200: ok('the policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })),
+      },
+      errors: [404],
+    }),
   },
   [`${T}/policies/overrides`]: {
-    put: op('policies', { summary: 'Replace the tenant\'s overrides', permission: 'admin.policy.overrides.write', parameters: [TENANT], requestBody: body(Overrides), responses: { 200: ok('the new effective policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })) }, errors: [400, 415] }),
+    put: op('policies', {
+      id: 'replacePolicyOverrides',
+      summary: "Replace the tenant's overrides",
+      permission: 'admin.policy.overrides.write',
+      parameters: [TENANT],
+      requestBody: body(Overrides),
+      responses: {
+        200: ok(
+          'the new effective policy',
+          obj({ tenantId: uuid, overrides: Overrides, policy: Policy }),
+        ),
+      },
+      errors: [400, 415],
+    }),
   },
 };
 
 const keyAction = (action: string, permission: string, summary: string, errorText: string) => ({
-  [`${T}/keys/{kid}/${action}`]: { post: op('keys', { summary, permission, parameters: [TENANT, KID], responses: { 200: ok('the key', Key) }, errors: [404, 409], errorText: { 409: errorText } }) },
+  [`${T}/keys/{kid}/${action}`]: {
+    post: op('keys', {
+      id: `${action}Key`,
+      summary,
+      permission,
+      parameters: [TENANT, KID],
+      responses: { 200: ok('the key', Key) },
+      errors: [404, 409],
+      errorText: { 409: errorText },
+    }),
+  },
 });
 
 const keys = {
   [`${T}/keys`]: {
     get: op('keys', {
-      summary: 'List keys (metadata only); archived keys only with state=archived', permission: 'admin.keys.read',
-      parameters: [TENANT, query('state', KeyState, 'only keys in this state'), ...PAGE], responses: { 200: ok('keys', list(Key)) }, errors: [400],
+      id: 'listKeys',
+      summary: 'List keys (metadata only); archived keys only with state=archived',
+      permission: 'admin.keys.read',
+      parameters: [TENANT, query('state', KeyState, 'only keys in this state'), ...PAGE],
+      responses: { 200: ok('keys', list(Key)) },
+      errors: [400],
     }),
     post: op('keys', {
-      summary: 'Create a key; slow types (RSA-3072/4096, SLH-DSA) are generated in the worker pool', permission: 'admin.keys.create', parameters: [TENANT],
-      description: 'Unknown members answer 400 naming the member. A generated key is scheduled for automatic rotation by its own rotationPeriodDays or the tenant\'s effective policy.',
-      requestBody: body({
-        ...obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }, description: { type: 'string', maxLength: 500 }, rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 } }, ['type']),
-        additionalProperties: false,
-      }, { type: 'aes-256', kid: 'orders-db', description: 'orders database column encryption', rotationPeriodDays: 90 }),
-      responses: { 201: ok('the key', Key) }, errors: [400, 409, 415, 422], errorText: { 409: 'the kid exists', 422: 'policy-violation (type not allowed) or key-usage-mismatch' },
+      id: 'createKey',
+      summary: 'Create a key; slow types (RSA-3072/4096, SLH-DSA) are generated in the worker pool',
+      permission: 'admin.keys.create',
+      parameters: [TENANT],
+      description:
+        "Unknown members answer 400 naming the member. A generated key is scheduled for automatic rotation by its own rotationPeriodDays or the tenant's effective policy.",
+      requestBody: body(
+        {
+          ...obj(
+            {
+              type: str,
+              usage: { enum: ['encrypt', 'sign'] },
+              kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+              description: { type: 'string', maxLength: 500 },
+              rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 },
+            },
+            ['type'],
+          ),
+          additionalProperties: false,
+        },
+        {
+          type: 'aes-256',
+          kid: 'orders-db',
+          description: 'orders database column encryption',
+          rotationPeriodDays: 90,
+        },
+      ),
+      responses: { 201: ok('the key', Key) },
+      errors: [400, 409, 415, 422],
+      errorText: {
+        409: 'the kid exists',
+        422: 'policy-violation (type not allowed) or key-usage-mismatch',
+      },
     }),
   },
   [`${T}/keys/import-keystore`]: {
     post: op('keys', {
-      summary: 'Import the keys of a PKCS#12 file or a PEM key with its certificate chain (contract 4)', permission: 'admin.keys.import', parameters: [TENANT],
-      description: 'PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate\'s keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type\'s default usage. Every key pair is checked for consistency. A failure stores nothing.',
-      requestBody: { required: true, content: { 'multipart/form-data': { schema: obj({ keystore: { type: 'string', format: 'binary' }, password: str, kid: str, usage: { enum: ['encrypt', 'sign'] } }, ['keystore']) } } },
-      responses: { 201: ok('the imported keys', Imported) }, errors: [400, 409, 413, 415, 422],
+      id: 'importKeystore',
+      summary:
+        'Import the keys of a PKCS#12 file or a PEM key with its certificate chain (contract 4)',
+      permission: 'admin.keys.import',
+      parameters: [TENANT],
+      description:
+        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Every key pair is checked for consistency. A failure stores nothing.",
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: obj(
+              {
+                keystore: { type: 'string', format: 'binary' },
+                password: str,
+                kid: str,
+                usage: { enum: ['encrypt', 'sign'] },
+              },
+              ['keystore'],
+            ),
+          },
+        },
+      },
+      responses: { 201: ok('the imported keys', Imported) },
+      errors: [400, 409, 413, 415, 422],
       errorText: {
-        400: 'keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate\'s), keystore-key-invalid (an inconsistent key pair, naming what does not hold), or a kid for a certificate that makes two keys',
+        400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold), or a kid for a certificate that makes two keys",
         409: 'the kid exists, or the certificate is already imported for that usage (the problem names the existing kid in `kid`)',
         415: 'keystore-unsupported-algorithm, or not multipart/form-data',
-        422: 'policy-violation, or key-usage-mismatch (usage contradicts the certificate\'s keyUsage/extendedKeyUsage, or they allow nothing this key type does)',
+        422: "policy-violation, or key-usage-mismatch (usage contradicts the certificate's keyUsage/extendedKeyUsage, or they allow nothing this key type does)",
       },
     }),
   },
   [`${T}/keys/orchestrate`]: {
     post: op('keys', {
-      summary: 'Rotate, suspend, resume or revoke many keys, by kid list or selector', permission: 'admin.keys.orchestrate', parameters: [TENANT],
-      description: 'Give exactly one of kids and selector. A selector filters on at least one member, or selects every key of the tenant with {all: true} alone; unknown members, wrong types and an empty selector answer 400. dryRun answers the kids that would be touched and changes nothing; expectedCount refuses (409) when the match has another size. Up to 50 keys answer 200 inline with a result per key; larger batches answer 202 and run off the request path, with progress at the returned URL.',
+      id: 'orchestrateKeys',
+      summary: 'Rotate, suspend, resume or revoke many keys, by kid list or selector',
+      permission: 'admin.keys.orchestrate',
+      parameters: [TENANT],
+      description:
+        'Give exactly one of kids and selector. A selector filters on at least one member, or selects every key of the tenant with {all: true} alone; unknown members, wrong types and an empty selector answer 400. dryRun answers the kids that would be touched and changes nothing; expectedCount refuses (409) when the match has another size. Up to 50 keys answer 200 inline with a result per key; larger batches answer 202 and run off the request path, with progress at the returned URL.',
       requestBody: body({
-        ...obj({
-          operation: { enum: ['rotate', 'suspend', 'resume', 'revoke'] },
-          kids: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }, minItems: 1, maxItems: 10000 },
-          selector: {
-            oneOf: [
-              { ...obj({ type: str, usage: { enum: ['encrypt', 'sign'] }, state: KeyState, kidPrefix: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } }, []), minProperties: 1, additionalProperties: false },
-              { ...obj({ all: { const: true, description: 'select every key of the tenant' } }), additionalProperties: false },
-            ],
+        ...obj(
+          {
+            operation: { enum: ['rotate', 'suspend', 'resume', 'revoke'] },
+            kids: {
+              type: 'array',
+              items: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+              minItems: 1,
+              maxItems: 10000,
+            },
+            selector: {
+              oneOf: [
+                {
+                  ...obj(
+                    {
+                      type: str,
+                      usage: { enum: ['encrypt', 'sign'] },
+                      state: KeyState,
+                      kidPrefix: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+                    },
+                    [],
+                  ),
+                  minProperties: 1,
+                  additionalProperties: false,
+                },
+                {
+                  ...obj({ all: { const: true, description: 'select every key of the tenant' } }),
+                  additionalProperties: false,
+                },
+              ],
+            },
+            dryRun: {
+              type: 'boolean',
+              description: 'answer the kids that would be touched and their count; change nothing',
+            },
+            expectedCount: {
+              type: 'integer',
+              minimum: 0,
+              maximum: 10000,
+              description: 'refuse with 409 unless exactly this many keys match',
+            },
           },
-          dryRun: { type: 'boolean', description: 'answer the kids that would be touched and their count; change nothing' },
-          expectedCount: { type: 'integer', minimum: 0, maximum: 10000, description: 'refuse with 409 unless exactly this many keys match' },
-        }, ['operation']),
+          ['operation'],
+        ),
         additionalProperties: false,
       }),
       responses: {
         200: ok('a result per key, or on a dry run the kids that would be touched', {
           oneOf: [
-            obj({ operation: str, total: { type: 'integer' }, succeeded: { type: 'integer' }, results: { type: 'array', items: KeyResult } }),
-            obj({ operation: str, dryRun: { const: true }, total: { type: 'integer' }, kids: { type: 'array', items: str } }),
+            obj({
+              operation: str,
+              total: { type: 'integer' },
+              succeeded: { type: 'integer' },
+              results: { type: 'array', items: KeyResult },
+            }),
+            obj({
+              operation: str,
+              dryRun: { const: true },
+              total: { type: 'integer' },
+              kids: { type: 'array', items: str },
+            }),
           ],
         }),
-        202: ok('started', obj({ operationId: uuid, operation: str, total: { type: 'integer' }, state: { const: 'running' }, progress: { type: 'string', description: 'path of the progress resource' } })),
+        202: ok(
+          'started',
+          obj({
+            operationId: uuid,
+            operation: str,
+            total: { type: 'integer' },
+            state: { const: 'running' },
+            progress: { type: 'string', description: 'path of the progress resource' },
+          }),
+        ),
       },
-      errors: [400, 409, 415], errorText: { 400: 'validation-failed: unknown member, wrong type, empty selector, or both or neither of kids and selector', 409: 'conflict: the match differs from expectedCount (details: expectedCount, matched); nothing changed' },
+      errors: [400, 409, 415],
+      errorText: {
+        400: 'validation-failed: unknown member, wrong type, empty selector, or both or neither of kids and selector',
+        409: 'conflict: the match differs from expectedCount (details: expectedCount, matched); nothing changed',
+      },
     }),
   },
   [`${T}/keys/orchestrate/{operationId}`]: {
-    get: op('keys', { summary: 'Progress of a background bulk operation', permission: 'admin.keys.orchestrate', parameters: [TENANT, path('operationId', 'from the 202 answer')], responses: { 200: ok('the operation', Operation) }, errors: [404] }),
-  },
-  [`${T}/keys/{kid}`]: {
-    get: op('keys', { summary: 'Read a key\'s metadata, settings, versions and public key', permission: 'admin.keys.read', parameters: [TENANT, KID], responses: { 200: ok('the key', KeyDetail) }, errors: [404] }),
-    patch: op('keys', {
-      summary: 'Change a key\'s settings: description, rotation period, minimum decryption version', permission: 'admin.keys.update', parameters: [TENANT, KID],
-      description: 'At least one member; unknown members answer 400 naming the member, and nothing changes on any refusal. minDecryptionVersion retires older versions for decrypt and verify (Vault min_decryption_version) without deleting them: lowering it again restores them. The change reaches every instance\'s key cache at once.',
-      requestBody: body(KeySettings, { rotationPeriodDays: 90, minDecryptionVersion: 2 }),
-      responses: { 200: ok('the key record', KeyDetail, { ...KEY_EXAMPLE, versions: [1, 2, 3].map((version) => ({ version, createdAt: '2026-11-23T16:00:00.000Z', hasCertificate: false })) }) },
-      errors: [400, 404, 409, 415],
-      errorText: { 400: 'validation-failed: unknown member, empty body, description not a string or over 500 characters, rotationPeriodDays not an integer from 1 to 3650, minDecryptionVersion below 1 or above the current version', 409: 'invalid-transition: a rotation period for a key that does not rotate (imported or exchanged)' },
+    get: op('keys', {
+      id: 'getKeyOperation',
+      summary: 'Progress of a background bulk operation',
+      permission: 'admin.keys.orchestrate',
+      parameters: [TENANT, path('operationId', 'from the 202 answer')],
+      responses: { 200: ok('the operation', Operation) },
+      errors: [404],
     }),
   },
-  ...keyAction('rotate', 'admin.keys.rotate', 'Add a new material version (generated keys only)', 'invalid-transition: not active, or an imported key'),
-  ...keyAction('suspend', 'admin.keys.suspend', 'Suspend an active key (temporarily unusable)', 'invalid-transition: not active'),
-  ...keyAction('resume', 'admin.keys.resume or admin.keys.suspend', 'Resume a suspended key', 'invalid-transition: not suspended'),
-  ...keyAction('revoke', 'admin.keys.revoke', 'Revoke an active or suspended key (all operations blocked)', 'invalid-transition: already revoked or archived'),
-  ...keyAction('archive', 'admin.keys.archive', 'Archive a revoked key', 'invalid-transition: not revoked'),
+  [`${T}/keys/{kid}`]: {
+    get: op('keys', {
+      id: 'getKey',
+      summary: "Read a key's metadata, settings, versions and public key",
+      permission: 'admin.keys.read',
+      parameters: [TENANT, KID],
+      responses: { 200: ok('the key', KeyDetail) },
+      errors: [404],
+    }),
+    patch: op('keys', {
+      id: 'updateKey',
+      summary: "Change a key's settings: description, rotation period, minimum decryption version",
+      permission: 'admin.keys.update',
+      parameters: [TENANT, KID],
+      description:
+        "At least one member; unknown members answer 400 naming the member, and nothing changes on any refusal. minDecryptionVersion retires older versions for decrypt and verify (Vault min_decryption_version) without deleting them: lowering it again restores them. The change reaches every instance's key cache at once.",
+      requestBody: body(KeySettings, { rotationPeriodDays: 90, minDecryptionVersion: 2 }),
+      responses: {
+        200: ok('the key record', KeyDetail, {
+          ...KEY_EXAMPLE,
+          versions: [1, 2, 3].map((version) => ({
+            version,
+            createdAt: '2026-11-23T16:00:00.000Z',
+            hasCertificate: false,
+          })),
+        }),
+      },
+      errors: [400, 404, 409, 415],
+      errorText: {
+        400: 'validation-failed: unknown member, empty body, description not a string or over 500 characters, rotationPeriodDays not an integer from 1 to 3650, minDecryptionVersion below 1 or above the current version',
+        409: 'invalid-transition: a rotation period for a key that does not rotate (imported or exchanged)',
+      },
+    }),
+  },
+  ...keyAction(
+    'rotate',
+    'admin.keys.rotate',
+    'Add a new material version (generated keys only)',
+    'invalid-transition: not active, or an imported key',
+  ),
+  ...keyAction(
+    'suspend',
+    'admin.keys.suspend',
+    'Suspend an active key (temporarily unusable)',
+    'invalid-transition: not active',
+  ),
+  ...keyAction(
+    'resume',
+    'admin.keys.resume or admin.keys.suspend',
+    'Resume a suspended key',
+    'invalid-transition: not suspended',
+  ),
+  ...keyAction(
+    'revoke',
+    'admin.keys.revoke',
+    'Revoke an active or suspended key (all operations blocked)',
+    'invalid-transition: already revoked or archived',
+  ),
+  ...keyAction(
+    'archive',
+    'admin.keys.archive',
+    'Archive a revoked key',
+    'invalid-transition: not revoked',
+  ),
 };
 
 const EX = `${T}/cryptographic-exchanges`;
 const exchangeStep = (action: string, summary: string, extra: Partial<Op> = {}) => ({
   [`${EX}/{id}/${action}`]: {
     post: op('cryptographic-exchanges', {
-      summary, permission: `admin.cryptographicexchange.${action}`, parameters: [TENANT, EXID], responses: { 200: ok('the exchange', Exchange) },
-      requestBody: optionalBody(obj({ reason: { type: 'string', maxLength: 200 } }, [])), errors: [404, 409, 410, 415],
-      errorText: { 403: 'missing permission, another tenant\'s path, or the wrong side of the exchange', 409: 'exchange-not-pending', 410: 'exchange-expired' }, ...extra,
+      id: `${action}Exchange`,
+      summary,
+      permission: `admin.cryptographicexchange.${action}`,
+      parameters: [TENANT, EXID],
+      responses: { 200: ok('the exchange', Exchange) },
+      requestBody: optionalBody(obj({ reason: { type: 'string', maxLength: 200 } }, [])),
+      errors: [404, 409, 410, 415],
+      errorText: {
+        403: "missing permission, another tenant's path, or the wrong side of the exchange",
+        409: 'exchange-not-pending',
+        410: 'exchange-expired',
+      },
+      ...extra,
     }),
   },
 });
@@ -283,24 +1142,86 @@ const exchangeStep = (action: string, summary: string, extra: Partial<Op> = {}) 
 const exchanges = {
   [EX]: {
     get: op('cryptographic-exchanges', {
-      summary: 'Exchanges where this tenant is either side', permission: 'admin.cryptographicexchange.read',
-      parameters: [TENANT, query('direction', { enum: ['incoming', 'outgoing'] }, 'one side only'), query('state', { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] }, 'only this state'), ...PAGE],
-      responses: { 200: ok('exchanges', list(Exchange)) }, errors: [400],
+      id: 'listExchanges',
+      summary: 'Exchanges where this tenant is either side',
+      permission: 'admin.cryptographicexchange.read',
+      parameters: [
+        TENANT,
+        query('direction', { enum: ['incoming', 'outgoing'] }, 'one side only'),
+        query(
+          'state',
+          { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
+          'only this state',
+        ),
+        ...PAGE,
+      ],
+      responses: { 200: ok('exchanges', list(Exchange)) },
+      errors: [400],
     }),
     post: op('cryptographic-exchanges', {
-      summary: 'Offer the current version of a key to another tenant', permission: 'admin.cryptographicexchange.create', parameters: [TENANT],
-      description: 'mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h).',
-      requestBody: body(obj({ kid: str, toTenantId: uuid, mode: { enum: ['public', 'wrapped'] }, wrappingKid: str, expiresInSeconds: { type: 'integer', minimum: 60, maximum: 2592000, default: 86400 } }, ['kid', 'toTenantId', 'mode'])),
-      responses: { 201: ok('the offer', Exchange) }, errors: [400, 404, 409, 415, 422],
-      errorText: { 404: 'key-not-found', 409: 'key-suspended or key-revoked', 422: 'key-usage-mismatch: a symmetric key offered public' },
+      id: 'createExchange',
+      summary: 'Offer the current version of a key to another tenant',
+      permission: 'admin.cryptographicexchange.create',
+      parameters: [TENANT],
+      description:
+        'mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h).',
+      requestBody: body(
+        obj(
+          {
+            kid: str,
+            toTenantId: uuid,
+            mode: { enum: ['public', 'wrapped'] },
+            wrappingKid: str,
+            expiresInSeconds: { type: 'integer', minimum: 60, maximum: 2592000, default: 86400 },
+          },
+          ['kid', 'toTenantId', 'mode'],
+        ),
+      ),
+      responses: { 201: ok('the offer', Exchange) },
+      errors: [400, 404, 409, 415, 422],
+      errorText: {
+        404: 'key-not-found',
+        409: 'key-suspended or key-revoked',
+        422: 'key-usage-mismatch: a symmetric key offered public',
+      },
     }),
   },
-  [`${EX}/{id}`]: { get: op('cryptographic-exchanges', { summary: 'Read an exchange', permission: 'admin.cryptographicexchange.read', parameters: [TENANT, EXID], responses: { 200: ok('the exchange', Exchange) }, errors: [404] }) },
-  ...exchangeStep('accept', 'Accept an offer (receiving tenant): the key is created here with source exchange', {
-    requestBody: optionalBody(obj({ kid: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'default exchange-{id}' } }, [])),
-    responses: { 200: ok('the exchange and the new key', obj({ exchange: Exchange, key: Key })) }, errors: [400, 404, 409, 410, 415, 422],
-    errorText: { 403: 'missing permission, another tenant\'s path, or not the receiving tenant', 409: 'exchange-not-pending, the kid exists, or the wrapping key is suspended or revoked', 410: 'exchange-expired', 422: 'policy-violation, or the wrapped payload does not open' },
-  }),
+  [`${EX}/{id}`]: {
+    get: op('cryptographic-exchanges', {
+      id: 'getExchange',
+      summary: 'Read an exchange',
+      permission: 'admin.cryptographicexchange.read',
+      parameters: [TENANT, EXID],
+      responses: { 200: ok('the exchange', Exchange) },
+      errors: [404],
+    }),
+  },
+  ...exchangeStep(
+    'accept',
+    'Accept an offer (receiving tenant): the key is created here with source exchange',
+    {
+      requestBody: optionalBody(
+        obj(
+          {
+            kid: {
+              type: 'string',
+              pattern: '^[A-Za-z0-9._:-]{1,128}$',
+              description: 'default exchange-{id}',
+            },
+          },
+          [],
+        ),
+      ),
+      responses: { 200: ok('the exchange and the new key', obj({ exchange: Exchange, key: Key })) },
+      errors: [400, 404, 409, 410, 415, 422],
+      errorText: {
+        403: "missing permission, another tenant's path, or not the receiving tenant",
+        409: 'exchange-not-pending, the kid exists, or the wrapping key is suspended or revoked',
+        410: 'exchange-expired',
+        422: 'policy-violation, or the wrapped payload does not open',
+      },
+    },
+  ),
   ...exchangeStep('reject', 'Reject an offer (receiving tenant)'),
   ...exchangeStep('cancel', 'Withdraw an offer (offering tenant)'),
 };
@@ -309,9 +1230,14 @@ const legacy = {
   '/api/migration/pkcs12': {
     post: {
       ...op('migration', {
-        summary: 'Unversioned keystore import into the token\'s tenant (alias of keys/import-keystore)', permission: 'migration.keystore.import or admin.keys.import',
+        id: 'legacyImportKeystore',
+        summary:
+          "Unversioned keystore import into the token's tenant (alias of keys/import-keystore)",
+        permission: 'migration.keystore.import or admin.keys.import',
         description: 'Accepts service-admin and service-core tokens.',
-        requestBody: keys[`${T}/keys/import-keystore`].post.requestBody, responses: { 201: ok('the imported keys', Imported) }, errors: [400, 409, 413, 415, 422],
+        requestBody: keys[`${T}/keys/import-keystore`].post.requestBody,
+        responses: { 201: ok('the imported keys', Imported) },
+        errors: [400, 409, 413, 415, 422],
       }),
     },
   },

@@ -1,20 +1,86 @@
-/** Shared OpenAPI components: security scheme and the problem schema. */
+/** Shared OpenAPI components: security schemes, the problem schema and the builders every area uses. */
+export type Schema = Record<string, unknown>;
+
+/** One problem+json response (RFC 7807) whose description lists the slugs it may carry. */
 export const problemResponse = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
+/** Problem responses by status: `{404: 'key-not-found: ...'}`. */
+export const problems = (rows: Record<number, string>) =>
+  Object.fromEntries(Object.entries(rows).map(([code, text]) => [code, problemResponse(text)]));
+
+/** A JSON response; the example is the schema's first `examples` entry unless one is given. */
+export const jsonResponse = (description: string, schema: Schema, example?: unknown) => {
+  const given = example ?? (schema.examples as unknown[] | undefined)?.[0];
+  return {
+    description,
+    content: { 'application/json': { schema, ...(given === undefined ? {} : { example: given }) } },
+  };
+};
+
+/** A schema with an example (JSON Schema 2020-12 `examples`), which a response built over it shows. */
+export const withExample = (schema: Schema, example: unknown): Schema => ({
+  ...schema,
+  examples: [example],
+});
+
+/** A page of `item`s (api/http/pagination.ts), with an example made from the item's. */
+export const pageOf = (item: Schema): Schema => {
+  const page: Schema = {
+    type: 'object',
+    required: ['items', 'nextCursor'],
+    properties: {
+      items: { type: 'array', items: item },
+      nextCursor: {
+        type: ['string', 'null'],
+        description: 'pass as `cursor` for the next page; null on the last',
+      },
+    },
+  };
+  const example = (item.examples as unknown[] | undefined)?.[0];
+  return example === undefined ? page : withExample(page, { items: [example], nextCursor: null });
+};
+
+/** The `limit` and `cursor` query parameters of a paged list. */
+export const PAGE_PARAMETERS = [
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+    description: 'page size',
+  },
+  {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    schema: { type: 'string' },
+    description: 'nextCursor of the previous page',
+  },
+];
+
 export const components = {
   securitySchemes: {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (RFC 9068 at+jwt)' },
-    clientSecretBasic: { type: 'http', scheme: 'basic', description: 'Token endpoint client authentication (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)' },
+    clientSecretBasic: {
+      type: 'http',
+      scheme: 'basic',
+      description:
+        'Token endpoint client authentication (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)',
+    },
   },
   schemas: {
     Problem: {
       type: 'object',
       required: ['type', 'title', 'status'],
       properties: {
-        type: { type: 'string', format: 'uri', examples: ['http://127.0.0.1:8080/problems/key-not-found'] },
+        type: {
+          type: 'string',
+          format: 'uri',
+          examples: ['http://127.0.0.1:8080/problems/key-not-found'],
+        },
         title: { type: 'string' },
         status: { type: 'integer' },
         detail: { type: 'string' },

@@ -4,69 +4,215 @@
  * results. Bodies of any size stream in and out; errors are problem details whose slugs are
  * listed per status.
  */
-import { problemResponse } from './components.ts';
-
-type Schema = Record<string, unknown>;
+import { problems, type Schema } from './components.ts';
 
 const str = { type: 'string' };
 const b64u = { type: 'string', pattern: '^[A-Za-z0-9_-]*$', description: 'base64url' };
-const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', required, properties });
+const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({
+  type: 'object',
+  required,
+  properties,
+});
 const Algorithm = obj({ oid: str, name: str });
-const Certificate = { oneOf: [obj({ subject: str, issuer: str, serialNumber: str, notBefore: { type: 'string', format: 'date-time' }, notAfter: { type: 'string', format: 'date-time' } }), { type: 'null' }] };
-const Identifier = obj({ type: { enum: ['issuerAndSerialNumber', 'subjectKeyIdentifier', 'kekIdentifier', 'other'] }, issuer: str, serialNumber: str, subjectKeyIdentifier: str, kekId: str }, ['type']);
-const kid = { type: ['string', 'null'], description: 'the imported key of this tenant that matches the identifier, or null' };
+const Certificate = {
+  oneOf: [
+    obj({
+      subject: str,
+      issuer: str,
+      serialNumber: str,
+      notBefore: { type: 'string', format: 'date-time' },
+      notAfter: { type: 'string', format: 'date-time' },
+    }),
+    { type: 'null' },
+  ],
+};
+const Identifier = obj(
+  {
+    type: { enum: ['issuerAndSerialNumber', 'subjectKeyIdentifier', 'kekIdentifier', 'other'] },
+    issuer: str,
+    serialNumber: str,
+    subjectKeyIdentifier: str,
+    kekId: str,
+  },
+  ['type'],
+);
+const kid = {
+  type: ['string', 'null'],
+  description: 'the imported key of this tenant that matches the identifier, or null',
+};
 
-const Analysis = obj({
-  contentType: { enum: ['signedData', 'envelopedData', 'authEnvelopedData', 'signedAndEnvelopedData'] },
-  encoding: { enum: ['der', 'ber'] },
-  contentLength: { type: 'integer', description: 'bytes of eContent or encryptedContent; 0 for a detached SignedData' },
-  detached: { type: 'boolean' },
-  innerContentType: Algorithm,
-  signers: { type: 'array', items: obj({ identifier: Identifier, digestAlgorithm: Algorithm, signatureAlgorithm: Algorithm, signedAttributes: { type: 'boolean' }, certificate: Certificate, kid }) },
-  recipients: { type: 'array', items: obj({ type: { enum: ['keyTransport', 'keyAgreement', 'kek', 'password', 'other'] }, identifier: Identifier, keyEncryptionAlgorithm: Algorithm, keyWrapAlgorithm: Algorithm, certificate: Certificate, kid }, ['type', 'identifier', 'keyEncryptionAlgorithm', 'certificate', 'kid']) },
-  contentEncryption: { oneOf: [Algorithm, { type: 'null' }] },
-  convertible: { type: 'boolean' },
-  reason: { type: 'string', description: 'why convertible is false' },
-}, ['contentType', 'encoding', 'contentLength', 'detached', 'innerContentType', 'signers', 'recipients', 'contentEncryption', 'convertible']);
+const Analysis = obj(
+  {
+    contentType: {
+      enum: ['signedData', 'envelopedData', 'authEnvelopedData', 'signedAndEnvelopedData'],
+    },
+    encoding: { enum: ['der', 'ber'] },
+    contentLength: {
+      type: 'integer',
+      description: 'bytes of eContent or encryptedContent; 0 for a detached SignedData',
+    },
+    detached: { type: 'boolean' },
+    innerContentType: Algorithm,
+    signers: {
+      type: 'array',
+      items: obj({
+        identifier: Identifier,
+        digestAlgorithm: Algorithm,
+        signatureAlgorithm: Algorithm,
+        signedAttributes: { type: 'boolean' },
+        certificate: Certificate,
+        kid,
+      }),
+    },
+    recipients: {
+      type: 'array',
+      items: obj(
+        {
+          type: { enum: ['keyTransport', 'keyAgreement', 'kek', 'password', 'other'] },
+          identifier: Identifier,
+          keyEncryptionAlgorithm: Algorithm,
+          keyWrapAlgorithm: Algorithm,
+          certificate: Certificate,
+          kid,
+        },
+        ['type', 'identifier', 'keyEncryptionAlgorithm', 'certificate', 'kid'],
+      ),
+    },
+    contentEncryption: { oneOf: [Algorithm, { type: 'null' }] },
+    convertible: { type: 'boolean' },
+    reason: { type: 'string', description: 'why convertible is false' },
+  },
+  [
+    'contentType',
+    'encoding',
+    'contentLength',
+    'detached',
+    'innerContentType',
+    'signers',
+    'recipients',
+    'contentEncryption',
+    'convertible',
+  ],
+);
 
-const Metadata = obj({
-  signerKid: { type: 'string', description: 'the CMS signer key (also the re-signing key); default: found by the SignerInfo identifier' },
-  recipientKid: { type: 'string', description: 'the CMS recipient key; default: found by the RecipientInfo identifier' },
-  targetKid: { type: 'string', description: 'who the new JWE is for; default the recipient key' },
-  contentEncryption: { enum: ['A128GCM', 'A192GCM', 'A256GCM', 'preserve'], description: 'default: AES-CBC of n bits becomes AnGCM, anything else A256GCM; preserve keeps the AES-CBC ciphertext byte for byte as AnCBC-HSm' },
-  keyManagement: { type: 'string', description: 'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets' },
-  b64: { type: 'boolean', default: false, description: 'false: RFC 7797 unencoded detached payload (listed in crit)' },
-}, []);
+const Metadata = obj(
+  {
+    signerKid: {
+      type: 'string',
+      description:
+        'the CMS signer key (also the re-signing key); default: found by the SignerInfo identifier',
+    },
+    recipientKid: {
+      type: 'string',
+      description: 'the CMS recipient key; default: found by the RecipientInfo identifier',
+    },
+    targetKid: { type: 'string', description: 'who the new JWE is for; default the recipient key' },
+    contentEncryption: {
+      enum: ['A128GCM', 'A192GCM', 'A256GCM', 'preserve'],
+      description:
+        'default: AES-CBC of n bits becomes AnGCM, anything else A256GCM; preserve keeps the AES-CBC ciphertext byte for byte as AnCBC-HSm',
+    },
+    keyManagement: {
+      type: 'string',
+      description: 'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets',
+    },
+    b64: {
+      type: 'boolean',
+      default: false,
+      description: 'false: RFC 7797 unencoded detached payload (listed in crit)',
+    },
+  },
+  [],
+);
 
-const Jws = obj({ protected: b64u, signature: b64u, header: obj({ kid: str }) }, ['protected', 'signature']);
-const JWE_LAYOUT = 'multipart/mixed with boundary `----service-<UUID>`, CRLF lines: part 1 `application/jose+json` `{protected, recipients: [{header: {alg, kid}, encrypted_key}], iv}` (AAD = ASCII(protected)); part 2 `application/octet-stream` the ciphertext followed by the tag; for SignedAndEnvelopedData and EnvelopedData of SignedData a part 3 `application/jose+json` with the detached JWS over the content; then the closing delimiter. A response cut off without the closing delimiter is not a result: the input turned out bad after the body began.';
+const Jws = obj({ protected: b64u, signature: b64u, header: obj({ kid: str }) }, [
+  'protected',
+  'signature',
+]);
+const JWE_LAYOUT =
+  'multipart/mixed with boundary `----service-<UUID>`, CRLF lines: part 1 `application/jose+json` `{protected, recipients: [{header: {alg, kid}, encrypted_key}], iv}` (AAD = ASCII(protected)); part 2 `application/octet-stream` the ciphertext followed by the tag; for SignedAndEnvelopedData and EnvelopedData of SignedData a part 3 `application/jose+json` with the detached JWS over the content; then the closing delimiter. A response cut off without the closing delimiter is not a result: the input turned out bad after the body began.';
 const binary = { type: 'string', format: 'binary' };
+
+const RSA_OAEP = { oid: '1.2.840.113549.1.1.1', name: 'rsaEncryption' };
+const ANALYSIS_EXAMPLE = {
+  contentType: 'envelopedData',
+  encoding: 'der',
+  contentLength: 1048576,
+  detached: false,
+  innerContentType: { oid: '1.2.840.113549.1.7.1', name: 'data' },
+  signers: [],
+  recipients: [
+    {
+      type: 'keyTransport',
+      identifier: {
+        type: 'issuerAndSerialNumber',
+        issuer: 'CN=Partner CA,O=Partner',
+        serialNumber: '5A3C91E0',
+      },
+      keyEncryptionAlgorithm: RSA_OAEP,
+      certificate: {
+        subject: 'CN=Archive,O=Acme',
+        issuer: 'CN=Partner CA,O=Partner',
+        serialNumber: '5A3C91E0',
+        notBefore: '2026-01-01T00:00:00.000Z',
+        notAfter: '2028-01-01T00:00:00.000Z',
+      },
+      kid: 'archive-2026',
+    },
+  ],
+  contentEncryption: { oid: '2.16.840.1.101.3.4.1.42', name: 'aes256-CBC' },
+  convertible: true,
+};
+const JWS_EXAMPLE = {
+  protected:
+    'eyJhbGciOiJQUzI1NiIsImI2NCI6ZmFsc2UsImNyaXQiOlsiYjY0Il0sImtpZCI6InBhcnRuZXItc2lnbmluZyMxIn0',
+  signature: 'Zm9vYmFyLXNpZ25hdHVyZS1zaG9ydGVuZWQ',
+};
+const JWE_EXAMPLE =
+  '------service-0b7e5f3c-2a1d-4e6f-9c8b-7a6d5e4f3a2b\r\nContent-Type: application/jose+json\r\n\r\n{"protected":"eyJlbmMiOiJBMjU2R0NNIn0","recipients":[{"header":{"alg":"RSA-OAEP-256","kid":"archive-2026#1"},"encrypted_key":"..."}],"iv":"..."}\r\n------service-0b7e5f3c-2a1d-4e6f-9c8b-7a6d5e4f3a2b\r\nContent-Type: application/octet-stream\r\n\r\n(ciphertext and tag)\r\n------service-0b7e5f3c-2a1d-4e6f-9c8b-7a6d5e4f3a2b--\r\n';
 
 const SELECT = {
   name: 'X-Response-Content-Type',
   in: 'header',
   required: false,
-  description: 'Spec 4.1: selects the response content type among the endpoint\'s response types. The default, application/problem+json, constrains nothing (the input decides the result type; errors are problems). Another value asserts the result type: when the input converts to another type the answer is 406 before any output; application/json labels a JWS object as JSON. Accept is honoured the same way: an Accept admitting none of the endpoint\'s types nor application/problem+json is 406 before the body is read.',
+  description:
+    "Spec 4.1: selects the response content type among the endpoint's response types. The default, application/problem+json, constrains nothing (the input decides the result type; errors are problems). Another value asserts the result type: when the input converts to another type the answer is 406 before any output; application/json labels a JWS object as JSON. Accept is honoured the same way: an Accept admitting none of the endpoint's types nor application/problem+json is 406 before the body is read.",
 };
-const selectHeader = (types: string[]) => ({ ...SELECT, schema: { enum: ['application/problem+json', ...types], default: 'application/problem+json' } });
-const kidQuery = { name: 'kid', in: 'query', required: true, schema: str, description: 'the target key of this tenant' };
+const selectHeader = (types: string[]) => ({
+  ...SELECT,
+  schema: { enum: ['application/problem+json', ...types], default: 'application/problem+json' },
+});
+const kidQuery = {
+  name: 'kid',
+  in: 'query',
+  required: true,
+  schema: str,
+  description: 'the target key of this tenant',
+  example: 'archive-2027',
+};
 
-const problems = (rows: Record<number, string>) => Object.fromEntries(Object.entries(rows).map(([c, d]) => [c, problemResponse(d)]));
-const COMMON = { 401: 'missing, invalid or expired bearer token, or the wrong audience', 403: 'the role lacks the permission', 406: 'not-acceptable: Accept (or X-Response-Content-Type) admits none of the result types', 429: 'rate-limited (Retry-After)' };
+const COMMON = {
+  401: 'missing, invalid or expired bearer token, or the wrong audience',
+  403: 'the role lacks the permission',
+  406: 'not-acceptable: Accept (or X-Response-Content-Type) admits none of the result types',
+  429: 'rate-limited (Retry-After)',
+};
 const CMS_ERRORS = {
-  400: 'cms-malformed, cms-truncated, cms-bad-metadata, validation-failed (missing or misplaced part), bad-request (malformed multipart)',
+  400: 'cms-malformed, cms-truncated, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
   404: 'cms-key-not-imported: a signer or recipient key (or a kid of the metadata) is not imported in this tenant',
   409: 'key-suspended, key-revoked: the matching imported key is not active',
   413: 'cms-element-too-large, payload-too-large (metadata part over 64 KiB)',
   415: 'cms-unsupported (type, algorithm, several signers or recipients), unsupported-media-type',
-  422: 'cms-signature-invalid, cms-decryption-failed, cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
+  422: 'cms-signature-invalid, cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 
-const analyze = (summary: string) => ({
+const analyze = (operationId: string, summary: string) => ({
   post: {
+    operationId,
     summary,
     tags: ['migration'],
-    description: 'Permission migration.analyze; service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, signers, recipients, algorithms, the matching imported kids and whether it converts.',
+    description:
+      'Permission migration.analyze; service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, signers, recipients, algorithms, the matching imported kids and whether it converts.',
     requestBody: {
       required: true,
       content: {
@@ -75,34 +221,63 @@ const analyze = (summary: string) => ({
         'application/octet-stream': { schema: binary },
       },
     },
-    responses: { 200: { description: 'the analysis', content: { 'application/json': { schema: Analysis } } }, ...problems({ ...COMMON, ...CMS_ERRORS }) },
+    responses: {
+      200: {
+        description: 'the analysis',
+        content: { 'application/json': { schema: Analysis, example: ANALYSIS_EXAMPLE } },
+      },
+      ...problems({ ...COMMON, ...CMS_ERRORS }),
+    },
   },
 });
 
 const CONVERT_TYPES = ['application/octet-stream', 'multipart/mixed', 'application/json'];
 
 export const migrationPaths = {
-  '/api/v3/migration/stream/analyze-pkcs7': analyze('Analyze a PKCS#7/CMS file'),
-  '/api/migration/stream/analyze-pkcs7': analyze('Analyze a PKCS#7/CMS file (unversioned alias of spec 4)'),
+  '/api/v3/migration/stream/analyze-pkcs7': analyze('analyzePkcs7', 'Analyze a PKCS#7/CMS file'),
+  '/api/migration/stream/analyze-pkcs7': analyze(
+    'legacyAnalyzePkcs7',
+    'Analyze a PKCS#7/CMS file (unversioned alias of spec 4)',
+  ),
   '/api/v3/migration/stream/convert-pkcs7-to-jose': {
     post: {
+      operationId: 'convertPkcs7ToJose',
       summary: 'Convert a PKCS#7/CMS file of any size to detached JOSE',
       tags: ['migration'],
-      description: 'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
+      description:
+        'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
       parameters: [selectHeader(CONVERT_TYPES)],
       requestBody: {
         required: true,
         content: {
           'multipart/form-data': {
-            schema: obj({ metadata: { ...Metadata, description: 'JSON object, first part' }, file: binary, content: { ...binary, description: 'the signed content of a detached SignedData, third part' } }, ['metadata', 'file']),
+            schema: obj(
+              {
+                metadata: { ...Metadata, description: 'JSON object, first part' },
+                file: binary,
+                content: {
+                  ...binary,
+                  description: 'the signed content of a detached SignedData, third part',
+                },
+              },
+              ['metadata', 'file'],
+            ),
             encoding: { metadata: { contentType: 'application/json' } },
+            example: {
+              metadata: { targetKid: 'archive-2026', contentEncryption: 'A256GCM' },
+              file: '(the .p7m file)',
+            },
           },
         },
       },
       responses: {
         200: {
           description: `SignedData: the detached JWS object (application/octet-stream, or application/json when asked for). EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData: ${JWE_LAYOUT}`,
-          content: { 'application/octet-stream': { schema: Jws }, 'application/json': { schema: Jws }, 'multipart/mixed': { schema: binary } },
+          content: {
+            'application/octet-stream': { schema: Jws },
+            'application/json': { schema: Jws, example: JWS_EXAMPLE },
+            'multipart/mixed': { schema: binary, example: JWE_EXAMPLE },
+          },
         },
         ...problems({ ...COMMON, ...CMS_ERRORS }),
       },
@@ -110,13 +285,32 @@ export const migrationPaths = {
   },
   '/api/v3/crypto/stream/reencrypt': {
     post: {
+      operationId: 'streamReencrypt',
       summary: 'Re-encrypt a convert JWE for another key, streaming',
       tags: ['crypto'],
-      description: 'Permission crypto.stream.reencrypt; service-core token. The body is the multipart/mixed result of convert exactly as returned (with its Content-Type and boundary). The content key is opened with the tenant key the recipient header names and wrapped for `kid` (RSA-OAEP-256 for RSA, ECDH-ES+A256KW for EC, AnKW for AES keys); the ciphertext and tag pass byte for byte, the tag being checked on the way. With rotateContentKey=true the content is re-encrypted under a fresh key and IV with AES-GCM of the same key size (AnCBC-HSm becomes AnGCM). A trailing JWS part passes unchanged. A tag that fails cuts the answer before its closing delimiter (or is a 400 problem when the input is small).',
-      parameters: [kidQuery, { name: 'rotateContentKey', in: 'query', required: false, schema: { type: 'boolean', default: false } }, selectHeader(['multipart/mixed'])],
+      description:
+        'Permission crypto.stream.reencrypt; service-core token. The body is the multipart/mixed result of convert exactly as returned (with its Content-Type and boundary). The content key is opened with the tenant key the recipient header names and wrapped for `kid` (RSA-OAEP-256 for RSA, ECDH-ES+A256KW for EC, AnKW for AES keys); the ciphertext and tag pass byte for byte, the tag being checked on the way. With rotateContentKey=true the content is re-encrypted under a fresh key and IV with AES-GCM of the same key size (AnCBC-HSm becomes AnGCM). A trailing JWS part passes unchanged. A tag that fails cuts the answer before its closing delimiter (or is a 400 problem when the input is small).',
+      parameters: [
+        kidQuery,
+        {
+          name: 'rotateContentKey',
+          in: 'query',
+          required: false,
+          schema: { type: 'boolean', default: false },
+        },
+        selectHeader(['multipart/mixed']),
+      ],
       requestBody: { required: true, content: { 'multipart/mixed': { schema: binary } } },
       responses: {
-        200: { description: `the same layout for the target key: ${JWE_LAYOUT}`, content: { 'multipart/mixed': { schema: binary } } },
+        200: {
+          description: `the same layout for the target key: ${JWE_LAYOUT}`,
+          content: {
+            'multipart/mixed': {
+              schema: binary,
+              example: JWE_EXAMPLE.replaceAll('archive-2026#1', 'archive-2027#1'),
+            },
+          },
+        },
         ...problems({
           ...COMMON,
           400: 'decryption-failed (wrong key, bad tag), jose-malformed, validation-failed (kid missing)',
@@ -130,16 +324,29 @@ export const migrationPaths = {
   },
   '/api/v3/crypto/stream/resign': {
     post: {
+      operationId: 'streamResign',
       summary: 'Re-sign a convert JWS with another key, streaming',
       tags: ['crypto'],
-      description: 'Permission crypto.stream.resign; service-core token. Parts in order: `signature` (the JWS object exactly as convert returned it) then `file` (the content it covers). The old signature is verified with the tenant key its kid names while the content streams; the answer is a new detached JWS of the same form (same b64, kid in protected) by `kid`, whose alg follows that key (the hash size and PS family of the old alg are kept where the key allows).',
+      description:
+        'Permission crypto.stream.resign; service-core token. Parts in order: `signature` (the JWS object exactly as convert returned it) then `file` (the content it covers). The old signature is verified with the tenant key its kid names while the content streams; the answer is a new detached JWS of the same form (same b64, kid in protected) by `kid`, whose alg follows that key (the hash size and PS family of the old alg are kept where the key allows).',
       parameters: [kidQuery, selectHeader(['application/octet-stream', 'application/json'])],
       requestBody: {
         required: true,
-        content: { 'multipart/form-data': { schema: obj({ signature: Jws, file: binary }), encoding: { signature: { contentType: 'application/json' } } } },
+        content: {
+          'multipart/form-data': {
+            schema: obj({ signature: Jws, file: binary }),
+            encoding: { signature: { contentType: 'application/json' } },
+          },
+        },
       },
       responses: {
-        200: { description: 'the new detached JWS object', content: { 'application/octet-stream': { schema: Jws }, 'application/json': { schema: Jws } } },
+        200: {
+          description: 'the new detached JWS object',
+          content: {
+            'application/octet-stream': { schema: Jws },
+            'application/json': { schema: Jws, example: JWS_EXAMPLE },
+          },
+        },
         ...problems({
           ...COMMON,
           400: 'jose-malformed, validation-failed (missing or misplaced part, kid missing)',

@@ -1,28 +1,79 @@
 /**
- * GET /api/v3/openapi.json and a self-contained rendered page at /docs (no CDN: the page works
- * on an air-gapped deployment).
+ * GET /api/v3/openapi.json, and /docs: the document rendered by Redoc, whose standalone bundle
+ * is served from the installed package (node_modules/redoc), so the page works on an air-gapped
+ * deployment: nothing is fetched from another origin, and the CSP says so.
  */
+import { createRequire } from 'node:module';
 import { Router } from 'express';
 import { route } from '../http/route.ts';
 import { openApiDocument } from '../openapi/index.ts';
 
-const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
+/** Where the page loads the renderer from; one of our own paths. */
+export const REDOC_BUNDLE_PATH = '/docs/redoc.standalone.js';
+const BUNDLE_FILE = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 
-function renderHtml(doc: Record<string, unknown>): string {
-  const paths = doc.paths as Record<string, Record<string, { summary?: string; description?: string; tags?: string[] }>>;
-  const rows = Object.entries(paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) =>
-    `<tr><td class="m ${method}">${method.toUpperCase()}</td><td><code>${escape(path)}</code></td><td>${escape(op.summary ?? '')}${op.description ? `<br><small>${escape(op.description)}</small>` : ''}</td></tr>`));
-  const info = doc.info as { title: string; description: string; version: string };
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(info.title)} API</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}td{padding:.3em .6em;border-bottom:1px solid #ddd;vertical-align:top}.m{font-weight:bold}.get{color:#06c}.post{color:#080}.put,.patch{color:#a60}.delete{color:#c00}</style></head>
-<body><h1>${escape(info.title)} API ${escape(info.version)}</h1><p>${escape(info.description)}</p>
-<p>Machine-readable: <a href="/api/v3/openapi.json">/api/v3/openapi.json</a></p><table>${rows.join('')}</table></body></html>`;
-}
+// Redoc's styled-components inject <style> elements, its search index runs in a blob: worker,
+// and it fetches the document from this origin; no script runs inline or from elsewhere.
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  'worker-src blob:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
-/** Serves the document and its rendering. */
+// Redoc starts by itself on a <redoc spec-url> element; its options are the element's attributes.
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Keyward API reference</title>
+<style>body { margin: 0; }</style>
+</head>
+<body>
+<redoc spec-url="/api/v3/openapi.json" expand-responses="200,201,202" json-sample-expand-level="3" path-in-middle-panel="true"></redoc>
+<script src="${REDOC_BUNDLE_PATH}"></script>
+</body>
+</html>
+`;
+
+/** Serves the document, the reference page and the renderer bundle. */
 export function createDocsRouter(baseUrl: string): Router {
   const router = Router();
-  route(router, '/api/v3/openapi.json', { get: (_req, res) => { res.json(openApiDocument(baseUrl)); } });
-  route(router, '/docs', { get: (_req, res) => { res.type('html').send(renderHtml(openApiDocument(baseUrl))); } });
+  route(router, '/api/v3/openapi.json', {
+    get: (_req, res) => {
+      res.json(openApiDocument(baseUrl));
+    },
+  });
+  route(router, '/docs', {
+    get: (_req, res) => {
+      res.setHeader('Content-Security-Policy', CSP);
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.type('html').send(PAGE);
+    },
+  });
+  route(router, REDOC_BUNDLE_PATH, {
+    get: (_req, res, next) => {
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      // The bundle changes only with the installed package: let browsers keep it for a day.
+      res.sendFile(
+        BUNDLE_FILE,
+        {
+          headers: { 'Content-Type': 'text/javascript; charset=utf-8' },
+          maxAge: '1d',
+          lastModified: true,
+        },
+        (err) => {
+          if (err) next(err);
+        },
+      );
+    },
+  });
   return router;
 }

@@ -3,17 +3,17 @@ import { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { route } from '../http/route.ts';
 
-/** Router for /.well-known/*. */
+/** Mounted at /.well-known. */
 export function createWellKnownRouter(ctx: AppContext): Router {
   const router = Router();
   const base = ctx.config.publicBaseUrl;
-  route(router, '/.well-known/jwks.json', {
+  route(router, '/jwks.json', {
     get: (_req, res) => {
       res.setHeader('Cache-Control', 'public, max-age=60');
       res.json(ctx.auth.signingKeys.jwks());
     },
   });
-  route(router, '/.well-known/oauth-authorization-server', {
+  route(router, '/oauth-authorization-server', {
     get: (_req, res) => {
       res.json({
         issuer: base,
@@ -21,7 +21,12 @@ export function createWellKnownRouter(ctx: AppContext): Router {
         revocation_endpoint: `${base}/api/v3/auth/token/revoke`,
         introspection_endpoint: `${base}/api/v3/auth/token/introspect`,
         jwks_uri: `${base}/.well-known/jwks.json`,
-        grant_types_supported: ['client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange'],
+        grant_types_supported: [
+          'client_credentials',
+          'password',
+          'refresh_token',
+          'urn:ietf:params:oauth:grant-type:token-exchange',
+        ],
         token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
         response_types_supported: [],
         scopes_supported: [],

@@ -6,6 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import { PERMISSIONS } from '../../shared/permissions.ts';
+import { Tenant } from '../../shared/db/models/tenants.ts';
+import { Role, User } from '../../shared/db/models/identities.ts';
 
 export interface BootstrapResult {
   tenantId: string;
@@ -25,18 +27,38 @@ export async function bootstrapPlatform(ctx: AppContext): Promise<BootstrapResul
 
 async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | null> {
   const { config, db } = ctx;
-  const existing = await db('tenants').count<{ count: string }[]>({ count: '*' }).first();
-  if (Number(existing?.count ?? 0) > 0) return null;
+  if (await Tenant.query(db).first()) return null;
   const tenantId = config.bootstrapTenantId ?? randomUUID();
   const email = (config.bootstrapAdminEmail ?? 'admin@keyward.local').toLowerCase();
-  const generatedPassword = config.bootstrapAdminPassword ? undefined : randomBytes(18).toString('base64url');
-  const passwordHash = await ctx.pool.run<string>('hashPassword', { password: config.bootstrapAdminPassword ?? generatedPassword });
+  const generatedPassword = config.bootstrapAdminPassword
+    ? undefined
+    : randomBytes(18).toString('base64url');
+  const passwordHash = await ctx.pool.run<string>('hashPassword', {
+    password: config.bootstrapAdminPassword ?? generatedPassword,
+  });
   const roleId = randomUUID();
   await db.transaction(async (trx) => {
-    await trx('tenants').insert({ id: tenantId, name: 'platform', is_platform: true });
-    await trx('roles').insert({ id: roleId, tenant_id: tenantId, name: 'platform-admin', permissions: JSON.stringify(PERMISSIONS) });
-    await trx('users').insert({ id: randomUUID(), tenant_id: tenantId, email, password_hash: passwordHash, role_id: roleId });
+    await Tenant.query(trx).insert({ id: tenantId, name: 'platform', is_platform: true });
+    await Role.query(trx).insert({
+      id: roleId,
+      tenant_id: tenantId,
+      name: 'platform-admin',
+      permissions: [...PERMISSIONS],
+    });
+    await User.query(trx).insert({
+      id: randomUUID(),
+      tenant_id: tenantId,
+      email,
+      password_hash: passwordHash,
+      role_id: roleId,
+    });
   });
-  ctx.audit.record({ tenantId, actor: 'system', action: 'platform.bootstrap', outcome: 'success', target: email });
+  ctx.audit.record({
+    tenantId,
+    actor: 'system',
+    action: 'platform.bootstrap',
+    outcome: 'success',
+    target: email,
+  });
   return { tenantId, email, generatedPassword };
 }

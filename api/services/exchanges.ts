@@ -6,7 +6,7 @@
  * The material never leaves the service in the clear and is never in a response:
  *  - `public`: only the public key (SPKI DER) is copied; B's key can verify or encrypt only.
  *  - `wrapped`: at offer time the version's material is encrypted as a compact JWE to B's key
- *    `wrappingKid` (RSA-OAEP-256, ECDH-ES+A256KW, or dir A256GCM for AES; shared/crypto/jwe.ts).
+ *    `wrappingKid` (RSA-OAEP-256, ECDH-ES+A256KW, or dir A256GCM for AES; shared/jose/compact-jwe.ts).
  *    The JWE plaintext names the exchange, both tenants and the source kid and version, so a
  *    payload moved into another row fails the binding check on accept. Accepting decrypts with
  *    the wrapping key version the JWE header names and seals the material under the master key
@@ -19,46 +19,28 @@
 import { createHash, createPrivateKey, createPublicKey, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AppContext } from '../context.ts';
-import { AppError } from '../../shared/errors/index.ts';
+import { AppError, problem } from '../../shared/errors/index.ts';
 import { keyTypeSpec, type KeyType, type KeyUsage } from '../../shared/crypto/registry.ts';
-import { deserializeMaterial, loadKeyVersion, serializeMaterial, type KeyMaterial } from '../../shared/crypto/material.ts';
-import { decryptCompact, encryptCompact } from '../../shared/crypto/jwe.ts';
-import { checkNewKey, findKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
-import { unusable, type KeyState } from './keys/lifecycle.ts';
+import {
+  deserializeMaterial,
+  loadKeyVersion,
+  serializeMaterial,
+  type KeyMaterial,
+} from '../../shared/crypto/material.ts';
+import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
+import { checkNewKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
+import { findKeyRow, keyRow } from '../../shared/keys/lookup.ts';
+import { unusable, type KeyState } from '../../shared/keys/lifecycle.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { jsonColumn } from '../../shared/db/knex.ts';
+import { Exchange } from '../../shared/db/models/exchanges.ts';
+import { KeyVersion } from '../../shared/db/models/keys.ts';
+import { Tenant } from '../../shared/db/models/tenants.ts';
+import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
 
-const TABLE = 'cryptographic_exchanges';
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 30 * 86400;
 const MODES = ['public', 'wrapped'] as const;
 const STATES = ['pending', 'accepted', 'rejected', 'cancelled', 'expired'];
-
-/** A row of cryptographic_exchanges (snake_case, as stored). */
-export interface ExchangeRow {
-  id: string;
-  from_tenant_id: string;
-  to_tenant_id: string;
-  source_kid: string;
-  source_version: number;
-  key_type: string;
-  usage: string;
-  mode: string;
-  wrapping_kid: string | null;
-  wrapping_version: number | null;
-  payload: string | null;
-  public_key_sha256: string | null;
-  certificate_chain: unknown;
-  issuer_serial: string | null;
-  subject_key_id: string | null;
-  state: string;
-  accepted_kid?: string | null;
-  created_by: string;
-  decided_by?: string | null;
-  created_at: Date | string;
-  expires_at: Date | string;
-  decided_at?: Date | string | null;
-}
 
 /** An exchange as one of its two tenants sees it (never the payload). */
 export interface ExchangeView {
@@ -85,55 +67,129 @@ export interface ExchangeView {
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null);
 
 /** The view for `tenantId`, which is one of the two sides. */
-export function exchangeView(r: ExchangeRow, tenantId: string): ExchangeView {
+export function exchangeView(r: Exchange, tenantId: string): ExchangeView {
   const incoming = r.to_tenant_id === tenantId;
   const expired = r.state === 'pending' && new Date(r.expires_at).getTime() <= Date.now();
   return {
-    id: r.id, direction: incoming ? 'incoming' : 'outgoing', fromTenantId: r.from_tenant_id, toTenantId: r.to_tenant_id,
-    kid: r.source_kid, version: Number(r.source_version), type: r.key_type, usage: r.usage, mode: r.mode, wrappingKid: r.wrapping_kid ?? null,
-    state: expired ? 'expired' : r.state, publicKeySha256: r.public_key_sha256 ?? null, hasCertificate: Boolean(r.certificate_chain),
-    createdAt: iso(r.created_at)!, expiresAt: iso(r.expires_at)!, decidedAt: iso(r.decided_at),
+    id: r.id,
+    direction: incoming ? 'incoming' : 'outgoing',
+    fromTenantId: r.from_tenant_id,
+    toTenantId: r.to_tenant_id,
+    kid: r.source_kid,
+    version: Number(r.source_version),
+    type: r.key_type,
+    usage: r.usage,
+    mode: r.mode,
+    wrappingKid: r.wrapping_kid ?? null,
+    state: expired ? 'expired' : r.state,
+    publicKeySha256: r.public_key_sha256 ?? null,
+    hasCertificate: Boolean(r.certificate_chain),
+    createdAt: iso(r.created_at)!,
+    expiresAt: iso(r.expires_at)!,
+    decidedAt: iso(r.decided_at),
     ...(incoming ? { acceptedKid: r.accepted_kid ?? null } : {}),
   };
 }
 
 /** Records one step in the audit chains of both tenants (contract: every step, both sides). */
-function auditBoth(ctx: AppContext, r: ExchangeRow, actor: string, action: string, details: { from?: Record<string, unknown>; to?: Record<string, unknown> } = {}): void {
-  const common = { exchangeId: r.id, fromTenantId: r.from_tenant_id, toTenantId: r.to_tenant_id, kid: r.source_kid, mode: r.mode };
-  ctx.audit.record({ tenantId: r.from_tenant_id, actor, action, outcome: 'success', target: r.id, details: { ...common, ...details.from } });
-  ctx.audit.record({ tenantId: r.to_tenant_id, actor, action, outcome: 'success', target: r.id, details: { ...common, ...details.to } });
+function auditBoth(
+  ctx: AppContext,
+  r: Exchange,
+  actor: string,
+  action: string,
+  details: { from?: Record<string, unknown>; to?: Record<string, unknown> } = {},
+): void {
+  const common = {
+    exchangeId: r.id,
+    fromTenantId: r.from_tenant_id,
+    toTenantId: r.to_tenant_id,
+    kid: r.source_kid,
+    mode: r.mode,
+  };
+  ctx.audit.record({
+    tenantId: r.from_tenant_id,
+    actor,
+    action,
+    outcome: 'success',
+    target: r.id,
+    details: { ...common, ...details.from },
+  });
+  ctx.audit.record({
+    tenantId: r.to_tenant_id,
+    actor,
+    action,
+    outcome: 'success',
+    target: r.id,
+    details: { ...common, ...details.to },
+  });
 }
 
 /** Marks pending offers past their expiry as expired, drops their payload and audits it. */
 export async function sweepExpired(ctx: AppContext): Promise<void> {
-  const rows: ExchangeRow[] = await ctx.db(TABLE).where({ state: 'pending' }).andWhere('expires_at', '<=', new Date()).update({ state: 'expired', payload: null }).returning('*');
+  const rows = await Exchange.query(ctx.db)
+    .where({ state: 'pending' })
+    .andWhere('expires_at', '<=', new Date())
+    .patch({ state: 'expired', payload: null })
+    .returning('*');
   for (const r of rows) auditBoth(ctx, r, 'system', 'cryptographicexchange.expire');
 }
 
 function invalid(message: string): AppError {
-  return new AppError('validation_failed', message);
+  return problem('validation_failed', message);
 }
 
-interface OfferInput { kid: string; toTenantId: string; mode: (typeof MODES)[number]; wrappingKid?: string; ttl: number }
+interface OfferInput {
+  kid: string;
+  toTenantId: string;
+  mode: (typeof MODES)[number];
+  wrappingKid?: string;
+  ttl: number;
+}
 
 function readOffer(body: Record<string, unknown>): OfferInput {
   const { kid, toTenantId, mode, wrappingKid, expiresInSeconds } = body;
-  if (typeof kid !== 'string' || kid === '' || kid.length > 128) throw invalid('kid must name a key of this tenant');
-  if (typeof toTenantId !== 'string' || !isUuid(toTenantId)) throw invalid('toTenantId must be a tenant id (UUID)');
+  if (typeof kid !== 'string' || kid === '' || kid.length > 128)
+    throw invalid('kid must name a key of this tenant');
+  if (typeof toTenantId !== 'string' || !isUuid(toTenantId))
+    throw invalid('toTenantId must be a tenant id (UUID)');
   if (!MODES.includes(mode as never)) throw invalid(`mode must be one of ${MODES.join(', ')}`);
-  if (mode === 'wrapped' && (typeof wrappingKid !== 'string' || wrappingKid === '' || wrappingKid.length > 128)) throw invalid('mode wrapped needs wrappingKid, an encrypt key of the receiving tenant');
-  if (mode === 'public' && wrappingKid !== undefined) throw invalid('wrappingKid applies to mode wrapped only');
+  if (
+    mode === 'wrapped' &&
+    (typeof wrappingKid !== 'string' || wrappingKid === '' || wrappingKid.length > 128)
+  )
+    throw invalid('mode wrapped needs wrappingKid, an encrypt key of the receiving tenant');
+  if (mode === 'public' && wrappingKid !== undefined)
+    throw invalid('wrappingKid applies to mode wrapped only');
   const ttl = expiresInSeconds === undefined ? DEFAULT_TTL_SECONDS : expiresInSeconds;
-  if (!Number.isInteger(ttl) || (ttl as number) < 60 || (ttl as number) > MAX_TTL_SECONDS) throw invalid(`expiresInSeconds must be an integer from 60 to ${MAX_TTL_SECONDS}`);
-  return { kid, toTenantId: toTenantId.toLowerCase(), mode: mode as OfferInput['mode'], wrappingKid: wrappingKid as string | undefined, ttl: ttl as number };
+  if (!Number.isInteger(ttl) || (ttl as number) < 60 || (ttl as number) > MAX_TTL_SECONDS)
+    throw invalid(`expiresInSeconds must be an integer from 60 to ${MAX_TTL_SECONDS}`);
+  return {
+    kid,
+    toTenantId: toTenantId.toLowerCase(),
+    mode: mode as OfferInput['mode'],
+    wrappingKid: wrappingKid as string | undefined,
+    ttl: ttl as number,
+  };
 }
 
 /** The public half of asymmetric material (hybrid: the public halves of its components). */
 function publicPart(m: KeyMaterial): KeyMaterial {
   const spec = keyTypeSpec(m.type);
-  if (spec.symmetric) throw new AppError('key_usage_mismatch', `a ${m.type} key has no public part; offer it in mode wrapped`);
-  if (spec.family === 'hybrid') return { type: m.type, components: m.components!.map((c) => ({ publicKeyDer: c.publicKeyDer })) };
-  const spki = m.publicKeyDer ?? (createPublicKey(createPrivateKey({ key: m.privateKeyDer!, format: 'der', type: 'pkcs8' })).export({ type: 'spki', format: 'der' }) as Buffer);
+  if (spec.symmetric)
+    throw problem(
+      'key_usage_mismatch',
+      `a ${m.type} key has no public part; offer it in mode wrapped`,
+    );
+  if (spec.family === 'hybrid')
+    return {
+      type: m.type,
+      components: m.components!.map((c) => ({ publicKeyDer: c.publicKeyDer })),
+    };
+  const spki =
+    m.publicKeyDer ??
+    (createPublicKey(
+      createPrivateKey({ key: m.privateKeyDer!, format: 'der', type: 'pkcs8' }),
+    ).export({ type: 'spki', format: 'der' }) as Buffer);
   return { type: m.type, publicKeyDer: spki };
 }
 
@@ -147,22 +203,34 @@ function fingerprint(m: KeyMaterial): string | null {
 /** The receiving key a wrapped offer is encrypted to: an active encrypt key of B that speaks JWE. */
 async function wrappingKeyOf(ctx: AppContext, tenantId: string, kid: string) {
   // One answer whatever is wrong, so the offering tenant cannot probe the receiver's key inventory.
-  const refuse = () => invalid('wrappingKid must name an active encrypt key (AES, RSA or EC) of the receiving tenant');
-  const row = await ctx.db('keys').where({ tenant_id: tenantId, kid }).first();
-  if (!row || row.state !== 'active' || row.usage !== 'encrypt' || !keyTypeSpec(row.type).jwe) throw refuse();
-  let loaded = (await ctx.keys.get(tenantId, kid)).versions.get(row.current_version);
+  const refuse = () =>
+    invalid('wrappingKid must name an active encrypt key (AES, RSA or EC) of the receiving tenant');
+  const row = await findKeyRow(ctx.db, tenantId, kid);
+  if (
+    !row ||
+    row.state !== 'active' ||
+    row.usage !== 'encrypt' ||
+    !keyTypeSpec(row.type as KeyType).jwe
+  )
+    throw refuse();
+  let loaded = (await ctx.keys.get(tenantId, kid)).versions.get(Number(row.current_version));
   if (!loaded) {
     // The cache predates a rotation this instance has not heard of yet: reload once.
     await ctx.keys.invalidate(tenantId, kid);
-    loaded = (await ctx.keys.get(tenantId, kid)).versions.get(row.current_version);
+    loaded = (await ctx.keys.get(tenantId, kid)).versions.get(Number(row.current_version));
   }
   if (!loaded) throw refuse();
   return loaded;
 }
 
 /** Opens the material of one version of a tenant's key (control plane; the hot path uses the cache). */
-async function openVersion(ctx: AppContext, tenantId: string, key: Record<string, unknown>, version: number): Promise<{ material: KeyMaterial; row: Record<string, unknown> }> {
-  const row = await ctx.db('key_versions').where({ key_id: key.id, version }).first();
+async function openVersion(
+  ctx: AppContext,
+  tenantId: string,
+  key: Record<string, unknown>,
+  version: number,
+): Promise<{ material: KeyMaterial; row: KeyVersion }> {
+  const row = (await KeyVersion.query(ctx.db).findOne({ key_id: key.id as string, version }))!;
   const opened = ctx.masterKey.open(row.material, { tenantId, kid: key.kid as string, version });
   try {
     return { material: deserializeMaterial(opened), row };
@@ -172,12 +240,18 @@ async function openVersion(ctx: AppContext, tenantId: string, key: Record<string
 }
 
 /** Tenant `fromTenantId` offers the current version of `kid` to another tenant. */
-export async function offerExchange(ctx: AppContext, fromTenantId: string, actor: string, body: Record<string, unknown>): Promise<ExchangeView> {
+export async function offerExchange(
+  ctx: AppContext,
+  fromTenantId: string,
+  actor: string,
+  body: Record<string, unknown>,
+): Promise<ExchangeView> {
   const input = readOffer(body);
-  if (input.toTenantId === fromTenantId) throw invalid('an exchange moves a key to another tenant; toTenantId is this tenant');
-  const target = await ctx.db('tenants').where({ id: input.toTenantId, status: 'active' }).first('id');
+  if (input.toTenantId === fromTenantId)
+    throw invalid('an exchange moves a key to another tenant; toTenantId is this tenant');
+  const target = await Tenant.query(ctx.db).findOne({ id: input.toTenantId, status: 'active' });
   if (!target) throw invalid('toTenantId must name another active tenant');
-  const key = await findKey(ctx.db, fromTenantId, input.kid);
+  const key = await keyRow(ctx.db, fromTenantId, input.kid);
   if (key.state !== 'active') throw unusable(input.kid, key.state as KeyState);
   const version = Number(key.current_version);
   const { material, row: versionRow } = await openVersion(ctx, fromTenantId, key, version);
@@ -189,75 +263,136 @@ export async function offerExchange(ctx: AppContext, fromTenantId: string, actor
   } else {
     const wrapKey = await wrappingKeyOf(ctx, input.toTenantId, input.wrappingKid!);
     const serialized = serializeMaterial(material);
-    const envelope = Buffer.from(JSON.stringify({
-      v: 1, exchangeId: id, fromTenantId, toTenantId: input.toTenantId, kid: key.kid, version, material: serialized.toString('base64'),
-    }), 'utf8');
+    const envelope = Buffer.from(
+      JSON.stringify({
+        v: 1,
+        exchangeId: id,
+        fromTenantId,
+        toTenantId: input.toTenantId,
+        kid: key.kid,
+        version,
+        material: serialized.toString('base64'),
+      }),
+      'utf8',
+    );
     payload = encryptCompact(wrapKey, envelope);
     serialized.fill(0);
     envelope.fill(0);
     wrapping = { kid: wrapKey.kid, version: wrapKey.version };
   }
   const now = new Date();
-  const row: ExchangeRow = {
-    id, from_tenant_id: fromTenantId, to_tenant_id: input.toTenantId, source_kid: key.kid as string, source_version: version, key_type: key.type as string, usage: key.usage as string,
-    mode: input.mode, wrapping_kid: wrapping?.kid ?? null, wrapping_version: wrapping?.version ?? null, payload, public_key_sha256: fingerprint(material),
-    certificate_chain: versionRow.certificate_chain ? JSON.stringify(jsonColumn(versionRow.certificate_chain)) : null,
-    issuer_serial: (versionRow.issuer_serial as string | null) ?? null, subject_key_id: (versionRow.subject_key_id as string | null) ?? null,
-    state: 'pending', created_by: actor, created_at: now, expires_at: new Date(now.getTime() + input.ttl * 1000),
-  };
-  await ctx.db(TABLE).insert(row);
-  auditBoth(ctx, row, actor, 'cryptographicexchange.offer', { from: { version, wrappingKid: row.wrapping_kid } });
+  const row = await Exchange.query(ctx.db).insert({
+    id,
+    from_tenant_id: fromTenantId,
+    to_tenant_id: input.toTenantId,
+    source_kid: key.kid as string,
+    source_version: version,
+    key_type: key.type as string,
+    usage: key.usage as string,
+    mode: input.mode,
+    wrapping_kid: wrapping?.kid ?? null,
+    wrapping_version: wrapping?.version ?? null,
+    payload,
+    public_key_sha256: fingerprint(material),
+    certificate_chain: versionRow.certificate_chain,
+    issuer_serial: versionRow.issuer_serial,
+    subject_key_id: versionRow.subject_key_id,
+    state: 'pending',
+    created_by: actor,
+    created_at: now,
+    expires_at: new Date(now.getTime() + input.ttl * 1000),
+  });
+  auditBoth(ctx, row, actor, 'cryptographicexchange.offer', {
+    from: { version, wrappingKid: row.wrapping_kid },
+  });
   return exchangeView(row, fromTenantId);
 }
 
 /** An exchange of which `tenantId` is a side; a third tenant gets the same 404 as for a missing one. */
-export async function findExchange(ctx: AppContext, tenantId: string, id: string): Promise<ExchangeRow> {
-  const row = isUuid(id) ? await ctx.db(TABLE).where({ id }).andWhere((q) => q.where({ from_tenant_id: tenantId }).orWhere({ to_tenant_id: tenantId })).first() : undefined;
-  if (!row) throw new AppError('not_found', 'no such exchange');
+export async function findExchange(
+  ctx: AppContext,
+  tenantId: string,
+  id: string,
+): Promise<Exchange> {
+  const row = isUuid(id)
+    ? await Exchange.query(ctx.db)
+        .where({ id })
+        .andWhere((q) => q.where({ from_tenant_id: tenantId }).orWhere({ to_tenant_id: tenantId }))
+        .first()
+    : undefined;
+  if (!row) throw problem('not_found', 'no such exchange');
   return row;
 }
 
-/** The query of exchanges where the tenant is either side, filtered by direction and state. */
-export function exchangesQuery(ctx: AppContext, tenantId: string, filter: { direction?: unknown; state?: unknown }) {
-  const q = ctx.db(TABLE);
+/** One page of the exchanges where the tenant is either side, filtered by direction and state (expired offers swept first). */
+export async function listExchanges(
+  ctx: AppContext,
+  tenantId: string,
+  filter: { direction?: unknown; state?: unknown },
+  page: PageRequest,
+): Promise<Page<ExchangeView>> {
+  await sweepExpired(ctx);
+  const q = Exchange.query(ctx.db);
   if (filter.direction === 'incoming') q.where({ to_tenant_id: tenantId });
   else if (filter.direction === 'outgoing') q.where({ from_tenant_id: tenantId });
   else if (filter.direction !== undefined) throw invalid('direction must be incoming or outgoing');
   else q.where((w) => w.where({ from_tenant_id: tenantId }).orWhere({ to_tenant_id: tenantId }));
   if (filter.state !== undefined) {
-    if (typeof filter.state !== 'string' || !STATES.includes(filter.state)) throw invalid(`state must be one of ${STATES.join(', ')}`);
+    if (typeof filter.state !== 'string' || !STATES.includes(filter.state))
+      throw invalid(`state must be one of ${STATES.join(', ')}`);
     q.where({ state: filter.state });
   }
-  return q;
+  return pageOf(q, 'id', page, (r) => exchangeView(r, tenantId));
 }
 
-function assertPending(r: ExchangeRow): void {
-  if (r.state === 'expired' || (r.state === 'pending' && new Date(r.expires_at).getTime() <= Date.now())) {
-    throw new AppError('exchange_expired', `exchange ${r.id} expired at ${iso(r.expires_at)}`, { status: 410, slug: 'exchange-expired', title: 'Exchange Expired' });
+/** An exchange as `tenantId` sees it (expired offers swept first). */
+export async function readExchange(
+  ctx: AppContext,
+  tenantId: string,
+  id: string,
+): Promise<ExchangeView> {
+  await sweepExpired(ctx);
+  return exchangeView(await findExchange(ctx, tenantId, id), tenantId);
+}
+
+function assertPending(r: Exchange): void {
+  if (
+    r.state === 'expired' ||
+    (r.state === 'pending' && new Date(r.expires_at).getTime() <= Date.now())
+  ) {
+    throw problem('exchange_expired', `exchange ${r.id} expired at ${iso(r.expires_at)}`);
   }
-  if (r.state !== 'pending') throw new AppError('exchange_not_pending', `exchange ${r.id} is ${r.state}`, { status: 409, slug: 'exchange-not-pending', title: 'Exchange Not Pending' });
+  if (r.state !== 'pending')
+    throw problem('exchange_not_pending', `exchange ${r.id} is ${r.state}`);
 }
 
 /** A conditional update found the row no longer pending: answer what it is now. */
 async function lostRace(db: Knex, id: string): Promise<never> {
-  const now = await db(TABLE).where({ id }).first();
+  const now = await Exchange.query(db).findById(id);
   if (now) assertPending(now);
-  throw new AppError('conflict', `exchange ${id} changed concurrently; read it again`);
+  throw problem('conflict', `exchange ${id} changed concurrently; read it again`);
 }
 
-function requireSide(r: ExchangeRow, tenantId: string, side: 'from' | 'to', action: string): void {
+function requireSide(r: Exchange, tenantId: string, side: 'from' | 'to', action: string): void {
   if (r[`${side}_tenant_id`] !== tenantId) {
-    throw new AppError('forbidden', `only the ${side === 'to' ? 'receiving' : 'offering'} tenant can ${action} this exchange`);
+    throw problem(
+      'forbidden',
+      `only the ${side === 'to' ? 'receiving' : 'offering'} tenant can ${action} this exchange`,
+    );
   }
 }
 
 /** Opens a wrapped payload with B's wrapping key and checks that it belongs to this exchange. */
-async function unwrap(ctx: AppContext, r: ExchangeRow): Promise<KeyMaterial> {
+async function unwrap(ctx: AppContext, r: Exchange): Promise<KeyMaterial> {
   const wrappingKid = r.wrapping_kid ?? '';
-  const wrapRow = await findKey(ctx.db, r.to_tenant_id, wrappingKid);
+  const wrapRow = await keyRow(ctx.db, r.to_tenant_id, wrappingKid);
   if (wrapRow.state !== 'active') throw unusable(wrappingKid, wrapRow.state as KeyState);
   const cached = await ctx.keys.get(r.to_tenant_id, wrappingKid);
-  const broken = (why: string) => new AppError('unprocessable', `the wrapped key of exchange ${r.id} does not open with ${wrappingKid}: ${why}`);
+  const broken = (why: string) =>
+    problem(
+      'unprocessable',
+      `the wrapped key of exchange ${r.id} does not open with ${wrappingKid}: ${why}`,
+    );
   let plain: Buffer;
   try {
     plain = decryptCompact(r.payload ?? '', (kid, version) => {
@@ -266,12 +401,20 @@ async function unwrap(ctx: AppContext, r: ExchangeRow): Promise<KeyMaterial> {
       return v;
     });
   } catch (err) {
-    throw err instanceof AppError && err.code === 'unprocessable' ? err : broken('decryption failed');
+    throw err instanceof AppError && err.code === 'unprocessable'
+      ? err
+      : broken('decryption failed');
   }
   try {
     const env = JSON.parse(plain.toString('utf8')) as Record<string, unknown>;
-    const bound = env.v === 1 && env.exchangeId === r.id && env.fromTenantId === r.from_tenant_id && env.toTenantId === r.to_tenant_id
-      && env.kid === r.source_kid && env.version === Number(r.source_version) && typeof env.material === 'string';
+    const bound =
+      env.v === 1 &&
+      env.exchangeId === r.id &&
+      env.fromTenantId === r.from_tenant_id &&
+      env.toTenantId === r.to_tenant_id &&
+      env.kid === r.source_kid &&
+      env.version === Number(r.source_version) &&
+      typeof env.material === 'string';
     if (!bound) throw broken('the payload is bound to another exchange');
     const m = deserializeMaterial(Buffer.from(env.material as string, 'base64'));
     if (m.type !== r.key_type) throw broken('the payload holds another key type');
@@ -281,50 +424,105 @@ async function unwrap(ctx: AppContext, r: ExchangeRow): Promise<KeyMaterial> {
   }
 }
 
-function extrasOf(r: ExchangeRow): ImportExtras {
-  const chain = r.certificate_chain ? (jsonColumn(r.certificate_chain) as string[]) : null;
-  const [issuerHex, serialHex] = typeof r.issuer_serial === 'string' ? r.issuer_serial.split(':') : [];
+function extrasOf(r: Exchange): ImportExtras {
+  const chain = r.certificate_chain;
+  const [issuerHex, serialHex] =
+    typeof r.issuer_serial === 'string' ? r.issuer_serial.split(':') : [];
   return {
     ...(chain ? { certificateChain: chain.map((c) => Buffer.from(c, 'base64')) } : {}),
-    ...(issuerHex && serialHex ? { issuerDer: Buffer.from(issuerHex, 'hex'), serialNumber: Buffer.from(serialHex, 'hex') } : {}),
+    ...(issuerHex && serialHex
+      ? { issuerDer: Buffer.from(issuerHex, 'hex'), serialNumber: Buffer.from(serialHex, 'hex') }
+      : {}),
     ...(r.subject_key_id ? { subjectKeyIdentifier: Buffer.from(r.subject_key_id, 'hex') } : {}),
   };
 }
 
 /** Tenant B accepts: the key is created in B (policy and kid rules of B apply) in one transaction with the state change. */
-export async function acceptExchange(ctx: AppContext, tenantId: string, id: string, actor: string, body: Record<string, unknown>): Promise<{ exchange: ExchangeView; key: KeyView }> {
+export async function acceptExchange(
+  ctx: AppContext,
+  tenantId: string,
+  id: string,
+  actor: string,
+  body: Record<string, unknown>,
+): Promise<{ exchange: ExchangeView; key: KeyView }> {
   await sweepExpired(ctx);
   const r = await findExchange(ctx, tenantId, id);
   requireSide(r, tenantId, 'to', 'accept');
   assertPending(r);
   if (body.kid !== undefined && typeof body.kid !== 'string') throw invalid('kid must be a string');
-  const wanted = await checkNewKey(ctx, tenantId, { type: r.key_type, usage: r.usage, kid: body.kid ?? `exchange-${r.id}` });
-  const material = r.mode === 'public' ? deserializeMaterial(Buffer.from(r.payload ?? '', 'base64')) : await unwrap(ctx, r);
+  const wanted = await checkNewKey(ctx, tenantId, {
+    type: r.key_type,
+    usage: r.usage,
+    kid: body.kid ?? `exchange-${r.id}`,
+  });
+  const material =
+    r.mode === 'public'
+      ? deserializeMaterial(Buffer.from(r.payload ?? '', 'base64'))
+      : await unwrap(ctx, r);
   // Load it once as the hot path would, so a material that cannot serve its usage is refused here.
   loadKeyVersion(material, { kid: wanted.kid, version: 1, usage: r.usage as KeyUsage });
   const decidedAt = new Date();
   const { key, updated } = await ctx.db.transaction(async (trx) => {
-    const [row] = await trx(TABLE).where({ id: r.id, state: 'pending' }).andWhere('expires_at', '>', decidedAt)
-      .update({ state: 'accepted', accepted_kid: wanted.kid, payload: null, decided_by: actor, decided_at: decidedAt }).returning('*');
+    const [row] = await Exchange.query(trx)
+      .where({ id: r.id, state: 'pending' })
+      .andWhere('expires_at', '>', decidedAt)
+      .patch({
+        state: 'accepted',
+        accepted_kid: wanted.kid,
+        payload: null,
+        decided_by: actor,
+        decided_at: decidedAt,
+      })
+      .returning('*');
     if (!row) await lostRace(trx, r.id);
-    const view = await storeKey(ctx, tenantId, { kid: wanted.kid, type: r.key_type as KeyType, usage: r.usage, source: 'exchange' }, material, extrasOf(r), trx);
-    return { key: view, updated: row as ExchangeRow };
+    const view = await storeKey(
+      ctx,
+      tenantId,
+      { kid: wanted.kid, type: r.key_type as KeyType, usage: r.usage, source: 'exchange' },
+      material,
+      extrasOf(r),
+      trx,
+    );
+    return { key: view, updated: row };
   });
   auditBoth(ctx, updated, actor, 'cryptographicexchange.accept', { to: { acceptedKid: key.kid } });
-  ctx.audit.record({ tenantId, actor, action: 'key.create', outcome: 'success', target: key.kid, details: { type: key.type, usage: key.usage, source: 'exchange', exchangeId: r.id } });
+  ctx.audit.record({
+    tenantId,
+    actor,
+    action: 'key.create',
+    outcome: 'success',
+    target: key.kid,
+    details: { type: key.type, usage: key.usage, source: 'exchange', exchangeId: r.id },
+  });
   return { exchange: exchangeView(updated, tenantId), key };
 }
 
 /** B rejects or A cancels a pending offer; the payload is dropped. */
-export async function closeExchange(ctx: AppContext, tenantId: string, id: string, actor: string, action: 'reject' | 'cancel', body: Record<string, unknown>): Promise<ExchangeView> {
+export async function closeExchange(
+  ctx: AppContext,
+  tenantId: string,
+  id: string,
+  actor: string,
+  action: 'reject' | 'cancel',
+  body: Record<string, unknown>,
+): Promise<ExchangeView> {
   await sweepExpired(ctx);
   const r = await findExchange(ctx, tenantId, id);
   requireSide(r, tenantId, action === 'reject' ? 'to' : 'from', action);
   assertPending(r);
   const reason = typeof body.reason === 'string' ? body.reason.slice(0, 200) : undefined;
   const state = action === 'reject' ? 'rejected' : 'cancelled';
-  const [row] = await ctx.db(TABLE).where({ id: r.id, state: 'pending' }).update({ state, payload: null, decided_by: actor, decided_at: new Date() }).returning('*');
+  const [row] = await Exchange.query(ctx.db)
+    .where({ id: r.id, state: 'pending' })
+    .patch({ state, payload: null, decided_by: actor, decided_at: new Date() })
+    .returning('*');
   if (!row) await lostRace(ctx.db, r.id);
-  auditBoth(ctx, row, actor, `cryptographicexchange.${action}`, reason ? { from: { reason }, to: { reason } } : {});
+  auditBoth(
+    ctx,
+    row,
+    actor,
+    `cryptographicexchange.${action}`,
+    reason ? { from: { reason }, to: { reason } } : {},
+  );
   return exchangeView(row, tenantId);
 }

@@ -14,9 +14,24 @@ import { authenticate } from '../../api/middleware/authenticate.ts';
 import { AUDIENCE_CORE } from '../../api/services/auth/access-tokens.ts';
 
 const [port, tokenFile] = [Number(process.argv[2]), process.argv[3]];
-const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'keyward-guarded-')), LOG_LEVEL: 'warn', KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'), POOL_THREADS: '1' });
+const config = loadConfig({
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'keyward-guarded-')),
+  LOG_LEVEL: 'warn',
+  KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
+  POOL_THREADS: '1',
+});
 const ctx = await createContext(config, { inMemoryDatabase: true });
-const { token } = await ctx.auth.tokens.issue({ sub: 'bench', aud: AUDIENCE_CORE, tenantId: '00000000-0000-4000-8000-000000000000', permissions: ['crypto.keys.read'], client_id: 'bench', kind: 'workload' }, 3600);
+const { token } = await ctx.auth.tokens.issue(
+  {
+    sub: 'bench',
+    aud: AUDIENCE_CORE,
+    tenantId: '00000000-0000-4000-8000-000000000000',
+    permissions: ['crypto.keys.read'],
+    client_id: 'bench',
+    kind: 'workload',
+  },
+  3600,
+);
 writeFileSync(tokenFile, token);
 
 const BODY = JSON.stringify({ items: [], nextCursor: null });

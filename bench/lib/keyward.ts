@@ -26,20 +26,36 @@ const root = new URL('../..', import.meta.url).pathname;
 const ADMIN = 'bench@keyward.local';
 
 /** Starts `node api/server.ts` on a free port with a temp DATA_DIR and bench-sized rate limits. */
-export async function startKeyward(env: Record<string, string> = {}): Promise<KeywardInstance & { adminPassword: string }> {
+export async function startKeyward(
+  env: Record<string, string> = {},
+): Promise<KeywardInstance & { adminPassword: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'keyward-bench-'));
   const adminPassword = randomBytes(18).toString('base64url');
   const url = `http://127.0.0.1:${port}`;
-  const child = await startChild([join(root, 'api/server.ts')], cleanEnv({
-    PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', PUBLIC_BASE_URL: url,
-    KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'), KEYWARD_BOOTSTRAP_ADMIN_EMAIL: ADMIN, KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: adminPassword,
-    // Benchmarks measure the service, not its abuse limits.
-    RATE_LIMIT_TOKEN_PER_MINUTE: '100000000', RATE_LIMIT_API_PER_MINUTE: '100000000',
-    ...env,
-  }), `${url}/readyz`, 60_000);
+  const child = await startChild(
+    [join(root, 'api/server.ts')],
+    cleanEnv({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      PUBLIC_BASE_URL: url,
+      KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
+      KEYWARD_BOOTSTRAP_ADMIN_EMAIL: ADMIN,
+      KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: adminPassword,
+      // Benchmarks measure the service, not its abuse limits.
+      RATE_LIMIT_TOKEN_PER_MINUTE: '100000000',
+      RATE_LIMIT_API_PER_MINUTE: '100000000',
+      ...env,
+    }),
+    `${url}/readyz`,
+    60_000,
+  );
   return {
-    url, child, adminPassword,
+    url,
+    child,
+    adminPassword,
     async stop() {
       await child.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -47,14 +63,29 @@ export async function startKeyward(env: Record<string, string> = {}): Promise<Ke
   };
 }
 
-async function call(url: string, method: string, path: string, token: string | null, body?: unknown, form?: Record<string, string>): Promise<any> {
+async function call(
+  url: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+  form?: Record<string, string>,
+): Promise<any> {
   const res = await fetch(`${url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json' },
-    body: form ? new URLSearchParams(form).toString() : body === undefined ? undefined : JSON.stringify(body),
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json',
+    },
+    body: form
+      ? new URLSearchParams(form).toString()
+      : body === undefined
+        ? undefined
+        : JSON.stringify(body),
   });
   const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  if (res.status >= 300)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
@@ -62,18 +93,48 @@ async function call(url: string, method: string, path: string, token: string | n
 async function adminToken(k: KeywardInstance & { adminPassword: string }): Promise<string> {
   const m = /platform tenant ([0-9a-f-]{36})/.exec(k.child.output());
   if (!m) throw new Error(`no bootstrap line in the server output:\n${k.child.output()}`);
-  const r = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, { grant_type: 'password', username: ADMIN, password: k.adminPassword, tenant_id: m[1] });
+  const r = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, {
+    grant_type: 'password',
+    username: ADMIN,
+    password: k.adminPassword,
+    tenant_id: m[1],
+  });
   return r.access_token;
 }
 
 /** Creates a tenant with one workload holding `permissions` and the given keys; returns its token. */
-export async function provision(k: KeywardInstance & { adminPassword: string }, permissions: string[], keys: Array<{ kid: string; type: string; usage?: string }>): Promise<Provisioned> {
+export async function provision(
+  k: KeywardInstance & { adminPassword: string },
+  permissions: string[],
+  keys: Array<{ kid: string; type: string; usage?: string }>,
+): Promise<Provisioned> {
   // The platform admin holds admin.platform.cross-tenant, so it provisions the tenant directly.
   const admin = await adminToken(k);
-  const tenant = await call(k.url, 'POST', '/api/v3/admin/platform/tenants', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
-  const role = await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, { name: 'bench', permissions });
-  const workload = await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, { name: 'bench', roleId: role.id });
-  for (const key of keys) await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, key);
-  const tok = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, { grant_type: 'client_credentials', client_id: workload.clientId, client_secret: workload.clientSecret });
-  return { tenantId: tenant.id, clientId: workload.clientId, clientSecret: workload.clientSecret, token: tok.access_token };
+  const tenant = await call(k.url, 'POST', '/api/v3/admin/platform/tenants', admin, {
+    name: `bench-${randomBytes(3).toString('hex')}`,
+  });
+  const role = await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, {
+    name: 'bench',
+    permissions,
+  });
+  const workload = await call(
+    k.url,
+    'POST',
+    `/api/v3/admin/tenants/${tenant.id}/workloads`,
+    admin,
+    { name: 'bench', roleId: role.id },
+  );
+  for (const key of keys)
+    await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, key);
+  const tok = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, {
+    grant_type: 'client_credentials',
+    client_id: workload.clientId,
+    client_secret: workload.clientSecret,
+  });
+  return {
+    tenantId: tenant.id,
+    clientId: workload.clientId,
+    clientSecret: workload.clientSecret,
+    token: tok.access_token,
+  };
 }

@@ -41,12 +41,12 @@ export interface LoadResult {
   p99Ms: number;
 }
 
-export const MAX_SECONDS = 60;
+const MAX_SECONDS = 60;
 
 let wrkPresent: boolean | undefined;
 
 /** True when a `wrk` binary is on the PATH. */
-export function hasWrk(): boolean {
+function hasWrk(): boolean {
   if (wrkPresent === undefined) {
     try {
       execFileSync('wrk', ['--version'], { stdio: 'ignore' });
@@ -63,14 +63,17 @@ export function hasWrk(): boolean {
 export function chooseTool(requested?: LoadTool): LoadTool {
   const wanted = requested ?? (process.env.BENCH_LOAD as LoadTool | undefined);
   if (wanted === 'node') return 'node';
-  if (wanted === 'wrk' && !hasWrk()) throw new Error('BENCH_LOAD=wrk but wrk is not installed (apt-get install -y wrk)');
+  if (wanted === 'wrk' && !hasWrk())
+    throw new Error('BENCH_LOAD=wrk but wrk is not installed (apt-get install -y wrk)');
   return hasWrk() ? 'wrk' : 'node';
 }
 
 function checkTarget(url: string, seconds: number): void {
   const { hostname, protocol } = new URL(url);
-  if (protocol !== 'http:' || hostname !== '127.0.0.1') throw new Error(`load only targets http://127.0.0.1, not ${url}`);
-  if (!(seconds > 0 && seconds <= MAX_SECONDS)) throw new Error(`load duration must be in (0, ${MAX_SECONDS}] seconds, got ${seconds}`);
+  if (protocol !== 'http:' || hostname !== '127.0.0.1')
+    throw new Error(`load only targets http://127.0.0.1, not ${url}`);
+  if (!(seconds > 0 && seconds <= MAX_SECONDS))
+    throw new Error(`load duration must be in (0, ${MAX_SECONDS}] seconds, got ${seconds}`);
 }
 
 /** Runs one closed-loop load against a local URL. */
@@ -78,8 +81,14 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const connections = opts.connections ?? 32;
   const seconds = opts.seconds ?? 5;
   checkTarget(opts.url, seconds);
-  const shape: RequestShape = { method: opts.method ?? 'GET', headers: opts.headers ?? {}, body: opts.body };
-  return chooseTool(opts.tool) === 'wrk' ? wrkLoad(opts.url, connections, seconds, shape) : nodeLoad(opts.url, connections, seconds, shape);
+  const shape: RequestShape = {
+    method: opts.method ?? 'GET',
+    headers: opts.headers ?? {},
+    body: opts.body,
+  };
+  return chooseTool(opts.tool) === 'wrk'
+    ? wrkLoad(opts.url, connections, seconds, shape)
+    : nodeLoad(opts.url, connections, seconds, shape);
 }
 
 interface RequestShape {
@@ -91,7 +100,8 @@ interface RequestShape {
 /** A wrk Lua script that sends the request shape (wrk.method, wrk.headers, wrk.body). */
 function wrkScript(shape: RequestShape): string {
   const lines = [`wrk.method = ${JSON.stringify(shape.method)}`];
-  for (const [k, v] of Object.entries(shape.headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  for (const [k, v] of Object.entries(shape.headers))
+    lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
   if (shape.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(shape.body)}`);
   return lines.join('\n') + '\n';
 }
@@ -105,7 +115,7 @@ function wrkDuration(text: string, label: string): number {
 }
 
 /** Parses wrk's `--latency` report. */
-export function parseWrk(text: string, connections: number): LoadResult {
+function parseWrk(text: string, connections: number): LoadResult {
   const total = /(\d+) requests in ([\d.]+)(us|ms|s|m)/.exec(text);
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(text);
   if (!total || !rps) throw new Error(`unexpected wrk output:\n${text}`);
@@ -124,7 +134,12 @@ export function parseWrk(text: string, connections: number): LoadResult {
   };
 }
 
-function wrkLoad(url: string, connections: number, seconds: number, shape: RequestShape): Promise<LoadResult> {
+function wrkLoad(
+  url: string,
+  connections: number,
+  seconds: number,
+  shape: RequestShape,
+): Promise<LoadResult> {
   // One wrk thread: on two cores the other one belongs to the server under test.
   const script = join(mkdtempSync(join(tmpdir(), 'keyward-wrk-')), 'request.lua');
   writeFileSync(script, wrkScript(shape));
@@ -149,28 +164,54 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-function nodeLoad(url: string, connections: number, seconds: number, shape: RequestShape): Promise<LoadResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
+function nodeLoad(
+  url: string,
+  connections: number,
+  seconds: number,
+  shape: RequestShape,
+): Promise<LoadResult> {
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: connections,
+    maxFreeSockets: connections,
+  });
   const target = new URL(url);
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
   const deadline = started + seconds * 1000;
 
-  const once = () => new Promise<void>((resolve) => {
-    const t0 = performance.now();
-    const req = request({ agent, host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: shape.method, headers: shape.headers }, (res) => {
-      res.resume();
-      res.once('end', () => {
-        if (res.statusCode === undefined || res.statusCode >= 300) errors += 1;
-        latencies.push(performance.now() - t0);
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: `${target.pathname}${target.search}`,
+          method: shape.method,
+          headers: shape.headers,
+        },
+        (res) => {
+          res.resume();
+          res.once('end', () => {
+            if (res.statusCode === undefined || res.statusCode >= 300) errors += 1;
+            latencies.push(performance.now() - t0);
+            resolve();
+          });
+          res.once('error', () => {
+            errors += 1;
+            resolve();
+          });
+        },
+      );
+      req.once('error', () => {
+        errors += 1;
         resolve();
       });
-      res.once('error', () => { errors += 1; resolve(); });
+      req.end(shape.body);
     });
-    req.once('error', () => { errors += 1; resolve(); });
-    req.end(shape.body);
-  });
 
   const loop = async () => {
     while (performance.now() < deadline) await once();

@@ -23,12 +23,23 @@ export interface Child {
 }
 
 /** Spawns `node <args>` and resolves once `readyUrl` answers 200 (within `timeoutMs`). */
-export async function startChild(args: string[], env: NodeJS.ProcessEnv, readyUrl: string, timeoutMs = 20_000): Promise<Child> {
+export async function startChild(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  readyUrl: string,
+  timeoutMs = 20_000,
+): Promise<Child> {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   const handle: Child = {
     process: child,
     output: () => out,
@@ -43,7 +54,10 @@ export async function startChild(args: string[], env: NodeJS.ProcessEnv, readyUr
   };
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode} before it was ready:\n${out}`);
+    if (child.exitCode !== null)
+      throw new Error(
+        `${args.join(' ')} exited with ${child.exitCode} before it was ready:\n${out}`,
+      );
     try {
       const res = await fetch(readyUrl);
       await res.arrayBuffer();

@@ -13,7 +13,7 @@ export interface BenchResult {
   notes: string;
 }
 
-export const RESULT_PREFIX = 'RESULT ';
+const RESULT_PREFIX = 'RESULT ';
 
 /** Prints the final `RESULT {json}` line. */
 export function printResult(result: BenchResult): void {
@@ -22,5 +22,8 @@ export function printResult(result: BenchResult): void {
 
 /** Reads every RESULT line of a script's output (a script may measure several figures). */
 export function parseResults(output: string): BenchResult[] {
-  return output.split('\n').filter((l) => l.startsWith(RESULT_PREFIX)).map((l) => JSON.parse(l.slice(RESULT_PREFIX.length)) as BenchResult);
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith(RESULT_PREFIX))
+    .map((l) => JSON.parse(l.slice(RESULT_PREFIX.length)) as BenchResult);
 }

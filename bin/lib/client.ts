@@ -34,7 +34,9 @@ export class ApiError extends Error {
   readonly status: number;
   readonly body: Record<string, unknown>;
   constructor(status: number, body: Record<string, unknown>, what: string) {
-    super(`${what}: ${status} ${String(body.detail ?? body.error_description ?? body.title ?? body.error ?? '')}`.trim());
+    super(
+      `${what}: ${status} ${String(body.detail ?? body.error_description ?? body.title ?? body.error ?? '')}`.trim(),
+    );
     this.name = 'ApiError';
     this.status = status;
     this.body = body;
@@ -42,11 +44,17 @@ export class ApiError extends Error {
 
   /** The problem slug (the last segment of `type`), or the OAuth error code. */
   get slug(): string {
-    return typeof this.body.type === 'string' ? this.body.type.split('/').pop()! : String(this.body.error ?? this.status);
+    return typeof this.body.type === 'string'
+      ? this.body.type.split('/').pop()!
+      : String(this.body.error ?? this.status);
   }
 }
 
-type BodyFactory = () => { body: RequestInit['body'] | Readable; contentType?: string; length?: number };
+type BodyFactory = () => {
+  body: RequestInit['body'] | Readable;
+  contentType?: string;
+  length?: number;
+};
 
 async function parse(res: Response): Promise<Record<string, unknown>> {
   const text = await res.text();
@@ -89,9 +97,12 @@ export class KeywardClient {
   /** A valid access token, renewed when within the margin of its expiry. */
   async token(force = false): Promise<string> {
     if (this.#source) return this.#source.token(force);
-    if (!force && this.#token && this.#now() < this.#token.expiresAt - RENEW_MARGIN_MS) return this.#token.value;
+    if (!force && this.#token && this.#now() < this.#token.expiresAt - RENEW_MARGIN_MS)
+      return this.#token.value;
     // One renewal at a time, shared by every request waiting for it.
-    this.#renewing ??= this.#fetchToken().finally(() => { this.#renewing = null; });
+    this.#renewing ??= this.#fetchToken().finally(() => {
+      this.#renewing = null;
+    });
     return this.#renewing;
   }
 
@@ -99,10 +110,19 @@ export class KeywardClient {
     const res = await fetch(`${this.url}/api/v3/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: this.#clientId, client_secret: this.#clientSecret }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: this.#clientId,
+        client_secret: this.#clientSecret,
+      }).toString(),
     });
     const body = await parse(res);
-    if (res.status !== 200 || typeof body.access_token !== 'string') throw new ApiError(res.status, body, 'authentication failed (check KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET)');
+    if (res.status !== 200 || typeof body.access_token !== 'string')
+      throw new ApiError(
+        res.status,
+        body,
+        'authentication failed (check KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET)',
+      );
     const lifetime = Number(body.expires_in ?? 0) * 1000;
     this.#token = { value: body.access_token, expiresAt: this.#now() + lifetime };
     this.tokensIssued += 1;
@@ -110,7 +130,12 @@ export class KeywardClient {
   }
 
   /** Sends a request with the bearer token; on 401 renews the token once and sends it again. */
-  async request(method: string, path: string, make?: BodyFactory, accept?: string): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    make?: BodyFactory,
+    accept?: string,
+  ): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.token(attempt > 0);
       const made = make?.();
@@ -118,8 +143,14 @@ export class KeywardClient {
       if (made?.contentType) headers['content-type'] = made.contentType;
       if (made?.length !== undefined) headers['content-length'] = String(made.length);
       if (accept) headers.accept = accept;
-      const body = made?.body instanceof Readable ? (Readable.toWeb(made.body) as ReadableStream) : made?.body;
-      const res = await fetch(`${this.url}${path}`, { method, headers, body, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+      const body =
+        made?.body instanceof Readable ? (Readable.toWeb(made.body) as ReadableStream) : made?.body;
+      const res = await fetch(`${this.url}${path}`, {
+        method,
+        headers,
+        body,
+        ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+      } as RequestInit);
       if (res.status === 401 && attempt === 0) {
         await res.body?.cancel();
         if (made?.body instanceof Readable) made.body.destroy();
@@ -130,17 +161,37 @@ export class KeywardClient {
   }
 
   /** Calls a JSON endpoint; throws ApiError unless the status is one of `ok`. */
-  async json<T = Record<string, unknown>>(method: string, path: string, json?: unknown, ok = [200, 201, 202]): Promise<T> {
-    const res = await this.request(method, path, json === undefined ? undefined : () => ({ body: JSON.stringify(json), contentType: 'application/json' }));
+  async json<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    json?: unknown,
+    ok = [200, 201, 202],
+  ): Promise<T> {
+    const res = await this.request(
+      method,
+      path,
+      json === undefined
+        ? undefined
+        : () => ({ body: JSON.stringify(json), contentType: 'application/json' }),
+    );
     const body = await parse(res);
     if (!ok.includes(res.status)) throw new ApiError(res.status, body, `${method} ${path}`);
     return body as T;
   }
 
   /** Streams a local file into the tenant's object storage under `name`. */
-  async upload(name: string, file: string, size: number, onBytes: (n: number) => void = () => {}): Promise<{ key: string; size: number; version: string }> {
+  async upload(
+    name: string,
+    file: string,
+    size: number,
+    onBytes: (n: number) => void = () => {},
+  ): Promise<{ key: string; size: number; version: string }> {
     const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
-    const res = await this.request('PUT', path, () => ({ body: createReadStream(file).pipe(counter(onBytes)), contentType: 'application/octet-stream', length: size }));
+    const res = await this.request('PUT', path, () => ({
+      body: createReadStream(file).pipe(counter(onBytes)),
+      contentType: 'application/octet-stream',
+      length: size,
+    }));
     const body = await parse(res);
     if (res.status !== 201) throw new ApiError(res.status, body, `upload of ${name}`);
     return body as { key: string; size: number; version: string };
@@ -149,11 +200,18 @@ export class KeywardClient {
   /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
   async download(jobId: string, dest: string): Promise<number> {
     const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result`);
-    if (res.status !== 200 || !res.body) throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
+    if (res.status !== 200 || !res.body)
+      throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
     const temp = `${dest}.part`;
     let size = 0;
     try {
-      await pipeline(Readable.fromWeb(res.body as never), counter((n) => { size += n; }), createWriteStream(temp));
+      await pipeline(
+        Readable.fromWeb(res.body as never),
+        counter((n) => {
+          size += n;
+        }),
+        createWriteStream(temp),
+      );
       await rename(temp, dest);
     } catch (err) {
       await rm(temp, { force: true });
@@ -164,7 +222,16 @@ export class KeywardClient {
 
   /** Posts a file to the analyzer (contract 5: the raw file as the body) and answers its JSON. */
   async analyze(file: string, size: number): Promise<Record<string, unknown>> {
-    const res = await this.request('POST', '/api/v3/migration/stream/analyze-pkcs7', () => ({ body: createReadStream(file), contentType: 'application/octet-stream', length: size }), 'application/json');
+    const res = await this.request(
+      'POST',
+      '/api/v3/migration/stream/analyze-pkcs7',
+      () => ({
+        body: createReadStream(file),
+        contentType: 'application/octet-stream',
+        length: size,
+      }),
+      'application/json',
+    );
     const body = await parse(res);
     if (res.status !== 200) throw new ApiError(res.status, body, 'analyze');
     return body;

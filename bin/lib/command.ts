@@ -61,15 +61,32 @@ export interface Command {
 }
 
 /** Options every command takes. */
-export const GLOBAL_OPTIONS: Record<string, OptionDef> = {
-  url: { type: 'string', value: '<url>', help: 'service base URL for login (env KEYWARD_URL); later commands use the login\'s' },
-  profile: { type: 'string', value: '<name>', help: 'login profile (env KEYWARD_PROFILE, default "default")' },
-  tenant: { type: 'string', value: '<id>', help: 'tenant of admin commands and of the password login (env KEYWARD_TENANT; default the login\'s)' },
-  output: { type: 'string', value: 'table|json', help: 'human-readable output (default) or JSON for scripts' },
+const GLOBAL_OPTIONS: Record<string, OptionDef> = {
+  url: {
+    type: 'string',
+    value: '<url>',
+    help: "service base URL for login (env KEYWARD_URL); later commands use the login's",
+  },
+  profile: {
+    type: 'string',
+    value: '<name>',
+    help: 'login profile (env KEYWARD_PROFILE, default "default")',
+  },
+  tenant: {
+    type: 'string',
+    value: '<id>',
+    help: "tenant of admin commands and of the password login (env KEYWARD_TENANT; default the login's)",
+  },
+  output: {
+    type: 'string',
+    value: 'table|json',
+    help: 'human-readable output (default) or JSON for scripts',
+  },
   help: { type: 'boolean', short: 'h', help: 'this help' },
 };
 
-const flag = (name: string, o: OptionDef) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.value ?? '<value>'}` : ''}${o.multiple ? ' (repeatable)' : ''}`;
+const flag = (name: string, o: OptionDef) =>
+  `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.value ?? '<value>'}` : ''}${o.multiple ? ' (repeatable)' : ''}`;
 
 function optionLines(options: Record<string, OptionDef>): string[] {
   const entries = Object.entries(options);
@@ -78,7 +95,7 @@ function optionLines(options: Record<string, OptionDef>): string[] {
 }
 
 /** The help text of a command (its path is `keyward ...`). */
-export function helpOf(cmd: Command, path: string): string {
+function helpOf(cmd: Command, path: string): string {
   const lines: string[] = [];
   if (cmd.subcommands) {
     lines.push(`usage: ${path} <command> [options]`, '', cmd.summary, '', 'commands:');
@@ -88,14 +105,15 @@ export function helpOf(cmd: Command, path: string): string {
   } else {
     lines.push(`usage: ${[path, ...(cmd.args ?? [])].join(' ')} [options]`, '', cmd.summary);
     if (cmd.details) lines.push('', cmd.details);
-    if (cmd.options && Object.keys(cmd.options).length) lines.push('', 'options:', ...optionLines(cmd.options));
+    if (cmd.options && Object.keys(cmd.options).length)
+      lines.push('', 'options:', ...optionLines(cmd.options));
   }
   lines.push('', 'global options:', ...optionLines(GLOBAL_OPTIONS));
   return `${lines.join('\n')}\n`;
 }
 
 /** The command named by the leading words of argv (options may come between them), and the words it used. */
-export function resolve(root: Command, argv: string[]): { cmd: Command; path: string[]; rest: string[] } {
+function resolve(root: Command, argv: string[]): { cmd: Command; path: string[]; rest: string[] } {
   const takesValue = (token: string, options: Record<string, OptionDef>) => {
     if (!token.startsWith('--') || token.includes('=')) return false;
     const name = token.slice(2);
@@ -109,7 +127,12 @@ export function resolve(root: Command, argv: string[]): { cmd: Command; path: st
     const token = argv[i];
     if (!descending || token.startsWith('-')) {
       rest.push(token);
-      if (descending && takesValue(token, { ...GLOBAL_OPTIONS, ...cmd.options }) && i + 1 < argv.length) rest.push(argv[++i]);
+      if (
+        descending &&
+        takesValue(token, { ...GLOBAL_OPTIONS, ...cmd.options }) &&
+        i + 1 < argv.length
+      )
+        rest.push(argv[++i]);
       continue;
     }
     const next = cmd.subcommands?.find((c) => c.name === token);
@@ -125,7 +148,11 @@ export function resolve(root: Command, argv: string[]): { cmd: Command; path: st
 }
 
 /** Parses and runs argv against the tree; answers the exit code (errors other than usage ones propagate). */
-export async function dispatch(root: Command, argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+export async function dispatch(
+  root: Command,
+  argv: string[],
+  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+): Promise<number> {
   const { cmd, path, rest } = resolve(root, argv);
   const name = ['keyward', ...path].join(' ');
   // Messages go out as `keyward: <message>`: name the command without the program again.
@@ -133,7 +160,10 @@ export async function dispatch(root: Command, argv: string[], io: { stdout: Node
   const options = { ...GLOBAL_OPTIONS, ...cmd.options };
   let parsed: { values: Values; positionals: string[] };
   try {
-    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as { values: Values; positionals: string[] };
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as {
+      values: Values;
+      positionals: string[];
+    };
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n\n${helpOf(cmd, name)}`);
   }
@@ -143,27 +173,45 @@ export async function dispatch(root: Command, argv: string[], io: { stdout: Node
   }
   if (!cmd.run) {
     const unknown = parsed.positionals[0];
-    throw new UsageError(`${unknown ? `unknown command: ${said} ${unknown}` : `${said} needs a command`}\n\n${helpOf(cmd, name)}`);
+    throw new UsageError(
+      `${unknown ? `unknown command: ${said} ${unknown}` : `${said} needs a command`}\n\n${helpOf(cmd, name)}`,
+    );
   }
   const args = cmd.args ?? [];
   const required = args.filter((a) => a.startsWith('<')).length;
-  if (parsed.positionals.length < required) throw new UsageError(`${said} needs ${args.slice(parsed.positionals.length, required).join(' ')}\n\n${helpOf(cmd, name)}`);
-  if (parsed.positionals.length > args.length) throw new UsageError(`${said}: unexpected argument ${parsed.positionals[args.length]}\n\n${helpOf(cmd, name)}`);
+  if (parsed.positionals.length < required)
+    throw new UsageError(
+      `${said} needs ${args.slice(parsed.positionals.length, required).join(' ')}\n\n${helpOf(cmd, name)}`,
+    );
+  if (parsed.positionals.length > args.length)
+    throw new UsageError(
+      `${said}: unexpected argument ${parsed.positionals[args.length]}\n\n${helpOf(cmd, name)}`,
+    );
   const output = parsed.values.output;
-  if (output !== undefined && output !== 'table' && output !== 'json') throw new UsageError(`--output must be table or json, got ${String(output)}`);
-  return (await cmd.run({ values: parsed.values, args: parsed.positionals, path: path.join(' '), ...io })) ?? EXIT.ok;
+  if (output !== undefined && output !== 'table' && output !== 'json')
+    throw new UsageError(`--output must be table or json, got ${String(output)}`);
+  return (
+    (await cmd.run({
+      values: parsed.values,
+      args: parsed.positionals,
+      path: path.join(' '),
+      ...io,
+    })) ?? EXIT.ok
+  );
 }
 
 // ---- values ----
 
 /** A string option, or undefined. */
-export const str = (v: Values, name: string): string | undefined => (typeof v[name] === 'string' ? (v[name] as string) : undefined);
+export const str = (v: Values, name: string): string | undefined =>
+  typeof v[name] === 'string' ? (v[name] as string) : undefined;
 
 /** A whole number option within bounds (a usage error otherwise). */
 export function int(v: Values, name: string, min: number, max: number): number | undefined {
   const s = str(v, name);
   if (s === undefined) return undefined;
-  if (!/^-?\d{1,16}$/.test(s) || Number(s) < min || Number(s) > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${s}`);
+  if (!/^-?\d{1,16}$/.test(s) || Number(s) < min || Number(s) > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${s}`);
   return Number(s);
 }
 
@@ -185,7 +233,7 @@ export function contextOf(v: Values, name: string): Record<string, string> | und
 // ---- input and output ----
 
 /** Reads all of stdin. */
-export async function readStdin(): Promise<Buffer> {
+async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
@@ -197,13 +245,22 @@ export async function readInput(file: string | undefined): Promise<Buffer> {
 }
 
 /** Writes to `--out FILE` (0600 when `secret`), or stdout for `-` or no option. */
-export function writeOutput(inv: Invocation, file: string | undefined, data: string | Uint8Array, secret = false): void {
+export function writeOutput(
+  inv: Invocation,
+  file: string | undefined,
+  data: string | Uint8Array,
+  secret = false,
+): void {
   if (file === undefined || file === '-') inv.stdout.write(data);
   else writeFileSync(file, data, secret ? { mode: 0o600 } : {});
 }
 
 /** A secret from an option, else an environment variable, else stdin (a no-echo prompt on a terminal, else the first line). */
-export async function readSecret(value: string | undefined, envName: string, prompt: string): Promise<string> {
+export async function readSecret(
+  value: string | undefined,
+  envName: string,
+  prompt: string,
+): Promise<string> {
   if (value) return value;
   if (process.env[envName]) return process.env[envName] as string;
   if (process.stdin.isTTY) return promptHidden(prompt);
@@ -247,18 +304,26 @@ export function print(inv: Invocation, data: unknown, human: () => string): void
   inv.stdout.write(wantsJson(inv) ? `${JSON.stringify(data, null, 2)}\n` : human());
 }
 
-const cell = (v: unknown): string => (v === undefined || v === null ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const cell = (v: unknown): string =>
+  v === undefined || v === null ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v);
 
 /** A table: one header row, then one row per item. */
 export function table<T>(rows: T[], columns: Array<[string, (row: T) => unknown]>): string {
   const cells = rows.map((r) => columns.map(([, get]) => cell(get(r))));
   const widths = columns.map(([h], i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return `${[line(columns.map(([h]) => h.toUpperCase())), ...cells.map(line)].join('\n')}\n`;
 }
 
 /** A record: one `name: value` line per field. */
-export function record(data: Record<string, unknown>, fields: string[] = Object.keys(data)): string {
+export function record(
+  data: Record<string, unknown>,
+  fields: string[] = Object.keys(data),
+): string {
   const shown = fields.filter((f) => Object.hasOwn(data, f));
   const width = Math.max(0, ...shown.map((f) => f.length));
   return `${shown.map((f) => `${`${f}:`.padEnd(width + 1)} ${cell(data[f])}`).join('\n')}\n`;

@@ -14,9 +14,21 @@ import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, type KeywardClient } from './client.ts';
 import { Progress, type Snapshot } from './progress.ts';
-import { STATE_FILE, SUMMARY_JSON, SUMMARY_TEXT, StateWriter, loadState, summaryTable, writeSummary, type FileState, type Summary, type SummaryRow } from './state.ts';
+import {
+  STATE_FILE,
+  SUMMARY_JSON,
+  SUMMARY_TEXT,
+  StateWriter,
+  loadState,
+  summaryTable,
+  writeSummary,
+  type FileState,
+  type Summary,
+  type SummaryRow,
+} from './state.ts';
 
-export type Location = { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
+export type Location =
+  { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
 
 export interface MigrateOptions {
   source: Location;
@@ -31,7 +43,14 @@ export interface MigrateOptions {
   stdout: NodeJS.WritableStream;
 }
 
-type JobView = { id: string; state: string; progress: { bytesRead: number; objectsDone: number; objectsFailed: number; objectsTotal: number }; result: { key: string; size: number } | null; problem: { slug: string; message: string } | null; source: { key: string } };
+type JobView = {
+  id: string;
+  state: string;
+  progress: { bytesRead: number; objectsDone: number; objectsFailed: number; objectsTotal: number };
+  result: { key: string; size: number } | null;
+  problem: { type: string; detail: string } | null;
+  source: { key: string };
+};
 
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 const OWN_FILES = new Set([STATE_FILE, `${STATE_FILE}.tmp`, SUMMARY_JSON, SUMMARY_TEXT]);
@@ -43,7 +62,11 @@ export function parseLocation(text: string): Location {
 }
 
 const toPosix = (p: string) => p.split(sep).join('/');
-const problemOf = (v: JobView) => ({ slug: v.problem?.slug ?? v.state, detail: v.problem?.message ?? `the job ended ${v.state}` });
+/** A job's problem (RFC 7807: the slug is the last segment of `type`) in the summary's own shape. */
+const problemOf = (v: JobView) => ({
+  slug: v.problem?.type.slice(v.problem.type.lastIndexOf('/') + 1) ?? v.state,
+  detail: v.problem?.detail ?? `the job ended ${v.state}`,
+});
 
 /** Every regular file under `dir`, relative and sorted, leaving out `skip` and the CLI's own files. */
 async function walk(dir: string, skip: string | null): Promise<string[]> {
@@ -53,7 +76,8 @@ async function walk(dir: string, skip: string | null): Promise<string[]> {
       const full = join(d, e.name);
       if (skip && (full === skip || full.startsWith(skip + sep))) continue;
       if (e.isDirectory()) await visit(full);
-      else if (e.isFile() && !OWN_FILES.has(e.name) && !e.name.endsWith('.part')) out.push(toPosix(relative(dir, full)));
+      else if (e.isFile() && !OWN_FILES.has(e.name) && !e.name.endsWith('.part'))
+        out.push(toPosix(relative(dir, full)));
     }
   }
   await visit(dir);
@@ -63,13 +87,20 @@ async function walk(dir: string, skip: string | null): Promise<string[]> {
 /** Runs `fn` over items, `n` at a time. */
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
 }
 
 /** Polls a job until it finishes; transient errors (network, 5xx) are waited out. */
-async function follow(client: KeywardClient, id: string, pollMs: number, onView: (v: JobView) => void): Promise<JobView> {
+async function follow(
+  client: KeywardClient,
+  id: string,
+  pollMs: number,
+  onView: (v: JobView) => void,
+): Promise<JobView> {
   for (;;) {
     try {
       const v = await client.json<JobView>('GET', `/api/v3/migration/jobs/${id}`);
@@ -106,7 +137,12 @@ interface Run {
 }
 
 /** Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. */
-async function fetchResult(run: Run, id: string, rel: string, view: JobView): Promise<{ file: string | null; size: number }> {
+async function fetchResult(
+  run: Run,
+  id: string,
+  rel: string,
+  view: JobView,
+): Promise<{ file: string | null; size: number }> {
   if (!run.outDir || !view.result) return { file: null, size: view.result?.size ?? 0 };
   const relFile = posix.join(posix.dirname(rel), posix.basename(view.result.key));
   const dest = join(run.outDir, ...relFile.split('/'));
@@ -116,20 +152,29 @@ async function fetchResult(run: Run, id: string, rel: string, view: JobView): Pr
 }
 
 /** One local file: upload, submit, follow, download; records the outcome. */
-async function migrateFile(run: Run, srcDir: string, rel: string, remoteBase: string, outPrefix: string): Promise<void> {
+async function migrateFile(
+  run: Run,
+  srcDir: string,
+  rel: string,
+  remoteBase: string,
+  outPrefix: string,
+): Promise<void> {
   const { client, opts, writer } = run;
   const file = join(srcDir, ...rel.split('/'));
   const st = await stat(file);
   const started = Date.now();
   let fs: FileState = writer.state.files[rel];
-  if (!fs || fs.size !== st.size || fs.mtimeMs !== st.mtimeMs || fs.status === 'failed') fs = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
+  if (!fs || fs.size !== st.size || fs.mtimeMs !== st.mtimeMs || fs.status === 'failed')
+    fs = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
   writer.state.files[rel] = fs;
   try {
     let view: JobView | null = null;
     if (fs.status === 'submitted' && fs.jobId) {
       // Submitted by an earlier run: follow that job instead of uploading again.
       try {
-        view = await follow(client, fs.jobId, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead));
+        view = await follow(client, fs.jobId, opts.pollMs, (v) =>
+          run.live.set(rel, v.progress.bytesRead),
+        );
       } catch (err) {
         if (!(err instanceof ApiError && err.status === 404)) throw err;
       }
@@ -138,19 +183,39 @@ async function migrateFile(run: Run, srcDir: string, rel: string, remoteBase: st
       const up = await retrying(() => client.upload(`${remoteBase}${rel}`, file, st.size));
       fs.remoteKey = up.key;
       const dir = posix.dirname(rel);
-      const job = await retrying(() => client.json<JobView>('POST', '/api/v3/migration/jobs', { source: { key: up.key }, metadata: opts.metadata, output: { prefix: `${outPrefix}${dir === '.' ? '' : `${dir}/`}` } }));
+      const job = await retrying(() =>
+        client.json<JobView>('POST', '/api/v3/migration/jobs', {
+          source: { key: up.key },
+          metadata: opts.metadata,
+          output: { prefix: `${outPrefix}${dir === '.' ? '' : `${dir}/`}` },
+        }),
+      );
       Object.assign(fs, { status: 'submitted', jobId: job.id });
       await writer.save();
-      view = await follow(client, job.id, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead));
+      view = await follow(client, job.id, opts.pollMs, (v) =>
+        run.live.set(rel, v.progress.bytesRead),
+      );
     }
     if (view.state !== 'completed') {
       Object.assign(fs, { status: 'failed', problem: problemOf(view) });
     } else {
       const got = await fetchResult(run, view.id, rel, view);
-      Object.assign(fs, { status: 'converted', outputKey: view.result!.key, outputFile: got.file ?? undefined, outputSize: got.size, problem: undefined });
+      Object.assign(fs, {
+        status: 'converted',
+        outputKey: view.result!.key,
+        outputFile: got.file ?? undefined,
+        outputSize: got.size,
+        problem: undefined,
+      });
     }
   } catch (err) {
-    Object.assign(fs, { status: 'failed', problem: { slug: err instanceof ApiError ? err.slug : 'client-error', detail: (err as Error).message } });
+    Object.assign(fs, {
+      status: 'failed',
+      problem: {
+        slug: err instanceof ApiError ? err.slug : 'client-error',
+        detail: (err as Error).message,
+      },
+    });
   }
   fs.seconds = (Date.now() - started) / 1000;
   run.live.delete(rel);
@@ -173,14 +238,16 @@ function rowOf(rel: string, fs: FileState, skipped = false): SummaryRow {
     inputSize: fs.size,
     output: fs.outputFile ?? fs.outputKey ?? null,
     outputSize: fs.outputSize ?? null,
-    seconds: skipped ? null : fs.seconds ?? null,
-    problem: fs.status === 'failed' ? fs.problem ?? null : null,
+    seconds: skipped ? null : (fs.seconds ?? null),
+    problem: fs.status === 'failed' ? (fs.problem ?? null) : null,
   };
 }
 
 async function migrateDir(run: Run, srcDir: string): Promise<void> {
   const { opts, writer } = run;
-  const base = opts.remotePrefix ?? `migrate/${createHash('sha256').update(srcDir).digest('hex').slice(0, 12)}/`;
+  const base =
+    opts.remotePrefix ??
+    `migrate/${createHash('sha256').update(srcDir).digest('hex').slice(0, 12)}/`;
   const remoteBase = `${base}in/`;
   const outPrefix = opts.out.kind === 's3' ? opts.out.prefix : `${base}out/`;
   const todo: string[] = [];
@@ -188,7 +255,9 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     const st = await stat(join(srcDir, ...rel.split('/')));
     const fs = writer.state.files[rel];
     const unchanged = fs && fs.size === st.size && fs.mtimeMs === st.mtimeMs;
-    const present = !run.outDir || (fs?.outputFile !== undefined && existsSync(join(run.outDir, ...fs.outputFile.split('/'))));
+    const present =
+      !run.outDir ||
+      (fs?.outputFile !== undefined && existsSync(join(run.outDir, ...fs.outputFile.split('/'))));
     if (unchanged && fs.status === 'converted' && present) run.rows.push(rowOf(rel, fs, true));
     else {
       todo.push(rel);
@@ -203,15 +272,35 @@ type ChildPage = { items: JobView[]; nextCursor: string | null };
 
 async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>): Promise<void> {
   const { client, opts, writer } = run;
-  const outPrefix = opts.out.kind === 's3' ? opts.out.prefix : `migrate/${createHash('sha256').update(`${source.bucket}/${source.prefix}`).digest('hex').slice(0, 12)}/out/`;
-  const batch = await retrying(() => client.json<JobView>('POST', '/api/v3/migration/jobs', { source: { bucket: source.bucket, prefix: source.prefix }, metadata: opts.metadata, output: { prefix: outPrefix } }));
+  const outPrefix =
+    opts.out.kind === 's3'
+      ? opts.out.prefix
+      : `migrate/${createHash('sha256').update(`${source.bucket}/${source.prefix}`).digest('hex').slice(0, 12)}/out/`;
+  const batch = await retrying(() =>
+    client.json<JobView>('POST', '/api/v3/migration/jobs', {
+      source: { bucket: source.bucket, prefix: source.prefix },
+      metadata: opts.metadata,
+      output: { prefix: outPrefix },
+    }),
+  );
   writer.state.batchId = batch.id;
   await writer.save();
   run.snap.filesTotal = batch.progress.objectsTotal;
-  await follow(client, batch.id, opts.pollMs, (v) => Object.assign(run.snap, { filesDone: v.progress.objectsDone, filesFailed: v.progress.objectsFailed, bytesDone: v.progress.bytesRead }));
+  await follow(client, batch.id, opts.pollMs, (v) =>
+    Object.assign(run.snap, {
+      filesDone: v.progress.objectsDone,
+      filesFailed: v.progress.objectsFailed,
+      bytesDone: v.progress.bytesRead,
+    }),
+  );
   const children: JobView[] = [];
   for (let cursor: string | null = ''; cursor !== null;) {
-    const page: ChildPage = await retrying(() => client.json<ChildPage>('GET', `/api/v3/migration/jobs/${batch.id}/children?limit=500${cursor ? `&cursor=${cursor}` : ''}`));
+    const page: ChildPage = await retrying(() =>
+      client.json<ChildPage>(
+        'GET',
+        `/api/v3/migration/jobs/${batch.id}/children?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
+      ),
+    );
     children.push(...page.items);
     cursor = page.nextCursor;
   }
@@ -219,16 +308,33 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
   await pool(children, opts.concurrency, async (child) => {
     const rel = child.source.key.slice(folder.length);
     const prev = writer.state.files[rel];
-    const fs: FileState = { size: child.progress.bytesRead, mtimeMs: 0, status: child.state === 'completed' ? 'converted' : 'failed', jobId: child.id, outputKey: child.result?.key };
+    const fs: FileState = {
+      size: child.progress.bytesRead,
+      mtimeMs: 0,
+      status: child.state === 'completed' ? 'converted' : 'failed',
+      jobId: child.id,
+      outputKey: child.result?.key,
+    };
     if (child.state !== 'completed') fs.problem = problemOf(child);
-    const skipped = prev?.status === 'converted' && prev.jobId === child.id && (!run.outDir || (prev.outputFile !== undefined && existsSync(join(run.outDir, ...prev.outputFile.split('/')))));
+    const skipped =
+      prev?.status === 'converted' &&
+      prev.jobId === child.id &&
+      (!run.outDir ||
+        (prev.outputFile !== undefined &&
+          existsSync(join(run.outDir, ...prev.outputFile.split('/')))));
     if (skipped) return void run.rows.push(rowOf(rel, prev, true));
     if (child.state === 'completed') {
       try {
         const got = await fetchResult(run, child.id, rel, child);
         Object.assign(fs, { outputFile: got.file ?? undefined, outputSize: got.size });
       } catch (err) {
-        Object.assign(fs, { status: 'failed', problem: { slug: err instanceof ApiError ? err.slug : 'client-error', detail: (err as Error).message } });
+        Object.assign(fs, {
+          status: 'failed',
+          problem: {
+            slug: err instanceof ApiError ? err.slug : 'client-error',
+            detail: (err as Error).message,
+          },
+        });
       }
     }
     writer.state.files[rel] = fs;
@@ -242,17 +348,35 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
   const startedAt = new Date();
   const outDir = opts.out.kind === 'dir' ? opts.out.path : null;
   if (outDir) await mkdir(outDir, { recursive: true });
-  const sourceText = opts.source.kind === 'dir' ? opts.source.path : `s3://${opts.source.bucket}/${opts.source.prefix}`;
+  const sourceText =
+    opts.source.kind === 'dir'
+      ? opts.source.path
+      : `s3://${opts.source.bucket}/${opts.source.prefix}`;
   const writer = new StateWriter(outDir, loadState(outDir, client.url, sourceText));
-  const run: Run = { client, opts, outDir, writer, rows: [], live: new Map(), snap: { filesDone: 0, filesFailed: 0, filesTotal: 0, bytesDone: 0, bytesTotal: 0 }, progress: null };
-  run.progress = new Progress(opts.stderr, () => {
-    let inflight = 0;
-    for (const n of run.live.values()) inflight += n;
-    return { ...run.snap, bytesDone: run.snap.bytesDone + inflight };
-  }, { intervalMs: opts.progressIntervalMs });
+  const run: Run = {
+    client,
+    opts,
+    outDir,
+    writer,
+    rows: [],
+    live: new Map(),
+    snap: { filesDone: 0, filesFailed: 0, filesTotal: 0, bytesDone: 0, bytesTotal: 0 },
+    progress: null,
+  };
+  run.progress = new Progress(
+    opts.stderr,
+    () => {
+      let inflight = 0;
+      for (const n of run.live.values()) inflight += n;
+      return { ...run.snap, bytesDone: run.snap.bytesDone + inflight };
+    },
+    { intervalMs: opts.progressIntervalMs },
+  );
   const onSigint = () => {
     run.progress?.stop();
-    opts.stderr.write(`interrupted: jobs already submitted keep running on the service; run the same command again to resume (state in ${outDir ? join(outDir, STATE_FILE) : 'memory only'})\n`);
+    opts.stderr.write(
+      `interrupted: jobs already submitted keep running on the service; run the same command again to resume (state in ${outDir ? join(outDir, STATE_FILE) : 'memory only'})\n`,
+    );
     void writer.save().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSigint);
@@ -278,11 +402,14 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
     failed: rows.filter((r) => r.status === 'failed').length,
     skipped: rows.filter((r) => r.status === 'skipped').length,
     bytesIn: rows.filter((r) => r.status !== 'skipped').reduce((a, r) => a + r.inputSize, 0),
-    bytesOut: rows.filter((r) => r.status !== 'skipped').reduce((a, r) => a + (r.outputSize ?? 0), 0),
+    bytesOut: rows
+      .filter((r) => r.status !== 'skipped')
+      .reduce((a, r) => a + (r.outputSize ?? 0), 0),
     rows,
   };
   if (outDir) await writeSummary(outDir, summary);
   opts.stdout.write(summaryTable(summary, 50));
-  if (outDir) opts.stdout.write(`summary: ${join(outDir, SUMMARY_JSON)} and ${join(outDir, SUMMARY_TEXT)}\n`);
+  if (outDir)
+    opts.stdout.write(`summary: ${join(outDir, SUMMARY_JSON)} and ${join(outDir, SUMMARY_TEXT)}\n`);
   return summary.failed > 0 ? 1 : 0;
 }

@@ -47,7 +47,7 @@ export class Progress {
     this.#out = out;
     this.#tty = Boolean(out.isTTY);
     this.#read = read;
-    this.#timer = setInterval(() => this.draw(), this.#tty ? 200 : opts.intervalMs ?? 10_000);
+    this.#timer = setInterval(() => this.draw(), this.#tty ? 200 : (opts.intervalMs ?? 10_000));
     this.#timer.unref();
   }
 
@@ -59,11 +59,19 @@ export class Progress {
     let eta: number;
     if (s.bytesTotal > 0) eta = rate > 0 ? (s.bytesTotal - s.bytesDone) / rate : NaN;
     else eta = finished > 0 ? ((s.filesTotal - finished) * seconds) / finished : NaN;
-    const share = s.bytesTotal > 0 ? s.bytesDone / s.bytesTotal : s.filesTotal > 0 ? finished / s.filesTotal : 0;
+    const share =
+      s.bytesTotal > 0
+        ? s.bytesDone / s.bytesTotal
+        : s.filesTotal > 0
+          ? finished / s.filesTotal
+          : 0;
     const width = 20;
     const full = Math.min(width, Math.floor(share * width));
     const bar = this.#tty ? `[${'#'.repeat(full)}${'.'.repeat(width - full)}] ` : '';
-    const bytes = s.bytesTotal > 0 ? `${formatBytes(s.bytesDone)}/${formatBytes(s.bytesTotal)}` : formatBytes(s.bytesDone);
+    const bytes =
+      s.bytesTotal > 0
+        ? `${formatBytes(s.bytesDone)}/${formatBytes(s.bytesTotal)}`
+        : formatBytes(s.bytesDone);
     const failed = s.filesFailed > 0 ? `, ${s.filesFailed} failed` : '';
     return `${bar}files ${finished}/${s.filesTotal}${failed} | ${bytes} | ${formatBytes(rate)}/s | ETA ${finished >= s.filesTotal ? '0:00' : formatDuration(eta)}`;
   }

@@ -5,7 +5,15 @@
  * and passwords are never stored: a client_credentials session (no refresh token, RFC 6749
  * section 4.4.3) is renewed from KEYWARD_CLIENT_SECRET when set, else asks for a new login.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { callAnonymous, operations, type TokenAnswer, type TokenRequest } from './api-client.ts';
@@ -24,7 +32,10 @@ export interface Profile {
   refreshToken?: string;
 }
 
-interface CredentialsFile { version: 1; profiles: Record<string, Profile> }
+interface CredentialsFile {
+  version: 1;
+  profiles: Record<string, Profile>;
+}
 
 /** A session problem the user fixes by logging in (exit code 2 when there is no session at all). */
 export class SessionError extends Error {
@@ -37,15 +48,17 @@ export class SessionError extends Error {
 }
 
 /** The directory of the credentials file. */
-export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+function configDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.KEYWARD_CONFIG_DIR) return env.KEYWARD_CONFIG_DIR;
   return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'keyward');
 }
 
 /** The `tenantId` claim of an access token (read for defaults only; the service verifies tokens). */
-export function tenantOfToken(token: string): string {
+function tenantOfToken(token: string): string {
   try {
-    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { tenantId?: unknown };
+    const claims = JSON.parse(
+      Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
+    ) as { tenantId?: unknown };
     return typeof claims.tenantId === 'string' ? claims.tenantId : '';
   } catch {
     return '';
@@ -65,7 +78,9 @@ export class CredentialStore {
   #read(): CredentialsFile {
     if (!existsSync(this.file)) return { version: 1, profiles: {} };
     const parsed = JSON.parse(readFileSync(this.file, 'utf8')) as CredentialsFile;
-    return parsed?.version === 1 && parsed.profiles && typeof parsed.profiles === 'object' ? parsed : { version: 1, profiles: {} };
+    return parsed?.version === 1 && parsed.profiles && typeof parsed.profiles === 'object'
+      ? parsed
+      : { version: 1, profiles: {} };
   }
 
   #write(data: CredentialsFile): void {
@@ -84,7 +99,10 @@ export class CredentialStore {
 
   put(name: string, profile: Profile): void {
     const data = this.#read();
-    data.profiles = Object.fromEntries([...Object.entries(data.profiles).filter(([n]) => n !== name), [name, profile]]);
+    data.profiles = Object.fromEntries([
+      ...Object.entries(data.profiles).filter(([n]) => n !== name),
+      [name, profile],
+    ]);
     this.#write(data);
   }
 
@@ -98,11 +116,22 @@ export class CredentialStore {
   }
 }
 
-function profileOf(url: string, request: TokenRequest, answer: TokenAnswer, now: number, keep?: Profile): Profile {
+function profileOf(
+  url: string,
+  request: TokenRequest,
+  answer: TokenAnswer,
+  now: number,
+  keep?: Profile,
+): Profile {
   return {
     url,
     grant: request.grant_type === 'refresh_token' ? keep!.grant : request.grant_type,
-    subject: request.grant_type === 'client_credentials' ? request.client_id : request.grant_type === 'password' ? request.username : keep!.subject,
+    subject:
+      request.grant_type === 'client_credentials'
+        ? request.client_id
+        : request.grant_type === 'password'
+          ? request.username
+          : keep!.subject,
     tenantId: tenantOfToken(answer.access_token) || keep?.tenantId || '',
     accessToken: answer.access_token,
     expiresAt: now + Number(answer.expires_in ?? 0) * 1000,
@@ -111,8 +140,14 @@ function profileOf(url: string, request: TokenRequest, answer: TokenAnswer, now:
 }
 
 /** Obtains tokens with a grant and saves them as `name`. */
-export async function login(store: CredentialStore, name: string, url: string, request: TokenRequest, now = Date.now()): Promise<Profile> {
-  const answer = await callAnonymous(url, operations.token, { body: request }) as TokenAnswer;
+export async function login(
+  store: CredentialStore,
+  name: string,
+  url: string,
+  request: TokenRequest,
+  now = Date.now(),
+): Promise<Profile> {
+  const answer = (await callAnonymous(url, operations.token, { body: request })) as TokenAnswer;
   const profile = profileOf(url.replace(/\/+$/, ''), request, answer, now);
   store.put(name, profile);
   return profile;
@@ -122,7 +157,10 @@ export async function login(store: CredentialStore, name: string, url: string, r
 export async function logout(store: CredentialStore, name: string): Promise<boolean> {
   const profile = store.get(name);
   if (!profile) return false;
-  const revoke = (token: string, hint: 'access_token' | 'refresh_token') => callAnonymous(profile.url, operations.revokeToken, { body: { token, token_type_hint: hint } }).catch(() => undefined);
+  const revoke = (token: string, hint: 'access_token' | 'refresh_token') =>
+    callAnonymous(profile.url, operations.revokeToken, {
+      body: { token, token_type_hint: hint },
+    }).catch(() => undefined);
   if (profile.refreshToken) await revoke(profile.refreshToken, 'refresh_token');
   await revoke(profile.accessToken, 'access_token');
   return store.remove(name);
@@ -149,14 +187,27 @@ export class Session implements TokenSource {
     if (!force && this.#now() < p.expiresAt - RENEW_MARGIN_MS) return p.accessToken;
     let request: TokenRequest;
     if (p.refreshToken) request = { grant_type: 'refresh_token', refresh_token: p.refreshToken };
-    else if (p.grant === 'client_credentials' && process.env.KEYWARD_CLIENT_SECRET) request = { grant_type: 'client_credentials', client_id: p.subject, client_secret: process.env.KEYWARD_CLIENT_SECRET };
-    else throw new SessionError(`the session of profile ${this.name} has expired: run keyward login again`);
+    else if (p.grant === 'client_credentials' && process.env.KEYWARD_CLIENT_SECRET)
+      request = {
+        grant_type: 'client_credentials',
+        client_id: p.subject,
+        client_secret: process.env.KEYWARD_CLIENT_SECRET,
+      };
+    else
+      throw new SessionError(
+        `the session of profile ${this.name} has expired: run keyward login again`,
+      );
     try {
-      const answer = await callAnonymous(p.url, operations.token, { body: request }) as TokenAnswer;
+      const answer = (await callAnonymous(p.url, operations.token, {
+        body: request,
+      })) as TokenAnswer;
       this.profile = profileOf(p.url, request, answer, this.#now(), p);
     } catch (err) {
       // A used, revoked or expired refresh token: only a new login helps (RFC 6749 section 5.2 invalid_grant).
-      if (err instanceof ApiError && err.status < 500) throw new SessionError(`the session of profile ${this.name} can no longer be renewed (${err.slug}): run keyward login again`);
+      if (err instanceof ApiError && err.status < 500)
+        throw new SessionError(
+          `the session of profile ${this.name} can no longer be renewed (${err.slug}): run keyward login again`,
+        );
       throw err;
     }
     this.#store.put(this.name, this.profile);

@@ -102,15 +102,24 @@ export interface Summary {
 export function summaryTable(s: Summary, limit = Infinity): string {
   const rows = s.rows.slice(0, limit);
   const width = Math.min(60, Math.max(4, ...rows.map((r) => r.file.length)));
-  const cut = (t: string) => (t.length > width ? `…${t.slice(t.length - width + 1)}` : t.padEnd(width));
-  const lines = [`${'file'.padEnd(width)}  ${'status'.padEnd(9)}  ${'input'.padStart(9)}  ${'output'.padStart(9)}  ${'time'.padStart(7)}  note`];
+  const cut = (t: string) =>
+    t.length > width ? `…${t.slice(t.length - width + 1)}` : t.padEnd(width);
+  const lines = [
+    `${'file'.padEnd(width)}  ${'status'.padEnd(9)}  ${'input'.padStart(9)}  ${'output'.padStart(9)}  ${'time'.padStart(7)}  note`,
+  ];
   for (const r of rows) {
-    const note = r.problem ? `${r.problem.slug}: ${r.problem.detail}` : r.output ?? '';
-    lines.push(`${cut(r.file)}  ${r.status.padEnd(9)}  ${formatBytes(r.inputSize).padStart(9)}  ${(r.outputSize === null ? '-' : formatBytes(r.outputSize)).padStart(9)}  ${(r.seconds === null ? '-' : `${r.seconds.toFixed(1)} s`).padStart(7)}  ${note}`);
+    const note = r.problem ? `${r.problem.slug}: ${r.problem.detail}` : (r.output ?? '');
+    lines.push(
+      `${cut(r.file)}  ${r.status.padEnd(9)}  ${formatBytes(r.inputSize).padStart(9)}  ${(r.outputSize === null ? '-' : formatBytes(r.outputSize)).padStart(9)}  ${(r.seconds === null ? '-' : `${r.seconds.toFixed(1)} s`).padStart(7)}  ${note}`,
+    );
   }
-  if (s.rows.length > rows.length) lines.push(`… ${s.rows.length - rows.length} more rows in ${SUMMARY_TEXT}`);
+  if (s.rows.length > rows.length)
+    lines.push(`… ${s.rows.length - rows.length} more rows in ${SUMMARY_TEXT}`);
   const rate = s.seconds > 0 ? `${formatBytes(s.bytesIn / s.seconds)}/s` : '-';
-  lines.push('', `${s.files} files: ${s.converted} converted, ${s.failed} failed, ${s.skipped} skipped (done in an earlier run) | ${formatBytes(s.bytesIn)} in, ${formatBytes(s.bytesOut)} out in ${formatDuration(s.seconds)} (${rate})`);
+  lines.push(
+    '',
+    `${s.files} files: ${s.converted} converted, ${s.failed} failed, ${s.skipped} skipped (done in an earlier run) | ${formatBytes(s.bytesIn)} in, ${formatBytes(s.bytesOut)} out in ${formatDuration(s.seconds)} (${rate})`,
+  );
   return `${lines.join('\n')}\n`;
 }
 

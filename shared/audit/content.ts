@@ -24,7 +24,8 @@ export function auditText(s: string): string {
 function cleanJson(v: unknown): unknown {
   if (typeof v === 'string') return auditText(v);
   if (Array.isArray(v)) return v.map(cleanJson);
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [auditText(k), cleanJson(x)]));
+  if (v !== null && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [auditText(k), cleanJson(x)]));
   return v;
 }
 
@@ -33,14 +34,20 @@ function cleanJson(v: unknown): unknown {
  * become their ISO string, undefined members vanish, NaN becomes null, a bigint its decimal
  * string), so the canonical hash input is what the jsonb column will give back.
  */
-export function auditDetails(details: Record<string, unknown> | undefined): Record<string, unknown> {
+export function auditDetails(
+  details: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   if (details === undefined) return {};
   let plain: unknown;
   try {
-    plain = JSON.parse(JSON.stringify(details, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)));
+    plain = JSON.parse(
+      JSON.stringify(details, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)),
+    );
   } catch {
     // A circular structure: the event is still recorded, and says why its details are missing.
     return { unserialisable: true };
   }
-  return plain !== null && typeof plain === 'object' && !Array.isArray(plain) ? cleanJson(plain) as Record<string, unknown> : {};
+  return plain !== null && typeof plain === 'object' && !Array.isArray(plain)
+    ? (cleanJson(plain) as Record<string, unknown>)
+    : {};
 }

@@ -92,8 +92,14 @@ const storableText = (e: Omit<AuditInput, 'details'>) => ({
   target: e.target == null ? null : auditText(String(e.target)),
 });
 
-const storable = (e: Omit<AuditInput, 'details'> & { details?: Record<string, unknown> }, at = new Date()): Pending => ({
-  id: randomUUID(), ...storableText(e), details: auditDetails(e.details), at,
+const storable = (
+  e: Omit<AuditInput, 'details'> & { details?: Record<string, unknown> },
+  at = new Date(),
+): Pending => ({
+  id: randomUUID(),
+  ...storableText(e),
+  details: auditDetails(e.details),
+  at,
 });
 
 /** Creates a batching writer over the audit_events table. */
@@ -102,7 +108,10 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   const retryMinMs = opts.retryMinMs ?? 100;
   const retryMaxMs = opts.retryMaxMs ?? 2_000;
   let queue: Pending[] = [];
-  const tallies = new Map<string, { event: Omit<AuditInput, 'details'>; count: number; first: Date }>();
+  const tallies = new Map<
+    string,
+    { event: Omit<AuditInput, 'details'>; count: number; first: Date }
+  >();
   const lost = new Map<string, { count: number; since: Date }>();
   let flushTimer: NodeJS.Timeout | null = null;
   let retryTimer: NodeJS.Timeout | null = null;
@@ -114,32 +123,75 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   let closing: Promise<void> | null = null;
 
   async function appendGroup(tenantId: string, events: Pending[]): Promise<void> {
+    // Raw knex, not the AuditEvent model: an upsert, a row lock on the head and chunked inserts in
+    // one transaction are the whole point here, and a model would only add a copy of each row.
     await db.transaction(async (trx) => {
-      await trx('audit_heads').insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH }).onConflict('tenant_id').ignore();
+      await trx('audit_heads')
+        .insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH })
+        .onConflict('tenant_id')
+        .ignore();
       const head = await trx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first();
       // A previous attempt that committed without the acknowledgement reaching us wrote a prefix
       // of this group (groups are retried front first, in order): skip it.
-      const todo = events.slice(head.last_event ? events.findIndex((e) => e.id === head.last_event) + 1 : 0);
+      const todo = events.slice(
+        head.last_event ? events.findIndex((e) => e.id === head.last_event) + 1 : 0,
+      );
       if (todo.length === 0) return;
       let seq = Number(head.seq);
       let prev = head.hash as string;
       const rows = todo.map((e) => {
         seq += 1;
-        const content: AuditContent = { tenantId, seq, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target, details: e.details };
+        const content: AuditContent = {
+          tenantId,
+          seq,
+          at: e.at.toISOString(),
+          actor: e.actor,
+          action: e.action,
+          outcome: e.outcome,
+          target: e.target,
+          details: e.details,
+        };
         const hash = chainHash(prev, content);
-        const row = { tenant_id: tenantId, seq, at: e.at, actor: e.actor, action: e.action, outcome: e.outcome, target: e.target, details: JSON.stringify(e.details), prev_hash: prev, hash };
+        const row = {
+          tenant_id: tenantId,
+          seq,
+          at: e.at,
+          actor: e.actor,
+          action: e.action,
+          outcome: e.outcome,
+          target: e.target,
+          details: JSON.stringify(e.details),
+          prev_hash: prev,
+          hash,
+        };
         prev = hash;
         return row;
       });
-      for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx('audit_events').insert(rows.slice(i, i + INSERT_CHUNK));
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK)
+        await trx('audit_events').insert(rows.slice(i, i + INSERT_CHUNK));
       const last = todo[todo.length - 1];
-      await trx('audit_heads').where({ tenant_id: tenantId }).update({ seq, hash: prev, at: last.at, last_event: last.id });
+      await trx('audit_heads')
+        .where({ tenant_id: tenantId })
+        .update({ seq, hash: prev, at: last.at, last_event: last.id });
     });
   }
 
   function setAside(e: Pending, err: unknown): void {
-    logger.error({ err: (err as Error).message, code: (err as { code?: unknown }).code, event: { tenantId: e.tenantId, at: e.at.toISOString(), actor: e.actor, action: e.action, outcome: e.outcome, target: e.target } },
-      'the database refused an audit event; it is set aside and counted in the tenant\'s chain as lost');
+    logger.error(
+      {
+        err: (err as Error).message,
+        code: (err as { code?: unknown }).code,
+        event: {
+          tenantId: e.tenantId,
+          at: e.at.toISOString(),
+          actor: e.actor,
+          action: e.action,
+          outcome: e.outcome,
+          target: e.target,
+        },
+      },
+      "the database refused an audit event; it is set aside and counted in the tenant's chain as lost",
+    );
     // The count of a lost-count event that is itself refused (a tenant id that is no uuid) would loop.
     if (e.action !== LOST_ACTION) countLost(e.tenantId, e.at);
   }
@@ -198,7 +250,11 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
         return;
       }
     }
-    if (downSince) logger.warn({ since: downSince.toISOString() }, 'audit log writing again; the events kept in memory are written');
+    if (downSince)
+      logger.warn(
+        { since: downSince.toISOString() },
+        'audit log writing again; the events kept in memory are written',
+      );
     downSince = null;
     retryMs = retryMinMs;
     // Lost counts wait for room in the queue; now there is room, and they belong in the chains.
@@ -211,7 +267,10 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   function outage(err: unknown): void {
     if (!downSince) {
       downSince = new Date();
-      logger.error({ err: (err as Error | null)?.message, pending: queue.length, maxPending }, 'audit events cannot be written; keeping them in memory and retrying');
+      logger.error(
+        { err: (err as Error | null)?.message, pending: queue.length, maxPending },
+        'audit events cannot be written; keeping them in memory and retrying',
+      );
     }
     if (closing) return;
     retryTimer = setTimeout(() => {
@@ -238,20 +297,42 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
     if (now - lastFullLog >= FULL_LOG_EVERY_MS) {
       lastFullLog = now;
       const counts = [...lost.values()].reduce((n, l) => n + l.count, 0);
-      logger.error({ pending: queue.length, maxPending, lostSoFar: counts, tenants: lost.size, downSince: downSince?.toISOString() },
-        `audit buffer full: new events are counted per tenant (written as ${LOST_ACTION} once the database is back) instead of kept; restore the database connection`);
+      logger.error(
+        {
+          pending: queue.length,
+          maxPending,
+          lostSoFar: counts,
+          tenants: lost.size,
+          downSince: downSince?.toISOString(),
+        },
+        `audit buffer full: new events are counted per tenant (written as ${LOST_ACTION} once the database is back) instead of kept; restore the database connection`,
+      );
     }
   }
 
   /** Moves tallies and lost counts into the queue as events. */
   function gather(): void {
     const now = new Date();
-    for (const t of tallies.values()) enqueue(storable({ ...t.event, details: { count: t.count, since: t.first.toISOString() } }, now));
+    for (const t of tallies.values())
+      enqueue(
+        storable({ ...t.event, details: { count: t.count, since: t.first.toISOString() } }, now),
+      );
     tallies.clear();
     for (const [tenantId, l] of lost) {
       if (queue.length >= maxPending) break;
       lost.delete(tenantId);
-      queue.push(storable({ tenantId, actor: 'keyward', action: LOST_ACTION, outcome: 'failure', details: { count: l.count, since: l.since.toISOString() } }, now));
+      queue.push(
+        storable(
+          {
+            tenantId,
+            actor: 'keyward',
+            action: LOST_ACTION,
+            outcome: 'failure',
+            details: { count: l.count, since: l.since.toISOString() },
+          },
+          now,
+        ),
+      );
     }
   }
 
@@ -271,13 +352,15 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
     retryTimer = null;
     // One drain waiting behind the running one is enough: it takes whatever is queued when it starts.
     if (!queuedDrain) {
-      const next: Promise<void> = chain.then(() => {
-        queuedDrain = null;
-        gather();
-        return drain();
-      }).catch((err: unknown) => {
-        logger.error({ err: (err as Error).message }, 'audit log writer failed');
-      });
+      const next: Promise<void> = chain
+        .then(() => {
+          queuedDrain = null;
+          gather();
+          return drain();
+        })
+        .catch((err: unknown) => {
+          logger.error({ err: (err as Error).message }, 'audit log writer failed');
+        });
       queuedDrain = next;
       chain = next;
     }
@@ -287,7 +370,10 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   return {
     record(event) {
       if (closing) {
-        logger.warn({ tenantId: event.tenantId, action: event.action }, 'audit event recorded after the audit log closed; not written');
+        logger.warn(
+          { tenantId: event.tenantId, action: event.action },
+          'audit event recorded after the audit log closed; not written',
+        );
         return;
       }
       enqueue(storable(event));
@@ -304,7 +390,11 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
       const t = tallies.get(key);
       if (t) t.count += 1;
       else {
-        tallies.set(key, { event: { ...event, outcome: raw.outcome }, count: 1, first: new Date() });
+        tallies.set(key, {
+          event: { ...event, outcome: raw.outcome },
+          count: 1,
+          first: new Date(),
+        });
         schedule();
       }
     },
@@ -316,8 +406,16 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
         if (waiting > 0) {
           const perTenant = new Map<string, number>();
           for (const e of queue) perTenant.set(e.tenantId, (perTenant.get(e.tenantId) ?? 0) + 1);
-          for (const [tenantId, l] of lost) perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + l.count);
-          logger.error({ lost: waiting, perTenant: Object.fromEntries(perTenant), downSince: downSince?.toISOString() }, 'audit log closed with events the database did not take; they are lost');
+          for (const [tenantId, l] of lost)
+            perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + l.count);
+          logger.error(
+            {
+              lost: waiting,
+              perTenant: Object.fromEntries(perTenant),
+              downSince: downSince?.toISOString(),
+            },
+            'audit log closed with events the database did not take; they are lost',
+          );
         }
       })();
       return closing;

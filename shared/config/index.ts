@@ -18,54 +18,316 @@ interface Field {
   secret?: boolean;
   /** How the README names a default computed on the machine. */
   defaultDoc?: string;
+  /** For strings: the whole value must match. */
+  pattern?: RegExp;
 }
 
 /** The schema: the single source of configuration keys, also rendered into the README table. */
 export const SCHEMA = {
   port: { env: 'PORT', doc: 'TCP port of the API', kind: 'int', default: '8080', min: 0 },
   host: { env: 'HOST', doc: 'Interface the API listens on', kind: 'string', default: '127.0.0.1' },
-  publicBaseUrl: { env: 'PUBLIC_BASE_URL', doc: 'External base URL; problem types and the token issuer derive from it', kind: 'url', default: 'http://127.0.0.1:8080' },
-  dataDir: { env: 'DATA_DIR', doc: 'Directory for the embedded database, object storage and generated master key', kind: 'string', default: './data' },
-  databaseUrl: { env: 'DATABASE_URL', doc: 'PostgreSQL URL; when unset the embedded PGlite in DATA_DIR is used', kind: 'url' },
-  redisUrl: { env: 'REDIS_URL', doc: 'Redis URL for the job queue, shared rate limits and revocation fan-out', kind: 'url' },
-  s3Endpoint: { env: 'S3_ENDPOINT', doc: 'MinIO/S3 endpoint URL; when unset objects live under DATA_DIR/objects', kind: 'url' },
+  publicBaseUrl: {
+    env: 'PUBLIC_BASE_URL',
+    doc: 'External base URL; problem types and the token issuer derive from it',
+    kind: 'url',
+    default: 'http://127.0.0.1:8080',
+  },
+  dataDir: {
+    env: 'DATA_DIR',
+    doc: 'Directory for the embedded database, object storage and generated master key',
+    kind: 'string',
+    default: './data',
+  },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    doc: 'PostgreSQL URL; when unset the embedded PGlite in DATA_DIR is used',
+    kind: 'url',
+  },
+  redisUrl: {
+    env: 'REDIS_URL',
+    doc: 'Redis URL for the job queue, shared rate limits and revocation fan-out',
+    kind: 'url',
+  },
+  s3Endpoint: {
+    env: 'S3_ENDPOINT',
+    doc: 'MinIO/S3 endpoint URL; when unset objects live under DATA_DIR/objects',
+    kind: 'url',
+  },
   s3AccessKey: { env: 'S3_ACCESS_KEY', doc: 'S3 access key', kind: 'string', secret: true },
   s3SecretKey: { env: 'S3_SECRET_KEY', doc: 'S3 secret key', kind: 'string', secret: true },
-  s3Bucket: { env: 'S3_BUCKET', doc: 'S3 bucket for migration inputs and outputs', kind: 'string', default: 'keyward' },
-  masterKey: { env: 'KEYWARD_MASTER_KEY', doc: 'Base64 of 32 bytes: wraps all key material at rest; generated into DATA_DIR when unset', kind: 'base64-32', secret: true },
-  bootstrapTenantId: { env: 'KEYWARD_BOOTSTRAP_TENANT_ID', doc: 'Id of the platform tenant created on first start', kind: 'string' },
-  bootstrapAdminEmail: { env: 'KEYWARD_BOOTSTRAP_ADMIN_EMAIL', doc: 'E-mail of the platform administrator created on first start', kind: 'string' },
-  bootstrapAdminPassword: { env: 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD', doc: 'Password of that administrator; generated and printed once when unset', kind: 'string', secret: true },
-  logLevel: { env: 'LOG_LEVEL', doc: 'pino log level', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
-  webConcurrency: { env: 'WEB_CONCURRENCY', doc: 'Number of API processes sharing the port (node:cluster)', kind: 'int', default: '1', min: 1 },
-  poolThreads: { env: 'POOL_THREADS', doc: 'Worker threads in the crypto pool', kind: 'int', default: String(Math.max(1, cpus().length)), defaultDoc: 'number of cores', min: 1 },
-  poolMaxQueue: { env: 'POOL_MAX_QUEUE', doc: 'Tasks waiting for the pool before requests answer 503', kind: 'int', default: '1024', min: 1 },
-  jsonLimitBytes: { env: 'JSON_LIMIT_BYTES', doc: 'Largest JSON request body; larger answers 413', kind: 'int', default: '65536', min: 1024 },
-  accessTokenTtl: { env: 'ACCESS_TOKEN_TTL', doc: 'Lifetime in seconds of client_credentials access tokens', kind: 'int', default: '36000', min: 60 },
-  humanTokenTtl: { env: 'HUMAN_TOKEN_TTL', doc: 'Lifetime in seconds of password-grant access tokens', kind: 'int', default: '3600', min: 60 },
-  exchangeTokenTtl: { env: 'EXCHANGE_TOKEN_TTL', doc: 'Lifetime in seconds of token-exchange tokens', kind: 'int', default: '900', min: 60 },
-  refreshTokenTtl: { env: 'REFRESH_TOKEN_TTL', doc: 'Lifetime in seconds of refresh tokens', kind: 'int', default: '86400', min: 60 },
-  rememberMeRefreshTtl: { env: 'REMEMBER_ME_REFRESH_TTL', doc: 'Lifetime in seconds of refresh tokens with remember_me=true', kind: 'int', default: '2592000', min: 60 },
-  signingKeyRotation: { env: 'SIGNING_KEY_ROTATION_SECONDS', doc: 'Age after which the token signing key is rotated', kind: 'int', default: '604800', min: 60 },
-  secretGraceSeconds: { env: 'CLIENT_SECRET_GRACE_SECONDS', doc: 'How long a rotated-out client secret stays valid', kind: 'int', default: '86400', min: 0 },
-  rateLimitTokenPerMinute: { env: 'RATE_LIMIT_TOKEN_PER_MINUTE', doc: 'Token requests per identity (as for the failures) per minute', kind: 'int', default: '600000', min: 1 },
-  rateLimitFailuresPerMinute: { env: 'RATE_LIMIT_FAILURES_PER_MINUTE', doc: 'Failed authentications per identity (client, user at one address, refresh-token family, token subject) per minute', kind: 'int', default: '10', min: 1 },
-  rateLimitApiPerMinute: { env: 'RATE_LIMIT_API_PER_MINUTE', doc: 'Requests per client per endpoint per minute on the bearer APIs', kind: 'int', default: '6000000', min: 1 },
-  lockoutThreshold: { env: 'LOCKOUT_THRESHOLD', doc: 'Wrong passwords from one client address before that address is locked out of the account', kind: 'int', default: '5', min: 1 },
-  lockoutBaseSeconds: { env: 'LOCKOUT_BASE_SECONDS', doc: 'First lockout duration of an (account, client address) pair; doubles with each further lockout that day, at most 15 minutes', kind: 'int', default: '60', min: 1 },
-  authHashConcurrency: { env: 'AUTH_HASH_CONCURRENCY', doc: 'Password hashes at once for callers without credentials (password resets); as many more wait, beyond that 503', kind: 'int', default: String(Math.max(1, Math.floor(cpus().length / 2))), defaultDoc: 'half the number of cores', min: 1 },
-  shutdownTimeoutMs: { env: 'SHUTDOWN_TIMEOUT_MS', doc: 'How long graceful shutdown waits before forcing exit', kind: 'int', default: '10000', min: 100 },
-  keyRotationCheckMs: { env: 'KEY_ROTATION_CHECK_MS', doc: 'How often each API process looks for keys due for automatic rotation (0 turns the scheduler off); however many processes look, one rotates each due key', kind: 'int', default: '60000', min: 0 },
-  workerConcurrency: { env: 'WORKER_CONCURRENCY', doc: 'Jobs each worker process runs at once', kind: 'int', default: '2', min: 1 },
+  s3Bucket: {
+    env: 'S3_BUCKET',
+    doc: 'S3 bucket for migration inputs and outputs',
+    kind: 'string',
+    default: 'keyward',
+  },
+  s3Region: {
+    env: 'S3_REGION',
+    doc: 'S3 region the bucket is made in',
+    kind: 'string',
+    default: 'us-east-1',
+  },
+  masterKey: {
+    env: 'KEYWARD_MASTER_KEY',
+    doc: 'Base64 of 32 bytes: wraps all key material at rest; generated into DATA_DIR when unset',
+    kind: 'base64-32',
+    secret: true,
+  },
+  bootstrapTenantId: {
+    env: 'KEYWARD_BOOTSTRAP_TENANT_ID',
+    doc: 'Id of the platform tenant created on first start',
+    kind: 'string',
+  },
+  bootstrapAdminEmail: {
+    env: 'KEYWARD_BOOTSTRAP_ADMIN_EMAIL',
+    doc: 'E-mail of the platform administrator created on first start',
+    kind: 'string',
+  },
+  bootstrapAdminPassword: {
+    env: 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD',
+    doc: 'Password of that administrator; generated and printed once when unset',
+    kind: 'string',
+    secret: true,
+  },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    doc: 'pino log level',
+    kind: 'enum',
+    default: 'info',
+    values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+  },
+  webConcurrency: {
+    env: 'WEB_CONCURRENCY',
+    doc: 'Number of API processes sharing the port (node:cluster)',
+    kind: 'int',
+    default: '1',
+    min: 1,
+  },
+  poolThreads: {
+    env: 'POOL_THREADS',
+    doc: 'Worker threads in the crypto pool',
+    kind: 'int',
+    default: String(Math.max(1, cpus().length)),
+    defaultDoc: 'number of cores',
+    min: 1,
+  },
+  poolMaxQueue: {
+    env: 'POOL_MAX_QUEUE',
+    doc: 'Tasks waiting for the pool before requests answer 503',
+    kind: 'int',
+    default: '1024',
+    min: 1,
+  },
+  jsonLimitBytes: {
+    env: 'JSON_LIMIT_BYTES',
+    doc: 'Largest JSON request body; larger answers 413',
+    kind: 'int',
+    default: '65536',
+    min: 1024,
+  },
+  accessTokenTtl: {
+    env: 'ACCESS_TOKEN_TTL',
+    doc: 'Lifetime in seconds of client_credentials access tokens',
+    kind: 'int',
+    default: '36000',
+    min: 60,
+  },
+  humanTokenTtl: {
+    env: 'HUMAN_TOKEN_TTL',
+    doc: 'Lifetime in seconds of password-grant access tokens',
+    kind: 'int',
+    default: '3600',
+    min: 60,
+  },
+  exchangeTokenTtl: {
+    env: 'EXCHANGE_TOKEN_TTL',
+    doc: 'Lifetime in seconds of token-exchange tokens',
+    kind: 'int',
+    default: '900',
+    min: 60,
+  },
+  refreshTokenTtl: {
+    env: 'REFRESH_TOKEN_TTL',
+    doc: 'Lifetime in seconds of refresh tokens',
+    kind: 'int',
+    default: '86400',
+    min: 60,
+  },
+  rememberMeRefreshTtl: {
+    env: 'REMEMBER_ME_REFRESH_TTL',
+    doc: 'Lifetime in seconds of refresh tokens with remember_me=true',
+    kind: 'int',
+    default: '2592000',
+    min: 60,
+  },
+  signingKeyRotation: {
+    env: 'SIGNING_KEY_ROTATION_SECONDS',
+    doc: 'Age after which the token signing key is rotated',
+    kind: 'int',
+    default: '604800',
+    min: 60,
+  },
+  secretGraceSeconds: {
+    env: 'CLIENT_SECRET_GRACE_SECONDS',
+    doc: 'How long a rotated-out client secret stays valid',
+    kind: 'int',
+    default: '86400',
+    min: 0,
+  },
+  rateLimitTokenPerMinute: {
+    env: 'RATE_LIMIT_TOKEN_PER_MINUTE',
+    doc: 'Token requests per identity (as for the failures) per minute',
+    kind: 'int',
+    default: '600000',
+    min: 1,
+  },
+  rateLimitFailuresPerMinute: {
+    env: 'RATE_LIMIT_FAILURES_PER_MINUTE',
+    doc: 'Failed authentications per identity (client, user at one address, refresh-token family, token subject) per minute',
+    kind: 'int',
+    default: '10',
+    min: 1,
+  },
+  rateLimitApiPerMinute: {
+    env: 'RATE_LIMIT_API_PER_MINUTE',
+    doc: 'Requests per client per endpoint per minute on the bearer APIs',
+    kind: 'int',
+    default: '6000000',
+    min: 1,
+  },
+  lockoutThreshold: {
+    env: 'LOCKOUT_THRESHOLD',
+    doc: 'Wrong passwords from one client address before that address is locked out of the account',
+    kind: 'int',
+    default: '5',
+    min: 1,
+  },
+  lockoutBaseSeconds: {
+    env: 'LOCKOUT_BASE_SECONDS',
+    doc: 'First lockout duration of an (account, client address) pair; doubles with each further lockout that day, at most 15 minutes',
+    kind: 'int',
+    default: '60',
+    min: 1,
+  },
+  authHashConcurrency: {
+    env: 'AUTH_HASH_CONCURRENCY',
+    doc: 'Password hashes at once for callers without credentials (password resets); as many more wait, beyond that 503',
+    kind: 'int',
+    default: String(Math.max(1, Math.floor(cpus().length / 2))),
+    defaultDoc: 'half the number of cores',
+    min: 1,
+  },
+  shutdownTimeoutMs: {
+    env: 'SHUTDOWN_TIMEOUT_MS',
+    doc: 'How long graceful shutdown waits before forcing exit',
+    kind: 'int',
+    default: '10000',
+    min: 100,
+  },
+  keyRotationCheckMs: {
+    env: 'KEY_ROTATION_CHECK_MS',
+    doc: 'How often each API process looks for keys due for automatic rotation (0 turns the scheduler off); however many processes look, one rotates each due key',
+    kind: 'int',
+    default: '60000',
+    min: 0,
+  },
+  workerConcurrency: {
+    env: 'WORKER_CONCURRENCY',
+    doc: 'Jobs each worker process runs at once',
+    kind: 'int',
+    default: '2',
+    min: 1,
+  },
+  // The queued jobs: the API (producer) and the workers (consumers) read the same values.
+  queuePrefix: {
+    env: 'QUEUE_PREFIX',
+    doc: 'Redis key prefix of the BullMQ queues and batch records',
+    kind: 'string',
+    default: 'keyward',
+    pattern: /^[A-Za-z0-9_.-]{1,64}$/,
+  },
+  jobAttempts: {
+    env: 'JOB_ATTEMPTS',
+    doc: 'Attempts per conversion job before a transient fault fails it',
+    kind: 'int',
+    default: '5',
+    min: 1,
+  },
+  jobBackoffMs: {
+    env: 'JOB_BACKOFF_MS',
+    doc: 'First retry delay of a job; doubles with each attempt',
+    kind: 'int',
+    default: '2000',
+    min: 0,
+  },
+  jobLockDurationMs: {
+    env: 'JOB_LOCK_DURATION_MS',
+    doc: 'Job lock lifetime; a worker that dies mid-job loses its job after about this long',
+    kind: 'int',
+    default: '30000',
+    min: 1000,
+  },
+  jobStalledIntervalMs: {
+    env: 'JOB_STALLED_INTERVAL_MS',
+    doc: 'How often workers look for jobs whose lock expired',
+    kind: 'int',
+    default: '15000',
+    min: 500,
+  },
+  jobMaxStalled: {
+    env: 'JOB_MAX_STALLED',
+    doc: 'Times a job may be recovered from a dead worker before it fails',
+    kind: 'int',
+    default: '3',
+    min: 0,
+  },
+  jobRetentionSeconds: {
+    env: 'JOB_RETENTION_SECONDS',
+    doc: 'How long finished jobs stay readable; batch records live four times as long',
+    kind: 'int',
+    default: '604800',
+    min: 60,
+  },
+  jobProgressIntervalMs: {
+    env: 'JOB_PROGRESS_INTERVAL_MS',
+    doc: 'Least time between two progress reports of a running job',
+    kind: 'int',
+    default: '500',
+    min: 50,
+  },
+  jobMaxBatchObjects: {
+    env: 'JOB_MAX_BATCH_OBJECTS',
+    doc: 'Most objects one batch may hold',
+    kind: 'int',
+    default: '50000',
+    min: 1,
+  },
+  // Read by shared/node-flags.ts before the config loads (it must relaunch Node first); listed
+  // here so that it is documented and a bad value still stops the start.
+  nodeFlags: {
+    env: 'KEYWARD_NODE_FLAGS',
+    doc: "off: run Node with its own defaults instead of the service's flags (heap, semi-space, compile cache)",
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'off'],
+  },
 } as const satisfies Record<string, Field>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<F extends Field> = F['kind'] extends 'int' ? number : F['kind'] extends 'bool' ? boolean : F['kind'] extends 'base64-32' ? Buffer : string;
+type ValueOf<F extends Field> = F['kind'] extends 'int'
+  ? number
+  : F['kind'] extends 'bool'
+    ? boolean
+    : F['kind'] extends 'base64-32'
+      ? Buffer
+      : string;
 type HasDefault<F> = F extends { default: string } ? true : false;
 
 /** The validated, frozen configuration. */
 export type Config = {
-  readonly [K in keyof Schema]: HasDefault<Schema[K]> extends true ? ValueOf<Schema[K]> : ValueOf<Schema[K]> | undefined;
+  readonly [K in keyof Schema]: HasDefault<Schema[K]> extends true
+    ? ValueOf<Schema[K]>
+    : ValueOf<Schema[K]> | undefined;
 };
 
 /** Thrown at boot when a variable is invalid; the message names the variable. */
@@ -76,26 +338,37 @@ export class ConfigError extends Error {
 function parseField(field: Field, raw: string): unknown {
   switch (field.kind) {
     case 'int': {
-      if (!/^\d+$/.test(raw)) throw new ConfigError(`${field.env} must be a non-negative integer, got "${raw}"`);
+      if (!/^\d+$/.test(raw))
+        throw new ConfigError(`${field.env} must be a non-negative integer, got "${raw}"`);
       const n = Number(raw);
-      if (field.min !== undefined && n < field.min) throw new ConfigError(`${field.env} must be at least ${field.min}, got ${n}`);
+      if (field.min !== undefined && n < field.min)
+        throw new ConfigError(`${field.env} must be at least ${field.min}, got ${n}`);
       return n;
     }
     case 'bool':
-      if (!['true', 'false', '1', '0'].includes(raw)) throw new ConfigError(`${field.env} must be true or false, got "${raw}"`);
+      if (!['true', 'false', '1', '0'].includes(raw))
+        throw new ConfigError(`${field.env} must be true or false, got "${raw}"`);
       return raw === 'true' || raw === '1';
     case 'url':
       if (!URL.canParse(raw)) throw new ConfigError(`${field.env} must be a URL, got "${raw}"`);
       return raw.replace(/\/+$/, '');
     case 'base64-32': {
       const buf = Buffer.from(raw, 'base64');
-      if (buf.length !== 32) throw new ConfigError(`${field.env} must be base64 of exactly 32 bytes (got ${buf.length} bytes)`);
+      if (buf.length !== 32)
+        throw new ConfigError(
+          `${field.env} must be base64 of exactly 32 bytes (got ${buf.length} bytes)`,
+        );
       return buf;
     }
     case 'enum':
-      if (!field.values?.includes(raw)) throw new ConfigError(`${field.env} must be one of ${field.values?.join(', ')}, got "${raw}"`);
+      if (!field.values?.includes(raw))
+        throw new ConfigError(
+          `${field.env} must be one of ${field.values?.join(', ')}, got "${raw}"`,
+        );
       return raw;
     default:
+      if (field.pattern && !field.pattern.test(raw))
+        throw new ConfigError(`${field.env} must match ${field.pattern}, got "${raw}"`);
       return raw;
   }
 }
@@ -104,20 +377,32 @@ function parseField(field: Field, raw: string): unknown {
 const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => string | null }> = [
   {
     name: 's3-credentials',
-    check: (c) => (c.s3Endpoint && (!c.s3AccessKey || !c.s3SecretKey) ? 'S3_ENDPOINT is set, so S3_ACCESS_KEY and S3_SECRET_KEY are required' : null),
+    check: (c) =>
+      c.s3Endpoint && (!c.s3AccessKey || !c.s3SecretKey)
+        ? 'S3_ENDPOINT is set, so S3_ACCESS_KEY and S3_SECRET_KEY are required'
+        : null,
   },
   {
     // PGlite is one process's database: several API processes need a shared Postgres.
     name: 'cluster-needs-postgres',
-    check: (c) => ((c.webConcurrency as number) > 1 && !c.databaseUrl ? 'WEB_CONCURRENCY > 1 needs DATABASE_URL (the embedded PGlite serves one process)' : null),
+    check: (c) =>
+      (c.webConcurrency as number) > 1 && !c.databaseUrl
+        ? 'WEB_CONCURRENCY > 1 needs DATABASE_URL (the embedded PGlite serves one process)'
+        : null,
   },
   {
     name: 'bootstrap-pair',
-    check: (c) => (c.bootstrapAdminPassword && !c.bootstrapAdminEmail ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD is set without KEYWARD_BOOTSTRAP_ADMIN_EMAIL' : null),
+    check: (c) =>
+      c.bootstrapAdminPassword && !c.bootstrapAdminEmail
+        ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD is set without KEYWARD_BOOTSTRAP_ADMIN_EMAIL'
+        : null,
   },
   {
     name: 'bootstrap-password-strength',
-    check: (c) => (typeof c.bootstrapAdminPassword === 'string' && c.bootstrapAdminPassword.length < 12 ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD must be at least 12 characters' : null),
+    check: (c) =>
+      typeof c.bootstrapAdminPassword === 'string' && c.bootstrapAdminPassword.length < 12
+        ? 'KEYWARD_BOOTSTRAP_ADMIN_PASSWORD must be at least 12 characters'
+        : null,
   },
 ];
 
@@ -138,7 +423,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** Markdown table of the schema, for the README. */
 export function configTable(): string {
-  const shown = (f: Field) => (f.defaultDoc ?? (f.default !== undefined && !f.secret ? `\`${f.default}\`` : ''));
-  const rows = (Object.values(SCHEMA) as Field[]).map((f) => `| \`${f.env}\` | ${f.doc} | ${shown(f)} |`);
+  const shown = (f: Field) =>
+    f.defaultDoc ?? (f.default !== undefined && !f.secret ? `\`${f.default}\`` : '');
+  const rows = (Object.values(SCHEMA) as Field[]).map(
+    (f) => `| \`${f.env}\` | ${f.doc} | ${shown(f)} |`,
+  );
   return ['| variable | meaning | default |', '|---|---|---|', ...rows].join('\n');
+}
+
+/**
+ * The config of a process entry (API, worker), checked before anything else loads: a bad variable
+ * ends the process with exit code 2 and one line naming it, whatever else would fail later.
+ */
+export function configOrExit(
+  processName: string,
+  env: Record<string, string | undefined> = process.env,
+): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`${processName}: invalid configuration: ${err.message}`);
+    process.exit(2);
+  }
 }

@@ -60,7 +60,13 @@ const CURVES: Record<JoseCurve, Curve> = {
 
 function curve(p: string, n: string, gx: string, gy: string, size: number): Curve {
   const order = h(n);
-  return { p: h(p), n: order, g: { x: h(gx), y: h(gy), z: 1n }, size, nBits: order.toString(2).length };
+  return {
+    p: h(p),
+    n: order,
+    g: { x: h(gx), y: h(gy), z: 1n },
+    size,
+    nBits: order.toString(2).length,
+  };
 }
 
 const mod = (a: bigint, m: bigint): bigint => {
@@ -82,7 +88,8 @@ function invert(a: bigint, m: bigint): bigint {
 }
 
 const toBig = (b: Buffer): bigint => (b.length === 0 ? 0n : BigInt(`0x${b.toString('hex')}`));
-const toBytes = (v: bigint, size: number): Buffer => Buffer.from(v.toString(16).padStart(size * 2, '0'), 'hex');
+const toBytes = (v: bigint, size: number): Buffer =>
+  Buffer.from(v.toString(16).padStart(size * 2, '0'), 'hex');
 
 /** A uniformly random scalar in [1, n-1] (64 extra bits make the modulo bias negligible). */
 function randomScalar(c: Curve): bigint {
@@ -158,7 +165,11 @@ const publicPoints = new WeakMap<KeyObject, Point>();
 
 function privateScalar(key: KeyObject): bigint {
   let d = privateScalars.get(key);
-  if (d === undefined) privateScalars.set(key, (d = toBig(Buffer.from(key.export({ format: 'jwk' }).d!, 'base64url'))));
+  if (d === undefined)
+    privateScalars.set(
+      key,
+      (d = toBig(Buffer.from(key.export({ format: 'jwk' }).d!, 'base64url'))),
+    );
   return d;
 }
 
@@ -166,7 +177,10 @@ function publicPoint(c: Curve, key: KeyObject): Point {
   let q = publicPoints.get(key);
   if (q === undefined) {
     const raw = key.export({ format: 'raw-public' });
-    publicPoints.set(key, (q = { x: toBig(raw.subarray(1, 1 + c.size)), y: toBig(raw.subarray(1 + c.size)), z: 1n }));
+    publicPoints.set(
+      key,
+      (q = { x: toBig(raw.subarray(1, 1 + c.size)), y: toBig(raw.subarray(1 + c.size)), z: 1n }),
+    );
   }
   return q;
 }
@@ -193,7 +207,12 @@ export function ecdsaSignDigest(privateKey: KeyObject, crv: JoseCurve, digest: B
 }
 
 /** Checks a P1363 ECDSA signature against a precomputed digest with an EC public key on `crv`. */
-export function ecdsaVerifyDigest(publicKey: KeyObject, crv: JoseCurve, digest: Buffer, signature: Buffer): boolean {
+export function ecdsaVerifyDigest(
+  publicKey: KeyObject,
+  crv: JoseCurve,
+  digest: Buffer,
+  signature: Buffer,
+): boolean {
   const c = CURVES[crv];
   if (signature.length !== 2 * c.size) return false;
   const r = toBig(signature.subarray(0, c.size));

@@ -1,26 +1,45 @@
 /**
- * ECDSA signature encodings. OpenSSL signs in DER (SEQUENCE { INTEGER r, INTEGER s }); JOSE wants
- * IEEE P1363 (r || s, each left-padded to the curve's byte size). Node converts when given
- * `dsaEncoding: 'ieee-p1363'`, but that form takes the options path of crypto.sign: measured on
- * this machine, ES256 signs at ~21k/s with the option and ~42k/s signing DER with the bare
- * KeyObject and converting here.
+ * ECDSA signature encodings. OpenSSL and CMS (RFC 5753 section 7.2, Ecdsa-Sig-Value) use DER,
+ * SEQUENCE { INTEGER r, INTEGER s }; JOSE wants IEEE P1363 (r || s, each left-padded to the
+ * curve's byte size). Node converts when given `dsaEncoding: 'ieee-p1363'`, but that form takes
+ * the options path of crypto.sign: measured on this machine, ES256 signs at ~21k/s with the
+ * option and ~42k/s signing DER with the bare KeyObject and converting here.
  */
 
-/** r || s of `size` bytes each from a DER ECDSA signature that OpenSSL produced. */
+const bad = (): Error => new Error('not a DER ECDSA signature');
+
+/**
+ * r || s of `size` bytes each from a DER ECDSA signature. Strict DER, as OpenSSL's own verify
+ * demands since CVE-2014-8275: definite minimal lengths, positive minimal INTEGERs no larger than
+ * the curve, nothing after the SEQUENCE, so one signature has one encoding.
+ */
 export function derToP1363(der: Uint8Array, size: number): Buffer {
+  if (der.length < 8 || der[0] !== 0x30) throw bad();
   let at = 2;
-  if (der[0] !== 0x30) throw new Error('not a DER ECDSA signature');
-  if (der[1] & 0x80) at = 2 + (der[1] & 0x7f); // P-521 signatures exceed 127 bytes: long-form length
+  let seqLen = der[1];
+  if (seqLen === 0x81) {
+    // P-521 signatures exceed 127 bytes: the one long form a signature can need, and only when needed.
+    seqLen = der[2];
+    at = 3;
+    if (seqLen < 0x80) throw bad();
+  } else if (seqLen & 0x80) {
+    throw bad();
+  }
+  if (at + seqLen !== der.length) throw bad();
   const out = Buffer.alloc(2 * size);
   for (let i = 0; i < 2; i += 1) {
-    if (der[at] !== 0x02 || der[at + 1] & 0x80) throw new Error('not a DER ECDSA signature');
+    if (at + 2 > der.length || der[at] !== 0x02) throw bad();
     const len = der[at + 1];
     let start = at + 2;
     const end = start + len;
-    while (end - start > size && der[start] === 0) start += 1; // the sign byte of a high r or s
-    if (end - start > size || end > der.length) throw new Error('ECDSA integer larger than the curve');
+    if (len === 0 || len & 0x80 || end > der.length) throw bad();
+    // X.690 section 8.3.2: no redundant leading zero; a set high bit would make it negative.
+    if (der[start] & 0x80 || (len > 1 && der[start] === 0 && !(der[start + 1] & 0x80))) throw bad();
+    if (der[start] === 0) start += 1;
+    if (end - start > size) throw new Error('ECDSA integer larger than the curve');
     out.set(der.subarray(start, end), (i + 1) * size - (end - start));
     at = end;
   }
+  if (at !== der.length) throw bad();
   return out;
 }

@@ -12,7 +12,10 @@ import type { LoadedKeyVersion } from './material.ts';
 
 /** The HMAC parameters of a key type; key-usage-mismatch for a type that does not MAC. */
 function macSpec(spec: KeyTypeSpec): NonNullable<KeyTypeSpec['mac']> {
-  if (!spec.mac) throw problem('key_usage_mismatch', `a ${spec.type} key cannot compute a MAC`, { needed: 'mac' });
+  if (!spec.mac)
+    throw problem('key_usage_mismatch', `a ${spec.type} key cannot compute a MAC`, {
+      details: { needed: 'mac' },
+    });
   return spec.mac;
 }
 
@@ -36,7 +39,11 @@ export function computeMac(key: LoadedKeyVersion, data: Buffer): Buffer {
 export function checkMacLength(spec: KeyTypeSpec, mac: Buffer, field = 'mac'): void {
   const want = macLength(spec);
   if (mac.length !== want) {
-    throw problem('validation_failed', `${field} must be ${want} bytes (the full ${macSpec(spec).alg} output), got ${mac.length}`, { field });
+    throw problem(
+      'validation_failed',
+      `${field} must be ${want} bytes (the full ${macSpec(spec).alg} output), got ${mac.length}`,
+      { details: { field } },
+    );
   }
 }
 

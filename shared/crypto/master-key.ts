@@ -7,7 +7,7 @@
 import { createCipheriv, createDecipheriv, randomBytes, createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppError } from '../errors/index.ts';
+import { AppError, problem } from '../errors/index.ts';
 
 const FORMAT_V1 = 0x01;
 
@@ -50,12 +50,16 @@ export function createMasterKey(key: Buffer): MasterKey {
       return Buffer.concat([Buffer.of(FORMAT_V1), iv, body, cipher.getAuthTag()]);
     },
     open(sealed, ctx) {
-      if (sealed.length < 29 || sealed[0] !== FORMAT_V1) throw new AppError('internal', 'sealed key material has an unknown format');
+      if (sealed.length < 29 || sealed[0] !== FORMAT_V1)
+        throw problem('internal', 'sealed key material has an unknown format');
       const decipher = createDecipheriv('aes-256-gcm', secret, sealed.subarray(1, 13));
       decipher.setAAD(aad(ctx));
       decipher.setAuthTag(sealed.subarray(sealed.length - 16));
       try {
-        return Buffer.concat([decipher.update(sealed.subarray(13, sealed.length - 16)), decipher.final()]);
+        return Buffer.concat([
+          decipher.update(sealed.subarray(13, sealed.length - 16)),
+          decipher.final(),
+        ]);
       } catch (cause) {
         throw new IntegrityError(cause);
       }
@@ -70,7 +74,10 @@ export function createMasterKey(key: Buffer): MasterKey {
  * Loads the master key: KEYWARD_MASTER_KEY when configured, else DATA_DIR/master.key, generated
  * once with mode 0600. `generated` tells the caller to warn that production must set it.
  */
-export function loadMasterKey(configured: Buffer | undefined, dataDir: string): { key: MasterKey; generated: boolean; path?: string } {
+export function loadMasterKey(
+  configured: Buffer | undefined,
+  dataDir: string,
+): { key: MasterKey; generated: boolean; path?: string } {
   if (configured) return { key: createMasterKey(configured), generated: false };
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, 'master.key');

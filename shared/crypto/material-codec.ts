@@ -9,9 +9,9 @@
  * unknown tags, a newer version or trailing garbage are refused rather than skipped, since a
  * blob we cannot fully read is one we must not half-use.
  */
-import { AppError } from '../errors/index.ts';
+import { problem, type AppError } from '../errors/index.ts';
 import { isKeyType, keyTypeSpec } from './registry.ts';
-import type { KeyMaterial, KeyPairDer } from './material.ts';
+import type { KeyMaterial, KeyPairDer } from './key-material.ts';
 
 const MAGIC_0 = 0x4b; // 'K'
 const MAGIC_1 = 0x57; // 'W'
@@ -23,7 +23,7 @@ const TAG_COMPONENT = 0x10;
 const MAX_COMPONENTS = 8;
 
 function unreadable(why: string, cause?: unknown): AppError {
-  return new AppError('internal', `stored key material is unreadable: ${why}`, { cause });
+  return problem('internal', `stored key material is unreadable: ${why}`, { cause });
 }
 
 /** Encodes key material into its versioned at-rest form. */
@@ -57,7 +57,8 @@ export function serializeMaterial(m: KeyMaterial): Buffer {
 /** Decodes the at-rest form; any deviation from the format is an internal error, never a partial result. */
 export function deserializeMaterial(buf: Uint8Array): KeyMaterial {
   const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (b.length < 4 || b[0] !== MAGIC_0 || b[1] !== MAGIC_1) throw unreadable('not a key material blob');
+  if (b.length < 4 || b[0] !== MAGIC_0 || b[1] !== MAGIC_1)
+    throw unreadable('not a key material blob');
   if (b[2] !== FORMAT_VERSION) throw unreadable(`format version ${b[2]} is not supported`);
   const typeEnd = 4 + b[3];
   if (typeEnd > b.length) throw unreadable('truncated type');
@@ -65,12 +66,16 @@ export function deserializeMaterial(buf: Uint8Array): KeyMaterial {
   if (!isKeyType(type)) throw unreadable(`unknown key type ${JSON.stringify(type)}`);
 
   const fields = new Map<number, Buffer>();
-  for (let at = typeEnd; at < b.length; ) {
+  for (let at = typeEnd; at < b.length;) {
     if (at + 5 > b.length) throw unreadable('truncated record header');
     const tag = b[at];
     const len = b.readUInt32BE(at + 1);
     if (at + 5 + len > b.length) throw unreadable('truncated record');
-    const known = tag === TAG_SECRET || tag === TAG_PRIVATE || tag === TAG_PUBLIC || (tag >= TAG_COMPONENT && tag < TAG_COMPONENT + 2 * MAX_COMPONENTS);
+    const known =
+      tag === TAG_SECRET ||
+      tag === TAG_PRIVATE ||
+      tag === TAG_PUBLIC ||
+      (tag >= TAG_COMPONENT && tag < TAG_COMPONENT + 2 * MAX_COMPONENTS);
     if (!known) throw unreadable(`unknown tag 0x${tag.toString(16)}`);
     if (fields.has(tag)) throw unreadable(`duplicate tag 0x${tag.toString(16)}`);
     // Copy out: the caller may zero or reuse the decrypted buffer.
@@ -94,8 +99,11 @@ export function deserializeMaterial(buf: Uint8Array): KeyMaterial {
   if (components.length > 0) m.components = components;
 
   const spec = keyTypeSpec(type);
-  const complete =
-    spec.symmetric ? !!m.secret : spec.family === 'hybrid' ? components.length === spec.components!.length : !!(m.privateKeyDer ?? m.publicKeyDer);
+  const complete = spec.symmetric
+    ? !!m.secret
+    : spec.family === 'hybrid'
+      ? components.length === spec.components!.length
+      : !!(m.privateKeyDer ?? m.publicKeyDer);
   if (!complete) throw unreadable(`a ${type} key lacks its key bytes`);
   return m;
 }

@@ -3,53 +3,29 @@
  * and loaded (node KeyObjects, ready for the hot path). Private parts never leave this layer
  * except through serializeMaterial, whose output the lead encrypts under the master key.
  */
-import { createPrivateKey, createPublicKey, createSecretKey, generateKeyPair, generateKeyPairSync, randomBytes } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  createSecretKey,
+  generateKeyPair,
+  generateKeyPairSync,
+  randomBytes,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { AppError, problem } from '../errors/index.ts';
+import { problem, type AppError } from '../errors/index.ts';
 import { assertUsage, keyTypeSpec } from './registry.ts';
 import type { KeyType, KeyTypeSpec, KeyUsage } from './registry.ts';
 import { xwingExpandSeed, xwingPublicKey } from './pqc.ts';
 import { OPENSSL_CURVE } from './ecdh-es.ts';
+import type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
 
-/** A private key as PKCS#8 DER and its public key as SPKI DER. */
-export interface KeyPairDer {
-  privateKeyDer?: Buffer;
-  publicKeyDer: Buffer;
-}
+export type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
 
-/** The bytes of one key version. */
-export interface KeyMaterial {
-  type: KeyType;
-  /** AES and HMAC: the key. Hybrid: the 32-byte X-Wing seed the components were expanded from. */
-  secret?: Buffer;
-  /** PKCS#8 DER; absent for a public-only key. */
-  privateKeyDer?: Buffer;
-  /** SPKI DER. */
-  publicKeyDer?: Buffer;
-  /** Hybrid only: the component key pairs in the order of the registry row (ML-KEM-768, then X25519). */
-  components?: KeyPairDer[];
-}
-
-/** Key material turned into KeyObjects, once per key version. */
-export interface LoadedKey {
-  readonly type: KeyType;
-  readonly spec: KeyTypeSpec;
-  readonly secretKey?: KeyObject;
-  readonly privateKey?: KeyObject;
-  readonly publicKey?: KeyObject;
-  /** Hybrid only: the component keys in registry order. */
-  readonly components?: readonly { readonly privateKey?: KeyObject; readonly publicKey: KeyObject }[];
-}
-
-/** A loaded key with the identity the JWE header names and the usage the key was created for. */
-export interface LoadedKeyVersion extends LoadedKey {
-  readonly kid: string;
-  readonly version: number;
-  readonly usage: KeyUsage;
-}
-
-const DER = { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'der' } } as const;
+const DER = {
+  publicKeyEncoding: { type: 'spki', format: 'der' },
+  privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+} as const;
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 function keyPairOptions(spec: KeyTypeSpec): Record<string, unknown> {
@@ -63,7 +39,10 @@ export async function generateKeyMaterial(type: KeyType): Promise<KeyMaterial> {
   const spec = keyTypeSpec(type);
   if (spec.symmetric || spec.family === 'hybrid') return generateKeyMaterialSync(type);
   // The overloads of generateKeyPair are per literal key type; the row's type is one of them.
-  const generate = generateKeyPairAsync as unknown as (t: string, o: object) => Promise<{ publicKey: Buffer; privateKey: Buffer }>;
+  const generate = generateKeyPairAsync as unknown as (
+    t: string,
+    o: object,
+  ) => Promise<{ publicKey: Buffer; privateKey: Buffer }>;
   const { publicKey, privateKey } = await generate(spec.nodeKeyType!, keyPairOptions(spec));
   return { type, privateKeyDer: privateKey, publicKeyDer: publicKey };
 }
@@ -73,7 +52,10 @@ export function generateKeyMaterialSync(type: KeyType): KeyMaterial {
   const spec = keyTypeSpec(type);
   if (spec.symmetric) return { type, secret: randomBytes(spec.bits / 8) };
   if (spec.family === 'hybrid') return hybridMaterialFromSeed(type, randomBytes(32));
-  const generate = generateKeyPairSync as unknown as (t: string, o: object) => { publicKey: Buffer; privateKey: Buffer };
+  const generate = generateKeyPairSync as unknown as (
+    t: string,
+    o: object,
+  ) => { publicKey: Buffer; privateKey: Buffer };
   const { publicKey, privateKey } = generate(spec.nodeKeyType!, keyPairOptions(spec));
   return { type, privateKeyDer: privateKey, publicKeyDer: publicKey };
 }
@@ -89,14 +71,21 @@ export function hybridMaterialFromSeed(type: KeyType, seed: Buffer): KeyMaterial
 }
 
 function corrupt(type: string, why: string, cause?: unknown): AppError {
-  return new AppError('internal', `key material of type ${type} is unusable: ${why}`, { cause });
+  return problem('internal', `key material of type ${type} is unusable: ${why}`, { cause });
 }
 
-function loadPair(type: string, pair: { privateKeyDer?: Buffer; publicKeyDer?: Buffer }): { privateKey?: KeyObject; publicKey: KeyObject } {
+function loadPair(
+  type: string,
+  pair: { privateKeyDer?: Buffer; publicKeyDer?: Buffer },
+): { privateKey?: KeyObject; publicKey: KeyObject } {
   if (!pair.privateKeyDer && !pair.publicKeyDer) throw corrupt(type, 'no key bytes');
   try {
-    const privateKey = pair.privateKeyDer ? createPrivateKey({ key: pair.privateKeyDer, format: 'der', type: 'pkcs8' }) : undefined;
-    const publicKey = pair.publicKeyDer ? createPublicKey({ key: pair.publicKeyDer, format: 'der', type: 'spki' }) : createPublicKey(privateKey!);
+    const privateKey = pair.privateKeyDer
+      ? createPrivateKey({ key: pair.privateKeyDer, format: 'der', type: 'pkcs8' })
+      : undefined;
+    const publicKey = pair.publicKeyDer
+      ? createPublicKey({ key: pair.publicKeyDer, format: 'der', type: 'spki' })
+      : createPublicKey(privateKey!);
     return { privateKey, publicKey };
   } catch (cause) {
     throw corrupt(type, 'DER does not parse', cause);
@@ -117,7 +106,8 @@ function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefi
 export function loadKeyObjects(m: KeyMaterial): LoadedKey {
   const spec = keyTypeSpec(m.type);
   if (spec.symmetric) {
-    if (!m.secret || m.secret.length * 8 !== spec.bits) throw corrupt(m.type, 'wrong secret length');
+    if (!m.secret || m.secret.length * 8 !== spec.bits)
+      throw corrupt(m.type, 'wrong secret length');
     return Object.freeze({ type: m.type, spec, secretKey: createSecretKey(m.secret) });
   }
   if (spec.family === 'hybrid') {
@@ -133,8 +123,12 @@ export function loadKeyObjects(m: KeyMaterial): LoadedKey {
 }
 
 /** Loads a key version for the hot path, checking that its type allows the usage it was created with. */
-export function loadKeyVersion(m: KeyMaterial, id: { kid: string; version: number; usage: KeyUsage }): LoadedKeyVersion {
-  if (!Number.isSafeInteger(id.version) || id.version < 1) throw problem('validation_failed', 'key version must be a positive integer');
+export function loadKeyVersion(
+  m: KeyMaterial,
+  id: { kid: string; version: number; usage: KeyUsage },
+): LoadedKeyVersion {
+  if (!Number.isSafeInteger(id.version) || id.version < 1)
+    throw problem('validation_failed', 'key version must be a positive integer');
   const loaded = loadKeyObjects(m);
   assertUsage({ type: m.type, usage: id.usage, kid: id.kid }, id.usage);
   return Object.freeze({ ...loaded, kid: id.kid, version: id.version, usage: id.usage });
@@ -148,10 +142,14 @@ export type PublicJwk = Record<string, string | string[]>;
  * `AKP` key type Node exports (draft-ietf-cose-dilithium); the hybrid is `AKP` with `alg: "X-Wing"` and
  * `pub` = pk_M || pk_X, the X-Wing encapsulation key. Symmetric (AES, HMAC) keys have no public JWK.
  */
-export function publicJwk(m: KeyMaterial | LoadedKey, opts: { kid?: string; usage?: KeyUsage } = {}): PublicJwk {
+export function publicJwk(
+  m: KeyMaterial | LoadedKey,
+  opts: { kid?: string; usage?: KeyUsage } = {},
+): PublicJwk {
   const loaded = 'spec' in m ? m : loadKeyObjects(m);
   const spec = loaded.spec;
-  if (spec.symmetric) throw problem('key_usage_mismatch', `a ${spec.type} key is symmetric: it has no public key`);
+  if (spec.symmetric)
+    throw problem('key_usage_mismatch', `a ${spec.type} key is symmetric: it has no public key`);
   let jwk: PublicJwk;
   if (spec.family === 'hybrid') {
     jwk = { kty: 'AKP', alg: 'X-Wing', pub: xwingPublicKey(loaded).toString('base64url') };
@@ -172,7 +170,8 @@ export function publicJwk(m: KeyMaterial | LoadedKey, opts: { kid?: string; usag
  * has no SPKI form Node can write (its JWK carries it). Symmetric keys answer key_usage_mismatch.
  */
 export function publicPem(m: LoadedKey): string | null {
-  if (m.spec.symmetric) throw problem('key_usage_mismatch', `a ${m.spec.type} key is symmetric: it has no public key`);
+  if (m.spec.symmetric)
+    throw problem('key_usage_mismatch', `a ${m.spec.type} key is symmetric: it has no public key`);
   if (!m.publicKey) return null;
   return m.publicKey.export({ type: 'spki', format: 'pem' }) as string;
 }

@@ -6,19 +6,31 @@
  */
 import { problem } from '../errors/index.ts';
 
-export type KeyFamily = 'aes' | 'hmac' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
+export type KeyFamily =
+  'aes' | 'hmac' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
 /** What a key may do: encrypt (and unwrap), sign (and verify), or compute and check MACs. */
 export type KeyUsage = 'encrypt' | 'sign' | 'mac';
 
 /** JOSE names of the signature algorithms (RFC 7518 section 3, draft-ietf-cose-dilithium, draft-ietf-cose-sphincs-plus). */
 export type SignatureAlgorithm =
-  | 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512'
-  | 'ES256' | 'ES384' | 'ES512' | 'EdDSA'
-  | 'ML-DSA-44' | 'ML-DSA-65' | 'ML-DSA-87'
+  | 'RS256'
+  | 'RS384'
+  | 'RS512'
+  | 'PS256'
+  | 'PS384'
+  | 'PS512'
+  | 'ES256'
+  | 'ES384'
+  | 'ES512'
+  | 'EdDSA'
+  | 'ML-DSA-44'
+  | 'ML-DSA-65'
+  | 'ML-DSA-87'
   | `SLH-DSA-${'SHA2' | 'SHAKE'}-${128 | 192 | 256}${'s' | 'f'}`;
 
 export type ContentEncryption = 'A128GCM' | 'A192GCM' | 'A256GCM';
-export type KeyManagement = 'dir' | 'RSA-OAEP-256' | 'ECDH-ES' | 'ECDH-ES+A128KW' | 'ECDH-ES+A192KW' | 'ECDH-ES+A256KW';
+export type KeyManagement =
+  'dir' | 'RSA-OAEP-256' | 'ECDH-ES' | 'ECDH-ES+A128KW' | 'ECDH-ES+A192KW' | 'ECDH-ES+A256KW';
 
 /** JOSE names of the MAC algorithms (RFC 7518 section 3.2). */
 export type MacAlgorithm = 'HS256' | 'HS384' | 'HS512';
@@ -36,7 +48,8 @@ export interface KeyTypeSpec {
   /** Generation takes long enough (tens of ms or more) to belong in the worker pool. */
   readonly slowGeneration: boolean;
   /** The `type` argument of crypto.generateKeyPair; absent for AES and the hybrid. */
-  readonly nodeKeyType?: 'rsa' | 'ec' | 'ed25519' | `ml-kem-${number}` | `ml-dsa-${number}` | `slh-dsa-${string}`;
+  readonly nodeKeyType?:
+    'rsa' | 'ec' | 'ed25519' | `ml-kem-${number}` | `ml-dsa-${number}` | `slh-dsa-${string}`;
   /** The JOSE curve name of EC keys. */
   readonly curve?: 'P-256' | 'P-384' | 'P-521';
   /** Default JWE algorithms for keys with the `encrypt` usage (none for ML-KEM and the hybrid: they encapsulate). */
@@ -50,29 +63,62 @@ export interface KeyTypeSpec {
 }
 
 const SLH_DSA_VARIANTS = [
-  'sha2-128s', 'sha2-128f', 'sha2-192s', 'sha2-192f', 'sha2-256s', 'sha2-256f',
-  'shake-128s', 'shake-128f', 'shake-192s', 'shake-192f', 'shake-256s', 'shake-256f',
+  'sha2-128s',
+  'sha2-128f',
+  'sha2-192s',
+  'sha2-192f',
+  'sha2-256s',
+  'sha2-256f',
+  'shake-128s',
+  'shake-128f',
+  'shake-192s',
+  'shake-192f',
+  'shake-256s',
+  'shake-256f',
 ] as const;
 
 export const KEY_TYPES = [
-  'aes-128', 'aes-256',
-  'hmac-sha256', 'hmac-sha384', 'hmac-sha512',
-  'rsa-2048', 'rsa-3072', 'rsa-4096',
-  'ec-p256', 'ec-p384', 'ec-p521',
+  'aes-128',
+  'aes-256',
+  'hmac-sha256',
+  'hmac-sha384',
+  'hmac-sha512',
+  'rsa-2048',
+  'rsa-3072',
+  'rsa-4096',
+  'ec-p256',
+  'ec-p384',
+  'ec-p521',
   'ed25519',
-  'ml-kem-768', 'ml-kem-1024',
-  'ml-dsa-44', 'ml-dsa-65', 'ml-dsa-87',
+  'ml-kem-768',
+  'ml-kem-1024',
+  'ml-dsa-44',
+  'ml-dsa-65',
+  'ml-dsa-87',
   ...SLH_DSA_VARIANTS.map((v) => `slh-dsa-${v}` as const),
   'x25519-ml-kem-768',
 ] as const;
 
 export type KeyType = (typeof KEY_TYPES)[number];
 
-const RSA_JWS: readonly SignatureAlgorithm[] = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'];
+const RSA_JWS: readonly SignatureAlgorithm[] = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+];
 
 function aes(bits: 128 | 256): KeyTypeSpec {
   return {
-    type: `aes-${bits}`, family: 'aes', bits, symmetric: true, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    type: `aes-${bits}`,
+    family: 'aes',
+    bits,
+    symmetric: true,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
     jwe: { alg: 'dir', enc: bits === 128 ? 'A128GCM' : 'A256GCM' },
   };
 }
@@ -85,16 +131,28 @@ function aes(bits: 128 | 256): KeyTypeSpec {
  */
 function hmac(bits: 256 | 384 | 512): KeyTypeSpec {
   return {
-    type: `hmac-sha${bits}`, family: 'hmac', bits, symmetric: true, usages: ['mac'], defaultUsage: 'mac', slowGeneration: false,
+    type: `hmac-sha${bits}`,
+    family: 'hmac',
+    bits,
+    symmetric: true,
+    usages: ['mac'],
+    defaultUsage: 'mac',
+    slowGeneration: false,
     mac: { alg: `HS${bits}`, hash: `sha${bits}` },
   };
 }
 
 function rsa(bits: 2048 | 3072 | 4096): KeyTypeSpec {
   return {
-    type: `rsa-${bits}`, family: 'rsa', bits, usages: ['encrypt', 'sign'], defaultUsage: 'encrypt',
-    slowGeneration: bits > 2048, nodeKeyType: 'rsa',
-    jwe: { alg: 'RSA-OAEP-256', enc: 'A256GCM' }, jws: RSA_JWS,
+    type: `rsa-${bits}`,
+    family: 'rsa',
+    bits,
+    usages: ['encrypt', 'sign'],
+    defaultUsage: 'encrypt',
+    slowGeneration: bits > 2048,
+    nodeKeyType: 'rsa',
+    jwe: { alg: 'RSA-OAEP-256', enc: 'A256GCM' },
+    jws: RSA_JWS,
   };
 }
 
@@ -102,22 +160,41 @@ function ec(bits: 256 | 384 | 521): KeyTypeSpec {
   const curve = `P-${bits}` as const;
   const alg = ({ 256: 'ES256', 384: 'ES384', 521: 'ES512' } as const)[bits];
   return {
-    type: `ec-p${bits}`, family: 'ec', bits, usages: ['encrypt', 'sign'], defaultUsage: 'sign', slowGeneration: false,
-    nodeKeyType: 'ec', curve, jwe: { alg: 'ECDH-ES+A256KW', enc: 'A256GCM' }, jws: [alg],
+    type: `ec-p${bits}`,
+    family: 'ec',
+    bits,
+    usages: ['encrypt', 'sign'],
+    defaultUsage: 'sign',
+    slowGeneration: false,
+    nodeKeyType: 'ec',
+    curve,
+    jwe: { alg: 'ECDH-ES+A256KW', enc: 'A256GCM' },
+    jws: [alg],
   };
 }
 
 function mlKem(bits: 768 | 1024): KeyTypeSpec {
   return {
-    type: `ml-kem-${bits}`, family: 'ml-kem', bits, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    type: `ml-kem-${bits}`,
+    family: 'ml-kem',
+    bits,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
     nodeKeyType: `ml-kem-${bits}`,
   };
 }
 
 function mlDsa(bits: 44 | 65 | 87): KeyTypeSpec {
   return {
-    type: `ml-dsa-${bits}`, family: 'ml-dsa', bits, usages: ['sign'], defaultUsage: 'sign', slowGeneration: false,
-    nodeKeyType: `ml-dsa-${bits}`, jws: [`ML-DSA-${bits}`],
+    type: `ml-dsa-${bits}`,
+    family: 'ml-dsa',
+    bits,
+    usages: ['sign'],
+    defaultUsage: 'sign',
+    slowGeneration: false,
+    nodeKeyType: `ml-dsa-${bits}`,
+    jws: [`ML-DSA-${bits}`],
   };
 }
 
@@ -125,30 +202,63 @@ function slhDsa(variant: (typeof SLH_DSA_VARIANTS)[number]): KeyTypeSpec {
   const [hash, set] = variant.split('-') as [string, string];
   const alg = `SLH-DSA-${hash.toUpperCase()}-${set}` as SignatureAlgorithm;
   return {
-    type: `slh-dsa-${variant}`, family: 'slh-dsa', bits: Number.parseInt(set, 10), usages: ['sign'], defaultUsage: 'sign',
-    slowGeneration: true, nodeKeyType: `slh-dsa-${variant}`, jws: [alg],
+    type: `slh-dsa-${variant}`,
+    family: 'slh-dsa',
+    bits: Number.parseInt(set, 10),
+    usages: ['sign'],
+    defaultUsage: 'sign',
+    slowGeneration: true,
+    nodeKeyType: `slh-dsa-${variant}`,
+    jws: [alg],
   };
 }
 
 const ROWS: readonly KeyTypeSpec[] = [
-  aes(128), aes(256),
-  hmac(256), hmac(384), hmac(512),
-  rsa(2048), rsa(3072), rsa(4096),
-  ec(256), ec(384), ec(521),
-  { type: 'ed25519', family: 'okp', bits: 256, usages: ['sign'], defaultUsage: 'sign', slowGeneration: false, nodeKeyType: 'ed25519', jws: ['EdDSA'] },
-  mlKem(768), mlKem(1024),
-  mlDsa(44), mlDsa(65), mlDsa(87),
+  aes(128),
+  aes(256),
+  hmac(256),
+  hmac(384),
+  hmac(512),
+  rsa(2048),
+  rsa(3072),
+  rsa(4096),
+  ec(256),
+  ec(384),
+  ec(521),
+  {
+    type: 'ed25519',
+    family: 'okp',
+    bits: 256,
+    usages: ['sign'],
+    defaultUsage: 'sign',
+    slowGeneration: false,
+    nodeKeyType: 'ed25519',
+    jws: ['EdDSA'],
+  },
+  mlKem(768),
+  mlKem(1024),
+  mlDsa(44),
+  mlDsa(65),
+  mlDsa(87),
   ...SLH_DSA_VARIANTS.map(slhDsa),
   // X-Wing (draft-connolly-cfrg-xwing-kem): ML-KEM-768 and X25519 behind one SHA3-256 combiner, see pqc.ts.
   {
-    type: 'x25519-ml-kem-768', family: 'hybrid', bits: 768, usages: ['encrypt'], defaultUsage: 'encrypt', slowGeneration: false,
+    type: 'x25519-ml-kem-768',
+    family: 'hybrid',
+    bits: 768,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
     components: ['ml-kem-768', 'x25519'],
   },
 ];
 
 /** The key-type table, frozen. */
 export const KEY_TYPE_SPECS: Readonly<Record<KeyType, KeyTypeSpec>> = Object.freeze(
-  Object.fromEntries(ROWS.map((row) => [row.type, Object.freeze(row)])) as Record<KeyType, KeyTypeSpec>,
+  Object.fromEntries(ROWS.map((row) => [row.type, Object.freeze(row)])) as Record<
+    KeyType,
+    KeyTypeSpec
+  >,
 );
 
 /** True when `value` names a key type of the table. */
@@ -159,7 +269,9 @@ export function isKeyType(value: unknown): value is KeyType {
 /** The row of a key type; an unknown type is a validation failure naming the known ones. */
 export function keyTypeSpec(type: string): KeyTypeSpec {
   if (!isKeyType(type)) {
-    throw problem('validation_failed', `unknown key type: ${String(type)}`, { allowed: [...KEY_TYPES] });
+    throw problem('validation_failed', `unknown key type: ${String(type)}`, {
+      details: { allowed: [...KEY_TYPES] },
+    });
   }
   return KEY_TYPE_SPECS[type];
 }
@@ -169,18 +281,29 @@ export function resolveUsage(type: KeyType, requested?: string): KeyUsage {
   const spec = KEY_TYPE_SPECS[type];
   if (requested === undefined) return spec.defaultUsage;
   if (!(spec.usages as readonly string[]).includes(requested)) {
-    throw problem('key_usage_mismatch', `key type ${type} cannot be used to ${requested}`, { allowed: [...spec.usages] });
+    throw problem('key_usage_mismatch', `key type ${type} cannot be used to ${requested}`, {
+      details: { allowed: [...spec.usages] },
+    });
   }
   return requested as KeyUsage;
 }
 
 /** Throws key_usage_mismatch unless a key of this usage may perform `needed`. */
-export function assertUsage(key: { type: KeyType; usage: KeyUsage; kid?: string }, needed: KeyUsage): void {
+export function assertUsage(
+  key: { type: KeyType; usage: KeyUsage; kid?: string },
+  needed: KeyUsage,
+): void {
   if (key.usage !== needed || !KEY_TYPE_SPECS[key.type].usages.includes(needed)) {
-    throw problem('key_usage_mismatch', `key ${key.kid ?? key.type} has usage ${key.usage}, not ${needed}`, {
-      usage: key.usage,
-      needed,
-    });
+    throw problem(
+      'key_usage_mismatch',
+      `key ${key.kid ?? key.type} has usage ${key.usage}, not ${needed}`,
+      {
+        details: {
+          usage: key.usage,
+          needed,
+        },
+      },
+    );
   }
 }
 
@@ -203,20 +326,22 @@ export function signatureAlgorithmSpec(alg: string): SignatureAlgorithmSpec | un
   }
   if (alg === 'EdDSA') return { family: 'okp', hash: null };
   if (/^ML-DSA-(44|65|87)$/.test(alg)) return { family: 'ml-dsa', hash: null };
-  if (/^SLH-DSA-(SHA2|SHAKE)-(128|192|256)[sf]$/.test(alg)) return { family: 'slh-dsa', hash: null };
+  if (/^SLH-DSA-(SHA2|SHAKE)-(128|192|256)[sf]$/.test(alg))
+    return { family: 'slh-dsa', hash: null };
   return undefined;
 }
 
 /** Other spellings accepted for a signature algorithm: the AWS KMS SigningAlgorithmSpec names and RFC 9864's Ed25519. */
-export const SIGNATURE_ALGORITHM_ALIASES: Readonly<Record<string, SignatureAlgorithm>> = Object.freeze({
-  RSASSA_PKCS1_V1_5_SHA_256: 'RS256',
-  RSASSA_PKCS1_V1_5_SHA_384: 'RS384',
-  RSASSA_PKCS1_V1_5_SHA_512: 'RS512',
-  RSASSA_PSS_SHA_256: 'PS256',
-  RSASSA_PSS_SHA_384: 'PS384',
-  RSASSA_PSS_SHA_512: 'PS512',
-  ECDSA_SHA_256: 'ES256',
-  ECDSA_SHA_384: 'ES384',
-  ECDSA_SHA_512: 'ES512',
-  Ed25519: 'EdDSA',
-});
+export const SIGNATURE_ALGORITHM_ALIASES: Readonly<Record<string, SignatureAlgorithm>> =
+  Object.freeze({
+    RSASSA_PKCS1_V1_5_SHA_256: 'RS256',
+    RSASSA_PKCS1_V1_5_SHA_384: 'RS384',
+    RSASSA_PKCS1_V1_5_SHA_512: 'RS512',
+    RSASSA_PSS_SHA_256: 'PS256',
+    RSASSA_PSS_SHA_384: 'PS384',
+    RSASSA_PSS_SHA_512: 'PS512',
+    ECDSA_SHA_256: 'ES256',
+    ECDSA_SHA_384: 'ES384',
+    ECDSA_SHA_512: 'ES512',
+    Ed25519: 'EdDSA',
+  });

@@ -10,20 +10,41 @@
  * Verification runs the public operation without padding and checks the whole encoded message,
  * so no lenient padding parser stands between a forged signature and `true`.
  */
-import { constants, createHash, privateEncrypt, publicDecrypt, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  constants,
+  createHash,
+  privateEncrypt,
+  publicDecrypt,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 
-export type DigestHash = 'sha256' | 'sha384' | 'sha512';
+/** The hashes a digest may have been made with: the AWS KMS ones, plus SHA-1 and SHA-224 that CMS signers still use. */
+export type DigestHash = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512';
 
-/** The DER prefix of DigestInfo for each hash (RFC 8017 section 9.2, note 1). */
+/** The DER prefix of DigestInfo for each hash (RFC 8017 section 9.2, note 1), parameters NULL. */
 const DIGEST_INFO_PREFIX: Record<DigestHash, Buffer> = {
+  sha1: Buffer.from('3021300906052b0e03021a05000414', 'hex'),
+  sha224: Buffer.from('302d300d06096086480165030402040500041c', 'hex'),
   sha256: Buffer.from('3031300d060960864801650304020105000420', 'hex'),
   sha384: Buffer.from('3041300d060960864801650304020205000430', 'hex'),
   sha512: Buffer.from('3051300d060960864801650304020305000440', 'hex'),
 };
 
 /** Output length in bytes of each hash. */
-export const HASH_LENGTH: Record<DigestHash, number> = { sha256: 32, sha384: 48, sha512: 64 };
+export const HASH_LENGTH: Record<DigestHash, number> = {
+  sha1: 20,
+  sha224: 28,
+  sha256: 32,
+  sha384: 48,
+  sha512: 64,
+};
+
+/** True for a Node hash name this module encodes. */
+export function isDigestHash(hash: string): hash is DigestHash {
+  return Object.hasOwn(HASH_LENGTH, hash);
+}
 
 function modulusBits(key: KeyObject): number {
   const bits = key.asymmetricKeyDetails?.modulusLength;
@@ -54,13 +75,26 @@ function pkcs1Encoded(hash: DigestHash, digest: Buffer, k: number): Buffer {
 
 /** RSASSA-PKCS1-v1_5 signature over a precomputed digest. */
 export function pkcs1SignDigest(privateKey: KeyObject, hash: DigestHash, digest: Buffer): Buffer {
-  return privateEncrypt({ key: privateKey, padding: constants.RSA_PKCS1_PADDING }, Buffer.concat([DIGEST_INFO_PREFIX[hash], digest]));
+  return privateEncrypt(
+    { key: privateKey, padding: constants.RSA_PKCS1_PADDING },
+    Buffer.concat([DIGEST_INFO_PREFIX[hash], digest]),
+  );
 }
 
-/** Checks an RSASSA-PKCS1-v1_5 signature against a precomputed digest. */
-export function pkcs1VerifyDigest(publicKey: KeyObject, hash: DigestHash, digest: Buffer, signature: Buffer): boolean {
+/**
+ * Checks an RSASSA-PKCS1-v1_5 signature against a precomputed digest by encoding and comparing
+ * (RFC 8017 section 8.2.2 step 3), as OpenSSL does: a DigestInfo without its NULL parameters, or
+ * with trailing bytes, does not verify.
+ */
+export function pkcs1VerifyDigest(
+  publicKey: KeyObject,
+  hash: DigestHash,
+  digest: Buffer,
+  signature: Buffer,
+): boolean {
+  if (digest.length !== HASH_LENGTH[hash]) return false;
   const em = openSignature(publicKey, signature);
-  if (!em) return false;
+  if (!em || em.length < DIGEST_INFO_PREFIX[hash].length + digest.length + 11) return false;
   return timingSafeEqual(em, pkcs1Encoded(hash, digest, em.length));
 }
 
@@ -100,13 +134,26 @@ export function pssSignDigest(privateKey: KeyObject, hash: DigestHash, digest: B
   return privateEncrypt({ key: privateKey, padding: constants.RSA_NO_PADDING }, em);
 }
 
-/** Checks an RSASSA-PSS signature (salt length = hash length) against a precomputed digest. */
-export function pssVerifyDigest(publicKey: KeyObject, hash: DigestHash, digest: Buffer, signature: Buffer): boolean {
+/**
+ * EMSA-PSS-VERIFY (RFC 8017 section 9.1.2) against a precomputed digest, MGF1 with the same hash;
+ * the salt length is the hash length (JOSE PS*, RFC 7518 section 3.5) unless the caller names one
+ * (CMS RSASSA-PSS-params, RFC 4056).
+ */
+export function pssVerifyDigest(
+  publicKey: KeyObject,
+  hash: DigestHash,
+  digest: Buffer,
+  signature: Buffer,
+  saltLength = HASH_LENGTH[hash],
+): boolean {
+  const hLen = HASH_LENGTH[hash];
+  if (digest.length !== hLen || !Number.isInteger(saltLength) || saltLength < 0) return false;
   const m = openSignature(publicKey, signature);
   if (!m) return false;
   const emBits = modulusBits(publicKey) - 1;
   const emLen = Math.ceil(emBits / 8);
-  const hLen = HASH_LENGTH[hash];
+  // Step 3: room for the hash, the salt and the two fixed bytes.
+  if (emLen < hLen + saltLength + 2) return false;
   if (m.length > emLen && m[0] !== 0) return false;
   const em = m.subarray(m.length - emLen);
   const topMask = 0xff >>> (8 * emLen - emBits);
@@ -116,7 +163,7 @@ export function pssVerifyDigest(publicKey: KeyObject, hash: DigestHash, digest: 
   const mask = mgf1(hash, h, db.length);
   for (let i = 0; i < db.length; i++) db[i] ^= mask[i];
   db[0] &= topMask;
-  const psLen = emLen - 2 * hLen - 2;
+  const psLen = emLen - hLen - saltLength - 2;
   for (let i = 0; i < psLen; i++) if (db[i] !== 0) return false;
   if (db[psLen] !== 0x01) return false;
   return timingSafeEqual(h, pssHashOf(hash, digest, db.subarray(psLen + 1)));

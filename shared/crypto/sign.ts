@@ -21,7 +21,13 @@ import { problem } from '../errors/index.ts';
 import { SIGNATURE_ALGORITHM_ALIASES, assertUsage, signatureAlgorithmSpec } from './registry.ts';
 import type { KeyUsage, SignatureAlgorithm, SignatureAlgorithmSpec } from './registry.ts';
 import type { LoadedKey } from './material.ts';
-import { HASH_LENGTH, pkcs1SignDigest, pkcs1VerifyDigest, pssSignDigest, pssVerifyDigest } from './rsa-digest.ts';
+import {
+  HASH_LENGTH,
+  pkcs1SignDigest,
+  pkcs1VerifyDigest,
+  pssSignDigest,
+  pssVerifyDigest,
+} from './rsa-digest.ts';
 import { ecdsaSignDigest, ecdsaVerifyDigest } from './ecdsa-digest.ts';
 import { curveSize, type JoseCurve } from './ecdh-es.ts';
 import { derToP1363 } from './ecdsa-signature.ts';
@@ -50,11 +56,17 @@ export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): 
   assertUsage(key, 'sign');
   const allowed = key.spec.jws ?? [];
   if (requested === undefined) return allowed[0];
-  if (typeof requested !== 'string') throw problem('validation_failed', 'the signing algorithm is a string');
-  const name = Object.hasOwn(SIGNATURE_ALGORITHM_ALIASES, requested) ? SIGNATURE_ALGORITHM_ALIASES[requested] : requested;
-  if (!signatureAlgorithmSpec(name)) throw problem('validation_failed', `unknown signing algorithm ${requested}`);
+  if (typeof requested !== 'string')
+    throw problem('validation_failed', 'the signing algorithm is a string');
+  const name = Object.hasOwn(SIGNATURE_ALGORITHM_ALIASES, requested)
+    ? SIGNATURE_ALGORITHM_ALIASES[requested]
+    : requested;
+  if (!signatureAlgorithmSpec(name))
+    throw problem('validation_failed', `unknown signing algorithm ${requested}`);
   if (!(allowed as readonly string[]).includes(name)) {
-    throw problem('unprocessable', `a ${key.type} key does not sign with ${requested}`, { allowed: [...allowed] });
+    throw problem('unprocessable', `a ${key.type} key does not sign with ${requested}`, {
+      details: { allowed: [...allowed] },
+    });
   }
   return name as SignatureAlgorithm;
 }
@@ -64,24 +76,50 @@ function plan(key: SigningKey, input: SignInput, requested?: string): Plan {
   const spec = signatureAlgorithmSpec(algorithm)!;
   const hasData = input?.data !== undefined;
   const hasDigest = input?.digest !== undefined;
-  if (hasData === hasDigest) throw problem('validation_failed', 'send exactly one of data and digest');
+  if (hasData === hasDigest)
+    throw problem('validation_failed', 'send exactly one of data and digest');
   const bytes = (hasData ? input.data : input.digest)!;
-  if (!(bytes instanceof Uint8Array)) throw problem('validation_failed', 'data and digest are bytes');
-  if (hasData) return { algorithm, spec, mode: 'data', bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+  if (!(bytes instanceof Uint8Array))
+    throw problem('validation_failed', 'data and digest are bytes');
+  if (hasData)
+    return {
+      algorithm,
+      spec,
+      mode: 'data',
+      bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    };
   if (spec.hash === null) {
-    throw problem('unprocessable', `${algorithm} signs the message itself; send data, not a digest`, { algorithm });
+    throw problem(
+      'unprocessable',
+      `${algorithm} signs the message itself; send data, not a digest`,
+      { details: { algorithm } },
+    );
   }
   if (bytes.length !== HASH_LENGTH[spec.hash]) {
-    throw problem('validation_failed', `a ${algorithm} digest is ${HASH_LENGTH[spec.hash]} bytes`, { algorithm });
+    throw problem('validation_failed', `a ${algorithm} digest is ${HASH_LENGTH[spec.hash]} bytes`, {
+      details: { algorithm },
+    });
   }
-  return { algorithm, spec, mode: 'digest', bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+  return {
+    algorithm,
+    spec,
+    mode: 'digest',
+    bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  };
 }
 
 /** The node:crypto key options of a data-mode signature (RFC 7518 section 3). */
-function keyOptions<K>(spec: SignatureAlgorithmSpec, key: K): { key: K; padding?: number; saltLength?: number; dsaEncoding?: 'ieee-p1363' } {
+function keyOptions<K>(
+  spec: SignatureAlgorithmSpec,
+  key: K,
+): { key: K; padding?: number; saltLength?: number; dsaEncoding?: 'ieee-p1363' } {
   if (spec.family === 'rsa') {
     return spec.padding === 'pss'
-      ? { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }
+      ? {
+          key,
+          padding: constants.RSA_PKCS1_PSS_PADDING,
+          saltLength: constants.RSA_PSS_SALTLEN_DIGEST,
+        }
       : { key, padding: constants.RSA_PKCS1_PADDING };
   }
   if (spec.family === 'ec') return { key, dsaEncoding: 'ieee-p1363' };
@@ -95,35 +133,53 @@ function keyOptions<K>(spec: SignatureAlgorithmSpec, key: K): { key: K; padding?
  * arithmetic on Node's side; the options only for PSS.
  */
 function signingKey(spec: SignatureAlgorithmSpec, key: KeyObject): KeyObject | SignKeyObjectInput {
-  return spec.family === 'rsa' && spec.padding === 'pss' ? keyOptions(spec, key) as SignKeyObjectInput : key;
+  return spec.family === 'rsa' && spec.padding === 'pss'
+    ? (keyOptions(spec, key) as SignKeyObjectInput)
+    : key;
 }
 
 /** The JOSE form of what crypto.sign returned for `signingKey`. */
 function joseSignature(key: SigningKey, spec: SignatureAlgorithmSpec, signature: Buffer): Buffer {
-  return spec.family === 'ec' ? derToP1363(signature, curveSize(key.spec.curve as JoseCurve)) : signature;
+  return spec.family === 'ec'
+    ? derToP1363(signature, curveSize(key.spec.curve as JoseCurve))
+    : signature;
 }
 
 function privateKeyOf(key: SigningKey): KeyObject {
-  if (!key.privateKey) throw problem('unprocessable', `key ${key.kid ?? key.type} holds no private key and can only verify`);
+  if (!key.privateKey)
+    throw problem(
+      'unprocessable',
+      `key ${key.kid ?? key.type} holds no private key and can only verify`,
+    );
   return key.privateKey;
 }
 
 function signDigest(key: SigningKey, p: Plan): Buffer {
   const hash = p.spec.hash!;
   const privateKey = privateKeyOf(key);
-  if (p.spec.family === 'ec') return ecdsaSignDigest(privateKey, key.spec.curve as JoseCurve, p.bytes);
-  return p.spec.padding === 'pss' ? pssSignDigest(privateKey, hash, p.bytes) : pkcs1SignDigest(privateKey, hash, p.bytes);
+  if (p.spec.family === 'ec')
+    return ecdsaSignDigest(privateKey, key.spec.curve as JoseCurve, p.bytes);
+  return p.spec.padding === 'pss'
+    ? pssSignDigest(privateKey, hash, p.bytes)
+    : pkcs1SignDigest(privateKey, hash, p.bytes);
 }
 
 function verifyDigest(key: SigningKey, p: Plan, signature: Buffer): boolean {
   const hash = p.spec.hash!;
   const publicKey = key.publicKey!;
-  if (p.spec.family === 'ec') return ecdsaVerifyDigest(publicKey, key.spec.curve as JoseCurve, p.bytes, signature);
-  return p.spec.padding === 'pss' ? pssVerifyDigest(publicKey, hash, p.bytes, signature) : pkcs1VerifyDigest(publicKey, hash, p.bytes, signature);
+  if (p.spec.family === 'ec')
+    return ecdsaVerifyDigest(publicKey, key.spec.curve as JoseCurve, p.bytes, signature);
+  return p.spec.padding === 'pss'
+    ? pssVerifyDigest(publicKey, hash, p.bytes, signature)
+    : pkcs1VerifyDigest(publicKey, hash, p.bytes, signature);
 }
 
 /** Signs data or a digest with a signing key; the result names the algorithm used. */
-export function signMessage(key: SigningKey, input: SignInput, algorithm?: string): SignatureResult {
+export function signMessage(
+  key: SigningKey,
+  input: SignInput,
+  algorithm?: string,
+): SignatureResult {
   const p = plan(key, input, algorithm);
   if (p.mode === 'digest') return { signature: signDigest(key, p), algorithm: p.algorithm };
   const signature = nodeSign(p.spec.hash, p.bytes, signingKey(p.spec, privateKeyOf(key)));
@@ -131,27 +187,51 @@ export function signMessage(key: SigningKey, input: SignInput, algorithm?: strin
 }
 
 /** True when `signature` is a valid signature of data or a digest by the key; malformed signatures are false, not errors. */
-export function verifyMessage(key: SigningKey, input: SignInput, signature: Buffer, algorithm?: string): boolean {
+export function verifyMessage(
+  key: SigningKey,
+  input: SignInput,
+  signature: Buffer,
+  algorithm?: string,
+): boolean {
   const p = plan(key, input, algorithm);
-  if (!(signature instanceof Uint8Array)) throw problem('validation_failed', 'the signature is bytes');
+  if (!(signature instanceof Uint8Array))
+    throw problem('validation_failed', 'the signature is bytes');
   const sig = Buffer.from(signature.buffer, signature.byteOffset, signature.byteLength);
   try {
     if (p.mode === 'digest') return verifyDigest(key, p, sig);
-    return nodeVerify(p.spec.hash, p.bytes, keyOptions(p.spec, key.publicKey!) as VerifyKeyObjectInput, sig);
+    return nodeVerify(
+      p.spec.hash,
+      p.bytes,
+      keyOptions(p.spec, key.publicKey!) as VerifyKeyObjectInput,
+      sig,
+    );
   } catch {
     return false;
   }
 }
 
-const signAsync = promisify(nodeSign) as (alg: string | null, data: Buffer, key: KeyObject | SignKeyObjectInput) => Promise<Buffer>;
-const verifyAsync = promisify(nodeVerify) as (alg: string | null, data: Buffer, key: VerifyKeyObjectInput, sig: Buffer) => Promise<boolean>;
+const signAsync = promisify(nodeSign) as (
+  alg: string | null,
+  data: Buffer,
+  key: KeyObject | SignKeyObjectInput,
+) => Promise<Buffer>;
+const verifyAsync = promisify(nodeVerify) as (
+  alg: string | null,
+  data: Buffer,
+  key: VerifyKeyObjectInput,
+  sig: Buffer,
+) => Promise<boolean>;
 
 /**
  * signMessage on libuv's thread pool: data-mode signatures use crypto.sign's callback form, which
  * keeps RSA private operations and ML-DSA/SLH-DSA off the event loop without a worker round trip.
  * Digest mode runs inline (Node has no asynchronous privateEncrypt).
  */
-export async function signMessageAsync(key: SigningKey, input: SignInput, algorithm?: string): Promise<SignatureResult> {
+export async function signMessageAsync(
+  key: SigningKey,
+  input: SignInput,
+  algorithm?: string,
+): Promise<SignatureResult> {
   const p = plan(key, input, algorithm);
   if (p.mode === 'digest') return { signature: signDigest(key, p), algorithm: p.algorithm };
   const signature = await signAsync(p.spec.hash, p.bytes, signingKey(p.spec, privateKeyOf(key)));
@@ -159,11 +239,21 @@ export async function signMessageAsync(key: SigningKey, input: SignInput, algori
 }
 
 /** verifyMessage on libuv's thread pool for data mode (SLH-DSA verification takes milliseconds). */
-export async function verifyMessageAsync(key: SigningKey, input: SignInput, signature: Buffer, algorithm?: string): Promise<boolean> {
+export async function verifyMessageAsync(
+  key: SigningKey,
+  input: SignInput,
+  signature: Buffer,
+  algorithm?: string,
+): Promise<boolean> {
   const p = plan(key, input, algorithm);
   if (p.mode === 'digest') return verifyMessage(key, input, signature, algorithm);
   try {
-    return await verifyAsync(p.spec.hash, p.bytes, keyOptions(p.spec, key.publicKey!) as VerifyKeyObjectInput, signature);
+    return await verifyAsync(
+      p.spec.hash,
+      p.bytes,
+      keyOptions(p.spec, key.publicKey!) as VerifyKeyObjectInput,
+      signature,
+    );
   } catch {
     return false;
   }

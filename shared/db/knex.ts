@@ -6,7 +6,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
-import { Model } from 'objection';
 import { migrationSource } from './migrations/index.ts';
 
 export type Db = Knex;
@@ -17,14 +16,25 @@ export interface DbOptions {
   dataDir?: string | null;
 }
 
-/** Opens the database, runs pending migrations and binds the objection models to it. */
+/**
+ * Opens the database and runs pending migrations. The objection models are bound per call
+ * (`Tenant.query(db)`), not here: one process may hold several databases (tests, tools).
+ */
 export async function openDatabase(opts: DbOptions): Promise<Db> {
   const db = opts.databaseUrl
-    // Bounded waits: with the database away a request answers 503 within seconds, never a minute.
-    ? knexFactory({ client: 'pg', connection: { connectionString: opts.databaseUrl, connectionTimeoutMillis: 5_000 }, pool: { min: 0, max: 10 }, acquireConnectionTimeout: 10_000 })
-    : knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: pgliteConnection(opts.dataDir) });
+    ? // Bounded waits: with the database away a request answers 503 within seconds, never a minute.
+      knexFactory({
+        client: 'pg',
+        connection: { connectionString: opts.databaseUrl, connectionTimeoutMillis: 5_000 },
+        pool: { min: 0, max: 10 },
+        acquireConnectionTimeout: 10_000,
+      })
+    : knexFactory({
+        client: ClientPgLite,
+        dialect: 'postgres',
+        connection: pgliteConnection(opts.dataDir),
+      });
   await db.migrate.latest({ migrationSource });
-  Model.knex(db);
   return db;
 }
 
@@ -46,11 +56,22 @@ export async function databaseReachable(db: Db): Promise<boolean> {
   }
 }
 
-/** A json/jsonb column's value: Postgres hands back the parsed value, PGlite and SQLite-style drivers may hand back text. */
-export const jsonColumn = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
-
 /** Error codes of a database that is away or restarting (Node socket errors, SQLSTATE class 08 and 57P0x). */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
 
 /** True when `err` says the database cannot be reached now (not that a query was wrong). */
 export function isDatabaseUnavailable(err: unknown): boolean {
@@ -58,5 +79,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown; name?: unknown };
   if (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return e.name === 'KnexTimeoutError' || /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error/i.test(message);
+  return (
+    e.name === 'KnexTimeoutError' ||
+    /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error/i.test(
+      message,
+    )
+  );
 }

@@ -5,9 +5,12 @@
  */
 import { createPublicKey, randomBytes, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { keystoreProblem } from './problems.ts';
+import { problem } from '../errors/index.ts';
 
-const big = (b64url: string | undefined): bigint | undefined => (b64url === undefined ? undefined : BigInt(`0x${Buffer.from(b64url, 'base64url').toString('hex') || '0'}`));
+const big = (b64url: string | undefined): bigint | undefined =>
+  b64url === undefined
+    ? undefined
+    : BigInt(`0x${Buffer.from(b64url, 'base64url').toString('hex') || '0'}`);
 const gcd = (a: bigint, b: bigint): bigint => {
   while (b !== 0n) [a, b] = [b, a % b];
   return a;
@@ -39,7 +42,7 @@ export function checkKeyPair(privateKey: KeyObject, publicKey: KeyObject, index:
   const which = `private key #${index + 1}`;
   if (privateKey.asymmetricKeyType === 'rsa') {
     const why = rsaInconsistency(privateKey);
-    if (why) throw keystoreProblem('keystore_key_invalid', `the RSA ${which} is inconsistent: ${why}`);
+    if (why) throw problem('keystore_key_invalid', `the RSA ${which} is inconsistent: ${why}`);
   }
   const message = randomBytes(32);
   // Ed25519 signs the message itself (RFC 8032); RSA and ECDSA over SHA-256.
@@ -53,8 +56,11 @@ export function checkKeyPair(privateKey: KeyObject, publicKey: KeyObject, index:
   if (!ok) {
     const derived = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
     const stored = publicKey.export({ type: 'spki', format: 'der' }).equals(derived);
-    throw keystoreProblem('keystore_key_invalid', stored
-      ? `the ${which} does not match its public key: a signature it makes does not verify`
-      : `the ${which} does not match its certificate's public key`);
+    throw problem(
+      'keystore_key_invalid',
+      stored
+        ? `the ${which} does not match its public key: a signature it makes does not verify`
+        : `the ${which} does not match its certificate's public key`,
+    );
   }
 }

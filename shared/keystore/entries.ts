@@ -7,8 +7,8 @@ import { X509Certificate, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { summarizeCertificate } from './certificate.ts';
 import { checkKeyPair } from './consistency.ts';
-import { keystoreProblem } from './problems.ts';
 import type { KeystoreEntry } from './types.ts';
+import { problem } from '../errors/index.ts';
 
 /** A private key as found, before matching. */
 export interface FoundKey {
@@ -24,7 +24,11 @@ export interface FoundCertificate {
   friendlyName?: string;
 }
 
-const EC_CURVES: Record<string, string> = { prime256v1: 'ec-p256', secp384r1: 'ec-p384', secp521r1: 'ec-p521' };
+const EC_CURVES: Record<string, string> = {
+  prime256v1: 'ec-p256',
+  secp384r1: 'ec-p384',
+  secp521r1: 'ec-p521',
+};
 const RSA_SIZES = new Set([2048, 3072, 4096]);
 
 /**
@@ -34,18 +38,25 @@ const RSA_SIZES = new Set([2048, 3072, 4096]);
 export function keyTypeOf(key: KeyObject): string {
   const kind = key.asymmetricKeyType;
   const details = key.asymmetricKeyDetails ?? {};
-  if (kind === 'rsa' && details.modulusLength && RSA_SIZES.has(details.modulusLength)) return `rsa-${details.modulusLength}`;
-  if (kind === 'ec' && details.namedCurve && EC_CURVES[details.namedCurve]) return EC_CURVES[details.namedCurve];
+  if (kind === 'rsa' && details.modulusLength && RSA_SIZES.has(details.modulusLength))
+    return `rsa-${details.modulusLength}`;
+  if (kind === 'ec' && details.namedCurve && EC_CURVES[details.namedCurve])
+    return EC_CURVES[details.namedCurve];
   if (kind === 'ed25519') return 'ed25519';
-  const what = kind === 'rsa' ? `RSA with a ${details.modulusLength}-bit modulus`
-    : kind === 'ec' ? `EC on curve ${details.namedCurve}`
-    : kind ?? `a ${key.type} key`;
+  const what =
+    kind === 'rsa'
+      ? `RSA with a ${details.modulusLength}-bit modulus`
+      : kind === 'ec'
+        ? `EC on curve ${details.namedCurve}`
+        : (kind ?? `a ${key.type} key`);
   return unsupportedKey(what);
 }
 
 function unsupportedKey(what: string): never {
-  throw keystoreProblem('keystore_unsupported_algorithm',
-    `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`);
+  throw problem(
+    'keystore_unsupported_algorithm',
+    `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`,
+  );
 }
 
 /** Private key algorithms Node loads (RFC 8017, RFC 5480, RFC 8410, RFC 3279): failing to load one means a damaged key. */
@@ -66,14 +77,24 @@ const LOADABLE_KEY_ALGORITHMS: Record<string, string> = {
  */
 export function unloadableKeyProblem(oid: string, where: string, cause: unknown): Error {
   const known = LOADABLE_KEY_ALGORITHMS[oid];
-  if (known) return keystoreProblem('keystore_malformed', `the ${known} private key in the ${where} is damaged`, { cause });
-  return keystoreProblem('keystore_unsupported_algorithm', `unsupported private key algorithm in the ${where}: OID ${oid}`, { cause, details: { oid } });
+  if (known)
+    return problem('keystore_malformed', `the ${known} private key in the ${where} is damaged`, {
+      cause,
+    });
+  return problem(
+    'keystore_unsupported_algorithm',
+    `unsupported private key algorithm in the ${where}: OID ${oid}`,
+    { cause, details: { oid } },
+  );
 }
 
 /** Builds one entry per key; keystore-empty without keys, keystore-key-mismatch without a leaf. */
 export function assembleEntries(keys: FoundKey[], certs: FoundCertificate[]): KeystoreEntry[] {
   if (keys.length === 0) {
-    throw keystoreProblem('keystore_empty', `the keystore holds ${certs.length} certificate(s) and no private key`);
+    throw problem(
+      'keystore_empty',
+      `the keystore holds ${certs.length} certificate(s) and no private key`,
+    );
   }
   const certSpkis = certs.map((c, i) => spkiOfCertificate(c.der, i));
   const matched = keys.map((key, k) => {
@@ -81,28 +102,38 @@ export function assembleEntries(keys: FoundKey[], certs: FoundCertificate[]): Ke
     const type = keyTypeOf(key.privateKey);
     const spki = publicKey.export({ type: 'spki', format: 'der' });
     const candidates = certs.flatMap((_, i) => (certSpkis[i].equals(spki) ? [i] : []));
-    const byLocalId = candidates.find((i) => key.localKeyId && certs[i].localKeyId?.equals(key.localKeyId));
+    const byLocalId = candidates.find(
+      (i) => key.localKeyId && certs[i].localKeyId?.equals(key.localKeyId),
+    );
     const leaf = byLocalId ?? candidates[0];
     if (certs.length > 0 && leaf === undefined) {
-      throw keystoreProblem('keystore_key_mismatch',
-        `none of the ${certs.length} certificate(s) holds the public key of private key #${k + 1}`);
+      throw problem(
+        'keystore_key_mismatch',
+        `none of the ${certs.length} certificate(s) holds the public key of private key #${k + 1}`,
+      );
     }
     // Checked against the leaf's own key, so a private key stored with a public part it does not
     // own is refused even when that public part matches the certificate.
-    checkKeyPair(key.privateKey, leaf === undefined ? publicKey : new X509Certificate(certs[leaf].der).publicKey, k);
+    checkKeyPair(
+      key.privateKey,
+      leaf === undefined ? publicKey : new X509Certificate(certs[leaf].der).publicKey,
+      k,
+    );
     return { key, publicKey, type, leaf };
   });
 
   const leaves = new Set(matched.map((m) => m.leaf));
   return matched.map(({ key, publicKey, type, leaf }): KeystoreEntry => {
     const entry: KeystoreEntry = { privateKey: key.privateKey, publicKey, type, certificates: [] };
-    const friendlyName = key.friendlyName ?? (leaf === undefined ? undefined : certs[leaf].friendlyName);
+    const friendlyName =
+      key.friendlyName ?? (leaf === undefined ? undefined : certs[leaf].friendlyName);
     if (friendlyName !== undefined) entry.friendlyName = friendlyName;
     if (leaf === undefined) return entry;
 
     const rest = certs.filter((_, i) => !leaves.has(i));
     entry.certificates = [certs[leaf].der, ...rest.map((c) => c.der)];
-    const { issuerDer, serialNumberBytes, subjectKeyIdentifier, usages, ...summary } = summarizeCertificate(certs[leaf].der);
+    const { issuerDer, serialNumberBytes, subjectKeyIdentifier, usages, ...summary } =
+      summarizeCertificate(certs[leaf].der);
     entry.certificate = summary;
     if (usages) entry.usages = usages;
     entry.issuerDer = issuerDer;
@@ -117,6 +148,10 @@ function spkiOfCertificate(der: Buffer, index: number): Buffer {
   try {
     return new X509Certificate(der).publicKey.export({ type: 'spki', format: 'der' });
   } catch (cause) {
-    throw keystoreProblem('keystore_malformed', `certificate #${index + 1} is not a valid X.509 certificate`, { cause });
+    throw problem(
+      'keystore_malformed',
+      `certificate #${index + 1} is not a valid X.509 certificate`,
+      { cause },
+    );
   }
 }

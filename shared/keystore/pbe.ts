@@ -6,11 +6,19 @@
  */
 import { createDecipheriv, pbkdf2Sync, scryptSync } from 'node:crypto';
 import type { AlgorithmIdentifier } from '@peculiar/asn1-x509';
-import { OID, Pbes2Params, Pbkdf2Params, Pkcs12PbeParams, ScryptParams, octets, parseAs, requireParams } from './asn1.ts';
+import { octets, parseAsn } from '../asn1/der.ts';
+import { OID, isNamedOid, oidName } from '../asn1/oids.ts';
+import {
+  Pbes2Params,
+  Pbkdf2Params,
+  Pkcs12PbeParams,
+  ScryptParams,
+  requireParams,
+} from './schemas.ts';
 import { KDF_IV, KDF_KEY, digestLength, pkcs12Kdf } from './pkcs12-kdf.ts';
 import type { WorkBudget } from './pkcs12-kdf.ts';
 import { rc2CbcDecrypt } from './rc2.ts';
-import { keystoreProblem } from './problems.ts';
+import { problem } from '../errors/index.ts';
 
 /** The password in both encodings: PBES2 takes UTF-8 (RFC 8018 section 3), PKCS#12 a BMPString. */
 export interface Passwords {
@@ -23,68 +31,85 @@ export class DecryptionFailed extends Error {}
 
 /** RFC 8018 appendix B.1: PBKDF2 pseudo-random functions. */
 const PRFS: Record<string, string> = {
-  '1.2.840.113549.2.7': 'sha1',
-  '1.2.840.113549.2.8': 'sha224',
-  '1.2.840.113549.2.9': 'sha256',
-  '1.2.840.113549.2.10': 'sha384',
-  '1.2.840.113549.2.11': 'sha512',
+  [OID.hmacWithSha1]: 'sha1',
+  [OID.hmacWithSha224]: 'sha224',
+  [OID.hmacWithSha256]: 'sha256',
+  [OID.hmacWithSha384]: 'sha384',
+  [OID.hmacWithSha512]: 'sha512',
 };
 
 /** RFC 8018 appendix B.2 (and NIST AES OIDs): PBES2 encryption schemes, with key length. */
 const PBES2_CIPHERS: Record<string, { cipher: string; keyLength: number }> = {
-  '2.16.840.1.101.3.4.1.2': { cipher: 'aes-128-cbc', keyLength: 16 },
-  '2.16.840.1.101.3.4.1.22': { cipher: 'aes-192-cbc', keyLength: 24 },
-  '2.16.840.1.101.3.4.1.42': { cipher: 'aes-256-cbc', keyLength: 32 },
-  '1.2.840.113549.3.7': { cipher: 'des-ede3-cbc', keyLength: 24 },
+  [OID.aes128Cbc]: { cipher: 'aes-128-cbc', keyLength: 16 },
+  [OID.aes192Cbc]: { cipher: 'aes-192-cbc', keyLength: 24 },
+  [OID.aes256Cbc]: { cipher: 'aes-256-cbc', keyLength: 32 },
+  [OID.desEde3Cbc]: { cipher: 'des-ede3-cbc', keyLength: 24 },
 };
 
 /** RFC 7292 appendix C: pbeWithSHAAnd* schemes; RC2 is the local implementation. */
-const PKCS12_PBES: Record<string, { name: string; cipher: string; keyLength: number; rc2Bits?: number }> = {
-  '1.2.840.113549.1.12.1.3': { name: 'pbeWithSHAAnd3-KeyTripleDES-CBC', cipher: 'des-ede3-cbc', keyLength: 24 },
-  '1.2.840.113549.1.12.1.4': { name: 'pbeWithSHAAnd2-KeyTripleDES-CBC', cipher: 'des-ede-cbc', keyLength: 16 },
-  '1.2.840.113549.1.12.1.5': { name: 'pbeWithSHAAnd128BitRC2-CBC', cipher: 'rc2', keyLength: 16, rc2Bits: 128 },
-  '1.2.840.113549.1.12.1.6': { name: 'pbewithSHAAnd40BitRC2-CBC', cipher: 'rc2', keyLength: 5, rc2Bits: 40 },
-};
-
-/** Names for algorithms recognised but refused, so the 415 says more than an OID. */
-const REFUSED: Record<string, string> = {
-  '1.2.840.113549.1.12.1.1': 'pbeWithSHAAnd128BitRC4',
-  '1.2.840.113549.1.12.1.2': 'pbeWithSHAAnd40BitRC4',
-  '1.2.840.113549.1.5.3': 'pbeWithMD5AndDES-CBC',
-  '1.2.840.113549.1.5.10': 'pbeWithSHA1AndDES-CBC',
-  '1.2.840.113549.1.5.6': 'pbeWithMD5AndRC2-CBC',
-  '1.2.840.113549.1.5.11': 'pbeWithSHA1AndRC2-CBC',
-  '1.2.840.113549.3.2': 'RC2-CBC',
-  '1.3.14.3.2.7': 'DES-CBC',
+const PKCS12_PBES: Record<string, { cipher: string; keyLength: number; rc2Bits?: number }> = {
+  [OID.pbeSha13DesCbc]: { cipher: 'des-ede3-cbc', keyLength: 24 },
+  [OID.pbeSha12DesCbc]: { cipher: 'des-ede-cbc', keyLength: 16 },
+  [OID.pbeSha1Rc2128Cbc]: { cipher: 'rc2', keyLength: 16, rc2Bits: 128 },
+  [OID.pbeSha1Rc240Cbc]: { cipher: 'rc2', keyLength: 5, rc2Bits: 40 },
 };
 
 /** Decrypts `data` under the password-based scheme `alg`, charging derivation to `budget`. */
-export function pbeDecrypt(alg: AlgorithmIdentifier, data: Buffer, passwords: Passwords, budget: WorkBudget): Buffer {
+export function pbeDecrypt(
+  alg: AlgorithmIdentifier,
+  data: Buffer,
+  passwords: Passwords,
+  budget: WorkBudget,
+): Buffer {
   if (alg.algorithm === OID.pbes2) return pbes2Decrypt(alg, data, passwords.utf8, budget);
   const scheme = PKCS12_PBES[alg.algorithm];
   if (!scheme) throw unsupported('encryption algorithm', alg.algorithm);
+  const name = oidName(alg.algorithm);
 
-  const params = parseAs(requireParams(alg, scheme.name), Pkcs12PbeParams, `${scheme.name} parameters`);
+  const params = parseAsn(
+    requireParams(alg, name),
+    Pkcs12PbeParams,
+    `${name} parameters`,
+    'keystore_malformed',
+  );
   const salt = Buffer.from(params.salt.buffer);
   // RFC 7292 appendix C: the hash is SHA-1 for every pbeWithSHAAnd* scheme.
-  const key = pkcs12Kdf('sha1', passwords.bmp, salt, KDF_KEY, params.iterations, scheme.keyLength, budget);
+  const key = pkcs12Kdf(
+    'sha1',
+    passwords.bmp,
+    salt,
+    KDF_KEY,
+    params.iterations,
+    scheme.keyLength,
+    budget,
+  );
   const iv = pkcs12Kdf('sha1', passwords.bmp, salt, KDF_IV, params.iterations, 8, budget);
   if (scheme.rc2Bits) {
     const plain = rc2CbcDecrypt(key, scheme.rc2Bits, iv, data);
-    if (!plain) throw new DecryptionFailed(`${scheme.name}: bad padding`);
+    if (!plain) throw new DecryptionFailed(`${name}: bad padding`);
     return plain;
   }
   return decipher(scheme.cipher, key, iv, data);
 }
 
 /** RFC 8018 section 6.2.2: PBES2 decryption, with PBKDF2 (section 5.2) or scrypt (RFC 7914). */
-function pbes2Decrypt(alg: AlgorithmIdentifier, data: Buffer, password: Buffer, budget: WorkBudget): Buffer {
-  const params = parseAs(requireParams(alg, 'PBES2'), Pbes2Params, 'PBES2 parameters');
+function pbes2Decrypt(
+  alg: AlgorithmIdentifier,
+  data: Buffer,
+  password: Buffer,
+  budget: WorkBudget,
+): Buffer {
+  const params = parseAsn(
+    requireParams(alg, 'PBES2'),
+    Pbes2Params,
+    'PBES2 parameters',
+    'keystore_malformed',
+  );
   const enc = params.encryptionScheme;
   const scheme = PBES2_CIPHERS[enc.algorithm];
   if (!scheme) throw unsupported('PBES2 encryption scheme', enc.algorithm);
   // RFC 8018 appendix B.2.2 and B.2.5: the parameters are the IV as an OCTET STRING.
-  const iv = octets(requireParams(enc, scheme.cipher), `${scheme.cipher} IV`);
+  const iv = octets(requireParams(enc, scheme.cipher), `${scheme.cipher} IV`, 'keystore_malformed');
 
   const kdf = params.keyDerivationFunc;
   let key: Buffer;
@@ -95,8 +120,18 @@ function pbes2Decrypt(alg: AlgorithmIdentifier, data: Buffer, password: Buffer, 
 }
 
 /** RFC 8018 section 5.2 and appendix A.2. */
-function pbkdf2Key(kdf: AlgorithmIdentifier, password: Buffer, keyLength: number, budget: WorkBudget): Buffer {
-  const p = parseAs(requireParams(kdf, 'PBKDF2'), Pbkdf2Params, 'PBKDF2 parameters');
+function pbkdf2Key(
+  kdf: AlgorithmIdentifier,
+  password: Buffer,
+  keyLength: number,
+  budget: WorkBudget,
+): Buffer {
+  const p = parseAsn(
+    requireParams(kdf, 'PBKDF2'),
+    Pbkdf2Params,
+    'PBKDF2 parameters',
+    'keystore_malformed',
+  );
   // Appendix A.2: prf DEFAULT algid-hmacWithSHA1.
   const prfOid = p.prf?.algorithm ?? '1.2.840.113549.2.7';
   const hash = PRFS[prfOid];
@@ -110,23 +145,42 @@ function pbkdf2Key(kdf: AlgorithmIdentifier, password: Buffer, keyLength: number
 const SCRYPT_MAX_MEMORY = 64 * 1024 * 1024;
 
 /** RFC 7914 section 7 (what `openssl pkcs8 -topk8 -scrypt` writes). */
-function scryptKey(kdf: AlgorithmIdentifier, password: Buffer, keyLength: number, budget: WorkBudget): Buffer {
-  const p = parseAs(requireParams(kdf, 'scrypt'), ScryptParams, 'scrypt parameters');
+function scryptKey(
+  kdf: AlgorithmIdentifier,
+  password: Buffer,
+  keyLength: number,
+  budget: WorkBudget,
+): Buffer {
+  const p = parseAsn(
+    requireParams(kdf, 'scrypt'),
+    ScryptParams,
+    'scrypt parameters',
+    'keystore_malformed',
+  );
   const { costParameter: N, blockSize: r, parallelizationParameter: par } = p;
   if (![N, r, par].every((x) => Number.isSafeInteger(x) && x > 0) || (N & (N - 1)) !== 0 || N < 2) {
-    throw keystoreProblem('keystore_malformed', `scrypt parameters N=${N} r=${r} p=${par} are invalid`);
+    throw problem('keystore_malformed', `scrypt parameters N=${N} r=${r} p=${par} are invalid`);
   }
   const memory = 128 * N * r;
-  if (memory > SCRYPT_MAX_MEMORY) throw keystoreProblem('keystore_malformed', `scrypt parameters need ${memory} bytes of memory`);
+  if (memory > SCRYPT_MAX_MEMORY)
+    throw problem('keystore_malformed', `scrypt parameters need ${memory} bytes of memory`);
   checkKeyLength(p.keyLength, keyLength);
   // One scrypt block mix costs about as much as three PBKDF2 iterations.
   budget.charge(3 * N * r * par, N, 'scrypt cost parameter');
-  return scryptSync(password, Buffer.from(p.salt.buffer), keyLength, { N, r, p: par, maxmem: 2 * memory + 1024 * 1024 });
+  return scryptSync(password, Buffer.from(p.salt.buffer), keyLength, {
+    N,
+    r,
+    p: par,
+    maxmem: 2 * memory + 1024 * 1024,
+  });
 }
 
 function checkKeyLength(declared: number | undefined, expected: number): void {
   if (declared !== undefined && declared !== expected) {
-    throw keystoreProblem('keystore_malformed', `declared key length ${declared} does not fit a ${expected}-byte cipher key`);
+    throw problem(
+      'keystore_malformed',
+      `declared key length ${declared} does not fit a ${expected}-byte cipher key`,
+    );
   }
 }
 
@@ -136,7 +190,7 @@ function decipher(cipher: string, key: Buffer, iv: Buffer, data: Buffer): Buffer
   try {
     d = createDecipheriv(cipher, key, iv);
   } catch (cause) {
-    throw keystoreProblem('keystore_malformed', `${cipher} IV has ${iv.length} bytes`, { cause });
+    throw problem('keystore_malformed', `${cipher} IV has ${iv.length} bytes`, { cause });
   }
   try {
     return Buffer.concat([d.update(data), d.final()]);
@@ -146,6 +200,8 @@ function decipher(cipher: string, key: Buffer, iv: Buffer, data: Buffer): Buffer
 }
 
 function unsupported(what: string, oid: string): Error {
-  const name = REFUSED[oid] ? `${REFUSED[oid]} (OID ${oid})` : `OID ${oid}`;
-  return keystoreProblem('keystore_unsupported_algorithm', `unsupported ${what}: ${name}`, { details: { oid } });
+  const name = isNamedOid(oid) ? `${oidName(oid)} (OID ${oid})` : `OID ${oid}`;
+  return problem('keystore_unsupported_algorithm', `unsupported ${what}: ${name}`, {
+    details: { oid },
+  });
 }

@@ -7,12 +7,12 @@ import { createPrivateKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { EncryptedPrivateKeyInfo, PrivateKeyInfo } from '@peculiar/asn1-pkcs8';
-import { BER_OPTIONS, parseAs } from './asn1.ts';
+import { ASN1_LIMITS, parseAsn } from '../asn1/der.ts';
 import { DecryptionFailed, pbeDecrypt } from './pbe.ts';
 import { WorkBudget, bmpPassword } from './pkcs12-kdf.ts';
-import { keystoreProblem } from './problems.ts';
 import { unloadableKeyProblem } from './entries.ts';
 import type { FoundCertificate, FoundKey } from './entries.ts';
+import { problem } from '../errors/index.ts';
 
 interface PemBlock {
   label: string;
@@ -27,21 +27,29 @@ const BEGIN = /^-----BEGIN ([A-Z0-9 ]{1,64})-----$/;
 const END = /^-----END ([A-Z0-9 ]{1,64})-----$/;
 
 /** Reads the private keys and certificates of a PEM bundle; other block types are ignored. */
-export function readPem(data: Buffer, password: string | undefined, budget = new WorkBudget()): { keys: FoundKey[]; certs: FoundCertificate[] } {
+export function readPem(
+  data: Buffer,
+  password: string | undefined,
+  budget = new WorkBudget(),
+): { keys: FoundKey[]; certs: FoundCertificate[] } {
   const blocks = pemBlocks(data.toString('utf8'));
   const keys: FoundKey[] = [];
   const certs: FoundCertificate[] = [];
   for (const block of blocks) {
-    if (block.label === 'ENCRYPTED PRIVATE KEY') keys.push({ privateKey: encryptedPkcs8Key(block, password, budget) });
+    if (block.label === 'ENCRYPTED PRIVATE KEY')
+      keys.push({ privateKey: encryptedPkcs8Key(block, password, budget) });
     else if (KEY_LABELS.has(block.label)) keys.push({ privateKey: pemKey(block, password) });
     else if (block.label === 'CERTIFICATE') certs.push({ der: base64Body(block) });
     else if (block.label === 'OPENSSH PRIVATE KEY') {
-      throw keystoreProblem('keystore_unsupported_algorithm', 'OpenSSH private key format is not supported; convert it with `ssh-keygen -p -m PKCS8`');
+      throw problem(
+        'keystore_unsupported_algorithm',
+        'OpenSSH private key format is not supported; convert it with `ssh-keygen -p -m PKCS8`',
+      );
     }
   }
   if (keys.length === 0) {
     const found = blocks.map((b) => b.label).join(', ') || 'no PEM blocks';
-    throw keystoreProblem('keystore_empty', `the PEM input holds no private key (found: ${found})`);
+    throw problem('keystore_empty', `the PEM input holds no private key (found: ${found})`);
   }
   return { keys, certs };
 }
@@ -54,7 +62,11 @@ function pemBlocks(text: string): PemBlock[] {
     const line = raw.trim();
     const begin = BEGIN.exec(line);
     if (begin) {
-      if (open) throw keystoreProblem('keystore_malformed', `PEM block '${open.label}' has no END line before the next BEGIN`);
+      if (open)
+        throw problem(
+          'keystore_malformed',
+          `PEM block '${open.label}' has no END line before the next BEGIN`,
+        );
       open = { label: begin[1], lines: [line] };
       continue;
     }
@@ -62,20 +74,29 @@ function pemBlocks(text: string): PemBlock[] {
     open.lines.push(line);
     const end = END.exec(line);
     if (!end) continue;
-    if (end[1] !== open.label) throw keystoreProblem('keystore_malformed', `PEM block '${open.label}' ends with END ${end[1]}`);
+    if (end[1] !== open.label)
+      throw problem('keystore_malformed', `PEM block '${open.label}' ends with END ${end[1]}`);
     const inner = open.lines.slice(1, -1);
     // RFC 1421 headers ("Proc-Type: ...") end at the first empty line.
     const headerEnd = inner.some((l) => l.includes(':')) ? inner.indexOf('') : -1;
-    blocks.push({ label: open.label, text: `${open.lines.join('\n')}\n`, body: inner.slice(headerEnd + 1).join('') });
+    blocks.push({
+      label: open.label,
+      text: `${open.lines.join('\n')}\n`,
+      body: inner.slice(headerEnd + 1).join(''),
+    });
     open = undefined;
   }
-  if (open) throw keystoreProblem('keystore_malformed', `PEM block '${open.label}' has no END line (the input is truncated)`);
+  if (open)
+    throw problem(
+      'keystore_malformed',
+      `PEM block '${open.label}' has no END line (the input is truncated)`,
+    );
   return blocks;
 }
 
 function base64Body(block: PemBlock): Buffer {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(block.body) || block.body.length === 0) {
-    throw keystoreProblem('keystore_malformed', `PEM block '${block.label}' is not valid base64`);
+    throw problem('keystore_malformed', `PEM block '${block.label}' is not valid base64`);
   }
   return Buffer.from(block.body, 'base64');
 }
@@ -84,13 +105,22 @@ function base64Body(block: PemBlock): Buffer {
  * An "ENCRYPTED PRIVATE KEY" (RFC 5958 section 3), decrypted by pbe.ts rather than by Node, so
  * that its iteration count or scrypt cost is charged to the work budget like a PKCS#12 file's.
  */
-function encryptedPkcs8Key(block: PemBlock, password: string | undefined, budget: WorkBudget): KeyObject {
+function encryptedPkcs8Key(
+  block: PemBlock,
+  password: string | undefined,
+  budget: WorkBudget,
+): KeyObject {
   const what = "PEM block 'ENCRYPTED PRIVATE KEY'";
-  const epki = parseAs(base64Body(block), EncryptedPrivateKeyInfo, what);
+  const epki = parseAsn(base64Body(block), EncryptedPrivateKeyInfo, what, 'keystore_malformed');
   const pw = password ?? '';
   let plain: Buffer;
   try {
-    plain = pbeDecrypt(epki.encryptionAlgorithm, Buffer.from(epki.encryptedData.buffer), { utf8: Buffer.from(pw, 'utf8'), bmp: bmpPassword(pw) }, budget);
+    plain = pbeDecrypt(
+      epki.encryptionAlgorithm,
+      Buffer.from(epki.encryptedData.buffer),
+      { utf8: Buffer.from(pw, 'utf8'), bmp: bmpPassword(pw) },
+      budget,
+    );
   } catch (cause) {
     if (!(cause instanceof DecryptionFailed)) throw cause;
     throw wrongPassword(password, cause);
@@ -98,7 +128,7 @@ function encryptedPkcs8Key(block: PemBlock, password: string | undefined, budget
   let info: PrivateKeyInfo;
   try {
     // No MAC protects a PEM key: garbage that got past the padding check is a wrong password.
-    info = parseAs(plain, PrivateKeyInfo, what);
+    info = parseAsn(plain, PrivateKeyInfo, what, 'keystore_malformed');
   } catch (cause) {
     throw wrongPassword(password, cause);
   }
@@ -111,8 +141,16 @@ function encryptedPkcs8Key(block: PemBlock, password: string | undefined, budget
 
 function wrongPassword(password: string | undefined, cause: unknown): Error {
   return password
-    ? keystoreProblem('keystore_password_invalid', 'decryption failed: the password does not decrypt the PEM private key', { cause })
-    : keystoreProblem('keystore_password_invalid', 'the PEM private key is encrypted and no password was given', { cause });
+    ? problem(
+        'keystore_password_invalid',
+        'decryption failed: the password does not decrypt the PEM private key',
+        { cause },
+      )
+    : problem(
+        'keystore_password_invalid',
+        'the PEM private key is encrypted and no password was given',
+        { cause },
+      );
 }
 
 /**
@@ -128,14 +166,17 @@ function pemKey(block: PemBlock, password: string | undefined): KeyObject {
     if (encrypted) throw wrongPassword(password, cause);
     const oid = block.label === 'PRIVATE KEY' ? pkcs8AlgorithmOf(block) : undefined;
     if (oid) throw unloadableKeyProblem(oid, `PEM block '${block.label}'`, cause);
-    throw keystoreProblem('keystore_malformed', `PEM block '${block.label}' is not a valid private key`, { cause });
+    throw problem('keystore_malformed', `PEM block '${block.label}' is not a valid private key`, {
+      cause,
+    });
   }
 }
 
 /** The algorithm OID of a PKCS#8 PrivateKeyInfo body (RFC 5958 section 2), if it is one. */
 function pkcs8AlgorithmOf(block: PemBlock): string | undefined {
   try {
-    return AsnConvert.parse(Buffer.from(block.body, 'base64'), PrivateKeyInfo, BER_OPTIONS).privateKeyAlgorithm.algorithm;
+    return AsnConvert.parse(Buffer.from(block.body, 'base64'), PrivateKeyInfo, ASN1_LIMITS)
+      .privateKeyAlgorithm.algorithm;
   } catch {
     return undefined;
   }

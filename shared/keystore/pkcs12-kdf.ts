@@ -4,7 +4,7 @@
  * charged to a WorkBudget so a hostile iteration count cannot hold the thread.
  */
 import { createHash } from 'node:crypto';
-import { keystoreProblem } from './problems.ts';
+import { problem } from '../errors/index.ts';
 
 /** Purpose byte ID of RFC 7292 appendix B.3. */
 export const KDF_KEY = 1;
@@ -34,10 +34,13 @@ export class WorkBudget {
   /** Takes `units` or throws keystore-malformed before any work is done; `label` names `count`. */
   charge(units: number, count: number, label = 'iteration count'): void {
     if (!Number.isSafeInteger(count) || count < 1) {
-      throw keystoreProblem('keystore_malformed', `${label} ${count} is not a positive integer`);
+      throw problem('keystore_malformed', `${label} ${count} is not a positive integer`);
     }
     if (units > this.remaining) {
-      throw keystoreProblem('keystore_malformed', `${label} ${count} exceeds what this service derives per keystore`);
+      throw problem(
+        'keystore_malformed',
+        `${label} ${count} exceeds what this service derives per keystore`,
+      );
     }
     this.remaining -= units;
   }

@@ -5,22 +5,25 @@
  */
 
 /** RFC 2268 section 2: PITABLE, a permutation of 0..255 from the digits of pi. */
-const PITABLE = Uint8Array.from(Buffer.from(
-  'd978f9c419ddb5ed28e9fd794aa0d89dc67e37832b76538e624c6488448bfba2179a59f587b34f1361456d8d09817d32' +
-  'bd8f40eb86b77b0bf09521225c6b4e8254d66593ce60b21c7356c014a78cf1dc1275ca1f3bbee4d1423dd430a33cb626' +
-  '6fbf0eda4669075727f21d9bbc944303f811c7f690ef3ee706c3d52fc8661ed708e8eade8052eef784aa72ac354d6a2a' +
-  '961ad2715a1549744b9fd05e0418a4ecc2e0416e0f51cbcc2491af50a1f47039997c3a8523b8b47afc02365b25559731' +
-  '2d5dfa98e38a92ae05df2910676cbac9d300e6cfe19ea82c6316013f58e289a90d38341bab33ffb0bb480c5fb9b1cd2e' +
-  'c5f3db47e5a59c770aa62068fe7fc1ad',
-  'hex',
-));
+const PITABLE = Uint8Array.from(
+  Buffer.from(
+    'd978f9c419ddb5ed28e9fd794aa0d89dc67e37832b76538e624c6488448bfba2179a59f587b34f1361456d8d09817d32' +
+      'bd8f40eb86b77b0bf09521225c6b4e8254d66593ce60b21c7356c014a78cf1dc1275ca1f3bbee4d1423dd430a33cb626' +
+      '6fbf0eda4669075727f21d9bbc944303f811c7f690ef3ee706c3d52fc8661ed708e8eade8052eef784aa72ac354d6a2a' +
+      '961ad2715a1549744b9fd05e0418a4ecc2e0416e0f51cbcc2491af50a1f47039997c3a8523b8b47afc02365b25559731' +
+      '2d5dfa98e38a92ae05df2910676cbac9d300e6cfe19ea82c6316013f58e289a90d38341bab33ffb0bb480c5fb9b1cd2e' +
+      'c5f3db47e5a59c770aa62068fe7fc1ad',
+    'hex',
+  ),
+);
 
 /**
  * RFC 2268 section 2: expands `key` to the 64 16-bit words K[0..63], limited to `effectiveBits`.
  */
 export function rc2ExpandKey(key: Uint8Array, effectiveBits: number): Uint16Array {
   const T = key.length;
-  if (T < 1 || T > 128 || effectiveBits < 1 || effectiveBits > 1024) throw new RangeError('RC2 key or effective bits out of range');
+  if (T < 1 || T > 128 || effectiveBits < 1 || effectiveBits > 1024)
+    throw new RangeError('RC2 key or effective bits out of range');
   const L = new Uint8Array(128);
   L.set(key);
   for (let i = T; i < 128; i++) L[i] = PITABLE[(L[i - 1] + L[i - T]) & 0xff];
@@ -41,10 +44,12 @@ export function rc2EncryptBlock(K: Uint16Array, block: Uint8Array): Uint8Array {
   let j = 0;
   for (let round = 0; round < 16; round++) {
     for (let i = 0; i < 4; i++) {
-      const sum = R[i] + K[j++] + (R[(i + 3) & 3] & R[(i + 2) & 3]) + (~R[(i + 3) & 3] & R[(i + 1) & 3]);
+      const sum =
+        R[i] + K[j++] + (R[(i + 3) & 3] & R[(i + 2) & 3]) + (~R[(i + 3) & 3] & R[(i + 1) & 3]);
       R[i] = rotl16(sum & 0xffff, S[i]);
     }
-    if (round === 4 || round === 10) for (let i = 0; i < 4; i++) R[i] = (R[i] + K[R[(i + 3) & 3] & 63]) & 0xffff;
+    if (round === 4 || round === 10)
+      for (let i = 0; i < 4; i++) R[i] = (R[i] + K[R[(i + 3) & 3] & 63]) & 0xffff;
   }
   return fromWords(R);
 }
@@ -56,9 +61,12 @@ export function rc2DecryptBlock(K: Uint16Array, block: Uint8Array): Uint8Array {
   for (let round = 15; round >= 0; round--) {
     for (let i = 3; i >= 0; i--) {
       const x = rotl16(R[i], 16 - S[i]);
-      R[i] = (x - K[j--] - (R[(i + 3) & 3] & R[(i + 2) & 3]) - (~R[(i + 3) & 3] & R[(i + 1) & 3])) & 0xffff;
+      R[i] =
+        (x - K[j--] - (R[(i + 3) & 3] & R[(i + 2) & 3]) - (~R[(i + 3) & 3] & R[(i + 1) & 3])) &
+        0xffff;
     }
-    if (round === 11 || round === 5) for (let i = 3; i >= 0; i--) R[i] = (R[i] - K[R[(i + 3) & 3] & 63]) & 0xffff;
+    if (round === 11 || round === 5)
+      for (let i = 3; i >= 0; i--) R[i] = (R[i] - K[R[(i + 3) & 3] & 63]) & 0xffff;
   }
   return fromWords(R);
 }
@@ -68,7 +76,12 @@ export function rc2DecryptBlock(K: Uint16Array, block: Uint8Array): Uint8Array {
  * Returns undefined when the length or padding is wrong, which for a password-based cipher
  * almost always means a wrong password.
  */
-export function rc2CbcDecrypt(key: Uint8Array, effectiveBits: number, iv: Uint8Array, data: Uint8Array): Buffer | undefined {
+export function rc2CbcDecrypt(
+  key: Uint8Array,
+  effectiveBits: number,
+  iv: Uint8Array,
+  data: Uint8Array,
+): Buffer | undefined {
   if (iv.length !== 8 || data.length === 0 || data.length % 8 !== 0) return undefined;
   const K = rc2ExpandKey(key, effectiveBits);
   const out = Buffer.alloc(data.length);

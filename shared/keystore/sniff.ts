@@ -6,7 +6,7 @@ import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate } from '@peculiar/asn1-x509';
 import { EncryptedPrivateKeyInfo, PrivateKeyInfo } from '@peculiar/asn1-pkcs8';
 import { ContentInfo } from '@peculiar/asn1-cms';
-import { BER_OPTIONS } from './asn1.ts';
+import { ASN1_LIMITS } from '../asn1/der.ts';
 
 /** The keystore formats parseKeystore reads. */
 export type KeystoreFormat = 'pkcs12' | 'pem';
@@ -32,20 +32,24 @@ export function describeUnknown(data: Buffer): string {
 /** Names a DER input that did not parse as a PFX: truncated, or another DER type. */
 export function describeDer(data: Buffer): string {
   const declared = declaredLength(data);
-  if (declared === undefined) return `input is truncated: it ends inside the first DER header (${data.length} bytes)`;
+  if (declared === undefined)
+    return `input is truncated: it ends inside the first DER header (${data.length} bytes)`;
   if (declared > data.length) {
     return `input is truncated: the outer DER SEQUENCE declares ${declared} bytes but only ${data.length} are present`;
   }
-  if (parses(data, Certificate)) return 'input is a DER X.509 certificate, not a PKCS#12 file: it holds no private key';
-  if (parses(data, PrivateKeyInfo)) return 'input is a DER PKCS#8 private key, not a PKCS#12 file; send it as PEM';
-  if (parses(data, EncryptedPrivateKeyInfo)) return 'input is a DER encrypted PKCS#8 key, not a PKCS#12 file; send it as PEM';
+  if (parses(data, Certificate))
+    return 'input is a DER X.509 certificate, not a PKCS#12 file: it holds no private key';
+  if (parses(data, PrivateKeyInfo))
+    return 'input is a DER PKCS#8 private key, not a PKCS#12 file; send it as PEM';
+  if (parses(data, EncryptedPrivateKeyInfo))
+    return 'input is a DER encrypted PKCS#8 key, not a PKCS#12 file; send it as PEM';
   if (parses(data, ContentInfo)) return 'input is a CMS/PKCS#7 structure, not a PKCS#12 PFX';
   return 'input starts like DER but is not a PKCS#12 PFX (RFC 7292 section 4)';
 }
 
 function parses(data: Buffer, type: new () => unknown): boolean {
   try {
-    AsnConvert.parse(data, type, BER_OPTIONS);
+    AsnConvert.parse(data, type, ASN1_LIMITS);
     return true;
   } catch {
     return false;

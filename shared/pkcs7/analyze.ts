@@ -2,14 +2,21 @@
  * analyzePkcs7: what a CMS message holds (contract section 5), read in one streaming pass. The
  * content is counted and discarded, so memory stays constant whatever the size.
  */
-import { BerReader } from './ber-reader.ts';
+import { BerReader } from '../asn1/ber-reader.ts';
 import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
 import { readHead, readTail } from './cms-structure.ts';
-import { CONTENT_CIPHERS, oidName } from './oids.ts';
+import { oidName } from '../asn1/oids.ts';
+import { CONTENT_CIPHERS } from './algorithms.ts';
 import { describeRecipient } from './recipients.ts';
 import { describeSigner } from './signers.ts';
-import type { Analysis, CertificateSummary, KeyResolver, RecipientSummary, SignerSummary } from './types.ts';
+import type {
+  Analysis,
+  CertificateSummary,
+  KeyResolver,
+  RecipientSummary,
+  SignerSummary,
+} from './types.ts';
 
 function summaryOf(der: Buffer | undefined): CertificateSummary | null {
   if (!der) return null;
@@ -22,24 +29,30 @@ function summaryOf(der: Buffer | undefined): CertificateSummary | null {
 }
 
 /** Reads a whole CMS message and reports its type, encoding, signers, recipients and convertibility. */
-export async function analyzePkcs7(input: AsyncIterable<Uint8Array>, resolver?: KeyResolver): Promise<Analysis> {
+export async function analyzePkcs7(
+  input: AsyncIterable<Uint8Array>,
+  resolver?: KeyResolver,
+): Promise<Analysis> {
   const reader = new BerReader(input);
   try {
     const head = await readHead(reader);
     let contentLength = 0;
-    if (head.content) for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
+    if (head.content)
+      for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
     const tail = await readTail(reader, head);
     const reasons: string[] = [];
     const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';
     const enveloped = head.type !== 'signedData';
 
-    const certs = tail.certificates.map((d) => {
-      try {
-        return parseCertificate(d);
-      } catch {
-        return null;
-      }
-    }).filter((c): c is ParsedCertificate => c !== null);
+    const certs = tail.certificates
+      .map((d) => {
+        try {
+          return parseCertificate(d);
+        } catch {
+          return null;
+        }
+      })
+      .filter((c): c is ParsedCertificate => c !== null);
     const signers: SignerSummary[] = [];
     for (const s of tail.signers) {
       const d = describeSigner(s);
@@ -70,18 +83,23 @@ export async function analyzePkcs7(input: AsyncIterable<Uint8Array>, resolver?: 
       });
     }
 
-    if (signed && signers.length !== 1) reasons.push(`${signers.length} signers; exactly one is supported`);
-    if (enveloped && recipients.length !== 1) reasons.push(`${recipients.length} recipients; exactly one is supported`);
+    if (signed && signers.length !== 1)
+      reasons.push(`${signers.length} signers; exactly one is supported`);
+    if (enveloped && recipients.length !== 1)
+      reasons.push(`${recipients.length} recipients; exactly one is supported`);
     if (enveloped) {
       const alg = head.contentEncryption!.algorithm;
       const spec = CONTENT_CIPHERS[alg];
-      if (!spec || (head.type === 'authEnvelopedData') !== (spec.mode === 'gcm')) reasons.push(`content encryption ${oidName(alg)} in ${head.type} is not supported`);
+      if (!spec || (head.type === 'authEnvelopedData') !== (spec.mode === 'gcm'))
+        reasons.push(`content encryption ${oidName(alg)} in ${head.type} is not supported`);
       if (!head.content) reasons.push('detached encrypted content is not supported');
       if (tail.authAttrs) reasons.push('authAttrs are not supported');
     }
     if (resolver) {
-      if (signed && signers.length === 1 && !signers[0].kid) reasons.push('the signer key is not imported');
-      if (enveloped && recipients.length === 1 && !recipients[0].kid) reasons.push('the recipient key is not imported');
+      if (signed && signers.length === 1 && !signers[0].kid)
+        reasons.push('the signer key is not imported');
+      if (enveloped && recipients.length === 1 && !recipients[0].kid)
+        reasons.push('the recipient key is not imported');
     }
     return {
       contentType: head.type,
@@ -91,7 +109,9 @@ export async function analyzePkcs7(input: AsyncIterable<Uint8Array>, resolver?: 
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
       signers,
       recipients,
-      contentEncryption: head.contentEncryption ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) } : null,
+      contentEncryption: head.contentEncryption
+        ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }
+        : null,
       convertible: reasons.length === 0,
       ...(reasons.length ? { reason: reasons.join('; ') } : {}),
     };

@@ -6,18 +6,19 @@
  */
 import { RecipientInfo, SignerInfo } from '@peculiar/asn1-cms';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
-import { TAG, isContext, isUniversal, type BerHeader } from './ber-header.ts';
-import type { BerReader } from './ber-reader.ts';
-import { decodeOid, parseAsn, walk } from './der.ts';
-import { OID, oidName } from './oids.ts';
-import { cmsProblem } from './problems.ts';
+import { TAG, isContext, isUniversal, type BerHeader } from '../asn1/ber-header.ts';
+import type { BerReader } from '../asn1/ber-reader.ts';
+import { decodeOid, parseAsn, walk } from '../asn1/der.ts';
+import { OID, oidName } from '../asn1/oids.ts';
+import { problem } from '../errors/index.ts';
 
 /** Cap on each captured element: a SignerInfo, a RecipientInfo, a certificate, an attribute set. */
 export const ELEMENT_CAP = 1024 * 1024;
 /** Most certificates, signers or recipients read from one set. */
 export const MAX_SET_ITEMS = 64;
 
-export type CmsType = 'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
+export type CmsType =
+  'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
 
 const TYPES: Record<string, CmsType> = {
   [OID.signedData]: 'signedData',
@@ -55,14 +56,22 @@ export interface CmsTail {
   mac?: Buffer;
 }
 
-async function expect(r: BerReader, test: (h: BerHeader) => boolean, what: string): Promise<BerHeader> {
+async function expect(
+  r: BerReader,
+  test: (h: BerHeader) => boolean,
+  what: string,
+): Promise<BerHeader> {
   const h = await r.readHeader();
-  if (!test(h)) throw cmsProblem('cms_malformed', `expected ${what} at byte ${h.offset}`);
+  if (!test(h)) throw problem('cms_malformed', `expected ${what} at byte ${h.offset}`);
   return h;
 }
 
 async function readOid(r: BerReader): Promise<string> {
-  const h = await expect(r, (x) => isUniversal(x, TAG.OID) && !x.constructed, 'an OBJECT IDENTIFIER');
+  const h = await expect(
+    r,
+    (x) => isUniversal(x, TAG.OID) && !x.constructed,
+    'an OBJECT IDENTIFIER',
+  );
   return decodeOid(await r.readValue(h, 64));
 }
 
@@ -76,7 +85,8 @@ async function captureItems(r: BerReader, h: BerHeader, what: string): Promise<B
   const items: Buffer[] = [];
   r.enter(h);
   while (await r.more()) {
-    if (items.length >= MAX_SET_ITEMS) throw cmsProblem('cms_unsupported', `more than ${MAX_SET_ITEMS} ${what}`);
+    if (items.length >= MAX_SET_ITEMS)
+      throw problem('cms_unsupported', `more than ${MAX_SET_ITEMS} ${what}`);
     items.push(await r.capture(await r.readHeader(), ELEMENT_CAP));
   }
   await r.leave();
@@ -86,34 +96,55 @@ async function captureItems(r: BerReader, h: BerHeader, what: string): Promise<B
 /** Reads the outer ContentInfo up to its content and names the type (RFC 5652 section 3). */
 async function readContentInfo(r: BerReader): Promise<CmsType> {
   const first = await r.peekHeader();
-  if (!first) throw cmsProblem('cms_malformed', 'the input is empty');
+  if (!first) throw problem('cms_malformed', 'the input is empty');
   const seq = await r.readHeader();
-  if (!isUniversal(seq, TAG.SEQUENCE) || !seq.constructed) throw cmsProblem('cms_malformed', 'not a CMS ContentInfo');
+  if (!isUniversal(seq, TAG.SEQUENCE) || !seq.constructed)
+    throw problem('cms_malformed', 'not a CMS ContentInfo');
   r.enter(seq);
   const oidHeader = (await r.more()) ? await r.readHeader() : null;
   if (!oidHeader || !isUniversal(oidHeader, TAG.OID) || oidHeader.constructed) {
-    throw cmsProblem('cms_malformed', 'not a CMS ContentInfo (no content type; an X.509 certificate?)');
+    throw problem(
+      'cms_malformed',
+      'not a CMS ContentInfo (no content type; an X.509 certificate?)',
+    );
   }
   const oid = decodeOid(await r.readValue(oidHeader, 64));
   const type = TYPES[oid];
-  if (!type) throw cmsProblem('cms_unsupported', `content type ${oidName(oid)} is not supported`);
+  if (!type) throw problem('cms_unsupported', `content type ${oidName(oid)} is not supported`);
   const explicit = await expect(r, (x) => isContext(x, 0) && x.constructed, 'the [0] content');
   r.enter(explicit);
-  const body = await expect(r, (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed, `a ${type} SEQUENCE`);
+  const body = await expect(
+    r,
+    (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed,
+    `a ${type} SEQUENCE`,
+  );
   r.enter(body);
   return type;
 }
 
 function parseAlgorithms(items: Buffer[]): AlgorithmIdentifier[] {
-  return items.map((b) => parseAsn(b, AlgorithmIdentifier, 'digest algorithm'));
+  return items.map((b) => parseAsn(b, AlgorithmIdentifier, 'digest algorithm', 'cms_malformed'));
 }
 
 /** EncryptedContentInfo up to its encryptedContent [0] IMPLICIT (RFC 5652 section 6.1). */
-async function readEncryptedContentInfo(r: BerReader): Promise<Pick<CmsHead, 'contentType' | 'contentEncryption' | 'content'>> {
-  r.enter(await expect(r, (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed, 'an EncryptedContentInfo'));
+async function readEncryptedContentInfo(
+  r: BerReader,
+): Promise<Pick<CmsHead, 'contentType' | 'contentEncryption' | 'content'>> {
+  r.enter(
+    await expect(
+      r,
+      (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed,
+      'an EncryptedContentInfo',
+    ),
+  );
   const contentType = await readOid(r);
   const alg = await r.capture(await r.readHeader(), ELEMENT_CAP);
-  const contentEncryption = parseAsn(alg, AlgorithmIdentifier, 'content-encryption algorithm');
+  const contentEncryption = parseAsn(
+    alg,
+    AlgorithmIdentifier,
+    'content-encryption algorithm',
+    'cms_malformed',
+  );
   let content: BerHeader | null = null;
   if (await r.more()) content = await expect(r, (x) => isContext(x, 0), 'the encryptedContent [0]');
   return { contentType, contentEncryption, content };
@@ -122,16 +153,39 @@ async function readEncryptedContentInfo(r: BerReader): Promise<Pick<CmsHead, 'co
 /** Reads a CMS message up to the first byte of its content. */
 export async function readHead(r: BerReader): Promise<CmsHead> {
   const type = await readContentInfo(r);
-  const head: CmsHead = { type, digestAlgorithms: [], recipientInfos: [], contentType: OID.data, contentEncryption: null, content: null };
+  const head: CmsHead = {
+    type,
+    digestAlgorithms: [],
+    recipientInfos: [],
+    contentType: OID.data,
+    contentEncryption: null,
+    content: null,
+  };
   await readInteger(r);
   if (type === 'signedData') {
-    head.digestAlgorithms = parseAlgorithms(await captureItems(r, await expect(r, (x) => isUniversal(x, TAG.SET), 'digestAlgorithms'), 'digest algorithms'));
-    r.enter(await expect(r, (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed, 'an EncapsulatedContentInfo'));
+    head.digestAlgorithms = parseAlgorithms(
+      await captureItems(
+        r,
+        await expect(r, (x) => isUniversal(x, TAG.SET), 'digestAlgorithms'),
+        'digest algorithms',
+      ),
+    );
+    r.enter(
+      await expect(
+        r,
+        (x) => isUniversal(x, TAG.SEQUENCE) && x.constructed,
+        'an EncapsulatedContentInfo',
+      ),
+    );
     head.contentType = await readOid(r);
     if (await r.more()) {
       r.enter(await expect(r, (x) => isContext(x, 0) && x.constructed, 'the eContent [0]'));
       // RFC 2315 allows any type here; CMS and every producer we know write an OCTET STRING.
-      head.content = await expect(r, (x) => isUniversal(x, TAG.OCTET_STRING), 'the eContent OCTET STRING');
+      head.content = await expect(
+        r,
+        (x) => isUniversal(x, TAG.OCTET_STRING),
+        'the eContent OCTET STRING',
+      );
     }
     return head;
   }
@@ -141,10 +195,19 @@ export async function readHead(r: BerReader): Promise<CmsHead> {
     await r.capture(h, ELEMENT_CAP);
     h = await r.readHeader();
   }
-  if (!isUniversal(h, TAG.SET)) throw cmsProblem('cms_malformed', `expected recipientInfos at byte ${h.offset}`);
-  head.recipientInfos = (await captureItems(r, h, 'recipients')).map((b) => parseAsn(b, RecipientInfo, 'RecipientInfo'));
+  if (!isUniversal(h, TAG.SET))
+    throw problem('cms_malformed', `expected recipientInfos at byte ${h.offset}`);
+  head.recipientInfos = (await captureItems(r, h, 'recipients')).map((b) =>
+    parseAsn(b, RecipientInfo, 'RecipientInfo', 'cms_malformed'),
+  );
   if (type === 'signedAndEnvelopedData') {
-    head.digestAlgorithms = parseAlgorithms(await captureItems(r, await expect(r, (x) => isUniversal(x, TAG.SET), 'digestAlgorithms'), 'digest algorithms'));
+    head.digestAlgorithms = parseAlgorithms(
+      await captureItems(
+        r,
+        await expect(r, (x) => isUniversal(x, TAG.SET), 'digestAlgorithms'),
+        'digest algorithms',
+      ),
+    );
   }
   Object.assign(head, await readEncryptedContentInfo(r));
   return head;
@@ -154,13 +217,14 @@ export async function readHead(r: BerReader): Promise<CmsHead> {
 async function leaveContent(r: BerReader, head: CmsHead): Promise<void> {
   if (head.type === 'signedData') {
     if (head.content) {
-      if (await r.more()) throw cmsProblem('cms_malformed', 'data after the eContent');
+      if (await r.more()) throw problem('cms_malformed', 'data after the eContent');
       await r.leave();
     }
-    if (await r.more()) throw cmsProblem('cms_malformed', 'data after the EncapsulatedContentInfo content');
+    if (await r.more())
+      throw problem('cms_malformed', 'data after the EncapsulatedContentInfo content');
     await r.leave();
   } else {
-    if (await r.more()) throw cmsProblem('cms_malformed', 'data after the encryptedContent');
+    if (await r.more()) throw problem('cms_malformed', 'data after the encryptedContent');
     await r.leave();
   }
 }
@@ -175,33 +239,44 @@ async function readSignerParts(r: BerReader, tail: CmsTail): Promise<void> {
     await r.skipBody(h); // crls: not needed for a format conversion
     h = await r.readHeader();
   }
-  if (!isUniversal(h, TAG.SET)) throw cmsProblem('cms_malformed', `expected signerInfos at byte ${h.offset}`);
-  tail.signers = (await captureItems(r, h, 'signers')).map((raw) => ({ raw, info: parseAsn(raw, SignerInfo, 'SignerInfo') }));
+  if (!isUniversal(h, TAG.SET))
+    throw problem('cms_malformed', `expected signerInfos at byte ${h.offset}`);
+  tail.signers = (await captureItems(r, h, 'signers')).map((raw) => ({
+    raw,
+    info: parseAsn(raw, SignerInfo, 'SignerInfo', 'cms_malformed'),
+  }));
 }
 
 /** Reads everything after the content and checks the message ends where the input does. */
-export async function readTail(r: BerReader, head: CmsHead, opts: { expectEof?: boolean } = {}): Promise<CmsTail> {
+export async function readTail(
+  r: BerReader,
+  head: CmsHead,
+  opts: { expectEof?: boolean } = {},
+): Promise<CmsTail> {
   const tail: CmsTail = { certificates: [], signers: [] };
   await leaveContent(r, head);
   if (head.type === 'signedData' || head.type === 'signedAndEnvelopedData') {
     await readSignerParts(r, tail);
   } else if (head.type === 'envelopedData') {
-    if (await r.more()) await r.skipBody(await expect(r, (x) => isContext(x, 1), 'unprotectedAttrs'));
+    if (await r.more())
+      await r.skipBody(await expect(r, (x) => isContext(x, 1), 'unprotectedAttrs'));
   } else {
     let h = await r.readHeader();
     if (isContext(h, 1)) {
       tail.authAttrs = await r.capture(h, ELEMENT_CAP);
       h = await r.readHeader();
     }
-    if (!isUniversal(h, TAG.OCTET_STRING)) throw cmsProblem('cms_malformed', `expected the mac at byte ${h.offset}`);
+    if (!isUniversal(h, TAG.OCTET_STRING))
+      throw problem('cms_malformed', `expected the mac at byte ${h.offset}`);
     tail.mac = await r.readValue(h, 64);
     if (await r.more()) await r.skipBody(await expect(r, (x) => isContext(x, 2), 'unauthAttrs'));
   }
   for (let i = 0; i < 3; i++) {
-    if (await r.more()) throw cmsProblem('cms_malformed', `unexpected data at byte ${r.position}`);
+    if (await r.more()) throw problem('cms_malformed', `unexpected data at byte ${r.position}`);
     await r.leave();
   }
-  if ((opts.expectEof ?? true) && !(await r.atEof())) throw cmsProblem('cms_malformed', `data after the end of the CMS message, at byte ${r.position}`);
+  if ((opts.expectEof ?? true) && !(await r.atEof()))
+    throw problem('cms_malformed', `data after the end of the CMS message, at byte ${r.position}`);
   return tail;
 }
 
@@ -211,11 +286,12 @@ export async function readTail(r: BerReader, head: CmsHead, opts: { expectEof?: 
  */
 export function signedAttrsDer(signer: CapturedSigner): Buffer | null {
   const outer = walk(signer.raw);
-  const fields = outer && outer.length === 1 ? walk(signer.raw, outer[0].valueStart, outer[0].end) : null;
+  const fields =
+    outer && outer.length === 1 ? walk(signer.raw, outer[0].valueStart, outer[0].end) : null;
   if (!fields) {
     // A BER-encoded SignerInfo: re-encode. Signers must sign DER, so this only normalises lengths.
     if (!signer.info.signedAttrs) return null;
-    throw cmsProblem('cms_unsupported', 'signed attributes in BER form are not supported');
+    throw problem('cms_unsupported', 'signed attributes in BER form are not supported');
   }
   const node = fields.find((f) => f.tag === 0xa0);
   if (!node) return null;

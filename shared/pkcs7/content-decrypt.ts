@@ -6,10 +6,11 @@
 import { createDecipheriv } from 'node:crypto';
 import type { Decipheriv, DecipherGCM } from 'node:crypto';
 import type { AlgorithmIdentifier } from '@peculiar/asn1-x509';
-import { walk } from './der.ts';
-import { CONTENT_CIPHERS, oidName } from './oids.ts';
-import type { ContentCipherSpec } from './oids.ts';
-import { cmsProblem, decryptionFailed } from './problems.ts';
+import { walk } from '../asn1/der.ts';
+import { oidName } from '../asn1/oids.ts';
+import { CONTENT_CIPHERS } from './algorithms.ts';
+import type { ContentCipherSpec } from './algorithms.ts';
+import { problem, decryptionFailed } from '../errors/index.ts';
 
 /** A content-encryption algorithm with its parameters. */
 export interface ContentCipher {
@@ -22,9 +23,13 @@ export interface ContentCipher {
 /** Reads the algorithm and parameters of EncryptedContentInfo.contentEncryptionAlgorithm. */
 export function contentCipherOf(alg: AlgorithmIdentifier): ContentCipher {
   const spec = CONTENT_CIPHERS[alg.algorithm];
-  if (!spec) throw cmsProblem('cms_unsupported', `content encryption ${oidName(alg.algorithm)} is not supported`);
+  if (!spec)
+    throw problem(
+      'cms_unsupported',
+      `content encryption ${oidName(alg.algorithm)} is not supported`,
+    );
   const params = alg.parameters ? Buffer.from(alg.parameters) : Buffer.alloc(0);
-  const bad = () => cmsProblem('cms_malformed', `malformed ${oidName(alg.algorithm)} parameters`);
+  const bad = () => problem('cms_malformed', `malformed ${oidName(alg.algorithm)} parameters`);
   const top = walk(params);
   if (!top || top.length !== 1) throw bad();
   if (spec.mode === 'cbc') {
@@ -57,9 +62,12 @@ export interface ContentDecipher {
 export function contentDecipher(c: ContentCipher, key: Buffer): ContentDecipher {
   let d: Decipheriv;
   try {
-    d = c.spec.mode === 'gcm'
-      ? createDecipheriv(c.spec.cipher as 'aes-256-gcm', key, c.iv, { authTagLength: c.tagLength })
-      : createDecipheriv(c.spec.cipher, key, c.iv);
+    d =
+      c.spec.mode === 'gcm'
+        ? createDecipheriv(c.spec.cipher as 'aes-256-gcm', key, c.iv, {
+            authTagLength: c.tagLength,
+          })
+        : createDecipheriv(c.spec.cipher, key, c.iv);
   } catch (err) {
     throw decryptionFailed(err);
   }

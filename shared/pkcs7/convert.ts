@@ -11,20 +11,33 @@
  * its end before returning and every SignedData failure is a plain problem.
  */
 import { createDecipheriv } from 'node:crypto';
-import { BerReader } from './ber-reader.ts';
+import { BerReader } from '../asn1/ber-reader.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
 import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
 import type { ContentCipher } from './content-decrypt.ts';
-import { Multipart, cbcPassThrough, defaultKeyManagement, gcmEncryptor, preservingEnc, protectedHeader, wrapContentKey } from './jwe.ts';
-import type { ContentEncryptor, JweEnc } from './jwe.ts';
-import { DetachedJwsSigner, algForKey, candidateAlgs, type JwsAlg } from './jws.ts';
-import type { DetachedJws } from './jws.ts';
-import { DIGESTS, OID, oidName } from './oids.ts';
-import { cmsProblem } from './problems.ts';
+import {
+  Multipart,
+  cbcPassThrough,
+  gcmEncryptor,
+  preservingEnc,
+  protectedHeader,
+} from '../jose/jwe.ts';
+import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
+import { DetachedJwsSigner, algForKey, candidateAlgs, type JwsAlg } from '../jose/jws.ts';
+import type { DetachedJws } from '../jose/jws.ts';
+import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
+import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
 import { recoverContentKey } from './recipients.ts';
 import { ContentDigests, describeSigner, verificationKey, verifySigner } from './signers.ts';
-import type { ConvertMetadata, ConvertOptions, ConvertResult, KeyResolver, ResolvedKey } from './types.ts';
+import type {
+  ConvertMetadata,
+  ConvertOptions,
+  ConvertResult,
+  KeyResolver,
+  ResolvedKey,
+} from './types.ts';
+import { problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
@@ -35,7 +48,8 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
 }
 
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
-  for await (const c of input) yield Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+  for await (const c of input)
+    yield Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
 }
 
 /** Lets the first bytes of a stream be looked at before it is handed on whole. */
@@ -81,7 +95,10 @@ const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
 export function looksLikeSignedData(b: Buffer): boolean {
   if (b.length < 2 || b[0] !== 0x30 || b[1] === 0xff) return false;
   const p = b[1] > 0x80 ? 2 + (b[1] & 0x7f) : 2;
-  return b.length >= p + SIGNED_DATA_PREFIX.length && b.subarray(p, p + SIGNED_DATA_PREFIX.length).equals(SIGNED_DATA_PREFIX);
+  return (
+    b.length >= p + SIGNED_DATA_PREFIX.length &&
+    b.subarray(p, p + SIGNED_DATA_PREFIX.length).equals(SIGNED_DATA_PREFIX)
+  );
 }
 
 /** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
@@ -93,19 +110,28 @@ function cmsHashOf(head: CmsHead): string {
   return 'sha256';
 }
 
-async function keyByKid(resolver: KeyResolver, kid: string, what: 'signer' | 'target'): Promise<ResolvedKey> {
+async function keyByKid(
+  resolver: KeyResolver,
+  kid: string,
+  what: 'signer' | 'target',
+): Promise<ResolvedKey> {
   const key = await resolver.byKid(kid, what === 'signer' ? 'sign' : 'encrypt');
-  if (!key) throw cmsProblem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
+  if (!key) throw problem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
   return key;
 }
 
 function checkMetadata(m: ConvertMetadata): void {
   if (m.contentEncryption !== undefined && !ENCS.has(m.contentEncryption)) {
-    throw cmsProblem('cms_bad_metadata', 'contentEncryption must be A128GCM, A192GCM, A256GCM or preserve');
+    throw problem(
+      'cms_bad_metadata',
+      'contentEncryption must be A128GCM, A192GCM, A256GCM or preserve',
+    );
   }
-  if (m.b64 !== undefined && typeof m.b64 !== 'boolean') throw cmsProblem('cms_bad_metadata', 'b64 must be a boolean');
+  if (m.b64 !== undefined && typeof m.b64 !== 'boolean')
+    throw problem('cms_bad_metadata', 'b64 must be a boolean');
   for (const k of ['signerKid', 'recipientKid', 'targetKid', 'keyManagement'] as const) {
-    if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === '')) throw cmsProblem('cms_bad_metadata', `${k} must be a non-empty string`);
+    if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === ''))
+      throw problem('cms_bad_metadata', `${k} must be a non-empty string`);
   }
 }
 
@@ -130,18 +156,24 @@ interface FinishArgs {
 
 /** Verifies the one CMS signer, then signs the JWS with the re-signing key. */
 async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
-  if (a.tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
+  if (a.tail.signers.length !== 1)
+    throw problem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
   const desc = describeSigner(a.tail.signers[0]);
-  if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
+  if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
   const key = a.key ?? (await a.resolver.byCmsRef(desc.ref, 'sign'));
-  if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
-  if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
+  if (!key)
+    throw problem('cms_key_not_imported', 'the signer key is not imported', {
+      details: { identifier: desc.identifier },
+    });
+  if (!key.privateKey)
+    throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
   const pub = verificationKey(desc, a.tail.certificates, key);
   const sig = Buffer.from(a.tail.signers[0].info.signature.buffer);
   try {
     verifySigner(desc, sig, a.digests, a.eContentType, pub);
   } catch (err) {
-    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid') throw err;
+    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid')
+      throw err;
     let plain: Buffer;
     try {
       plain = a.decryptSignature(sig);
@@ -154,15 +186,25 @@ async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
 }
 
 async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
-  return opts.metadata.signerKid ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer') : null;
+  return opts.metadata.signerKid
+    ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer')
+    : null;
 }
 
 /** The algs to hash the content for before the signer is known (jws.ts candidateAlgs). */
-async function candidatesFor(resolver: KeyResolver, key: ResolvedKey | null, cmsHash: string): Promise<JwsAlg[]> {
+async function candidatesFor(
+  resolver: KeyResolver,
+  key: ResolvedKey | null,
+  cmsHash: string,
+): Promise<JwsAlg[]> {
   return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
 }
 
-async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOptions): Promise<ConvertResult> {
+async function convertSigned(
+  reader: BerReader,
+  head: CmsHead,
+  opts: ConvertOptions,
+): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
   const cmsHash = cmsHashOf(head);
   let key = await signerKeyOf(opts);
@@ -170,20 +212,39 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
   let jws: DetachedJwsSigner;
   let source: AsyncIterable<Buffer>;
   if (head.content) {
-    if (opts.content) throw cmsProblem('cms_bad_metadata', 'a content part was given for a SignedData that carries its content');
+    if (opts.content)
+      throw problem(
+        'cms_bad_metadata',
+        'a content part was given for a SignedData that carries its content',
+      );
     source = reader.octets(head.content, { reuse: true }); // only hashed below
-    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), { b64: metadata.b64 ?? false, key });
+    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), {
+      b64: metadata.b64 ?? false,
+      key,
+    });
   } else {
-    if (!opts.content) throw cmsProblem('cms_bad_metadata', 'a detached SignedData needs the signed content as the content part');
+    if (!opts.content)
+      throw problem(
+        'cms_bad_metadata',
+        'a detached SignedData needs the signed content as the content part',
+      );
     // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
     tail = await readTail(reader, head);
-    if (tail.signers.length !== 1) throw cmsProblem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
+    if (tail.signers.length !== 1)
+      throw problem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
     const desc = describeSigner(tail.signers[0]);
-    if (desc.unsupported) throw cmsProblem('cms_unsupported', `${desc.unsupported} is not supported`);
+    if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
     key ??= await resolver.byCmsRef(desc.ref, 'sign');
-    if (!key) throw cmsProblem('cms_key_not_imported', 'the signer key is not imported', { details: { identifier: desc.identifier } });
-    if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], { b64: metadata.b64 ?? false, key });
+    if (!key)
+      throw problem('cms_key_not_imported', 'the signer key is not imported', {
+        details: { identifier: desc.identifier },
+      });
+    if (!key.privateKey)
+      throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
+    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], {
+      b64: metadata.b64 ?? false,
+      key,
+    });
     source = buffers(opts.content);
   }
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
@@ -192,29 +253,65 @@ async function convertSigned(reader: BerReader, head: CmsHead, opts: ConvertOpti
     jws.update(chunk);
   }
   tail ??= await readTail(reader, head);
-  const result = await finishSignature({ tail, eContentType: head.contentType, digests: digests.digest(), jws, key, resolver, cmsHash });
+  const result = await finishSignature({
+    tail,
+    eContentType: head.contentType,
+    digests: digests.digest(),
+    jws,
+    key,
+    resolver,
+    cmsHash,
+  });
   return { contentType: OCTET, body: once(Buffer.from(JSON.stringify(result))) };
 }
 
 function checkEnvelope(head: CmsHead, cc: ContentCipher): void {
-  if (head.recipientInfos.length !== 1) throw cmsProblem('cms_unsupported', `${head.recipientInfos.length} recipients; exactly one is supported`);
-  if (!head.content) throw cmsProblem('cms_unsupported', 'encrypted content outside the message (detached) is not supported');
+  if (head.recipientInfos.length !== 1)
+    throw problem(
+      'cms_unsupported',
+      `${head.recipientInfos.length} recipients; exactly one is supported`,
+    );
+  if (!head.content)
+    throw problem(
+      'cms_unsupported',
+      'encrypted content outside the message (detached) is not supported',
+    );
   // RFC 5084 section 1: GCM belongs in AuthEnvelopedData, and AuthEnvelopedData needs an AEAD.
   if ((head.type === 'authEnvelopedData') !== (cc.spec.mode === 'gcm')) {
-    throw cmsProblem('cms_unsupported', `${oidName(head.contentEncryption!.algorithm)} in ${head.type} is not supported`);
+    throw problem(
+      'cms_unsupported',
+      `${oidName(head.contentEncryption!.algorithm)} in ${head.type} is not supported`,
+    );
   }
 }
 
-async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertOptions): Promise<ConvertResult> {
+async function convertEnveloped(
+  reader: BerReader,
+  head: CmsHead,
+  opts: ConvertOptions,
+): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
   const cc = contentCipherOf(head.contentEncryption!);
   checkEnvelope(head, cc);
   const preserve = metadata.contentEncryption === 'preserve';
-  if (preserve && (head.type !== 'envelopedData' || cc.spec.aesBits === 0 || head.contentType === OID.signedData)) {
-    throw cmsProblem('cms_unsupported', 'preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data');
+  if (
+    preserve &&
+    (head.type !== 'envelopedData' || cc.spec.aesBits === 0 || head.contentType === OID.signedData)
+  ) {
+    throw problem(
+      'cms_unsupported',
+      'preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data',
+    );
   }
-  const { cek: cmsKey, key: recipientKey } = await recoverContentKey(head.recipientInfos[0], resolver, metadata.recipientKid, cc.spec.keyLength);
-  const target = metadata.targetKid ? await keyByKid(resolver, metadata.targetKid, 'target') : recipientKey;
+  const { cek: cmsKey, key: recipientKey } = await recoverContentKey(
+    head.recipientInfos[0],
+    resolver,
+    metadata.recipientKid,
+    cc.spec.keyLength,
+  );
+  const target = metadata.targetKid
+    ? await keyByKid(resolver, metadata.targetKid, 'target')
+    : recipientKey;
   const keyManagement = metadata.keyManagement ?? defaultKeyManagement(target);
   const signerKey = await signerKeyOf(opts);
   const b64 = metadata.b64 ?? false;
@@ -230,8 +327,14 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
     const prefix = await ct.peek(32);
     const whole = prefix.length - (prefix.length % 16);
     if (whole > 0) {
-      const first = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv).setAutoPadding(false).update(prefix.subarray(0, whole));
-      if (looksLikeSignedData(first)) throw cmsProblem('cms_unsupported', 'preserve is not possible when the encrypted content is a SignedData');
+      const first = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv)
+        .setAutoPadding(false)
+        .update(prefix.subarray(0, whole));
+      if (looksLikeSignedData(first))
+        throw problem(
+          'cms_unsupported',
+          'preserve is not possible when the encrypted content is a SignedData',
+        );
     }
     enc = preservingEnc(cmsKey.length);
     encryptor = cbcPassThrough(cmsKey, cc.iv, Buffer.from(protectedHeader(enc), 'ascii'));
@@ -242,39 +345,66 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
   } else {
     const decipher = contentDecipher(cc, cmsKey);
     let outerTail: CmsTail | null = null;
-    const plain = new Peekable((async function* () {
-      for await (const c of reader.octets(head.content!, { reuse: true })) {
-        const p = decipher.update(c); // consumed here, before the next chunk
-        if (p.length) yield p;
-      }
-      outerTail = await readTail(reader, head);
-      // RFC 5083 section 2.1: authAttrs are GCM AAD, which must come before the content to stream.
-      if (outerTail.authAttrs) throw cmsProblem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported');
-      const last = decipher.final(outerTail.mac);
-      if (last.length) yield last;
-    })());
-    const nested = head.type !== 'signedAndEnvelopedData' && (head.contentType === OID.signedData || (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
-    enc = (metadata.contentEncryption as JweEnc | undefined) ?? (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
+    const plain = new Peekable(
+      (async function* () {
+        for await (const c of reader.octets(head.content!, { reuse: true })) {
+          const p = decipher.update(c); // consumed here, before the next chunk
+          if (p.length) yield p;
+        }
+        outerTail = await readTail(reader, head);
+        // RFC 5083 section 2.1: authAttrs are GCM AAD, which must come before the content to stream.
+        if (outerTail.authAttrs)
+          throw problem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported');
+        const last = decipher.final(outerTail.mac);
+        if (last.length) yield last;
+      })(),
+    );
+    const nested =
+      head.type !== 'signedAndEnvelopedData' &&
+      (head.contentType === OID.signedData ||
+        (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
+    enc =
+      (metadata.contentEncryption as JweEnc | undefined) ??
+      (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
     encryptor = gcmEncryptor(enc, Buffer.from(protectedHeader(enc), 'ascii'));
     if (nested) {
       const r = (inner = new BerReader(plain));
       const innerHead = await readHead(r);
-      if (innerHead.type !== 'signedData' || !innerHead.content) throw cmsProblem('cms_unsupported', 'the encrypted content is not a SignedData with its content');
+      if (innerHead.type !== 'signedData' || !innerHead.content)
+        throw problem(
+          'cms_unsupported',
+          'the encrypted content is not a SignedData with its content',
+        );
       source = r.octets(innerHead.content);
       const cmsHash = cmsHashOf(innerHead);
       const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, key: signerKey });
+      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
+        b64,
+        key: signerKey,
+      });
       signing = {
         digests,
         jws,
-        finish: async () => finishSignature({ tail: await readTail(r, innerHead), eContentType: innerHead.contentType, digests: digests.digest(), jws, key: signerKey, resolver, cmsHash }),
+        finish: async () =>
+          finishSignature({
+            tail: await readTail(r, innerHead),
+            eContentType: innerHead.contentType,
+            digests: digests.digest(),
+            jws,
+            key: signerKey,
+            resolver,
+            cmsHash,
+          }),
       };
     } else {
       source = plain;
       if (head.type === 'signedAndEnvelopedData') {
         const cmsHash = cmsHashOf(head);
         const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), { b64, key: signerKey });
+        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
+          b64,
+          key: signerKey,
+        });
         const decryptSignature = (sig: Buffer) => {
           const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
           return Buffer.concat([d.update(sig), d.final()]);
@@ -282,7 +412,17 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
         signing = {
           digests,
           jws,
-          finish: async () => finishSignature({ tail: outerTail!, eContentType: head.contentType, digests: digests.digest(), jws, key: signerKey, resolver, cmsHash, decryptSignature }),
+          finish: async () =>
+            finishSignature({
+              tail: outerTail!,
+              eContentType: head.contentType,
+              digests: digests.digest(),
+              jws,
+              key: signerKey,
+              resolver,
+              cmsHash,
+              decryptSignature,
+            }),
         };
       }
     }
@@ -290,7 +430,11 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
 
   const protectedB64 = protectedHeader(enc);
   const recipient = wrapContentKey(target, encryptor.cek, keyManagement);
-  const header = JSON.stringify({ protected: protectedB64, recipients: [recipient], iv: encryptor.iv.toString('base64url') });
+  const header = JSON.stringify({
+    protected: protectedB64,
+    recipients: [recipient],
+    iv: encryptor.iv.toString('base64url'),
+  });
   const mp = new Multipart();
   const innerReader = inner as BerReader | null;
   const sign = signing as Signing | null;
@@ -324,13 +468,18 @@ async function convertEnveloped(reader: BerReader, head: CmsHead, opts: ConvertO
 }
 
 /** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE (contract section 5). */
-export async function convertPkcs7ToJose(input: AsyncIterable<Uint8Array>, opts: ConvertOptions): Promise<ConvertResult> {
+export async function convertPkcs7ToJose(
+  input: AsyncIterable<Uint8Array>,
+  opts: ConvertOptions,
+): Promise<ConvertResult> {
   const o: ConvertOptions = { ...opts, metadata: opts.metadata ?? {} };
   checkMetadata(o.metadata);
   const reader = new BerReader(input);
   try {
     const head = await readHead(reader);
-    return head.type === 'signedData' ? await convertSigned(reader, head, o) : await convertEnveloped(reader, head, o);
+    return head.type === 'signedData'
+      ? await convertSigned(reader, head, o)
+      : await convertEnveloped(reader, head, o);
   } catch (err) {
     await reader.close().catch(() => {});
     throw err;

@@ -4,16 +4,27 @@
  * agreement (ECDH with the X9.63 KDF and AES key wrap, RFC 5753) and previously distributed
  * symmetric keys (KEKRecipientInfo with AES key wrap, RFC 3394).
  */
-import { constants, createDecipheriv, createHash, createPublicKey, diffieHellman, privateDecrypt } from 'node:crypto';
+import { constants, createPublicKey, diffieHellman, privateDecrypt } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { KeyAgreeRecipientInfo, RecipientInfo } from '@peculiar/asn1-cms';
 import { RsaEsOaepParams } from '@peculiar/asn1-rsa';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
-import { encodeOid, issuerSerialRef, parseAsn, skiRef, tlv, walk } from './der.ts';
-import { DIGESTS, ECDH_KDF, KEY_WRAPS, OID, oidName } from './oids.ts';
-import { cmsProblem, decryptionFailed } from './problems.ts';
-import type { AlgorithmSummary, CmsKeyRef, IdentifierSummary, KeyResolver, RecipientSummary, ResolvedKey } from './types.ts';
+import { aesKeyUnwrap } from '../crypto/aes-kw.ts';
+import { x963Kdf } from '../crypto/kdf.ts';
+import { encodeOid, parseAsn, tlv, walk } from '../asn1/der.ts';
+import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
+import { ECDH_KDF, KEY_WRAPS } from './algorithms.ts';
+import { issuerSerialRef, skiRef } from './identifiers.ts';
+import type {
+  AlgorithmSummary,
+  CmsKeyRef,
+  IdentifierSummary,
+  KeyResolver,
+  RecipientSummary,
+  ResolvedKey,
+} from './types.ts';
+import { problem, decryptionFailed } from '../errors/index.ts';
 
 /** What a RecipientInfo says about its recipient, before any key is looked up. */
 export interface RecipientDescription {
@@ -29,10 +40,19 @@ export interface RecipientDescription {
 const alg = (oid: string): AlgorithmSummary => ({ oid, name: oidName(oid) });
 
 function wrapAlgorithmOf(kea: AlgorithmIdentifier): AlgorithmIdentifier | null {
-  return kea.parameters ? parseAsn(new Uint8Array(kea.parameters), AlgorithmIdentifier, 'key wrap algorithm') : null;
+  return kea.parameters
+    ? parseAsn(
+        new Uint8Array(kea.parameters),
+        AlgorithmIdentifier,
+        'key wrap algorithm',
+        'cms_malformed',
+      )
+    : null;
 }
 
-function kariRecipient(kari: KeyAgreeRecipientInfo): { ref: CmsKeyRef; summary: IdentifierSummary; encryptedKey: Buffer } | null {
+function kariRecipient(
+  kari: KeyAgreeRecipientInfo,
+): { ref: CmsKeyRef; summary: IdentifierSummary; encryptedKey: Buffer } | null {
   if (kari.recipientEncryptedKeys.length !== 1) return null;
   const rek = kari.recipientEncryptedKeys[0];
   const id = rek.rid.issuerAndSerialNumber
@@ -45,10 +65,18 @@ function kariRecipient(kari: KeyAgreeRecipientInfo): { ref: CmsKeyRef; summary: 
 export function describeRecipient(ri: RecipientInfo): RecipientDescription {
   if (ri.ktri) {
     const rid = ri.ktri.rid;
-    const id = rid.issuerAndSerialNumber ? issuerSerialRef(rid.issuerAndSerialNumber) : skiRef(rid.subjectKeyIdentifier!.buffer);
+    const id = rid.issuerAndSerialNumber
+      ? issuerSerialRef(rid.issuerAndSerialNumber)
+      : skiRef(rid.subjectKeyIdentifier!.buffer);
     const kea = ri.ktri.keyEncryptionAlgorithm.algorithm;
     const ok = kea === OID.rsaEncryption || kea === OID.rsaesOaep;
-    return { type: 'keyTransport', ref: id.ref, identifier: id.summary, keyEncryptionAlgorithm: alg(kea), ...(ok ? {} : { unsupported: `key transport ${oidName(kea)}` }) };
+    return {
+      type: 'keyTransport',
+      ref: id.ref,
+      identifier: id.summary,
+      keyEncryptionAlgorithm: alg(kea),
+      ...(ok ? {} : { unsupported: `key transport ${oidName(kea)}` }),
+    };
   }
   if (ri.kari) {
     const kea = ri.kari.keyEncryptionAlgorithm;
@@ -62,9 +90,11 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
       ...(wrap ? { keyWrapAlgorithm: alg(wrap.algorithm) } : {}),
     };
     if (!rec) d.unsupported = 'a key agreement with several recipient keys';
-    else if (!ri.kari.originator.originatorKey) d.unsupported = 'a key agreement without an ephemeral originator key';
+    else if (!ri.kari.originator.originatorKey)
+      d.unsupported = 'a key agreement without an ephemeral originator key';
     else if (!ECDH_KDF[kea.algorithm]) d.unsupported = `key agreement ${oidName(kea.algorithm)}`;
-    else if (!wrap || !KEY_WRAPS[wrap.algorithm]) d.unsupported = 'a key wrap other than AES key wrap';
+    else if (!wrap || !KEY_WRAPS[wrap.algorithm])
+      d.unsupported = 'a key wrap other than AES key wrap';
     return d;
   }
   if (ri.kekri) {
@@ -79,16 +109,40 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
     };
   }
   if (ri.pwri) {
-    return { type: 'password', ref: null, identifier: { type: 'other' }, keyEncryptionAlgorithm: alg(ri.pwri.keyEncryptionAlgorithm.algorithm), unsupported: 'password recipients' };
+    return {
+      type: 'password',
+      ref: null,
+      identifier: { type: 'other' },
+      keyEncryptionAlgorithm: alg(ri.pwri.keyEncryptionAlgorithm.algorithm),
+      unsupported: 'password recipients',
+    };
   }
-  return { type: 'other', ref: null, identifier: { type: 'other' }, keyEncryptionAlgorithm: alg('0.0'), unsupported: 'other recipient types' };
+  return {
+    type: 'other',
+    ref: null,
+    identifier: { type: 'other' },
+    keyEncryptionAlgorithm: alg('0.0'),
+    unsupported: 'other recipient types',
+  };
 }
 
 /** Finds the recipient's key: the metadata kid wins, else the CMS identifier. */
-export async function findRecipientKey(d: RecipientDescription, resolver: KeyResolver, recipientKid?: string): Promise<ResolvedKey> {
-  const key = recipientKid ? await resolver.byKid(recipientKid, 'encrypt') : d.ref ? await resolver.byCmsRef(d.ref, 'encrypt') : null;
+export async function findRecipientKey(
+  d: RecipientDescription,
+  resolver: KeyResolver,
+  recipientKid?: string,
+): Promise<ResolvedKey> {
+  const key = recipientKid
+    ? await resolver.byKid(recipientKid, 'encrypt')
+    : d.ref
+      ? await resolver.byCmsRef(d.ref, 'encrypt')
+      : null;
   if (!key) {
-    throw cmsProblem('cms_key_not_imported', recipientKid ? `key ${recipientKid} is not imported` : 'the recipient key is not imported', { details: { identifier: d.identifier } });
+    throw problem(
+      'cms_key_not_imported',
+      recipientKid ? `key ${recipientKid} is not imported` : 'the recipient key is not imported',
+      { details: { identifier: d.identifier } },
+    );
   }
   return key;
 }
@@ -96,52 +150,59 @@ export async function findRecipientKey(d: RecipientDescription, resolver: KeyRes
 /** AES key unwrap (RFC 3394); any failure is the opaque decryption failure. */
 export function aesUnwrap(wrapOid: string, kek: Buffer, wrapped: Buffer): Buffer {
   const spec = KEY_WRAPS[wrapOid];
-  if (!spec) throw cmsProblem('cms_unsupported', `key wrap ${oidName(wrapOid)} is not supported`);
-  if (kek.length !== spec.keyLength) throw cmsProblem('cms_key_unusable', 'the key-encryption key has the wrong length');
+  if (!spec) throw problem('cms_unsupported', `key wrap ${oidName(wrapOid)} is not supported`);
+  if (kek.length !== spec.keyLength)
+    throw problem('cms_key_unusable', 'the key-encryption key has the wrong length');
   try {
-    const d = createDecipheriv(spec.cipher, kek, Buffer.from('A6A6A6A6A6A6A6A6', 'hex'));
-    return Buffer.concat([d.update(wrapped), d.final()]);
+    return aesKeyUnwrap(kek, wrapped);
   } catch (err) {
     throw decryptionFailed(err);
   }
 }
 
-/** ANSI X9.63 KDF as profiled for CMS by RFC 5753 section 7.2. */
-export function x963Kdf(hash: string, z: Buffer, sharedInfo: Buffer, length: number): Buffer {
-  const out: Buffer[] = [];
-  let have = 0;
-  for (let counter = 1; have < length; counter++) {
-    const c = Buffer.alloc(4);
-    c.writeUInt32BE(counter);
-    const block = createHash(hash).update(z).update(c).update(sharedInfo).digest();
-    out.push(block);
-    have += block.length;
-  }
-  return Buffer.concat(out).subarray(0, length);
-}
-
-const CURVE_OIDS: Record<string, string> = { prime256v1: OID.p256, secp384r1: OID.p384, secp521r1: OID.p521 };
+const CURVE_OIDS: Record<string, string> = {
+  prime256v1: OID.p256,
+  secp384r1: OID.p384,
+  secp521r1: OID.p521,
+};
 
 function privateKeyOf(key: ResolvedKey): KeyObject {
-  if (!key.privateKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} has no private part`);
+  if (!key.privateKey) throw problem('cms_key_unusable', `key ${key.kid} has no private part`);
   return key.privateKey;
 }
 
 function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
   const priv = privateKeyOf(key);
   const curve = priv.asymmetricKeyType === 'ec' ? priv.asymmetricKeyDetails?.namedCurve : undefined;
-  if (!curve || !CURVE_OIDS[curve]) throw cmsProblem('cms_key_unusable', `key ${key.kid} is not a P-256, P-384 or P-521 key`);
+  if (!curve || !CURVE_OIDS[curve])
+    throw problem('cms_key_unusable', `key ${key.kid} is not a P-256, P-384 or P-521 key`);
   const orig = kari.originator.originatorKey!;
   // RFC 5753 section 7.1.3: the originator key's parameters are absent or NULL; the curve is the recipient's.
-  const spki = tlv(0x30, Buffer.concat([
-    tlv(0x30, Buffer.concat([tlv(0x06, encodeOid(OID.ecPublicKey)), tlv(0x06, encodeOid(CURVE_OIDS[curve]))])),
-    tlv(0x03, Buffer.concat([Buffer.from([0]), Buffer.from(orig.publicKey)])),
-  ]));
+  const spki = tlv(
+    0x30,
+    Buffer.concat([
+      tlv(
+        0x30,
+        Buffer.concat([
+          tlv(0x06, encodeOid(OID.ecPublicKey)),
+          tlv(0x06, encodeOid(CURVE_OIDS[curve])),
+        ]),
+      ),
+      tlv(0x03, Buffer.concat([Buffer.from([0]), Buffer.from(orig.publicKey)])),
+    ]),
+  );
   let z: Buffer;
   try {
-    z = diffieHellman({ privateKey: priv, publicKey: createPublicKey({ key: spki, format: 'der', type: 'spki' }) });
+    z = diffieHellman({
+      privateKey: priv,
+      publicKey: createPublicKey({ key: spki, format: 'der', type: 'spki' }),
+    });
   } catch (err) {
-    throw cmsProblem('cms_malformed', 'the originator public key is not a point of the recipient curve', { cause: err });
+    throw problem(
+      'cms_malformed',
+      'the originator public key is not a point of the recipient curve',
+      { cause: err },
+    );
   }
   const kea = kari.keyEncryptionAlgorithm;
   const wrap = wrapAlgorithmOf(kea)!;
@@ -149,11 +210,15 @@ function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
   const bits = Buffer.alloc(4);
   bits.writeUInt32BE(keyLength * 8);
   // ECC-CMS-SharedInfo (RFC 5753 section 7.2): the wrap AlgorithmIdentifier, the ukm, the KEK length.
-  const sharedInfo = tlv(0x30, Buffer.concat([
-    Buffer.from(AsnConvert.serialize(new AlgorithmIdentifier({ algorithm: wrap.algorithm }))),
-    ...(kari.ukm ? [tlv(0xa0, tlv(0x04, Buffer.from(kari.ukm.buffer)))] : []),
-    tlv(0xa2, tlv(0x04, bits)),
-  ]));
+  const sharedInfo = tlv(
+    0x30,
+    Buffer.concat([
+      Buffer.from(AsnConvert.serialize(new AlgorithmIdentifier({ algorithm: wrap.algorithm }))),
+      ...(kari.ukm ? [tlv(0xa0, tlv(0x04, Buffer.from(kari.ukm.buffer)))] : []),
+      tlv(0xa2, tlv(0x04, bits)),
+    ]),
+  );
+  // RFC 5753 section 7.2: the X9.63 KDF with the scheme's hash over Z and ECC-CMS-SharedInfo.
   const kek = x963Kdf(ECDH_KDF[kea.algorithm], z, sharedInfo, keyLength);
   return aesUnwrap(wrap.algorithm, kek, kariRecipient(kari)!.encryptedKey);
 }
@@ -161,7 +226,8 @@ function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
 function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
   const ktri = ri.ktri!;
   const priv = privateKeyOf(key);
-  if (priv.asymmetricKeyType !== 'rsa') throw cmsProblem('cms_key_unusable', `key ${key.kid} is not an RSA key`);
+  if (priv.asymmetricKeyType !== 'rsa')
+    throw problem('cms_key_unusable', `key ${key.kid} is not an RSA key`);
   const ek = Buffer.from(ktri.encryptedKey.buffer);
   try {
     if (ktri.keyEncryptionAlgorithm.algorithm === OID.rsaEncryption) {
@@ -170,18 +236,40 @@ function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
       return privateDecrypt({ key: priv, padding: constants.RSA_PKCS1_PADDING }, ek);
     }
     const p = ktri.keyEncryptionAlgorithm.parameters;
-    const params = p ? parseAsn(new Uint8Array(p), RsaEsOaepParams, 'RSAES-OAEP parameters') : new RsaEsOaepParams();
+    const params = p
+      ? parseAsn(new Uint8Array(p), RsaEsOaepParams, 'RSAES-OAEP parameters', 'cms_malformed')
+      : new RsaEsOaepParams();
     const hash = DIGESTS[params.hashAlgorithm.algorithm];
     const mgf = params.maskGenAlgorithm.parameters
-      ? parseAsn(new Uint8Array(params.maskGenAlgorithm.parameters), AlgorithmIdentifier, 'MGF1 hash').algorithm
+      ? parseAsn(
+          new Uint8Array(params.maskGenAlgorithm.parameters),
+          AlgorithmIdentifier,
+          'MGF1 hash',
+          'cms_malformed',
+        ).algorithm
       : OID.sha1;
     // Node uses one hash for OAEP and MGF1 (RFC 8017 section A.2.1 allows them to differ).
-    if (!hash || mgf !== params.hashAlgorithm.algorithm) throw cmsProblem('cms_unsupported', 'RSA-OAEP with different OAEP and MGF1 hashes');
+    if (!hash || mgf !== params.hashAlgorithm.algorithm)
+      throw problem('cms_unsupported', 'RSA-OAEP with different OAEP and MGF1 hashes');
     // Only an explicit [2] pSourceAlgorithm carries a label; the decoder's default is not the empty one.
     const explicit = p ? walk(Buffer.from(p)) : null;
-    const fields = explicit?.length === 1 ? walk(Buffer.from(p!), explicit[0].valueStart, explicit[0].end) : null;
-    const label = fields?.some((f) => f.tag === 0xa2) && params.pSourceAlgorithm.parameters ? Buffer.from(params.pSourceAlgorithm.parameters).subarray(2) : undefined;
-    return privateDecrypt({ key: priv, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: hash, ...(label?.length ? { oaepLabel: label } : {}) }, ek);
+    const fields =
+      explicit?.length === 1
+        ? walk(Buffer.from(p!), explicit[0].valueStart, explicit[0].end)
+        : null;
+    const label =
+      fields?.some((f) => f.tag === 0xa2) && params.pSourceAlgorithm.parameters
+        ? Buffer.from(params.pSourceAlgorithm.parameters).subarray(2)
+        : undefined;
+    return privateDecrypt(
+      {
+        key: priv,
+        padding: constants.RSA_PKCS1_OAEP_PADDING,
+        oaepHash: hash,
+        ...(label?.length ? { oaepLabel: label } : {}),
+      },
+      ek,
+    );
   } catch (err) {
     if (err instanceof Error && 'slug' in err) throw err;
     throw decryptionFailed(err);
@@ -189,17 +277,27 @@ function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
 }
 
 /** Recovers the content-encryption key of the one recipient, checking its length. */
-export async function recoverContentKey(ri: RecipientInfo, resolver: KeyResolver, recipientKid: string | undefined, keyLength: number): Promise<{ cek: Buffer; key: ResolvedKey }> {
+export async function recoverContentKey(
+  ri: RecipientInfo,
+  resolver: KeyResolver,
+  recipientKid: string | undefined,
+  keyLength: number,
+): Promise<{ cek: Buffer; key: ResolvedKey }> {
   const d = describeRecipient(ri);
-  if (d.unsupported) throw cmsProblem('cms_unsupported', `${d.unsupported} is not supported`);
+  if (d.unsupported) throw problem('cms_unsupported', `${d.unsupported} is not supported`);
   const key = await findRecipientKey(d, resolver, recipientKid);
   let cek: Buffer;
   if (ri.ktri) cek = unwrapKtri(ri, key);
   else if (ri.kari) cek = unwrapKari(ri.kari, key);
   else {
-    if (!key.secretKey) throw cmsProblem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
-    cek = aesUnwrap(ri.kekri!.keyEncryptionAlgorithm.algorithm, key.secretKey.export(), Buffer.from(ri.kekri!.encryptedKey.buffer));
+    if (!key.secretKey) throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
+    cek = aesUnwrap(
+      ri.kekri!.keyEncryptionAlgorithm.algorithm,
+      key.secretKey.export(),
+      Buffer.from(ri.kekri!.encryptedKey.buffer),
+    );
   }
-  if (cek.length !== keyLength) throw decryptionFailed(new Error(`content key of ${cek.length} bytes, expected ${keyLength}`));
+  if (cek.length !== keyLength)
+    throw decryptionFailed(new Error(`content key of ${cek.length} bytes, expected ${keyLength}`));
   return { cek, key };
 }

@@ -1,5 +1,7 @@
 /** The types the engine shares with its callers: key lookup, conversion options, analysis result. */
-import type { KeyObject } from 'node:crypto';
+import type { KeyPurpose, KidResolver, ResolvedKey } from '../jose/types.ts';
+
+export type { KeyPurpose, ResolvedKey } from '../jose/types.ts';
 
 /** How a CMS message names a key (RFC 5652 sections 5.3, 6.2). */
 export interface CmsKeyRef {
@@ -12,37 +14,14 @@ export interface CmsKeyRef {
   kekId?: Buffer;
 }
 
-/** A tenant key as the key store hands it to the engine. */
-export interface ResolvedKey {
-  kid: string;
-  version: number;
-  /** 'rsa-2048' | 'ec-p256' | 'ed25519' | 'aes-256' ... */
-  type: string;
-  privateKey?: KeyObject;
-  publicKey?: KeyObject;
-  secretKey?: KeyObject;
-  /** DER of the key's certificate, when it was imported with one. */
-  certificate?: Buffer;
-}
-
-/** What the engine does with a key: 'sign' (JWS, CMS signers) or 'encrypt' (JWE, CMS recipients). */
-export type KeyPurpose = 'sign' | 'encrypt';
-
 /**
  * Finds the tenant's imported keys; injected so the engine knows nothing of storage. Given a
  * purpose, the resolver prefers a key of that usage (one certificate may be imported once per
  * usage) and refuses one of another usage (key-usage-mismatch); without one it only looks up.
+ * The JOSE layer's lookup by kid, plus the lookup by the identifier a CMS message carries.
  */
-export interface KeyResolver {
+export interface KeyResolver extends KidResolver {
   byCmsRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
-  /** `version` names one retained version (a `<kid>#<version>` header); without it, the newest. */
-  byKid(kid: string, purpose?: KeyPurpose, version?: number): Promise<ResolvedKey | null>;
-  /**
-   * The types ('rsa-2048', 'ec-p256'...) of the tenant's usable keys. When the re-signing key is
-   * only named after the content, the engine hashes the content once per alg one of these types
-   * can sign with, rather than once per alg there is; without it, once per alg there is.
-   */
-  keyTypes?(): Promise<readonly string[]>;
 }
 
 /** The `metadata` part of a conversion request (contract section 5). */

@@ -6,9 +6,10 @@
 import { createHash } from 'node:crypto';
 import type { ConnectionOptions } from 'bullmq';
 import type { ObjectInfo } from '../storage/index.ts';
+import { CHANNELS } from '../fanout/bus.ts';
 
-export { loadQueueSettings, QUEUE_SCHEMA, type QueueSettings } from './settings.ts';
-export { JOB_PROBLEMS, decodeProblem, encodeProblem, jobProblem, problemOf, type JobProblem } from './problems.ts';
+export { queueSettings, type QueueSettings } from './settings.ts';
+export { decodeProblem, encodeProblem, problemOf } from './problems.ts';
 
 /** The one queue: PKCS#7/CMS to JOSE conversions, one object each. */
 export const CONVERT_QUEUE = 'convert';
@@ -60,31 +61,46 @@ export const redisKeys = {
   batch: (prefix: string, id: string) => `${prefix}:jobs:batch:${id}`,
   batchChildren: (prefix: string, id: string) => `${prefix}:jobs:batch:${id}:children`,
   cancelled: (prefix: string, id: string) => `${prefix}:jobs:cancelled:${id}`,
-  cancelChannel: (prefix: string) => `${prefix}:jobs:cancel`,
+  /** The bus channel of cancel requests (shared/fanout/bus.ts names every channel). */
+  cancelChannel: CHANNELS.jobCancel,
 };
 
 /** JSON with sorted object keys, so equal metadata hashes equally whatever the key order. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
 }
 
-const digest = (parts: string[]): string => createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
+const digest = (parts: string[]): string =>
+  createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
 
 /**
  * The job id of a conversion: the same tenant, source object and version, metadata and output
  * give the same id, so BullMQ ignores a resubmission (idempotency, contract 6).
  */
-export function convertJobId(data: Omit<ConvertJobData, 'source' | 'output'> & { source: { key: string }; output: { key: string } }): string {
+export function convertJobId(
+  data: Omit<ConvertJobData, 'source' | 'output'> & {
+    source: { key: string };
+    output: { key: string };
+  },
+): string {
   return `cv-${digest(['convert/v1', data.tenantId, data.source.key, data.sourceVersion, canonicalJson(data.metadata), data.output.key])}`;
 }
 
 /** The id of a batch: its tenant, source, output and metadata, and the ids of its children. */
-export function batchJobId(tenantId: string, source: BatchRecord['source'], output: BatchRecord['output'], metadata: Record<string, unknown>, childIds: string[]): string {
+export function batchJobId(
+  tenantId: string,
+  source: BatchRecord['source'],
+  output: BatchRecord['output'],
+  metadata: Record<string, unknown>,
+  childIds: string[],
+): string {
   const children = createHash('sha256');
   for (const id of childIds) children.update(id).update('\n');
   return `bt-${digest(['batch/v1', tenantId, source.bucket ?? '', source.prefix, output.prefix, canonicalJson(metadata), children.digest('hex')])}`;

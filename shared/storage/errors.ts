@@ -6,11 +6,11 @@
 import { AppError, problem } from '../errors/index.ts';
 
 /** The storage outage problem; `transient` tells job workers whether retrying can help. */
-export function storageUnavailable(message: string, opts: { cause?: unknown; transient?: boolean; details?: Record<string, unknown> } = {}): AppError {
-  return new AppError('storage_unavailable', message, {
-    status: 503,
-    slug: 'storage-unavailable',
-    title: 'Storage Unavailable',
+export function storageUnavailable(
+  message: string,
+  opts: { cause?: unknown; transient?: boolean; details?: Record<string, unknown> } = {},
+): AppError {
+  return problem('storage_unavailable', message, {
     details: { ...opts.details, transient: opts.transient ?? true },
     cause: opts.cause,
   });
@@ -18,16 +18,37 @@ export function storageUnavailable(message: string, opts: { cause?: unknown; tra
 
 /** True for the storage_unavailable problem marked transient. */
 export function isTransientStorageError(err: unknown): boolean {
-  return err instanceof AppError && err.code === 'storage_unavailable' && err.details?.transient === true;
+  return (
+    err instanceof AppError && err.code === 'storage_unavailable' && err.details?.transient === true
+  );
 }
 
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN',
-  'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN', 'ESOCKETTIMEDOUT', 'ERR_STREAM_PREMATURE_CLOSE',
-  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ESOCKETTIMEDOUT',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
 ]);
 /** S3 error codes that mean "try again later". */
-const S3_TRANSIENT = new Set(['InternalError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout', 'RequestTimeTooSkewed', 'XMinioServerNotInitialized']);
+const S3_TRANSIENT = new Set([
+  'InternalError',
+  'ServiceUnavailable',
+  'SlowDown',
+  'RequestTimeout',
+  'RequestTimeTooSkewed',
+  'XMinioServerNotInitialized',
+]);
 const S3_MISSING = new Set(['NoSuchKey', 'NotFound']);
 
 function codeOf(err: unknown): string | undefined {
@@ -65,25 +86,55 @@ export function mapS3Error(err: unknown, op: string, objectOp = false): unknown 
     return storageUnavailable(`object storage unreachable during ${op}`, { cause: err, details });
   }
   if (code === 'NoSuchBucket') {
-    return storageUnavailable('object storage bucket is missing', { cause: err, details, transient: false });
+    return storageUnavailable('object storage bucket is missing', {
+      cause: err,
+      details,
+      transient: false,
+    });
   }
-  if (code === 'AccessDenied' || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch') {
-    return storageUnavailable('object storage refused the credentials', { cause: err, details, transient: false });
+  if (
+    code === 'AccessDenied' ||
+    code === 'InvalidAccessKeyId' ||
+    code === 'SignatureDoesNotMatch'
+  ) {
+    return storageUnavailable('object storage refused the credentials', {
+      cause: err,
+      details,
+      transient: false,
+    });
   }
   return err;
 }
 
-const FS_TRANSIENT = new Set(['EIO', 'ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'ETIMEDOUT', 'ESTALE']);
+const FS_TRANSIENT = new Set([
+  'EIO',
+  'ENOSPC',
+  'EDQUOT',
+  'EMFILE',
+  'ENFILE',
+  'EAGAIN',
+  'EBUSY',
+  'ETIMEDOUT',
+  'ESTALE',
+]);
 
 /** Maps a filesystem error to the error tree (missing objects are handled by the callers). */
 export function mapFsError(err: unknown, op: string): unknown {
   if (err instanceof AppError) return err;
   const code = codeOf(err);
   const details = { op, ...(code ? { backendCode: code } : {}) };
-  if (code === 'ENAMETOOLONG') return problem('validation_failed', 'object key is too long for the filesystem', { field: 'key', reason: 'name too long' });
-  if (code && FS_TRANSIENT.has(code)) return storageUnavailable(`object storage failed during ${op}`, { cause: err, details });
+  if (code === 'ENAMETOOLONG')
+    return problem('validation_failed', 'object key is too long for the filesystem', {
+      details: { field: 'key', reason: 'name too long' },
+    });
+  if (code && FS_TRANSIENT.has(code))
+    return storageUnavailable(`object storage failed during ${op}`, { cause: err, details });
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return storageUnavailable('object storage directory is not writable', { cause: err, details, transient: false });
+    return storageUnavailable('object storage directory is not writable', {
+      cause: err,
+      details,
+      transient: false,
+    });
   }
   return err;
 }

@@ -57,11 +57,15 @@ export class FsObjectStore implements ObjectStore {
   pathOf(key: string): string {
     assertObjectKey(key);
     if (key === STAGING_DIR || key.startsWith(`${STAGING_DIR}/`)) {
-      throw problem('validation_failed', 'invalid object key: reserved name', { field: 'key', reason: 'reserved name' });
+      throw problem('validation_failed', 'invalid object key: reserved name', {
+        details: { field: 'key', reason: 'reserved name' },
+      });
     }
     const file = path.resolve(this.root, ...key.split('/'));
     if (!file.startsWith(this.root + path.sep)) {
-      throw problem('validation_failed', 'invalid object key: outside the store', { field: 'key', reason: 'path traversal' });
+      throw problem('validation_failed', 'invalid object key: outside the store', {
+        details: { field: 'key', reason: 'path traversal' },
+      });
     }
     return file;
   }
@@ -71,10 +75,12 @@ export class FsObjectStore implements ObjectStore {
     let handle;
     try {
       handle = await open(file, 'r');
-      if (!(await handle.stat()).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+      if (!(await handle.stat()).isFile())
+        throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
     } catch (err) {
       await handle?.close();
-      if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR') throw problem('not_found', 'object not found');
+      if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR')
+        throw problem('not_found', 'object not found');
       throw mapFsError(err, 'get');
     }
     return handle.createReadStream();
@@ -108,7 +114,10 @@ export class FsObjectStore implements ObjectStore {
       if (MISSING.has(errCode(err))) return;
       throw mapFsError(err, 'list');
     }
-    const named = entries.map((entry) => ({ entry, sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name }));
+    const named = entries.map((entry) => ({
+      entry,
+      sortKey: entry.isDirectory() ? `${entry.name}/` : entry.name,
+    }));
     named.sort((a, b) => (a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0));
     for (const { entry } of named) {
       const key = keyPrefix + entry.name;
@@ -157,7 +166,9 @@ export class FsObjectStore implements ObjectStore {
       }
     }
     try {
-      await pipeline(source(), counter, createWriteStream(temp, { flags: 'wx' }), { signal: opts.signal });
+      await pipeline(source(), counter, createWriteStream(temp, { flags: 'wx' }), {
+        signal: opts.signal,
+      });
     } catch (err) {
       discardBody(body);
       await unlink(temp).catch(() => undefined);
@@ -168,7 +179,8 @@ export class FsObjectStore implements ObjectStore {
       await this.#moveIntoPlace(temp, file);
     } catch (err) {
       await unlink(temp).catch(() => undefined);
-      if (COLLISION.has(errCode(err))) throw problem('conflict', 'object key collides with an existing key prefix');
+      if (COLLISION.has(errCode(err)))
+        throw problem('conflict', 'object key collides with an existing key prefix');
       throw mapFsError(err, 'put');
     }
     const st = await stat(file).catch(() => null);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { FsObjectStore } from './fs-store.ts';
 import type { S3ObjectStoreOptions } from './s3-store.ts';
 import type { ObjectStore, StorageLogger } from './types.ts';
+import type { Config } from '../config/index.ts';
 
 export type { ObjectInfo, ObjectStore, PutBody, PutOptions, StorageLogger } from './types.ts';
 export { FsObjectStore, STAGING_DIR } from './fs-store.ts';
@@ -39,25 +40,24 @@ export async function createObjectStore(config: ObjectStoreConfig): Promise<Obje
 }
 
 /**
- * Reads the storage settings from the environment: S3 when S3_ENDPOINT is set (with
- * S3_ACCESS_KEY, S3_SECRET_KEY, S3_BUCKET and optional S3_REGION), else DATA_DIR (default ./data).
+ * The storage settings of a validated configuration: S3 when S3_ENDPOINT is set (its credentials
+ * are then required by the schema's s3-credentials check), else DATA_DIR/objects.
  */
-export function objectStoreConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ObjectStoreConfig {
-  const dataDir = env.DATA_DIR || './data';
-  if (!env.S3_ENDPOINT) return { dataDir };
-  const need = (name: string): string => {
-    const value = env[name];
-    if (!value) throw new Error(`${name} is required when S3_ENDPOINT is set`);
-    return value;
-  };
-  return {
-    dataDir,
-    s3: {
-      endpoint: env.S3_ENDPOINT,
-      accessKey: need('S3_ACCESS_KEY'),
-      secretKey: need('S3_SECRET_KEY'),
-      bucket: need('S3_BUCKET'),
-      region: env.S3_REGION || undefined,
-    },
-  };
+export function objectStoreConfig(
+  config: Pick<
+    Config,
+    'dataDir' | 's3Endpoint' | 's3AccessKey' | 's3SecretKey' | 's3Bucket' | 's3Region'
+  >,
+  logger?: StorageLogger,
+): ObjectStoreConfig {
+  const s3 = config.s3Endpoint
+    ? {
+        endpoint: config.s3Endpoint,
+        accessKey: config.s3AccessKey ?? '',
+        secretKey: config.s3SecretKey ?? '',
+        bucket: config.s3Bucket,
+        region: config.s3Region,
+      }
+    : undefined;
+  return { dataDir: config.dataDir, ...(s3 ? { s3 } : {}), ...(logger ? { logger } : {}) };
 }

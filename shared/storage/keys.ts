@@ -12,14 +12,17 @@ const TENANT_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function invalid(field: string, reason: string): never {
-  throw problem('validation_failed', `invalid object ${field}: ${reason}`, { field, reason });
+  throw problem('validation_failed', `invalid object ${field}: ${reason}`, {
+    details: { field, reason },
+  });
 }
 
 /** Checks what keys and prefixes share; `partialLast` lets the last segment be empty (a prefix). */
 function checkPath(value: unknown, field: 'key' | 'prefix', partialLast: boolean): string {
   if (typeof value !== 'string') invalid(field, 'must be a string');
   if (!partialLast && value.length === 0) invalid(field, 'must not be empty');
-  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES) invalid(field, `longer than ${MAX_KEY_BYTES} bytes`);
+  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES)
+    invalid(field, `longer than ${MAX_KEY_BYTES} bytes`);
   if (!value.isWellFormed()) invalid(field, 'not well-formed Unicode');
   if (CONTROL.test(value)) invalid(field, 'contains a control character');
   if (value.includes('\\')) invalid(field, 'contains a backslash');
@@ -47,7 +50,9 @@ export function assertPrefix(prefix: unknown): string {
 /** Returns the tenant id when it is safe as a single key segment. */
 export function assertTenantId(tenantId: unknown): string {
   if (typeof tenantId !== 'string' || !TENANT_ID.test(tenantId)) {
-    throw problem('validation_failed', 'invalid tenant id for object storage', { field: 'tenantId', reason: 'not a safe key segment' });
+    throw problem('validation_failed', 'invalid tenant id for object storage', {
+      details: { field: 'tenantId', reason: 'not a safe key segment' },
+    });
   }
   return tenantId;
 }

@@ -53,10 +53,16 @@ function parseEndpoint(endpoint: string): Endpoint {
   } catch {
     throw new TypeError(`S3 endpoint is not a URL: ${endpoint}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('S3 endpoint must be http or https');
-  if (url.pathname !== '/' || url.search || url.username) throw new TypeError('S3 endpoint must not carry a path, query or credentials');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError('S3 endpoint must be http or https');
+  if (url.pathname !== '/' || url.search || url.username)
+    throw new TypeError('S3 endpoint must not carry a path, query or credentials');
   const secure = url.protocol === 'https:';
-  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port ? Number(url.port) : secure ? 443 : 80, secure };
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port ? Number(url.port) : secure ? 443 : 80,
+    secure,
+  };
 }
 
 export class S3ObjectStore implements ObjectStore {
@@ -74,7 +80,8 @@ export class S3ObjectStore implements ObjectStore {
     this.bucket = opts.bucket;
     this.#region = opts.region ?? 'us-east-1';
     this.#partSize = opts.partSize ?? 8 * MiB;
-    if (!Number.isInteger(this.#partSize) || this.#partSize < MIN_PART_SIZE) throw new RangeError('S3 part size must be an integer of at least 5 MiB');
+    if (!Number.isInteger(this.#partSize) || this.#partSize < MIN_PART_SIZE)
+      throw new RangeError('S3 part size must be an integer of at least 5 MiB');
     this.#maxRetries = opts.maxRetries ?? 2;
     this.#retryDelayMs = opts.retryDelayMs ?? 200;
     this.#pageSize = Math.min(Math.max(1, opts.listPageSize ?? 1000), 1000);
@@ -95,10 +102,18 @@ export class S3ObjectStore implements ObjectStore {
 
   /** Creates the bucket when it does not exist yet. */
   async ensureBucket(): Promise<void> {
-    const exists = await this.#call('ensureBucket', () => this.client.bucketExists(this.bucket), true);
+    const exists = await this.#call(
+      'ensureBucket',
+      () => this.client.bucketExists(this.bucket),
+      true,
+    );
     if (exists) return;
     try {
-      await this.#call('ensureBucket', () => this.client.makeBucket(this.bucket, this.#region), false);
+      await this.#call(
+        'ensureBucket',
+        () => this.client.makeBucket(this.bucket, this.#region),
+        false,
+      );
     } catch (err) {
       // Another instance may have created it in the meantime.
       const code = (err as { code?: unknown }).code;
@@ -128,7 +143,12 @@ export class S3ObjectStore implements ObjectStore {
   async head(key: string): Promise<ObjectInfo | null> {
     assertObjectKey(key);
     try {
-      const st = await this.#call('head', () => this.client.statObject(this.bucket, key), true, true);
+      const st = await this.#call(
+        'head',
+        () => this.client.statObject(this.bucket, key),
+        true,
+        true,
+      );
       return { key, size: st.size, etag: st.etag || undefined, lastModified: st.lastModified };
     } catch (err) {
       if (err instanceof AppError && err.code === 'not_found') return null;
@@ -144,16 +164,33 @@ export class S3ObjectStore implements ObjectStore {
     assertPrefix(prefix);
     let marker = '';
     for (;;) {
-      const page = await this.#call('list', () => this.client.listObjectsQuery(this.bucket, prefix, marker, { Delimiter: '', MaxKeys: this.#pageSize }), true);
+      const page = await this.#call(
+        'list',
+        () =>
+          this.client.listObjectsQuery(this.bucket, prefix, marker, {
+            Delimiter: '',
+            MaxKeys: this.#pageSize,
+          }),
+        true,
+      );
       let last = '';
       for (const item of page.objects) {
         if (item.name === undefined) continue;
         last = item.name;
-        yield { key: item.name, size: item.size ?? 0, etag: item.etag || undefined, lastModified: item.lastModified };
+        yield {
+          key: item.name,
+          size: item.size ?? 0,
+          etag: item.etag || undefined,
+          lastModified: item.lastModified,
+        };
       }
       if (!page.isTruncated) return;
       const next = page.nextMarker || last;
-      if (!next || next === marker) throw storageUnavailable('object storage returned an inconsistent listing', { details: { op: 'list' }, transient: true });
+      if (!next || next === marker)
+        throw storageUnavailable('object storage returned an inconsistent listing', {
+          details: { op: 'list' },
+          transient: true,
+        });
       marker = next;
     }
   }

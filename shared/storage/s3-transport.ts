@@ -12,13 +12,19 @@ export type S3Transport = Pick<typeof http, 'request'>;
 
 export function timeoutTransport(secure: boolean, timeoutMs: number): S3Transport {
   const base = secure ? https : http;
-  function request(opts: http.RequestOptions, callback?: (res: http.IncomingMessage) => void): http.ClientRequest {
+  function request(
+    opts: http.RequestOptions,
+    callback?: (res: http.IncomingMessage) => void,
+  ): http.ClientRequest {
     const req = base.request({ ...opts, timeout: timeoutMs }, callback);
     let response: http.IncomingMessage | undefined;
     req.on('response', (res: http.IncomingMessage) => (response = res));
     req.on('timeout', () => {
       if (response && response.readableLength >= response.readableHighWaterMark) return;
-      const err = Object.assign(new Error(`object storage request timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+      const err = Object.assign(
+        new Error(`object storage request timed out after ${timeoutMs} ms`),
+        { code: 'ETIMEDOUT' },
+      );
       req.destroy(err);
     });
     return req;

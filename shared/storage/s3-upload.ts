@@ -51,7 +51,15 @@ export async function streamUpload(t: UploadTarget, body: PutBody): Promise<Uplo
   let failure: { err: unknown } | undefined;
 
   const sendPart = (uploadID: string, payload: Buffer, part: number): Promise<void> =>
-    call('put', () => client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, payload), true).then(
+    call(
+      'put',
+      () =>
+        client.uploadPart(
+          { bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} },
+          payload,
+        ),
+      true,
+    ).then(
       (res) => void parts.push({ part, etag: res.etag }),
       (err: unknown) => void (failure ??= { err }),
     );
@@ -65,7 +73,11 @@ export async function streamUpload(t: UploadTarget, body: PutBody): Promise<Uplo
 
   /** Starts uploading the current (full or final) buffer and switches to the other one. */
   const startPart = async (length: number): Promise<void> => {
-    const id = (uploadId ??= await call('put', () => client.initiateNewMultipartUpload(bucket, key, { ...headers }), false));
+    const id = (uploadId ??= await call(
+      'put',
+      () => client.initiateNewMultipartUpload(bucket, key, { ...headers }),
+      false,
+    ));
     await settle();
     inflight = sendPart(id, buffers[current].subarray(0, length), ++partNumber);
     current ^= 1;
@@ -78,7 +90,7 @@ export async function streamUpload(t: UploadTarget, body: PutBody): Promise<Uplo
     for await (const chunk of byteChunks(body, t.signal)) {
       if (failure) throw failure.err;
       size += chunk.length;
-      for (let off = 0; off < chunk.length; ) {
+      for (let off = 0; off < chunk.length;) {
         const n = Math.min(chunk.length - off, target - filled);
         buffers[current].set(chunk.subarray(off, off + n), filled);
         filled += n;
@@ -88,7 +100,14 @@ export async function streamUpload(t: UploadTarget, body: PutBody): Promise<Uplo
     }
     t.signal?.throwIfAborted();
     if (uploadId === undefined) {
-      const res = await call('put', () => client.putObject(bucket, key, buffers[current].subarray(0, filled), filled, { ...headers }), true);
+      const res = await call(
+        'put',
+        () =>
+          client.putObject(bucket, key, buffers[current].subarray(0, filled), filled, {
+            ...headers,
+          }),
+        true,
+      );
       return { size, etag: res.etag };
     }
     const id = uploadId;
@@ -96,7 +115,11 @@ export async function streamUpload(t: UploadTarget, body: PutBody): Promise<Uplo
     await settle();
     t.signal?.throwIfAborted();
     parts.sort((a, b) => a.part - b.part);
-    const done = await call('put', () => client.completeMultipartUpload(bucket, key, id, parts), false);
+    const done = await call(
+      'put',
+      () => client.completeMultipartUpload(bucket, key, id, parts),
+      false,
+    );
     return { size, etag: done.etag };
   } catch (err) {
     discardBody(body);
@@ -110,6 +133,9 @@ async function abortUpload(t: UploadTarget, uploadId: string): Promise<void> {
   try {
     await t.client.abortMultipartUpload(t.bucket, t.key, uploadId);
   } catch (err) {
-    t.logger.warn({ bucket: t.bucket, key: t.key, uploadId, err: (err as Error)?.message ?? String(err) }, 'could not abort multipart upload; its parts stay invisible until the server expires them');
+    t.logger.warn(
+      { bucket: t.bucket, key: t.key, uploadId, err: (err as Error)?.message ?? String(err) },
+      'could not abort multipart upload; its parts stay invisible until the server expires them',
+    );
   }
 }

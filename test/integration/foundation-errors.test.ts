@@ -11,6 +11,7 @@ import { createLogger } from '../../shared/logger.ts';
 import { requestContext } from '../../api/middleware/request-context.ts';
 import { jsonBody } from '../../api/middleware/body.ts';
 import { errorHandler, notFound } from '../../api/middleware/errors.ts';
+import { problem, problemDocument } from '../../shared/errors/index.ts';
 
 const BASE = 'https://keyward.example';
 const LIMIT = 1024;
@@ -18,8 +19,23 @@ const LIMIT = 1024;
 /** A pino logger whose lines land in memory. */
 function capturedLogger(level = 'info') {
   const lines: string[] = [];
-  const sink = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
-  return { logger: createLogger(level, sink), text: () => lines.join(''), records: () => lines.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  return {
+    logger: createLogger(level, sink),
+    text: () => lines.join(''),
+    records: () =>
+      lines
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 describe('error responses and logging (real middleware)', () => {
@@ -30,9 +46,28 @@ describe('error responses and logging (real middleware)', () => {
   beforeAll(async () => {
     const app = express();
     app.use(requestContext(app, log.logger));
-    app.post('/echo', ...jsonBody(LIMIT), (req, res) => { res.json({ received: req.body }); });
-    app.get('/boom', () => { throw new Error('secret internals'); });
-    app.get('/boom-async', async () => { await Promise.resolve(); throw new Error('secret async internals'); });
+    app.post('/echo', ...jsonBody(LIMIT), (req, res) => {
+      res.json({ received: req.body });
+    });
+    app.get('/boom', () => {
+      throw new Error('secret internals');
+    });
+    app.get('/boom-async', async () => {
+      await Promise.resolve();
+      throw new Error('secret async internals');
+    });
+    app.get('/limited', () => {
+      throw problem('rate_limited', 'slow down', {
+        details: { limit: 10 },
+        headers: { 'Retry-After': '7' },
+      });
+    });
+    app.get('/storage', () => {
+      throw problem('storage_unavailable', 'bucket gone', { details: { bucket: 'secret-bucket' } });
+    });
+    app.get('/http-405', () => {
+      throw Object.assign(new Error('Method Not Allowed'), { status: 405, expose: true });
+    });
     app.use(notFound);
     app.use(errorHandler(BASE));
     server = app.listen(0, '127.0.0.1');
@@ -40,7 +75,10 @@ describe('error responses and logging (real middleware)', () => {
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   afterAll(async () => {
-    await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   });
 
   const postJson = (body: string, contentType = 'application/json') =>
@@ -50,7 +88,13 @@ describe('error responses and logging (real middleware)', () => {
     expect(res.status).toBe(status);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const body = await res.json();
-    expect(body).toEqual({ type: `${BASE}/problems/${slug}`, title: expect.any(String), status, detail: expect.any(String), instance });
+    expect(body).toEqual({
+      type: `${BASE}/problems/${slug}`,
+      title: expect.any(String),
+      status,
+      detail: expect.any(String),
+      instance,
+    });
     return body as { detail: string };
   }
 
@@ -67,12 +111,22 @@ describe('error responses and logging (real middleware)', () => {
   });
 
   it('when the JSON is malformed, then 400 malformed-json problem', async () => {
-    const body = await expectProblem(await postJson('{"kid": "k1",'), 400, 'malformed-json', '/echo');
+    const body = await expectProblem(
+      await postJson('{"kid": "k1",'),
+      400,
+      'malformed-json',
+      '/echo',
+    );
     expect(body.detail).toBe('the request body is not valid JSON');
   });
 
   it('when the content type is not JSON, then 415 unsupported-media-type problem', async () => {
-    const body = await expectProblem(await postJson('kid=k1', 'application/x-www-form-urlencoded'), 415, 'unsupported-media-type', '/echo');
+    const body = await expectProblem(
+      await postJson('kid=k1', 'application/x-www-form-urlencoded'),
+      415,
+      'unsupported-media-type',
+      '/echo',
+    );
     expect(body.detail).toContain('application/x-www-form-urlencoded');
   });
 
@@ -82,7 +136,12 @@ describe('error responses and logging (real middleware)', () => {
   });
 
   it('when the JSON charset is unsupported, then 415', async () => {
-    await expectProblem(await postJson('{"a":1}', 'application/json; charset=latin1'), 415, 'unsupported-media-type', '/echo');
+    await expectProblem(
+      await postJson('{"a":1}', 'application/json; charset=latin1'),
+      415,
+      'unsupported-media-type',
+      '/echo',
+    );
   });
 
   it('when the body is larger than the limit, then 413 payload-too-large problem', async () => {
@@ -92,27 +151,82 @@ describe('error responses and logging (real middleware)', () => {
 
   it('when a body larger than the limit is streamed without Content-Length, then 413 as well', async () => {
     const chunk = new TextEncoder().encode(`"${'x'.repeat(LIMIT)}`);
-    const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('{"data":')); c.enqueue(chunk); c.enqueue(chunk); c.enqueue(new TextEncoder().encode('"}')); c.close(); } });
-    const res = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode('{"data":'));
+        c.enqueue(chunk);
+        c.enqueue(chunk);
+        c.enqueue(new TextEncoder().encode('"}'));
+        c.close();
+      },
+    });
+    const res = await fetch(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     await expectProblem(res, 413, 'payload-too-large', '/echo');
   });
 
-  it.each([['/boom', 'secret internals'], ['/boom-async', 'secret async internals']])(
+  it.each([
+    ['/boom', 'secret internals'],
+    ['/boom-async', 'secret async internals'],
+  ])(
     'when %s fails unexpectedly, then 500 internal-error without the message or stack, and the log has both under the request id',
     async (path, message) => {
-      const res = await fetch(`${url}${path}?q=1`, { headers: { 'x-request-id': `req-${path.slice(1)}` } });
+      const res = await fetch(`${url}${path}?q=1`, {
+        headers: { 'x-request-id': `req-${path.slice(1)}` },
+      });
       expect(res.headers.get('x-request-id')).toBe(`req-${path.slice(1)}`);
       const text = await res.clone().text();
       const body = await expectProblem(res, 500, 'internal-error', path);
-      expect(body.detail).toBe('an unexpected error occurred; the request id identifies it in the logs');
+      expect(body.detail).toBe(
+        'an unexpected error occurred; the request id identifies it in the logs',
+      );
       expect(text).not.toContain('secret');
       expect(text).not.toMatch(/\bat .*:\d+:\d+/);
       expect(text).not.toContain('Error:');
-      const logged = log.records().find((r) => r.reqId === `req-${path.slice(1)}` && r.level === 50);
+      const logged = log
+        .records()
+        .find((r) => r.reqId === `req-${path.slice(1)}` && r.level === 50);
       expect(logged).toMatchObject({ msg: 'request failed', err: message, code: 'internal' });
       expect(logged.stack).toContain(message);
     },
   );
+
+  it('when a catalogued error carries details and headers, then they are in the answer, rendered by the one shared renderer', async () => {
+    const res = await fetch(`${url}/limited`);
+    expect(res.headers.get('retry-after')).toBe('7');
+    const body = await res.json();
+    expect(body).toEqual({
+      type: `${BASE}/problems/rate-limited`,
+      title: 'Too Many Requests',
+      status: 429,
+      detail: 'slow down',
+      instance: '/limited',
+      limit: 10,
+    });
+    expect(body).toEqual(
+      problemDocument(problem('rate_limited', 'slow down', { details: { limit: 10 } }), BASE, {
+        instance: '/limited',
+      }),
+    );
+  });
+
+  it('when a 5xx error carries details, then neither its message nor its details leave', async () => {
+    const text = await (await fetch(`${url}/storage`)).text();
+    expect(JSON.parse(text)).toMatchObject({
+      status: 503,
+      type: `${BASE}/problems/storage-unavailable`,
+    });
+    expect(text).not.toContain('secret-bucket');
+    expect(text).not.toContain('bucket gone');
+  });
+
+  it("when an http-errors style failure of another 4xx status arrives, then the catalogue's code for that status answers (it was bad-request with the status swapped in)", async () => {
+    await expectProblem(await fetch(`${url}/http-405`), 405, 'method-not-allowed', '/http-405');
+  });
 
   it('when no route matches, then 404 not-found problem with the path as instance, without the query', async () => {
     await expectProblem(await fetch(`${url}/nothing?token=abc`), 404, 'not-found', '/nothing');
@@ -128,7 +242,9 @@ describe('error responses and logging (real middleware)', () => {
   });
 
   it('when a client sends an unsafe request id, then a fresh one replaces it', async () => {
-    const res = await fetch(`${url}/nothing`, { headers: { 'x-request-id': 'bad id\twith "quotes"' } });
+    const res = await fetch(`${url}/nothing`, {
+      headers: { 'x-request-id': 'bad id\twith "quotes"' },
+    });
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
@@ -147,11 +263,36 @@ describe('log redaction', () => {
       masterKey: 'mk-SECRET-8',
     };
     logger.info({ password: secrets.password, client_secret: secrets.client_secret }, 'top level');
-    logger.info({ body: { token: secrets.token, refresh_token: secrets.refresh_token, clientSecret: secrets.clientSecret } }, 'one level down');
-    logger.info({ req: { method: 'POST', headers: { authorization: secrets.authorization, 'content-type': 'application/json' } } }, 'request headers');
-    logger.info({ req: { headers: { Authorization: secrets.authorization } } }, 'capitalised header');
-    logger.warn({ key: { jwk: { kty: 'RSA', privateKey: secrets.privateKey } } }, 'two levels down');
-    logger.child({ reqId: 'r1' }).error({ masterKey: secrets.masterKey, password: secrets.password }, 'child logger');
+    logger.info(
+      {
+        body: {
+          token: secrets.token,
+          refresh_token: secrets.refresh_token,
+          clientSecret: secrets.clientSecret,
+        },
+      },
+      'one level down',
+    );
+    logger.info(
+      {
+        req: {
+          method: 'POST',
+          headers: { authorization: secrets.authorization, 'content-type': 'application/json' },
+        },
+      },
+      'request headers',
+    );
+    logger.info(
+      { req: { headers: { Authorization: secrets.authorization } } },
+      'capitalised header',
+    );
+    logger.warn(
+      { key: { jwk: { kty: 'RSA', privateKey: secrets.privateKey } } },
+      'two levels down',
+    );
+    logger
+      .child({ reqId: 'r1' })
+      .error({ masterKey: secrets.masterKey, password: secrets.password }, 'child logger');
     const out = text();
     for (const value of Object.values(secrets)) expect(out).not.toContain(value);
     expect(out).not.toContain('SECRET');

@@ -37,24 +37,40 @@ async function startServer(dataDir: string): Promise<Running> {
   });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    err += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('close', (code) => resolve(code)),
+  );
   const url = `http://127.0.0.1:${port}`;
   // Waits up to 30 s: a start that never becomes ready fails the first test with its timing while
   // the later ones still run. Ready means /healthz answers and the line the server logs
   // once it listens has crossed the pipe, so everything printed before it is in `out`.
   while (Date.now() - started < 30_000 && child.exitCode === null) {
-    const status = await fetch(`${url}/healthz`).then((r) => r.status, () => 0);
+    const status = await fetch(`${url}/healthz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200 && out.includes('keyward api listening')) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   const readyAfterMs = Date.now() - started;
   return {
-    child, url, readyAfterMs, exited,
+    child,
+    url,
+    readyAfterMs,
+    exited,
     stdout: () => out,
     stderr: () => err,
-    logs: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)),
+    logs: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l)),
   };
 }
 
@@ -87,7 +103,9 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
   // same first start at 9 s alone and 14 s under load (issue 15 owns the start time).
   it('when it starts for the first time, then /healthz answers 200', async () => {
     if (first.child.exitCode !== null || first.readyAfterMs >= 30_000) {
-      throw new Error(`not ready within 30 s (exit ${first.child.exitCode}, ${first.readyAfterMs} ms):\n${first.stdout()}${first.stderr()}`);
+      throw new Error(
+        `not ready within 30 s (exit ${first.child.exitCode}, ${first.readyAfterMs} ms):\n${first.stdout()}${first.stderr()}`,
+      );
     }
     const res = await fetch(`${first.url}/healthz`);
     expect(res.status).toBe(200);
@@ -96,7 +114,10 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
 
   it('when it starts for the first time, then the bootstrap credentials are printed once on stdout and never logged', () => {
     const out = first.stdout();
-    const m = /Keyward bootstrap: platform tenant ([0-9a-f-]{36})\n\s+administrator e-mail: (\S+)\n\s+administrator password: (\S+)\n/.exec(out);
+    const m =
+      /Keyward bootstrap: platform tenant ([0-9a-f-]{36})\n\s+administrator e-mail: (\S+)\n\s+administrator password: (\S+)\n/.exec(
+        out,
+      );
     expect(m).not.toBeNull();
     [, tenantId, , password] = m!;
     expect(m![2]).toBe('admin@keyward.local');
@@ -111,7 +132,15 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
     masterKey = readFileSync(path, 'utf8');
     expect(Buffer.from(masterKey.trim(), 'base64')).toHaveLength(32);
-    expect(first.logs()).toEqual(expect.arrayContaining([expect.objectContaining({ level: 40, msg: expect.stringContaining('generated a master key'), path })]));
+    expect(first.logs()).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          level: 40,
+          msg: expect.stringContaining('generated a master key'),
+          path,
+        }),
+      ]),
+    );
     expect(first.stdout()).not.toContain(masterKey.trim());
   });
 
@@ -123,7 +152,9 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
     expect(closing).toBeGreaterThanOrEqual(0);
     expect(done).toBeGreaterThan(closing);
     expect(first.logs()[closing]).toMatchObject({ signal: 'SIGTERM' });
-    expect(first.logs().filter((l) => l.level >= 40 && !String(l.msg).includes('master key'))).toEqual([]);
+    expect(
+      first.logs().filter((l) => l.level >= 40 && !String(l.msg).includes('master key')),
+    ).toEqual([]);
   });
 
   it('when it starts again on the same DATA_DIR, then it serves without printing credentials and keeps the master key', async () => {

@@ -13,6 +13,7 @@ import { closeContext, createContext, type AppContext } from '../../api/context.
 import { createServer } from 'node:http';
 import { createRequestListener } from '../../api/app.ts';
 import { bootstrapPlatform } from '../../api/services/bootstrap.ts';
+import { attachRotationScheduler } from '../../api/services/keys/rotation-scheduler.ts';
 import { createTestDatabase } from './database.ts';
 
 export const ADMIN_EMAIL = 'root@keyward.test';
@@ -29,7 +30,10 @@ export interface TestApp {
 }
 
 /** Starts an API instance; `env` overrides configuration variables. */
-export async function startTestApp(env: Record<string, string> = {}, shared?: { databaseUrl?: string; dataDir?: string }): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  shared?: { databaseUrl?: string; dataDir?: string },
+): Promise<TestApp> {
   const db = shared ? null : await createTestDatabase();
   const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'keyward-test-'));
   const config = loadConfig({
@@ -40,12 +44,23 @@ export async function startTestApp(env: Record<string, string> = {}, shared?: { 
     KEYWARD_BOOTSTRAP_ADMIN_EMAIL: ADMIN_EMAIL,
     KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD,
     KEYWARD_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
-    ...(shared?.databaseUrl ?? db?.url ? { DATABASE_URL: (shared?.databaseUrl ?? db?.url) as string } : {}),
+    ...((shared?.databaseUrl ?? db?.url)
+      ? { DATABASE_URL: (shared?.databaseUrl ?? db?.url) as string }
+      : {}),
     ...env,
   });
   const lines: string[] = [];
-  const sink = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
-  const ctx = await createContext(config, { inMemoryDatabase: !config.databaseUrl && !shared, logDestination: sink });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  const ctx = await createContext(config, {
+    inMemoryDatabase: !config.databaseUrl && !shared,
+    logDestination: sink,
+  });
+  attachRotationScheduler(ctx);
   await bootstrapPlatform(ctx);
   const platform = await ctx.db('tenants').where({ is_platform: true }).first();
   const server: Server = createServer(createRequestListener(ctx)).listen(0, '127.0.0.1');

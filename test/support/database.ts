@@ -22,7 +22,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 /** Postgres for tests that need several API instances on one database, whatever the engine of the run. */
-export const SHARED_POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const SHARED_POSTGRES_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Redis for tests that need it (the machine's shared, non-persistent Redis). */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -35,7 +36,9 @@ export async function createPostgresDatabase(base: string): Promise<TestDatabase
     await admin.raw(`create database ${name}`);
   } catch (err) {
     await admin.destroy();
-    throw new Error(`TEST_DATABASE_URL=${base} is set but Postgres refused to create a database: ${(err as Error).message}`);
+    throw new Error(
+      `TEST_DATABASE_URL=${base} is set but Postgres refused to create a database: ${(err as Error).message}`,
+    );
   }
   await admin.destroy();
   const url = new URL(base);

@@ -20,7 +20,12 @@ export interface MutationOptions {
   extra?: Array<(b: Buffer, int: Int) => Mutant>;
 }
 
-const DEFAULT_INSERTS = [Buffer.from('\r\n'), Buffer.alloc(1), Buffer.from('\uFEFF'), Buffer.alloc(20_000, 0x41)];
+const DEFAULT_INSERTS = [
+  Buffer.from('\r\n'),
+  Buffer.alloc(1),
+  Buffer.from('\uFEFF'),
+  Buffer.alloc(20_000, 0x41),
+];
 
 /** One mutation of `seed` drawn with `rand` (test/support/prng.ts). */
 export function mutateBytes(rand: () => number, seed: Buffer, opts: MutationOptions = {}): Mutant {
@@ -40,17 +45,26 @@ export function mutateBytes(rand: () => number, seed: Buffer, opts: MutationOpti
     () => {
       const at = int(b.length);
       const len = 1 + int(64);
-      return { data: Buffer.concat([b.subarray(0, at), b.subarray(at + len)]), how: `removed ${len} bytes at ${at}` };
+      return {
+        data: Buffer.concat([b.subarray(0, at), b.subarray(at + len)]),
+        how: `removed ${len} bytes at ${at}`,
+      };
     },
     () => {
       const at = int(b.length);
       const junk = inserts[int(inserts.length)];
-      return { data: Buffer.concat([b.subarray(0, at), junk, b.subarray(at)]), how: `inserted ${junk.length} bytes at ${at}` };
+      return {
+        data: Buffer.concat([b.subarray(0, at), junk, b.subarray(at)]),
+        how: `inserted ${junk.length} bytes at ${at}`,
+      };
     },
     () => {
       const at = int(b.length);
       const len = 1 + int(Math.min(2048, b.length - at));
-      return { data: Buffer.concat([b.subarray(0, at + len), b.subarray(at)]), how: `duplicated ${len} bytes at ${at}` };
+      return {
+        data: Buffer.concat([b.subarray(0, at + len), b.subarray(at)]),
+        how: `duplicated ${len} bytes at ${at}`,
+      };
     },
     () => {
       const donors = opts.donors ?? [seed];
@@ -58,7 +72,14 @@ export function mutateBytes(rand: () => number, seed: Buffer, opts: MutationOpti
       const from = int(other.length);
       const len = 1 + int(Math.min(512, other.length - from));
       const at = int(b.length);
-      return { data: Buffer.concat([b.subarray(0, at), other.subarray(from, from + len), b.subarray(at + int(64))]), how: `splice of ${len} bytes at ${at}` };
+      return {
+        data: Buffer.concat([
+          b.subarray(0, at),
+          other.subarray(from, from + len),
+          b.subarray(at + int(64)),
+        ]),
+        how: `splice of ${len} bytes at ${at}`,
+      };
     },
     () => {
       const at = int(b.length);

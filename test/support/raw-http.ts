@@ -38,16 +38,28 @@ function parse(raw: Buffer, reset: boolean, hung: boolean): RawAnswer {
   const headers = new Map<string, string>();
   for (const line of head.split('\r\n').slice(1)) {
     const colon = line.indexOf(':');
-    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+    if (colon > 0)
+      headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
   }
-  return { status: m ? Number(m[1]) : 0, headers, body: end === -1 ? '' : raw.subarray(Buffer.byteLength(head, 'latin1') + 4).toString('utf8'), reset, hung };
+  return {
+    status: m ? Number(m[1]) : 0,
+    headers,
+    body: end === -1 ? '' : raw.subarray(Buffer.byteLength(head, 'latin1') + 4).toString('utf8'),
+    reset,
+    hung,
+  };
 }
 
 /** Sends one request on a fresh connection and reads until the server closes it or the answer is complete. */
 export function rawRequest(baseUrl: string, r: RawRequest): Promise<RawAnswer> {
   const { hostname, port } = new URL(baseUrl);
-  const body = typeof r.body === 'string' ? Buffer.from(r.body, 'latin1') : r.body ?? Buffer.alloc(0);
-  const lines = [`${r.method} ${r.target} HTTP/1.1`, `Host: ${hostname}:${port}`, `Content-Length: ${r.contentLength ?? body.length}`];
+  const body =
+    typeof r.body === 'string' ? Buffer.from(r.body, 'latin1') : (r.body ?? Buffer.alloc(0));
+  const lines = [
+    `${r.method} ${r.target} HTTP/1.1`,
+    `Host: ${hostname}:${port}`,
+    `Content-Length: ${r.contentLength ?? body.length}`,
+  ];
   for (const [k, v] of Object.entries(r.headers ?? {})) lines.push(`${k}: ${v}`);
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);

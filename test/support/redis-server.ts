@@ -29,9 +29,15 @@ async function waitForPong(port: number, timeoutMs: number): Promise<void> {
       const sock = createConnection({ port, host: '127.0.0.1' });
       sock.setTimeout(500);
       sock.once('connect', () => sock.write('PING\r\n'));
-      sock.once('data', (d) => { sock.destroy(); resolve(d.toString().startsWith('+PONG')); });
+      sock.once('data', (d) => {
+        sock.destroy();
+        resolve(d.toString().startsWith('+PONG'));
+      });
       sock.once('error', () => resolve(false));
-      sock.once('timeout', () => { sock.destroy(); resolve(false); });
+      sock.once('timeout', () => {
+        sock.destroy();
+        resolve(false);
+      });
     });
     if (ok) return;
     await new Promise((r) => setTimeout(r, 50));
@@ -47,9 +53,30 @@ export async function startRedisServer(): Promise<TestRedisServer> {
 
   const start = async () => {
     output = '';
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', directory, '--appendonly', 'yes', '--save', '', '--maxmemory-policy', 'noeviction'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (c: Buffer) => { output += c.toString(); });
-    child.stderr!.on('data', (c: Buffer) => { output += c.toString(); });
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        directory,
+        '--appendonly',
+        'yes',
+        '--save',
+        '',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout!.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    child.stderr!.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
     try {
       await waitForPong(port, 10_000);
     } catch (err) {

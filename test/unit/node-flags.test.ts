@@ -6,10 +6,27 @@ import { SERVICE_NODE_FLAGS, compileCacheDir } from '../../shared/node-flags.ts'
 
 const PROBE = new URL('../fixtures/relaunch-probe.ts', import.meta.url).pathname;
 
-function probe(env: Record<string, string> = {}): { pid: number; execArgv: string[]; args: string[]; arenas?: string; cache?: string; childPid: number } {
+function probe(env: Record<string, string> = {}): {
+  pid: number;
+  execArgv: string[];
+  args: string[];
+  arenas?: string;
+  cache?: string;
+  childPid: number;
+} {
   const base = { ...process.env };
-  for (const name of ['MALLOC_ARENA_MAX', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_MMAP_THRESHOLD_', 'NODE_COMPILE_CACHE', 'KEYWARD_NODE_FLAGS']) delete base[name];
-  const r = spawnSync(process.execPath, [PROBE, 'one', 'two words'], { env: { ...base, ...env }, encoding: 'utf8' });
+  for (const name of [
+    'MALLOC_ARENA_MAX',
+    'MALLOC_TRIM_THRESHOLD_',
+    'MALLOC_MMAP_THRESHOLD_',
+    'NODE_COMPILE_CACHE',
+    'KEYWARD_NODE_FLAGS',
+  ])
+    delete base[name];
+  const r = spawnSync(process.execPath, [PROBE, 'one', 'two words'], {
+    env: { ...base, ...env },
+    encoding: 'utf8',
+  });
   expect(r.status).toBe(0);
   return { ...JSON.parse(r.stdout), childPid: r.pid };
 }
@@ -29,7 +46,7 @@ describe('relaunchWithServiceFlags', () => {
     expect(probe({ MALLOC_ARENA_MAX: '4' }).arenas).toBe('4');
   });
 
-  it("when the operator gives the flag a value of their own, then that value stays", () => {
+  it('when the operator gives the flag a value of their own, then that value stays', () => {
     const p = probe({ NODE_OPTIONS: '--max-semi-space-size=8' });
     expect(p.execArgv.some((f) => f.startsWith('--max-semi-space-size'))).toBe(false);
     expect(p.arenas).toBe('2');
@@ -44,7 +61,9 @@ describe('relaunchWithServiceFlags', () => {
 
 describe('compileCacheDir', () => {
   let base: string;
-  beforeEach(() => { base = mkdtempSync(join(tmpdir(), 'keyward-cache-test-')); });
+  beforeEach(() => {
+    base = mkdtempSync(join(tmpdir(), 'keyward-cache-test-'));
+  });
   afterEach(() => rmSync(base, { recursive: true, force: true }));
   const dir = () => join(base, `keyward-node-compile-cache-${process.getuid!()}`);
 

@@ -10,12 +10,21 @@
  */
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../../shared/logger.ts';
-import { AppError } from '../../shared/errors/index.ts';
-import { convertPkcs7ToJose, type ConvertMetadata, type KeyResolver } from '../../shared/pkcs7/index.ts';
+import { AppError, problem } from '../../shared/errors/index.ts';
+import {
+  convertPkcs7ToJose,
+  type ConvertMetadata,
+  type KeyResolver,
+} from '../../shared/pkcs7/index.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
 import {
-  encodeProblem, jobProblem, problemOf, resultExtension, sourceVersionOf,
-  type ConvertJobData, type ConvertJobResult, type ConvertProgress,
+  encodeProblem,
+  problemOf,
+  resultExtension,
+  sourceVersionOf,
+  type ConvertJobData,
+  type ConvertJobResult,
+  type ConvertProgress,
 } from '../../shared/queues/index.ts';
 
 /** The reason a worker gives when it aborts its jobs to shut down. */
@@ -33,7 +42,10 @@ export interface ConvertDeps {
 }
 
 /** Counts bytes of a stream as they pass, without touching them. */
-async function* counted(source: AsyncIterable<Uint8Array>, onBytes: (n: number) => void): AsyncGenerator<Uint8Array> {
+async function* counted(
+  source: AsyncIterable<Uint8Array>,
+  onBytes: (n: number) => void,
+): AsyncGenerator<Uint8Array> {
   for await (const chunk of source) {
     onBytes(chunk.length);
     yield chunk;
@@ -41,13 +53,24 @@ async function* counted(source: AsyncIterable<Uint8Array>, onBytes: (n: number) 
 }
 
 /** Reports progress at most every `intervalMs`; a failed report (Redis away) never fails the job. */
-function progressReporter(job: Job, intervalMs: number, logger: Logger): { bump(): void; flush(): Promise<void>; p: ConvertProgress } {
+function progressReporter(
+  job: Job,
+  intervalMs: number,
+  logger: Logger,
+): { bump(): void; flush(): Promise<void>; p: ConvertProgress } {
   const p: ConvertProgress = { bytesRead: 0, bytesWritten: 0 };
   let last = 0;
   let inflight: Promise<void> | null = null;
   const send = () => {
     last = Date.now();
-    inflight = job.updateProgress({ ...p }).catch((err: Error) => logger.debug({ jobId: job.id, err: err.message }, 'progress report failed')).finally(() => { inflight = null; });
+    inflight = job
+      .updateProgress({ ...p })
+      .catch((err: Error) =>
+        logger.debug({ jobId: job.id, err: err.message }, 'progress report failed'),
+      )
+      .finally(() => {
+        inflight = null;
+      });
   };
   return {
     p,
@@ -64,42 +87,84 @@ function progressReporter(job: Job, intervalMs: number, logger: Logger): { bump(
 
 /** Builds the processor. */
 export function createConvertProcessor(deps: ConvertDeps) {
-  return async function processConvert(job: Job<ConvertJobData, ConvertJobResult>, token?: string, signal?: AbortSignal): Promise<ConvertJobResult> {
+  return async function processConvert(
+    job: Job<ConvertJobData, ConvertJobResult>,
+    token?: string,
+    signal?: AbortSignal,
+  ): Promise<ConvertJobResult> {
     const { tenantId, source, sourceVersion, metadata, output } = job.data;
-    const log = deps.logger.child({ jobId: job.id, tenantId, source: source.key, attempt: job.attemptsMade + 1 });
+    const log = deps.logger.child({
+      jobId: job.id,
+      tenantId,
+      source: source.key,
+      attempt: job.attemptsMade + 1,
+    });
     const started = Date.now();
     const progress = progressReporter(job, deps.progressIntervalMs, log);
     try {
-      if (await deps.isCancelled(job.id!)) throw jobProblem('job_cancelled', 'the job was cancelled');
+      if (await deps.isCancelled(job.id!)) throw problem('job_cancelled', 'the job was cancelled');
       const objects = tenantStore(deps.objects, tenantId);
       const info = await objects.head(source.key);
-      if (!info) throw new AppError('not_found', `the source object ${source.key} no longer exists`);
+      if (!info) throw problem('not_found', `the source object ${source.key} no longer exists`);
       if (sourceVersionOf(info) !== sourceVersion) {
-        throw jobProblem('source_changed', 'the source object changed after the job was submitted; submit it again to convert the new version', { submitted: sourceVersion, current: sourceVersionOf(info) });
+        throw problem(
+          'source_changed',
+          'the source object changed after the job was submitted; submit it again to convert the new version',
+          { details: { submitted: sourceVersion, current: sourceVersionOf(info) } },
+        );
       }
       log.info({ size: info.size }, 'conversion started');
       const input = await objects.get(source.key);
       signal?.addEventListener('abort', () => input.destroy(), { once: true });
-      const result = await convertPkcs7ToJose(counted(input, (n) => { progress.p.bytesRead += n; progress.bump(); }), {
-        metadata: metadata as ConvertMetadata,
-        resolver: deps.resolverFor(tenantId),
-      });
+      const result = await convertPkcs7ToJose(
+        counted(input, (n) => {
+          progress.p.bytesRead += n;
+          progress.bump();
+        }),
+        {
+          metadata: metadata as ConvertMetadata,
+          resolver: deps.resolverFor(tenantId),
+        },
+      );
       const key = output.key + resultExtension(result.contentType);
-      const body = counted(result.body, (n) => { progress.p.bytesWritten += n; progress.bump(); });
+      const body = counted(result.body, (n) => {
+        progress.p.bytesWritten += n;
+        progress.bump();
+      });
       const stored = await objects.put(key, body, { contentType: result.contentType, signal });
       await progress.flush();
       const seconds = (Date.now() - started) / 1000;
-      log.info({ output: key, bytesRead: progress.p.bytesRead, bytesWritten: stored.size, seconds, mbPerSecond: Number((progress.p.bytesRead / 1e6 / Math.max(seconds, 0.001)).toFixed(1)) }, 'conversion completed');
-      return { key, size: stored.size, contentType: result.contentType, bytesRead: progress.p.bytesRead };
+      log.info(
+        {
+          output: key,
+          bytesRead: progress.p.bytesRead,
+          bytesWritten: stored.size,
+          seconds,
+          mbPerSecond: Number((progress.p.bytesRead / 1e6 / Math.max(seconds, 0.001)).toFixed(1)),
+        },
+        'conversion completed',
+      );
+      return {
+        key,
+        size: stored.size,
+        contentType: result.contentType,
+        bytesRead: progress.p.bytesRead,
+      };
     } catch (err) {
-      if (signal?.aborted && (signal.reason === SHUTDOWN_REASON || signal.reason === CANCEL_REASON)) return release(job, token, signal.reason, log);
+      if (signal?.aborted && (signal.reason === SHUTDOWN_REASON || signal.reason === CANCEL_REASON))
+        return release(job, token, signal.reason, log);
       throw failure(job, err, log);
     }
   };
 }
 
 /** A cancel fails the job for good; a shutdown puts it back in the queue for another worker. */
-async function release(job: Job, token: string | undefined, reason: string, log: Logger): Promise<never> {
+async function release(
+  job: Job,
+  token: string | undefined,
+  reason: string,
+  log: Logger,
+): Promise<never> {
   if (reason === SHUTDOWN_REASON && token) {
     await job.moveToWait(token);
     log.warn('released the job back to the queue: this worker is shutting down');
@@ -107,7 +172,13 @@ async function release(job: Job, token: string | undefined, reason: string, log:
     throw new WaitingError();
   }
   log.warn('job cancelled while running; its partial output was discarded');
-  throw new UnrecoverableError(encodeProblem(problemOf(jobProblem('job_cancelled', 'the job was cancelled while it ran; no output was written'))));
+  throw new UnrecoverableError(
+    encodeProblem(
+      problemOf(
+        problem('job_cancelled', 'the job was cancelled while it ran; no output was written'),
+      ),
+    ),
+  );
 }
 
 /** Turns an error into what BullMQ should do with the job, logging what an operator needs. */
@@ -115,13 +186,30 @@ function failure(job: Job, err: unknown, log: Logger): Error {
   const p = problemOf(err, job.id);
   const message = encodeProblem(p);
   const attempts = job.opts.attempts ?? 1;
-  if (err instanceof AppError && (err.status < 500 || (err.code === 'storage_unavailable' && err.details?.transient === false))) {
-    log.warn({ code: p.code, status: p.status, detail: p.message }, err.status < 500 ? 'conversion failed: bad input, not retried' : 'conversion failed: storage refuses the request (check bucket and credentials), not retried');
+  if (
+    err instanceof AppError &&
+    (err.status < 500 || (err.code === 'storage_unavailable' && err.details?.transient === false))
+  ) {
+    log.warn(
+      { code: p.code, status: err.status, detail: p.message },
+      err.status < 500
+        ? 'conversion failed: bad input, not retried'
+        : 'conversion failed: storage refuses the request (check bucket and credentials), not retried',
+    );
     return new UnrecoverableError(message);
   }
   const last = job.attemptsMade + 1 >= attempts;
   const cause = err instanceof Error ? err.message : String(err);
-  log[last ? 'error' : 'warn']({ code: p.code, err: cause, stack: p.code === 'internal' ? (err as Error)?.stack : undefined, attemptsLeft: attempts - job.attemptsMade - 1 },
-    last ? 'conversion failed after its last attempt' : 'conversion failed: transient fault, will retry with backoff');
+  log[last ? 'error' : 'warn'](
+    {
+      code: p.code,
+      err: cause,
+      stack: p.code === 'internal' ? (err as Error)?.stack : undefined,
+      attemptsLeft: attempts - job.attemptsMade - 1,
+    },
+    last
+      ? 'conversion failed after its last attempt'
+      : 'conversion failed: transient fault, will retry with backoff',
+  );
   return new Error(message);
 }

@@ -16,7 +16,7 @@ import { keyTypeSpec } from '../../shared/crypto/registry.ts';
 import type { KeyUsage } from '../../shared/crypto/registry.ts';
 import { signMessage, verifyMessage } from '../../shared/crypto/sign.ts';
 import type { SignInput } from '../../shared/crypto/sign.ts';
-import { decryptCompact, encryptCompact } from '../../shared/crypto/jwe.ts';
+import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
 import { decapsulate, encapsulate } from '../../shared/crypto/pqc.ts';
 
 /** A serialized key version and, optionally, the identity the JWE header names (defaults: kid "pool", version 1). */
@@ -39,7 +39,8 @@ const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byt
 /** Any failure as plain data; only AppError-shaped errors keep their code and message. */
 function plain(err: unknown): ErrorData {
   const e = err as { code?: unknown; status?: unknown; toJSON?: () => ErrorData };
-  if (typeof e?.toJSON === 'function' && typeof e.code === 'string' && typeof e.status === 'number') return e.toJSON();
+  if (typeof e?.toJSON === 'function' && typeof e.code === 'string' && typeof e.status === 'number')
+    return e.toJSON();
   return errorFromData(undefined).toJSON();
 }
 
@@ -84,22 +85,34 @@ export function generateKey({ type }: { type: string }): Promise<Uint8Array> {
 }
 
 /** Signs data or a digest. */
-export function signWithKey(arg: KeyArg & { input: InputArg; algorithm?: string }): Promise<{ signature: Uint8Array; algorithm: string }> {
+export function signWithKey(
+  arg: KeyArg & { input: InputArg; algorithm?: string },
+): Promise<{ signature: Uint8Array; algorithm: string }> {
   return task(() => signMessage(load(arg, 'sign'), input(arg.input), arg.algorithm));
 }
 
 /** Verifies a signature over data or a digest. */
-export function verifyWithKey(arg: KeyArg & { input: InputArg; signature: Uint8Array; algorithm?: string }): Promise<{ valid: boolean }> {
-  return task(() => ({ valid: verifyMessage(load(arg, 'sign'), input(arg.input), buf(arg.signature), arg.algorithm) }));
+export function verifyWithKey(
+  arg: KeyArg & { input: InputArg; signature: Uint8Array; algorithm?: string },
+): Promise<{ valid: boolean }> {
+  return task(() => ({
+    valid: verifyMessage(load(arg, 'sign'), input(arg.input), buf(arg.signature), arg.algorithm),
+  }));
 }
 
 /** Encrypts to a compact JWE (worth the pool for EC keys: an ephemeral key agreement per message), binding the context digest when given. */
-export function encryptCompactWithKey(arg: KeyArg & { plaintext: Uint8Array; context?: string }): Promise<{ jwe: string }> {
-  return task(() => ({ jwe: encryptCompact(load(arg, 'encrypt'), buf(arg.plaintext), { context: arg.context }) }));
+export function encryptCompactWithKey(
+  arg: KeyArg & { plaintext: Uint8Array; context?: string },
+): Promise<{ jwe: string }> {
+  return task(() => ({
+    jwe: encryptCompact(load(arg, 'encrypt'), buf(arg.plaintext), { context: arg.context }),
+  }));
 }
 
 /** Decrypts a compact JWE whose header must name this key's kid and version and bind the same context digest. */
-export function decryptCompactWithKey(arg: KeyArg & { jwe: string; context?: string }): Promise<{ plaintext: Uint8Array }> {
+export function decryptCompactWithKey(
+  arg: KeyArg & { jwe: string; context?: string },
+): Promise<{ plaintext: Uint8Array }> {
   return task(() => {
     const key = load(arg, 'encrypt');
     return { plaintext: decryptCompact(arg.jwe, () => key, arg.context) };
@@ -107,11 +120,15 @@ export function decryptCompactWithKey(arg: KeyArg & { jwe: string; context?: str
 }
 
 /** Encapsulates to an ML-KEM or hybrid key. */
-export function encapsulateWithKey(arg: KeyArg): Promise<{ ciphertext: Uint8Array; sharedSecret: Uint8Array }> {
+export function encapsulateWithKey(
+  arg: KeyArg,
+): Promise<{ ciphertext: Uint8Array; sharedSecret: Uint8Array }> {
   return task(() => encapsulate(load(arg, 'encrypt')));
 }
 
 /** Decapsulates with an ML-KEM or hybrid key. */
-export function decapsulateWithKey(arg: KeyArg & { ciphertext: Uint8Array }): Promise<{ sharedSecret: Uint8Array }> {
+export function decapsulateWithKey(
+  arg: KeyArg & { ciphertext: Uint8Array },
+): Promise<{ sharedSecret: Uint8Array }> {
   return task(() => ({ sharedSecret: decapsulate(load(arg, 'encrypt'), buf(arg.ciphertext)) }));
 }

@@ -8,11 +8,14 @@ import type * as Password from './password.ts';
 import type * as Keystore from './keystore.ts';
 import type * as Crypto from './crypto.ts';
 
-type Task<M, K extends keyof M> = M[K] extends (input: infer I) => infer R ? (input: I) => Promise<Awaited<R>> : never;
+type Task<M, K extends keyof M> = M[K] extends (input: infer I) => infer R
+  ? (input: I) => Promise<Awaited<R>>
+  : never;
 
 /** A task whose module is imported on the first call (then cached by the module loader). */
 function lazy<M, K extends keyof M & string>(load: () => Promise<M>, name: K): Task<M, K> {
-  return (async (input: unknown) => ((await load())[name] as (i: unknown) => unknown)(input)) as Task<M, K>;
+  return (async (input: unknown) =>
+    ((await load())[name] as (i: unknown) => unknown)(input)) as Task<M, K>;
 }
 
 const password = () => import('./password.ts');
@@ -21,11 +24,26 @@ const crypto = () => import('./crypto.ts');
 
 export const hashPassword = lazy<typeof Password, 'hashPassword'>(password, 'hashPassword');
 export const verifyPassword = lazy<typeof Password, 'verifyPassword'>(password, 'verifyPassword');
-export const parseKeystoreTask = lazy<typeof Keystore, 'parseKeystoreTask'>(keystore, 'parseKeystoreTask');
+export const parseKeystoreTask = lazy<typeof Keystore, 'parseKeystoreTask'>(
+  keystore,
+  'parseKeystoreTask',
+);
 export const generateKey = lazy<typeof Crypto, 'generateKey'>(crypto, 'generateKey');
 export const signWithKey = lazy<typeof Crypto, 'signWithKey'>(crypto, 'signWithKey');
 export const verifyWithKey = lazy<typeof Crypto, 'verifyWithKey'>(crypto, 'verifyWithKey');
-export const encryptCompactWithKey = lazy<typeof Crypto, 'encryptCompactWithKey'>(crypto, 'encryptCompactWithKey');
-export const decryptCompactWithKey = lazy<typeof Crypto, 'decryptCompactWithKey'>(crypto, 'decryptCompactWithKey');
-export const encapsulateWithKey = lazy<typeof Crypto, 'encapsulateWithKey'>(crypto, 'encapsulateWithKey');
-export const decapsulateWithKey = lazy<typeof Crypto, 'decapsulateWithKey'>(crypto, 'decapsulateWithKey');
+export const encryptCompactWithKey = lazy<typeof Crypto, 'encryptCompactWithKey'>(
+  crypto,
+  'encryptCompactWithKey',
+);
+export const decryptCompactWithKey = lazy<typeof Crypto, 'decryptCompactWithKey'>(
+  crypto,
+  'decryptCompactWithKey',
+);
+export const encapsulateWithKey = lazy<typeof Crypto, 'encapsulateWithKey'>(
+  crypto,
+  'encapsulateWithKey',
+);
+export const decapsulateWithKey = lazy<typeof Crypto, 'decapsulateWithKey'>(
+  crypto,
+  'decapsulateWithKey',
+);

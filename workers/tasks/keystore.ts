@@ -4,7 +4,7 @@
  */
 import { parseKeystore } from '../../shared/keystore/index.ts';
 import type { CertificateSummary, CertificateUsage } from '../../shared/keystore/index.ts';
-import { AppError } from '../../shared/errors/index.ts';
+import { AppError, problem } from '../../shared/errors/index.ts';
 
 /** One parsed entry as structured-cloneable data. */
 export interface ParsedKeystoreEntry {
@@ -21,10 +21,16 @@ export interface ParsedKeystoreEntry {
   friendlyName?: string;
 }
 
-/** Parses a PKCS#12 or PEM keystore; failures are thrown as plain {code, message, status, slug, title}. */
-export function parseKeystoreTask(input: { data: Uint8Array; password?: string }): ParsedKeystoreEntry[] {
+/** Parses a PKCS#12 or PEM keystore; failures are thrown as plain {code, message, details}. */
+export function parseKeystoreTask(input: {
+  data: Uint8Array;
+  password?: string;
+}): ParsedKeystoreEntry[] {
   try {
-    return parseKeystore({ data: Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength), password: input.password }).map((e) => ({
+    return parseKeystore({
+      data: Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
+      password: input.password,
+    }).map((e) => ({
       type: e.type,
       privateKeyDer: e.privateKey.export({ format: 'der', type: 'pkcs8' }),
       publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
@@ -38,6 +44,6 @@ export function parseKeystoreTask(input: { data: Uint8Array; password?: string }
     }));
   } catch (err) {
     if (err instanceof AppError) throw err.toJSON();
-    throw new AppError('keystore_malformed', 'the keystore could not be read', { status: 400, slug: 'keystore-malformed', title: 'Malformed Keystore' }).toJSON();
+    throw problem('keystore_malformed', 'the keystore could not be read').toJSON();
   }
 }

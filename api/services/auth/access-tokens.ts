@@ -55,7 +55,11 @@ const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
 const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
 /** Creates the issuer/verifier for one issuer URL. */
-export function createAccessTokens(issuer: string, keys: SigningKeys, revocation: RevocationList): AccessTokens {
+export function createAccessTokens(
+  issuer: string,
+  keys: SigningKeys,
+  revocation: RevocationList,
+): AccessTokens {
   // Bounded cache of verified tokens (insertion order = age; Map iteration evicts oldest).
   const cache = new Map<string, AccessClaims>();
   const byJti = new Map<string, string>();
@@ -77,14 +81,25 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
   }
 
   function stillValid(claims: AccessClaims): boolean {
-    return claims.exp + LEEWAY_S > Date.now() / 1000 && !revocation.isRevoked(claims.jti) && !revocation.isTenantSuspended(claims.tenantId)
-      && !revocation.isSubjectRevoked(claims.sub, claims.iat)
-      && !(claims.fam !== undefined && revocation.isFamilyRevoked(claims.fam))
+    return (
+      claims.exp + LEEWAY_S > Date.now() / 1000 &&
+      !revocation.isRevoked(claims.jti) &&
+      !revocation.isTenantSuspended(claims.tenantId) &&
+      !revocation.isSubjectRevoked(claims.sub, claims.iat) &&
+      !(claims.fam !== undefined && revocation.isFamilyRevoked(claims.fam)) &&
       // An exchanged token ends with the token it came from (revoked, or its subject disabled).
-      && !(claims.act && (revocation.isSubjectRevoked(claims.act.sub, claims.iat) || (claims.act.jti !== undefined && revocation.isRevoked(claims.act.jti))));
+      !(
+        claims.act &&
+        (revocation.isSubjectRevoked(claims.act.sub, claims.iat) ||
+          (claims.act.jti !== undefined && revocation.isRevoked(claims.act.jti)))
+      )
+    );
   }
 
-  function parseAndCheck(token: string, keyFor: (kid: string) => ReturnType<SigningKeys['publicKeySync']>): AccessClaims | null {
+  function parseAndCheck(
+    token: string,
+    keyFor: (kid: string) => ReturnType<SigningKeys['publicKeySync']>,
+  ): AccessClaims | null {
     const parts = token.split('.');
     if (parts.length !== 3 || token.length > 8192) return null;
     let header: Record<string, unknown>;
@@ -96,16 +111,38 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
       return null;
     }
     // RFC 8725 3.1: the algorithm is pinned, never taken from the token; RFC 9068 2.1: typ.
-    if (header.alg !== 'ES256' || header.typ !== 'at+jwt' || typeof header.kid !== 'string' || header.crit !== undefined) return null;
+    if (
+      header.alg !== 'ES256' ||
+      header.typ !== 'at+jwt' ||
+      typeof header.kid !== 'string' ||
+      header.crit !== undefined
+    )
+      return null;
     const key = keyFor(header.kid);
     if (!key) return null;
     const signature = Buffer.from(parts[2], 'base64url');
     if (signature.length !== 64) return null;
-    const ok = verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), { key, dsaEncoding: 'ieee-p1363' }, signature);
+    const ok = verify(
+      'sha256',
+      Buffer.from(`${parts[0]}.${parts[1]}`),
+      { key, dsaEncoding: 'ieee-p1363' },
+      signature,
+    );
     if (!ok) return null;
     if (claims === null || typeof claims !== 'object') return null;
-    if (claims.iss !== issuer || typeof claims.sub !== 'string' || typeof claims.tenantId !== 'string' || typeof claims.jti !== 'string') return null;
-    if (typeof claims.exp !== 'number' || typeof claims.iat !== 'number' || !Array.isArray(claims.permissions)) return null;
+    if (
+      claims.iss !== issuer ||
+      typeof claims.sub !== 'string' ||
+      typeof claims.tenantId !== 'string' ||
+      typeof claims.jti !== 'string'
+    )
+      return null;
+    if (
+      typeof claims.exp !== 'number' ||
+      typeof claims.iat !== 'number' ||
+      !Array.isArray(claims.permissions)
+    )
+      return null;
     if (claims.iat > Date.now() / 1000 + LEEWAY_S) return null;
     return claims;
   }
@@ -114,12 +151,21 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
     async issue(input, ttlSeconds) {
       const current = keys.current();
       const iat = Math.floor(Date.now() / 1000);
-      const claims: AccessClaims = { iss: issuer, ...input, jti: randomUUID(), iat, exp: iat + ttlSeconds };
+      const claims: AccessClaims = {
+        iss: issuer,
+        ...input,
+        jti: randomUUID(),
+        iat,
+        exp: iat + ttlSeconds,
+      };
       const head = b64url(JSON.stringify({ alg: 'ES256', typ: 'at+jwt', kid: current.kid }));
       const body = b64url(JSON.stringify(claims));
       // DER from the bare key, then r||s: the dsaEncoding option costs more than the
       // signature itself (shared/crypto/ecdsa-signature.ts).
-      const sig = derToP1363(await signAsync('sha256', Buffer.from(`${head}.${body}`), current.privateKey), 32);
+      const sig = derToP1363(
+        await signAsync('sha256', Buffer.from(`${head}.${body}`), current.privateKey),
+        32,
+      );
       return { token: `${head}.${body}.${b64url(sig)}`, claims };
     },
     verify(token) {
@@ -134,8 +180,11 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
       const quick = api.verify(token);
       if (quick) return quick;
       try {
-        const kid = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')).kid;
-        if (typeof kid === 'string' && !keys.publicKeySync(kid) && (await keys.publicKey(kid))) return api.verify(token);
+        const kid = JSON.parse(
+          Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8'),
+        ).kid;
+        if (typeof kid === 'string' && !keys.publicKeySync(kid) && (await keys.publicKey(kid)))
+          return api.verify(token);
       } catch {
         return null;
       }
@@ -143,4 +192,9 @@ export function createAccessTokens(issuer: string, keys: SigningKeys, revocation
     },
   };
   return api;
+}
+
+/** The audit actor of a token ("user:<id>" or "workload:<id>", with the delegating tenant). */
+export function actorOfClaims(a: AccessClaims): string {
+  return a.act ? `${a.kind}:${a.sub} (acting from ${a.act.tenantId})` : `${a.kind}:${a.sub}`;
 }

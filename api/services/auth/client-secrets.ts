@@ -5,8 +5,8 @@
  */
 import { createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
-import { jsonColumn } from '../../../shared/db/knex.ts';
-import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
+import { Role } from '../../../shared/db/models/identities.ts';
+import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const CACHE_TTL_MS = 5_000;
 
@@ -41,20 +41,32 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
   feed.onResync(() => cache.clear());
   // A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower).
   const pepperKey = createSecretKey(pepper);
-  const hash = (secret: string) => createHmac('sha256', pepperKey).update(secret, 'utf8').digest('hex');
+  const hash = (secret: string) =>
+    createHmac('sha256', pepperKey).update(secret, 'utf8').digest('hex');
 
   async function load(clientId: string): Promise<WorkloadCredentials | null> {
+    // Raw knex, one join: this runs on the token endpoint for every credential not cached.
     const row = await db('workloads as w')
       .join('roles as r', 'r.id', 'w.role_id')
       .join('tenants as t', 't.id', 'w.tenant_id')
       .where('w.client_id', clientId)
       .first('w.id', 'w.client_id', 'w.tenant_id', 'w.disabled', 'r.permissions', 't.status');
     if (!row) return null;
-    const secrets = await db('workload_secrets').where({ workload_id: row.id }).andWhere((q) => q.whereNull('valid_until').orWhere('valid_until', '>', new Date()));
-    const permissions = jsonColumn<string[]>(row.permissions);
+    const secrets = await db('workload_secrets')
+      .where({ workload_id: row.id })
+      .andWhere((q) => q.whereNull('valid_until').orWhere('valid_until', '>', new Date()));
+    const { permissions } = Role.fromDatabaseJson({ permissions: row.permissions });
     return {
-      workloadId: row.id, clientId: row.client_id, tenantId: row.tenant_id, tenantActive: row.status === 'active', disabled: row.disabled, permissions,
-      secrets: secrets.map((s) => ({ hash: Buffer.from(s.secret_hash, 'hex'), validUntil: s.valid_until ? new Date(s.valid_until).getTime() : null })),
+      workloadId: row.id,
+      clientId: row.client_id,
+      tenantId: row.tenant_id,
+      tenantActive: row.status === 'active',
+      disabled: row.disabled,
+      permissions,
+      secrets: secrets.map((s) => ({
+        hash: Buffer.from(s.secret_hash, 'hex'),
+        validUntil: s.valid_until ? new Date(s.valid_until).getTime() : null,
+      })),
       loadedAt: Date.now(),
     };
   }

@@ -4,7 +4,7 @@
  * once: such a flood then occupies at most `limit` worker threads, and logins, which hash outside
  * this budget, keep their latency.
  */
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 
 export interface HashBudget {
   /** Runs `work` within the budget, or throws the 503 pool_busy problem when it is full. */
@@ -25,7 +25,10 @@ export function createHashBudget(limit: number, maxWaiting = limit): HashBudget 
   return {
     async run(work) {
       if (running >= limit) {
-        if (waiting.length >= maxWaiting) throw new AppError('pool_busy', 'too many password operations in progress; retry shortly', { headers: { 'Retry-After': '1' } });
+        if (waiting.length >= maxWaiting)
+          throw problem('pool_busy', 'too many password operations in progress; retry shortly', {
+            headers: { 'Retry-After': '1' },
+          });
         // The releasing hash hands its slot over: `running` stays the same.
         await new Promise<void>((resolve) => waiting.push(resolve));
       } else running += 1;

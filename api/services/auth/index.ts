@@ -1,17 +1,24 @@
 /** The auth services of one process, built once from the context's parts. */
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
-import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
+import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 import type { Config } from '../../../shared/config/index.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
-import { createRevocationList, FAMILY, type RevocationList, type SubjectRevocationInput } from './revocation.ts';
+import {
+  createRevocationList,
+  FAMILY,
+  type RevocationList,
+  type SubjectRevocationInput,
+} from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
 import { outboxMailer, type Mailer } from './password-reset.ts';
 import { createHashBudget, type HashBudget } from './hash-budget.ts';
+import { Tenant } from '../../../shared/db/models/tenants.ts';
+import { User, Workload } from '../../../shared/db/models/identities.ts';
 
 export interface AuthServices {
   signingKeys: SigningKeys;
@@ -28,7 +35,9 @@ export interface AuthServices {
    * Ends every access token of a user or workload within a second, on every instance (refresh
    * tokens are revoked separately): on disable and delete (strict), on a password reset (not).
    */
-  revokeSubjectTokens(input: Omit<SubjectRevocationInput, 'maxTokenLifetimeSeconds'>): Promise<void>;
+  revokeSubjectTokens(
+    input: Omit<SubjectRevocationInput, 'maxTokenLifetimeSeconds'>,
+  ): Promise<void>;
   /** Ends every access token issued from a refresh-token family (reuse detected, RFC 7009 revocation). */
   revokeFamilyTokens(familyId: string, tenantId: string, reason: string): Promise<void>;
   /**
@@ -42,38 +51,82 @@ export interface AuthServices {
 }
 
 /** Builds the auth services; starts scheduled signing-key rotation. */
-export async function createAuthServices(config: Config, db: Knex, master: MasterKey, logger: Logger, feed: ChangeFeed, redis?: Redis): Promise<AuthServices> {
+export async function createAuthServices(
+  config: Config,
+  db: Knex,
+  master: MasterKey,
+  logger: Logger,
+  feed: ChangeFeed,
+  redis?: Redis,
+): Promise<AuthServices> {
   const signingKeys = await createSigningKeys(db, master, feed);
   const revocation = await createRevocationList(db, logger, feed);
   const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation);
   const secrets = createClientSecrets(db, master.derive('client-secret-pepper'), feed);
-  const maxTokenLifetime = Math.max(config.accessTokenTtl, config.humanTokenTtl, config.exchangeTokenTtl);
-  const rotation = setInterval(() => {
-    signingKeys.rotateIfDue(config.signingKeyRotation, maxTokenLifetime)
-      .then((rotated) => rotated && logger.info({ kid: signingKeys.current().kid }, 'token signing key rotated on schedule'))
-      .catch((err) => logger.warn({ err: err.message }, 'scheduled signing key rotation failed'));
-  }, Math.min(config.signingKeyRotation * 1000, 3_600_000) / 4);
+  const maxTokenLifetime = Math.max(
+    config.accessTokenTtl,
+    config.humanTokenTtl,
+    config.exchangeTokenTtl,
+  );
+  const rotation = setInterval(
+    () => {
+      signingKeys
+        .rotateIfDue(config.signingKeyRotation, maxTokenLifetime)
+        .then(
+          (rotated) =>
+            rotated &&
+            logger.info(
+              { kid: signingKeys.current().kid },
+              'token signing key rotated on schedule',
+            ),
+        )
+        .catch((err) => logger.warn({ err: err.message }, 'scheduled signing key rotation failed'));
+    },
+    Math.min(config.signingKeyRotation * 1000, 3_600_000) / 4,
+  );
   rotation.unref();
   let platform: string | null = null;
   return {
-    signingKeys, revocation, tokens, secrets, maxTokenLifetime,
+    signingKeys,
+    revocation,
+    tokens,
+    secrets,
+    maxTokenLifetime,
     limits: createRateLimits(config, redis),
     hashBudget: createHashBudget(config.authHashConcurrency),
     mailer: outboxMailer(db, logger),
-    revokeSubjectTokens: (input) => revocation.revokeSubject({ ...input, maxTokenLifetimeSeconds: maxTokenLifetime }),
-    revokeFamilyTokens: (familyId, tenantId, reason) => revocation.revoke({
-      jti: `${FAMILY}${familyId}`, tenantId, sub: null, revokedBy: null, reason, expiresAt: new Date(Date.now() + maxTokenLifetime * 1000),
-    }),
+    revokeSubjectTokens: (input) =>
+      revocation.revokeSubject({ ...input, maxTokenLifetimeSeconds: maxTokenLifetime }),
+    revokeFamilyTokens: (familyId, tenantId, reason) =>
+      revocation.revoke({
+        jti: `${FAMILY}${familyId}`,
+        tenantId,
+        sub: null,
+        revokedBy: null,
+        reason,
+        expiresAt: new Date(Date.now() + maxTokenLifetime * 1000),
+      }),
     async revokeRoleTokens(tenantId, roleId, revokedBy) {
-      const users = await db('users').where({ tenant_id: tenantId, role_id: roleId }).select('id');
-      const workloads = await db('workloads').where({ tenant_id: tenantId, role_id: roleId }).select('id', 'client_id');
+      const users = await User.query(db)
+        .where({ tenant_id: tenantId, role_id: roleId })
+        .select('id');
+      const workloads = await Workload.query(db)
+        .where({ tenant_id: tenantId, role_id: roleId })
+        .select('id', 'client_id');
       for (const w of workloads) await secrets.invalidate(w.client_id);
       for (const s of [...users, ...workloads]) {
-        await revocation.revokeSubject({ tenantId, sub: s.id, revokedBy, reason: 'role narrowed', strict: true, maxTokenLifetimeSeconds: maxTokenLifetime });
+        await revocation.revokeSubject({
+          tenantId,
+          sub: s.id,
+          revokedBy,
+          reason: 'role narrowed',
+          strict: true,
+          maxTokenLifetimeSeconds: maxTokenLifetime,
+        });
       }
     },
     async platformTenantId() {
-      platform ??= ((await db('tenants').where({ is_platform: true }).first('id'))?.id as string | undefined) ?? null;
+      platform ??= (await Tenant.query(db).findOne({ is_platform: true }))?.id ?? null;
       if (!platform) throw new Error('no platform tenant: bootstrap has not run');
       return platform;
     },

@@ -6,7 +6,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logger.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
+import { OutboxMail, PasswordReset, User } from '../../../shared/db/models/identities.ts';
+import { RefreshToken } from '../../../shared/db/models/tokens.ts';
 
 const TTL_MS = 30 * 60 * 1000;
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -20,16 +22,33 @@ export interface Mailer {
 export function outboxMailer(db: Knex, logger: Logger): Mailer {
   return {
     async send(mail) {
-      const [row] = await db('outbox').insert({ recipient: mail.to, subject: mail.subject, body: mail.body }).returning('id');
-      logger.info({ to: mail.to, outboxId: typeof row === 'object' ? row.id : row, subject: mail.subject }, 'mail queued in outbox');
+      const row = await OutboxMail.query(db).insert({
+        recipient: mail.to,
+        subject: mail.subject,
+        body: mail.body,
+      });
+      logger.info(
+        { to: mail.to, outboxId: row.id, subject: mail.subject },
+        'mail queued in outbox',
+      );
     },
   };
 }
 
 /** Creates a reset for a user and mails the link; returns nothing a caller could leak. */
-export async function startPasswordReset(db: Knex, mailer: Mailer, baseUrl: string, user: { id: string; email: string }): Promise<void> {
+export async function startPasswordReset(
+  db: Knex,
+  mailer: Mailer,
+  baseUrl: string,
+  user: { id: string; email: string },
+): Promise<void> {
   const token = randomBytes(32).toString('base64url');
-  await db('password_resets').insert({ id: randomUUID(), user_id: user.id, token_hash: sha256(token), expires_at: new Date(Date.now() + TTL_MS) });
+  await PasswordReset.query(db).insert({
+    id: randomUUID(),
+    user_id: user.id,
+    token_hash: sha256(token),
+    expires_at: new Date(Date.now() + TTL_MS),
+  });
   await mailer.send({
     to: user.email,
     subject: 'Keyward password reset',
@@ -37,12 +56,17 @@ export async function startPasswordReset(db: Knex, mailer: Mailer, baseUrl: stri
   });
 }
 
-const invalidToken = () => new AppError('invalid_reset_token', 'the reset token is unknown, used or expired', { status: 400, slug: 'invalid-reset-token', title: 'Invalid Reset Token' });
+const invalidToken = () =>
+  problem('invalid_reset_token', 'the reset token is unknown, used or expired');
 
 /** The unused, unexpired reset a token names, or null: one indexed read, no hashing. */
 export async function pendingReset(db: Knex, token: string): Promise<{ id: string } | null> {
-  const reset = await db('password_resets').where({ token_hash: sha256(token) }).first('id', 'used_at', 'expires_at');
-  return reset && !reset.used_at && new Date(reset.expires_at).getTime() > Date.now() ? { id: reset.id as string } : null;
+  const reset = await PasswordReset.query(db)
+    .findOne({ token_hash: sha256(token) })
+    .select('id', 'used_at', 'expires_at');
+  return reset && !reset.used_at && new Date(reset.expires_at).getTime() > Date.now()
+    ? { id: reset.id as string }
+    : null;
 }
 
 /**
@@ -50,19 +74,39 @@ export async function pendingReset(db: Knex, token: string): Promise<{ id: strin
  * token and the password length are checked before the hash (`hash`, which runs it in the
  * budget of unauthenticated hashing): a made-up token costs no CPU.
  */
-export async function completePasswordReset(db: Knex, hash: (password: string) => Promise<string>, token: string, newPassword: string): Promise<{ userId: string; tenantId: string }> {
-  if (newPassword.length < 12) throw new AppError('validation_failed', 'the new password must be at least 12 characters');
+export async function completePasswordReset(
+  db: Knex,
+  hash: (password: string) => Promise<string>,
+  token: string,
+  newPassword: string,
+): Promise<{ userId: string; tenantId: string }> {
+  if (newPassword.length < 12)
+    throw problem('validation_failed', 'the new password must be at least 12 characters');
   if (!(await pendingReset(db, token))) throw invalidToken();
   const passwordHash = await hash(newPassword);
   return db.transaction(async (trx) => {
     // Checked again under the row lock: two requests with one token, only one wins.
-    const reset = await trx('password_resets').where({ token_hash: sha256(token) }).forUpdate().first();
-    if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now()) throw invalidToken();
-    await trx('password_resets').where({ id: reset.id }).update({ used_at: new Date() });
-    await trx('users').where({ id: reset.user_id }).update({ password_hash: passwordHash, failed_attempts: 0, lockout_count: 0, locked_until: null, updated_at: new Date() });
+    const reset = await PasswordReset.query(trx)
+      .findOne({ token_hash: sha256(token) })
+      .forUpdate();
+    if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now())
+      throw invalidToken();
+    await PasswordReset.query(trx).findById(reset.id).patch({ used_at: new Date() });
+    await User.query(trx)
+      .findById(reset.user_id)
+      .patch({
+        password_hash: passwordHash,
+        failed_attempts: 0,
+        lockout_count: 0,
+        locked_until: null,
+        updated_at: new Date(),
+      });
     // A new password ends every session the old one started.
-    await trx('refresh_tokens').where({ subject_id: reset.user_id }).whereNull('revoked_at').update({ revoked_at: new Date() });
-    const user = await trx('users').where({ id: reset.user_id }).first('tenant_id');
-    return { userId: reset.user_id as string, tenantId: user.tenant_id as string };
+    await RefreshToken.query(trx)
+      .where({ subject_id: reset.user_id })
+      .whereNull('revoked_at')
+      .patch({ revoked_at: new Date() });
+    const user = (await User.query(trx).findById(reset.user_id).select('tenant_id'))!;
+    return { userId: reset.user_id, tenantId: user.tenant_id };
   });
 }

@@ -6,8 +6,14 @@
  */
 import type { Knex } from 'knex';
 import type { WorkPool } from '../../../workers/pool.ts';
-import { jsonColumn } from '../../../shared/db/knex.ts';
-import { clearLockout, isLockedOut, rateKey, recordWrongPassword, type RateLimits } from './rate-limits.ts';
+import { Role } from '../../../shared/db/models/identities.ts';
+import {
+  clearLockout,
+  isLockedOut,
+  rateKey,
+  recordWrongPassword,
+  type RateLimits,
+} from './rate-limits.ts';
 
 /**
  * How long a verification takes here, as a moving average of the real ones. An unknown user or a
@@ -39,17 +45,38 @@ export interface LockoutPolicy {
 }
 
 /** Loads a user with the role's permissions; null when absent or disabled. */
-export async function loadUser(db: Knex, where: { id: string } | { tenantId: string; email: string }): Promise<(UserIdentity & { passwordHash: string; lockedUntil: Date | null; disabled: boolean; failedAttempts: number; lockoutCount: number }) | null> {
-  const q = db('users as u').join('roles as r', 'r.id', 'u.role_id').join('tenants as t', 't.id', 'u.tenant_id').where('t.status', 'active');
+export async function loadUser(
+  db: Knex,
+  where: { id: string } | { tenantId: string; email: string },
+): Promise<
+  | (UserIdentity & {
+      passwordHash: string;
+      lockedUntil: Date | null;
+      disabled: boolean;
+      failedAttempts: number;
+      lockoutCount: number;
+    })
+  | null
+> {
+  // Raw knex, one join: this runs on the token endpoint (password grant) for every login.
+  const q = db('users as u')
+    .join('roles as r', 'r.id', 'u.role_id')
+    .join('tenants as t', 't.id', 'u.tenant_id')
+    .where('t.status', 'active');
   if ('id' in where) q.where('u.id', where.id);
   else q.where({ 'u.tenant_id': where.tenantId, 'u.email': where.email.toLowerCase() });
   const row = await q.first('u.*', 'r.permissions');
   if (!row) return null;
   return {
-    id: row.id, tenantId: row.tenant_id, email: row.email,
-    permissions: jsonColumn(row.permissions),
-    passwordHash: row.password_hash, lockedUntil: row.locked_until ? new Date(row.locked_until) : null, disabled: row.disabled,
-    failedAttempts: row.failed_attempts, lockoutCount: row.lockout_count,
+    id: row.id,
+    tenantId: row.tenant_id,
+    email: row.email,
+    permissions: Role.fromDatabaseJson({ permissions: row.permissions }).permissions,
+    passwordHash: row.password_hash,
+    lockedUntil: row.locked_until ? new Date(row.locked_until) : null,
+    disabled: row.disabled,
+    failedAttempts: row.failed_attempts,
+    lockoutCount: row.lockout_count,
   };
 }
 
@@ -57,7 +84,18 @@ export async function loadUser(db: Knex, where: { id: string } | { tenantId: str
 export const lockoutKey = (userId: string, address: string) => rateKey('user', userId, address);
 
 /** Checks a password from `address`; returns the user on success and records failures for lockout. */
-export async function checkPassword(db: Knex, pool: WorkPool, policy: LockoutPolicy, tenantId: string, email: string, password: string, address: string): Promise<{ user: UserIdentity | null; reason?: 'unknown' | 'locked' | 'wrong-password' | 'disabled' }> {
+export async function checkPassword(
+  db: Knex,
+  pool: WorkPool,
+  policy: LockoutPolicy,
+  tenantId: string,
+  email: string,
+  password: string,
+  address: string,
+): Promise<{
+  user: UserIdentity | null;
+  reason?: 'unknown' | 'locked' | 'wrong-password' | 'disabled';
+}> {
   const user = await loadUser(db, { tenantId, email });
   if (!user) {
     await sleep(typicalVerifyMs);
@@ -76,5 +114,12 @@ export async function checkPassword(db: Knex, pool: WorkPool, policy: LockoutPol
     return { user: null, reason: 'wrong-password' };
   }
   await clearLockout(policy.limits, key);
-  return { user: { id: user.id, tenantId: user.tenantId, email: user.email, permissions: user.permissions } };
+  return {
+    user: {
+      id: user.id,
+      tenantId: user.tenantId,
+      email: user.email,
+      permissions: user.permissions,
+    },
+  };
 }

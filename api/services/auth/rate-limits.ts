@@ -4,7 +4,12 @@
  * password lockout keeps its counts here too, per (account, client address).
  */
 import { createHash } from 'node:crypto';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../../shared/config/index.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
@@ -33,20 +38,17 @@ export interface RateLimits {
   forgot: RateLimiterAbstract;
 }
 
-/** The effective thresholds, also reported by the effective policy. */
-export function rateLimitPolicy(config: Config) {
-  return {
-    tokenRequestsPerMinute: config.rateLimitTokenPerMinute,
-    failedAuthenticationsPerMinute: config.rateLimitFailuresPerMinute,
-    apiRequestsPerMinutePerEndpoint: config.rateLimitApiPerMinute,
-  };
-}
-
 /** Builds the limiters on Redis or in memory. */
 export function createRateLimits(config: Config, redis?: Redis): RateLimits {
   const make = (keyPrefix: string, points: number, duration = 60) =>
     redis
-      ? new RateLimiterRedis({ storeClient: redis, keyPrefix: `keyward:rl:${keyPrefix}`, points, duration, insuranceLimiter: new RateLimiterMemory({ keyPrefix, points, duration }) })
+      ? new RateLimiterRedis({
+          storeClient: redis,
+          keyPrefix: `keyward:rl:${keyPrefix}`,
+          points,
+          duration,
+          insuranceLimiter: new RateLimiterMemory({ keyPrefix, points, duration }),
+        })
       : new RateLimiterMemory({ keyPrefix, points, duration });
   return {
     token: make('token', config.rateLimitTokenPerMinute),
@@ -64,7 +66,10 @@ export function createRateLimits(config: Config, redis?: Redis): RateLimits {
  * tenant and user name, a refresh-token family, a token subject, an address); they are hashed so
  * a key never keeps client-supplied bytes: a 16 KiB client_id costs the same 40 bytes as any other.
  */
-export function rateKey(kind: 'client' | 'user' | 'refresh' | 'subject' | 'address' | 'reset' | 'forgot', ...parts: string[]): string {
+export function rateKey(
+  kind: 'client' | 'user' | 'refresh' | 'subject' | 'address' | 'reset' | 'forgot',
+  ...parts: string[]
+): string {
   return `${kind}:${createHash('sha256').update(parts.join('\u0000')).digest('base64url').slice(0, 32)}`;
 }
 
@@ -83,15 +88,25 @@ export function isRateLimited(err: unknown): err is RateLimiterRes {
  * failure budget or the request budget is spent; a failure (`failed`, by default an
  * invalid_grant or invalid_client answer) spends a point of the failure budget.
  */
-export async function withAuthBudget<T>(limits: RateLimits, key: string, attempt: () => Promise<T>, failed: (err: unknown) => boolean = isCredentialFailure): Promise<T> {
+export async function withAuthBudget<T>(
+  limits: RateLimits,
+  key: string,
+  attempt: () => Promise<T>,
+  failed: (err: unknown) => boolean = isCredentialFailure,
+): Promise<T> {
   const spent = await limits.failures.get(key);
   if (spent && spent.consumedPoints >= limits.failures.points) {
-    throw new OAuthError('too_many_requests', 'too many failed attempts; retry later', 429, { 'Retry-After': String(retryAfterSeconds(spent)) });
+    throw new OAuthError('too_many_requests', 'too many failed attempts; retry later', 429, {
+      'Retry-After': String(retryAfterSeconds(spent)),
+    });
   }
   try {
     await limits.token.consume(key);
   } catch (err) {
-    if (isRateLimited(err)) throw new OAuthError('too_many_requests', 'rate limit reached; retry later', 429, { 'Retry-After': String(retryAfterSeconds(err)) });
+    if (isRateLimited(err))
+      throw new OAuthError('too_many_requests', 'rate limit reached; retry later', 429, {
+        'Retry-After': String(retryAfterSeconds(err)),
+      });
     throw err;
   }
   try {
@@ -103,7 +118,8 @@ export async function withAuthBudget<T>(limits: RateLimits, key: string, attempt
 }
 
 /** Wrong credentials (RFC 6749 5.2 invalid_grant, invalid_client), not malformed requests. */
-export const isCredentialFailure = (err: unknown) => err instanceof OAuthError && (err.error === 'invalid_grant' || err.error === 'invalid_client');
+export const isCredentialFailure = (err: unknown) =>
+  err instanceof OAuthError && (err.error === 'invalid_grant' || err.error === 'invalid_client');
 
 /** True while the (account, address) pair is locked out. */
 export async function isLockedOut(limits: RateLimits, key: string): Promise<boolean> {
@@ -115,7 +131,11 @@ export async function isLockedOut(limits: RateLimits, key: string): Promise<bool
  * Counts a wrong password of an (account, address) pair; the failure that reaches the threshold
  * locks the pair for base * 2^(earlier lockouts that day), never longer than MAX_LOCKOUT_SECONDS.
  */
-export async function recordWrongPassword(limits: RateLimits, key: string, baseSeconds: number): Promise<void> {
+export async function recordWrongPassword(
+  limits: RateLimits,
+  key: string,
+  baseSeconds: number,
+): Promise<void> {
   let state: RateLimiterRes;
   try {
     state = await limits.lockout.consume(key);
@@ -124,7 +144,10 @@ export async function recordWrongPassword(limits: RateLimits, key: string, baseS
     throw err;
   }
   if (state.consumedPoints < limits.lockout.points) return;
-  const earlier = await limits.lockouts.consume(key).then((r) => r.consumedPoints - 1, () => 20);
+  const earlier = await limits.lockouts.consume(key).then(
+    (r) => r.consumedPoints - 1,
+    () => 20,
+  );
   const seconds = Math.min(baseSeconds * 2 ** Math.min(earlier, 20), MAX_LOCKOUT_SECONDS);
   await limits.lockout.block(key, seconds);
 }

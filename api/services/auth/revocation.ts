@@ -1,7 +1,7 @@
 /**
  * The revoked-token list, held in memory so bearer checks never touch the database. A
  * revocation is written to the database together with its row in the change log, in one
- * transaction, and reaches every instance through the change feed (shared/db/change-feed.ts):
+ * transaction, and reaches every instance through the change feed (shared/fanout/change-feed.ts):
  * within milliseconds over Redis, within a poll period when a message is lost.
  *
  * A subject (a user or workload) is revoked the same way, as one entry whose jti is
@@ -10,7 +10,9 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../../../shared/logger.ts';
-import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
+import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+import { RevokedToken } from '../../../shared/db/models/tokens.ts';
+import { Tenant } from '../../../shared/db/models/tenants.ts';
 
 const SUBJECT = 'subject:';
 /** A refresh-token family's entry: every access token issued from the family is refused. */
@@ -67,7 +69,11 @@ function subjectEntry(jti: string): { sub: string; notBefore: number } | null {
 }
 
 /** Loads unexpired revocations and follows the change feed for new ones. */
-export async function createRevocationList(db: Knex, logger: Logger, feed: ChangeFeed): Promise<RevocationList> {
+export async function createRevocationList(
+  db: Knex,
+  logger: Logger,
+  feed: ChangeFeed,
+): Promise<RevocationList> {
   const revoked = new Map<string, number>(); // jti → expiry (ms)
   const subjects = new Map<string, number>(); // sub → not-before (unix s) of its tokens
   const listeners: Array<(jti: string) => void> = [];
@@ -76,12 +82,15 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
     if (revoked.has(jti)) return;
     revoked.set(jti, expiresAtMs);
     const subject = subjectEntry(jti);
-    if (subject && subject.notBefore > (subjects.get(subject.sub) ?? 0)) subjects.set(subject.sub, subject.notBefore);
+    if (subject && subject.notBefore > (subjects.get(subject.sub) ?? 0))
+      subjects.set(subject.sub, subject.notBefore);
     for (const l of listeners) l(jti);
   }
 
   async function loadAll(): Promise<void> {
-    const rows = await db('revoked_tokens').andWhere('expires_at', '>', new Date()).select('jti', 'expires_at');
+    const rows = await RevokedToken.query(db)
+      .where('expires_at', '>', new Date())
+      .select('jti', 'expires_at');
     for (const r of rows) add(r.jti, new Date(r.expires_at).getTime());
   }
   await loadAll();
@@ -91,7 +100,9 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
   let generation = 0;
   const refreshTenants = async () => {
     const mine = ++generation;
-    const ids = new Set((await db('tenants').where({ status: 'suspended' }).select('id')).map((r) => r.id as string));
+    const ids = new Set(
+      (await Tenant.query(db).where({ status: 'suspended' }).select('id')).map((r) => r.id),
+    );
     if (mine === generation) suspended = ids;
   };
   // A tenant change already counts as applied: a failed read is retried until it succeeds, so a
@@ -135,9 +146,17 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
   async function revoke(input: RevocationInput): Promise<void> {
     // The entry and its change commit together: an instance that misses the message reads it from the log.
     const change = await db.transaction(async (trx) => {
-      await trx('revoked_tokens')
-        .insert({ jti: input.jti, tenant_id: input.tenantId, sub: input.sub, expires_at: input.expiresAt, revoked_by: input.revokedBy, reason: input.reason })
-        .onConflict('jti').ignore();
+      await RevokedToken.query(trx)
+        .insert({
+          jti: input.jti,
+          tenant_id: input.tenantId,
+          sub: input.sub,
+          expires_at: input.expiresAt,
+          revoked_by: input.revokedBy,
+          reason: input.reason,
+        })
+        .onConflict('jti')
+        .ignore();
       return feed.write(trx, 'token', input.jti, { exp: input.expiresAt.getTime() });
     });
     feed.announce(change);
@@ -159,7 +178,11 @@ export async function createRevocationList(db: Knex, logger: Logger, feed: Chang
     async revokeSubject(input) {
       const notBefore = Math.floor(Date.now() / 1000) + (input.strict ? 1 : 0);
       await revoke({
-        jti: `${SUBJECT}${input.sub}:${notBefore}`, tenantId: input.tenantId, sub: input.sub, revokedBy: input.revokedBy, reason: input.reason,
+        jti: `${SUBJECT}${input.sub}:${notBefore}`,
+        tenantId: input.tenantId,
+        sub: input.sub,
+        revokedBy: input.revokedBy,
+        reason: input.reason,
         expiresAt: new Date((notBefore + input.maxTokenLifetimeSeconds) * 1000),
       });
     },

@@ -5,12 +5,18 @@
  * change feed (they reload, so they stop signing with the retired key); an instance also reloads
  * when it meets an unknown kid (at most once a second).
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomUUID,
+  type KeyObject,
+} from 'node:crypto';
 import type { Knex } from 'knex';
 import { IntegrityError, type MasterKey } from '../../../shared/crypto/master-key.ts';
 import { ConfigError } from '../../../shared/config/index.ts';
-import { jsonColumn } from '../../../shared/db/knex.ts';
-import type { ChangeFeed } from '../../../shared/db/change-feed.ts';
+import { SigningKey } from '../../../shared/db/models/tokens.ts';
+import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const ALG = 'ES256';
 const SEAL_TENANT = 'platform-signing-keys';
@@ -40,7 +46,11 @@ export interface SigningKeys {
 }
 
 /** Loads the signing keys, creating the first one when there is none. */
-export async function createSigningKeys(db: Knex, master: MasterKey, feed: ChangeFeed): Promise<SigningKeys> {
+export async function createSigningKeys(
+  db: Knex,
+  master: MasterKey,
+  feed: ChangeFeed,
+): Promise<SigningKeys> {
   let keys: LoadedKey[] = [];
   let lastReload = 0;
 
@@ -49,17 +59,34 @@ export async function createSigningKeys(db: Knex, master: MasterKey, feed: Chang
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const der = privateKey.export({ format: 'der', type: 'pkcs8' });
     const jwk = { ...publicKey.export({ format: 'jwk' }), kid, alg: ALG, use: 'sig' };
-    await db('signing_keys').insert({ kid, alg: ALG, private_material: master.seal(der, { tenantId: SEAL_TENANT, kid, version: 1 }), public_jwk: JSON.stringify(jwk) });
+    await SigningKey.query(db).insert({
+      kid,
+      alg: ALG,
+      private_material: master.seal(der, { tenantId: SEAL_TENANT, kid, version: 1 }),
+      public_jwk: jwk,
+    });
     return kid;
   }
 
   async function reload(): Promise<void> {
     lastReload = Date.now();
-    const rows = await db('signing_keys').where((q) => q.whereNull('publish_until').orWhere('publish_until', '>', new Date())).orderBy('created_at', 'asc');
+    const rows = await SigningKey.query(db)
+      .where((q) => q.whereNull('publish_until').orWhere('publish_until', '>', new Date()))
+      .orderBy('created_at', 'asc');
     keys = rows.map((r) => {
-      const privateKey = createPrivateKey({ key: master.open(r.private_material, { tenantId: SEAL_TENANT, kid: r.kid, version: 1 }), format: 'der', type: 'pkcs8' });
-      const publicJwk = jsonColumn<Record<string, unknown>>(r.public_jwk);
-      return { kid: r.kid, privateKey, publicKey: createPublicKey(privateKey), publicJwk, createdAt: new Date(r.created_at), publishUntil: r.publish_until ? new Date(r.publish_until) : null };
+      const privateKey = createPrivateKey({
+        key: master.open(r.private_material, { tenantId: SEAL_TENANT, kid: r.kid, version: 1 }),
+        format: 'der',
+        type: 'pkcs8',
+      });
+      return {
+        kid: r.kid,
+        privateKey,
+        publicKey: createPublicKey(privateKey),
+        publicJwk: r.public_jwk,
+        createdAt: new Date(r.created_at),
+        publishUntil: r.publish_until ? new Date(r.publish_until) : null,
+      };
     });
   }
 
@@ -68,7 +95,9 @@ export async function createSigningKeys(db: Knex, master: MasterKey, feed: Chang
   } catch (err) {
     // The first material opened at start: failing here means the master key is not this database's.
     if (err instanceof IntegrityError) {
-      throw new ConfigError('KEYWARD_MASTER_KEY does not open the key material in this database: most likely it is not the master key the database was first started with (KEYWARD_MASTER_KEY then, or DATA_DIR/master.key when none was set); otherwise the signing_keys rows were altered');
+      throw new ConfigError(
+        'KEYWARD_MASTER_KEY does not open the key material in this database: most likely it is not the master key the database was first started with (KEYWARD_MASTER_KEY then, or DATA_DIR/master.key when none was set); otherwise the signing_keys rows were altered',
+      );
     }
     throw err;
   }
@@ -101,13 +130,23 @@ export async function createSigningKeys(db: Knex, master: MasterKey, feed: Chang
     },
     jwks() {
       const now = Date.now();
-      return { keys: keys.filter((k) => !k.publishUntil || k.publishUntil.getTime() > now).map((k) => k.publicJwk) };
+      return {
+        keys: keys
+          .filter((k) => !k.publishUntil || k.publishUntil.getTime() > now)
+          .map((k) => k.publicJwk),
+      };
     },
     async rotate(maxTokenLifetimeSeconds) {
       const kid = await insertNew();
       // Retire every other active key: it stops signing now and stays published until the last
       // token it could have signed has expired.
-      await db('signing_keys').whereNull('publish_until').whereNot({ kid }).update({ retired_at: new Date(), publish_until: new Date(Date.now() + maxTokenLifetimeSeconds * 1000) });
+      await SigningKey.query(db)
+        .whereNull('publish_until')
+        .whereNot({ kid })
+        .patch({
+          retired_at: new Date(),
+          publish_until: new Date(Date.now() + maxTokenLifetimeSeconds * 1000),
+        });
       await reload();
       await feed.record('signing-keys', kid);
       return kid;

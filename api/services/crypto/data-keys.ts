@@ -6,15 +6,23 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import { assertUsage } from '../../../shared/crypto/registry.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
 import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
 
 // A Map, not an object literal: keySpec is request input (conventions rule 14).
-const KEY_SPECS = new Map<unknown, number>([['AES_256', 32], ['AES_128', 16]]);
+const KEY_SPECS = new Map<unknown, number>([
+  ['AES_256', 32],
+  ['AES_128', 16],
+]);
 const DATA_KEY_MEMBERS: ReadonlySet<string> = new Set(['kid', 'keySpec', 'context']);
-const RE_ENCRYPT_MEMBERS: ReadonlySet<string> = new Set(['ciphertext', 'context', 'targetKid', 'targetContext']);
+const RE_ENCRYPT_MEMBERS: ReadonlySet<string> = new Set([
+  'ciphertext',
+  'context',
+  'targetKid',
+  'targetContext',
+]);
 const RANDOM_MEMBERS: ReadonlySet<string> = new Set(['bytes']);
 const MAX_RANDOM_BYTES = 1024;
 
@@ -22,26 +30,44 @@ const MAX_RANDOM_BYTES = 1024;
 async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, DATA_KEY_MEMBERS);
   const size = KEY_SPECS.get(body.keySpec);
-  if (size === undefined) throw new AppError('validation_failed', `keySpec must be one of ${[...KEY_SPECS.keys()].join(', ')}`, { details: { field: 'keySpec' } });
+  if (size === undefined)
+    throw problem(
+      'validation_failed',
+      `keySpec must be one of ${[...KEY_SPECS.keys()].join(', ')}`,
+      { details: { field: 'keySpec' } },
+    );
   const context = encryptionContext(ctx, body.context);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const plaintext = randomBytes(size);
   try {
     const sealed = await seal(ctx, key, plaintext, context);
-    return { kid: sealed.kid, version: sealed.version, plaintext: plaintext.toString('base64'), ciphertext: sealed.ciphertext };
+    return {
+      kid: sealed.kid,
+      version: sealed.version,
+      plaintext: plaintext.toString('base64'),
+      ciphertext: sealed.ciphertext,
+    };
   } finally {
     plaintext.fill(0);
   }
 }
 
 /** `{kid, keySpec, context?}` → `{kid, version, plaintext, ciphertext}`; /decrypt with the same context opens ciphertext. */
-export async function generateDataKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+export async function generateDataKey(
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) {
   return dataKey(ctx, tenantId, body);
 }
 
 /** As generateDataKey, without `plaintext`: for a component that stores the wrapped key for another to open later. */
-export async function generateDataKeyWithoutPlaintext(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+export async function generateDataKeyWithoutPlaintext(
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) {
   const { plaintext: _dropped, ...rest } = await dataKey(ctx, tenantId, body);
   return rest;
 }
@@ -55,8 +81,12 @@ export async function generateDataKeyWithoutPlaintext(ctx: AppContext, tenantId:
 export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, RE_ENCRYPT_MEMBERS);
   const sourceContext = encryptionContext(ctx, body.context);
-  const targetContext = body.targetContext === undefined ? sourceContext : encryptionContext(ctx, body.targetContext, 'targetContext');
-  const target = body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
+  const targetContext =
+    body.targetContext === undefined
+      ? sourceContext
+      : encryptionContext(ctx, body.targetContext, 'targetContext');
+  const target =
+    body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
   if (target) assertUsage(target, 'encrypt');
   const source = await unseal(ctx, tenantId, body.ciphertext, sourceContext);
   try {
@@ -72,7 +102,9 @@ export async function random(_ctx: AppContext, _tenantId: string, body: Record<s
   onlyKnown(body, RANDOM_MEMBERS);
   const n = body.bytes;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_RANDOM_BYTES) {
-    throw new AppError('validation_failed', `bytes must be an integer from 1 to ${MAX_RANDOM_BYTES}`, { details: { field: 'bytes' } });
+    throw problem('validation_failed', `bytes must be an integer from 1 to ${MAX_RANDOM_BYTES}`, {
+      details: { field: 'bytes' },
+    });
   }
   return { data: randomBytes(n).toString('base64') };
 }

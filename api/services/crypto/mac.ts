@@ -4,11 +4,16 @@
  * a JSON-sized message takes microseconds, so both run on the event loop, never in the pool.
  */
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import { assertUsage, keyTypeSpec } from '../../../shared/crypto/registry.ts';
-import { checkMacLength, computeMac, macAlgorithm, macMatches } from '../../../shared/crypto/mac.ts';
+import {
+  checkMacLength,
+  computeMac,
+  macAlgorithm,
+  macMatches,
+} from '../../../shared/crypto/mac.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
-import { retainedVersion } from '../keys/lifecycle.ts';
+import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
 import { b64, usableKey } from './runtime.ts';
 
 /** The JSON members each operation knows; any other is a 400 naming it (contract 8). */
@@ -16,14 +21,23 @@ export const GENERATE_MAC_MEMBERS: ReadonlySet<string> = new Set(['kid', 'data']
 export const VERIFY_MAC_MEMBERS: ReadonlySet<string> = new Set(['kid', 'data', 'mac', 'version']);
 
 /** `{kid, data}` → `{kid, version, algorithm, mac}`: HMAC of the data under the key's newest version. */
-export async function generateMac(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+export async function generateMac(
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) {
   onlyKnown(body, GENERATE_MAC_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'mac');
   const data = b64(body.data, 'data');
   const v = key.currentVersion;
   const loaded = key.versions.get(v)!;
-  return { kid: key.kid, version: v, algorithm: macAlgorithm(loaded.spec), mac: computeMac(loaded, data).toString('base64') };
+  return {
+    kid: key.kid,
+    version: v,
+    algorithm: macAlgorithm(loaded.spec),
+    mac: computeMac(loaded, data).toString('base64'),
+  };
 }
 
 /**
@@ -39,15 +53,22 @@ export async function verifyMac(ctx: AppContext, tenantId: string, body: Record<
   const data = b64(body.data, 'data');
   const mac = b64(body.mac, 'mac');
   checkMacLength(keyTypeSpec(key.type), mac);
-  if (body.version !== undefined && (!Number.isSafeInteger(body.version) || (body.version as number) < 1)) {
-    throw new AppError('validation_failed', 'version must be a positive integer', { details: { field: 'version' } });
+  if (
+    body.version !== undefined &&
+    (!Number.isSafeInteger(body.version) || (body.version as number) < 1)
+  ) {
+    throw problem('validation_failed', 'version must be a positive integer', {
+      details: { field: 'version' },
+    });
   }
-  const versions = body.version !== undefined
-    ? [body.version as number]
-    : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
+  const versions =
+    body.version !== undefined
+      ? [body.version as number]
+      : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
-    if (macMatches(retainedVersion(key, v), data, mac)) return { kid: key.kid, version: v, valid: true };
+    if (macMatches(retainedVersion(key, v), data, mac))
+      return { kid: key.kid, version: v, valid: true };
   }
   return { kid: key.kid, valid: false };
 }

@@ -5,36 +5,44 @@
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
-import { contextDigest, decryptParsed, encryptCompact, parseCompact } from '../../../shared/crypto/jwe.ts';
+import {
+  contextDigest,
+  decryptParsed,
+  encryptCompact,
+  parseCompact,
+} from '../../../shared/jose/compact-jwe.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
-import { signMessage, signMessageAsync, verifyMessage, type SignInput } from '../../../shared/crypto/sign.ts';
+import {
+  signMessage,
+  signMessageAsync,
+  verifyMessage,
+  type SignInput,
+} from '../../../shared/crypto/sign.ts';
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
-import type { CachedKey } from '../keys/cache.ts';
-import { retainedVersion, unusable } from '../keys/lifecycle.ts';
-import { KID } from '../keys/store.ts';
+import type { CachedKey } from '../../../shared/keys/cache.ts';
+import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
+import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
 
 /** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
 export const b64 = (s: unknown, field: string): Buffer => {
-  if (typeof s !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(s)) throw new AppError('validation_failed', `${field} must be a base64 string`);
+  if (typeof s !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(s))
+    throw problem('validation_failed', `${field} must be a base64 string`);
   return Buffer.from(s, 'base64');
 };
 const u8 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
-/** A usable key of the tenant: not suspended, revoked or archived (contract 3). */
-export async function usableKey(ctx: AppContext, tenantId: string, kid: unknown): Promise<CachedKey> {
-  if (typeof kid !== 'string' || !KID.test(kid)) throw new AppError('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  const key = await ctx.keys.get(tenantId, kid);
-  if (key.state !== 'active') throw unusable(kid, key.state);
-  return key;
+/** A usable key of the tenant: not suspended, revoked or archived (contract 3); the one lookup is shared/keys. */
+export function usableKey(ctx: AppContext, tenantId: string, kid: unknown): Promise<CachedKey> {
+  return usableKeyOf(ctx.keys, tenantId, kid);
 }
 
 function versionOf(key: CachedKey, version: number): LoadedKeyVersion {
   const v = key.versions.get(version);
-  if (!v) throw new AppError('decryption_failed', 'decryption failed');
+  if (!v) throw problem('decryption_failed', 'decryption failed');
   return v;
 }
 
@@ -59,12 +67,19 @@ const MAX_CONTEXT_BYTES = 8192;
  * 8 KiB of keys and values in all. Checked here, not only by the body size cap, so the bound holds
  * whatever JSON_LIMIT_BYTES is. Returns its digest for the JWE header (undefined: none).
  */
-export function encryptionContext(ctx: AppContext, value: unknown, field = 'context'): string | undefined {
+export function encryptionContext(
+  ctx: AppContext,
+  value: unknown,
+  field = 'context',
+): string | undefined {
   if (value === undefined) return undefined;
-  const bad = (why: string) => new AppError('validation_failed', `${field} ${why}`, { details: { field } });
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('must be an object of string members');
+  const bad = (why: string) =>
+    problem('validation_failed', `${field} ${why}`, { details: { field } });
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw bad('must be an object of string members');
   const names = Object.keys(value);
-  if (names.length > MAX_CONTEXT_MEMBERS) throw bad(`has ${names.length} members; at most ${MAX_CONTEXT_MEMBERS}`);
+  if (names.length > MAX_CONTEXT_MEMBERS)
+    throw bad(`has ${names.length} members; at most ${MAX_CONTEXT_MEMBERS}`);
   let bytes = 0;
   for (const name of names) {
     const v = (value as Record<string, unknown>)[name];
@@ -77,7 +92,10 @@ export function encryptionContext(ctx: AppContext, value: unknown, field = 'cont
 
 /** A `version` member: a positive integer, nothing else (no "2", [2] or true). */
 function versionMember(value: unknown): number {
-  if (!Number.isSafeInteger(value) || (value as number) < 1) throw new AppError('validation_failed', 'version must be a positive integer', { details: { field: 'version' } });
+  if (!Number.isSafeInteger(value) || (value as number) < 1)
+    throw problem('validation_failed', 'version must be a positive integer', {
+      details: { field: 'version' },
+    });
   return value as number;
 }
 
@@ -92,17 +110,39 @@ function contextKeyOf(ctx: AppContext): KeyObject {
   return key;
 }
 
-async function place<T>(op: RuntimeOp, key: CachedKey, digest: boolean, local: () => T, remote: () => Promise<T>): Promise<T> {
+async function place<T>(
+  op: RuntimeOp,
+  key: CachedKey,
+  digest: boolean,
+  local: () => T,
+  remote: () => Promise<T>,
+): Promise<T> {
   return runsInPool(op, key.type, digest) ? remote() : local();
 }
 
 /** Encrypts to the key's current version, binding the context digest: `{kid, version, ciphertext}`. */
-export async function seal(ctx: AppContext, key: CachedKey, data: Buffer, context: string | undefined) {
+export async function seal(
+  ctx: AppContext,
+  key: CachedKey,
+  data: Buffer,
+  context: string | undefined,
+) {
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
-  const ciphertext = await place('encrypt', key, false,
+  const ciphertext = await place(
+    'encrypt',
+    key,
+    false,
     () => encryptCompact(versionOf(key, v), data, { context }),
-    async () => (await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', { ...poolArg(key, v, 'encrypt'), plaintext: data, context })).jwe);
+    async () =>
+      (
+        await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', {
+          ...poolArg(key, v, 'encrypt'),
+          plaintext: data,
+          context,
+        })
+      ).jwe,
+  );
   return { kid: key.kid, version: v, ciphertext };
 }
 
@@ -110,15 +150,36 @@ export async function seal(ctx: AppContext, key: CachedKey, data: Buffer, contex
  * Opens a compact JWE of the tenant with the version its header names, if still retained
  * (key-version-retired below minDecryptionVersion) and only under the same context digest.
  */
-export async function unseal(ctx: AppContext, tenantId: string, ciphertext: unknown, context: string | undefined): Promise<{ key: CachedKey; version: number; plaintext: Buffer }> {
-  if (typeof ciphertext !== 'string' || ciphertext.length > 200_000) throw new AppError('validation_failed', 'ciphertext must be a compact JWE string', { details: { field: 'ciphertext' } });
+export async function unseal(
+  ctx: AppContext,
+  tenantId: string,
+  ciphertext: unknown,
+  context: string | undefined,
+): Promise<{ key: CachedKey; version: number; plaintext: Buffer }> {
+  if (typeof ciphertext !== 'string' || ciphertext.length > 200_000)
+    throw problem('validation_failed', 'ciphertext must be a compact JWE string', {
+      details: { field: 'ciphertext' },
+    });
   const parsed = parseCompact(ciphertext);
   const key = await usableKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
   const loaded = retainedVersion(key, parsed.version);
-  const plaintext = await place('decrypt', key, false,
+  const plaintext = await place(
+    'decrypt',
+    key,
+    false,
     () => decryptParsed(parsed, loaded, context),
-    async () => u8((await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', { ...poolArg(key, parsed.version, 'encrypt'), jwe: ciphertext, context })).plaintext));
+    async () =>
+      u8(
+        (
+          await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', {
+            ...poolArg(key, parsed.version, 'encrypt'),
+            jwe: ciphertext,
+            context,
+          })
+        ).plaintext,
+      ),
+  );
   return { key, version: parsed.version, plaintext };
 }
 
@@ -133,13 +194,21 @@ export async function encrypt(ctx: AppContext, tenantId: string, body: Record<st
 /** `{ciphertext, context?}` → `{kid, version, data}`; any retained version decrypts, with the context it was sealed under. */
 export async function decrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, DECRYPT_MEMBERS);
-  const { key, version, plaintext } = await unseal(ctx, tenantId, body.ciphertext, encryptionContext(ctx, body.context));
+  const { key, version, plaintext } = await unseal(
+    ctx,
+    tenantId,
+    body.ciphertext,
+    encryptionContext(ctx, body.context),
+  );
   return { kid: key.kid, version, data: plaintext.toString('base64') };
 }
 
 function signInput(body: Record<string, unknown>): SignInput {
-  if ((body.data === undefined) === (body.digest === undefined)) throw new AppError('validation_failed', 'give exactly one of data and digest (base64)');
-  return body.data !== undefined ? { data: b64(body.data, 'data') } : { digest: b64(body.digest, 'digest') };
+  if ((body.data === undefined) === (body.digest === undefined))
+    throw problem('validation_failed', 'give exactly one of data and digest (base64)');
+  return body.data !== undefined
+    ? { data: b64(body.data, 'data') }
+    : { digest: b64(body.digest, 'digest') };
 }
 
 /** `{kid, data | digest, algorithm?}` → `{kid, version, algorithm, signature}` (AWS KMS Sign semantics). */
@@ -155,15 +224,33 @@ export async function sign(ctx: AppContext, tenantId: string, body: Record<strin
   // piscina vs the figure in the sign bench through libuv. Digest mode has no async form in Node.
   if (input.digest === undefined) {
     const r = await signMessageAsync(versionOf(key, v), input, algorithm);
-    return { kid: key.kid, version: v, algorithm: r.algorithm, signature: r.signature.toString('base64') };
+    return {
+      kid: key.kid,
+      version: v,
+      algorithm: r.algorithm,
+      signature: r.signature.toString('base64'),
+    };
   }
-  const result = await place('sign', key, true,
+  const result = await place(
+    'sign',
+    key,
+    true,
     () => signMessage(versionOf(key, v), input, algorithm),
     async () => {
-      const r = await ctx.pool.run<{ signature: Uint8Array; algorithm: string }>('signWithKey', { ...poolArg(key, v, 'sign'), input, algorithm });
+      const r = await ctx.pool.run<{ signature: Uint8Array; algorithm: string }>('signWithKey', {
+        ...poolArg(key, v, 'sign'),
+        input,
+        algorithm,
+      });
       return { signature: u8(r.signature), algorithm: r.algorithm };
-    });
-  return { kid: key.kid, version: v, algorithm: result.algorithm, signature: result.signature.toString('base64') };
+    },
+  );
+  return {
+    kid: key.kid,
+    version: v,
+    algorithm: result.algorithm,
+    signature: result.signature.toString('base64'),
+  };
 }
 
 /**
@@ -177,45 +264,93 @@ export async function verify(ctx: AppContext, tenantId: string, body: Record<str
   const input = signInput(body);
   const signature = b64(body.signature, 'signature');
   const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
-  const versions = body.version !== undefined ? [versionMember(body.version)] : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
+  const versions =
+    body.version !== undefined
+      ? [versionMember(body.version)]
+      : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
     retainedVersion(key, v);
-    const valid = await place('verify', key, input.digest !== undefined,
+    const valid = await place(
+      'verify',
+      key,
+      input.digest !== undefined,
       () => verifyMessage(versionOf(key, v), input, signature, algorithm),
-      async () => (await ctx.pool.run<{ valid: boolean }>('verifyWithKey', { ...poolArg(key, v, 'sign'), input, signature, algorithm })).valid);
+      async () =>
+        (
+          await ctx.pool.run<{ valid: boolean }>('verifyWithKey', {
+            ...poolArg(key, v, 'sign'),
+            input,
+            signature,
+            algorithm,
+          })
+        ).valid,
+    );
     if (valid) return { kid: key.kid, version: v, valid: true };
   }
   return { kid: key.kid, valid: false };
 }
 
 /** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
-export async function encapsulateKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+export async function encapsulateKey(
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) {
   onlyKnown(body, ENCAPSULATE_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
-  const r = await place('encapsulate', key, false,
+  const r = await place(
+    'encapsulate',
+    key,
+    false,
     () => encapsulate(versionOf(key, v)),
     async () => {
-      const out = await ctx.pool.run<{ ciphertext: Uint8Array; sharedSecret: Uint8Array }>('encapsulateWithKey', poolArg(key, v, 'encrypt'));
+      const out = await ctx.pool.run<{ ciphertext: Uint8Array; sharedSecret: Uint8Array }>(
+        'encapsulateWithKey',
+        poolArg(key, v, 'encrypt'),
+      );
       return { ciphertext: u8(out.ciphertext), sharedSecret: u8(out.sharedSecret) };
-    });
-  return { kid: key.kid, version: v, ciphertext: Buffer.from(r.ciphertext).toString('base64'), sharedSecret: Buffer.from(r.sharedSecret).toString('base64') };
+    },
+  );
+  return {
+    kid: key.kid,
+    version: v,
+    ciphertext: Buffer.from(r.ciphertext).toString('base64'),
+    sharedSecret: Buffer.from(r.sharedSecret).toString('base64'),
+  };
 }
 
 /** `{kid, ciphertext, version?}` → `{sharedSecret}`. */
-export async function decapsulateKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
+export async function decapsulateKey(
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) {
   onlyKnown(body, DECAPSULATE_MEMBERS);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = body.version !== undefined ? versionMember(body.version) : key.currentVersion;
-  if (!key.versions.has(v)) throw new AppError('validation_failed', `key ${key.kid} has no version ${v}`);
+  if (!key.versions.has(v))
+    throw problem('validation_failed', `key ${key.kid} has no version ${v}`);
   // A retired version no longer decapsulates, like decrypt (contract 8 minDecryptionVersion).
   retainedVersion(key, v);
   const ct = b64(body.ciphertext, 'ciphertext');
-  const secret = await place('decapsulate', key, false,
+  const secret = await place(
+    'decapsulate',
+    key,
+    false,
     () => decapsulate(versionOf(key, v), ct),
-    async () => u8((await ctx.pool.run<{ sharedSecret: Uint8Array }>('decapsulateWithKey', { ...poolArg(key, v, 'encrypt'), ciphertext: ct })).sharedSecret));
+    async () =>
+      u8(
+        (
+          await ctx.pool.run<{ sharedSecret: Uint8Array }>('decapsulateWithKey', {
+            ...poolArg(key, v, 'encrypt'),
+            ciphertext: ct,
+          })
+        ).sharedSecret,
+      ),
+  );
   return { kid: key.kid, version: v, sharedSecret: Buffer.from(secret).toString('base64') };
 }

@@ -5,9 +5,20 @@
  * stays readable and a worker that picks the job up in the same instant refuses it.
  */
 import type { AppContext } from '../../context.ts';
-import { jobProblem, redisKeys } from '../../../shared/queues/index.ts';
+import { redisKeys } from '../../../shared/queues/index.ts';
 import { onQueue, type JobsRuntime } from './runtime.ts';
-import { batchChildIds, batchView, fetchJobs, readBatchRecord, readConvert, type BatchView, type ConvertJob, type ConvertView, type Tombstone } from './view.ts';
+import {
+  batchChildIds,
+  batchView,
+  fetchJobs,
+  readBatchRecord,
+  readConvert,
+  type BatchView,
+  type ConvertJob,
+  type ConvertView,
+  type Tombstone,
+} from './view.ts';
+import { problem } from '../../../shared/errors/index.ts';
 
 const WAITING = new Set(['waiting', 'wait', 'delayed', 'prioritized', 'waiting-children']);
 
@@ -16,8 +27,17 @@ async function stopJob(rt: JobsRuntime, job: ConvertJob): Promise<'stopped' | 'f
   const state = await job.getState();
   if (state === 'completed' || state === 'failed') return 'finished';
   const p = rt.settings.prefix;
-  const tomb: Tombstone = { tenantId: job.data.tenantId, sourceKey: job.data.source.key, at: new Date().toISOString() };
-  await rt.redis.set(redisKeys.cancelled(p, job.id!), JSON.stringify(tomb), 'EX', rt.settings.retentionSeconds);
+  const tomb: Tombstone = {
+    tenantId: job.data.tenantId,
+    sourceKey: job.data.source.key,
+    at: new Date().toISOString(),
+  };
+  await rt.redis.set(
+    redisKeys.cancelled(p, job.id!),
+    JSON.stringify(tomb),
+    'EX',
+    rt.settings.retentionSeconds,
+  );
   if (WAITING.has(state)) {
     try {
       await job.remove();
@@ -31,7 +51,12 @@ async function stopJob(rt: JobsRuntime, job: ConvertJob): Promise<'stopped' | 'f
 }
 
 /** Cancels a conversion; null when the tenant has no such job. A finished job answers 409. */
-export async function cancelConvert(ctx: AppContext, rt: JobsRuntime, tenantId: string, id: string): Promise<ConvertView | null> {
+export async function cancelConvert(
+  ctx: AppContext,
+  rt: JobsRuntime,
+  tenantId: string,
+  id: string,
+): Promise<ConvertView | null> {
   return onQueue(ctx, 'cancel', async () => {
     const job = (await rt.queue.getJob(id)) as ConvertJob | undefined;
     if (!job) return readConvert(rt, tenantId, id);
@@ -39,20 +64,34 @@ export async function cancelConvert(ctx: AppContext, rt: JobsRuntime, tenantId: 
     if ((await stopJob(rt, job)) === 'finished') {
       const view = await readConvert(rt, tenantId, id);
       if (view?.state === 'cancelled') return view;
-      throw jobProblem('job_not_finished', `the job has already ${view?.state ?? 'finished'}; there is nothing to cancel`, { state: view?.state });
+      throw problem(
+        'job_not_finished',
+        `the job has already ${view?.state ?? 'finished'}; there is nothing to cancel`,
+        { details: { state: view?.state } },
+      );
     }
     return readConvert(rt, tenantId, id);
   });
 }
 
 /** Cancels every unfinished child of a batch; null when the tenant has no such batch. */
-export async function cancelBatch(ctx: AppContext, rt: JobsRuntime, tenantId: string, id: string): Promise<BatchView | null> {
+export async function cancelBatch(
+  ctx: AppContext,
+  rt: JobsRuntime,
+  tenantId: string,
+  id: string,
+): Promise<BatchView | null> {
   return onQueue(ctx, 'cancel batch', async () => {
     const record = await readBatchRecord(rt, id);
     if (!record || record.tenantId !== tenantId) return null;
     if (!record.cancelledAt) {
       const before = await batchView(rt, record);
-      if (before.finishedAt) throw jobProblem('job_not_finished', `the batch has already ${before.state}; there is nothing to cancel`, { state: before.state });
+      if (before.finishedAt)
+        throw problem(
+          'job_not_finished',
+          `the batch has already ${before.state}; there is nothing to cancel`,
+          { details: { state: before.state } },
+        );
       const at = new Date().toISOString();
       await rt.redis.hset(redisKeys.batch(rt.settings.prefix, id), 'cancelledAt', at);
       const jobs = await fetchJobs(rt.queue, await batchChildIds(rt, id));

@@ -9,14 +9,27 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../../context.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
-import { createObjectStore, type ObjectStore } from '../../../shared/storage/index.ts';
-import { CONVERT_QUEUE, connectionOptions, loadQueueSettings, type ConvertJobData, type ConvertJobResult, type QueueSettings } from '../../../shared/queues/index.ts';
+import {
+  createObjectStore,
+  objectStoreConfig,
+  type ObjectStore,
+} from '../../../shared/storage/index.ts';
+import {
+  CONVERT_QUEUE,
+  connectionOptions,
+  queueSettings,
+  type ConvertJobData,
+  type ConvertJobResult,
+  type QueueSettings,
+} from '../../../shared/queues/index.ts';
 
 export type ConvertQueue = Queue<ConvertJobData, ConvertJobResult>;
 
 /** The producer side of the queue. */
 export interface JobsRuntime {
   settings: QueueSettings;
+  /** PUBLIC_BASE_URL: job problems render with it (RFC 7807 `type`). */
+  baseUrl: string;
   queue: ConvertQueue;
   /** The context's Redis client: batch records, cancel tombstones and the cancel channel. */
   redis: Redis;
@@ -39,25 +52,28 @@ function perContext<T>(start: (ctx: AppContext) => Promise<T>): (ctx: AppContext
 /** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
 export const jobsRuntime = perContext(async (ctx): Promise<JobsRuntime> => {
   if (!ctx.config.redisUrl || !ctx.redis) {
-    throw problem('queue_unavailable', 'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)');
+    throw problem(
+      'queue_unavailable',
+      'queued jobs need Redis: set REDIS_URL and start at least one worker (npm run worker)',
+    );
   }
   const { Queue } = await import('bullmq');
-  const settings = loadQueueSettings();
-  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, { connection: connectionOptions(ctx.config.redisUrl, false), prefix: settings.prefix });
+  const settings = queueSettings(ctx.config);
+  const queue: ConvertQueue = new Queue<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, {
+    connection: connectionOptions(ctx.config.redisUrl, false),
+    prefix: settings.prefix,
+  });
   // Without a listener an 'error' event would crash the process; Redis outages surface per request.
-  queue.on('error', (err) => ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'));
+  queue.on('error', (err) =>
+    ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'),
+  );
   ctx.closers.push({ name: 'job queue', close: () => queue.close() });
-  return { settings, queue, redis: ctx.redis };
+  return { settings, baseUrl: ctx.config.publicBaseUrl, queue, redis: ctx.redis };
 });
 
 /** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */
 export const objectStoreOf = perContext((ctx): Promise<ObjectStore> => {
-  const c = ctx.config;
-  return createObjectStore({
-    dataDir: c.dataDir,
-    s3: c.s3Endpoint ? { endpoint: c.s3Endpoint, accessKey: c.s3AccessKey ?? '', secretKey: c.s3SecretKey ?? '', bucket: c.s3Bucket } : undefined,
-    logger: ctx.logger,
-  });
+  return createObjectStore(objectStoreConfig(ctx.config, ctx.logger));
 });
 
 /**
@@ -69,7 +85,13 @@ export async function onQueue<T>(ctx: AppContext, what: string, fn: () => Promis
     return await fn();
   } catch (err) {
     // Problems of the error tree and programming faults (TypeError...) are not outages.
-    if (err instanceof AppError || err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError) throw err;
+    if (
+      err instanceof AppError ||
+      err instanceof TypeError ||
+      err instanceof RangeError ||
+      err instanceof SyntaxError
+    )
+      throw err;
     ctx.logger.warn({ err: (err as Error)?.message, op: what }, 'job queue call failed');
     throw problem('queue_unavailable', `the job queue is unreachable (${what}); try again shortly`);
   }

@@ -5,25 +5,52 @@
  */
 import type { JobsOptions } from 'bullmq';
 import type { AppContext } from '../../context.ts';
-import { AppError, problem } from '../../../shared/errors/index.ts';
-import { assertObjectKey, assertPrefix, tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import {
-  CONVERT_JOB, batchJobId, convertJobId, redisKeys, sourceVersionOf,
-  type BatchRecord, type ConvertJobData,
+  assertObjectKey,
+  assertPrefix,
+  tenantStore,
+  type ObjectStore,
+} from '../../../shared/storage/index.ts';
+import {
+  CONVERT_JOB,
+  batchJobId,
+  convertJobId,
+  redisKeys,
+  sourceVersionOf,
+  type BatchRecord,
+  type ConvertJobData,
 } from '../../../shared/queues/index.ts';
 import { objectStoreOf, onQueue, type JobsRuntime } from './runtime.ts';
-import { batchView, convertView, fetchJobs, loadConvert, readBatchRecord, type BatchView, type ConvertJob, type ConvertView } from './view.ts';
+import {
+  batchView,
+  convertView,
+  fetchJobs,
+  loadConvert,
+  readBatchRecord,
+  type BatchView,
+  type ConvertJob,
+  type ConvertView,
+} from './view.ts';
 
 /** A validated POST /jobs body. */
 export type SubmitRequest =
   | { kind: 'convert'; key: string; metadata: Record<string, unknown>; outputPrefix: string }
-  | { kind: 'batch'; bucket?: string; prefix: string; metadata: Record<string, unknown>; outputPrefix: string };
+  | {
+      kind: 'batch';
+      bucket?: string;
+      prefix: string;
+      metadata: Record<string, unknown>;
+      outputPrefix: string;
+    };
 
 const MAX_METADATA_BYTES = 4096;
 const ADD_CHUNK = 500;
 
-const invalid = (message: string, field: string) => new AppError('validation_failed', message, { details: { field } });
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const invalid = (message: string, field: string) =>
+  problem('validation_failed', message, { details: { field } });
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks the body `{source: {key} | {bucket?, prefix}, metadata, output: {prefix}}`. */
 export function parseSubmit(body: unknown): SubmitRequest {
@@ -31,17 +58,31 @@ export function parseSubmit(body: unknown): SubmitRequest {
   const { source, output } = body;
   const metadata = body.metadata ?? {};
   if (!isObject(metadata)) throw invalid('metadata must be a JSON object (contract 5)', 'metadata');
-  if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw invalid(`metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`, 'metadata');
-  if (!isObject(output) || typeof output.prefix !== 'string') throw invalid('output.prefix is required: where results go in your object storage', 'output.prefix');
+  if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES)
+    throw invalid(`metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`, 'metadata');
+  if (!isObject(output) || typeof output.prefix !== 'string')
+    throw invalid(
+      'output.prefix is required: where results go in your object storage',
+      'output.prefix',
+    );
   const outputPrefix = assertPrefix(output.prefix);
   if (!isObject(source)) throw invalid('source must be {key} or {bucket?, prefix}', 'source');
   if (typeof source.key === 'string') {
-    if (source.prefix !== undefined) throw invalid('source takes either key or prefix, not both', 'source');
+    if (source.prefix !== undefined)
+      throw invalid('source takes either key or prefix, not both', 'source');
     return { kind: 'convert', key: assertObjectKey(source.key), metadata, outputPrefix };
   }
-  if (typeof source.prefix !== 'string') throw invalid('source must be {key} or {bucket?, prefix}', 'source');
-  if (source.bucket !== undefined && typeof source.bucket !== 'string') throw invalid('source.bucket must be a string', 'source.bucket');
-  return { kind: 'batch', bucket: source.bucket as string | undefined, prefix: assertPrefix(source.prefix), metadata, outputPrefix };
+  if (typeof source.prefix !== 'string')
+    throw invalid('source must be {key} or {bucket?, prefix}', 'source');
+  if (source.bucket !== undefined && typeof source.bucket !== 'string')
+    throw invalid('source.bucket must be a string', 'source.bucket');
+  return {
+    kind: 'batch',
+    bucket: source.bucket as string | undefined,
+    prefix: assertPrefix(source.prefix),
+    metadata,
+    outputPrefix,
+  };
 }
 
 /** Job options of every conversion: retries with exponential backoff, bounded retention. */
@@ -62,7 +103,12 @@ function relativeTo(prefix: string, key: string): string {
 }
 
 /** Adds a job, or brings back the existing one: failed and cancelled jobs run again. */
-async function ensureJob(rt: JobsRuntime, data: ConvertJobData, id: string, existing: ConvertJob | undefined): Promise<void> {
+async function ensureJob(
+  rt: JobsRuntime,
+  data: ConvertJobData,
+  id: string,
+  existing: ConvertJob | undefined,
+): Promise<void> {
   if (existing) {
     if ((await existing.getState()) === 'failed') {
       await rt.redis.del(redisKeys.cancelled(rt.settings.prefix, id));
@@ -75,10 +121,19 @@ async function ensureJob(rt: JobsRuntime, data: ConvertJobData, id: string, exis
 }
 
 /** Submits one conversion; answers its view. */
-export async function submitConvert(ctx: AppContext, rt: JobsRuntime, tenantId: string, req: Extract<SubmitRequest, { kind: 'convert' }>): Promise<ConvertView> {
+export async function submitConvert(
+  ctx: AppContext,
+  rt: JobsRuntime,
+  tenantId: string,
+  req: Extract<SubmitRequest, { kind: 'convert' }>,
+): Promise<ConvertView> {
   const objects = tenantStore(await objectStoreOf(ctx), tenantId);
   const info = await objects.head(req.key);
-  if (!info) throw problem('not_found', `no object at source.key ${req.key}; upload it first (PUT /api/v3/migration/uploads/{name})`);
+  if (!info)
+    throw problem(
+      'not_found',
+      `no object at source.key ${req.key}; upload it first (PUT /api/v3/migration/uploads/{name})`,
+    );
   const data: ConvertJobData = {
     tenantId,
     source: { key: req.key },
@@ -90,64 +145,133 @@ export async function submitConvert(ctx: AppContext, rt: JobsRuntime, tenantId: 
   return onQueue(ctx, 'submit', async () => {
     await ensureJob(rt, data, id, (await rt.queue.getJob(id)) as ConvertJob | undefined);
     const loaded = await loadConvert(rt, id);
-    if (!loaded) throw problem('queue_unavailable', 'the job vanished right after it was added; submit it again');
-    return convertView(loaded.job, loaded.state);
+    if (!loaded)
+      throw problem(
+        'queue_unavailable',
+        'the job vanished right after it was added; submit it again',
+      );
+    return convertView(loaded.job, loaded.state, rt.baseUrl);
   });
 }
 
 /** Lists the objects of a batch, leaving out earlier results under the output prefix. */
-async function listSources(ctx: AppContext, objects: ObjectStore, rt: JobsRuntime, req: Extract<SubmitRequest, { kind: 'batch' }>): Promise<Array<{ key: string; version: string }>> {
+async function listSources(
+  ctx: AppContext,
+  objects: ObjectStore,
+  rt: JobsRuntime,
+  req: Extract<SubmitRequest, { kind: 'batch' }>,
+): Promise<Array<{ key: string; version: string }>> {
   const out: Array<{ key: string; version: string }> = [];
   for await (const info of objects.list(req.prefix)) {
     if (req.outputPrefix !== '' && info.key.startsWith(req.outputPrefix)) continue;
     if (out.length >= rt.settings.maxBatchObjects) {
-      throw new AppError('unprocessable', `more than ${rt.settings.maxBatchObjects} objects under ${req.prefix}; split the batch into narrower prefixes (JOB_MAX_BATCH_OBJECTS)`);
+      throw problem(
+        'unprocessable',
+        `more than ${rt.settings.maxBatchObjects} objects under ${req.prefix}; split the batch into narrower prefixes (JOB_MAX_BATCH_OBJECTS)`,
+      );
     }
     out.push({ key: info.key, version: sourceVersionOf(info) });
   }
-  if (out.length === 0) throw new AppError('unprocessable', `no objects under prefix "${req.prefix}"`);
+  if (out.length === 0) throw problem('unprocessable', `no objects under prefix "${req.prefix}"`);
   ctx.logger.debug({ prefix: req.prefix, objects: out.length }, 'batch listed');
   return out;
 }
 
 /** Submits a batch over a prefix; answers its view. */
-export async function submitBatch(ctx: AppContext, rt: JobsRuntime, tenantId: string, req: Extract<SubmitRequest, { kind: 'batch' }>): Promise<BatchView> {
+export async function submitBatch(
+  ctx: AppContext,
+  rt: JobsRuntime,
+  tenantId: string,
+  req: Extract<SubmitRequest, { kind: 'batch' }>,
+): Promise<BatchView> {
   const bucket = ctx.config.s3Endpoint ? ctx.config.s3Bucket : undefined;
   if (req.bucket !== undefined && req.bucket !== bucket) {
-    throw invalid(bucket ? `this service reads objects only from its own bucket "${bucket}" (under your tenant's area)` : 'this service keeps objects on local disk; leave source.bucket out', 'source.bucket');
+    throw invalid(
+      bucket
+        ? `this service reads objects only from its own bucket "${bucket}" (under your tenant's area)`
+        : 'this service keeps objects on local disk; leave source.bucket out',
+      'source.bucket',
+    );
   }
   const objects = tenantStore(await objectStoreOf(ctx), tenantId);
   const sources = await listSources(ctx, objects, rt, req);
   const children = sources.map(({ key, version }): { id: string; data: ConvertJobData } => {
-    const data: ConvertJobData = { tenantId, source: { key }, sourceVersion: version, metadata: req.metadata, output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.prefix, key)) } };
+    const data: ConvertJobData = {
+      tenantId,
+      source: { key },
+      sourceVersion: version,
+      metadata: req.metadata,
+      output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.prefix, key)) },
+    };
     return { id: convertJobId(data), data };
   });
-  const source = { ...(req.bucket !== undefined ? { bucket: req.bucket } : {}), prefix: req.prefix };
-  const id = batchJobId(tenantId, source, { prefix: req.outputPrefix }, req.metadata, children.map((c) => c.id));
+  const source = {
+    ...(req.bucket !== undefined ? { bucket: req.bucket } : {}),
+    prefix: req.prefix,
+  };
+  const id = batchJobId(
+    tenantId,
+    source,
+    { prefix: req.outputPrefix },
+    req.metadata,
+    children.map((c) => c.id),
+  );
   const p = rt.settings.prefix;
   return onQueue(ctx, 'submit batch', async () => {
     const existing = await readBatchRecord(rt, id);
     if (!existing) {
       // The record and its child list first, atomically: a crash before the children are all
       // added leaves a record without `submitted`, which the next identical submission completes.
-      const record: BatchRecord = { id, tenantId, source, output: { prefix: req.outputPrefix }, metadata: req.metadata, objectsTotal: children.length, createdAt: new Date().toISOString(), submitted: false };
+      const record: BatchRecord = {
+        id,
+        tenantId,
+        source,
+        output: { prefix: req.outputPrefix },
+        metadata: req.metadata,
+        objectsTotal: children.length,
+        createdAt: new Date().toISOString(),
+        submitted: false,
+      };
       const ttl = rt.settings.retentionSeconds * 4;
-      const multi = rt.redis.multi().del(redisKeys.batch(p, id), redisKeys.batchChildren(p, id)).hset(redisKeys.batch(p, id), 'record', JSON.stringify(record));
-      for (let i = 0; i < children.length; i += ADD_CHUNK) multi.rpush(redisKeys.batchChildren(p, id), ...children.slice(i, i + ADD_CHUNK).map((c) => c.id));
-      await multi.expire(redisKeys.batch(p, id), ttl).expire(redisKeys.batchChildren(p, id), ttl).exec();
+      const multi = rt.redis
+        .multi()
+        .del(redisKeys.batch(p, id), redisKeys.batchChildren(p, id))
+        .hset(redisKeys.batch(p, id), 'record', JSON.stringify(record));
+      for (let i = 0; i < children.length; i += ADD_CHUNK)
+        multi.rpush(
+          redisKeys.batchChildren(p, id),
+          ...children.slice(i, i + ADD_CHUNK).map((c) => c.id),
+        );
+      await multi
+        .expire(redisKeys.batch(p, id), ttl)
+        .expire(redisKeys.batchChildren(p, id), ttl)
+        .exec();
     } else if (existing.cancelledAt) {
       await rt.redis.hdel(redisKeys.batch(p, id), 'cancelledAt');
     }
     // Adding is idempotent per child id; a resubmission also runs failed or cancelled children again.
     for (let i = 0; i < children.length; i += ADD_CHUNK) {
       const chunk = children.slice(i, i + ADD_CHUNK);
-      const jobs = existing ? await fetchJobs(rt.queue, chunk.map((c) => c.id)) : [];
+      const jobs = existing
+        ? await fetchJobs(
+            rt.queue,
+            chunk.map((c) => c.id),
+          )
+        : [];
       const fresh = chunk.filter((_c, j) => !jobs[j]);
       if (fresh.length > 0) {
         await rt.redis.del(...fresh.map((c) => redisKeys.cancelled(p, c.id)));
-        await rt.queue.addBulk(fresh.map((c) => ({ name: CONVERT_JOB, data: c.data, opts: jobOptions(rt, c.id) })));
+        await rt.queue.addBulk(
+          fresh.map((c) => ({ name: CONVERT_JOB, data: c.data, opts: jobOptions(rt, c.id) })),
+        );
       }
-      await Promise.all(chunk.map((c, j) => (jobs[j] && jobs[j]!.finishedOn && !jobs[j]!.returnvalue ? ensureJob(rt, c.data, c.id, jobs[j]) : undefined)));
+      await Promise.all(
+        chunk.map((c, j) =>
+          jobs[j] && jobs[j]!.finishedOn && !jobs[j]!.returnvalue
+            ? ensureJob(rt, c.data, c.id, jobs[j])
+            : undefined,
+        ),
+      );
     }
     await rt.redis.hset(redisKeys.batch(p, id), 'submitted', '1');
     const record = await readBatchRecord(rt, id);

@@ -4,14 +4,22 @@
  * its children, read in chunks so a batch of thousands costs a few pipelined round trips.
  */
 import type { Job } from 'bullmq';
-import { decodeProblem, redisKeys, type BatchRecord, type ConvertJobData, type ConvertJobResult, type ConvertProgress, type JobProblem } from '../../../shared/queues/index.ts';
+import {
+  decodeProblem,
+  redisKeys,
+  type BatchRecord,
+  type ConvertJobData,
+  type ConvertJobResult,
+  type ConvertProgress,
+} from '../../../shared/queues/index.ts';
 import type { ConvertQueue, JobsRuntime } from './runtime.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { AppError, problemDocument, type ProblemDocument } from '../../../shared/errors/index.ts';
 
 export type ConvertJob = Job<ConvertJobData, ConvertJobResult>;
 
 /** Public job states. `retrying` waits for its backoff after a transient fault. */
-export type JobState = 'queued' | 'active' | 'retrying' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
+export type JobState =
+  'queued' | 'active' | 'retrying' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
 
 export interface Progress {
   bytesRead: number;
@@ -30,9 +38,9 @@ export interface ConvertView {
   progress: Progress;
   attempts: { made: number; max: number };
   result: { key: string; size: number; contentType: string } | null;
-  problem: JobProblem | null;
+  problem: ProblemDocument | null;
   /** The fault of the previous attempt while the job waits to retry. */
-  lastProblem?: JobProblem;
+  lastProblem?: ProblemDocument;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -46,7 +54,7 @@ export interface BatchView {
   output: BatchRecord['output'];
   progress: Progress;
   /** The first failed children (all of them through GET .../children). */
-  failures: Array<{ id: string; source: { key: string }; problem: JobProblem }>;
+  failures: Array<{ id: string; source: { key: string }; problem: ProblemDocument }>;
   createdAt: string;
   finishedAt: string | null;
   cancelledAt: string | null;
@@ -59,14 +67,22 @@ export interface Tombstone {
   at: string;
 }
 
-const iso = (ms: number | undefined | null): string | null => (ms ? new Date(ms).toISOString() : null);
+const iso = (ms: number | undefined | null): string | null =>
+  ms ? new Date(ms).toISOString() : null;
+
+/** A job's problem in the one RFC 7807 shape; its message was made safe by the worker that recorded it. */
+const jobProblem = (error: AppError, baseUrl: string): ProblemDocument =>
+  problemDocument(error, baseUrl, { safeMessage: true });
 const CHUNK = 1000;
 const MAX_FAILURES_SHOWN = 50;
 
 function bytesOf(job: ConvertJob): { bytesRead: number; bytesWritten: number } {
-  if (job.returnvalue) return { bytesRead: job.returnvalue.bytesRead ?? 0, bytesWritten: job.returnvalue.size };
+  if (job.returnvalue)
+    return { bytesRead: job.returnvalue.bytesRead ?? 0, bytesWritten: job.returnvalue.size };
   const p = job.progress as Partial<ConvertProgress> | number;
-  return typeof p === 'object' && p ? { bytesRead: p.bytesRead ?? 0, bytesWritten: p.bytesWritten ?? 0 } : { bytesRead: 0, bytesWritten: 0 };
+  return typeof p === 'object' && p
+    ? { bytesRead: p.bytesRead ?? 0, bytesWritten: p.bytesWritten ?? 0 }
+    : { bytesRead: 0, bytesWritten: 0 };
 }
 
 /** Completed, failed or still to run, from the job's own fields (no extra round trip). */
@@ -79,10 +95,15 @@ function outcomeOf(job: ConvertJob): 'completed' | 'failed' | 'pending' {
  * The public state of a conversion. The job's own fields win over `bullState` (read just before
  * the job, see loadConvert): a job that finished in between already carries its outcome.
  */
-export function publicState(job: ConvertJob, bullState: string, cancelRequested: boolean): JobState {
+export function publicState(
+  job: ConvertJob,
+  bullState: string,
+  cancelRequested: boolean,
+): JobState {
   const outcome = outcomeOf(job);
   if (outcome === 'completed') return 'completed';
-  if (outcome === 'failed') return decodeProblem(job.failedReason).code === 'job_cancelled' ? 'cancelled' : 'failed';
+  if (outcome === 'failed')
+    return decodeProblem(job.failedReason).code === 'job_cancelled' ? 'cancelled' : 'failed';
   switch (bullState) {
     case 'active':
       return cancelRequested ? 'cancelling' : 'active';
@@ -94,44 +115,80 @@ export function publicState(job: ConvertJob, bullState: string, cancelRequested:
 }
 
 /** Reads a job's state and then the job itself, so the fields are never older than the state. */
-export async function loadConvert(rt: JobsRuntime, id: string): Promise<{ job: ConvertJob; state: JobState } | null> {
+export async function loadConvert(
+  rt: JobsRuntime,
+  id: string,
+): Promise<{ job: ConvertJob; state: JobState } | null> {
   const [bullState, tomb] = await Promise.all([rt.queue.getJobState(id), readTombstone(rt, id)]);
   const job = (await rt.queue.getJob(id)) as ConvertJob | undefined;
   return job ? { job, state: publicState(job, bullState, tomb !== null) } : null;
 }
 
 /** The view of one conversion job. */
-export function convertView(job: ConvertJob, state: JobState): ConvertView {
+export function convertView(job: ConvertJob, state: JobState, baseUrl: string): ConvertView {
   const finished = state === 'completed' || state === 'failed' || state === 'cancelled';
-  const problem = state === 'failed' || state === 'cancelled' ? decodeProblem(job.failedReason) : null;
-  const result = job.returnvalue ? { key: job.returnvalue.key, size: job.returnvalue.size, contentType: job.returnvalue.contentType } : null;
+  const problem =
+    state === 'failed' || state === 'cancelled'
+      ? jobProblem(decodeProblem(job.failedReason), baseUrl)
+      : null;
+  const result = job.returnvalue
+    ? {
+        key: job.returnvalue.key,
+        size: job.returnvalue.size,
+        contentType: job.returnvalue.contentType,
+      }
+    : null;
   return {
     id: job.id!,
     type: 'convert',
     state,
     source: { key: job.data.source.key, version: job.data.sourceVersion },
     output: { key: result?.key ?? null },
-    progress: { ...bytesOf(job), objectsDone: state === 'completed' ? 1 : 0, objectsFailed: finished && state !== 'completed' ? 1 : 0, objectsTotal: 1 },
+    progress: {
+      ...bytesOf(job),
+      objectsDone: state === 'completed' ? 1 : 0,
+      objectsFailed: finished && state !== 'completed' ? 1 : 0,
+      objectsTotal: 1,
+    },
     attempts: { made: job.attemptsMade, max: job.opts.attempts ?? 1 },
     result,
     problem,
-    ...(!finished && job.failedReason ? { lastProblem: decodeProblem(job.failedReason) } : {}),
+    ...(!finished && job.failedReason
+      ? { lastProblem: jobProblem(decodeProblem(job.failedReason), baseUrl) }
+      : {}),
     createdAt: new Date(job.timestamp).toISOString(),
     startedAt: iso(job.processedOn),
-    finishedAt: finished ? iso(job.finishedOn) ?? new Date().toISOString() : null,
+    finishedAt: finished ? (iso(job.finishedOn) ?? new Date().toISOString()) : null,
   };
 }
 
 /** The view of a job no longer in the queue: cancelled before it ran, or past its retention period. */
-export function goneView(id: string, t: Tombstone | null, fallback: { sourceKey: string; at: string }): ConvertView {
-  const problem: JobProblem = t
-    ? { code: 'job_cancelled', message: 'the job was cancelled before it ran', status: 409, slug: 'job-cancelled', title: 'Job Cancelled' }
-    : { code: 'not_found', message: 'the job is past its retention period (JOB_RETENTION_SECONDS)', status: 404, slug: 'not-found', title: 'Not Found' };
+export function goneView(
+  id: string,
+  t: Tombstone | null,
+  fallback: { sourceKey: string; at: string },
+  baseUrl: string,
+): ConvertView {
+  const problem = jobProblem(
+    t
+      ? new AppError('job_cancelled', 'the job was cancelled before it ran')
+      : new AppError('not_found', 'the job is past its retention period (JOB_RETENTION_SECONDS)'),
+    baseUrl,
+  );
   const at = t?.at ?? fallback.at;
   return {
-    id, type: 'convert', state: t ? 'cancelled' : 'failed', source: { key: t?.sourceKey ?? fallback.sourceKey, version: '' }, output: { key: null },
+    id,
+    type: 'convert',
+    state: t ? 'cancelled' : 'failed',
+    source: { key: t?.sourceKey ?? fallback.sourceKey, version: '' },
+    output: { key: null },
     progress: { bytesRead: 0, bytesWritten: 0, objectsDone: 0, objectsFailed: 1, objectsTotal: 1 },
-    attempts: { made: 0, max: 0 }, result: null, problem, createdAt: at, startedAt: null, finishedAt: at,
+    attempts: { made: 0, max: 0 },
+    result: null,
+    problem,
+    createdAt: at,
+    startedAt: null,
+    finishedAt: at,
   };
 }
 
@@ -142,20 +199,32 @@ export async function readTombstone(rt: JobsRuntime, id: string): Promise<Tombst
 }
 
 /** The conversion job's view for a tenant, or null when the tenant has no such job. */
-export async function readConvert(rt: JobsRuntime, tenantId: string, id: string): Promise<ConvertView | null> {
+export async function readConvert(
+  rt: JobsRuntime,
+  tenantId: string,
+  id: string,
+): Promise<ConvertView | null> {
   const loaded = await loadConvert(rt, id);
   if (!loaded) {
     const tomb = await readTombstone(rt, id);
-    return tomb && tomb.tenantId === tenantId ? goneView(id, tomb, { sourceKey: tomb.sourceKey, at: tomb.at }) : null;
+    return tomb && tomb.tenantId === tenantId
+      ? goneView(id, tomb, { sourceKey: tomb.sourceKey, at: tomb.at }, rt.baseUrl)
+      : null;
   }
-  return loaded.job.data.tenantId === tenantId ? convertView(loaded.job, loaded.state) : null;
+  return loaded.job.data.tenantId === tenantId
+    ? convertView(loaded.job, loaded.state, rt.baseUrl)
+    : null;
 }
 
 /** Reads a batch record; null when missing. */
 export async function readBatchRecord(rt: JobsRuntime, id: string): Promise<BatchRecord | null> {
   const h = await rt.redis.hgetall(redisKeys.batch(rt.settings.prefix, id));
   if (!h.record) return null;
-  return { ...(JSON.parse(h.record) as BatchRecord), submitted: h.submitted === '1', ...(h.cancelledAt ? { cancelledAt: h.cancelledAt } : {}) };
+  return {
+    ...(JSON.parse(h.record) as BatchRecord),
+    submitted: h.submitted === '1',
+    ...(h.cancelledAt ? { cancelledAt: h.cancelledAt } : {}),
+  };
 }
 
 /** Child job ids of a batch, `start` to `end` inclusive (-1: to the end). */
@@ -164,10 +233,17 @@ export function batchChildIds(rt: JobsRuntime, id: string, start = 0, end = -1):
 }
 
 /** Fetches jobs by id in chunks; missing ones come back undefined. */
-export async function fetchJobs(queue: ConvertQueue, ids: string[]): Promise<Array<ConvertJob | undefined>> {
+export async function fetchJobs(
+  queue: ConvertQueue,
+  ids: string[],
+): Promise<Array<ConvertJob | undefined>> {
   const out: Array<ConvertJob | undefined> = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
-    out.push(...(await Promise.all(ids.slice(i, i + CHUNK).map((id) => queue.getJob(id) as Promise<ConvertJob | undefined>))));
+    out.push(
+      ...(await Promise.all(
+        ids.slice(i, i + CHUNK).map((id) => queue.getJob(id) as Promise<ConvertJob | undefined>),
+      )),
+    );
   }
   return out;
 }
@@ -176,7 +252,13 @@ export async function fetchJobs(queue: ConvertQueue, ids: string[]): Promise<Arr
 export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<BatchView> {
   const ids = await batchChildIds(rt, record.id);
   const jobs = await fetchJobs(rt.queue, ids);
-  const progress: Progress = { bytesRead: 0, bytesWritten: 0, objectsDone: 0, objectsFailed: 0, objectsTotal: record.objectsTotal };
+  const progress: Progress = {
+    bytesRead: 0,
+    bytesWritten: 0,
+    objectsDone: 0,
+    objectsFailed: 0,
+    objectsTotal: record.objectsTotal,
+  };
   const failures: BatchView['failures'] = [];
   let started = false;
   let lastFinish = 0;
@@ -194,13 +276,19 @@ export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<B
     if (outcome === 'completed') progress.objectsDone += 1;
     if (outcome === 'failed') {
       progress.objectsFailed += 1;
-      if (failures.length < MAX_FAILURES_SHOWN) failures.push({ id: ids[i], source: { key: job.data.source.key }, problem: decodeProblem(job.failedReason) });
+      if (failures.length < MAX_FAILURES_SHOWN)
+        failures.push({
+          id: ids[i],
+          source: { key: job.data.source.key },
+          problem: jobProblem(decodeProblem(job.failedReason), rt.baseUrl),
+        });
     }
     if (outcome !== 'pending') lastFinish = Math.max(lastFinish, job.finishedOn ?? 0);
   });
   const finished = progress.objectsDone + progress.objectsFailed >= record.objectsTotal;
   let state: JobState;
-  if (finished) state = record.cancelledAt ? 'cancelled' : progress.objectsDone === 0 ? 'failed' : 'completed';
+  if (finished)
+    state = record.cancelledAt ? 'cancelled' : progress.objectsDone === 0 ? 'failed' : 'completed';
   else if (record.cancelledAt) state = 'cancelling';
   else state = started || progress.objectsDone + progress.objectsFailed > 0 ? 'active' : 'queued';
   return {
@@ -212,7 +300,11 @@ export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<B
     progress,
     failures,
     createdAt: record.createdAt,
-    finishedAt: finished ? (lastFinish ? new Date(lastFinish).toISOString() : record.cancelledAt ?? null) : null,
+    finishedAt: finished
+      ? lastFinish
+        ? new Date(lastFinish).toISOString()
+        : (record.cancelledAt ?? null)
+      : null,
     cancelledAt: record.cancelledAt ?? null,
   };
 }
@@ -224,18 +316,35 @@ export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<B
  */
 export function childrenOffset(cursor: string | null): number {
   if (cursor === null) return 0;
-  if (!/^(0|[1-9][0-9]{0,14})$/.test(cursor)) throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
+  if (!/^(0|[1-9][0-9]{0,14})$/.test(cursor))
+    throw new AppError('validation_failed', 'cursor is not one this endpoint issued');
   return Number(cursor);
 }
 
 /** One page of a batch's children with their full views. */
-export async function batchChildren(rt: JobsRuntime, record: BatchRecord, offset: number, limit: number): Promise<{ items: ConvertView[]; nextCursor: string | null }> {
+export async function batchChildren(
+  rt: JobsRuntime,
+  record: BatchRecord,
+  offset: number,
+  limit: number,
+): Promise<{ items: ConvertView[]; nextCursor: string | null }> {
   const ids = await batchChildIds(rt, record.id, offset, offset + limit - 1);
-  const items = await Promise.all(ids.map(async (id) => {
-    const loaded = await loadConvert(rt, id);
-    if (!loaded) return goneView(id, await readTombstone(rt, id), { sourceKey: '', at: record.cancelledAt ?? record.createdAt });
-    return convertView(loaded.job, loaded.state);
-  }));
-  const next = offset + ids.length < record.objectsTotal && ids.length === limit ? Buffer.from(String(offset + limit)).toString('base64url') : null;
+  const items = await Promise.all(
+    ids.map(async (id) => {
+      const loaded = await loadConvert(rt, id);
+      if (!loaded)
+        return goneView(
+          id,
+          await readTombstone(rt, id),
+          { sourceKey: '', at: record.cancelledAt ?? record.createdAt },
+          rt.baseUrl,
+        );
+      return convertView(loaded.job, loaded.state, rt.baseUrl);
+    }),
+  );
+  const next =
+    offset + ids.length < record.objectsTotal && ids.length === limit
+      ? Buffer.from(String(offset + limit)).toString('base64url')
+      : null;
   return { items, nextCursor: next };
 }

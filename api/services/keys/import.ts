@@ -5,11 +5,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
-import { AppError, problem } from '../../../shared/errors/index.ts';
-import { keyTypeSpec, resolveUsage, type KeyType, type KeyUsage } from '../../../shared/crypto/registry.ts';
+import { problem } from '../../../shared/errors/index.ts';
+import {
+  keyTypeSpec,
+  resolveUsage,
+  type KeyType,
+  type KeyUsage,
+} from '../../../shared/crypto/registry.ts';
 import type { ParsedKeystoreEntry } from '../../../workers/tasks/keystore.ts';
-import { tenantPolicy } from '../../routes/admin/policies.ts';
-import { KID, issuerSerialKey, storeKey, type KeyView } from './store.ts';
+import { tenantPolicy } from '../policies.ts';
+import { KID, storeKey, type KeyView } from './store.ts';
+import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
 
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
 
@@ -19,49 +25,102 @@ const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLen
  * 4.2.1.12), one key per usage they allow; a certificate that restricts nothing (or no
  * certificate) gives the type's default usage, as for generated keys.
  */
-export function importUsages(e: Pick<ParsedKeystoreEntry, 'type' | 'usages'>, requested?: string): KeyUsage[] {
+export function importUsages(
+  e: Pick<ParsedKeystoreEntry, 'type' | 'usages'>,
+  requested?: string,
+): KeyUsage[] {
   const type = e.type as KeyType;
   if (requested !== undefined) {
     const usage = resolveUsage(type, requested);
     // HMAC keys are generated, never imported (contract 8): a keystore holds key pairs. The types a
     // keystore yields refuse `mac` in resolveUsage already; this also narrows the type.
-    if (usage === 'mac') throw problem('key_usage_mismatch', 'mac keys are generated (an hmac-* key type), not imported', { allowed: ['encrypt', 'sign'] });
+    if (usage === 'mac')
+      throw problem(
+        'key_usage_mismatch',
+        'mac keys are generated (an hmac-* key type), not imported',
+        { details: { allowed: ['encrypt', 'sign'] } },
+      );
     if (e.usages && !e.usages.includes(usage)) {
-      throw problem('key_usage_mismatch', `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`, { allowed: e.usages });
+      throw problem(
+        'key_usage_mismatch',
+        `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`,
+        { details: { allowed: e.usages } },
+      );
     }
     return [usage];
   }
   if (!e.usages) return [resolveUsage(type)];
-  if (e.usages.length === 0) throw problem('key_usage_mismatch', 'the certificate\'s keyUsage allows neither signing nor encryption (only certificate or CRL signing, for instance)', { allowed: [] });
+  if (e.usages.length === 0)
+    throw problem(
+      'key_usage_mismatch',
+      "the certificate's keyUsage allows neither signing nor encryption (only certificate or CRL signing, for instance)",
+      { details: { allowed: [] } },
+    );
   const fit = e.usages.filter((u) => (keyTypeSpec(type).usages as readonly string[]).includes(u));
   if (fit.length === 0) {
-    throw problem('key_usage_mismatch', `the certificate's keyUsage/extendedKeyUsage allow only ${e.usages.join(' and ')}, which a ${type} key cannot do`, { allowed: e.usages });
+    throw problem(
+      'key_usage_mismatch',
+      `the certificate's keyUsage/extendedKeyUsage allow only ${e.usages.join(' and ')}, which a ${type} key cannot do`,
+      { details: { allowed: e.usages } },
+    );
   }
   return fit;
 }
 
 /** 409 when the tenant already holds this certificate's key for this usage, naming that kid. */
-async function refuseDuplicate(trx: Knex, tenantId: string, issuerSerial: string | undefined, usage: KeyUsage): Promise<void> {
+async function refuseDuplicate(
+  trx: Knex,
+  tenantId: string,
+  issuerSerial: string | undefined,
+  usage: KeyUsage,
+): Promise<void> {
   if (!issuerSerial) return;
-  const existing = await trx('key_versions as v').join('keys as k', 'k.id', 'v.key_id')
-    .where({ 'k.tenant_id': tenantId, 'k.usage': usage, 'v.issuer_serial': issuerSerial }).orderBy('k.kid').first('k.kid');
-  if (existing) throw problem('conflict', `this certificate is already imported for ${usage} as key ${existing.kid}`, { kid: existing.kid, usage });
+  const existing = await trx('key_versions as v')
+    .join('keys as k', 'k.id', 'v.key_id')
+    .where({ 'k.tenant_id': tenantId, 'k.usage': usage, 'v.issuer_serial': issuerSerial })
+    .orderBy('k.kid')
+    .first('k.kid');
+  if (existing)
+    throw problem(
+      'conflict',
+      `this certificate is already imported for ${usage} as key ${existing.kid}`,
+      { details: { kid: existing.kid, usage } },
+    );
 }
 
 /** Imports every key of a keystore; answers the keys with their certificate summaries. */
-export async function importKeystore(ctx: AppContext, tenantId: string, input: { data: Buffer; password?: string; kid?: string; usage?: string }): Promise<Array<KeyView & { certificate: unknown }>> {
+export async function importKeystore(
+  ctx: AppContext,
+  tenantId: string,
+  input: { data: Buffer; password?: string; kid?: string; usage?: string },
+): Promise<Array<KeyView & { certificate: unknown }>> {
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
-  if (input.kid !== undefined && !KID.test(input.kid)) throw new AppError('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  const entries = await ctx.pool.run<ParsedKeystoreEntry[]>('parseKeystoreTask', { data: input.data, password: input.password });
-  if (entries.length === 0) throw new AppError('keystore_empty', 'the keystore holds no private key', { status: 400, slug: 'keystore-empty', title: 'Empty Keystore' });
-  if (input.kid && entries.length > 1) throw new AppError('validation_failed', `the keystore holds ${entries.length} keys; a single kid cannot name them all`);
+  if (input.kid !== undefined && !KID.test(input.kid))
+    throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  const entries = await ctx.pool.run<ParsedKeystoreEntry[]>('parseKeystoreTask', {
+    data: input.data,
+    password: input.password,
+  });
+  if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
+  if (input.kid && entries.length > 1)
+    throw problem(
+      'validation_failed',
+      `the keystore holds ${entries.length} keys; a single kid cannot name them all`,
+    );
   const { effective } = await tenantPolicy(ctx, tenantId);
   const plan = entries.map((e) => {
-    if (!effective.allowedKeyTypes.includes(e.type)) throw new AppError('policy_violation', `the effective policy of this tenant does not allow ${e.type} keys`);
+    if (!effective.allowedKeyTypes.includes(e.type))
+      throw problem(
+        'policy_violation',
+        `the effective policy of this tenant does not allow ${e.type} keys`,
+      );
     return { e, usages: importUsages(e, input.usage) };
   });
   if (input.kid && plan[0].usages.length > 1) {
-    throw new AppError('validation_failed', `the certificate allows ${plan[0].usages.join(' and ')}, which makes one key each; give usage to import one of them under kid ${input.kid}`);
+    throw problem(
+      'validation_failed',
+      `the certificate allows ${plan[0].usages.join(' and ')}, which makes one key each; give usage to import one of them under kid ${input.kid}`,
+    );
   }
   return ctx.db.transaction(async (trx) => {
     const out: Array<KeyView & { certificate: unknown }> = [];
@@ -69,12 +128,30 @@ export async function importKeystore(ctx: AppContext, tenantId: string, input: {
       const issuerDer = b(e.issuerDer);
       const serialNumber = b(e.serialNumber);
       for (const usage of usages) {
-        await refuseDuplicate(trx, tenantId, issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined, usage);
+        await refuseDuplicate(
+          trx,
+          tenantId,
+          issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined,
+          usage,
+        );
         const kid = input.kid ?? `imported-${randomUUID()}`;
-        const view = await storeKey(ctx, tenantId, { kid, type: e.type, usage, source: 'imported' },
-          { type: e.type as KeyType, privateKeyDer: b(e.privateKeyDer), publicKeyDer: b(e.publicKeyDer) },
-          { certificateChain: e.certificates.map((c) => b(c)!), issuerDer, serialNumber, subjectKeyIdentifier: b(e.subjectKeyIdentifier) },
-          trx);
+        const view = await storeKey(
+          ctx,
+          tenantId,
+          { kid, type: e.type, usage, source: 'imported' },
+          {
+            type: e.type as KeyType,
+            privateKeyDer: b(e.privateKeyDer),
+            publicKeyDer: b(e.publicKeyDer),
+          },
+          {
+            certificateChain: e.certificates.map((c) => b(c)!),
+            issuerDer,
+            serialNumber,
+            subjectKeyIdentifier: b(e.subjectKeyIdentifier),
+          },
+          trx,
+        );
         out.push({ ...view, certificate: e.certificate ?? null });
       }
     }

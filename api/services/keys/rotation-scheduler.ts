@@ -7,8 +7,8 @@
  * other one finds it no longer due. A crash inside the transaction rolls both back, so a
  * rotation is never lost to a claim without its version. Audited as a rotation by the system.
  */
-import type { AppContext } from '../../context.ts';
-import { tenantPolicy } from '../../routes/admin/policies.ts';
+import type { AppContext, RotationScheduler } from '../../context.ts';
+import { tenantPolicy } from '../policies.ts';
 import { rotateIfDue } from './store.ts';
 import { scheduleUnscheduled } from './settings.ts';
 
@@ -17,24 +17,23 @@ const BATCH = 100;
 /** The actor of scheduled rotations in the audit log. */
 export const SCHEDULER_ACTOR = 'system:scheduler';
 
-export interface RotationScheduler {
-  /** One pass: schedules unscheduled keys, rotates those due at `now`; answers how many it rotated. */
-  runOnce(now?: Date): Promise<number>;
-  /** Stops the timer and waits for a pass under way. */
-  close(): Promise<void>;
-}
-
 /** Creates the scheduler; with `intervalMs` > 0 it runs a pass every interval on an unref'd timer. */
 export function startRotationScheduler(ctx: AppContext, intervalMs: number): RotationScheduler {
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<number> | null = null;
   let closed = false;
-  const policyPeriod = async (tenantId: string) => (await tenantPolicy(ctx, tenantId)).effective.rotationPeriodDays;
+  const policyPeriod = async (tenantId: string) =>
+    (await tenantPolicy(ctx, tenantId)).effective.rotationPeriodDays;
 
   async function pass(now: Date): Promise<number> {
     await scheduleUnscheduled(ctx, policyPeriod, BATCH);
-    const due = await ctx.db('keys').where({ state: 'active', source: 'generated' }).where('next_rotation_at', '<=', now)
-      .orderBy('next_rotation_at').limit(BATCH).select('tenant_id', 'kid');
+    const due = await ctx
+      .db('keys')
+      .where({ state: 'active', source: 'generated' })
+      .where('next_rotation_at', '<=', now)
+      .orderBy('next_rotation_at')
+      .limit(BATCH)
+      .select('tenant_id', 'kid');
     let rotated = 0;
     for (const { tenant_id: tenantId, kid } of due) {
       if (closed) break;
@@ -42,10 +41,20 @@ export function startRotationScheduler(ctx: AppContext, intervalMs: number): Rot
         const key = await rotateIfDue(ctx, tenantId, kid, now);
         if (!key) continue; // another process rotated it first
         rotated += 1;
-        ctx.audit.record({ tenantId, actor: SCHEDULER_ACTOR, action: 'key.rotate', outcome: 'success', target: kid, details: { state: key.state, version: key.currentVersion, automatic: true } });
+        ctx.audit.record({
+          tenantId,
+          actor: SCHEDULER_ACTOR,
+          action: 'key.rotate',
+          outcome: 'success',
+          target: kid,
+          details: { state: key.state, version: key.currentVersion, automatic: true },
+        });
       } catch (err) {
         // One key's failure (a full pool, a database hiccup) must not stop the others; it is due again next pass.
-        ctx.logger.warn({ err: (err as Error).message, tenantId, kid }, 'automatic key rotation failed');
+        ctx.logger.warn(
+          { err: (err as Error).message, tenantId, kid },
+          'automatic key rotation failed',
+        );
       }
     }
     if (rotated > 0) ctx.logger.info({ rotated }, 'keys rotated on schedule');
@@ -84,4 +93,16 @@ export function startRotationScheduler(ctx: AppContext, intervalMs: number): Rot
       await running?.catch(() => undefined);
     },
   };
+}
+
+/**
+ * Starts the scheduler of an API process on its context (KEY_ROTATION_CHECK_MS). Called right
+ * after createContext, so its closer is the last registered and runs first: no pass starts on a
+ * closing database or pool.
+ */
+export function attachRotationScheduler(ctx: AppContext): RotationScheduler {
+  const rotation = startRotationScheduler(ctx, ctx.config.keyRotationCheckMs);
+  ctx.closers.push({ name: 'key rotation scheduler', close: () => rotation.close() });
+  ctx.rotation = rotation;
+  return rotation;
 }

@@ -7,8 +7,9 @@
  */
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
+import { keyNotFound } from '../../../shared/keys/lifecycle.ts';
 
 /** The longest rotation period, for a key as for a policy override (ten years). */
 export const MAX_ROTATION_PERIOD_DAYS = 3650;
@@ -40,9 +41,15 @@ const iso = (v: unknown) => (v ? new Date(v as string).toISOString() : null);
 export const rotates = (row: Record<string, unknown>) => row.source === 'generated';
 
 /** The settings members of a key row; `policyPeriodDays` is the tenant's effective policy period. */
-export function settingsView(row: Record<string, unknown>, policyPeriodDays: number | null): KeySettingsView {
-  const own = row.rotation_period_days === null || row.rotation_period_days === undefined ? null : Number(row.rotation_period_days);
-  const period = rotates(row) ? own ?? policyPeriodDays : null;
+export function settingsView(
+  row: Record<string, unknown>,
+  policyPeriodDays: number | null,
+): KeySettingsView {
+  const own =
+    row.rotation_period_days === null || row.rotation_period_days === undefined
+      ? null
+      : Number(row.rotation_period_days);
+  const period = rotates(row) ? (own ?? policyPeriodDays) : null;
   return {
     description: (row.description as string | null | undefined) ?? null,
     rotationPeriodDays: period,
@@ -56,39 +63,62 @@ export function settingsView(row: Record<string, unknown>, policyPeriodDays: num
 /** `from` plus `days` days. */
 export const afterDays = (from: Date, days: number) => new Date(from.getTime() + days * DAY_MS);
 
-/** The tenant's effective policy rotation period (tenantPolicy in api/routes/admin/policies.ts), passed in to keep this module free of routes. */
+/** The tenant's effective policy rotation period (tenantPolicy in api/services/policies.ts), passed in to keep this module free of routes. */
 export type PolicyPeriod = (tenantId: string) => Promise<number>;
 
-const isPeriod = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_ROTATION_PERIOD_DAYS;
+const isPeriod = (v: unknown): v is number =>
+  Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_ROTATION_PERIOD_DAYS;
 
 /** Checks a rotationPeriodDays value (key creation and PATCH); null clears it (the policy's applies). */
 export function readRotationPeriod(v: unknown): number | null {
   if (v === null) return null;
-  if (!isPeriod(v)) throw new AppError('validation_failed', `rotationPeriodDays must be an integer from 1 to ${MAX_ROTATION_PERIOD_DAYS}, or null to follow the policy`, { details: { field: 'rotationPeriodDays' } });
+  if (!isPeriod(v))
+    throw problem(
+      'validation_failed',
+      `rotationPeriodDays must be an integer from 1 to ${MAX_ROTATION_PERIOD_DAYS}, or null to follow the policy`,
+      { details: { field: 'rotationPeriodDays' } },
+    );
   return v;
 }
 
 /** Checks a description value; null clears it. */
 export function readDescription(v: unknown): string | null {
   if (v === null) return null;
-  if (typeof v !== 'string' || v.length > MAX_DESCRIPTION) throw new AppError('validation_failed', `description must be a string of at most ${MAX_DESCRIPTION} characters, or null`, { details: { field: 'description' } });
+  if (typeof v !== 'string' || v.length > MAX_DESCRIPTION)
+    throw problem(
+      'validation_failed',
+      `description must be a string of at most ${MAX_DESCRIPTION} characters, or null`,
+      { details: { field: 'description' } },
+    );
   return v;
 }
 
-const PATCH_MEMBERS: ReadonlySet<string> = new Set(['description', 'rotationPeriodDays', 'minDecryptionVersion']);
+const PATCH_MEMBERS: ReadonlySet<string> = new Set([
+  'description',
+  'rotationPeriodDays',
+  'minDecryptionVersion',
+]);
 
 /** Validates a PATCH body: an object of at least one known member; bounds that need the key are checked under its lock. */
 export function readSettingsPatch(body: unknown): SettingsPatch {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('validation_failed', 'the body must be a JSON object', { details: { field: 'body' } });
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw problem('validation_failed', 'the body must be a JSON object', {
+      details: { field: 'body' },
+    });
   onlyKnown(body, PATCH_MEMBERS);
   const b = body as Record<string, unknown>;
-  if (Object.keys(b).length === 0) throw new AppError('validation_failed', `give at least one of ${[...PATCH_MEMBERS].join(', ')}`);
+  if (Object.keys(b).length === 0)
+    throw problem('validation_failed', `give at least one of ${[...PATCH_MEMBERS].join(', ')}`);
   const patch: SettingsPatch = {};
   if (Object.hasOwn(b, 'description')) patch.description = readDescription(b.description);
-  if (Object.hasOwn(b, 'rotationPeriodDays')) patch.rotationPeriodDays = readRotationPeriod(b.rotationPeriodDays);
+  if (Object.hasOwn(b, 'rotationPeriodDays'))
+    patch.rotationPeriodDays = readRotationPeriod(b.rotationPeriodDays);
   if (Object.hasOwn(b, 'minDecryptionVersion')) {
     const v = b.minDecryptionVersion;
-    if (!Number.isSafeInteger(v) || (v as number) < 1) throw new AppError('validation_failed', 'minDecryptionVersion must be an integer of at least 1', { details: { field: 'minDecryptionVersion' } });
+    if (!Number.isSafeInteger(v) || (v as number) < 1)
+      throw problem('validation_failed', 'minDecryptionVersion must be an integer of at least 1', {
+        details: { field: 'minDecryptionVersion' },
+      });
     patch.minDecryptionVersion = v as number;
   }
   return patch;
@@ -100,27 +130,49 @@ export function readSettingsPatch(body: unknown): SettingsPatch {
  * it are kept, so lowering it again makes them decrypt again. A new period reschedules the key
  * from its last rotation, so a shorter period can make it due at once.
  */
-export async function applySettings(ctx: AppContext, tenantId: string, kid: string, patch: SettingsPatch, policyPeriod: PolicyPeriod): Promise<Record<string, unknown>> {
+export async function applySettings(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+  patch: SettingsPatch,
+  policyPeriod: PolicyPeriod,
+): Promise<Record<string, unknown>> {
   const period = patch.rotationPeriodDays === undefined ? null : await policyPeriod(tenantId);
   const row = await ctx.db.transaction(async (trx) => {
     const key = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
-    if (!key) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
+    if (!key) throw keyNotFound(kid);
     const update: Record<string, unknown> = { updated_at: new Date() };
     if (patch.description !== undefined) update.description = patch.description;
     if (patch.minDecryptionVersion !== undefined) {
       if (patch.minDecryptionVersion > key.current_version) {
-        throw new AppError('validation_failed', `minDecryptionVersion ${patch.minDecryptionVersion} is above the current version ${key.current_version} of key ${kid}`, { details: { field: 'minDecryptionVersion', currentVersion: key.current_version } });
+        throw problem(
+          'validation_failed',
+          `minDecryptionVersion ${patch.minDecryptionVersion} is above the current version ${key.current_version} of key ${kid}`,
+          { details: { field: 'minDecryptionVersion', currentVersion: key.current_version } },
+        );
       }
       update.min_decryption_version = patch.minDecryptionVersion;
     }
     if (patch.rotationPeriodDays !== undefined) {
-      if (!rotates(key) && patch.rotationPeriodDays !== null) throw new AppError('invalid_transition', `key ${kid} was ${key.source}; it does not rotate, so it has no rotation period`, { details: { kid, source: key.source } });
+      if (!rotates(key) && patch.rotationPeriodDays !== null)
+        throw problem(
+          'invalid_transition',
+          `key ${kid} was ${key.source}; it does not rotate, so it has no rotation period`,
+          { details: { kid, source: key.source } },
+        );
       update.rotation_period_days = patch.rotationPeriodDays;
-      if (rotates(key)) update.next_rotation_at = afterDays(new Date(key.last_rotated_at ?? key.created_at), patch.rotationPeriodDays ?? period!);
+      if (rotates(key))
+        update.next_rotation_at = afterDays(
+          new Date(key.last_rotated_at ?? key.created_at),
+          patch.rotationPeriodDays ?? period!,
+        );
     }
     const [updated] = await trx('keys').where({ id: key.id }).update(update).returning('*');
     // The runtime caches carry minDecryptionVersion: the change commits with it, to every instance.
-    return { updated: updated as Record<string, unknown>, announce: await ctx.keys.changedIn(trx, tenantId, kid) };
+    return {
+      updated: updated as Record<string, unknown>,
+      announce: await ctx.keys.changedIn(trx, tenantId, kid),
+    };
   });
   row.announce();
   return row.updated;
@@ -130,22 +182,49 @@ export async function applySettings(ctx: AppContext, tenantId: string, kid: stri
  * Reschedules a tenant's generated keys that follow the policy, after its rotation period
  * changed: each is due its last rotation (or creation) plus the new period.
  */
-export async function rescheduleTenant(db: Knex, tenantId: string, policyPeriodDays: number): Promise<void> {
-  await db('keys').where({ tenant_id: tenantId, source: 'generated' }).whereNull('rotation_period_days')
-    .update({ next_rotation_at: db.raw('coalesce(last_rotated_at, created_at) + make_interval(days => ?)', [policyPeriodDays]) });
+export async function rescheduleTenant(
+  db: Knex,
+  tenantId: string,
+  policyPeriodDays: number,
+): Promise<void> {
+  await db('keys')
+    .where({ tenant_id: tenantId, source: 'generated' })
+    .whereNull('rotation_period_days')
+    .update({
+      next_rotation_at: db.raw('coalesce(last_rotated_at, created_at) + make_interval(days => ?)', [
+        policyPeriodDays,
+      ]),
+    });
 }
 
 /**
  * Gives a schedule to generated keys that have none (keys made before migration 006): from their
  * last rotation or creation, by their own period or the policy's. Answers how many were scheduled.
  */
-export async function scheduleUnscheduled(ctx: AppContext, policyPeriod: PolicyPeriod, limit = 100): Promise<number> {
-  const tenants = await ctx.db('keys').whereNull('next_rotation_at').where({ source: 'generated', state: 'active' }).distinct('tenant_id').limit(limit);
+export async function scheduleUnscheduled(
+  ctx: AppContext,
+  policyPeriod: PolicyPeriod,
+  limit = 100,
+): Promise<number> {
+  const tenants = await ctx
+    .db('keys')
+    .whereNull('next_rotation_at')
+    .where({ source: 'generated', state: 'active' })
+    .distinct('tenant_id')
+    .limit(limit);
   let n = 0;
   for (const { tenant_id: tenantId } of tenants) {
     const period = await policyPeriod(tenantId);
-    n += await ctx.db('keys').where({ tenant_id: tenantId, source: 'generated' }).whereNull('next_rotation_at')
-      .update({ next_rotation_at: ctx.db.raw('coalesce(last_rotated_at, created_at) + make_interval(days => coalesce(rotation_period_days, ?))', [period]) });
+    n += await ctx
+      .db('keys')
+      .where({ tenant_id: tenantId, source: 'generated' })
+      .whereNull('next_rotation_at')
+      .update({
+        next_rotation_at: ctx.db.raw(
+          'coalesce(last_rotated_at, created_at) + make_interval(days => coalesce(rotation_period_days, ?))',
+          [period],
+        ),
+      });
   }
   return n;
 }

@@ -6,14 +6,38 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../../shared/errors/index.ts';
-import { isKeyType, keyTypeSpec, resolveUsage, type KeyType } from '../../../shared/crypto/registry.ts';
-import { deserializeMaterial, generateKeyMaterial, publicJwk, serializeMaterial, type KeyMaterial } from '../../../shared/crypto/material.ts';
-import { tenantPolicy } from '../../routes/admin/policies.ts';
-import { nextState, type KeyAction, type KeyState } from './lifecycle.ts';
-import { jsonColumn } from '../../../shared/db/knex.ts';
-import { versionedKid } from '../../../shared/crypto/jwe.ts';
-import { afterDays, readDescription, readRotationPeriod, rotates, settingsView, type KeySettingsView } from './settings.ts';
+import { problem } from '../../../shared/errors/index.ts';
+import {
+  isKeyType,
+  keyTypeSpec,
+  resolveUsage,
+  type KeyType,
+} from '../../../shared/crypto/registry.ts';
+import {
+  deserializeMaterial,
+  generateKeyMaterial,
+  publicJwk,
+  serializeMaterial,
+  type KeyMaterial,
+} from '../../../shared/crypto/material.ts';
+import { tenantPolicy } from '../policies.ts';
+import {
+  keyNotFound,
+  nextState,
+  type KeyAction,
+  type KeyState,
+} from '../../../shared/keys/lifecycle.ts';
+import { findKeyRow, issuerSerialKey, keyRow } from '../../../shared/keys/lookup.ts';
+import { KeyVersion } from '../../../shared/db/models/keys.ts';
+import { versionedKid } from '../../../shared/jose/kid.ts';
+import {
+  afterDays,
+  readDescription,
+  readRotationPeriod,
+  rotates,
+  settingsView,
+  type KeySettingsView,
+} from './settings.ts';
 
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
 import { KID } from '../../../shared/ids.ts';
@@ -41,21 +65,25 @@ export interface KeyView {
   certificate?: unknown;
 }
 
-/** The issuer+serial lookup column value. */
-export const issuerSerialKey = (issuerDer: Buffer, serial: Buffer) => `${issuerDer.toString('hex')}:${stripZeros(serial).toString('hex')}`;
-function stripZeros(b: Buffer): Buffer {
-  let i = 0;
-  while (i < b.length - 1 && b[i] === 0) i += 1;
-  return b.subarray(i);
-}
+/** The version members keyView shows: the public JWK as the KeyVersion model parses it. */
+export type VersionView = Pick<KeyVersion, 'version' | 'public_jwk'>;
 
-export function keyView(row: Record<string, unknown>, version?: Record<string, unknown>): KeyView {
-  const jwk = version?.public_jwk ? jsonColumn<Record<string, unknown>>(version.public_jwk) : undefined;
+/** The metadata of a key row, with its version's public JWK when given. */
+export function keyView(row: Record<string, unknown>, version?: VersionView): KeyView {
+  const jwk = version?.public_jwk ?? undefined;
   return {
-    kid: row.kid as string, type: row.type as string, usage: row.usage as string, state: row.state as KeyState, currentVersion: Number(row.current_version),
-    source: row.source as string, createdAt: new Date(row.created_at as string).toISOString(), updatedAt: new Date(row.updated_at as string).toISOString(),
+    kid: row.kid as string,
+    type: row.type as string,
+    usage: row.usage as string,
+    state: row.state as KeyState,
+    currentVersion: Number(row.current_version),
+    source: row.source as string,
+    createdAt: new Date(row.created_at as string).toISOString(),
+    updatedAt: new Date(row.updated_at as string).toISOString(),
     // The JWK names its version, `<kid>#<version>` (contract 8), also for rows stored with the bare kid.
-    ...(jwk ? { publicKey: version?.version === undefined ? jwk : { ...jwk, kid: versionedKid(row.kid as string, Number(version.version)) } } : {}),
+    ...(jwk && version
+      ? { publicKey: { ...jwk, kid: versionedKid(row.kid as string, version.version) } }
+      : {}),
   };
 }
 
@@ -68,28 +96,69 @@ async function makeMaterial(ctx: AppContext, type: KeyType): Promise<KeyMaterial
   return generateKeyMaterial(type);
 }
 
-async function insertVersion(ctx: AppContext, trx: Knex, tenantId: string, keyId: string, kid: string, version: number, material: KeyMaterial, usage: string, extras: ImportExtras = {}): Promise<void> {
+async function insertVersion(
+  ctx: AppContext,
+  trx: Knex,
+  tenantId: string,
+  keyId: string,
+  kid: string,
+  version: number,
+  material: KeyMaterial,
+  usage: string,
+  extras: ImportExtras = {},
+): Promise<void> {
   const sealed = ctx.masterKey.seal(serializeMaterial(material), { tenantId, kid, version });
-  const jwk = material.publicKeyDer || material.components ? publicJwk(material, { kid, usage: usage as never }) : null;
+  const jwk =
+    material.publicKeyDer || material.components
+      ? publicJwk(material, { kid, usage: usage as never })
+      : null;
   await trx('key_versions').insert({
-    id: randomUUID(), key_id: keyId, version, material: sealed, public_jwk: jwk ? JSON.stringify(jwk) : null,
-    certificate_chain: extras.certificateChain ? JSON.stringify(extras.certificateChain.map((c) => c.toString('base64'))) : null,
-    issuer_serial: extras.issuerDer && extras.serialNumber ? issuerSerialKey(extras.issuerDer, extras.serialNumber) : null,
-    subject_key_id: extras.subjectKeyIdentifier ? extras.subjectKeyIdentifier.toString('hex') : null,
+    id: randomUUID(),
+    key_id: keyId,
+    version,
+    material: sealed,
+    public_jwk: jwk ? JSON.stringify(jwk) : null,
+    certificate_chain: extras.certificateChain
+      ? JSON.stringify(extras.certificateChain.map((c) => c.toString('base64')))
+      : null,
+    issuer_serial:
+      extras.issuerDer && extras.serialNumber
+        ? issuerSerialKey(extras.issuerDer, extras.serialNumber)
+        : null,
+    subject_key_id: extras.subjectKeyIdentifier
+      ? extras.subjectKeyIdentifier.toString('hex')
+      : null,
   });
 }
 
 /** Validates type, usage and kid against the catalogue and the tenant's effective policy (whose rotation period it answers too). */
-export async function checkNewKey(ctx: AppContext, tenantId: string, input: { type: unknown; usage?: unknown; kid?: unknown }): Promise<{ type: KeyType; usage: string; kid: string; policyPeriodDays: number }> {
-  if (!isKeyType(input.type)) throw new AppError('validation_failed', `type must be a supported key type, got ${String(input.type).slice(0, 40)}`);
-  const usage = resolveUsage(input.type, input.usage === undefined ? undefined : String(input.usage));
+export async function checkNewKey(
+  ctx: AppContext,
+  tenantId: string,
+  input: { type: unknown; usage?: unknown; kid?: unknown },
+): Promise<{ type: KeyType; usage: string; kid: string; policyPeriodDays: number }> {
+  if (!isKeyType(input.type))
+    throw problem(
+      'validation_failed',
+      `type must be a supported key type, got ${String(input.type).slice(0, 40)}`,
+    );
+  const usage = resolveUsage(
+    input.type,
+    input.usage === undefined ? undefined : String(input.usage),
+  );
   const { effective } = await tenantPolicy(ctx, tenantId);
   if (!effective.allowedKeyTypes.includes(input.type)) {
-    throw new AppError('policy_violation', `the effective policy of this tenant does not allow ${input.type} keys`, { details: { allowedKeyTypes: effective.allowedKeyTypes } });
+    throw problem(
+      'policy_violation',
+      `the effective policy of this tenant does not allow ${input.type} keys`,
+      { details: { allowedKeyTypes: effective.allowedKeyTypes } },
+    );
   }
   const kid = input.kid === undefined ? `key-${randomUUID()}` : String(input.kid);
-  if (!KID.test(kid)) throw new AppError('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  if (await ctx.db('keys').where({ tenant_id: tenantId, kid }).first('id')) throw new AppError('conflict', `a key with kid ${kid} exists in this tenant`);
+  if (!KID.test(kid))
+    throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  if (await findKeyRow(ctx.db, tenantId, kid))
+    throw problem('conflict', `a key with kid ${kid} exists in this tenant`);
   return { type: input.type, usage, kid, policyPeriodDays: effective.rotationPeriodDays };
 }
 
@@ -97,27 +166,70 @@ export async function checkNewKey(ctx: AppContext, tenantId: string, input: { ty
 export type KeyRecord = KeyView & KeySettingsView;
 
 /** Creates a key with freshly generated material (version 1); description and rotationPeriodDays are optional settings. */
-export async function createKey(ctx: AppContext, tenantId: string, input: { type: unknown; usage?: unknown; kid?: unknown; description?: unknown; rotationPeriodDays?: unknown }): Promise<KeyRecord> {
+export async function createKey(
+  ctx: AppContext,
+  tenantId: string,
+  input: {
+    type: unknown;
+    usage?: unknown;
+    kid?: unknown;
+    description?: unknown;
+    rotationPeriodDays?: unknown;
+  },
+): Promise<KeyRecord> {
   const description = input.description === undefined ? null : readDescription(input.description);
-  const rotationPeriodDays = input.rotationPeriodDays === undefined ? null : readRotationPeriod(input.rotationPeriodDays);
+  const rotationPeriodDays =
+    input.rotationPeriodDays === undefined ? null : readRotationPeriod(input.rotationPeriodDays);
   const { type, usage, kid, policyPeriodDays } = await checkNewKey(ctx, tenantId, input);
   const material = await makeMaterial(ctx, type);
-  return storeKey(ctx, tenantId, { kid, type, usage, source: 'generated', description, rotationPeriodDays, policyPeriodDays }, material);
+  return storeKey(
+    ctx,
+    tenantId,
+    { kid, type, usage, source: 'generated', description, rotationPeriodDays, policyPeriodDays },
+    material,
+  );
 }
 
 /** What storeKey records besides the material; a generated key with policyPeriodDays is scheduled for rotation at once. */
-export interface NewKeyMeta { kid: string; type: string; usage: string; source: string; description?: string | null; rotationPeriodDays?: number | null; policyPeriodDays?: number }
+export interface NewKeyMeta {
+  kid: string;
+  type: string;
+  usage: string;
+  source: string;
+  description?: string | null;
+  rotationPeriodDays?: number | null;
+  policyPeriodDays?: number;
+}
 
 /** Stores a new key with the given material as version 1, atomically. */
-export async function storeKey(ctx: AppContext, tenantId: string, meta: NewKeyMeta, material: KeyMaterial, extras?: ImportExtras, trx?: Knex): Promise<KeyRecord> {
+export async function storeKey(
+  ctx: AppContext,
+  tenantId: string,
+  meta: NewKeyMeta,
+  material: KeyMaterial,
+  extras?: ImportExtras,
+  trx?: Knex,
+): Promise<KeyRecord> {
   const id = randomUUID();
   const now = new Date();
   const period = meta.rotationPeriodDays ?? meta.policyPeriodDays;
   const row = {
-    id, tenant_id: tenantId, kid: meta.kid, type: meta.type, usage: meta.usage, state: 'active', current_version: 1, source: meta.source, created_at: now, updated_at: now,
-    description: meta.description ?? null, rotation_period_days: meta.rotationPeriodDays ?? null, min_decryption_version: 1,
+    id,
+    tenant_id: tenantId,
+    kid: meta.kid,
+    type: meta.type,
+    usage: meta.usage,
+    state: 'active',
+    current_version: 1,
+    source: meta.source,
+    created_at: now,
+    updated_at: now,
+    description: meta.description ?? null,
+    rotation_period_days: meta.rotationPeriodDays ?? null,
+    min_decryption_version: 1,
     // Without a known period the scheduler gives the key its schedule on its next pass.
-    next_rotation_at: meta.source === 'generated' && period !== undefined ? afterDays(now, period) : null,
+    next_rotation_at:
+      meta.source === 'generated' && period !== undefined ? afterDays(now, period) : null,
   };
   const write = async (t: Knex) => {
     await t('keys').insert(row);
@@ -127,36 +239,55 @@ export async function storeKey(ctx: AppContext, tenantId: string, meta: NewKeyMe
     if (trx) await write(trx);
     else await ctx.db.transaction(write);
   } catch (err) {
-    if (/unique|duplicate/i.test((err as Error).message)) throw new AppError('conflict', `a key with kid ${meta.kid} exists in this tenant`);
+    if (/unique|duplicate/i.test((err as Error).message))
+      throw problem('conflict', `a key with kid ${meta.kid} exists in this tenant`);
     throw err;
   }
-  const version = await (trx ?? ctx.db)('key_versions').where({ key_id: id, version: 1 }).first();
+  const version = await KeyVersion.query(trx ?? ctx.db).findOne({ key_id: id, version: 1 });
   return { ...keyView(row, version), ...settingsView(row, meta.policyPeriodDays ?? null) };
 }
 
-/** Reads a key of a tenant or answers key-not-found. */
-export async function findKey(db: Knex, tenantId: string, kid: string): Promise<Record<string, unknown>> {
-  const row = KID.test(kid) ? await db('keys').where({ tenant_id: tenantId, kid }).first() : null;
-  if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
-  return row;
-}
-
 /** The key record of a row: metadata plus settings under the tenant's effective policy. */
-export async function keyRecord(ctx: AppContext, row: Record<string, unknown>, version?: Record<string, unknown>): Promise<KeyRecord> {
+export async function keyRecord(
+  ctx: AppContext,
+  row: Record<string, unknown>,
+  version?: VersionView,
+): Promise<KeyRecord> {
   const { effective } = await tenantPolicy(ctx, row.tenant_id as string);
   return { ...keyView(row, version), ...settingsView(row, effective.rotationPeriodDays) };
 }
 
 /** Metadata and settings of one key with its current version's public key and certificate summary. */
-export async function readKey(ctx: AppContext, tenantId: string, kid: string): Promise<KeyRecord & { versions: Array<{ version: number; createdAt: string; hasCertificate: boolean }> }> {
-  const row = await findKey(ctx.db, tenantId, kid);
-  const versions = await ctx.db('key_versions').where({ key_id: row.id }).orderBy('version', 'asc').select('version', 'created_at', 'public_jwk', 'certificate_chain');
+export async function readKey(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+): Promise<
+  KeyRecord & { versions: Array<{ version: number; createdAt: string; hasCertificate: boolean }> }
+> {
+  const row = await keyRow(ctx.db, tenantId, kid);
+  const versions = await KeyVersion.query(ctx.db)
+    .where({ key_id: row.id })
+    .orderBy('version', 'asc')
+    .select('version', 'created_at', 'public_jwk', 'certificate_chain');
   const current = versions.find((v) => v.version === row.current_version);
-  return { ...(await keyRecord(ctx, row, current)), versions: versions.map((v) => ({ version: v.version, createdAt: new Date(v.created_at).toISOString(), hasCertificate: Boolean(v.certificate_chain) })) };
+  return {
+    ...(await keyRecord(ctx, row, current)),
+    versions: versions.map((v) => ({
+      version: v.version,
+      createdAt: new Date(v.created_at).toISOString(),
+      hasCertificate: Boolean(v.certificate_chain),
+    })),
+  };
 }
 
 /** Applies a lifecycle action (suspend, resume, revoke, archive, rotate) under a row lock. */
-export async function changeKey(ctx: AppContext, tenantId: string, kid: string, action: KeyAction): Promise<KeyRecord> {
+export async function changeKey(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+  action: KeyAction,
+): Promise<KeyRecord> {
   return (await applyChange(ctx, tenantId, kid, action))!;
 }
 
@@ -165,28 +296,72 @@ export async function changeKey(ctx: AppContext, tenantId: string, kid: string, 
  * schedulers that saw it due, the first rotates it and moves next_rotation_at on; the others
  * then read the moved schedule and answer null (contract 8: rotated once, by one instance).
  */
-export function rotateIfDue(ctx: AppContext, tenantId: string, kid: string, now: Date): Promise<KeyRecord | null> {
+export function rotateIfDue(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+  now: Date,
+): Promise<KeyRecord | null> {
   return applyChange(ctx, tenantId, kid, 'rotate', now);
 }
 
-async function applyChange(ctx: AppContext, tenantId: string, kid: string, action: KeyAction, dueBy?: Date): Promise<KeyRecord | null> {
-  const material = action === 'rotate' ? await makeMaterial(ctx, (await findKey(ctx.db, tenantId, kid)).type as KeyType) : null;
+async function applyChange(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+  action: KeyAction,
+  dueBy?: Date,
+): Promise<KeyRecord | null> {
+  const material =
+    action === 'rotate'
+      ? await makeMaterial(ctx, (await keyRow(ctx.db, tenantId, kid)).type as KeyType)
+      : null;
   const { effective } = await tenantPolicy(ctx, tenantId);
   const done = await ctx.db.transaction(async (trx) => {
     const row = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
-    if (!row) throw new AppError('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
-    if (dueBy && (row.state !== 'active' || !rotates(row) || row.next_rotation_at === null || new Date(row.next_rotation_at) > dueBy)) return null;
-    if (action === 'rotate' && row.source !== 'generated') throw new AppError('invalid_transition', `key ${kid} was imported; import its new material instead of rotating`);
+    if (!row) throw keyNotFound(kid);
+    if (
+      dueBy &&
+      (row.state !== 'active' ||
+        !rotates(row) ||
+        row.next_rotation_at === null ||
+        new Date(row.next_rotation_at) > dueBy)
+    )
+      return null;
+    if (action === 'rotate' && row.source !== 'generated')
+      throw problem(
+        'invalid_transition',
+        `key ${kid} was imported; import its new material instead of rotating`,
+      );
     const state = nextState(kid, row.state, action);
     const version = action === 'rotate' ? row.current_version + 1 : row.current_version;
-    if (material) await insertVersion(ctx, trx, tenantId, row.id, kid, version, material, row.usage);
+    if (material)
+      await insertVersion(ctx, trx, tenantId, row.id, kid, version, material, row.usage);
     const now = new Date();
     // A rotation, manual or scheduled, starts the next period.
-    const schedule = action === 'rotate' ? { last_rotated_at: now, next_rotation_at: afterDays(now, row.rotation_period_days ?? effective.rotationPeriodDays) } : {};
-    const [updated] = await trx('keys').where({ id: row.id }).update({ state, current_version: version, updated_at: now, ...schedule }).returning('*');
-    const current = await trx('key_versions').where({ key_id: row.id, version }).first();
+    const schedule =
+      action === 'rotate'
+        ? {
+            last_rotated_at: now,
+            next_rotation_at: afterDays(
+              now,
+              row.rotation_period_days ?? effective.rotationPeriodDays,
+            ),
+          }
+        : {};
+    const [updated] = await trx('keys')
+      .where({ id: row.id })
+      .update({ state, current_version: version, updated_at: now, ...schedule })
+      .returning('*');
+    const current = await KeyVersion.query(trx).findOne({ key_id: row.id, version });
     const announce = await ctx.keys.changedIn(trx, tenantId, kid);
-    return { view: { ...keyView(updated, current), ...settingsView(updated, effective.rotationPeriodDays) }, announce };
+    return {
+      view: {
+        ...keyView(updated, current),
+        ...settingsView(updated, effective.rotationPeriodDays),
+      },
+      announce,
+    };
   });
   done?.announce();
   return done?.view ?? null;

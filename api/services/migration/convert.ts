@@ -11,8 +11,7 @@
  */
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import type { ConvertMetadata, ConvertResult, KeyResolver } from '../../../shared/pkcs7/index.ts';
-import { cmsProblem } from '../../../shared/pkcs7/problems.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 
 /** The largest file part held while looking for a content part after it. */
 export const DETACHED_PROBE_BYTES = 1024 * 1024;
@@ -20,7 +19,11 @@ const MAX_METADATA_BYTES = 64 * 1024;
 
 /** The part source convert reads (api/http/streaming-multipart.ts provides it). */
 export interface PartSource {
-  next(): Promise<{ name: string; body: AsyncIterable<Buffer>; text(maxBytes: number): Promise<string> } | null>;
+  next(): Promise<{
+    name: string;
+    body: AsyncIterable<Buffer>;
+    text(maxBytes: number): Promise<string>;
+  } | null>;
 }
 
 export interface ConversionRequest {
@@ -37,21 +40,34 @@ export function parseMetadata(text: string): ConvertMetadata {
   try {
     value = JSON.parse(text);
   } catch {
-    throw cmsProblem('cms_bad_metadata', 'the metadata part is not valid JSON');
+    throw problem('cms_bad_metadata', 'the metadata part is not valid JSON');
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw cmsProblem('cms_bad_metadata', 'the metadata part must be a JSON object');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw problem('cms_bad_metadata', 'the metadata part must be a JSON object');
   return value as ConvertMetadata;
 }
 
-const unexpected = (name: string) => new AppError('validation_failed', `unexpected part ${name.slice(0, 64)}: the form is metadata, file, then content for a detached SignedData`);
+const unexpected = (name: string) =>
+  problem(
+    'validation_failed',
+    `unexpected part ${name.slice(0, 64)}: the form is metadata, file, then content for a detached SignedData`,
+  );
 
 /** Reads metadata and opens file (and content) as streams, in the order contract 5 fixes. */
-export async function readConversionForm(form: PartSource, count: (n: number) => void): Promise<ConversionRequest> {
+export async function readConversionForm(
+  form: PartSource,
+  count: (n: number) => void,
+): Promise<ConversionRequest> {
   const first = await form.next();
-  if (!first || first.name !== 'metadata') throw cmsProblem('cms_bad_metadata', 'the metadata part (a JSON object) must come first, before the file part');
+  if (!first || first.name !== 'metadata')
+    throw problem(
+      'cms_bad_metadata',
+      'the metadata part (a JSON object) must come first, before the file part',
+    );
   const metadata = parseMetadata(await first.text(MAX_METADATA_BYTES));
   const filePart = await form.next();
-  if (!filePart) throw new AppError('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
+  if (!filePart)
+    throw problem('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
   if (filePart.name !== 'file') throw unexpected(filePart.name);
 
   const it = filePart.body[Symbol.asyncIterator]();
@@ -68,7 +84,7 @@ export async function readConversionForm(form: PartSource, count: (n: number) =>
     heldBytes += r.value.length;
     count(r.value.length);
   }
-  if (whole && heldBytes === 0) throw new AppError('validation_failed', 'the file part is empty');
+  if (whole && heldBytes === 0) throw problem('validation_failed', 'the file part is empty');
   const file = (async function* () {
     yield* held.splice(0);
     if (whole) return;
@@ -105,12 +121,19 @@ export async function readConversionForm(form: PartSource, count: (n: number) =>
 }
 
 /** Starts the engine on a conversion request with the tenant's keys. */
-export async function startConversion(request: ConversionRequest, resolver: KeyResolver): Promise<ConvertResult> {
-  const result = await convertPkcs7ToJose(request.file, { metadata: request.metadata, resolver, ...(request.content ? { content: request.content } : {}) });
+export async function startConversion(
+  request: ConversionRequest,
+  resolver: KeyResolver,
+): Promise<ConvertResult> {
+  const result = await convertPkcs7ToJose(request.file, {
+    metadata: request.metadata,
+    resolver,
+    ...(request.content ? { content: request.content } : {}),
+  });
   if (request.content && result.contentType !== 'application/octet-stream') {
     // The engine ignores `content` for enveloped inputs; a client sending one expects otherwise.
     await result.body[Symbol.asyncIterator]().return?.();
-    throw cmsProblem('cms_bad_metadata', 'a content part goes only with a detached SignedData');
+    throw problem('cms_bad_metadata', 'a content part goes only with a detached SignedData');
   }
   return result;
 }

@@ -3,28 +3,74 @@
  * roles and users of a tenant (`--tenant`, default the login's).
  */
 import type { Page, PageQuery, Role, Tenant, User, Workload } from '../api-client.ts';
-import { EXIT, UsageError, int, print, readSecret, record, str, table, type Command, type Invocation, type OptionDef } from '../command.ts';
+import {
+  EXIT,
+  UsageError,
+  int,
+  print,
+  readSecret,
+  record,
+  str,
+  table,
+  type Command,
+  type Invocation,
+  type OptionDef,
+} from '../command.ts';
 import { connect } from './session.ts';
 
 export const PAGE_OPTIONS: Record<string, OptionDef> = {
   limit: { type: 'string', value: '<n>', help: 'page size (1 to 500)' },
-  cursor: { type: 'string', value: '<cursor>', help: 'the next page, as printed after the previous one' },
+  cursor: {
+    type: 'string',
+    value: '<cursor>',
+    help: 'the next page, as printed after the previous one',
+  },
 };
 
 /** The page query of --limit and --cursor. */
-export const pageOf = (inv: Invocation): PageQuery => ({ limit: int(inv.values, 'limit', 1, 500), cursor: str(inv.values, 'cursor') });
+export const pageOf = (inv: Invocation): PageQuery => ({
+  limit: int(inv.values, 'limit', 1, 500),
+  cursor: str(inv.values, 'cursor'),
+});
 
 /** Prints a page as a table, with how to get the next one on stderr. */
-export function printPage<T>(inv: Invocation, page: Page<T>, columns: Array<[string, (row: T) => unknown]>): number {
+export function printPage<T>(
+  inv: Invocation,
+  page: Page<T>,
+  columns: Array<[string, (row: T) => unknown]>,
+): number {
   print(inv, page, () => table(page.items, columns));
-  if (page.nextCursor && inv.values.output !== 'json') inv.stderr.write(`more: --cursor ${page.nextCursor}\n`);
+  if (page.nextCursor && inv.values.output !== 'json')
+    inv.stderr.write(`more: --cursor ${page.nextCursor}\n`);
   return EXIT.ok;
 }
 
-const TENANT_COLUMNS: Array<[string, (t: Tenant) => unknown]> = [['id', (t) => t.id], ['name', (t) => t.name], ['status', (t) => t.status], ['platform', (t) => t.isPlatform], ['created', (t) => t.createdAt]];
-const WORKLOAD_COLUMNS: Array<[string, (w: Workload) => unknown]> = [['id', (w) => w.id], ['name', (w) => w.name], ['clientId', (w) => w.clientId], ['roleId', (w) => w.roleId], ['disabled', (w) => w.disabled]];
-const ROLE_COLUMNS: Array<[string, (r: Role) => unknown]> = [['id', (r) => r.id], ['name', (r) => r.name], ['permissions', (r) => r.permissions.join(',')]];
-const USER_COLUMNS: Array<[string, (u: User) => unknown]> = [['id', (u) => u.id], ['email', (u) => u.email], ['roleId', (u) => u.roleId], ['disabled', (u) => u.disabled], ['lockedUntil', (u) => u.lockedUntil]];
+const TENANT_COLUMNS: Array<[string, (t: Tenant) => unknown]> = [
+  ['id', (t) => t.id],
+  ['name', (t) => t.name],
+  ['status', (t) => t.status],
+  ['platform', (t) => t.isPlatform],
+  ['created', (t) => t.createdAt],
+];
+const WORKLOAD_COLUMNS: Array<[string, (w: Workload) => unknown]> = [
+  ['id', (w) => w.id],
+  ['name', (w) => w.name],
+  ['clientId', (w) => w.clientId],
+  ['roleId', (w) => w.roleId],
+  ['disabled', (w) => w.disabled],
+];
+const ROLE_COLUMNS: Array<[string, (r: Role) => unknown]> = [
+  ['id', (r) => r.id],
+  ['name', (r) => r.name],
+  ['permissions', (r) => r.permissions.join(',')],
+];
+const USER_COLUMNS: Array<[string, (u: User) => unknown]> = [
+  ['id', (u) => u.id],
+  ['email', (u) => u.email],
+  ['roleId', (u) => u.roleId],
+  ['disabled', (u) => u.disabled],
+  ['lockedUntil', (u) => u.lockedUntil],
+];
 
 const shown = (inv: Invocation, data: object) => {
   print(inv, data, () => record(data as Record<string, unknown>));
@@ -32,30 +78,67 @@ const shown = (inv: Invocation, data: object) => {
 };
 
 /** `--permission a --permission b,c` as one list. */
-const permissionsOf = (inv: Invocation) => ((inv.values.permission as string[] | undefined) ?? []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+const permissionsOf = (inv: Invocation) =>
+  ((inv.values.permission as string[] | undefined) ?? [])
+    .flatMap((p) => p.split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
 
 const tenantAction = (name: 'suspend' | 'resume', summary: string): Command => ({
-  name, summary, args: ['<id>'],
-  run: async (inv) => shown(inv, await connect(inv).api[name === 'suspend' ? 'suspendTenant' : 'resumeTenant']({ id: inv.args[0] })),
+  name,
+  summary,
+  args: ['<id>'],
+  run: async (inv) =>
+    shown(
+      inv,
+      await connect(inv).api[name === 'suspend' ? 'suspendTenant' : 'resumeTenant']({
+        id: inv.args[0],
+      }),
+    ),
 });
 
 export const tenantsCommand: Command = {
   name: 'tenants',
   summary: 'Tenants of the platform (platform administrators)',
   subcommands: [
-    { name: 'list', summary: 'List tenants', options: PAGE_OPTIONS, run: async (inv) => printPage(inv, await connect(inv).api.listTenants({ query: pageOf(inv) }), TENANT_COLUMNS) },
-    { name: 'create', summary: 'Create a tenant', args: ['<name>'], run: async (inv) => shown(inv, await connect(inv).api.createTenant({ body: { name: inv.args[0] } })) },
-    { name: 'show', summary: 'Show a tenant', args: ['<id>'], run: async (inv) => shown(inv, await connect(inv).api.getTenant({ id: inv.args[0] })) },
+    {
+      name: 'list',
+      summary: 'List tenants',
+      options: PAGE_OPTIONS,
+      run: async (inv) =>
+        printPage(inv, await connect(inv).api.listTenants({ query: pageOf(inv) }), TENANT_COLUMNS),
+    },
+    {
+      name: 'create',
+      summary: 'Create a tenant',
+      args: ['<name>'],
+      run: async (inv) =>
+        shown(inv, await connect(inv).api.createTenant({ body: { name: inv.args[0] } })),
+    },
+    {
+      name: 'show',
+      summary: 'Show a tenant',
+      args: ['<id>'],
+      run: async (inv) => shown(inv, await connect(inv).api.getTenant({ id: inv.args[0] })),
+    },
     tenantAction('suspend', 'Suspend a tenant: its workloads can no longer log in'),
     tenantAction('resume', 'Resume a suspended tenant'),
   ],
 };
 
 const workloadAction = (name: 'disable' | 'enable', summary: string): Command => ({
-  name, summary, args: ['<id>'],
+  name,
+  summary,
+  args: ['<id>'],
   run: async (inv) => {
     const c = connect(inv);
-    return shown(inv, await c.api[name === 'disable' ? 'disableWorkload' : 'enableWorkload']({ tenantId: c.tenantId, id: inv.args[0] }));
+    return shown(
+      inv,
+      await c.api[name === 'disable' ? 'disableWorkload' : 'enableWorkload']({
+        tenantId: c.tenantId,
+        id: inv.args[0],
+      }),
+    );
   },
 });
 
@@ -63,58 +146,133 @@ export const workloadsCommand: Command = {
   name: 'workloads',
   summary: 'Workloads (applications) of a tenant',
   subcommands: [
-    { name: 'list', summary: 'List workloads (never their secrets)', options: PAGE_OPTIONS, run: async (inv) => { const c = connect(inv); return printPage(inv, await c.api.listWorkloads({ tenantId: c.tenantId, query: pageOf(inv) }), WORKLOAD_COLUMNS); } },
     {
-      name: 'create', summary: 'Register a workload; its client secret is shown once, here', args: ['<name>'],
-      options: { role: { type: 'string', value: '<roleId>', help: 'the role of the workload (required)' } },
+      name: 'list',
+      summary: 'List workloads (never their secrets)',
+      options: PAGE_OPTIONS,
+      run: async (inv) => {
+        const c = connect(inv);
+        return printPage(
+          inv,
+          await c.api.listWorkloads({ tenantId: c.tenantId, query: pageOf(inv) }),
+          WORKLOAD_COLUMNS,
+        );
+      },
+    },
+    {
+      name: 'create',
+      summary: 'Register a workload; its client secret is shown once, here',
+      args: ['<name>'],
+      options: {
+        role: { type: 'string', value: '<roleId>', help: 'the role of the workload (required)' },
+      },
       async run(inv) {
         const roleId = str(inv.values, 'role');
         if (!roleId) throw new UsageError('workloads create needs --role <roleId>');
         const c = connect(inv);
-        const w = await c.api.createWorkload({ tenantId: c.tenantId, body: { name: inv.args[0], roleId } });
-        inv.stderr.write('The client secret is shown only now: store it (e.g. in a secret manager) before closing this terminal.\n');
+        const w = await c.api.createWorkload({
+          tenantId: c.tenantId,
+          body: { name: inv.args[0], roleId },
+        });
+        inv.stderr.write(
+          'The client secret is shown only now: store it (e.g. in a secret manager) before closing this terminal.\n',
+        );
         return shown(inv, w);
       },
     },
     workloadAction('disable', 'Disable a workload: its logins answer invalid_client'),
     workloadAction('enable', 'Enable a disabled workload'),
     {
-      name: 'rotate-secret', summary: 'Issue a new client secret (shown once); the old one stays valid for the grace period', args: ['<id>'],
-      options: { 'grace-seconds': { type: 'string', value: '<n>', help: 'how long the previous secret stays valid (0 to 2592000)' } },
+      name: 'rotate-secret',
+      summary:
+        'Issue a new client secret (shown once); the old one stays valid for the grace period',
+      args: ['<id>'],
+      options: {
+        'grace-seconds': {
+          type: 'string',
+          value: '<n>',
+          help: 'how long the previous secret stays valid (0 to 2592000)',
+        },
+      },
       async run(inv) {
         const graceSeconds = int(inv.values, 'grace-seconds', 0, 2_592_000);
         const c = connect(inv);
-        const answer = await c.api.rotateWorkloadSecret({ tenantId: c.tenantId, id: inv.args[0], body: graceSeconds === undefined ? {} : { graceSeconds } });
-        inv.stderr.write('The new client secret is shown only now: store it before closing this terminal.\n');
+        const answer = await c.api.rotateWorkloadSecret({
+          tenantId: c.tenantId,
+          id: inv.args[0],
+          body: graceSeconds === undefined ? {} : { graceSeconds },
+        });
+        inv.stderr.write(
+          'The new client secret is shown only now: store it before closing this terminal.\n',
+        );
         return shown(inv, answer);
       },
     },
   ],
 };
 
-const PERMISSION: OptionDef = { type: 'string', multiple: true, value: '<permission>', help: 'a catalogue permission (or a comma-separated list)' };
+const PERMISSION: OptionDef = {
+  type: 'string',
+  multiple: true,
+  value: '<permission>',
+  help: 'a catalogue permission (or a comma-separated list)',
+};
 
 export const rolesCommand: Command = {
   name: 'roles',
   summary: 'Roles (sets of catalogue permissions) of a tenant',
   subcommands: [
-    { name: 'list', summary: 'List roles', options: PAGE_OPTIONS, run: async (inv) => { const c = connect(inv); return printPage(inv, await c.api.listRoles({ tenantId: c.tenantId, query: pageOf(inv) }), ROLE_COLUMNS); } },
     {
-      name: 'create', summary: 'Create a role', args: ['<name>'], options: { permission: PERMISSION },
-      async run(inv) {
-        const permissions = permissionsOf(inv);
-        if (permissions.length === 0) throw new UsageError('roles create needs at least one --permission');
+      name: 'list',
+      summary: 'List roles',
+      options: PAGE_OPTIONS,
+      run: async (inv) => {
         const c = connect(inv);
-        return shown(inv, await c.api.createRole({ tenantId: c.tenantId, body: { name: inv.args[0], permissions } }));
+        return printPage(
+          inv,
+          await c.api.listRoles({ tenantId: c.tenantId, query: pageOf(inv) }),
+          ROLE_COLUMNS,
+        );
       },
     },
     {
-      name: 'update', summary: 'Rename a role or replace its permissions', args: ['<id>'],
-      options: { name: { type: 'string', value: '<name>', help: 'the new name' }, permission: { ...PERMISSION, help: 'the new permissions (all of them; replaces the old list)' } },
+      name: 'create',
+      summary: 'Create a role',
+      args: ['<name>'],
+      options: { permission: PERMISSION },
       async run(inv) {
         const permissions = permissionsOf(inv);
-        const body = { ...(str(inv.values, 'name') ? { name: str(inv.values, 'name') } : {}), ...(permissions.length ? { permissions } : {}) };
-        if (Object.keys(body).length === 0) throw new UsageError('roles update needs --name or --permission');
+        if (permissions.length === 0)
+          throw new UsageError('roles create needs at least one --permission');
+        const c = connect(inv);
+        return shown(
+          inv,
+          await c.api.createRole({
+            tenantId: c.tenantId,
+            body: { name: inv.args[0], permissions },
+          }),
+        );
+      },
+    },
+    {
+      name: 'update',
+      summary: 'Rename a role or replace its permissions',
+      args: ['<id>'],
+      options: {
+        name: { type: 'string', value: '<name>', help: 'the new name' },
+        permission: {
+          ...PERMISSION,
+          help: 'the new permissions (all of them; replaces the old list)',
+        },
+      },
+      async run(inv) {
+        const permissions = permissionsOf(inv);
+        const body = {
+          ...(str(inv.values, 'name') ? { name: str(inv.values, 'name') } : {}),
+          ...(permissions.length ? { permissions } : {}),
+        };
+        if (Object.keys(body).length === 0)
+          throw new UsageError('roles update needs --name or --permission');
         const c = connect(inv);
         return shown(inv, await c.api.updateRole({ tenantId: c.tenantId, id: inv.args[0], body }));
       },
@@ -126,25 +284,64 @@ export const usersCommand: Command = {
   name: 'users',
   summary: 'People (password logins) of a tenant',
   subcommands: [
-    { name: 'list', summary: 'List users (never passwords)', options: PAGE_OPTIONS, run: async (inv) => { const c = connect(inv); return printPage(inv, await c.api.listUsers({ tenantId: c.tenantId, query: pageOf(inv) }), USER_COLUMNS); } },
     {
-      name: 'create', summary: 'Create a user; the password comes from KEYWARD_USER_PASSWORD or stdin', args: ['<email>'],
-      options: { role: { type: 'string', value: '<roleId>', help: 'the user\'s role (required)' } },
-      async run(inv) {
-        const roleId = str(inv.values, 'role');
-        if (!roleId) throw new UsageError('users create needs --role <roleId>');
-        const password = await readSecret(undefined, 'KEYWARD_USER_PASSWORD', 'the new user\'s password');
+      name: 'list',
+      summary: 'List users (never passwords)',
+      options: PAGE_OPTIONS,
+      run: async (inv) => {
         const c = connect(inv);
-        return shown(inv, await c.api.createUser({ tenantId: c.tenantId, body: { email: inv.args[0], password, roleId } }));
+        return printPage(
+          inv,
+          await c.api.listUsers({ tenantId: c.tenantId, query: pageOf(inv) }),
+          USER_COLUMNS,
+        );
       },
     },
     {
-      name: 'update', summary: 'Change a user\'s role, or disable or enable it', args: ['<id>'],
-      options: { role: { type: 'string', value: '<roleId>', help: 'the new role' }, disable: { type: 'boolean', help: 'disable the user' }, enable: { type: 'boolean', help: 'enable the user' } },
+      name: 'create',
+      summary: 'Create a user; the password comes from KEYWARD_USER_PASSWORD or stdin',
+      args: ['<email>'],
+      options: { role: { type: 'string', value: '<roleId>', help: "the user's role (required)" } },
       async run(inv) {
-        if (inv.values.disable && inv.values.enable) throw new UsageError('give --disable or --enable, not both');
-        const body = { ...(str(inv.values, 'role') ? { roleId: str(inv.values, 'role') } : {}), ...(inv.values.disable ? { disabled: true } : inv.values.enable ? { disabled: false } : {}) };
-        if (Object.keys(body).length === 0) throw new UsageError('users update needs --role, --disable or --enable');
+        const roleId = str(inv.values, 'role');
+        if (!roleId) throw new UsageError('users create needs --role <roleId>');
+        const password = await readSecret(
+          undefined,
+          'KEYWARD_USER_PASSWORD',
+          "the new user's password",
+        );
+        const c = connect(inv);
+        return shown(
+          inv,
+          await c.api.createUser({
+            tenantId: c.tenantId,
+            body: { email: inv.args[0], password, roleId },
+          }),
+        );
+      },
+    },
+    {
+      name: 'update',
+      summary: "Change a user's role, or disable or enable it",
+      args: ['<id>'],
+      options: {
+        role: { type: 'string', value: '<roleId>', help: 'the new role' },
+        disable: { type: 'boolean', help: 'disable the user' },
+        enable: { type: 'boolean', help: 'enable the user' },
+      },
+      async run(inv) {
+        if (inv.values.disable && inv.values.enable)
+          throw new UsageError('give --disable or --enable, not both');
+        const body = {
+          ...(str(inv.values, 'role') ? { roleId: str(inv.values, 'role') } : {}),
+          ...(inv.values.disable
+            ? { disabled: true }
+            : inv.values.enable
+              ? { disabled: false }
+              : {}),
+        };
+        if (Object.keys(body).length === 0)
+          throw new UsageError('users update needs --role, --disable or --enable');
         const c = connect(inv);
         return shown(inv, await c.api.updateUser({ tenantId: c.tenantId, id: inv.args[0], body }));
       },

@@ -5,19 +5,56 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Key, PublicKeys } from '../api-client.ts';
-import { EXIT, UsageError, int, print, readSecret, record, str, table, type Command, type Invocation } from '../command.ts';
+import {
+  EXIT,
+  UsageError,
+  int,
+  print,
+  readSecret,
+  record,
+  str,
+  table,
+  type Command,
+  type Invocation,
+} from '../command.ts';
 import { PAGE_OPTIONS, pageOf, printPage } from './admin.ts';
 import { connect } from './session.ts';
 
-const KEY_FIELDS = ['kid', 'type', 'usage', 'state', 'currentVersion', 'source', 'description', 'rotationPeriodDays', 'nextRotationAt', 'minDecryptionVersion', 'createdAt', 'updatedAt'];
+const KEY_FIELDS = [
+  'kid',
+  'type',
+  'usage',
+  'state',
+  'currentVersion',
+  'source',
+  'description',
+  'rotationPeriodDays',
+  'nextRotationAt',
+  'minDecryptionVersion',
+  'createdAt',
+  'updatedAt',
+];
 const showKey = (inv: Invocation, key: Key) => {
-  print(inv, key, () => record(key as unknown as Record<string, unknown>, KEY_FIELDS)
-    + (key.versions ? `\n${table(key.versions, [['version', (v) => v.version], ['created', (v) => v.createdAt], ['certificate', (v) => v.hasCertificate]])}` : ''));
+  print(
+    inv,
+    key,
+    () =>
+      record(key as unknown as Record<string, unknown>, KEY_FIELDS) +
+      (key.versions
+        ? `\n${table(key.versions, [
+            ['version', (v) => v.version],
+            ['created', (v) => v.createdAt],
+            ['certificate', (v) => v.hasCertificate],
+          ])}`
+        : ''),
+  );
   return EXIT.ok;
 };
 
 type Action = 'rotate' | 'suspend' | 'resume' | 'revoke' | 'archive';
-const ACTIONS: Array<[Action, 'rotateKey' | 'suspendKey' | 'resumeKey' | 'revokeKey' | 'archiveKey', string]> = [
+const ACTIONS: Array<
+  [Action, 'rotateKey' | 'suspendKey' | 'resumeKey' | 'revokeKey' | 'archiveKey', string]
+> = [
   ['rotate', 'rotateKey', 'Add a new version: encryption and signing use it from now on'],
   ['suspend', 'suspendKey', 'Suspend an active key (temporarily unusable)'],
   ['resume', 'resumeKey', 'Resume a suspended key'],
@@ -30,90 +67,196 @@ export const keysCommand: Command = {
   summary: 'Keys of a tenant: create, list, rotate, change state, import, settings, public keys',
   subcommands: [
     {
-      name: 'create', summary: 'Create a key',
+      name: 'create',
+      summary: 'Create a key',
       options: {
-        type: { type: 'string', value: '<type>', help: 'aes-128, aes-256, hmac-sha256/384/512, rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-*, ml-dsa-*, slh-dsa-* (required)' },
-        usage: { type: 'string', value: '<usage>', help: 'encrypt, sign or mac (default: the type\'s)' },
+        type: {
+          type: 'string',
+          value: '<type>',
+          help: 'aes-128, aes-256, hmac-sha256/384/512, rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-*, ml-dsa-*, slh-dsa-* (required)',
+        },
+        usage: {
+          type: 'string',
+          value: '<usage>',
+          help: "encrypt, sign or mac (default: the type's)",
+        },
         kid: { type: 'string', value: '<kid>', help: 'the key id (default: generated)' },
       },
       async run(inv) {
         const type = str(inv.values, 'type');
         if (!type) throw new UsageError('keys create needs --type');
         const c = connect(inv);
-        const body = { type, ...(str(inv.values, 'usage') ? { usage: str(inv.values, 'usage') } : {}), ...(str(inv.values, 'kid') ? { kid: str(inv.values, 'kid') } : {}) };
+        const body = {
+          type,
+          ...(str(inv.values, 'usage') ? { usage: str(inv.values, 'usage') } : {}),
+          ...(str(inv.values, 'kid') ? { kid: str(inv.values, 'kid') } : {}),
+        };
         return showKey(inv, await c.api.createKey({ tenantId: c.tenantId, body }));
       },
     },
     {
-      name: 'list', summary: 'List keys (archived ones only with --state archived)',
-      options: { state: { type: 'string', value: '<state>', help: 'active, suspended, revoked or archived' }, ...PAGE_OPTIONS },
+      name: 'list',
+      summary: 'List keys (archived ones only with --state archived)',
+      options: {
+        state: { type: 'string', value: '<state>', help: 'active, suspended, revoked or archived' },
+        ...PAGE_OPTIONS,
+      },
       async run(inv) {
         const c = connect(inv);
-        const page = await c.api.listKeys({ tenantId: c.tenantId, query: { ...pageOf(inv), state: str(inv.values, 'state') } });
-        return printPage(inv, page, [['kid', (k) => k.kid], ['type', (k) => k.type], ['usage', (k) => k.usage], ['state', (k) => k.state], ['version', (k) => k.currentVersion], ['nextRotation', (k) => k.nextRotationAt]]);
+        const page = await c.api.listKeys({
+          tenantId: c.tenantId,
+          query: { ...pageOf(inv), state: str(inv.values, 'state') },
+        });
+        return printPage(inv, page, [
+          ['kid', (k) => k.kid],
+          ['type', (k) => k.type],
+          ['usage', (k) => k.usage],
+          ['state', (k) => k.state],
+          ['version', (k) => k.currentVersion],
+          ['nextRotation', (k) => k.nextRotationAt],
+        ]);
       },
     },
-    { name: 'show', summary: 'Show a key with its versions', args: ['<kid>'], run: async (inv) => { const c = connect(inv); return showKey(inv, await c.api.getKey({ tenantId: c.tenantId, kid: inv.args[0] })); } },
+    {
+      name: 'show',
+      summary: 'Show a key with its versions',
+      args: ['<kid>'],
+      run: async (inv) => {
+        const c = connect(inv);
+        return showKey(inv, await c.api.getKey({ tenantId: c.tenantId, kid: inv.args[0] }));
+      },
+    },
     ...ACTIONS.map(([name, fn, summary]): Command => ({
-      name, summary, args: ['<kid>'],
-      run: async (inv) => { const c = connect(inv); return showKey(inv, await c.api[fn]({ tenantId: c.tenantId, kid: inv.args[0] })); },
+      name,
+      summary,
+      args: ['<kid>'],
+      run: async (inv) => {
+        const c = connect(inv);
+        return showKey(inv, await c.api[fn]({ tenantId: c.tenantId, kid: inv.args[0] }));
+      },
     })),
     {
-      name: 'import', summary: 'Import a PKCS#12 file, or a PEM key with its certificate chain', args: ['<file>'],
-      details: 'The keystore password comes from KEYWARD_KEYSTORE_PASSWORD, or stdin with --password-stdin; a PEM key that is not encrypted needs none.',
+      name: 'import',
+      summary: 'Import a PKCS#12 file, or a PEM key with its certificate chain',
+      args: ['<file>'],
+      details:
+        'The keystore password comes from KEYWARD_KEYSTORE_PASSWORD, or stdin with --password-stdin; a PEM key that is not encrypted needs none.',
       options: {
         kid: { type: 'string', value: '<kid>', help: 'the key id (default: generated)' },
-        usage: { type: 'string', value: '<usage>', help: 'encrypt or sign (default: the certificate\'s key usage)' },
+        usage: {
+          type: 'string',
+          value: '<usage>',
+          help: "encrypt or sign (default: the certificate's key usage)",
+        },
         'password-stdin': { type: 'boolean', help: 'read the keystore password from stdin' },
       },
       async run(inv) {
         const file = inv.args[0];
         const data = readFileSync(file);
-        const password = process.env.KEYWARD_KEYSTORE_PASSWORD || (inv.values['password-stdin'] ? await readSecret(undefined, 'KEYWARD_KEYSTORE_PASSWORD', 'keystore password') : undefined);
+        const password =
+          process.env.KEYWARD_KEYSTORE_PASSWORD ||
+          (inv.values['password-stdin']
+            ? await readSecret(undefined, 'KEYWARD_KEYSTORE_PASSWORD', 'keystore password')
+            : undefined);
         const form = new FormData();
         form.append('keystore', new Blob([data]), basename(file));
         if (password) form.append('password', password);
-        for (const field of ['kid', 'usage']) if (str(inv.values, field)) form.append(field, str(inv.values, field)!);
+        for (const field of ['kid', 'usage'])
+          if (str(inv.values, field)) form.append(field, str(inv.values, field)!);
         const c = connect(inv);
         const answer = await c.api.importKeystore({ tenantId: c.tenantId, body: form });
-        print(inv, answer, () => table(answer.keys, [['kid', (k) => k.kid], ['type', (k) => k.type], ['usage', (k) => k.usage], ['state', (k) => k.state]]));
+        print(inv, answer, () =>
+          table(answer.keys, [
+            ['kid', (k) => k.kid],
+            ['type', (k) => k.type],
+            ['usage', (k) => k.usage],
+            ['state', (k) => k.state],
+          ]),
+        );
         return EXIT.ok;
       },
     },
     {
-      name: 'settings', summary: 'Change a key\'s description, rotation period or minimum decryption version', args: ['<kid>'],
+      name: 'settings',
+      summary: "Change a key's description, rotation period or minimum decryption version",
+      args: ['<kid>'],
       options: {
         description: { type: 'string', value: '<text>', help: 'a description' },
-        'rotation-period-days': { type: 'string', value: '<days|none>', help: 'rotate automatically every so many days; none: follow the policy' },
-        'min-decryption-version': { type: 'string', value: '<n>', help: 'older versions no longer decrypt or verify (kept until lowered again)' },
+        'rotation-period-days': {
+          type: 'string',
+          value: '<days|none>',
+          help: 'rotate automatically every so many days; none: follow the policy',
+        },
+        'min-decryption-version': {
+          type: 'string',
+          value: '<n>',
+          help: 'older versions no longer decrypt or verify (kept until lowered again)',
+        },
       },
       async run(inv) {
         const period = str(inv.values, 'rotation-period-days');
         const min = int(inv.values, 'min-decryption-version', 1, Number.MAX_SAFE_INTEGER);
         const body = {
-          ...(str(inv.values, 'description') !== undefined ? { description: str(inv.values, 'description') } : {}),
-          ...(period === undefined ? {} : { rotationPeriodDays: period === 'none' ? null : int(inv.values, 'rotation-period-days', 1, Number.MAX_SAFE_INTEGER) }),
+          ...(str(inv.values, 'description') !== undefined
+            ? { description: str(inv.values, 'description') }
+            : {}),
+          ...(period === undefined
+            ? {}
+            : {
+                rotationPeriodDays:
+                  period === 'none'
+                    ? null
+                    : int(inv.values, 'rotation-period-days', 1, Number.MAX_SAFE_INTEGER),
+              }),
           ...(min === undefined ? {} : { minDecryptionVersion: min }),
         };
-        if (Object.keys(body).length === 0) throw new UsageError('keys settings needs --description, --rotation-period-days or --min-decryption-version');
+        if (Object.keys(body).length === 0)
+          throw new UsageError(
+            'keys settings needs --description, --rotation-period-days or --min-decryption-version',
+          );
         const c = connect(inv);
-        return showKey(inv, await c.api.updateKey({ tenantId: c.tenantId, kid: inv.args[0], body }));
+        return showKey(
+          inv,
+          await c.api.updateKey({ tenantId: c.tenantId, kid: inv.args[0], body }),
+        );
       },
     },
     {
-      name: 'public', summary: 'Every retained version\'s public key (JWK kid <kid>#<version>, and PEM)', args: ['<kid>'],
-      details: 'With a person\'s login through the Admin API, with a workload\'s through the Core API.',
-      options: { format: { type: 'string', value: 'table|jwks|pem', help: 'jwks: a JWK Set (RFC 7517 section 5); pem: the SPKI PEMs' } },
+      name: 'public',
+      summary: "Every retained version's public key (JWK kid <kid>#<version>, and PEM)",
+      args: ['<kid>'],
+      details:
+        "With a person's login through the Admin API, with a workload's through the Core API.",
+      options: {
+        format: {
+          type: 'string',
+          value: 'table|jwks|pem',
+          help: 'jwks: a JWK Set (RFC 7517 section 5); pem: the SPKI PEMs',
+        },
+      },
       async run(inv) {
         const format = str(inv.values, 'format') ?? 'table';
-        if (!['table', 'jwks', 'pem'].includes(format)) throw new UsageError(`--format must be table, jwks or pem, got ${format}`);
+        if (!['table', 'jwks', 'pem'].includes(format))
+          throw new UsageError(`--format must be table, jwks or pem, got ${format}`);
         const c = connect(inv);
-        const keys: PublicKeys = c.session.profile.grant === 'password'
-          ? await c.api.adminGetPublicKeys({ tenantId: c.tenantId, kid: inv.args[0] })
-          : await c.api.getPublicKeys({ kid: inv.args[0] });
-        if (format === 'jwks') inv.stdout.write(`${JSON.stringify({ keys: keys.versions.map((v) => v.jwk) }, null, 2)}\n`);
+        const keys: PublicKeys =
+          c.session.profile.grant === 'password'
+            ? await c.api.adminGetPublicKeys({ tenantId: c.tenantId, kid: inv.args[0] })
+            : await c.api.getPublicKeys({ kid: inv.args[0] });
+        if (format === 'jwks')
+          inv.stdout.write(
+            `${JSON.stringify({ keys: keys.versions.map((v) => v.jwk) }, null, 2)}\n`,
+          );
         else if (format === 'pem') inv.stdout.write(keys.versions.map((v) => v.pem ?? '').join(''));
-        else print(inv, keys, () => table(keys.versions, [['version', (v) => v.version], ['kid', (v) => v.jwk.kid], ['kty', (v) => v.jwk.kty], ['alg', (v) => v.jwk.alg]]));
+        else
+          print(inv, keys, () =>
+            table(keys.versions, [
+              ['version', (v) => v.version],
+              ['kid', (v) => v.jwk.kid],
+              ['kty', (v) => v.jwk.kty],
+              ['alg', (v) => v.jwk.alg],
+            ]),
+          );
         return EXIT.ok;
       },
     },

@@ -4,10 +4,20 @@
  */
 import { createApi, type Api } from '../api-client.ts';
 import { KeywardClient } from '../client.ts';
-import { EXIT, UsageError, print, readSecret, record, str, type Command, type Invocation } from '../command.ts';
+import {
+  EXIT,
+  UsageError,
+  print,
+  readSecret,
+  record,
+  str,
+  type Command,
+  type Invocation,
+} from '../command.ts';
 import { CredentialStore, Session, login, logout, type Profile } from '../session.ts';
 
-const profileName = (inv: Invocation) => str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
+const profileName = (inv: Invocation) =>
+  str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
 
 /** What a command works with: the typed API of the login, and the tenant it acts on. */
 export interface Connection {
@@ -21,14 +31,27 @@ export interface Connection {
 export function connect(inv: Invocation): Connection {
   const session = new Session(new CredentialStore(), profileName(inv));
   const url = str(inv.values, 'url');
-  if (url && url.replace(/\/+$/, '') !== session.profile.url) throw new UsageError(`profile ${session.name} is logged in to ${session.profile.url}, not ${url}: log in to ${url} with another --profile`);
+  if (url && url.replace(/\/+$/, '') !== session.profile.url)
+    throw new UsageError(
+      `profile ${session.name} is logged in to ${session.profile.url}, not ${url}: log in to ${url} with another --profile`,
+    );
   const client = new KeywardClient({ url: session.profile.url, tokens: session });
-  return { api: createApi(client), session, tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId };
+  return {
+    api: createApi(client),
+    session,
+    tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId,
+  };
 }
 
 /** A login as shown: never a token. */
 const view = (name: string, p: Profile) => ({
-  profile: name, url: p.url, grant: p.grant, subject: p.subject, tenantId: p.tenantId, expiresAt: new Date(p.expiresAt).toISOString(), renewable: Boolean(p.refreshToken),
+  profile: name,
+  url: p.url,
+  grant: p.grant,
+  subject: p.subject,
+  tenantId: p.tenantId,
+  expiresAt: new Date(p.expiresAt).toISOString(),
+  renewable: Boolean(p.refreshToken),
 });
 
 export const sessionCommands: Command[] = [
@@ -39,14 +62,26 @@ export const sessionCommands: Command[] = [
       'A workload logs in with client credentials: --client-id (or KEYWARD_CLIENT_ID), the secret from',
       'KEYWARD_CLIENT_SECRET or stdin. A person logs in with the password grant: --email, --tenant, the',
       'password from KEYWARD_PASSWORD or stdin (a prompt without echo on a terminal). Admin commands need',
-      'a person\'s login (service-admin); crypto and audit commands a workload\'s (service-core).',
+      "a person's login (service-admin); crypto and audit commands a workload's (service-core).",
       'Tokens are kept in $KEYWARD_CONFIG_DIR/credentials.json (default ~/.config/keyward/, mode 0600),',
       'one entry per --profile, and renewed with the refresh token when they expire.',
     ].join('\n'),
     options: {
-      'client-id': { type: 'string', value: '<id>', help: 'workload client id (client_credentials)' },
-      'client-secret': { type: 'string', value: '<secret>', help: 'prefer KEYWARD_CLIENT_SECRET or stdin: a command line is visible to other users' },
-      email: { type: 'string', value: '<email>', help: 'user e-mail (password grant, with --tenant)' },
+      'client-id': {
+        type: 'string',
+        value: '<id>',
+        help: 'workload client id (client_credentials)',
+      },
+      'client-secret': {
+        type: 'string',
+        value: '<secret>',
+        help: 'prefer KEYWARD_CLIENT_SECRET or stdin: a command line is visible to other users',
+      },
+      email: {
+        type: 'string',
+        value: '<email>',
+        help: 'user e-mail (password grant, with --tenant)',
+      },
       password: { type: 'string', value: '<password>', help: 'prefer KEYWARD_PASSWORD or stdin' },
     },
     async run(inv) {
@@ -60,17 +95,36 @@ export const sessionCommands: Command[] = [
       const store = new CredentialStore();
       let profile: Profile;
       if (clientId) {
-        const secret = await readSecret(str(v, 'client-secret'), 'KEYWARD_CLIENT_SECRET', 'client secret');
-        profile = await login(store, name, url, { grant_type: 'client_credentials', client_id: clientId, client_secret: secret });
+        const secret = await readSecret(
+          str(v, 'client-secret'),
+          'KEYWARD_CLIENT_SECRET',
+          'client secret',
+        );
+        profile = await login(store, name, url, {
+          grant_type: 'client_credentials',
+          client_id: clientId,
+          client_secret: secret,
+        });
       } else if (email) {
         const tenantId = str(v, 'tenant') ?? process.env.KEYWARD_TENANT;
-        if (!tenantId) throw new UsageError('the password login needs --tenant (or KEYWARD_TENANT)');
+        if (!tenantId)
+          throw new UsageError('the password login needs --tenant (or KEYWARD_TENANT)');
         const password = await readSecret(str(v, 'password'), 'KEYWARD_PASSWORD', 'password');
-        profile = await login(store, name, url, { grant_type: 'password', username: email, password, tenant_id: tenantId });
+        profile = await login(store, name, url, {
+          grant_type: 'password',
+          username: email,
+          password,
+          tenant_id: tenantId,
+        });
       } else {
         throw new UsageError('login needs --client-id (or KEYWARD_CLIENT_ID) or --email');
       }
-      print(inv, view(name, profile), () => `logged in to ${profile.url} as ${profile.subject} (tenant ${profile.tenantId}), profile ${name}, token valid until ${new Date(profile.expiresAt).toISOString()}\n`);
+      print(
+        inv,
+        view(name, profile),
+        () =>
+          `logged in to ${profile.url} as ${profile.subject} (tenant ${profile.tenantId}), profile ${name}, token valid until ${new Date(profile.expiresAt).toISOString()}\n`,
+      );
       return EXIT.ok;
     },
   },
@@ -80,7 +134,9 @@ export const sessionCommands: Command[] = [
     async run(inv) {
       const name = profileName(inv);
       const removed = await logout(new CredentialStore(), name);
-      print(inv, { profile: name, loggedOut: removed }, () => (removed ? `logged out (profile ${name})\n` : `not logged in (profile ${name})\n`));
+      print(inv, { profile: name, loggedOut: removed }, () =>
+        removed ? `logged out (profile ${name})\n` : `not logged in (profile ${name})\n`,
+      );
       return EXIT.ok;
     },
   },

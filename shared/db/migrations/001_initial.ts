@@ -154,7 +154,22 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['audit_heads', 'audit_events', 'revoked_tokens', 'refresh_tokens', 'signing_keys', 'key_versions', 'keys', 'outbox', 'password_resets', 'users', 'workload_secrets', 'workloads', 'roles', 'tenants']) {
+  for (const table of [
+    'audit_heads',
+    'audit_events',
+    'revoked_tokens',
+    'refresh_tokens',
+    'signing_keys',
+    'key_versions',
+    'keys',
+    'outbox',
+    'password_resets',
+    'users',
+    'workload_secrets',
+    'workloads',
+    'roles',
+    'tenants',
+  ]) {
     await knex.schema.dropTableIfExists(table);
   }
 }

@@ -11,7 +11,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('at', { useTz: true });
     t.uuid('last_event');
   });
-  await knex.raw('update audit_heads h set at = e.at from audit_events e where e.tenant_id = h.tenant_id and e.seq = h.seq');
+  await knex.raw(
+    'update audit_heads h set at = e.at from audit_events e where e.tenant_id = h.tenant_id and e.seq = h.seq',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -16,12 +16,21 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('next_rotation_at', { useTz: true });
     t.timestamp('last_rotated_at', { useTz: true });
   });
-  await knex.raw("create index keys_rotation_due on keys (next_rotation_at) where state = 'active' and source = 'generated'");
+  await knex.raw(
+    "create index keys_rotation_due on keys (next_rotation_at) where state = 'active' and source = 'generated'",
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('drop index if exists keys_rotation_due');
   await knex.schema.alterTable('keys', (t) => {
-    for (const c of ['description', 'rotation_period_days', 'min_decryption_version', 'next_rotation_at', 'last_rotated_at']) t.dropColumn(c);
+    for (const c of [
+      'description',
+      'rotation_period_days',
+      'min_decryption_version',
+      'next_rotation_at',
+      'last_rotated_at',
+    ])
+      t.dropColumn(c);
   });
 }

@@ -15,7 +15,14 @@ interface Migration {
   down(knex: Knex): Promise<void>;
 }
 
-const MIGRATIONS: Array<[string, Migration]> = [['001_initial', initial], ['002_exchanges', exchanges], ['003_key_operations', keyOperations], ['004_change_log', changeLog], ['005_audit_head', auditHead], ['006_key_settings', keySettings]];
+const MIGRATIONS: Array<[string, Migration]> = [
+  ['001_initial', initial],
+  ['002_exchanges', exchanges],
+  ['003_key_operations', keyOperations],
+  ['004_change_log', changeLog],
+  ['005_audit_head', auditHead],
+  ['006_key_settings', keySettings],
+];
 
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

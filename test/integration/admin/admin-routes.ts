@@ -37,13 +37,21 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${T}/workloads/{id}/secret`, body: { graceSeconds: 0 } },
 
   { method: 'GET', path: `${T}/roles` },
-  { method: 'POST', path: `${T}/roles`, body: { name: 'intruder-role', permissions: ['admin.keys.read'] } },
+  {
+    method: 'POST',
+    path: `${T}/roles`,
+    body: { name: 'intruder-role', permissions: ['admin.keys.read'] },
+  },
   { method: 'GET', path: `${T}/roles/{id}` },
   { method: 'PATCH', path: `${T}/roles/{id}`, body: { permissions: ['admin.keys.read'] } },
   { method: 'DELETE', path: `${T}/roles/{id}` },
 
   { method: 'GET', path: `${T}/users` },
-  { method: 'POST', path: `${T}/users`, body: { email: 'intruder@evil.test', password: 'a long enough password', roleId: '{roleId}' } },
+  {
+    method: 'POST',
+    path: `${T}/users`,
+    body: { email: 'intruder@evil.test', password: 'a long enough password', roleId: '{roleId}' },
+  },
   { method: 'GET', path: `${T}/users/{id}` },
   { method: 'PATCH', path: `${T}/users/{id}`, body: { disabled: true } },
   { method: 'DELETE', path: `${T}/users/{id}` },
@@ -56,7 +64,11 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'GET', path: `${T}/keys` },
   { method: 'POST', path: `${T}/keys`, body: { type: 'aes-256', kid: 'planted' } },
   { method: 'POST', path: `${T}/keys/import-keystore` },
-  { method: 'POST', path: `${T}/keys/orchestrate`, body: { operation: 'revoke', selector: { all: true } } },
+  {
+    method: 'POST',
+    path: `${T}/keys/orchestrate`,
+    body: { operation: 'revoke', selector: { all: true } },
+  },
   { method: 'GET', path: `${T}/keys/orchestrate/{operationId}` },
   { method: 'GET', path: `${T}/keys/{kid}` },
   { method: 'PATCH', path: `${T}/keys/{kid}`, body: { description: 'planted' } },
@@ -68,7 +80,11 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${T}/keys/{kid}/archive` },
 
   { method: 'GET', path: `${T}/cryptographic-exchanges` },
-  { method: 'POST', path: `${T}/cryptographic-exchanges`, body: { kid: '{kid}', toTenantId: '{otherTenantId}', mode: 'public' } },
+  {
+    method: 'POST',
+    path: `${T}/cryptographic-exchanges`,
+    body: { kid: '{kid}', toTenantId: '{otherTenantId}', mode: 'public' },
+  },
   { method: 'GET', path: `${T}/cryptographic-exchanges/{id}` },
   { method: 'POST', path: `${T}/cryptographic-exchanges/{id}/accept`, body: {} },
   { method: 'POST', path: `${T}/cryptographic-exchanges/{id}/reject`, body: {} },

@@ -3,14 +3,35 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
 import { signMessage, verifyMessage } from '../../../shared/crypto/sign.ts';
 
-const PERMS = ['admin.keys.read', 'admin.keys.create', 'admin.keys.revoke', 'admin.keys.suspend', 'admin.policy.overrides.write',
-  'admin.cryptographicexchange.create', 'admin.cryptographicexchange.read', 'admin.cryptographicexchange.accept',
-  'admin.cryptographicexchange.reject', 'admin.cryptographicexchange.cancel'];
+const PERMS = [
+  'admin.keys.read',
+  'admin.keys.create',
+  'admin.keys.revoke',
+  'admin.keys.suspend',
+  'admin.policy.overrides.write',
+  'admin.cryptographicexchange.create',
+  'admin.cryptographicexchange.read',
+  'admin.cryptographicexchange.accept',
+  'admin.cryptographicexchange.reject',
+  'admin.cryptographicexchange.cancel',
+];
 
-interface Side { t: TestTenant; token: string; base: string; keys: string }
+interface Side {
+  t: TestTenant;
+  token: string;
+  base: string;
+  keys: string;
+}
 /** A public JWK without its kid, which differs between the two tenants' copies. */
 const withoutKid = (jwk: unknown) => ({ ...(jwk as Record<string, unknown>), kid: undefined });
-type Exchange = { id: string; state: string; direction: string; acceptedKid?: string | null; publicKeySha256: string | null; mode: string };
+type Exchange = {
+  id: string;
+  state: string;
+  direction: string;
+  acceptedKid?: string | null;
+  publicKeySha256: string | null;
+  mode: string;
+};
 
 describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -19,21 +40,43 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
   let c: Side;
   const side = async (name: string): Promise<Side> => {
     const t = await makeTenant(app, PERMS, name);
-    return { t, token: await userToken(app, t), base: `/api/v3/admin/tenants/${t.tenantId}/cryptographic-exchanges`, keys: `/api/v3/admin/tenants/${t.tenantId}/keys` };
+    return {
+      t,
+      token: await userToken(app, t),
+      base: `/api/v3/admin/tenants/${t.tenantId}/cryptographic-exchanges`,
+      keys: `/api/v3/admin/tenants/${t.tenantId}/keys`,
+    };
   };
-  const offer = (body: Record<string, unknown>, from = a) => api(app, 'POST', from.base, from.token, { toTenantId: b.t.tenantId, ...body });
+  const offer = (body: Record<string, unknown>, from = a) =>
+    api(app, 'POST', from.base, from.token, { toTenantId: b.t.tenantId, ...body });
   const events = async (tenantId: string, exchangeId: string) => {
     await app.ctx.audit.flush();
-    return (await app.ctx.db('audit_events').where({ tenant_id: tenantId, target: exchangeId }).orderBy('seq')).map((e) => e.action);
+    return (
+      await app.ctx
+        .db('audit_events')
+        .where({ tenant_id: tenantId, target: exchangeId })
+        .orderBy('seq')
+    ).map((e) => e.action);
   };
 
   beforeAll(async () => {
     app = await startTestApp();
     [a, b, c] = [await side('ex-a'), await side('ex-b'), await side('ex-c')];
-    for (const [kid, type, usage] of [['sig', 'ec-p256', 'sign'], ['sig384', 'ec-p384', 'sign'], ['secret', 'aes-256', 'encrypt'], ['ml', 'ml-dsa-44', 'sign'], ['xw', 'x25519-ml-kem-768', 'encrypt']]) {
+    for (const [kid, type, usage] of [
+      ['sig', 'ec-p256', 'sign'],
+      ['sig384', 'ec-p384', 'sign'],
+      ['secret', 'aes-256', 'encrypt'],
+      ['ml', 'ml-dsa-44', 'sign'],
+      ['xw', 'x25519-ml-kem-768', 'encrypt'],
+    ]) {
       expect((await api(app, 'POST', a.keys, a.token, { kid, type, usage })).status).toBe(201);
     }
-    for (const [kid, type, usage] of [['wrap-rsa', 'rsa-2048', 'encrypt'], ['wrap-ec', 'ec-p256', 'encrypt'], ['signer', 'ed25519', 'sign'], ['wrap-old', 'aes-256', 'encrypt']]) {
+    for (const [kid, type, usage] of [
+      ['wrap-rsa', 'rsa-2048', 'encrypt'],
+      ['wrap-ec', 'ec-p256', 'encrypt'],
+      ['signer', 'ed25519', 'sign'],
+      ['wrap-old', 'aes-256', 'encrypt'],
+    ]) {
       expect((await api(app, 'POST', b.keys, b.token, { kid, type, usage })).status).toBe(201);
     }
   });
@@ -45,15 +88,27 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     const made = await offer({ kid: 'sig', mode: 'public' });
     expect(made.status).toBe(201);
     const ex = made.body as unknown as Exchange & { expiresAt: string };
-    expect(ex).toMatchObject({ state: 'pending', direction: 'outgoing', mode: 'public', publicKeySha256: expect.stringMatching(/^[\w-]{43}$/) });
+    expect(ex).toMatchObject({
+      state: 'pending',
+      direction: 'outgoing',
+      mode: 'public',
+      publicKeySha256: expect.stringMatching(/^[\w-]{43}$/),
+    });
     expect(Date.parse(ex.expiresAt) - Date.now()).toBeGreaterThan(23.9 * 3600 * 1000);
     expect(JSON.stringify(made.body)).not.toMatch(/payload|material/);
 
     const incoming = await api(app, 'GET', `${b.base}?direction=incoming`, b.token);
-    expect((incoming.body.items as Exchange[]).map((e) => [e.id, e.direction])).toEqual([[ex.id, 'incoming']]);
-    const accepted = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'from-a' });
+    expect((incoming.body.items as Exchange[]).map((e) => [e.id, e.direction])).toEqual([
+      [ex.id, 'incoming'],
+    ]);
+    const accepted = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {
+      kid: 'from-a',
+    });
     expect(accepted.status).toBe(200);
-    expect(accepted.body).toMatchObject({ exchange: { state: 'accepted', acceptedKid: 'from-a' }, key: { kid: 'from-a', type: 'ec-p256', usage: 'sign', source: 'exchange' } });
+    expect(accepted.body).toMatchObject({
+      exchange: { state: 'accepted', acceptedKid: 'from-a' },
+      key: { kid: 'from-a', type: 'ec-p256', usage: 'sign', source: 'exchange' },
+    });
     expect(JSON.stringify(accepted.body)).not.toMatch(/"d":/);
 
     const original = (await app.ctx.keys.get(a.t.tenantId, 'sig')).versions.get(1)!;
@@ -63,19 +118,35 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     const { signature } = signMessage(original, { data });
     expect(verifyMessage(copy, { data }, signature)).toBe(true);
     expect(() => signMessage(copy, { data })).toThrow(/no private key/);
-    expect((await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload).toBeNull();
+    expect(
+      (await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload,
+    ).toBeNull();
     // A sees the outcome but not the kid B chose.
-    expect((await api(app, 'GET', `${a.base}/${ex.id}`, a.token)).body).not.toHaveProperty('acceptedKid');
-    for (const tenant of [a, b]) expect(await events(tenant.t.tenantId, ex.id)).toEqual(['cryptographicexchange.offer', 'cryptographicexchange.accept']);
+    expect((await api(app, 'GET', `${a.base}/${ex.id}`, a.token)).body).not.toHaveProperty(
+      'acceptedKid',
+    );
+    for (const tenant of [a, b])
+      expect(await events(tenant.t.tenantId, ex.id)).toEqual([
+        'cryptographicexchange.offer',
+        'cryptographicexchange.accept',
+      ]);
   });
 
-  it('when A offers an AES key wrapped for B\'s RSA key, then the stored offer is a JWE for that key and B\'s accepted copy is the same key', async () => {
-    const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' })).body as unknown as Exchange;
+  it("when A offers an AES key wrapped for B's RSA key, then the stored offer is a JWE for that key and B's accepted copy is the same key", async () => {
+    const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+      .body as unknown as Exchange;
     expect(ex.publicKeySha256).toBeNull();
     const row = await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first();
     const header = JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString());
-    expect(header).toMatchObject({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: 'wrap-rsa#1', ver: 1 });
-    const aesKey = (await app.ctx.keys.get(a.t.tenantId, 'secret')).versions.get(1)!.secretKey!.export();
+    expect(header).toMatchObject({
+      alg: 'RSA-OAEP-256',
+      enc: 'A256GCM',
+      kid: 'wrap-rsa#1',
+      ver: 1,
+    });
+    const aesKey = (await app.ctx.keys.get(a.t.tenantId, 'secret')).versions
+      .get(1)!
+      .secretKey!.export();
     expect(row.payload).not.toContain(aesKey.toString('base64url'));
     expect(Buffer.from(row.payload).includes(aesKey)).toBe(false);
 
@@ -83,35 +154,75 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     expect(accepted.status).toBe(200);
     const kid = `exchange-${ex.id}`;
     expect(accepted.body).toMatchObject({ key: { kid, type: 'aes-256', source: 'exchange' } });
-    expect((await app.ctx.keys.get(b.t.tenantId, kid)).versions.get(1)!.secretKey!.export().equals(aesKey)).toBe(true);
+    expect(
+      (await app.ctx.keys.get(b.t.tenantId, kid)).versions
+        .get(1)!
+        .secretKey!.export()
+        .equals(aesKey),
+    ).toBe(true);
   });
 
-  it('when A offers a signing key wrapped for B\'s EC key (ECDH-ES+A256KW), then B\'s copy signs and A\'s key verifies it', async () => {
-    const ex = (await offer({ kid: 'sig384', mode: 'wrapped', wrappingKid: 'wrap-ec' })).body as unknown as Exchange;
+  it("when A offers a signing key wrapped for B's EC key (ECDH-ES+A256KW), then B's copy signs and A's key verifies it", async () => {
+    const ex = (await offer({ kid: 'sig384', mode: 'wrapped', wrappingKid: 'wrap-ec' }))
+      .body as unknown as Exchange;
     const row = await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first();
-    expect(JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString())).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: 'wrap-ec#1' });
-    expect((await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'sig384-copy' })).status).toBe(200);
+    expect(
+      JSON.parse(Buffer.from(row.payload.split('.')[0], 'base64url').toString()),
+    ).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: 'wrap-ec#1' });
+    expect(
+      (await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'sig384-copy' })).status,
+    ).toBe(200);
     const copy = (await app.ctx.keys.get(b.t.tenantId, 'sig384-copy')).versions.get(1)!;
     const original = (await app.ctx.keys.get(a.t.tenantId, 'sig384')).versions.get(1)!;
     const data = Buffer.from('signed in B with the exchanged key');
     expect(verifyMessage(original, { data }, signMessage(copy, { data }).signature)).toBe(true);
   });
 
-  it('when the public part of a hybrid X-Wing key is exchanged, then B\'s copy has the same encapsulation key and no private part', async () => {
+  it("when the public part of a hybrid X-Wing key is exchanged, then B's copy has the same encapsulation key and no private part", async () => {
     const ex = (await offer({ kid: 'xw', mode: 'public' })).body as unknown as Exchange;
-    const accepted = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'xw-copy' });
+    const accepted = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {
+      kid: 'xw-copy',
+    });
     expect(accepted.status).toBe(200);
-    expect(withoutKid((accepted.body.key as { publicKey: unknown }).publicKey)).toEqual(withoutKid((await api(app, 'GET', `${a.keys}/xw`, a.token)).body.publicKey));
+    expect(withoutKid((accepted.body.key as { publicKey: unknown }).publicKey)).toEqual(
+      withoutKid((await api(app, 'GET', `${a.keys}/xw`, a.token)).body.publicKey),
+    );
     const copy = (await app.ctx.keys.get(b.t.tenantId, 'xw-copy')).versions.get(1)!;
     expect(copy.components!.every((c) => c.privateKey === undefined)).toBe(true);
   });
 
-  it('when a third tenant looks at or acts on the exchange, then 403 on the others\' paths and 404 on its own, and it never lists it', async () => {
+  it("when a third tenant looks at or acts on the exchange, then 403 on the others' paths and 404 on its own, and it never lists it", async () => {
     const ex = (await offer({ kid: 'sig', mode: 'public' })).body as unknown as Exchange;
     expect((await api(app, 'GET', c.base, c.token)).body.items).toEqual([]);
-    for (const [method, suffix] of [['GET', ''], ['POST', '/accept'], ['POST', '/reject'], ['POST', '/cancel']]) {
-      expect((await api(app, method, `${c.base}/${ex.id}${suffix}`, c.token, method === 'POST' ? {} : undefined)).status).toBe(404);
-      for (const other of [a, b]) expect((await api(app, method, `${other.base}/${ex.id}${suffix}`, c.token, method === 'POST' ? {} : undefined)).status).toBe(403);
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['POST', '/accept'],
+      ['POST', '/reject'],
+      ['POST', '/cancel'],
+    ]) {
+      expect(
+        (
+          await api(
+            app,
+            method,
+            `${c.base}/${ex.id}${suffix}`,
+            c.token,
+            method === 'POST' ? {} : undefined,
+          )
+        ).status,
+      ).toBe(404);
+      for (const other of [a, b])
+        expect(
+          (
+            await api(
+              app,
+              method,
+              `${other.base}/${ex.id}${suffix}`,
+              c.token,
+              method === 'POST' ? {} : undefined,
+            )
+          ).status,
+        ).toBe(403);
     }
     expect((await api(app, 'GET', `${b.base}/${ex.id}`, b.token)).body.state).toBe('pending');
   });
@@ -121,31 +232,55 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     expect((await api(app, 'POST', `${a.base}/${ex.id}/reject`, a.token, {})).status).toBe(403);
     expect((await api(app, 'POST', `${b.base}/${ex.id}/cancel`, b.token, {})).status).toBe(403);
     expect((await api(app, 'POST', `${a.base}/${ex.id}/accept`, a.token, {})).status).toBe(403);
-    const rejected = await api(app, 'POST', `${b.base}/${ex.id}/reject`, b.token, { reason: 'not needed' });
+    const rejected = await api(app, 'POST', `${b.base}/${ex.id}/reject`, b.token, {
+      reason: 'not needed',
+    });
     expect(rejected.body).toMatchObject({ state: 'rejected' });
     const again = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {});
     expect(again.status).toBe(409);
     expect(again.body.type).toMatch(/exchange-not-pending$/);
-    for (const tenant of [a, b]) expect(await events(tenant.t.tenantId, ex.id)).toEqual(['cryptographicexchange.offer', 'cryptographicexchange.reject']);
+    for (const tenant of [a, b])
+      expect(await events(tenant.t.tenantId, ex.id)).toEqual([
+        'cryptographicexchange.offer',
+        'cryptographicexchange.reject',
+      ]);
   });
 
   it('when A cancels, then B can no longer accept and the payload is gone', async () => {
-    const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' })).body as unknown as Exchange;
-    expect((await api(app, 'POST', `${a.base}/${ex.id}/cancel`, a.token)).body).toMatchObject({ state: 'cancelled' });
+    const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+      .body as unknown as Exchange;
+    expect((await api(app, 'POST', `${a.base}/${ex.id}/cancel`, a.token)).body).toMatchObject({
+      state: 'cancelled',
+    });
     expect((await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {})).status).toBe(409);
-    expect((await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload).toBeNull();
-    expect(await events(b.t.tenantId, ex.id)).toEqual(['cryptographicexchange.offer', 'cryptographicexchange.cancel']);
+    expect(
+      (await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload,
+    ).toBeNull();
+    expect(await events(b.t.tenantId, ex.id)).toEqual([
+      'cryptographicexchange.offer',
+      'cryptographicexchange.cancel',
+    ]);
   });
 
   it('when an offer has expired, then accepting answers 410, it reads as expired and its payload is dropped', async () => {
-    const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa', expiresInSeconds: 60 })).body as unknown as Exchange;
-    await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    const ex = (
+      await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa', expiresInSeconds: 60 })
+    ).body as unknown as Exchange;
+    await app.ctx
+      .db('cryptographic_exchanges')
+      .where({ id: ex.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     const r = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {});
     expect(r.status).toBe(410);
     expect(r.body.type).toMatch(/exchange-expired$/);
     expect((await api(app, 'GET', `${a.base}/${ex.id}`, a.token)).body.state).toBe('expired');
-    expect((await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload).toBeNull();
-    expect(await events(a.t.tenantId, ex.id)).toEqual(['cryptographicexchange.offer', 'cryptographicexchange.expire']);
+    expect(
+      (await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload,
+    ).toBeNull();
+    expect(await events(a.t.tenantId, ex.id)).toEqual([
+      'cryptographicexchange.offer',
+      'cryptographicexchange.expire',
+    ]);
   });
 
   it('when an offer is malformed, then 400; an AES key offered public is 422; a suspended key is 409', async () => {
@@ -160,9 +295,12 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
       [{ kid: 'nope', mode: 'public' }, 404],
       [{ kid: 'secret', mode: 'public' }, 422],
     ];
-    for (const [body, status] of bad) expect([body, (await offer(body)).status]).toEqual([body, status]);
+    for (const [body, status] of bad)
+      expect([body, (await offer(body)).status]).toEqual([body, status]);
     // The same answer whether B's key is missing, signs, or is not JWE-capable: A learns nothing of B's keys.
-    const probes = await Promise.all(['no-such-key', 'signer'].map((k) => offer({ kid: 'sig', mode: 'wrapped', wrappingKid: k })));
+    const probes = await Promise.all(
+      ['no-such-key', 'signer'].map((k) => offer({ kid: 'sig', mode: 'wrapped', wrappingKid: k })),
+    );
     expect(probes.map((p) => p.status)).toEqual([400, 400]);
     expect(probes[0].body.detail).toEqual(probes[1].body.detail);
     await api(app, 'POST', a.keys, a.token, { kid: 'paused', type: 'ed25519' });
@@ -170,20 +308,27 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     expect((await offer({ kid: 'paused', mode: 'public' })).body.type).toMatch(/key-suspended$/);
   });
 
-  it('when B\'s policy forbids the type or the kid exists, then 422 or 409 and the offer stays pending; a revoked wrapping key voids it', async () => {
+  it("when B's policy forbids the type or the kid exists, then 422 or 409 and the offer stays pending; a revoked wrapping key voids it", async () => {
     const ex = (await offer({ kid: 'ml', mode: 'public' })).body as unknown as Exchange;
-    await api(app, 'PUT', `/api/v3/admin/tenants/${b.t.tenantId}/policies/overrides`, b.token, { allowedKeyTypes: ['aes-256', 'rsa-2048', 'ec-p256', 'ed25519'] });
+    await api(app, 'PUT', `/api/v3/admin/tenants/${b.t.tenantId}/policies/overrides`, b.token, {
+      allowedKeyTypes: ['aes-256', 'rsa-2048', 'ec-p256', 'ed25519'],
+    });
     const refused = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {});
     expect(refused.status).toBe(422);
     expect(refused.body.type).toMatch(/policy-violation$/);
     await api(app, 'PUT', `/api/v3/admin/tenants/${b.t.tenantId}/policies/overrides`, b.token, {});
-    expect((await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'signer' })).status).toBe(409);
+    expect(
+      (await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'signer' })).status,
+    ).toBe(409);
     expect((await api(app, 'GET', `${b.base}/${ex.id}`, b.token)).body.state).toBe('pending');
     const pqc = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: 'ml-copy' });
     expect(pqc.body).toMatchObject({ key: { kid: 'ml-copy', type: 'ml-dsa-44' } });
-    expect(withoutKid((pqc.body.key as { publicKey: unknown }).publicKey)).toEqual(withoutKid((await api(app, 'GET', `${a.keys}/ml`, a.token)).body.publicKey));
+    expect(withoutKid((pqc.body.key as { publicKey: unknown }).publicKey)).toEqual(
+      withoutKid((await api(app, 'GET', `${a.keys}/ml`, a.token)).body.publicKey),
+    );
 
-    const wrapped = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-old' })).body as unknown as Exchange;
+    const wrapped = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-old' }))
+      .body as unknown as Exchange;
     await api(app, 'POST', `${b.keys}/wrap-old/revoke`, b.token);
     const r = await api(app, 'POST', `${b.base}/${wrapped.id}/accept`, b.token, {});
     expect(r.status).toBe(409);
@@ -191,27 +336,47 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
   });
 
   it('when a wrapped payload is moved into another exchange row, then accepting fails the binding check and creates no key', async () => {
-    const x = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' })).body as unknown as Exchange;
-    const y = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' })).body as unknown as Exchange;
+    const x = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+      .body as unknown as Exchange;
+    const y = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+      .body as unknown as Exchange;
     const { payload } = await app.ctx.db('cryptographic_exchanges').where({ id: x.id }).first();
     await app.ctx.db('cryptographic_exchanges').where({ id: y.id }).update({ payload });
-    const before = await app.ctx.db('keys').where({ tenant_id: b.t.tenantId }).count({ n: '*' }).first();
+    const before = await app.ctx
+      .db('keys')
+      .where({ tenant_id: b.t.tenantId })
+      .count({ n: '*' })
+      .first();
     const r = await api(app, 'POST', `${b.base}/${y.id}/accept`, b.token, { kid: 'moved' });
     expect(r.status).toBe(422);
     expect(r.body.detail).toMatch(/bound to another exchange/);
-    expect(await app.ctx.db('keys').where({ tenant_id: b.t.tenantId }).count({ n: '*' }).first()).toEqual(before);
-    expect((await api(app, 'POST', `${b.base}/${x.id}/accept`, b.token, { kid: 'x-copy' })).status).toBe(200);
+    expect(
+      await app.ctx.db('keys').where({ tenant_id: b.t.tenantId }).count({ n: '*' }).first(),
+    ).toEqual(before);
+    expect(
+      (await api(app, 'POST', `${b.base}/${x.id}/accept`, b.token, { kid: 'x-copy' })).status,
+    ).toBe(200);
   });
 
-  it('when the platform administrator reads a tenant\'s exchanges, then it sees them as that tenant; a role without the permission gets 403', async () => {
+  it("when the platform administrator reads a tenant's exchanges, then it sees them as that tenant; a role without the permission gets 403", async () => {
     const admin = await adminToken(app);
     const list = await api(app, 'GET', `${a.base}?direction=outgoing&state=accepted`, admin);
     expect(list.status).toBe(200);
-    expect((list.body.items as Exchange[]).every((e) => e.direction === 'outgoing' && e.state === 'accepted')).toBe(true);
+    expect(
+      (list.body.items as Exchange[]).every(
+        (e) => e.direction === 'outgoing' && e.state === 'accepted',
+      ),
+    ).toBe(true);
     expect((await api(app, 'GET', `${a.base}?state=bogus`, admin)).status).toBe(400);
     const reader = await makeTenant(app, ['admin.cryptographicexchange.read'], 'ex-reader');
     const token = await userToken(app, reader);
-    const r = await api(app, 'POST', `/api/v3/admin/tenants/${reader.tenantId}/cryptographic-exchanges`, token, { kid: 'k', toTenantId: b.t.tenantId, mode: 'public' });
+    const r = await api(
+      app,
+      'POST',
+      `/api/v3/admin/tenants/${reader.tenantId}/cryptographic-exchanges`,
+      token,
+      { kid: 'k', toTenantId: b.t.tenantId, mode: 'public' },
+    );
     expect(r.status).toBe(403);
   });
 });

@@ -3,7 +3,16 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
 import { KEY_TYPES, KEY_TYPE_SPECS, type KeyType } from '../../../shared/crypto/registry.ts';
 
-const KEY_PERMS = ['admin.keys.read', 'admin.keys.create', 'admin.keys.rotate', 'admin.keys.suspend', 'admin.keys.revoke', 'admin.keys.archive', 'admin.keys.orchestrate', 'admin.keys.import'];
+const KEY_PERMS = [
+  'admin.keys.read',
+  'admin.keys.create',
+  'admin.keys.rotate',
+  'admin.keys.suspend',
+  'admin.keys.revoke',
+  'admin.keys.archive',
+  'admin.keys.orchestrate',
+  'admin.keys.import',
+];
 
 describe(`admin keys (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -31,13 +40,18 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
   });
 
   it('when a kid is reused, then 409; when the type is unknown, then 400', async () => {
-    expect((await api(app, 'POST', base, token, { type: 'aes-256', kid: 'k-aes-256' })).status).toBe(409);
+    expect(
+      (await api(app, 'POST', base, token, { type: 'aes-256', kid: 'k-aes-256' })).status,
+    ).toBe(409);
     expect((await api(app, 'POST', base, token, { type: 'des' })).status).toBe(400);
   });
 
   it('when a key goes through its lifecycle, then the transition table of contract 3 holds', async () => {
     await api(app, 'POST', base, token, { type: 'aes-128', kid: 'life' });
-    expect((await api(app, 'POST', `${base}/life/rotate`, token)).body).toMatchObject({ currentVersion: 2, state: 'active' });
+    expect((await api(app, 'POST', `${base}/life/rotate`, token)).body).toMatchObject({
+      currentVersion: 2,
+      state: 'active',
+    });
     expect((await api(app, 'POST', `${base}/life/archive`, token)).status).toBe(409);
     expect((await api(app, 'POST', `${base}/life/suspend`, token)).body.state).toBe('suspended');
     expect((await api(app, 'POST', `${base}/life/rotate`, token)).status).toBe(409);
@@ -59,15 +73,24 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
       return (run as (...a: unknown[]) => Promise<unknown>).call(app.ctx.pool, task, ...rest);
     }) as typeof run;
     try {
-      const made = await Promise.all(types.map((type) => api(app, 'POST', base, token, { type, kid: `all-${type}` })));
-      expect(made.map((r) => [r.body.kid, r.status])).toEqual(types.map((type) => [`all-${type}`, 201]));
+      const made = await Promise.all(
+        types.map((type) => api(app, 'POST', base, token, { type, kid: `all-${type}` })),
+      );
+      expect(made.map((r) => [r.body.kid, r.status])).toEqual(
+        types.map((type) => [`all-${type}`, 201]),
+      );
     } finally {
       app.ctx.pool.run = run;
     }
     expect(tasks.filter((x) => x === 'generateKey')).toHaveLength(3);
     for (const type of types) {
       const read = await api(app, 'GET', `${base}/all-${type}`, token);
-      expect(read.body).toMatchObject({ type, state: 'active', currentVersion: 1, source: 'generated' });
+      expect(read.body).toMatchObject({
+        type,
+        state: 'active',
+        currentVersion: 1,
+        source: 'generated',
+      });
       // Symmetric keys (AES, HMAC) have no public key to show.
       expect(Boolean(read.body.publicKey)).toBe(!KEY_TYPE_SPECS[type as KeyType].symmetric);
       const loaded = (await app.ctx.keys.get(t.tenantId, `all-${type}`)).versions.get(1)!;
@@ -76,24 +99,55 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
   });
 
   it('when a bulk operation names a few keys, then it answers inline with a result per key, successes and failures mixed', async () => {
-    for (const kid of ['o-1', 'o-2', 'o-3']) await api(app, 'POST', base, token, { type: 'aes-128', kid });
+    for (const kid of ['o-1', 'o-2', 'o-3'])
+      await api(app, 'POST', base, token, { type: 'aes-128', kid });
     await api(app, 'POST', `${base}/o-3/suspend`, token);
-    const r = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'suspend', kids: ['o-1', 'o-2', 'missing', 'o-3'] });
+    const r = await api(app, 'POST', `${base}/orchestrate`, token, {
+      operation: 'suspend',
+      kids: ['o-1', 'o-2', 'missing', 'o-3'],
+    });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ operation: 'suspend', total: 4, succeeded: 2 });
-    expect((r.body.results as Array<{ kid: string; status: number }>).map((x) => [x.kid, x.status])).toEqual([['o-1', 200], ['o-2', 200], ['missing', 404], ['o-3', 409]]);
-    const bySelector = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'resume', selector: { kidPrefix: 'o-', state: 'suspended' } });
+    expect(
+      (r.body.results as Array<{ kid: string; status: number }>).map((x) => [x.kid, x.status]),
+    ).toEqual([
+      ['o-1', 200],
+      ['o-2', 200],
+      ['missing', 404],
+      ['o-3', 409],
+    ]);
+    const bySelector = await api(app, 'POST', `${base}/orchestrate`, token, {
+      operation: 'resume',
+      selector: { kidPrefix: 'o-', state: 'suspended' },
+    });
     expect(bySelector.body).toMatchObject({ total: 3, succeeded: 3 });
-    expect((await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'archive', kids: ['o-1'] })).status).toBe(400);
-    expect((await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'rotate' })).status).toBe(400);
+    expect(
+      (
+        await api(app, 'POST', `${base}/orchestrate`, token, {
+          operation: 'archive',
+          kids: ['o-1'],
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'rotate' })).status,
+    ).toBe(400);
   });
 
   it('when a bulk operation selects more than 50 keys, then 202 and its progress reaches completed with every key rotated and audited', async () => {
     const kids = Array.from({ length: 60 }, (_, i) => `bulk-${String(i).padStart(2, '0')}`);
-    for (const kid of kids) expect((await api(app, 'POST', base, token, { type: 'aes-128', kid })).status).toBe(201);
-    const started = await api(app, 'POST', `${base}/orchestrate`, token, { operation: 'rotate', selector: { kidPrefix: 'bulk-' } });
+    for (const kid of kids)
+      expect((await api(app, 'POST', base, token, { type: 'aes-128', kid })).status).toBe(201);
+    const started = await api(app, 'POST', `${base}/orchestrate`, token, {
+      operation: 'rotate',
+      selector: { kidPrefix: 'bulk-' },
+    });
     expect(started.status).toBe(202);
-    expect(started.body).toMatchObject({ operationId: expect.any(String), total: 60, state: 'running' });
+    expect(started.body).toMatchObject({
+      operationId: expect.any(String),
+      total: 60,
+      state: 'running',
+    });
     let progress = await api(app, 'GET', started.body.progress as string, token);
     for (let i = 0; i < 200 && progress.body.state !== 'completed'; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -101,32 +155,76 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     }
     expect(progress.body).toMatchObject({ state: 'completed', total: 60, done: 60, failed: 0 });
     const list = await api(app, 'GET', `${base}?limit=500`, token);
-    const bulk = (list.body.items as Array<{ kid: string; currentVersion: number }>).filter((k) => k.kid.startsWith('bulk-'));
+    const bulk = (list.body.items as Array<{ kid: string; currentVersion: number }>).filter((k) =>
+      k.kid.startsWith('bulk-'),
+    );
     expect(bulk.map((k) => k.currentVersion)).toEqual(kids.map(() => 2));
     await app.ctx.audit.flush();
-    const audited = await app.ctx.db('audit_events').where({ tenant_id: t.tenantId, action: 'key.rotate' }).whereLike('target', 'bulk-%').count({ n: '*' }).first();
+    const audited = await app.ctx
+      .db('audit_events')
+      .where({ tenant_id: t.tenantId, action: 'key.rotate' })
+      .whereLike('target', 'bulk-%')
+      .count({ n: '*' })
+      .first();
     expect(Number(audited!.n)).toBe(60);
-    expect((await api(app, 'GET', `${base}/orchestrate/${crypto.randomUUID()}`, token)).status).toBe(404);
+    expect(
+      (await api(app, 'GET', `${base}/orchestrate/${crypto.randomUUID()}`, token)).status,
+    ).toBe(404);
     expect((await api(app, 'GET', `${base}/orchestrate/not-a-uuid`, token)).status).toBe(404);
     const row = await app.ctx.db('key_operations').where({ id: started.body.operationId }).first();
-    expect(row).toMatchObject({ tenant_id: t.tenantId, operation: 'rotate', state: 'completed', done: 60, failed: 0 });
+    expect(row).toMatchObject({
+      tenant_id: t.tenantId,
+      operation: 'rotate',
+      state: 'completed',
+      done: 60,
+      failed: 0,
+    });
   });
 
-  it('when a bulk operation is read, then the answer comes from the database: another instance\'s operation is served, one whose instance died reads as interrupted, another tenant\'s is not found', async () => {
+  it("when a bulk operation is read, then the answer comes from the database: another instance's operation is served, one whose instance died reads as interrupted, another tenant's is not found", async () => {
     const other = await makeTenant(app, KEY_PERMS, 'bulk-other');
     const row = (id: string, tenantId: string, updatedAgoMs: number) => ({
-      id, tenant_id: tenantId, operation: 'revoke', total: 100, done: 3, failed: 1, state: 'running', started_by: 'user:elsewhere',
-      results: JSON.stringify([{ kid: 'a', status: 200, state: 'revoked' }, { kid: 'b', status: 200, state: 'revoked' }, { kid: 'c', status: 409 }]),
-      started_at: new Date(Date.now() - 120_000), updated_at: new Date(Date.now() - updatedAgoMs),
+      id,
+      tenant_id: tenantId,
+      operation: 'revoke',
+      total: 100,
+      done: 3,
+      failed: 1,
+      state: 'running',
+      started_by: 'user:elsewhere',
+      results: JSON.stringify([
+        { kid: 'a', status: 200, state: 'revoked' },
+        { kid: 'b', status: 200, state: 'revoked' },
+        { kid: 'c', status: 409 },
+      ]),
+      started_at: new Date(Date.now() - 120_000),
+      updated_at: new Date(Date.now() - updatedAgoMs),
     });
     const [live, dead, foreign] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
-    await app.ctx.db('key_operations').insert([row(live, t.tenantId, 1_000), row(dead, t.tenantId, 120_000), row(foreign, other.tenantId, 1_000)]);
+    await app.ctx
+      .db('key_operations')
+      .insert([
+        row(live, t.tenantId, 1_000),
+        row(dead, t.tenantId, 120_000),
+        row(foreign, other.tenantId, 1_000),
+      ]);
     const running = await api(app, 'GET', `${base}/orchestrate/${live}`, token);
     expect(running.status).toBe(200);
-    expect(running.body).toMatchObject({ id: live, tenantId: t.tenantId, operation: 'revoke', total: 100, done: 3, failed: 1, state: 'running' });
+    expect(running.body).toMatchObject({
+      id: live,
+      tenantId: t.tenantId,
+      operation: 'revoke',
+      total: 100,
+      done: 3,
+      failed: 1,
+      state: 'running',
+    });
     expect(running.body.results).toHaveLength(3);
     expect(running.body).not.toHaveProperty('finishedAt');
-    expect((await api(app, 'GET', `${base}/orchestrate/${dead}`, token)).body).toMatchObject({ state: 'interrupted', done: 3 });
+    expect((await api(app, 'GET', `${base}/orchestrate/${dead}`, token)).body).toMatchObject({
+      state: 'interrupted',
+      done: 3,
+    });
     expect((await api(app, 'GET', `${base}/orchestrate/${foreign}`, token)).status).toBe(404);
   });
   it('when a role holds admin.keys.resume but not admin.keys.suspend, then it resumes a key and cannot suspend one', async () => {
@@ -135,7 +233,9 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     const keys = `/api/v3/admin/tenants/${r.tenantId}/keys`;
     await api(app, 'POST', keys, own, { type: 'aes-256', kid: 'paused' });
     expect((await api(app, 'POST', `${keys}/paused/suspend`, own)).status).toBe(403);
-    expect((await api(app, 'POST', `${keys}/paused/suspend`, await adminToken(app))).body.state).toBe('suspended');
+    expect(
+      (await api(app, 'POST', `${keys}/paused/suspend`, await adminToken(app))).body.state,
+    ).toBe('suspended');
     expect((await api(app, 'POST', `${keys}/paused/resume`, own)).body.state).toBe('active');
   });
 });

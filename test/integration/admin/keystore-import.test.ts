@@ -7,14 +7,25 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { fixtureDir, type FixtureDir } from '../../unit/keystore/fixtures.ts';
 import { signMessage } from '../../../shared/crypto/sign.ts';
-import { decryptCompact } from '../../../shared/crypto/jwe.ts';
-import { tenantKeyResolver } from '../../../api/services/keys/cms-resolver.ts';
+import { decryptCompact } from '../../../shared/jose/compact-jwe.ts';
+import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
 
 const P12_PASSWORD = 'p12 pass phrase';
 const PEM_PASSWORD = 'pem pass phrase';
 
 type Upload = { keystore: Buffer; password?: string; kid?: string; usage?: string };
-interface Imported { kid: string; type: string; usage: string; certificate: { subject: string; issuer: string; serialNumber: string; notBefore: string; notAfter: string } }
+interface Imported {
+  kid: string;
+  type: string;
+  usage: string;
+  certificate: {
+    subject: string;
+    issuer: string;
+    serialNumber: string;
+    notBefore: string;
+    notAfter: string;
+  };
+}
 
 describe(`keystore import (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -27,11 +38,22 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
   const upload = async (u: Upload, path = url, bearer = token) => {
     const form = new FormData();
     form.append('keystore', new Blob([u.keystore]), 'keystore.bin');
-    for (const f of ['password', 'kid', 'usage'] as const) if (u[f] !== undefined) form.append(f, u[f]!);
-    const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> & { keys: Imported[] } };
+    for (const f of ['password', 'kid', 'usage'] as const)
+      if (u[f] !== undefined) form.append(f, u[f]!);
+    const res = await fetch(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bearer}` },
+      body: form,
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as Record<string, unknown> & { keys: Imported[] },
+    };
   };
-  const keyCount = async () => Number((await app.ctx.db('keys').where({ tenant_id: t.tenantId }).count({ n: '*' }).first())!.n);
+  const keyCount = async () =>
+    Number(
+      (await app.ctx.db('keys').where({ tenant_id: t.tenantId }).count({ n: '*' }).first())!.n,
+    );
   const cert = (name: string) => new X509Certificate(files[`${name}.crt`]);
 
   beforeAll(async () => {
@@ -39,21 +61,73 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
     const rsaArgs = ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'];
     const ecArgs = ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384'];
     // One key pair per import that must succeed: the same certificate again for the same usage is a 409.
-    for (const [name, args] of Object.entries({ rsa: rsaArgs, ec: ecArgs, ec2: ecArgs, alias: rsaArgs })) {
+    for (const [name, args] of Object.entries({
+      rsa: rsaArgs,
+      ec: ecArgs,
+      ec2: ecArgs,
+      alias: rsaArgs,
+    })) {
       fx.openssl('genpkey', ...args, '-out', `${name}.key`);
-      fx.openssl('req', '-x509', '-key', `${name}.key`, '-subj', `/C=DE/O=Keyward Import Test/CN=${name} signer`, '-days', '30', '-out', `${name}.crt`);
+      fx.openssl(
+        'req',
+        '-x509',
+        '-key',
+        `${name}.key`,
+        '-subj',
+        `/C=DE/O=Keyward Import Test/CN=${name} signer`,
+        '-days',
+        '30',
+        '-out',
+        `${name}.crt`,
+      );
       files[`${name}.crt`] = fx.read(`${name}.crt`);
     }
-    fx.openssl('pkcs12', '-export', '-inkey', 'rsa.key', '-in', 'rsa.crt', '-out', 'modern.p12', '-passout', `pass:${P12_PASSWORD}`);
-    fx.openssl('pkcs12', '-export', '-legacy', '-inkey', 'rsa.key', '-in', 'rsa.crt', '-out', 'legacy.p12', '-passout', `pass:${P12_PASSWORD}`);
-    fx.openssl('pkey', '-in', 'ec2.key', '-aes-256-cbc', '-passout', `pass:${PEM_PASSWORD}`, '-out', 'ec-encrypted.key');
+    fx.openssl(
+      'pkcs12',
+      '-export',
+      '-inkey',
+      'rsa.key',
+      '-in',
+      'rsa.crt',
+      '-out',
+      'modern.p12',
+      '-passout',
+      `pass:${P12_PASSWORD}`,
+    );
+    fx.openssl(
+      'pkcs12',
+      '-export',
+      '-legacy',
+      '-inkey',
+      'rsa.key',
+      '-in',
+      'rsa.crt',
+      '-out',
+      'legacy.p12',
+      '-passout',
+      `pass:${P12_PASSWORD}`,
+    );
+    fx.openssl(
+      'pkey',
+      '-in',
+      'ec2.key',
+      '-aes-256-cbc',
+      '-passout',
+      `pass:${PEM_PASSWORD}`,
+      '-out',
+      'ec-encrypted.key',
+    );
     fx.openssl('x509', '-in', 'rsa.crt', '-outform', 'DER', '-out', 'rsa.der');
     for (const f of ['modern.p12', 'legacy.p12', 'rsa.der']) files[f] = fx.read(f);
     files['plain.pem'] = Buffer.concat([fx.read('ec.key'), fx.read('ec.crt')]);
     files['encrypted.pem'] = Buffer.concat([fx.read('ec-encrypted.key'), fx.read('ec2.crt')]);
     files['alias.pem'] = Buffer.concat([fx.read('alias.key'), fx.read('alias.crt')]);
     app = await startTestApp();
-    t = await makeTenant(app, ['admin.keys.import', 'admin.keys.read', 'admin.policy.overrides.write'], 'importer');
+    t = await makeTenant(
+      app,
+      ['admin.keys.import', 'admin.keys.read', 'admin.policy.overrides.write'],
+      'importer',
+    );
     token = await userToken(app, t);
     url = `/api/v3/admin/tenants/${t.tenantId}/keys/import-keystore`;
   });
@@ -63,29 +137,71 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
   });
 
   it('when the modern and the -legacy PKCS#12 of openssl import, then 201 with the certificate summary and the chain is stored', async () => {
-    const modern = await upload({ keystore: files['modern.p12'], password: P12_PASSWORD, kid: 'rsa-modern' });
+    const modern = await upload({
+      keystore: files['modern.p12'],
+      password: P12_PASSWORD,
+      kid: 'rsa-modern',
+    });
     expect(modern.status).toBe(201);
     const c = cert('rsa');
-    expect(modern.body.keys).toEqual([expect.objectContaining({ kid: 'rsa-modern', type: 'rsa-2048', usage: 'encrypt', certificate: expect.objectContaining({ subject: expect.stringContaining('CN=rsa signer'), serialNumber: c.serialNumber.toUpperCase() }) })]);
+    expect(modern.body.keys).toEqual([
+      expect.objectContaining({
+        kid: 'rsa-modern',
+        type: 'rsa-2048',
+        usage: 'encrypt',
+        certificate: expect.objectContaining({
+          subject: expect.stringContaining('CN=rsa signer'),
+          serialNumber: c.serialNumber.toUpperCase(),
+        }),
+      }),
+    ]);
     expect(Date.parse(modern.body.keys[0].certificate.notAfter)).toBe(Date.parse(c.validTo));
-    const legacy = await upload({ keystore: files['legacy.p12'], password: P12_PASSWORD, kid: 'rsa-legacy', usage: 'sign' });
+    const legacy = await upload({
+      keystore: files['legacy.p12'],
+      password: P12_PASSWORD,
+      kid: 'rsa-legacy',
+      usage: 'sign',
+    });
     expect(legacy.status).toBe(201);
-    expect(legacy.body.keys[0]).toMatchObject({ kid: 'rsa-legacy', type: 'rsa-2048', usage: 'sign' });
-    const version = await app.ctx.db('key_versions as v').join('keys as k', 'k.id', 'v.key_id').where({ 'k.tenant_id': t.tenantId, 'k.kid': 'rsa-modern' }).first('v.certificate_chain');
+    expect(legacy.body.keys[0]).toMatchObject({
+      kid: 'rsa-legacy',
+      type: 'rsa-2048',
+      usage: 'sign',
+    });
+    const version = await app.ctx
+      .db('key_versions as v')
+      .join('keys as k', 'k.id', 'v.key_id')
+      .where({ 'k.tenant_id': t.tenantId, 'k.kid': 'rsa-modern' })
+      .first('v.certificate_chain');
     expect(version.certificate_chain).toEqual([c.raw.toString('base64')]);
   });
 
   it('when PEM key and certificate import, plain and with an encrypted key, then 201; the encrypted one needs its password', async () => {
     const plain = await upload({ keystore: files['plain.pem'], kid: 'ec-plain' });
     expect(plain.status).toBe(201);
-    expect(plain.body.keys[0]).toMatchObject({ kid: 'ec-plain', type: 'ec-p384', usage: 'sign', certificate: expect.objectContaining({ subject: expect.stringContaining('CN=ec signer') }) });
+    expect(plain.body.keys[0]).toMatchObject({
+      kid: 'ec-plain',
+      type: 'ec-p384',
+      usage: 'sign',
+      certificate: expect.objectContaining({ subject: expect.stringContaining('CN=ec signer') }),
+    });
     const before = await keyCount();
     const missing = await upload({ keystore: files['encrypted.pem'], kid: 'ec-enc' });
-    expect([missing.status, missing.body.detail]).toEqual([400, expect.stringMatching(/encrypted and no password/)]);
-    const wrong = await upload({ keystore: files['encrypted.pem'], password: 'nope', kid: 'ec-enc' });
+    expect([missing.status, missing.body.detail]).toEqual([
+      400,
+      expect.stringMatching(/encrypted and no password/),
+    ]);
+    const wrong = await upload({
+      keystore: files['encrypted.pem'],
+      password: 'nope',
+      kid: 'ec-enc',
+    });
     expect([wrong.status, wrong.body.detail]).toEqual([400, expect.stringMatching(/password/)]);
     expect(await keyCount()).toBe(before);
-    expect((await upload({ keystore: files['encrypted.pem'], password: PEM_PASSWORD, kid: 'ec-enc' })).status).toBe(201);
+    expect(
+      (await upload({ keystore: files['encrypted.pem'], password: PEM_PASSWORD, kid: 'ec-enc' }))
+        .status,
+    ).toBe(201);
   });
 
   it('when the PKCS#12 password is wrong or its MAC is broken, then 400 saying so and nothing is stored', async () => {
@@ -105,31 +221,64 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
 
   it('when the input is truncated, a certificate, or random bytes, then 400 or 415 naming what was found and nothing is stored', async () => {
     const before = await keyCount();
-    const truncated = await upload({ keystore: files['modern.p12'].subarray(0, 300), password: P12_PASSWORD });
-    expect([truncated.status, truncated.body.detail]).toEqual([400, expect.stringMatching(/truncated/)]);
+    const truncated = await upload({
+      keystore: files['modern.p12'].subarray(0, 300),
+      password: P12_PASSWORD,
+    });
+    expect([truncated.status, truncated.body.detail]).toEqual([
+      400,
+      expect.stringMatching(/truncated/),
+    ]);
     const der = await upload({ keystore: files['rsa.der'], password: P12_PASSWORD });
-    expect([der.status, der.body.detail]).toEqual([400, expect.stringMatching(/X\.509 certificate/)]);
-    const noise = await upload({ keystore: Buffer.from('this is not a keystore at all, just words'), password: P12_PASSWORD });
+    expect([der.status, der.body.detail]).toEqual([
+      400,
+      expect.stringMatching(/X\.509 certificate/),
+    ]);
+    const noise = await upload({
+      keystore: Buffer.from('this is not a keystore at all, just words'),
+      password: P12_PASSWORD,
+    });
     expect([400, 415]).toContain(noise.status);
     expect(noise.body.detail).toMatch(/neither PKCS#12|not/);
-    const json = await fetch(`${app.url}${url}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    const json = await fetch(`${app.url}${url}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(json.status).toBe(415);
     expect(await keyCount()).toBe(before);
   });
 
   it('when the kid exists or the policy forbids the type, then 409 or 422 and nothing is stored', async () => {
     const before = await keyCount();
-    expect((await upload({ keystore: files['modern.p12'], password: P12_PASSWORD, kid: 'rsa-modern' })).status).toBe(409);
-    expect((await upload({ keystore: files['plain.pem'], kid: 'bad kid with spaces' })).status).toBe(400);
-    await fetch(`${app.url}/api/v3/admin/tenants/${t.tenantId}/policies/overrides`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ template: 'strict' }) });
-    const refused = await upload({ keystore: files['modern.p12'], password: P12_PASSWORD, kid: 'rsa-strict' });
+    expect(
+      (await upload({ keystore: files['modern.p12'], password: P12_PASSWORD, kid: 'rsa-modern' }))
+        .status,
+    ).toBe(409);
+    expect(
+      (await upload({ keystore: files['plain.pem'], kid: 'bad kid with spaces' })).status,
+    ).toBe(400);
+    await fetch(`${app.url}/api/v3/admin/tenants/${t.tenantId}/policies/overrides`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: 'strict' }),
+    });
+    const refused = await upload({
+      keystore: files['modern.p12'],
+      password: P12_PASSWORD,
+      kid: 'rsa-strict',
+    });
     expect(refused.status).toBe(422);
     expect(refused.body.type).toMatch(/policy-violation$/);
-    await fetch(`${app.url}/api/v3/admin/tenants/${t.tenantId}/policies/overrides`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    await fetch(`${app.url}/api/v3/admin/tenants/${t.tenantId}/policies/overrides`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(await keyCount()).toBe(before);
   });
 
-  it('when an imported key signs, then the certificate\'s public key verifies it (RSA from -legacy PKCS#12, EC from encrypted PEM)', async () => {
+  it("when an imported key signs, then the certificate's public key verifies it (RSA from -legacy PKCS#12, EC from encrypted PEM)", async () => {
     const data = Buffer.from('migrated signer still signs');
     const rsa = (await app.ctx.keys.get(t.tenantId, 'rsa-legacy')).versions.get(1)!;
     const rs = signMessage(rsa, { data }, 'RS256');
@@ -137,38 +286,78 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
     const ec = (await app.ctx.keys.get(t.tenantId, 'ec-enc')).versions.get(1)!;
     const es = signMessage(ec, { data });
     expect(es.algorithm).toBe('ES384');
-    expect(verify('sha384', data, { key: cert('ec2').publicKey, dsaEncoding: 'ieee-p1363' }, es.signature)).toBe(true);
+    expect(
+      verify(
+        'sha384',
+        data,
+        { key: cert('ec2').publicKey, dsaEncoding: 'ieee-p1363' },
+        es.signature,
+      ),
+    ).toBe(true);
   });
 
   it('when jose encrypts a JWE for the certificate, then the imported RSA key decrypts it', async () => {
     const publicKey = await importX509(files['rsa.crt'].toString('utf8'), 'RSA-OAEP-256');
-    const jwe = await new CompactEncrypt(Buffer.from('for the migrated recipient')).setProtectedHeader({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: 'rsa-modern', ver: 1 }).encrypt(publicKey);
+    const jwe = await new CompactEncrypt(Buffer.from('for the migrated recipient'))
+      .setProtectedHeader({ alg: 'RSA-OAEP-256', enc: 'A256GCM', kid: 'rsa-modern', ver: 1 })
+      .encrypt(publicKey);
     const cached = await app.ctx.keys.get(t.tenantId, 'rsa-modern');
-    expect(decryptCompact(jwe, (_kid, version) => cached.versions.get(version)!).toString()).toBe('for the migrated recipient');
+    expect(decryptCompact(jwe, (_kid, version) => cached.versions.get(version)!).toString()).toBe(
+      'for the migrated recipient',
+    );
   });
 
   it('when a CMS identifier names the certificate, then the key is found by issuer and serial number and by subject key identifier', async () => {
     const parsed = AsnConvert.parse(cert('rsa').raw, Certificate);
     const issuer = Buffer.from(AsnConvert.serialize(parsed.tbsCertificate.issuer));
     const serialNumber = Buffer.from(parsed.tbsCertificate.serialNumber);
-    const skiExt = parsed.tbsCertificate.extensions!.find((e) => e.extnID === id_ce_subjectKeyIdentifier)!;
+    const skiExt = parsed.tbsCertificate.extensions!.find(
+      (e) => e.extnID === id_ce_subjectKeyIdentifier,
+    )!;
     const ski = Buffer.from(AsnConvert.parse(skiExt.extnValue, SubjectKeyIdentifier).buffer);
     const resolver = tenantKeyResolver(app.ctx, t.tenantId);
-    expect((await resolver.byCmsRef({ issuer, serialNumber }))?.kid).toMatch(/^rsa-(modern|legacy)$/);
-    expect((await resolver.byCmsRef({ subjectKeyIdentifier: ski }))?.kid).toMatch(/^rsa-(modern|legacy)$/);
+    expect((await resolver.byCmsRef({ issuer, serialNumber }))?.kid).toMatch(
+      /^rsa-(modern|legacy)$/,
+    );
+    expect((await resolver.byCmsRef({ subjectKeyIdentifier: ski }))?.kid).toMatch(
+      /^rsa-(modern|legacy)$/,
+    );
   });
 
-  it('when the unversioned alias /api/migration/pkcs12 is used, then it imports into the token\'s tenant; without permission 403, without token 401', async () => {
-    const r = await upload({ keystore: files['alias.pem'], kid: 'via-alias' }, '/api/migration/pkcs12');
+  it("when the unversioned alias /api/migration/pkcs12 is used, then it imports into the token's tenant; without permission 403, without token 401", async () => {
+    const r = await upload(
+      { keystore: files['alias.pem'], kid: 'via-alias' },
+      '/api/migration/pkcs12',
+    );
     expect(r.status).toBe(201);
     expect(r.body.keys[0]).toMatchObject({ kid: 'via-alias', type: 'rsa-2048' });
-    expect(await app.ctx.db('keys').where({ tenant_id: t.tenantId, kid: 'via-alias' }).first()).toBeTruthy();
+    expect(
+      await app.ctx.db('keys').where({ tenant_id: t.tenantId, kid: 'via-alias' }).first(),
+    ).toBeTruthy();
     const migrator = await makeTenant(app, ['migration.keystore.import'], 'migrator');
     const core = await workloadToken(app, migrator);
-    expect((await upload({ keystore: files['plain.pem'], kid: 'core-import' }, '/api/migration/pkcs12', core)).status).toBe(201);
-    expect(await app.ctx.db('keys').where({ tenant_id: migrator.tenantId, kid: 'core-import' }).first()).toBeTruthy();
+    expect(
+      (
+        await upload(
+          { keystore: files['plain.pem'], kid: 'core-import' },
+          '/api/migration/pkcs12',
+          core,
+        )
+      ).status,
+    ).toBe(201);
+    expect(
+      await app.ctx.db('keys').where({ tenant_id: migrator.tenantId, kid: 'core-import' }).first(),
+    ).toBeTruthy();
     const reader = await makeTenant(app, ['admin.keys.read'], 'reader');
-    expect((await upload({ keystore: files['plain.pem'] }, '/api/migration/pkcs12', await userToken(app, reader))).status).toBe(403);
+    expect(
+      (
+        await upload(
+          { keystore: files['plain.pem'] },
+          '/api/migration/pkcs12',
+          await userToken(app, reader),
+        )
+      ).status,
+    ).toBe(403);
     expect((await fetch(`${app.url}/api/migration/pkcs12`, { method: 'POST' })).status).toBe(401);
   });
 });

@@ -1,6 +1,19 @@
 import { startTestApp, type TestApp } from '../../support/app.ts';
-import { createPostgresDatabase, SHARED_POSTGRES_URL, TEST_REDIS_URL, TEST_ENGINE, type TestDatabase } from '../../support/database.ts';
-import { adminToken, api, makeTenant, postForm, workloadToken, type TestTenant } from '../../support/auth.ts';
+import {
+  createPostgresDatabase,
+  SHARED_POSTGRES_URL,
+  TEST_REDIS_URL,
+  TEST_ENGINE,
+  type TestDatabase,
+} from '../../support/database.ts';
+import {
+  adminToken,
+  api,
+  makeTenant,
+  postForm,
+  workloadToken,
+  type TestTenant,
+} from '../../support/auth.ts';
 
 describe(`revocation and introspection (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -16,42 +29,100 @@ describe(`revocation and introspection (${TEST_ENGINE})`, () => {
   it('when a token is revoked, then 200 and the token answers 401 at once; unknown tokens also answer 200', async () => {
     const admin = await adminToken(app);
     expect((await api(app, 'GET', '/api/v3/admin/platform/scopes', admin)).status).toBe(200);
-    const r = await postForm(app, '/api/v3/auth/token/revoke', { token: admin, token_type_hint: 'access_token' });
+    const r = await postForm(app, '/api/v3/auth/token/revoke', {
+      token: admin,
+      token_type_hint: 'access_token',
+    });
     expect(r.status).toBe(200);
     expect((await api(app, 'GET', '/api/v3/admin/platform/scopes', admin)).status).toBe(401);
-    expect((await postForm(app, '/api/v3/auth/token/revoke', { token: 'no-such-token' })).status).toBe(200);
+    expect(
+      (await postForm(app, '/api/v3/auth/token/revoke', { token: 'no-such-token' })).status,
+    ).toBe(200);
     expect((await postForm(app, '/api/v3/auth/token/revoke', {})).status).toBe(200);
   });
 
   it('when a refresh token is revoked, then its family can no longer refresh', async () => {
-    const login = await postForm(app, '/api/v3/auth/token', { grant_type: 'password', username: t.userEmail, password: t.userPassword, tenant_id: t.tenantId });
-    expect((await postForm(app, '/api/v3/auth/token/revoke', { token: login.body.refresh_token as string })).status).toBe(200);
-    const r = await postForm(app, '/api/v3/auth/token', { grant_type: 'refresh_token', refresh_token: login.body.refresh_token as string });
+    const login = await postForm(app, '/api/v3/auth/token', {
+      grant_type: 'password',
+      username: t.userEmail,
+      password: t.userPassword,
+      tenant_id: t.tenantId,
+    });
+    expect(
+      (
+        await postForm(app, '/api/v3/auth/token/revoke', {
+          token: login.body.refresh_token as string,
+        })
+      ).status,
+    ).toBe(200);
+    const r = await postForm(app, '/api/v3/auth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: login.body.refresh_token as string,
+    });
     expect(r.body.error).toBe('invalid_grant');
   });
 
   it('when a caller introspects its own token, then active with sub, exp and scope', async () => {
     const own = await workloadToken(app, t);
-    const r = await postForm(app, '/api/v3/auth/token/introspect', { token: own }, { authorization: `Bearer ${own}` });
+    const r = await postForm(
+      app,
+      '/api/v3/auth/token/introspect',
+      { token: own },
+      { authorization: `Bearer ${own}` },
+    );
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ active: true, sub: expect.any(String), exp: expect.any(Number), scope: expect.stringContaining('crypto.encrypt'), tenantId: t.tenantId });
+    expect(r.body).toMatchObject({
+      active: true,
+      sub: expect.any(String),
+      exp: expect.any(Number),
+      scope: expect.stringContaining('crypto.encrypt'),
+      tenantId: t.tenantId,
+    });
   });
 
   it("when a caller without platform permission introspects another's token, then active false", async () => {
     const own = await workloadToken(app, t);
     const admin = await adminToken(app);
-    const r = await postForm(app, '/api/v3/auth/token/introspect', { token: admin }, { authorization: `Bearer ${own}` });
+    const r = await postForm(
+      app,
+      '/api/v3/auth/token/introspect',
+      { token: admin },
+      { authorization: `Bearer ${own}` },
+    );
     expect(r.body).toEqual({ active: false });
   });
 
   it("when the platform admin introspects another's token, then it sees it; a revoked or garbage token is inactive", async () => {
     const admin = await adminToken(app);
     const other = await workloadToken(app, t);
-    const seen = await postForm(app, '/api/v3/auth/token/introspect', { token: other }, { authorization: `Bearer ${admin}` });
+    const seen = await postForm(
+      app,
+      '/api/v3/auth/token/introspect',
+      { token: other },
+      { authorization: `Bearer ${admin}` },
+    );
     expect(seen.body).toMatchObject({ active: true, client_id: t.clientId });
     await postForm(app, '/api/v3/auth/token/revoke', { token: other });
-    expect((await postForm(app, '/api/v3/auth/token/introspect', { token: other }, { authorization: `Bearer ${admin}` })).body).toEqual({ active: false });
-    expect((await postForm(app, '/api/v3/auth/token/introspect', { token: 'garbage' }, { authorization: `Bearer ${admin}` })).body).toEqual({ active: false });
+    expect(
+      (
+        await postForm(
+          app,
+          '/api/v3/auth/token/introspect',
+          { token: other },
+          { authorization: `Bearer ${admin}` },
+        )
+      ).body,
+    ).toEqual({ active: false });
+    expect(
+      (
+        await postForm(
+          app,
+          '/api/v3/auth/token/introspect',
+          { token: 'garbage' },
+          { authorization: `Bearer ${admin}` },
+        )
+      ).body,
+    ).toEqual({ active: false });
   });
 
   it('when introspection is called without a bearer token, then 401 invalid_client', async () => {
@@ -64,11 +135,17 @@ describe(`revocation and introspection (${TEST_ENGINE})`, () => {
     const admin = await adminToken(app);
     const victim = await adminToken(app);
     const jti = JSON.parse(Buffer.from(victim.split('.')[1], 'base64url').toString()).jti;
-    const r = await api(app, 'POST', '/api/v3/admin/platform/tokens/revoke', admin, { jti, reason: 'incident 42' });
+    const r = await api(app, 'POST', '/api/v3/admin/platform/tokens/revoke', admin, {
+      jti,
+      reason: 'incident 42',
+    });
     expect(r.status).toBe(200);
     expect((await api(app, 'GET', '/api/v3/admin/platform/scopes', victim)).status).toBe(401);
     const list = await api(app, 'GET', '/api/v3/admin/platform/tokens/revoked?limit=500', admin);
-    expect((list.body.items as Array<{ jti: string; reason: string }>).find((i) => i.jti === jti)?.reason).toBe('incident 42');
+    expect(
+      (list.body.items as Array<{ jti: string; reason: string }>).find((i) => i.jti === jti)
+        ?.reason,
+    ).toBe('incident 42');
   });
 });
 

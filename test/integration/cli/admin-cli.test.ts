@@ -17,17 +17,43 @@ import { CredentialStore, Session, SessionError, login } from '../../../bin/lib/
 
 const root = new URL('../../../', import.meta.url).pathname;
 
-interface Run { code: number | null; stdout: string; stderr: string; bytes: Buffer }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  bytes: Buffer;
+}
 
 /** Runs `keyward ...` as a child process with `env` added and `input` on stdin. */
 function runCli(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], { env: { ...process.env, KEYWARD_URL: '', KEYWARD_TENANT: '', KEYWARD_PROFILE: '', KEYWARD_CLIENT_ID: '', KEYWARD_CLIENT_SECRET: '', KEYWARD_PASSWORD: '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
+      env: {
+        ...process.env,
+        KEYWARD_URL: '',
+        KEYWARD_TENANT: '',
+        KEYWARD_PROFILE: '',
+        KEYWARD_CLIENT_ID: '',
+        KEYWARD_CLIENT_SECRET: '',
+        KEYWARD_PASSWORD: '',
+        ...env,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-    child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr, bytes: Buffer.concat(out) }));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.once('close', (code) =>
+      resolve({
+        code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr,
+        bytes: Buffer.concat(out),
+      }),
+    );
     child.stdin.end(input);
   });
 }
@@ -53,7 +79,11 @@ describe('keyward admin and crypto CLI against the service', () => {
 
   it('when an operator drives tenant, role, workload, key, encrypt, rotate and audit verify, then each step works and the old ciphertext still decrypts', async () => {
     // The password comes on stdin, never on the command line; the cache keeps tokens only, mode 0600.
-    const login = await runCli(['login', '--url', app.url, '--email', ADMIN_EMAIL, '--tenant', app.platformTenantId], admin, `${ADMIN_PASSWORD}\n`);
+    const login = await runCli(
+      ['login', '--url', app.url, '--email', ADMIN_EMAIL, '--tenant', app.platformTenantId],
+      admin,
+      `${ADMIN_PASSWORD}\n`,
+    );
     expect([login.code, login.stderr]).toEqual([0, '']);
     expect(login.stdout).toContain(`as ${ADMIN_EMAIL} (tenant ${app.platformTenantId})`);
     const cache = join(admin.KEYWARD_CONFIG_DIR, 'credentials.json');
@@ -65,37 +95,88 @@ describe('keyward admin and crypto CLI against the service', () => {
     tenantId = JSON.parse(tenant.stdout).id;
     expect(JSON.parse(tenant.stdout)).toMatchObject({ name: 'acme', status: 'active' });
 
-    const role = await runCli(['roles', 'create', 'app', '--tenant', tenantId, '--permission', 'crypto.encrypt,crypto.decrypt', '--permission', 'audit.verify', '--output', 'json'], admin);
+    const role = await runCli(
+      [
+        'roles',
+        'create',
+        'app',
+        '--tenant',
+        tenantId,
+        '--permission',
+        'crypto.encrypt,crypto.decrypt',
+        '--permission',
+        'audit.verify',
+        '--output',
+        'json',
+      ],
+      admin,
+    );
     expect(role.code).toBe(0);
     const roleId = JSON.parse(role.stdout).id;
 
-    const registered = await runCli(['workloads', 'create', 'billing', '--tenant', tenantId, '--role', roleId], admin);
+    const registered = await runCli(
+      ['workloads', 'create', 'billing', '--tenant', tenantId, '--role', roleId],
+      admin,
+    );
     expect(registered.code).toBe(0);
     expect(registered.stderr).toContain('shown only now');
-    const field = (name: string) => new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
+    const field = (name: string) =>
+      new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
     const [clientId, clientSecret] = [field('clientId'), field('clientSecret')];
     expect(clientSecret).toMatch(/^[0-9a-f-]{36}$/);
 
-    const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], { ...workload, KEYWARD_CLIENT_SECRET: clientSecret });
+    const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], {
+      ...workload,
+      KEYWARD_CLIENT_SECRET: clientSecret,
+    });
     expect([wl.code, wl.stderr]).toEqual([0, '']);
 
-    const key = await runCli(['keys', 'create', '--tenant', tenantId, '--type', 'aes-256', '--kid', 'orders'], admin);
+    const key = await runCli(
+      ['keys', 'create', '--tenant', tenantId, '--type', 'aes-256', '--kid', 'orders'],
+      admin,
+    );
     expect(key.code).toBe(0);
     expect(key.stdout).toMatch(/^kid:\s+orders$/m);
     expect(key.stdout).toMatch(/^currentVersion:\s+1$/m);
 
     const plain = randomBytes(3000);
     writeFileSync(join(dir, 'plain.bin'), plain);
-    const enc = await runCli(['encrypt', 'orders', '--in', join(dir, 'plain.bin'), '--out', join(dir, 'v1.jwe'), '--context', 'app=billing'], workload);
+    const enc = await runCli(
+      [
+        'encrypt',
+        'orders',
+        '--in',
+        join(dir, 'plain.bin'),
+        '--out',
+        join(dir, 'v1.jwe'),
+        '--context',
+        'app=billing',
+      ],
+      workload,
+    );
     expect([enc.code, enc.stderr]).toEqual([0, '']);
     const jwe = readFileSync(join(dir, 'v1.jwe'), 'utf8').trim();
     expect(decodeProtectedHeader(jwe).kid).toMatch(/^orders/);
 
-    const dec = await runCli(['decrypt', '--in', join(dir, 'v1.jwe'), '--out', join(dir, 'back.bin'), '--context', 'app=billing'], workload);
+    const dec = await runCli(
+      [
+        'decrypt',
+        '--in',
+        join(dir, 'v1.jwe'),
+        '--out',
+        join(dir, 'back.bin'),
+        '--context',
+        'app=billing',
+      ],
+      workload,
+    );
     expect([dec.code, dec.stderr]).toEqual([0, '']);
     expect(readFileSync(join(dir, 'back.bin')).equals(plain)).toBe(true);
 
-    const rotated = await runCli(['keys', 'rotate', 'orders', '--tenant', tenantId, '--output', 'json'], admin);
+    const rotated = await runCli(
+      ['keys', 'rotate', 'orders', '--tenant', tenantId, '--output', 'json'],
+      admin,
+    );
     expect(rotated.code).toBe(0);
     expect(JSON.parse(rotated.stdout)).toMatchObject({ kid: 'orders', currentVersion: 2 });
 
@@ -126,12 +207,22 @@ describe('keyward admin and crypto CLI against the service', () => {
 
   it('when a cached login has expired, then the refresh token renews it and the rotated one is saved; when it cannot be renewed, then a new login is asked for', async () => {
     const store = new CredentialStore(join(dir, 'renewal'));
-    const first = await login(store, 'ops', app.url, { grant_type: 'password', username: ADMIN_EMAIL, password: ADMIN_PASSWORD, tenant_id: app.platformTenantId });
+    const first = await login(store, 'ops', app.url, {
+      grant_type: 'password',
+      username: ADMIN_EMAIL,
+      password: ADMIN_PASSWORD,
+      tenant_id: app.platformTenantId,
+    });
     const later = first.expiresAt + 1000;
     const session = new Session(store, 'ops', () => later);
     const renewed = await session.token(false);
     expect(renewed).not.toBe(first.accessToken);
-    expect(store.get('ops')).toMatchObject({ accessToken: renewed, subject: ADMIN_EMAIL, grant: 'password', tenantId: app.platformTenantId });
+    expect(store.get('ops')).toMatchObject({
+      accessToken: renewed,
+      subject: ADMIN_EMAIL,
+      grant: 'password',
+      tenantId: app.platformTenantId,
+    });
     expect(store.get('ops')!.refreshToken).not.toBe(first.refreshToken);
     expect(statSync(store.file).mode & 0o777).toBe(0o600);
 

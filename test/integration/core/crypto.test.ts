@@ -3,8 +3,28 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 
-const RUNTIME = ['crypto.keys.read', 'crypto.encrypt', 'crypto.decrypt', 'crypto.sign', 'crypto.verify', 'pqc.keys.read', 'pqc.encapsulate', 'pqc.decapsulate', 'pqc.sign', 'pqc.verify', 'audit.events.read', 'audit.verify'];
-const ADMIN = ['admin.keys.create', 'admin.keys.rotate', 'admin.keys.suspend', 'admin.keys.revoke', 'admin.keys.archive', 'admin.keys.read'];
+const RUNTIME = [
+  'crypto.keys.read',
+  'crypto.encrypt',
+  'crypto.decrypt',
+  'crypto.sign',
+  'crypto.verify',
+  'pqc.keys.read',
+  'pqc.encapsulate',
+  'pqc.decapsulate',
+  'pqc.sign',
+  'pqc.verify',
+  'audit.events.read',
+  'audit.verify',
+];
+const ADMIN = [
+  'admin.keys.create',
+  'admin.keys.rotate',
+  'admin.keys.suspend',
+  'admin.keys.revoke',
+  'admin.keys.archive',
+  'admin.keys.read',
+];
 const data = Buffer.from('attack at dawn').toString('base64');
 
 describe(`core API (${TEST_ENGINE})`, () => {
@@ -18,7 +38,19 @@ describe(`core API (${TEST_ENGINE})`, () => {
     t = await makeTenant(app, [...RUNTIME, ...ADMIN]);
     core = await workloadToken(app, t);
     admin = await userToken(app, t);
-    for (const [kid, type, usage] of [['aes', 'aes-256', undefined], ['aes128', 'aes-128', undefined], ['rsa', 'rsa-2048', 'encrypt'], ['rsa-sig', 'rsa-2048', 'sign'], ['ec', 'ec-p256', 'sign'], ['ec-enc', 'ec-p256', 'encrypt'], ['ec384', 'ec-p384', 'sign'], ['ed', 'ed25519', undefined], ['kem', 'ml-kem-768', undefined], ['dsa', 'ml-dsa-65', undefined], ['xwing', 'x25519-ml-kem-768', undefined]]) {
+    for (const [kid, type, usage] of [
+      ['aes', 'aes-256', undefined],
+      ['aes128', 'aes-128', undefined],
+      ['rsa', 'rsa-2048', 'encrypt'],
+      ['rsa-sig', 'rsa-2048', 'sign'],
+      ['ec', 'ec-p256', 'sign'],
+      ['ec-enc', 'ec-p256', 'encrypt'],
+      ['ec384', 'ec-p384', 'sign'],
+      ['ed', 'ed25519', undefined],
+      ['kem', 'ml-kem-768', undefined],
+      ['dsa', 'ml-dsa-65', undefined],
+      ['xwing', 'x25519-ml-kem-768', undefined],
+    ]) {
       const r = await api(app, 'POST', keys(''), admin, { kid, type, ...(usage ? { usage } : {}) });
       if (r.status !== 201) throw new Error(`key ${kid}: ${JSON.stringify(r.body)}`);
     }
@@ -27,17 +59,29 @@ describe(`core API (${TEST_ENGINE})`, () => {
     await app.stop();
   });
 
-  const publicJwk = async (kid: string) => (await api(app, 'GET', keys(`/${kid}`), admin)).body.publicKey as Record<string, unknown>;
+  const publicJwk = async (kid: string) =>
+    (await api(app, 'GET', keys(`/${kid}`), admin)).body.publicKey as Record<string, unknown>;
 
-  it.each(['aes', 'aes128', 'rsa', 'ec-enc'])('when %s encrypts, then decrypt returns the data and the JWE names the version as <kid>#<version>', async (kid) => {
-    const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid, data });
-    expect(enc.status).toBe(200);
-    expect(enc.body).toMatchObject({ kid, version: 1, ciphertext: expect.stringMatching(/^[\w-]+\.[\w-]*\.[\w-]+\.[\w-]+\.[\w-]+$/) });
-    const header = JSON.parse(Buffer.from((enc.body.ciphertext as string).split('.')[0], 'base64url').toString());
-    expect(header).toMatchObject({ kid: `${kid}#1`, ver: 1 });
-    const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: enc.body.ciphertext });
-    expect(dec.body).toEqual({ kid, version: 1, data });
-  });
+  it.each(['aes', 'aes128', 'rsa', 'ec-enc'])(
+    'when %s encrypts, then decrypt returns the data and the JWE names the version as <kid>#<version>',
+    async (kid) => {
+      const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid, data });
+      expect(enc.status).toBe(200);
+      expect(enc.body).toMatchObject({
+        kid,
+        version: 1,
+        ciphertext: expect.stringMatching(/^[\w-]+\.[\w-]*\.[\w-]+\.[\w-]+\.[\w-]+$/),
+      });
+      const header = JSON.parse(
+        Buffer.from((enc.body.ciphertext as string).split('.')[0], 'base64url').toString(),
+      );
+      expect(header).toMatchObject({ kid: `${kid}#1`, ver: 1 });
+      const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', core, {
+        ciphertext: enc.body.ciphertext,
+      });
+      expect(dec.body).toEqual({ kid, version: 1, data });
+    },
+  );
 
   it('when an AES key encrypts, then jose decrypts the JWE with the same key material (exported for the test from the cache)', async () => {
     const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data });
@@ -47,26 +91,64 @@ describe(`core API (${TEST_ENGINE})`, () => {
     expect(Buffer.from(plaintext).toString()).toBe('attack at dawn');
   });
 
-  it.each([['rsa-sig', 'RS256'], ['ec', 'ES256'], ['ed', 'EdDSA'], ['ec384', 'ES384']])('when %s signs data, then jose verifies the signature with the published public key', async (kid, alg) => {
-    const s = await api(app, 'POST', '/api/v3/crypto/sign', core, { kid, data });
-    expect(s.status).toBe(200);
-    expect(s.body.algorithm).toBe(alg);
-    // A JWS whose payload and protected header are the raw message: verify the raw signature through jose's JWS verify.
-    const key = await importJWK(await publicJwk(kid), alg);
-    const protectedB64 = Buffer.from(JSON.stringify({ alg })).toString('base64url');
-    const resign = await api(app, 'POST', '/api/v3/crypto/sign', core, { kid, data: Buffer.from(`${protectedB64}.${Buffer.from('attack at dawn').toString('base64url')}`).toString('base64') });
-    await expect(flattenedVerify({ protected: protectedB64, payload: Buffer.from('attack at dawn').toString('base64url'), signature: Buffer.from(resign.body.signature as string, 'base64').toString('base64url') }, key)).resolves.toBeTruthy();
-    const v = await api(app, 'POST', '/api/v3/crypto/verify', core, { kid, data, signature: s.body.signature });
-    expect(v.body).toMatchObject({ kid, valid: true });
-    const bad = await api(app, 'POST', '/api/v3/crypto/verify', core, { kid, data: Buffer.from('attack at dusk').toString('base64'), signature: s.body.signature });
-    expect(bad.body.valid).toBe(false);
-  });
+  it.each([
+    ['rsa-sig', 'RS256'],
+    ['ec', 'ES256'],
+    ['ed', 'EdDSA'],
+    ['ec384', 'ES384'],
+  ])(
+    'when %s signs data, then jose verifies the signature with the published public key',
+    async (kid, alg) => {
+      const s = await api(app, 'POST', '/api/v3/crypto/sign', core, { kid, data });
+      expect(s.status).toBe(200);
+      expect(s.body.algorithm).toBe(alg);
+      // A JWS whose payload and protected header are the raw message: verify the raw signature through jose's JWS verify.
+      const key = await importJWK(await publicJwk(kid), alg);
+      const protectedB64 = Buffer.from(JSON.stringify({ alg })).toString('base64url');
+      const resign = await api(app, 'POST', '/api/v3/crypto/sign', core, {
+        kid,
+        data: Buffer.from(
+          `${protectedB64}.${Buffer.from('attack at dawn').toString('base64url')}`,
+        ).toString('base64'),
+      });
+      await expect(
+        flattenedVerify(
+          {
+            protected: protectedB64,
+            payload: Buffer.from('attack at dawn').toString('base64url'),
+            signature: Buffer.from(resign.body.signature as string, 'base64').toString('base64url'),
+          },
+          key,
+        ),
+      ).resolves.toBeTruthy();
+      const v = await api(app, 'POST', '/api/v3/crypto/verify', core, {
+        kid,
+        data,
+        signature: s.body.signature,
+      });
+      expect(v.body).toMatchObject({ kid, valid: true });
+      const bad = await api(app, 'POST', '/api/v3/crypto/verify', core, {
+        kid,
+        data: Buffer.from('attack at dusk').toString('base64'),
+        signature: s.body.signature,
+      });
+      expect(bad.body.valid).toBe(false);
+    },
+  );
 
   it('when an RSA key signs a digest (KMS style), then verifying the data with the signature succeeds', async () => {
     const { createHash } = await import('node:crypto');
     const digest = createHash('sha256').update('attack at dawn').digest('base64');
     const s = await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'rsa-sig', digest });
-    expect((await api(app, 'POST', '/api/v3/crypto/verify', core, { kid: 'rsa-sig', data, signature: s.body.signature })).body.valid).toBe(true);
+    expect(
+      (
+        await api(app, 'POST', '/api/v3/crypto/verify', core, {
+          kid: 'rsa-sig',
+          data,
+          signature: s.body.signature,
+        })
+      ).body.valid,
+    ).toBe(true);
   });
 
   it('when a key is rotated, then new ciphertexts use version 2 and version 1 ciphertexts still decrypt', async () => {
@@ -75,66 +157,109 @@ describe(`core API (${TEST_ENGINE})`, () => {
     await api(app, 'POST', keys('/rot/rotate'), admin);
     const fresh = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'rot', data });
     expect(fresh.body.version).toBe(2);
-    expect((await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: old.body.ciphertext })).body).toEqual({ kid: 'rot', version: 1, data });
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: old.body.ciphertext }))
+        .body,
+    ).toEqual({ kid: 'rot', version: 1, data });
   });
 
   it('when the kid does not exist, then exactly the key-not-found problem', async () => {
     const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'nope', data });
     expect(r.status).toBe(404);
     expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(r.body).toMatchObject({ type: `${app.config.publicBaseUrl}/problems/key-not-found`, title: 'Key Not Found', status: 404, instance: '/api/v3/crypto/encrypt' });
+    expect(r.body).toMatchObject({
+      type: `${app.config.publicBaseUrl}/problems/key-not-found`,
+      title: 'Key Not Found',
+      status: 404,
+      instance: '/api/v3/crypto/encrypt',
+    });
   });
 
   it('when a key is suspended, revoked or archived, then runtime use answers key-suspended or key-revoked', async () => {
     await api(app, 'POST', keys(''), admin, { kid: 'st', type: 'aes-256' });
-    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body.ciphertext;
+    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body
+      .ciphertext;
     await api(app, 'POST', keys('/st/suspend'), admin);
-    expect((await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body.type).toMatch(/key-suspended$/);
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body.type,
+    ).toMatch(/key-suspended$/);
     await api(app, 'POST', keys('/st/resume'), admin);
-    expect((await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: ct })).status).toBe(200);
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: ct })).status,
+    ).toBe(200);
     await api(app, 'POST', keys('/st/revoke'), admin);
     const revoked = await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: ct });
     expect(revoked.status).toBe(409);
     expect(revoked.body.type).toMatch(/key-revoked$/);
     await api(app, 'POST', keys('/st/archive'), admin);
-    expect((await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body.type).toMatch(/key-revoked$/);
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body.type,
+    ).toMatch(/key-revoked$/);
   });
 
   it('when a key is used against its usage, then 422; when a ciphertext is tampered, then an opaque decryption-failed', async () => {
-    expect((await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'aes', data })).status).toBe(422);
-    expect((await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'ed', data })).status).toBe(422);
-    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data })).body.ciphertext as string;
+    expect((await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'aes', data })).status).toBe(
+      422,
+    );
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'ed', data })).status,
+    ).toBe(422);
+    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data })).body
+      .ciphertext as string;
     const parts = ct.split('.');
     parts[3] = Buffer.from('tampered!!').toString('base64url');
-    const r = await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext: parts.join('.') });
+    const r = await api(app, 'POST', '/api/v3/crypto/decrypt', core, {
+      ciphertext: parts.join('.'),
+    });
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ title: 'Decryption Failed', detail: 'decryption failed' });
   });
 
   it('when a batch mixes good and bad items, then each gets its own result', async () => {
-    const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { items: [{ kid: 'aes', data }, { kid: 'missing', data }, { kid: 'ed', data }, { kid: 'aes', data: '***' }] });
+    const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, {
+      items: [
+        { kid: 'aes', data },
+        { kid: 'missing', data },
+        { kid: 'ed', data },
+        { kid: 'aes', data: '***' },
+      ],
+    });
     expect(r.status).toBe(200);
-    expect((r.body.results as Array<{ status: number }>).map((x) => x.status)).toEqual([200, 404, 422, 400]);
+    expect((r.body.results as Array<{ status: number }>).map((x) => x.status)).toEqual([
+      200, 404, 422, 400,
+    ]);
   });
 
   it('when the JSON body is over 64 KiB, then 413 problem pointing at the stream endpoints', async () => {
-    const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data: Buffer.alloc(70_000).toString('base64') });
+    const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, {
+      kid: 'aes',
+      data: Buffer.alloc(70_000).toString('base64'),
+    });
     expect(r.status).toBe(413);
     expect(r.body.detail).toMatch(/stream/);
   });
 
   it("when another tenant's token names this tenant's kid, then key-not-found and nothing leaks", async () => {
     const other = await makeTenant(app, RUNTIME);
-    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data })).body.ciphertext;
+    const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data })).body
+      .ciphertext;
     const otherCore = await workloadToken(app, other);
-    expect((await api(app, 'POST', '/api/v3/crypto/encrypt', otherCore, { kid: 'aes', data })).status).toBe(404);
-    expect((await api(app, 'POST', '/api/v3/crypto/decrypt', otherCore, { ciphertext: ct })).status).toBe(404);
-    expect(((await api(app, 'GET', '/api/v3/crypto/keys', otherCore)).body.items as unknown[]).length).toBe(0);
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/encrypt', otherCore, { kid: 'aes', data })).status,
+    ).toBe(404);
+    expect(
+      (await api(app, 'POST', '/api/v3/crypto/decrypt', otherCore, { ciphertext: ct })).status,
+    ).toBe(404);
+    expect(
+      ((await api(app, 'GET', '/api/v3/crypto/keys', otherCore)).body.items as unknown[]).length,
+    ).toBe(0);
   });
 
   it('when the tenant lists its keys, then metadata only', async () => {
     const r = await api(app, 'GET', '/api/v3/crypto/keys?limit=500', core);
-    expect((r.body.items as Array<{ kid: string }>).map((k) => k.kid)).toEqual(expect.arrayContaining(['aes', 'rsa', 'ed']));
+    expect((r.body.items as Array<{ kid: string }>).map((k) => k.kid)).toEqual(
+      expect.arrayContaining(['aes', 'rsa', 'ed']),
+    );
     expect(JSON.stringify(r.body)).not.toMatch(/"d":|"k":/);
   });
 
@@ -142,23 +267,47 @@ describe(`core API (${TEST_ENGINE})`, () => {
     for (const kid of ['kem', 'xwing']) {
       const e = await api(app, 'POST', '/api/v3/pqc/encapsulate', core, { kid });
       expect(e.status).toBe(200);
-      const d = await api(app, 'POST', '/api/v3/pqc/decapsulate', core, { kid, ciphertext: e.body.ciphertext });
+      const d = await api(app, 'POST', '/api/v3/pqc/decapsulate', core, {
+        kid,
+        ciphertext: e.body.ciphertext,
+      });
       expect(d.body.sharedSecret).toBe(e.body.sharedSecret);
     }
     const s = await api(app, 'POST', '/api/v3/pqc/sign', core, { kid: 'dsa', data });
     expect(s.body.algorithm).toBe('ML-DSA-65');
-    expect((await api(app, 'POST', '/api/v3/pqc/verify', core, { kid: 'dsa', data, signature: s.body.signature })).body.valid).toBe(true);
-    expect((await api(app, 'POST', '/api/v3/pqc/sign', core, { kid: 'ed', data })).status).toBe(422);
+    expect(
+      (
+        await api(app, 'POST', '/api/v3/pqc/verify', core, {
+          kid: 'dsa',
+          data,
+          signature: s.body.signature,
+        })
+      ).body.valid,
+    ).toBe(true);
+    expect((await api(app, 'POST', '/api/v3/pqc/sign', core, { kid: 'ed', data })).status).toBe(
+      422,
+    );
   });
 
   it('when audit events are queried, then runtime operations are there as tallies; when a row is tampered, then verification reports the first broken link', async () => {
     const before = await api(app, 'POST', '/api/v3/audit/verify', core, {});
     expect(before.body).toMatchObject({ valid: true });
-    const events = await api(app, 'GET', '/api/v3/audit/events?action=crypto.encrypt&limit=1000', core);
-    const total = (events.body.items as Array<{ details: { count: number } }>).reduce((n, e) => n + e.details.count, 0);
+    const events = await api(
+      app,
+      'GET',
+      '/api/v3/audit/events?action=crypto.encrypt&limit=1000',
+      core,
+    );
+    const total = (events.body.items as Array<{ details: { count: number } }>).reduce(
+      (n, e) => n + e.details.count,
+      0,
+    );
     expect(total).toBeGreaterThan(5);
     const victim = (events.body.items as Array<{ seq: number }>)[0].seq;
-    await app.ctx.db('audit_events').where({ tenant_id: t.tenantId, seq: victim }).update({ outcome: 'failure' });
+    await app.ctx
+      .db('audit_events')
+      .where({ tenant_id: t.tenantId, seq: victim })
+      .update({ outcome: 'failure' });
     const after = await api(app, 'POST', '/api/v3/audit/verify', core, {});
     expect(after.body).toMatchObject({ valid: false, firstBroken: { seq: victim } });
   });

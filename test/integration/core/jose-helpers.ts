@@ -1,3 +1,9 @@
 /** jose as the independent checker, plus node's createSecretKey for raw AES keys. */
-export { CompactEncrypt, compactDecrypt, decodeProtectedHeader, flattenedVerify, importJWK } from 'jose';
+export {
+  CompactEncrypt,
+  compactDecrypt,
+  decodeProtectedHeader,
+  flattenedVerify,
+  importJWK,
+} from 'jose';
 export { createSecretKey } from 'node:crypto';

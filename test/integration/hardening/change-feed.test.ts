@@ -5,18 +5,39 @@
  */
 import { Writable } from 'node:stream';
 import { openDatabase, type Db } from '../../../shared/db/knex.ts';
-import { createChangeFeed, type Change, type ChangeFeed } from '../../../shared/db/change-feed.ts';
+import {
+  createChangeFeed,
+  type Change,
+  type ChangeFeed,
+} from '../../../shared/fanout/change-feed.ts';
 import { createLogger } from '../../../shared/logger.ts';
-import { createPostgresDatabase, SHARED_POSTGRES_URL, TEST_REDIS_URL, type TestDatabase } from '../../support/database.ts';
+import {
+  createPostgresDatabase,
+  SHARED_POSTGRES_URL,
+  TEST_REDIS_URL,
+  type TestDatabase,
+} from '../../support/database.ts';
 import { connectRedis } from '../../../shared/redis.ts';
+import { createFanoutBus } from '../../../shared/fanout/bus.ts';
 
-const logger = createLogger('warn', new Writable({ write(_c, _e, cb) { cb(); } }));
+const logger = createLogger(
+  'warn',
+  new Writable({
+    write(_c, _e, cb) {
+      cb();
+    },
+  }),
+);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits (bounded) until `seen()` lists `expected`: the machine is shared, so no fixed sleeps. */
 async function until(seen: () => string[], expected: string[]): Promise<void> {
   const deadline = Date.now() + 5_000;
-  while (Date.now() < deadline && JSON.stringify(seen().sort()) !== JSON.stringify([...expected].sort())) await sleep(20);
+  while (
+    Date.now() < deadline &&
+    JSON.stringify(seen().sort()) !== JSON.stringify([...expected].sort())
+  )
+    await sleep(20);
   expect(seen().sort()).toEqual([...expected].sort());
 }
 
@@ -35,18 +56,30 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
   });
 
   /** Writes a change whose transaction stays open (its seq taken, not committed) until `commit()`. */
-  async function holdUncommitted(feed: ChangeFeed, ref: string): Promise<{ commit: () => Promise<void> }> {
+  async function holdUncommitted(
+    feed: ChangeFeed,
+    ref: string,
+  ): Promise<{ commit: () => Promise<void> }> {
     let release!: () => void;
-    const held = new Promise<void>((r) => { release = r; });
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
     let written!: () => void;
-    const isWritten = new Promise<void>((r) => { written = r; });
+    const isWritten = new Promise<void>((r) => {
+      written = r;
+    });
     const trx = db.transaction(async (t) => {
       await feed.write(t, 'token', ref);
       written();
       await held;
     });
     await isWritten;
-    return { commit: async () => { release(); await trx; } };
+    return {
+      commit: async () => {
+        release();
+        await trx;
+      },
+    };
   }
 
   async function follower(): Promise<{ feed: ChangeFeed; seen: Change[]; resyncs: number[] }> {
@@ -97,7 +130,7 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
     await a.close();
   });
 
-  it('when an instance\'s own change jumps its position and its next read of the log comes late, then the other instances\' changes in between are still applied (the gaps expired unread)', async () => {
+  it("when an instance's own change jumps its position and its next read of the log comes late, then the other instances' changes in between are still applied (the gaps expired unread)", async () => {
     const b = await createChangeFeed(db, logger, undefined, { pollMs: 60_000, gapMs: 200 });
     feeds.push(b);
     const seen: string[] = [];
@@ -114,20 +147,28 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
 
   it('when a forged or corrupt pub/sub message names a huge sequence number, then the instance still applies every later change from the log (a message never moves the log position; needs Redis at 127.0.0.1:6379)', async () => {
     const redis = await connectRedis(TEST_REDIS_URL, logger);
+    const bus = createFanoutBus(redis, logger);
     try {
-      const b = await createChangeFeed(db, logger, redis, { pollMs: 100, gapMs: 200 });
+      const b = await createChangeFeed(db, logger, bus, { pollMs: 100, gapMs: 200 });
       feeds.push(b);
       const seen: string[] = [];
       b.on('token', (c) => seen.push(c.ref));
       b.start();
       await sleep(300); // subscribed
-      await redis.publish('keyward:changes', JSON.stringify({ seq: 1e12, kind: 'token', ref: 'forged-jti' }));
+      await redis.publish(
+        'keyward:changes',
+        JSON.stringify({ seq: 1e12, kind: 'token', ref: 'forged-jti' }),
+      );
       await sleep(600); // any gaps such a seq would open have expired
       const a = await createChangeFeed(db, logger);
       await a.record('token', 'jti-after-forgery');
-      await until(() => seen.filter((r) => r === 'jti-after-forgery').slice(0, 1), ['jti-after-forgery']);
+      await until(
+        () => seen.filter((r) => r === 'jti-after-forgery').slice(0, 1),
+        ['jti-after-forgery'],
+      );
       await a.close();
     } finally {
+      await bus.close();
       redis.disconnect();
     }
   });

@@ -15,14 +15,26 @@ import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.t
 import { createApp } from '../../../api/app.ts';
 import { openApiDocument } from '../../../api/openapi/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';
-import { GENERIC_FIELDS, ROUTE_FIELDS, expressRoutes, laneRoutes, openApiFields, pathParams, type AppRoute, type Field } from './route-table.ts';
+import {
+  GENERIC_FIELDS,
+  ROUTE_FIELDS,
+  expressRoutes,
+  laneRoutes,
+  openApiFields,
+  pathParams,
+  type AppRoute,
+  type Field,
+} from './route-table.ts';
 
 /** An answer slower than this is a finding (a hang, or work out of proportion to the input). */
 const ANSWER_WITHIN_MS = 5_000;
 const CONCURRENCY = 4;
 const OAUTH_SHAPED = /^\/api\/(v3\/auth|authenticate)\//;
 
-interface Hostile { label: string; value: unknown }
+interface Hostile {
+  label: string;
+  value: unknown;
+}
 
 /** Without a token most routes stop at authentication, so fewer values suffice there. */
 const WITHOUT_TOKEN = new Set(['NUL', 'upper-case UUID', 'constructor', '100 KiB']);
@@ -48,12 +60,24 @@ function hostileValues(tenantId: string): Hostile[] {
   ];
 }
 
-interface Probe { route: AppRoute; field: Field; hostile: Hostile; token?: string }
+interface Probe {
+  route: AppRoute;
+  field: Field;
+  hostile: Hostile;
+  token?: string;
+}
 
 /** Which of the tokens a route takes: the admin API the platform admin's, the core API the victim workload's, the legacy API its legacy token. */
 const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
 const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
-interface Finding { request: string; field: string; input: string; token: boolean; status: number | string; problem: string }
+interface Finding {
+  request: string;
+  field: string;
+  input: string;
+  token: boolean;
+  status: number | string;
+  problem: string;
+}
 
 describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -63,12 +87,23 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
   let legacy: string;
   beforeAll(async () => {
     app = await startTestApp();
-    victim = await makeTenant(app, PERMISSIONS.filter((p) => !isPlatformPermission(p)));
+    victim = await makeTenant(
+      app,
+      PERMISSIONS.filter((p) => !isPlatformPermission(p)),
+    );
     admin = await adminToken(app);
     core = await workloadToken(app, victim);
-    legacy = (await api(app, 'POST', '/api/authenticate/app', undefined, { clientId: victim.clientId, clientSecret: victim.clientSecret })).body.accessToken as string;
+    legacy = (
+      await api(app, 'POST', '/api/authenticate/app', undefined, {
+        clientId: victim.clientId,
+        clientSecret: victim.clientSecret,
+      })
+    ).body.accessToken as string;
     expect(legacy).toEqual(expect.any(String));
-    await api(app, 'POST', `/api/v3/admin/tenants/${victim.tenantId}/keys`, admin, { type: 'aes-256', kid: 'matrix-key' });
+    await api(app, 'POST', `/api/v3/admin/tenants/${victim.tenantId}/keys`, admin, {
+      type: 'aes-256',
+      kid: 'matrix-key',
+    });
   });
   afterAll(async () => {
     await app.stop();
@@ -90,21 +125,41 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
   }
 
   /** The request of one probe: the hostile value in one field, baselines in the others. */
-  function request(route: AppRoute, fields: Field[], probe: Probe): { url: string; init: RequestInit } {
+  function request(
+    route: AppRoute,
+    fields: Field[],
+    probe: Probe,
+  ): { url: string; init: RequestInit } {
     let path = route.path;
     for (const name of pathParams(route.path)) {
-      const f = fields.find((x) => x.in === 'path' && x.name === name) ?? { name, in: 'path' as const };
+      const f = fields.find((x) => x.in === 'path' && x.name === name) ?? {
+        name,
+        in: 'path' as const,
+      };
       const v = f === probe.field ? probe.hostile.value : baseline(f);
       const text = typeof v === 'string' ? v : JSON.stringify(v);
-      path = path.replace(new RegExp(`[:*]${name}\\b`), name === 'name' && f !== probe.field ? text : encodeURIComponent(text.isWellFormed() ? text : text.toWellFormed()));
+      path = path.replace(
+        new RegExp(`[:*]${name}\\b`),
+        name === 'name' && f !== probe.field
+          ? text
+          : encodeURIComponent(text.isWellFormed() ? text : text.toWellFormed()),
+      );
     }
     const query = new URLSearchParams();
     const json: Record<string, unknown> = {};
     const form = new URLSearchParams();
-    const expanded = fields.flatMap((f) => (f.name === GENERIC ? GENERIC_FIELDS.filter((name) => !fields.some((o) => o.in === f.in && o.name === name)).map((name) => ({ ...f, name, generic: true })) : [f]));
+    const expanded = fields.flatMap((f) =>
+      f.name === GENERIC
+        ? GENERIC_FIELDS.filter(
+            (name) => !fields.some((o) => o.in === f.in && o.name === name),
+          ).map((name) => ({ ...f, name, generic: true }))
+        : [f],
+    );
     for (const f of expanded) {
       if (f.in === 'path') continue;
-      const hostile = f === probe.field || ('generic' in f && probe.field.name === GENERIC && probe.field.in === f.in);
+      const hostile =
+        f === probe.field ||
+        ('generic' in f && probe.field.name === GENERIC && probe.field.in === f.in);
       const v = hostile ? probe.hostile.value : baseline(f);
       if (!hostile && f.in !== 'json' && f.type !== undefined && f.type !== 'string') continue;
       if (f.in === 'json') Object.defineProperty(json, f.name, { value: v, enumerable: true });
@@ -116,11 +171,17 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
       }
     }
     if (probe.field.in === 'form' && !form.has('grant_type')) form.set('grant_type', 'password');
-    const headers: Record<string, string> = probe.token ? { authorization: `Bearer ${probe.token}` } : {};
+    const headers: Record<string, string> = probe.token
+      ? { authorization: `Bearer ${probe.token}` }
+      : {};
     const hasForm = fields.some((f) => f.in === 'form');
     const hasJson = fields.some((f) => f.in === 'json');
     const qs = query.toString();
-    const init: RequestInit = { method: route.method, headers, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) };
+    const init: RequestInit = {
+      method: route.method,
+      headers,
+      signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+    };
     if (route.method !== 'GET' && route.method !== 'DELETE' && route.method !== 'HEAD') {
       if (hasForm) {
         headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -141,7 +202,8 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
   /** The shape problem of an answer, or '' when it is right. */
   function shapeProblem(route: AppRoute, status: number, type: string, text: string): string {
     // Without REDIS_URL the jobs endpoints answer 503 queue-unavailable by design (jobs/api.test.ts).
-    if (status === 503 && !app.config.redisUrl && text.includes('/problems/queue-unavailable')) return '';
+    if (status === 503 && !app.config.redisUrl && text.includes('/problems/queue-unavailable'))
+      return '';
     if (status >= 500) return `status ${status}`;
     // node:http refuses a request head over --max-http-header-size (16 KiB) before the app runs (RFC 6585 section 5).
     if (status < 400 || status === 431) return '';
@@ -152,15 +214,22 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
       return `a ${status} body that is not JSON (${type})`;
     }
     if (OAUTH_SHAPED.test(route.path)) {
-      return typeof body.error === 'string' && type.startsWith('application/json') ? '' : `not the OAuth error shape (${type}, ${text.slice(0, 120)})`;
+      return typeof body.error === 'string' && type.startsWith('application/json')
+        ? ''
+        : `not the OAuth error shape (${type}, ${text.slice(0, 120)})`;
     }
-    return type.startsWith('application/problem+json') && body.status === status && typeof body.type === 'string' ? '' : `not problem+json (${type}, ${text.slice(0, 120)})`;
+    return type.startsWith('application/problem+json') &&
+      body.status === status &&
+      typeof body.type === 'string'
+      ? ''
+      : `not problem+json (${type}, ${text.slice(0, 120)})`;
   }
 
   it('when every route gets every hostile value in every field, with and without a token, then no answer is a 5xx, late or misshapen, and every audit chain still verifies', async () => {
     const doc = openApiDocument(app.config.publicBaseUrl);
     const routes = [...expressRoutes(createApp(app.ctx))];
-    for (const lane of laneRoutes()) if (!routes.some((r) => r.method === lane.method && r.path === lane.path)) routes.push(lane);
+    for (const lane of laneRoutes())
+      if (!routes.some((r) => r.method === lane.method && r.path === lane.path)) routes.push(lane);
     const unenumerable: string[] = [];
     const plan: Array<{ route: AppRoute; fields: Field[] }> = [];
     for (const route of routes) {
@@ -171,16 +240,29 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
         continue;
       }
       const fields = [...own];
-      for (const name of pathParams(route.path)) if (!fields.some((f) => f.in === 'path' && f.name === name)) fields.push({ name, in: 'path' });
+      for (const name of pathParams(route.path))
+        if (!fields.some((f) => f.in === 'path' && f.name === name))
+          fields.push({ name, in: 'path' });
       const bodyIn: FieldInBody = own.some((f) => f.in === 'form') ? 'form' : 'json';
       fields.push({ name: GENERIC, in: 'query' });
-      if (route.method !== 'GET' && route.method !== 'DELETE') fields.push({ name: GENERIC, in: bodyIn });
+      if (route.method !== 'GET' && route.method !== 'DELETE')
+        fields.push({ name: GENERIC, in: bodyIn });
       plan.push({ route, fields });
     }
     const values = hostileValues(victim.tenantId);
-    const probes: Array<Probe & { fields: Field[] }> = plan.flatMap(({ route, fields }) => fields.flatMap((field) => values.flatMap((hostile) => [tokenFor(route), ...(WITHOUT_TOKEN.has(hostile.label) ? [undefined] : [])].map((token) => ({ route, fields, field, hostile, token })))));
+    const probes: Array<Probe & { fields: Field[] }> = plan.flatMap(({ route, fields }) =>
+      fields.flatMap((field) =>
+        values.flatMap((hostile) =>
+          [tokenFor(route), ...(WITHOUT_TOKEN.has(hostile.label) ? [undefined] : [])].map(
+            (token) => ({ route, fields, field, hostile, token }),
+          ),
+        ),
+      ),
+    );
     const fieldCount = plan.reduce((n, p) => n + p.fields.length, 0);
-    console.log(`hostile matrix: ${plan.length} routes x ${(fieldCount / plan.length).toFixed(1)} fields on average (${fieldCount} in all) x (${values.length} values with the route's token + ${WITHOUT_TOKEN.size} without) = ${probes.length} requests`);
+    console.log(
+      `hostile matrix: ${plan.length} routes x ${(fieldCount / plan.length).toFixed(1)} fields on average (${fieldCount} in all) x (${values.length} values with the route's token + ${WITHOUT_TOKEN.size} without) = ${probes.length} requests`,
+    );
 
     const findings: Finding[] = [];
     const spent = new Map<string, number>();
@@ -198,33 +280,65 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
           const res = await fetch(url, init);
           const text = await res.text();
           status = res.status;
-          if (probe.token && res.status !== 401 && res.status !== 403) reached.add(`${probe.route.method} ${probe.route.path}`);
-          problem = shapeProblem(probe.route, res.status, res.headers.get('content-type') ?? '', text);
+          if (probe.token && res.status !== 401 && res.status !== 403)
+            reached.add(`${probe.route.method} ${probe.route.path}`);
+          problem = shapeProblem(
+            probe.route,
+            res.status,
+            res.headers.get('content-type') ?? '',
+            text,
+          );
         } catch (err) {
           status = (err as Error).name;
           problem = `no answer within ${ANSWER_WITHIN_MS} ms (${(err as Error).message})`;
         }
         const key = `${probe.route.method} ${probe.route.path}`;
         spent.set(key, (spent.get(key) ?? 0) + performance.now() - t0);
-        if (!problem && performance.now() - t0 > ANSWER_WITHIN_MS) problem = `answered after ${Math.round(performance.now() - t0)} ms`;
-        if (problem) findings.push({ request: `${probe.route.method} ${probe.route.path}`, field: `${probe.field.in}.${probe.field.name}`, input: probe.hostile.label, token: Boolean(probe.token), status, problem });
+        if (!problem && performance.now() - t0 > ANSWER_WITHIN_MS)
+          problem = `answered after ${Math.round(performance.now() - t0)} ms`;
+        if (problem)
+          findings.push({
+            request: `${probe.route.method} ${probe.route.path}`,
+            field: `${probe.field.in}.${probe.field.name}`,
+            input: probe.hostile.label,
+            token: Boolean(probe.token),
+            status,
+            problem,
+          });
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    console.log(`hostile matrix: ${probes.length} requests in ${Math.round(performance.now() - started)} ms; ${findings.length} findings`);
-    console.log(`slowest routes (ms of request time): ${[...spent].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, ms]) => `${k} ${Math.round(ms)}`).join('; ')}`);
+    console.log(
+      `hostile matrix: ${probes.length} requests in ${Math.round(performance.now() - started)} ms; ${findings.length} findings`,
+    );
+    console.log(
+      `slowest routes (ms of request time): ${[...spent]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 6)
+        .map(([k, ms]) => `${k} ${Math.round(ms)}`)
+        .join('; ')}`,
+    );
     if (findings.length) console.log(summary(findings));
 
     expect(unenumerable).toEqual([]);
     // With its token, every route answers something else than 401/403 to some probe: the probes reach its handler.
-    expect(plan.map(({ route }) => `${route.method} ${route.path}`).filter((key) => !reached.has(key))).toEqual([]);
+    expect(
+      plan.map(({ route }) => `${route.method} ${route.path}`).filter((key) => !reached.has(key)),
+    ).toEqual([]);
     // A list entry for a route that no longer exists (or that the document now describes) is stale.
-    const documented = new Set(routes.filter((r) => openApiFields(doc, r) !== null).map((r) => `${r.method} ${r.path}`));
+    const documented = new Set(
+      routes.filter((r) => openApiFields(doc, r) !== null).map((r) => `${r.method} ${r.path}`),
+    );
     const routed = new Set(routes.map((r) => `${r.method} ${r.path}`));
-    expect(Object.keys(ROUTE_FIELDS).filter((key) => !routed.has(key) || documented.has(key))).toEqual([]);
+    expect(
+      Object.keys(ROUTE_FIELDS).filter((key) => !routed.has(key) || documented.has(key)),
+    ).toEqual([]);
     expect((await api(app, 'GET', '/healthz')).status).toBe(200);
     // The matrix may have suspended the victim through its platform path; its workload verifies its chain.
-    expect((await api(app, 'POST', `/api/v3/admin/platform/tenants/${victim.tenantId}/resume`, admin)).status).toBe(200);
+    expect(
+      (await api(app, 'POST', `/api/v3/admin/platform/tenants/${victim.tenantId}/resume`, admin))
+        .status,
+    ).toBe(200);
     expect(await brokenAuditChains(app)).toEqual([]);
     expect(summary(findings)).toBe('');
   }, 240_000);
@@ -241,5 +355,10 @@ function summary(findings: Finding[]): string {
     g.n += 1;
     groups.set(key, g);
   }
-  return [...groups].map(([key, { n, example }]) => `${n} x ${key} e.g. ${example.field}=${example.input} token=${example.token}: ${example.problem.slice(0, 200)}`).join('\n');
+  return [...groups]
+    .map(
+      ([key, { n, example }]) =>
+        `${n} x ${key} e.g. ${example.field}=${example.input} token=${example.token}: ${example.problem.slice(0, 200)}`,
+    )
+    .join('\n');
 }

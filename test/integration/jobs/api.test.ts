@@ -7,7 +7,8 @@ import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, makeTenant, workloadToken } from '../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
-import { createJobsRouter } from '../../../api/routes/jobs.ts';
+import { createJobsRouter } from '../../../api/routes/v3/migration/jobs.ts';
+import { createUploadsRouter } from '../../../api/routes/v3/migration/uploads.ts';
 import { openApiDocument } from '../../../api/openapi/index.ts';
 import type { AppContext } from '../../../api/context.ts';
 
@@ -18,13 +19,29 @@ describe('jobs API without REDIS_URL (embedded defaults)', () => {
   let token: string;
   beforeAll(async () => {
     app = await startTestApp();
-    token = await workloadToken(app, await makeTenant(app, ['migration.uploads.write', 'migration.jobs.create', 'migration.jobs.read', 'migration.jobs.cancel', 'migration.jobs.result.read']));
+    token = await workloadToken(
+      app,
+      await makeTenant(app, [
+        'migration.uploads.write',
+        'migration.jobs.create',
+        'migration.jobs.read',
+        'migration.jobs.cancel',
+        'migration.jobs.result.read',
+      ]),
+    );
   });
   afterAll(() => app?.stop());
 
   it('when Redis is not configured, then every jobs endpoint answers 503 queue-unavailable', async () => {
     const id = `cv-${'0'.repeat(40)}`;
-    for (const [method, path, body] of [['POST', JOBS, { source: { key: 'a' }, metadata: {}, output: { prefix: 'out/' } }], ['GET', `${JOBS}/${id}`], ['GET', `${JOBS}/${id}/result`], ['POST', `${JOBS}/${id}/cancel`], ['DELETE', `${JOBS}/${id}`], ['GET', `${JOBS}/${id}/children`]] as const) {
+    for (const [method, path, body] of [
+      ['POST', JOBS, { source: { key: 'a' }, metadata: {}, output: { prefix: 'out/' } }],
+      ['GET', `${JOBS}/${id}`],
+      ['GET', `${JOBS}/${id}/result`],
+      ['POST', `${JOBS}/${id}/cancel`],
+      ['DELETE', `${JOBS}/${id}`],
+      ['GET', `${JOBS}/${id}/children`],
+    ] as const) {
       const r = await api(app, method, path, token, body);
       expect([method, path, r.status]).toEqual([method, path, 503]);
       expect(r.headers.get('content-type')).toContain('application/problem+json');
@@ -34,7 +51,10 @@ describe('jobs API without REDIS_URL (embedded defaults)', () => {
 
   it('when Redis is not configured, then uploads still stream into DATA_DIR storage', async () => {
     const r = await upload(app, token, 'in/a.p7m', Buffer.from('hello'));
-    expect(r).toEqual({ status: 201, body: { key: 'in/a.p7m', size: 5, version: expect.stringMatching(/^size:5;mtime:\d+$/) } });
+    expect(r).toEqual({
+      status: 201,
+      body: { key: 'in/a.p7m', size: 5, version: expect.stringMatching(/^size:5;mtime:\d+$/) },
+    });
   });
 });
 
@@ -50,7 +70,18 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     ssl = new OpenSslDir();
     key = makeKey(ssl, 'api-rsa', 'rsa-2048');
     ssl.write('data.bin', randomBytes(10_000));
-    file = ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'data.bin', '-recip', key.certFile, '-outform', 'DER']);
+    file = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-in',
+      'data.bin',
+      '-recip',
+      key.certFile,
+      '-outform',
+      'DER',
+    ]);
     env = await startJobsEnv();
     a = await tenantWithKeys(env.app, ssl, [key]);
     b = await tenantWithKeys(env.app, ssl, []);
@@ -73,19 +104,38 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
       },
     });
     const r = await upload(env.app, a.token, 'big/twelve-mib.bin', stream);
-    expect(r).toEqual({ status: 201, body: { key: 'big/twelve-mib.bin', size: 12 * 1024 * 1024, version: expect.stringMatching(/^etag:/) } });
+    expect(r).toEqual({
+      status: 201,
+      body: {
+        key: 'big/twelve-mib.bin',
+        size: 12 * 1024 * 1024,
+        version: expect.stringMatching(/^etag:/),
+      },
+    });
   });
 
   it('when the same source is submitted twice, then both answers carry the same job id and one job exists', async () => {
     expect((await upload(env.app, a.token, 'in/one.p7m', file)).status).toBe(201);
-    const body = { source: { key: 'in/one.p7m' }, metadata: { contentEncryption: 'A256GCM' }, output: { prefix: 'out/' } };
+    const body = {
+      source: { key: 'in/one.p7m' },
+      metadata: { contentEncryption: 'A256GCM' },
+      output: { prefix: 'out/' },
+    };
     const first = await submit(a.token, body);
     expect(first.status).toBe(202);
-    expect(first.body).toMatchObject({ id: expect.stringMatching(/^cv-[0-9a-f]{40}$/), type: 'convert', state: 'queued', source: { key: 'in/one.p7m' }, progress: { objectsTotal: 1, objectsDone: 0 } });
+    expect(first.body).toMatchObject({
+      id: expect.stringMatching(/^cv-[0-9a-f]{40}$/),
+      type: 'convert',
+      state: 'queued',
+      source: { key: 'in/one.p7m' },
+      progress: { objectsTotal: 1, objectsDone: 0 },
+    });
     const again = await submit(a.token, { ...body, metadata: { contentEncryption: 'A256GCM' } });
     expect(again.status).toBe(202);
     expect(again.body.id).toBe(first.body.id);
-    expect(await env.app.ctx.redis!.exists(`${env.queueEnv.QUEUE_PREFIX}:convert:${first.body.id}`)).toBe(1);
+    expect(
+      await env.app.ctx.redis!.exists(`${env.queueEnv.QUEUE_PREFIX}:convert:${first.body.id}`),
+    ).toBe(1);
     // Other metadata is another job.
     const other = await submit(a.token, { ...body, metadata: { contentEncryption: 'A128GCM' } });
     expect(other.body.id).not.toBe(first.body.id);
@@ -99,16 +149,38 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
 
   it('when another tenant asks for a job, its result, its cancel or its source object, then it gets 404 as for a missing job', async () => {
     await upload(env.app, a.token, 'secret/x.p7m', file);
-    const job = await submit(a.token, { source: { key: 'secret/x.p7m' }, metadata: {}, output: { prefix: 'out/' } });
+    const job = await submit(a.token, {
+      source: { key: 'secret/x.p7m' },
+      metadata: {},
+      output: { prefix: 'out/' },
+    });
     const id = job.body.id as string;
-    for (const [method, path] of [['GET', `${JOBS}/${id}`], ['GET', `${JOBS}/${id}/result`], ['POST', `${JOBS}/${id}/cancel`], ['DELETE', `${JOBS}/${id}`]] as const) {
+    for (const [method, path] of [
+      ['GET', `${JOBS}/${id}`],
+      ['GET', `${JOBS}/${id}/result`],
+      ['POST', `${JOBS}/${id}/cancel`],
+      ['DELETE', `${JOBS}/${id}`],
+    ] as const) {
       const r = await api(env.app, method, path, b.token);
-      expect([method, path, r.status, r.body.type]).toEqual([method, path, 404, `${env.app.config.publicBaseUrl}/problems/not-found`]);
+      expect([method, path, r.status, r.body.type]).toEqual([
+        method,
+        path,
+        404,
+        `${env.app.config.publicBaseUrl}/problems/not-found`,
+      ]);
     }
     // The other tenant's keys name its own area: A's object does not exist there.
-    const steal = await submit(b.token, { source: { key: 'secret/x.p7m' }, metadata: {}, output: { prefix: 'out/' } });
+    const steal = await submit(b.token, {
+      source: { key: 'secret/x.p7m' },
+      metadata: {},
+      output: { prefix: 'out/' },
+    });
     expect(steal.status).toBe(404);
-    const stealBatch = await submit(b.token, { source: { prefix: 'secret/' }, metadata: {}, output: { prefix: 'out/' } });
+    const stealBatch = await submit(b.token, {
+      source: { prefix: 'secret/' },
+      metadata: {},
+      output: { prefix: 'out/' },
+    });
     expect(stealBatch.status).toBe(422);
     // And A's job id is still A's.
     expect((await api(env.app, 'GET', `${JOBS}/${id}`, a.token)).status).toBe(200);
@@ -117,14 +189,37 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
   it('when a batch is submitted by one tenant, then the other cannot read it or its children', async () => {
     await upload(env.app, a.token, 'batch/1.p7m', file);
     await upload(env.app, a.token, 'batch/2.p7m', file);
-    const batch = await submit(a.token, { source: { prefix: 'batch/' }, metadata: {}, output: { prefix: 'batch-out/' } });
+    const batch = await submit(a.token, {
+      source: { prefix: 'batch/' },
+      metadata: {},
+      output: { prefix: 'batch-out/' },
+    });
     expect(batch.status).toBe(202);
-    expect(batch.body).toMatchObject({ id: expect.stringMatching(/^bt-/), type: 'batch', state: 'queued', progress: { objectsTotal: 2 } });
-    expect((await submit(a.token, { source: { prefix: 'batch/' }, metadata: {}, output: { prefix: 'batch-out/' } })).body.id).toBe(batch.body.id);
-    for (const path of [`${JOBS}/${batch.body.id}`, `${JOBS}/${batch.body.id}/children`, `${JOBS}/${batch.body.id}/result`]) {
+    expect(batch.body).toMatchObject({
+      id: expect.stringMatching(/^bt-/),
+      type: 'batch',
+      state: 'queued',
+      progress: { objectsTotal: 2 },
+    });
+    expect(
+      (
+        await submit(a.token, {
+          source: { prefix: 'batch/' },
+          metadata: {},
+          output: { prefix: 'batch-out/' },
+        })
+      ).body.id,
+    ).toBe(batch.body.id);
+    for (const path of [
+      `${JOBS}/${batch.body.id}`,
+      `${JOBS}/${batch.body.id}/children`,
+      `${JOBS}/${batch.body.id}/result`,
+    ]) {
       expect((await api(env.app, 'GET', path, b.token)).status).toBe(404);
     }
-    expect((await api(env.app, 'GET', `${JOBS}/${batch.body.id}/children`, a.token)).body.items).toHaveLength(2);
+    expect(
+      (await api(env.app, 'GET', `${JOBS}/${batch.body.id}/children`, a.token)).body.items,
+    ).toHaveLength(2);
   });
 
   it('when a queued job is cancelled, then it is removed, reads as cancelled, has no result, and a resubmission queues it again', async () => {
@@ -133,8 +228,14 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     const job = await submit(a.token, body);
     const cancel = await api(env.app, 'POST', `${JOBS}/${job.body.id}/cancel`, a.token);
     expect(cancel.status).toBe(202);
-    expect(cancel.body).toMatchObject({ id: job.body.id, state: 'cancelled', problem: { code: 'job_cancelled' } });
-    expect((await api(env.app, 'GET', `${JOBS}/${job.body.id}`, a.token)).body.state).toBe('cancelled');
+    expect(cancel.body).toMatchObject({
+      id: job.body.id,
+      state: 'cancelled',
+      problem: { type: expect.stringMatching(/\/problems\/job-cancelled$/), status: 409 },
+    });
+    expect((await api(env.app, 'GET', `${JOBS}/${job.body.id}`, a.token)).body.state).toBe(
+      'cancelled',
+    );
     expect((await result(env.app, a.token, job.body.id as string)).status).toBe(409);
     const again = await submit(a.token, body);
     expect(again.body).toMatchObject({ id: job.body.id, state: 'queued' });
@@ -144,10 +245,25 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     const bad = await submit(a.token, { source: {}, output: { prefix: 'out/' } });
     expect(bad.status).toBe(400);
     expect(bad.body.field).toBe('source');
-    expect((await submit(a.token, { source: { key: '../etc/passwd' }, output: { prefix: 'out/' } })).status).toBe(400);
-    expect((await submit(a.token, { source: { key: 'x' }, metadata: [], output: { prefix: 'out/' } })).body.field).toBe('metadata');
-    expect((await submit(a.token, { source: { key: 'nope.p7m' }, output: { prefix: 'out/' } })).status).toBe(404);
-    expect((await submit(a.token, { source: { prefix: 'batch/', bucket: 'someone-elses' }, output: { prefix: 'out/' } })).body.field).toBe('source.bucket');
+    expect(
+      (await submit(a.token, { source: { key: '../etc/passwd' }, output: { prefix: 'out/' } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await submit(a.token, { source: { key: 'x' }, metadata: [], output: { prefix: 'out/' } }))
+        .body.field,
+    ).toBe('metadata');
+    expect(
+      (await submit(a.token, { source: { key: 'nope.p7m' }, output: { prefix: 'out/' } })).status,
+    ).toBe(404);
+    expect(
+      (
+        await submit(a.token, {
+          source: { prefix: 'batch/', bucket: 'someone-elses' },
+          output: { prefix: 'out/' },
+        })
+      ).body.field,
+    ).toBe('source.bucket');
     expect((await api(env.app, 'GET', `${JOBS}/not-an-id`, a.token)).status).toBe(404);
   });
 
@@ -157,18 +273,43 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     const r = await upload(env.app, token, 'x.p7m', Buffer.from('x'));
     expect(r.status).toBe(403);
     expect(r.body.error).toBeUndefined();
-    expect((await submit(token, { source: { key: 'x' }, output: { prefix: 'o/' } })).status).toBe(403);
-    expect((await api(env.app, 'POST', `${JOBS}/cv-${'0'.repeat(40)}/cancel`, token)).status).toBe(403);
+    expect((await submit(token, { source: { key: 'x' }, output: { prefix: 'o/' } })).status).toBe(
+      403,
+    );
+    expect((await api(env.app, 'POST', `${JOBS}/cv-${'0'.repeat(40)}/cancel`, token)).status).toBe(
+      403,
+    );
   });
 });
 
 describe('the OpenAPI document covers the jobs routes', () => {
-  it('when the jobs router is walked, then every method and path it registers is documented with responses', () => {
+  it('when the uploads and jobs routers are walked, then every method and path it registers is documented with responses', () => {
     const ctx = { config: { jsonLimitBytes: 65536 } } as unknown as AppContext;
-    const stack = (createJobsRouter(ctx) as unknown as { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> }).stack;
-    const registered = stack.filter((l) => l.route).flatMap((l) => Object.keys(l.route!.methods).filter((m) => m !== '_all').map((m) => [m, `/api/v3/migration${l.route!.path.replace(/[:*](\w+)/g, '{$1}')}`]));
+    type Stack = Array<{ route?: { path: string; methods: Record<string, boolean> } }>;
+    const routesOf = (router: unknown, prefix: string) =>
+      (router as { stack: Stack }).stack
+        .filter((l) => l.route)
+        .flatMap((l) =>
+          Object.keys(l.route!.methods)
+            .filter((m) => m !== '_all')
+            .map((m) => [
+              m,
+              `${prefix}${l.route!.path.replace(/\/$/, '').replace(/[:*](\w+)/g, '{$1}')}`,
+            ]),
+        );
+    const registered = [
+      ...routesOf(createUploadsRouter(ctx), '/api/v3/migration/uploads'),
+      ...routesOf(createJobsRouter(ctx), '/api/v3/migration/jobs'),
+    ];
     expect(registered.length).toBe(7);
-    const doc = openApiDocument('https://keyward.example') as { paths: Record<string, Record<string, { responses?: Record<string, unknown> }>> };
-    for (const [method, path] of registered) expect([method, path, Object.keys(doc.paths[path]?.[method]?.responses ?? {}).length > 0]).toEqual([method, path, true]);
+    const doc = openApiDocument('https://keyward.example') as {
+      paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
+    };
+    for (const [method, path] of registered)
+      expect([
+        method,
+        path,
+        Object.keys(doc.paths[path]?.[method]?.responses ?? {}).length > 0,
+      ]).toEqual([method, path, true]);
   });
 });

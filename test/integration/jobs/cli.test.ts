@@ -16,17 +16,34 @@ import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
-import { JOB_PERMISSIONS, spawnWorker, startJobsEnv, upload, type JobsEnv, type WorkerChild } from './harness.ts';
+import {
+  JOB_PERMISSIONS,
+  spawnWorker,
+  startJobsEnv,
+  upload,
+  type JobsEnv,
+  type WorkerChild,
+} from './harness.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
@@ -38,7 +55,11 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
   let worker: WorkerChild;
   let dir: string;
   let cliEnv: Record<string, string>;
-  const tokenFor = () => workloadToken(env.app, { clientId: cliEnv.KEYWARD_CLIENT_ID, clientSecret: cliEnv.KEYWARD_CLIENT_SECRET });
+  const tokenFor = () =>
+    workloadToken(env.app, {
+      clientId: cliEnv.KEYWARD_CLIENT_ID,
+      clientSecret: cliEnv.KEYWARD_CLIENT_SECRET,
+    });
   const content = randomBytes(200_000);
 
   beforeAll(async () => {
@@ -46,12 +67,32 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     key = makeKey(ssl, 'cli-signer', 'ec-p256');
     env = await startJobsEnv();
     const t = await makeTenant(env.app, JOB_PERMISSIONS);
-    await importKeystore(env.app.ctx, t.tenantId, { data: Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]), kid: key.kid });
+    await importKeystore(env.app.ctx, t.tenantId, {
+      data: Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]),
+      kid: key.kid,
+    });
     worker = await spawnWorker(env.workerEnv());
-    cliEnv = { KEYWARD_URL: env.app.url, KEYWARD_CLIENT_ID: t.clientId, KEYWARD_CLIENT_SECRET: t.clientSecret };
+    cliEnv = {
+      KEYWARD_URL: env.app.url,
+      KEYWARD_CLIENT_ID: t.clientId,
+      KEYWARD_CLIENT_SECRET: t.clientSecret,
+    };
     dir = mkdtempSync(join(tmpdir(), 'keyward-cli-'));
     ssl.write('content.bin', content);
-    const signed = ssl.run(['cms', '-sign', '-binary', '-nodetach', '-in', 'content.bin', '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER']);
+    const signed = ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'content.bin',
+      '-signer',
+      key.certFile,
+      '-inkey',
+      key.keyFile,
+      '-outform',
+      'DER',
+    ]);
     mkdirSync(join(dir, 'src', 'nested'), { recursive: true });
     writeFileSync(join(dir, 'src', 'a.p7m'), signed);
     writeFileSync(join(dir, 'src', 'nested', 'b.p7m'), signed);
@@ -68,23 +109,49 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
 
   it('when a directory is migrated, then results land in --out, progress goes to stderr, the summary reports the failure, and a re-run skips finished files', async () => {
     const out = join(dir, 'out');
-    const first = await runCli(['migrate', join(dir, 'src'), '--out', out, '--poll', '100', '--progress-interval', '200', '-c', '3'], cliEnv);
+    const first = await runCli(
+      [
+        'migrate',
+        join(dir, 'src'),
+        '--out',
+        out,
+        '--poll',
+        '100',
+        '--progress-interval',
+        '200',
+        '-c',
+        '3',
+      ],
+      cliEnv,
+    );
     expect(first.code).toBe(1);
-    expect(first.stderr).toMatch(/files 4\/4, 1 failed \| 60\d\.\d KB\/60\d\.\d KB \| .*\/s \| ETA 0:00/);
+    expect(first.stderr).toMatch(
+      /files 4\/4, 1 failed \| 60\d\.\d KB\/60\d\.\d KB \| .*\/s \| ETA 0:00/,
+    );
     expect(first.stderr).toContain('failed: broken.p7m: cms-malformed');
     expect(first.stdout).toMatch(/nested\/b\.p7m\s+converted/);
     expect(first.stdout).toContain('4 files: 3 converted, 1 failed, 0 skipped');
     for (const f of ['a.p7m.jws.json', 'nested/b.p7m.jws.json', 'nested/c.p7m.jws.json']) {
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
-      await expect(flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey))).resolves.toBeTruthy();
+      await expect(
+        flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),
+      ).resolves.toBeTruthy();
     }
     expect(existsSync(join(out, 'broken.p7m.jws.json'))).toBe(false);
     const summary = JSON.parse(readFileSync(join(out, 'keyward-migrate-summary.json'), 'utf8'));
     expect(summary).toMatchObject({ files: 4, converted: 3, failed: 1, skipped: 0 });
-    expect(summary.rows.find((r: { file: string }) => r.file === 'broken.p7m')).toMatchObject({ status: 'failed', problem: { slug: 'cms-malformed' } });
-    expect(readFileSync(join(out, 'keyward-migrate-summary.txt'), 'utf8')).toContain('3 converted, 1 failed');
+    expect(summary.rows.find((r: { file: string }) => r.file === 'broken.p7m')).toMatchObject({
+      status: 'failed',
+      problem: { slug: 'cms-malformed' },
+    });
+    expect(readFileSync(join(out, 'keyward-migrate-summary.txt'), 'utf8')).toContain(
+      '3 converted, 1 failed',
+    );
 
-    const second = await runCli(['migrate', join(dir, 'src'), '--out', out, '--poll', '100', '--progress-interval', '200'], cliEnv);
+    const second = await runCli(
+      ['migrate', join(dir, 'src'), '--out', out, '--poll', '100', '--progress-interval', '200'],
+      cliEnv,
+    );
     expect(second.code).toBe(1);
     expect(second.stdout).toContain('4 files: 0 converted, 1 failed, 3 skipped');
     expect(second.stderr).toMatch(/files 1\/1, 1 failed/);
@@ -92,17 +159,26 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
 
   it('when the source is s3://bucket/prefix of objects the service holds, then one batch converts them and the results are downloaded', async () => {
     const signed = readFileSync(join(dir, 'src', 'a.p7m'));
-    for (const name of ['s3in/x.p7m', 's3in/sub/y.p7m']) expect((await upload(env.app, await tokenFor(), name, signed)).status).toBe(201);
+    for (const name of ['s3in/x.p7m', 's3in/sub/y.p7m'])
+      expect((await upload(env.app, await tokenFor(), name, signed)).status).toBe(201);
     const out = join(dir, 'out-s3');
-    const r = await runCli(['migrate', `s3://${env.s3.bucket}/s3in/`, '--out', out, '--poll', '100'], cliEnv);
+    const r = await runCli(
+      ['migrate', `s3://${env.s3.bucket}/s3in/`, '--out', out, '--poll', '100'],
+      cliEnv,
+    );
     expect(r.stderr).toMatch(/files 2\/2 \|/);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('2 files: 2 converted, 0 failed, 0 skipped');
     for (const f of ['x.p7m.jws.json', 'sub/y.p7m.jws.json']) {
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
-      await expect(flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey))).resolves.toBeTruthy();
+      await expect(
+        flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),
+      ).resolves.toBeTruthy();
     }
-    const again = await runCli(['migrate', `s3://${env.s3.bucket}/s3in/`, '--out', out, '--poll', '100'], cliEnv);
+    const again = await runCli(
+      ['migrate', `s3://${env.s3.bucket}/s3in/`, '--out', out, '--poll', '100'],
+      cliEnv,
+    );
     expect(again.stdout).toContain('2 files: 0 converted, 0 failed, 2 skipped');
   }, 30_000);
 
@@ -110,11 +186,19 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     const r = await runCli(['analyze', join(dir, 'src', 'a.p7m')], cliEnv);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ contentType: 'signedData', convertible: true, signers: [expect.objectContaining({ kid: key.kid })] });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      contentType: 'signedData',
+      convertible: true,
+      signers: [expect.objectContaining({ kid: key.kid })],
+    });
   });
 
   it('when configuration is missing, then the CLI says which variable and exits 2', async () => {
-    const r = await runCli(['migrate', dir, '--out', join(dir, 'x')], { KEYWARD_URL: '', KEYWARD_CLIENT_ID: '', KEYWARD_CLIENT_SECRET: '' });
+    const r = await runCli(['migrate', dir, '--out', join(dir, 'x')], {
+      KEYWARD_URL: '',
+      KEYWARD_CLIENT_ID: '',
+      KEYWARD_CLIENT_SECRET: '',
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('KEYWARD_URL');
   });
@@ -130,7 +214,13 @@ describe('CLI token renewal (spec 5.8: 60 s before expiry or on a 401)', () => {
       if (req.url === '/api/v3/auth/token') {
         issued += 1;
         res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ access_token: `token-${issued}`, token_type: 'Bearer', expires_in: 3600 }));
+        res.end(
+          JSON.stringify({
+            access_token: `token-${issued}`,
+            token_type: 'Bearer',
+            expires_in: 3600,
+          }),
+        );
         return;
       }
       const token = (req.headers.authorization ?? '').slice(7);
@@ -149,7 +239,12 @@ describe('CLI token renewal (spec 5.8: 60 s before expiry or on a 401)', () => {
 
   it('when the token is more than 60 s from expiry, then it is reused; within 60 s, then it is renewed', async () => {
     let now = 1_000_000;
-    const client = new KeywardClient({ url, clientId: 'id', clientSecret: 'secret', now: () => now });
+    const client = new KeywardClient({
+      url,
+      clientId: 'id',
+      clientSecret: 'secret',
+      now: () => now,
+    });
     expect((await client.json('GET', '/x')).token).toBe('token-1');
     now += 3600_000 - 61_000;
     expect((await client.json('GET', '/x')).token).toBe('token-1');

@@ -10,17 +10,29 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA } from '../../../shared/config/index.ts';
-import { QUEUE_SCHEMA } from '../../../shared/queues/index.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, makeTenant, workloadToken } from '../../support/auth.ts';
-import { createPostgresDatabase, SHARED_POSTGRES_URL, TEST_REDIS_URL, type TestDatabase } from '../../support/database.ts';
+import {
+  createPostgresDatabase,
+  SHARED_POSTGRES_URL,
+  TEST_REDIS_URL,
+  type TestDatabase,
+} from '../../support/database.ts';
 import { startS3Server, type TestS3Server } from '../../support/s3-server.ts';
 import type { OpenSslDir, TestKey } from '../../fixtures/pkcs7.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 export const MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
-export const JOB_PERMISSIONS = ['migration.uploads.write', 'migration.jobs.create', 'migration.jobs.read', 'migration.jobs.cancel', 'migration.jobs.result.read', 'migration.analyze', 'migration.convert'];
+export const JOB_PERMISSIONS = [
+  'migration.uploads.write',
+  'migration.jobs.create',
+  'migration.jobs.read',
+  'migration.jobs.cancel',
+  'migration.jobs.result.read',
+  'migration.analyze',
+  'migration.convert',
+];
 
 export interface JobsEnv {
   app: TestApp;
@@ -35,7 +47,9 @@ export interface JobsEnv {
 }
 
 /** Starts storage, database and the API; `queue` overrides the queue settings. */
-export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<string, string> } = {}): Promise<JobsEnv> {
+export async function startJobsEnv(
+  opts: { redisUrl?: string; queue?: Record<string, string> } = {},
+): Promise<JobsEnv> {
   const redisUrl = opts.redisUrl ?? TEST_REDIS_URL;
   const queueEnv = {
     QUEUE_PREFIX: `kwtest-${randomBytes(4).toString('hex')}`,
@@ -46,23 +60,39 @@ export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<str
     JOB_PROGRESS_INTERVAL_MS: '100',
     ...opts.queue,
   };
-  const saved = Object.fromEntries(Object.keys(QUEUE_SCHEMA).map((k) => [QUEUE_SCHEMA[k as keyof typeof QUEUE_SCHEMA].env, process.env[QUEUE_SCHEMA[k as keyof typeof QUEUE_SCHEMA].env]]));
-  // The in-process API reads the queue settings from the environment, like a real one.
-  Object.assign(process.env, queueEnv);
   const s3 = await startS3Server();
   const db = await createPostgresDatabase(SHARED_POSTGRES_URL);
   const dataDir = mkdtempSync(join(tmpdir(), 'keyward-jobs-'));
-  const s3Env = { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: s3.bucket };
-  const app = await startTestApp({ REDIS_URL: redisUrl, ...s3Env }, { databaseUrl: db.url, dataDir });
+  const s3Env = {
+    S3_ENDPOINT: s3.endpoint,
+    S3_ACCESS_KEY: s3.accessKey,
+    S3_SECRET_KEY: s3.secretKey,
+    S3_BUCKET: s3.bucket,
+  };
+  const app = await startTestApp(
+    { REDIS_URL: redisUrl, ...s3Env, ...queueEnv },
+    { databaseUrl: db.url, dataDir },
+  );
   return {
-    app, s3, db, redisUrl, queueEnv,
+    app,
+    s3,
+    db,
+    redisUrl,
+    queueEnv,
     workerEnv(extra = {}) {
       const env: NodeJS.ProcessEnv = { ...process.env };
       for (const field of Object.values(SCHEMA)) delete env[field.env];
       return {
-        ...env, ...queueEnv, ...s3Env,
-        DATABASE_URL: db.url, REDIS_URL: redisUrl, KEYWARD_MASTER_KEY: MASTER_KEY, DATA_DIR: dataDir,
-        WORKER_CONCURRENCY: '2', LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '5000',
+        ...env,
+        ...queueEnv,
+        ...s3Env,
+        DATABASE_URL: db.url,
+        REDIS_URL: redisUrl,
+        KEYWARD_MASTER_KEY: MASTER_KEY,
+        DATA_DIR: dataDir,
+        WORKER_CONCURRENCY: '2',
+        LOG_LEVEL: 'info',
+        SHUTDOWN_TIMEOUT_MS: '5000',
         ...extra,
       };
     },
@@ -71,7 +101,13 @@ export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<str
       const redis = app.ctx.redis!;
       let cursor = '0';
       do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${queueEnv.QUEUE_PREFIX}:*`, 'COUNT', 1000);
+        const [next, keys] = await redis.scan(
+          cursor,
+          'MATCH',
+          `${queueEnv.QUEUE_PREFIX}:*`,
+          'COUNT',
+          1000,
+        );
         if (keys.length > 0) await redis.del(...keys);
         cursor = next;
       } while (cursor !== '0');
@@ -79,10 +115,6 @@ export async function startJobsEnv(opts: { redisUrl?: string; queue?: Record<str
       await s3.close();
       await db.drop();
       rmSync(dataDir, { recursive: true, force: true });
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
     },
   };
 }
@@ -102,20 +134,38 @@ export interface WorkerChild {
 }
 
 /** Spawns `node workers/main.ts` and waits for its ready line. */
-export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<WorkerChild> {
-  const child = spawn(process.execPath, [join(root, 'workers/main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnWorker(
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 20_000,
+): Promise<WorkerChild> {
+  const child = spawn(process.execPath, [join(root, 'workers/main.ts')], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
-  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  );
   const handle: WorkerChild = {
     process: child,
     output: () => out,
     async waitForOutput(text, timeoutMs = 5_000) {
       const deadline = Date.now() + timeoutMs;
       while (!out.includes(text)) {
-        if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode} before writing ${JSON.stringify(text)}:\n${out}`);
-        if (Date.now() > deadline) throw new Error(`worker output lacks ${JSON.stringify(text)} after ${timeoutMs} ms:\n${out}`);
+        if (child.exitCode !== null)
+          throw new Error(
+            `worker exited with ${child.exitCode} before writing ${JSON.stringify(text)}:\n${out}`,
+          );
+        if (Date.now() > deadline)
+          throw new Error(
+            `worker output lacks ${JSON.stringify(text)} after ${timeoutMs} ms:\n${out}`,
+          );
         await new Promise((r) => setTimeout(r, 25));
       }
       return out;
@@ -140,16 +190,29 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, timeoutMs = 20_000): P
 }
 
 /** A tenant with migration permissions, a workload token and the given keys imported (each for its `usage`, else its type's default). */
-export async function tenantWithKeys(app: TestApp, ssl: OpenSslDir, keys: Array<TestKey & { usage?: 'sign' | 'encrypt' }>): Promise<{ tenantId: string; token: string }> {
+export async function tenantWithKeys(
+  app: TestApp,
+  ssl: OpenSslDir,
+  keys: Array<TestKey & { usage?: 'sign' | 'encrypt' }>,
+): Promise<{ tenantId: string; token: string }> {
   const t = await makeTenant(app, JOB_PERMISSIONS);
   for (const k of keys) {
-    await importKeystore(app.ctx, t.tenantId, { data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]), kid: k.kid, usage: k.usage });
+    await importKeystore(app.ctx, t.tenantId, {
+      data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]),
+      kid: k.kid,
+      usage: k.usage,
+    });
   }
   return { tenantId: t.tenantId, token: await workloadToken(app, t) };
 }
 
 /** PUTs bytes (or a stream) to the uploads endpoint. */
-export async function upload(app: TestApp, token: string, name: string, body: Buffer | ReadableStream<Uint8Array>) {
+export async function upload(
+  app: TestApp,
+  token: string,
+  name: string,
+  body: Buffer | ReadableStream<Uint8Array>,
+) {
   const res = await fetch(`${app.url}/api/v3/migration/uploads/${name}`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
@@ -162,7 +225,13 @@ export async function upload(app: TestApp, token: string, name: string, body: Bu
 export type JobBody = Record<string, any>;
 
 /** Polls GET /jobs/{id} until `done(view)` or the timeout; answers the last view. */
-export async function waitForJob(app: TestApp, token: string, id: string, done: (v: JobBody) => boolean, timeoutMs = 30_000): Promise<JobBody> {
+export async function waitForJob(
+  app: TestApp,
+  token: string,
+  id: string,
+  done: (v: JobBody) => boolean,
+  timeoutMs = 30_000,
+): Promise<JobBody> {
   const deadline = Date.now() + timeoutMs;
   let last: JobBody = {};
   while (Date.now() < deadline) {
@@ -177,13 +246,25 @@ export async function waitForJob(app: TestApp, token: string, id: string, done: 
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`job ${id} did not reach the expected state within ${timeoutMs} ms; last view: ${JSON.stringify(last).slice(0, 2000)}`);
+  throw new Error(
+    `job ${id} did not reach the expected state within ${timeoutMs} ms; last view: ${JSON.stringify(last).slice(0, 2000)}`,
+  );
 }
 
 export const finished = (v: JobBody) => ['completed', 'failed', 'cancelled'].includes(v.state);
 
 /** Downloads a job's result. */
-export async function result(app: TestApp, token: string, id: string): Promise<{ status: number; contentType: string; body: Buffer }> {
-  const res = await fetch(`${app.url}/api/v3/migration/jobs/${id}/result`, { headers: { authorization: `Bearer ${token}` } });
-  return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: Buffer.from(await res.arrayBuffer()) };
+export async function result(
+  app: TestApp,
+  token: string,
+  id: string,
+): Promise<{ status: number; contentType: string; body: Buffer }> {
+  const res = await fetch(`${app.url}/api/v3/migration/jobs/${id}/result`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? '',
+    body: Buffer.from(await res.arrayBuffer()),
+  };
 }

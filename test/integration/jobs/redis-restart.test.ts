@@ -9,7 +9,16 @@ import { api } from '../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
-import { finished, spawnWorker, startJobsEnv, tenantWithKeys, upload, waitForJob, type JobsEnv, type WorkerChild } from './harness.ts';
+import {
+  finished,
+  spawnWorker,
+  startJobsEnv,
+  tenantWithKeys,
+  upload,
+  waitForJob,
+  type JobsEnv,
+  type WorkerChild,
+} from './harness.ts';
 
 const FILES = 40;
 
@@ -29,9 +38,31 @@ beforeAll(async () => {
   // A few distinct inputs of 1 to 4 MiB, uploaded under FILES names.
   const inputs = [1, 2, 3, 4].map((mib, i) => {
     ssl.write(`plain-${i}.bin`, randomBytes(mib * 1024 * 1024));
-    return ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-stream', '-in', `plain-${i}.bin`, '-recip', key.certFile, '-outform', 'DER']);
+    return ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-stream',
+      '-in',
+      `plain-${i}.bin`,
+      '-recip',
+      key.certFile,
+      '-outform',
+      'DER',
+    ]);
   });
-  for (let i = 0; i < FILES; i++) expect((await upload(env.app, tenant.token, `in/file-${String(i).padStart(2, '0')}.p7m`, inputs[i % inputs.length])).status).toBe(201);
+  for (let i = 0; i < FILES; i++)
+    expect(
+      (
+        await upload(
+          env.app,
+          tenant.token,
+          `in/file-${String(i).padStart(2, '0')}.p7m`,
+          inputs[i % inputs.length],
+        )
+      ).status,
+    ).toBe(201);
 }, 60_000);
 
 afterAll(async () => {
@@ -43,19 +74,38 @@ afterAll(async () => {
 
 describe('Redis restart during a batch (own append-only redis-server)', () => {
   it('when Redis restarts while two workers convert a batch, then every job still completes and every output exists', async () => {
-    const batch = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, { source: { prefix: 'in/' }, metadata: {}, output: { prefix: 'out/' } });
+    const batch = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, {
+      source: { prefix: 'in/' },
+      metadata: {},
+      output: { prefix: 'out/' },
+    });
     expect(batch.status).toBe(202);
     const id = batch.body.id as string;
-    workers.push(...(await Promise.all([spawnWorker(env.workerEnv()), spawnWorker(env.workerEnv())])));
-    const before = await waitForJob(env.app, tenant.token, id, (v) => v.progress.objectsDone >= 2, 30_000);
+    workers.push(
+      ...(await Promise.all([spawnWorker(env.workerEnv()), spawnWorker(env.workerEnv())])),
+    );
+    const before = await waitForJob(
+      env.app,
+      tenant.token,
+      id,
+      (v) => v.progress.objectsDone >= 2,
+      30_000,
+    );
     expect(before.progress.objectsDone).toBeLessThan(FILES);
 
     await redis.restart();
 
     const done = await waitForJob(env.app, tenant.token, id, finished, 45_000);
-    expect(done).toMatchObject({ state: 'completed', progress: { objectsTotal: FILES, objectsDone: FILES, objectsFailed: 0 }, failures: [] });
+    expect(done).toMatchObject({
+      state: 'completed',
+      progress: { objectsTotal: FILES, objectsDone: FILES, objectsFailed: 0 },
+      failures: [],
+    });
     const outputs: string[] = [];
-    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId).list('out/')) outputs.push(o.key);
+    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId).list(
+      'out/',
+    ))
+      outputs.push(o.key);
     expect(outputs).toHaveLength(FILES);
     expect(outputs.every((k) => /^out\/file-\d\d\.p7m\.jwe$/.test(k))).toBe(true);
     // Both workers lived through it.

@@ -1,7 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import {
-  ANALYZE, ANALYZE_ALIAS, CONVERT, OpenSslDir, convert, importKey, makeActor, makeKey, openJwe, postParts, postRaw, protectedOf, publicOf,
-  startTestApp, verifyDetached,
+  ANALYZE,
+  ANALYZE_ALIAS,
+  CONVERT,
+  OpenSslDir,
+  convert,
+  importKey,
+  makeActor,
+  makeKey,
+  openJwe,
+  postParts,
+  postRaw,
+  protectedOf,
+  publicOf,
+  startTestApp,
+  verifyDetached,
 } from './helpers.ts';
 import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
 
@@ -14,10 +27,16 @@ let data: Buffer;
 beforeAll(async () => {
   app = await startTestApp();
   ssl = new OpenSslDir();
-  keys = { rsa: makeKey(ssl, 'mig-rsa', 'rsa-2048'), rsaSigner: makeKey(ssl, 'mig-rsa-signer', 'rsa-2048'), p256: makeKey(ssl, 'mig-p256', 'ec-p256'), target: makeKey(ssl, 'mig-target', 'rsa-2048') };
+  keys = {
+    rsa: makeKey(ssl, 'mig-rsa', 'rsa-2048'),
+    rsaSigner: makeKey(ssl, 'mig-rsa-signer', 'rsa-2048'),
+    p256: makeKey(ssl, 'mig-p256', 'ec-p256'),
+    target: makeKey(ssl, 'mig-target', 'rsa-2048'),
+  };
   actor = await makeActor(app);
   // An RSA key imported without usage encrypts; the one that re-signs is imported for signing.
-  for (const k of Object.values(keys)) await importKey(app, actor, ssl, k, k === keys.rsaSigner ? 'sign' : undefined);
+  for (const k of Object.values(keys))
+    await importKey(app, actor, ssl, k, k === keys.rsaSigner ? 'sign' : undefined);
   data = randomBytes(150_000);
   ssl.write('data.bin', data);
 });
@@ -28,20 +47,54 @@ afterAll(async () => {
 });
 
 function sign(key: TestKey, args: string[], input = 'data.bin'): Buffer {
-  return ssl.run(['cms', '-sign', '-binary', '-in', input, '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER', ...args]);
+  return ssl.run([
+    'cms',
+    '-sign',
+    '-binary',
+    '-in',
+    input,
+    '-signer',
+    key.certFile,
+    '-inkey',
+    key.keyFile,
+    '-outform',
+    'DER',
+    ...args,
+  ]);
 }
 
 function encrypt(to: TestKey, args: string[], input = 'data.bin'): Buffer {
-  return ssl.run(['cms', '-encrypt', '-binary', '-in', input, '-recip', to.certFile, '-outform', 'DER', ...args]);
+  return ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-in',
+    input,
+    '-recip',
+    to.certFile,
+    '-outform',
+    'DER',
+    ...args,
+  ]);
 }
 
 describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', () => {
   const cases = [
     { name: 'RSA in DER', key: 'rsaSigner', args: ['-nodetach'], alg: 'RS256' },
     { name: 'RSA in streamed BER', key: 'rsaSigner', args: ['-nodetach', '-stream'], alg: 'RS256' },
-    { name: 'RSA-PSS with SHA-384', key: 'rsaSigner', args: ['-nodetach', '-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS384' },
+    {
+      name: 'RSA-PSS with SHA-384',
+      key: 'rsaSigner',
+      args: ['-nodetach', '-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss'],
+      alg: 'PS384',
+    },
     { name: 'ECDSA P-256 in DER', key: 'p256', args: ['-nodetach'], alg: 'ES256' },
-    { name: 'ECDSA P-256 in streamed BER', key: 'p256', args: ['-nodetach', '-stream'], alg: 'ES256' },
+    {
+      name: 'ECDSA P-256 in streamed BER',
+      key: 'p256',
+      args: ['-nodetach', '-stream'],
+      alg: 'ES256',
+    },
   ] as const;
   for (const c of cases) {
     it(`when the CMS is ${c.name} and the metadata is {}, then 200 octet-stream with a ${c.alg} JWS that jose verifies over the original content`, async () => {
@@ -66,7 +119,10 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
   });
 
   it('when the metadata asks for b64 true and names the signerKid, then the JWS is RFC 7515 Appendix F with the kid protected and verifies', async () => {
-    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), { b64: true, signerKid: keys.p256.kid });
+    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), {
+      b64: true,
+      signerKid: keys.p256.kid,
+    });
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
     expect(protectedOf(jws)).toEqual({ alg: 'ES256', kid: `${keys.p256.kid}#1` });
@@ -74,13 +130,17 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
   });
 
   it('when signerKid names a key that did not make the CMS signature, then 422: another key is not a way to sign the content', async () => {
-    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), { signerKid: keys.rsaSigner.kid });
+    const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), {
+      signerKid: keys.rsaSigner.kid,
+    });
     expect(r.status).toBe(422);
     expect(r.json().type).toMatch(/\/problems\/cms-signature-invalid$/);
   });
 
   it('when Accept prefers application/json, then the same JWS object is labelled application/json', async () => {
-    const r = await convert(app, actor.user, sign(keys.rsaSigner, ['-nodetach']), {}, undefined, { accept: 'application/json' });
+    const r = await convert(app, actor.user, sign(keys.rsaSigner, ['-nodetach']), {}, undefined, {
+      accept: 'application/json',
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^application\/json/);
     await verifyDetached(r.json<Jws>(), data, publicOf(keys.rsaSigner));
@@ -92,12 +152,20 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
     for (const args of [['-aes-256-cbc'], ['-aes-256-cbc', '-stream']]) {
       const r = await convert(app, actor.user, encrypt(keys.rsa, args));
       expect(r.status).toBe(200);
-      expect(r.headers.get('content-type')).toMatch(/^multipart\/mixed; boundary="----service-[0-9a-f-]{36}"$/);
+      expect(r.headers.get('content-type')).toMatch(
+        /^multipart\/mixed; boundary="----service-[0-9a-f-]{36}"$/,
+      );
       const jwe = await openJwe(r, keys.rsa.privateKey);
       expect(jwe.closed).toBe(true);
-      expect(jwe.parts.map((p) => p.contentType)).toEqual(['application/jose+json', 'application/octet-stream']);
+      expect(jwe.parts.map((p) => p.contentType)).toEqual([
+        'application/jose+json',
+        'application/octet-stream',
+      ]);
       expect(jwe.enc).toBe('A256GCM');
-      expect(jwe.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: `${keys.rsa.kid}#1` });
+      expect(jwe.header.recipients[0].header).toEqual({
+        alg: 'RSA-OAEP-256',
+        kid: `${keys.rsa.kid}#1`,
+      });
       expect(jwe.plaintext.equals(data)).toBe(true);
     }
   });
@@ -114,7 +182,9 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
   });
 
   it('when targetKid names another key, then the JWE is for that key', async () => {
-    const r = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-128-cbc']), { targetKid: keys.target.kid });
+    const r = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-128-cbc']), {
+      targetKid: keys.target.kid,
+    });
     const jwe = await openJwe(r, keys.target.privateKey);
     expect(jwe.enc).toBe('A128GCM');
     expect(jwe.header.recipients[0].header.kid).toBe(`${keys.target.kid}#1`);
@@ -127,7 +197,11 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
     expect(r.status).toBe(200);
     const jwe = await openJwe(r, keys.rsa.privateKey);
     expect(jwe.closed).toBe(true);
-    expect(jwe.parts.map((p) => p.contentType)).toEqual(['application/jose+json', 'application/octet-stream', 'application/jose+json']);
+    expect(jwe.parts.map((p) => p.contentType)).toEqual([
+      'application/jose+json',
+      'application/octet-stream',
+      'application/jose+json',
+    ]);
     expect(jwe.plaintext.equals(data)).toBe(true);
     await verifyDetached(JSON.parse(jwe.parts[2].body.toString()), data, publicOf(keys.p256));
   });
@@ -135,7 +209,11 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
   it('when the input is several MiB, then the answer streams past the pre-buffer and still decrypts whole', async () => {
     const big = randomBytes(6 * 1024 * 1024 + 3);
     ssl.write('big.bin', big);
-    const r = await convert(app, actor.workload, encrypt(keys.rsa, ['-aes-256-cbc', '-stream'], 'big.bin'));
+    const r = await convert(
+      app,
+      actor.workload,
+      encrypt(keys.rsa, ['-aes-256-cbc', '-stream'], 'big.bin'),
+    );
     expect(r.status).toBe(200);
     expect(r.headers.get('content-length')).toBeNull();
     const jwe = await openJwe(r, keys.rsa.privateKey);
@@ -144,65 +222,137 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
   });
 
   it('when X-Response-Content-Type selects application/octet-stream for an enveloped input, then 406 before any output', async () => {
-    const r = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, { 'x-response-content-type': 'application/octet-stream' });
+    const r = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, {
+      'x-response-content-type': 'application/octet-stream',
+    });
     expect(r.status).toBe(406);
     expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    const ok = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, { 'x-response-content-type': 'multipart/mixed' });
+    const ok = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, {
+      'x-response-content-type': 'multipart/mixed',
+    });
     expect(ok.status).toBe(200);
-    const bad = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, { 'x-response-content-type': 'text/plain' });
+    const bad = await convert(app, actor.user, encrypt(keys.rsa, ['-aes-256-cbc']), {}, undefined, {
+      'x-response-content-type': 'text/plain',
+    });
     expect(bad.status).toBe(400);
   });
 });
 
 describe('POST analyze-pkcs7', () => {
   it('when a SignedData is sent as the raw body, then the JSON names the type, encoding, signer, its imported kid and convertible', async () => {
-    const r = await postRaw(app, ANALYZE, actor.user, sign(keys.rsa, ['-nodetach', '-stream']), 'application/pkcs7-mime');
+    const r = await postRaw(
+      app,
+      ANALYZE,
+      actor.user,
+      sign(keys.rsa, ['-nodetach', '-stream']),
+      'application/pkcs7-mime',
+    );
     expect(r.status).toBe(200);
     const a = r.json();
-    expect(a).toMatchObject({ contentType: 'signedData', encoding: 'ber', contentLength: data.length, detached: false, convertible: true, recipients: [] });
+    expect(a).toMatchObject({
+      contentType: 'signedData',
+      encoding: 'ber',
+      contentLength: data.length,
+      detached: false,
+      convertible: true,
+      recipients: [],
+    });
     const signers = a.signers as Array<Record<string, unknown>>;
     expect(signers).toHaveLength(1);
-    expect(signers[0]).toMatchObject({ kid: keys.rsa.kid, signedAttributes: true, digestAlgorithm: { oid: '2.16.840.1.101.3.4.2.1' } });
+    expect(signers[0]).toMatchObject({
+      kid: keys.rsa.kid,
+      signedAttributes: true,
+      digestAlgorithm: { oid: '2.16.840.1.101.3.4.2.1' },
+    });
     expect((signers[0].certificate as Record<string, string>).subject).toContain('mig-rsa');
   });
 
   it('when an EnvelopedData is sent as the file part, then the JSON names the recipient, its kid and the content encryption', async () => {
-    const r = await postParts(app, ANALYZE, actor.workload, [['file', { data: encrypt(keys.rsa, ['-aes-256-cbc']) }]]);
+    const r = await postParts(app, ANALYZE, actor.workload, [
+      ['file', { data: encrypt(keys.rsa, ['-aes-256-cbc']) }],
+    ]);
     expect(r.status).toBe(200);
     const a = r.json();
-    expect(a).toMatchObject({ contentType: 'envelopedData', encoding: 'der', convertible: true, signers: [], contentEncryption: { oid: '2.16.840.1.101.3.4.1.42' } });
-    expect((a.recipients as Array<Record<string, unknown>>)[0]).toMatchObject({ type: 'keyTransport', kid: keys.rsa.kid });
+    expect(a).toMatchObject({
+      contentType: 'envelopedData',
+      encoding: 'der',
+      convertible: true,
+      signers: [],
+      contentEncryption: { oid: '2.16.840.1.101.3.4.1.42' },
+    });
+    expect((a.recipients as Array<Record<string, unknown>>)[0]).toMatchObject({
+      type: 'keyTransport',
+      kid: keys.rsa.kid,
+    });
   });
 
   it('when the unversioned alias is called, then it answers the same analysis', async () => {
-    const r = await postRaw(app, ANALYZE_ALIAS, actor.user, sign(keys.p256, []), 'application/octet-stream');
+    const r = await postRaw(
+      app,
+      ANALYZE_ALIAS,
+      actor.user,
+      sign(keys.p256, []),
+      'application/octet-stream',
+    );
     expect(r.status).toBe(200);
-    expect(r.json()).toMatchObject({ contentType: 'signedData', detached: true, contentLength: 0, convertible: true });
-    expect((await postRaw(app, ANALYZE_ALIAS, '', sign(keys.p256, []), 'application/octet-stream')).status).toBe(401);
+    expect(r.json()).toMatchObject({
+      contentType: 'signedData',
+      detached: true,
+      contentLength: 0,
+      convertible: true,
+    });
+    expect(
+      (await postRaw(app, ANALYZE_ALIAS, '', sign(keys.p256, []), 'application/octet-stream'))
+        .status,
+    ).toBe(401);
   });
 
   it('when a key of the file is not imported, then convertible is false with the reason', async () => {
     const other = makeKey(ssl, 'not-imported', 'ec-p256');
-    const r = await postRaw(app, ANALYZE, actor.user, sign(other, ['-nodetach']), 'application/pkcs7-mime');
-    expect(r.json()).toMatchObject({ convertible: false, reason: 'the signer key is not imported' });
+    const r = await postRaw(
+      app,
+      ANALYZE,
+      actor.user,
+      sign(other, ['-nodetach']),
+      'application/pkcs7-mime',
+    );
+    expect(r.json()).toMatchObject({
+      convertible: false,
+      reason: 'the signer key is not imported',
+    });
   });
 });
 
 describe('the conversion log and audit', () => {
   it('when a conversion ends, then one log line gives bytes, duration and MB/s, and the audit has the event with actor and outcome', async () => {
     await convert(app, actor.user, sign(keys.rsaSigner, ['-nodetach']));
-    const line = app.logText().split('\n').reverse().find((l) => l.includes('"op":"migration.convert"'));
+    const line = app
+      .logText()
+      .split('\n')
+      .reverse()
+      .find((l) => l.includes('"op":"migration.convert"'));
     expect(line).toBeDefined();
-    expect(JSON.parse(line!)).toMatchObject({ outcome: 'success', tenantId: actor.tenant.tenantId, bytesIn: expect.any(Number), bytesOut: expect.any(Number), ms: expect.any(Number), mbps: expect.any(Number) });
+    expect(JSON.parse(line!)).toMatchObject({
+      outcome: 'success',
+      tenantId: actor.tenant.tenantId,
+      bytesIn: expect.any(Number),
+      bytesOut: expect.any(Number),
+      ms: expect.any(Number),
+      mbps: expect.any(Number),
+    });
     await app.ctx.audit.flush();
-    const rows = await app.ctx.db('audit_events').where({ tenant_id: actor.tenant.tenantId, action: 'migration.convert' });
+    const rows = await app.ctx
+      .db('audit_events')
+      .where({ tenant_id: actor.tenant.tenantId, action: 'migration.convert' });
     expect(rows.length).toBeGreaterThan(0);
     expect(rows[0].actor).toMatch(/^user:/);
     expect(rows.some((r) => r.outcome === 'success')).toBe(true);
   });
 
   it('when the path exists but the method does not, then 405 with Allow', async () => {
-    const r = await fetch(`${app.url}${CONVERT}`, { headers: { authorization: `Bearer ${actor.user}` } });
+    const r = await fetch(`${app.url}${CONVERT}`, {
+      headers: { authorization: `Bearer ${actor.user}` },
+    });
     expect(r.status).toBe(405);
     expect(r.headers.get('allow')).toBe('POST');
   });
@@ -210,9 +360,42 @@ describe('the conversion log and audit', () => {
 
 describe('who verifies the CMS signature', () => {
   it('when the message embeds a look-alike certificate (same issuer and serial, another key), then 422: the imported key verifies, not the message', async () => {
-    const serial = ssl.run(['x509', '-in', keys.rsaSigner.certFile, '-noout', '-serial']).toString().trim().split('=')[1];
-    ssl.run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'evil.key', '-out', 'evil.crt', '-subj', '/CN=mig-rsa-signer/O=Keyward Tests', '-set_serial', `0x${serial}`, '-days', '30']);
-    const forged = ssl.run(['cms', '-sign', '-binary', '-nodetach', '-in', 'data.bin', '-signer', 'evil.crt', '-inkey', 'evil.key', '-outform', 'DER']);
+    const serial = ssl
+      .run(['x509', '-in', keys.rsaSigner.certFile, '-noout', '-serial'])
+      .toString()
+      .trim()
+      .split('=')[1];
+    ssl.run([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'evil.key',
+      '-out',
+      'evil.crt',
+      '-subj',
+      '/CN=mig-rsa-signer/O=Keyward Tests',
+      '-set_serial',
+      `0x${serial}`,
+      '-days',
+      '30',
+    ]);
+    const forged = ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'data.bin',
+      '-signer',
+      'evil.crt',
+      '-inkey',
+      'evil.key',
+      '-outform',
+      'DER',
+    ]);
     const r = await convert(app, actor.user, forged);
     expect(r.status).toBe(422);
     expect(r.json().type).toMatch(/\/problems\/cms-signature-invalid$/);

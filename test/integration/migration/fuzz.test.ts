@@ -6,7 +6,17 @@
  * off mid-body; never a 5xx, a dropped connection without an answer, or a hang.
  */
 import { randomBytes } from 'node:crypto';
-import { ANALYZE, CONVERT, OpenSslDir, formBody, importKey, makeActor, makeKey, postWithDeadline, startTestApp } from './helpers.ts';
+import {
+  ANALYZE,
+  CONVERT,
+  OpenSslDir,
+  formBody,
+  importKey,
+  makeActor,
+  makeKey,
+  postWithDeadline,
+  startTestApp,
+} from './helpers.ts';
 import type { Actor, TestApp } from './helpers.ts';
 import { prng } from '../../support/prng.ts';
 import { mutateBytes, type Mutant } from '../../support/mutate.ts';
@@ -21,7 +31,8 @@ const rand = prng(SEED);
 /** A BER length byte: the byte after a plausible tag, set to a long-form or indefinite marker or a random value. */
 function lengthByte(b: Buffer, int: (n: number) => number): Mutant {
   const candidates: number[] = [];
-  for (let i = 0; i < Math.min(b.length - 1, 4096); i++) if ([0x30, 0x31, 0x04, 0x06, 0x02, 0xa0, 0xa1, 0x24].includes(b[i])) candidates.push(i + 1);
+  for (let i = 0; i < Math.min(b.length - 1, 4096); i++)
+    if ([0x30, 0x31, 0x04, 0x06, 0x02, 0xa0, 0xa1, 0x24].includes(b[i])) candidates.push(i + 1);
   const at = candidates.length ? candidates[int(candidates.length)] : int(b.length);
   const v = [0x80, 0x81, 0x84, 0x88, 0x89, 0xff, 0x00, int(256)][int(8)];
   b[at] = v;
@@ -30,7 +41,11 @@ function lengthByte(b: Buffer, int: (n: number) => number): Mutant {
 }
 
 /** One mutation of a seed file, spliced with the others and with BER length bytes edited. */
-const mutate = (seeds: Buffer[]): Mutant => mutateBytes(rand, seeds[Math.floor(rand() * seeds.length)], { donors: seeds, extra: [lengthByte] });
+const mutate = (seeds: Buffer[]): Mutant =>
+  mutateBytes(rand, seeds[Math.floor(rand() * seeds.length)], {
+    donors: seeds,
+    extra: [lengthByte],
+  });
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -48,13 +63,45 @@ beforeAll(async () => {
   await importKey(app, actor, ssl, { ...rsa, kid: 'fuzz-rsa-signer' }, 'sign');
   await importKey(app, actor, ssl, ec);
   ssl.write('data.bin', randomBytes(3000));
-  const sign = (k: typeof rsa, args: string[]) => ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', k.certFile, '-inkey', k.keyFile, '-outform', 'DER', '-nodetach', ...args]);
-  const encrypt = (args: string[], input = 'data.bin') => ssl.run(['cms', '-encrypt', '-binary', '-in', input, '-recip', rsa.certFile, '-outform', 'DER', ...args]);
+  const sign = (k: typeof rsa, args: string[]) =>
+    ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-in',
+      'data.bin',
+      '-signer',
+      k.certFile,
+      '-inkey',
+      k.keyFile,
+      '-outform',
+      'DER',
+      '-nodetach',
+      ...args,
+    ]);
+  const encrypt = (args: string[], input = 'data.bin') =>
+    ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-in',
+      input,
+      '-recip',
+      rsa.certFile,
+      '-outform',
+      'DER',
+      ...args,
+    ]);
   ssl.write('signed.der', sign(ec, []));
   // One seed larger than the pre-buffered output, so mutants also reach the cut-off path.
   ssl.write('large.bin', randomBytes(200_000));
   seeds = [
-    sign(rsa, []), sign(rsa, ['-stream']), sign(ec, ['-noattr']), encrypt(['-aes-256-cbc']), encrypt(['-aes-128-cbc', '-stream']), encrypt(['-aes-256-cbc'], 'signed.der'),
+    sign(rsa, []),
+    sign(rsa, ['-stream']),
+    sign(ec, ['-noattr']),
+    encrypt(['-aes-256-cbc']),
+    encrypt(['-aes-128-cbc', '-stream']),
+    encrypt(['-aes-256-cbc'], 'signed.der'),
     encrypt(['-aes-256-cbc', '-stream'], 'large.bin'),
   ];
 });
@@ -65,36 +112,86 @@ afterAll(async () => {
 });
 
 describe(`fuzzing analyze and convert over HTTP for ${SECONDS} s (FUZZ_SEED=${SEED})`, () => {
-  it('when mutated CMS files are sent, then every answer is a problem, a 200 or a cut-off 200, never a 5xx or a hang, and /healthz answers after', async () => {
-    const failures: string[] = [];
-    const tally: Record<string, number> = {};
-    const stopAt = Date.now() + SECONDS * 1000;
-    const auth = { authorization: `Bearer ${actor.user}` };
+  it(
+    'when mutated CMS files are sent, then every answer is a problem, a 200 or a cut-off 200, never a 5xx or a hang, and /healthz answers after',
+    async () => {
+      const failures: string[] = [];
+      const tally: Record<string, number> = {};
+      const stopAt = Date.now() + SECONDS * 1000;
+      const auth = { authorization: `Bearer ${actor.user}` };
 
-    async function check(kind: string, how: string, p: Promise<Awaited<ReturnType<typeof postWithDeadline>>>): Promise<void> {
-      const r = await p;
-      const key = r.hung ? 'hung' : r.status === 0 ? 'no answer' : r.cut ? `${r.status} cut` : String(r.status);
-      tally[`${kind} ${key}`] = (tally[`${kind} ${key}`] ?? 0) + 1;
-      const ok = !r.hung && ((r.status >= 400 && r.status < 500 && r.contentType.startsWith('application/problem+json')) || r.status === 200);
-      if (!ok) failures.push(`${kind}: ${how} → ${key} ${r.body.subarray(0, 300).toString()}`);
-    }
-
-    async function worker(): Promise<void> {
-      while (Date.now() < stopAt && failures.length < 5) {
-        const { data, how } = mutate(seeds);
-        const metadata = Math.floor(rand() * 4) === 0 ? '{"contentEncryption":"preserve"}' : '{}';
-        const form = formBody([['metadata', metadata], ['file', data]]);
-        await check('analyze', how, postWithDeadline(`${app.url}${ANALYZE}`, { ...auth, 'content-type': 'application/pkcs7-mime' }, data, DEADLINE_MS));
-        await check('convert', how, postWithDeadline(`${app.url}${CONVERT}`, { ...auth, 'content-type': form.contentType }, form.body, DEADLINE_MS));
+      async function check(
+        kind: string,
+        how: string,
+        p: Promise<Awaited<ReturnType<typeof postWithDeadline>>>,
+      ): Promise<void> {
+        const r = await p;
+        const key = r.hung
+          ? 'hung'
+          : r.status === 0
+            ? 'no answer'
+            : r.cut
+              ? `${r.status} cut`
+              : String(r.status);
+        tally[`${kind} ${key}`] = (tally[`${kind} ${key}`] ?? 0) + 1;
+        const ok =
+          !r.hung &&
+          ((r.status >= 400 &&
+            r.status < 500 &&
+            r.contentType.startsWith('application/problem+json')) ||
+            r.status === 200);
+        if (!ok) failures.push(`${kind}: ${how} → ${key} ${r.body.subarray(0, 300).toString()}`);
       }
-    }
 
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    const total = Object.values(tally).reduce((a, b) => a + b, 0);
-    console.log(`fuzz: ${total} requests in ${SECONDS} s, seed ${SEED}: ${JSON.stringify(tally)}`);
-    if (failures.length) console.log(app.logText().split('\n').filter((l) => l.includes('"level":50')).slice(0, 5).join('\n'));
-    expect(failures).toEqual([]);
-    expect(total).toBeGreaterThan(100);
-    expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
-  }, (SECONDS + 60) * 1000);
+      async function worker(): Promise<void> {
+        while (Date.now() < stopAt && failures.length < 5) {
+          const { data, how } = mutate(seeds);
+          const metadata = Math.floor(rand() * 4) === 0 ? '{"contentEncryption":"preserve"}' : '{}';
+          const form = formBody([
+            ['metadata', metadata],
+            ['file', data],
+          ]);
+          await check(
+            'analyze',
+            how,
+            postWithDeadline(
+              `${app.url}${ANALYZE}`,
+              { ...auth, 'content-type': 'application/pkcs7-mime' },
+              data,
+              DEADLINE_MS,
+            ),
+          );
+          await check(
+            'convert',
+            how,
+            postWithDeadline(
+              `${app.url}${CONVERT}`,
+              { ...auth, 'content-type': form.contentType },
+              form.body,
+              DEADLINE_MS,
+            ),
+          );
+        }
+      }
+
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      const total = Object.values(tally).reduce((a, b) => a + b, 0);
+      console.log(
+        `fuzz: ${total} requests in ${SECONDS} s, seed ${SEED}: ${JSON.stringify(tally)}`,
+      );
+      if (failures.length)
+        console.log(
+          app
+            .logText()
+            .split('\n')
+            .filter((l) => l.includes('"level":50'))
+            .slice(0, 5)
+            .join('\n'),
+        );
+      expect(failures).toEqual([]);
+      expect(total).toBeGreaterThan(100);
+      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    },
+    (SECONDS + 60) * 1000,
+  );
 });

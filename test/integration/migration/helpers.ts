@@ -9,12 +9,24 @@ import type { KeyObject } from 'node:crypto';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { OpenSslDir, makeKey, parseMultipart, type Part, type TestKey } from '../../fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type Part,
+  type TestKey,
+} from '../../fixtures/pkcs7.ts';
 
 export { OpenSslDir, makeKey, parseMultipart };
 export type { Part, TestKey };
 
-export const PERMISSIONS = ['admin.keys.import', 'migration.analyze', 'migration.convert', 'crypto.stream.reencrypt', 'crypto.stream.resign'];
+export const PERMISSIONS = [
+  'admin.keys.import',
+  'migration.analyze',
+  'migration.convert',
+  'crypto.stream.reencrypt',
+  'crypto.stream.resign',
+];
 export const CONVERT = '/api/v3/migration/stream/convert-pkcs7-to-jose';
 export const ANALYZE = '/api/v3/migration/stream/analyze-pkcs7';
 export const ANALYZE_ALIAS = '/api/migration/stream/analyze-pkcs7';
@@ -57,44 +69,102 @@ async function answer(res: Response): Promise<Answer> {
     cut = true;
   }
   const body = Buffer.concat(chunks);
-  return { status: res.status, headers: res.headers, body, cut, json: <T,>() => JSON.parse(body.toString()) as T };
+  return {
+    status: res.status,
+    headers: res.headers,
+    body,
+    cut,
+    json: <T>() => JSON.parse(body.toString()) as T,
+  };
 }
 
 /** One form part: a string field, or bytes sent as a file part. */
 export type FormValue = string | { data: Buffer; type?: string; filename?: string };
 
 /** POSTs multipart/form-data with the parts in the given order. */
-export async function postParts(app: TestApp, path: string, token: string, parts: Array<[string, FormValue]>, headers: Record<string, string> = {}): Promise<Answer> {
+export async function postParts(
+  app: TestApp,
+  path: string,
+  token: string,
+  parts: Array<[string, FormValue]>,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const form = new FormData();
   for (const [name, v] of parts) {
     if (typeof v === 'string') form.append(name, v);
-    else form.append(name, new Blob([new Uint8Array(v.data)], { type: v.type ?? 'application/octet-stream' }), v.filename ?? name);
+    else
+      form.append(
+        name,
+        new Blob([new Uint8Array(v.data)], { type: v.type ?? 'application/octet-stream' }),
+        v.filename ?? name,
+      );
   }
-  return answer(await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, ...headers }, body: form }));
+  return answer(
+    await fetch(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, ...headers },
+      body: form,
+    }),
+  );
 }
 
 /** POSTs a raw body with a content type. */
-export async function postRaw(app: TestApp, path: string, token: string, body: Buffer, contentType: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return answer(await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': contentType, ...headers }, body: new Uint8Array(body) }));
+export async function postRaw(
+  app: TestApp,
+  path: string,
+  token: string,
+  body: Buffer,
+  contentType: string,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return answer(
+    await fetch(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': contentType, ...headers },
+      body: new Uint8Array(body),
+    }),
+  );
 }
 
 /**
  * Imports a key with its certificate as a PEM keystore through the real admin endpoint; without
  * `usage` the key gets its type's default (RSA encrypts, EC and Ed25519 sign).
  */
-export async function importKey(app: TestApp, actor: Actor, ssl: OpenSslDir, key: TestKey, usage?: 'sign' | 'encrypt'): Promise<void> {
+export async function importKey(
+  app: TestApp,
+  actor: Actor,
+  ssl: OpenSslDir,
+  key: TestKey,
+  usage?: 'sign' | 'encrypt',
+): Promise<void> {
   const pem = Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]);
-  const r = await postParts(app, `/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/import-keystore`, actor.user, [
-    ['keystore', { data: pem, type: 'application/x-pem-file', filename: `${key.kid}.pem` }],
-    ['kid', key.kid],
-    ...(usage ? [['usage', usage] as [string, FormValue]] : []),
-  ]);
-  if (r.status !== 201) throw new Error(`import of ${key.kid} failed: ${r.status} ${r.body.toString()}`);
+  const r = await postParts(
+    app,
+    `/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/import-keystore`,
+    actor.user,
+    [
+      ['keystore', { data: pem, type: 'application/x-pem-file', filename: `${key.kid}.pem` }],
+      ['kid', key.kid],
+      ...(usage ? [['usage', usage] as [string, FormValue]] : []),
+    ],
+  );
+  if (r.status !== 201)
+    throw new Error(`import of ${key.kid} failed: ${r.status} ${r.body.toString()}`);
 }
 
 /** Converts a CMS file with the given metadata (and detached content). */
-export function convert(app: TestApp, token: string, file: Buffer, metadata: Record<string, unknown> = {}, content?: Buffer, headers: Record<string, string> = {}): Promise<Answer> {
-  const parts: Array<[string, FormValue]> = [['metadata', JSON.stringify(metadata)], ['file', { data: file, type: 'application/pkcs7-mime', filename: 'in.p7m' }]];
+export function convert(
+  app: TestApp,
+  token: string,
+  file: Buffer,
+  metadata: Record<string, unknown> = {},
+  content?: Buffer,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const parts: Array<[string, FormValue]> = [
+    ['metadata', JSON.stringify(metadata)],
+    ['file', { data: file, type: 'application/pkcs7-mime', filename: 'in.p7m' }],
+  ];
   if (content) parts.push(['content', { data: content, filename: 'content.bin' }]);
   return postParts(app, CONVERT, token, parts, headers);
 }
@@ -116,13 +186,21 @@ export async function verifyDetached(jws: Jws, content: Buffer, key: KeyObject):
   await flattenedVerify({ ...jws, payload: b64 ? content.toString('base64url') : content }, key);
 }
 
-const TAG_BYTES: Record<string, number> = { 'A128CBC-HS256': 16, 'A192CBC-HS384': 24, 'A256CBC-HS512': 32 };
+const TAG_BYTES: Record<string, number> = {
+  'A128CBC-HS256': 16,
+  'A192CBC-HS384': 24,
+  'A256CBC-HS512': 32,
+};
 
 /** The multipart JWE opened with jose: header JSON, enc, alg, plaintext, and the raw parts. */
 export interface OpenedJwe {
   parts: Part[];
   closed: boolean;
-  header: { protected: string; recipients: Array<{ header: { alg: string; kid: string }; encrypted_key: string }>; iv: string };
+  header: {
+    protected: string;
+    recipients: Array<{ header: { alg: string; kid: string }; encrypted_key: string }>;
+    iv: string;
+  };
   enc: string;
   ciphertext: Buffer;
   plaintext: Buffer;
@@ -136,14 +214,17 @@ export async function openJwe(a: Answer, key: KeyObject): Promise<OpenedJwe> {
   const tagBytes = TAG_BYTES[enc] ?? 16;
   const body = parts[1].body;
   const ciphertext = body.subarray(0, body.length - tagBytes);
-  const { plaintext } = await flattenedDecrypt({
-    protected: header.protected,
-    header: header.recipients[0].header,
-    encrypted_key: header.recipients[0].encrypted_key,
-    iv: header.iv,
-    ciphertext: ciphertext.toString('base64url'),
-    tag: body.subarray(body.length - tagBytes).toString('base64url'),
-  }, key);
+  const { plaintext } = await flattenedDecrypt(
+    {
+      protected: header.protected,
+      header: header.recipients[0].header,
+      encrypted_key: header.recipients[0].encrypted_key,
+      iv: header.iv,
+      ciphertext: ciphertext.toString('base64url'),
+      tag: body.subarray(body.length - tagBytes).toString('base64url'),
+    },
+    key,
+  );
   return { parts, closed, header, enc, ciphertext, plaintext: Buffer.from(plaintext) };
 }
 
@@ -153,40 +234,93 @@ export const publicOf = (k: TestKey): KeyObject => createPublicKey(k.privateKey)
  * POSTs with node:http and a per-request deadline, for inputs the fuzz test sends: resolves with
  * the status and body, `cut` when the connection ended early, or `hung` past the deadline.
  */
-export function postWithDeadline(url: string, headers: Record<string, string>, body: Buffer, ms: number): Promise<{ status: number; contentType: string; body: Buffer; cut: boolean; hung: boolean }> {
+export function postWithDeadline(
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  ms: number,
+): Promise<{ status: number; contentType: string; body: Buffer; cut: boolean; hung: boolean }> {
   return new Promise((resolve) => {
     const u = new URL(url);
     let settled = false;
-    const finish = (r: { status: number; contentType: string; body: Buffer; cut: boolean; hung: boolean }) => {
+    const finish = (r: {
+      status: number;
+      contentType: string;
+      body: Buffer;
+      cut: boolean;
+      hung: boolean;
+    }) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       resolve(r);
     };
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => finish({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks), cut: false, hung: false }));
-      res.on('error', () => finish({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks), cut: true, hung: false }));
-      res.on('aborted', () => finish({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks), cut: true, hung: false }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(body.length) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          finish({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            body: Buffer.concat(chunks),
+            cut: false,
+            hung: false,
+          }),
+        );
+        res.on('error', () =>
+          finish({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            body: Buffer.concat(chunks),
+            cut: true,
+            hung: false,
+          }),
+        );
+        res.on('aborted', () =>
+          finish({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            body: Buffer.concat(chunks),
+            cut: true,
+            hung: false,
+          }),
+        );
+      },
+    );
     const timer = setTimeout(() => {
       req.destroy();
       finish({ status: 0, contentType: '', body: Buffer.alloc(0), cut: false, hung: true });
     }, ms);
-    req.on('error', () => finish({ status: 0, contentType: '', body: Buffer.alloc(0), cut: true, hung: false }));
+    req.on('error', () =>
+      finish({ status: 0, contentType: '', body: Buffer.alloc(0), cut: true, hung: false }),
+    );
     req.end(body);
   });
 }
 
 /** A multipart/form-data body built by hand (for node:http), parts in order. */
-export function formBody(parts: Array<[string, Buffer | string]>): { body: Buffer; contentType: string } {
+export function formBody(parts: Array<[string, Buffer | string]>): {
+  body: Buffer;
+  contentType: string;
+} {
   const boundary = `----keyward-test-${Math.random().toString(36).slice(2)}`;
   const chunks: Buffer[] = [];
   for (const [name, v] of parts) {
     const file = typeof v !== 'string';
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${name}.bin"` : ''}\r\n` +
-      `Content-Type: ${file ? 'application/octet-stream' : 'application/json'}\r\n\r\n`));
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${name}.bin"` : ''}\r\n` +
+          `Content-Type: ${file ? 'application/octet-stream' : 'application/json'}\r\n\r\n`,
+      ),
+    );
     chunks.push(typeof v === 'string' ? Buffer.from(v) : v, Buffer.from('\r\n'));
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));

@@ -1,13 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import {
-  OpenSslDir, REENCRYPT, RESIGN, convert, importKey, makeActor, makeKey, openJwe, postParts, postRaw, protectedOf, publicOf, startTestApp, verifyDetached,
+  OpenSslDir,
+  REENCRYPT,
+  RESIGN,
+  convert,
+  importKey,
+  makeActor,
+  makeKey,
+  openJwe,
+  postParts,
+  postRaw,
+  protectedOf,
+  publicOf,
+  startTestApp,
+  verifyDetached,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
-let keys: Record<'rsa' | 'rsaSigner' | 'p256' | 'target' | 'targetSigner' | 'targetEc' | 'targetEcSigner', TestKey>;
+let keys: Record<
+  'rsa' | 'rsaSigner' | 'p256' | 'target' | 'targetSigner' | 'targetEc' | 'targetEcSigner',
+  TestKey
+>;
 let data: Buffer;
 let enveloped: Answer;
 
@@ -25,11 +41,30 @@ beforeAll(async () => {
     targetEcSigner: makeKey(ssl, 'dst-p384-signer', 'ec-p384'),
   };
   actor = await makeActor(app);
-  const usages = new Map<TestKey, 'sign' | 'encrypt'>([[keys.rsaSigner, 'sign'], [keys.targetSigner, 'sign'], [keys.targetEc, 'encrypt']]);
+  const usages = new Map<TestKey, 'sign' | 'encrypt'>([
+    [keys.rsaSigner, 'sign'],
+    [keys.targetSigner, 'sign'],
+    [keys.targetEc, 'encrypt'],
+  ]);
   for (const k of Object.values(keys)) await importKey(app, actor, ssl, k, usages.get(k));
   data = randomBytes(200_003);
   ssl.write('data.bin', data);
-  enveloped = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'data.bin', '-recip', keys.rsa.certFile, '-outform', 'DER']));
+  enveloped = await convert(
+    app,
+    actor.user,
+    ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-in',
+      'data.bin',
+      '-recip',
+      keys.rsa.certFile,
+      '-outform',
+      'DER',
+    ]),
+  );
   expect(enveloped.status).toBe(200);
 });
 
@@ -42,18 +77,38 @@ const reencrypt = (body: Buffer, contentType: string, query: string, token = act
   postRaw(app, `${REENCRYPT}?${query}`, token, body, contentType);
 
 function signDetached(key: TestKey): Buffer {
-  return ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER', '-nodetach']);
+  return ssl.run([
+    'cms',
+    '-sign',
+    '-binary',
+    '-in',
+    'data.bin',
+    '-signer',
+    key.certFile,
+    '-inkey',
+    key.keyFile,
+    '-outform',
+    'DER',
+    '-nodetach',
+  ]);
 }
 
 describe('POST /api/v3/crypto/stream/reencrypt', () => {
   it('when only the content key is re-wrapped, then the ciphertext and tag pass byte for byte and jose decrypts with the target key', async () => {
     const before = await openJwe(enveloped, keys.rsa.privateKey);
-    const r = await reencrypt(enveloped.body, enveloped.headers.get('content-type')!, `kid=${keys.target.kid}`);
+    const r = await reencrypt(
+      enveloped.body,
+      enveloped.headers.get('content-type')!,
+      `kid=${keys.target.kid}`,
+    );
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^multipart\/mixed; boundary="----service-/);
     const after = await openJwe(r, keys.target.privateKey);
     expect(after.closed).toBe(true);
-    expect(after.header.recipients[0].header).toEqual({ alg: 'RSA-OAEP-256', kid: `${keys.target.kid}#1` });
+    expect(after.header.recipients[0].header).toEqual({
+      alg: 'RSA-OAEP-256',
+      kid: `${keys.target.kid}#1`,
+    });
     expect(after.parts[1].body.equals(before.parts[1].body)).toBe(true);
     expect(after.header.protected).toBe(before.header.protected);
     expect(after.plaintext.equals(data)).toBe(true);
@@ -61,20 +116,51 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
 
   it('when rotateContentKey=true, then the content is under a new key and IV, for an EC target too, and still decrypts to the content', async () => {
     const before = await openJwe(enveloped, keys.rsa.privateKey);
-    const r = await reencrypt(enveloped.body, enveloped.headers.get('content-type')!, `kid=${keys.targetEc.kid}&rotateContentKey=true`);
+    const r = await reencrypt(
+      enveloped.body,
+      enveloped.headers.get('content-type')!,
+      `kid=${keys.targetEc.kid}&rotateContentKey=true`,
+    );
     expect(r.status).toBe(200);
     const after = await openJwe(r, keys.targetEc.privateKey);
-    expect(after.header.recipients[0].header).toMatchObject({ alg: 'ECDH-ES+A256KW', kid: `${keys.targetEc.kid}#1` });
+    expect(after.header.recipients[0].header).toMatchObject({
+      alg: 'ECDH-ES+A256KW',
+      kid: `${keys.targetEc.kid}#1`,
+    });
     expect(after.header.iv).not.toBe(before.header.iv);
     expect(after.ciphertext.equals(before.ciphertext)).toBe(false);
     expect(after.plaintext.equals(data)).toBe(true);
   });
 
   it('when a preserve (A256CBC-HS512) result is re-encrypted with rotation, then it becomes A256GCM and decrypts', async () => {
-    const preserved = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'data.bin', '-recip', keys.rsa.certFile, '-outform', 'DER']), { contentEncryption: 'preserve' });
-    const kept = await reencrypt(preserved.body, preserved.headers.get('content-type')!, `kid=${keys.target.kid}`);
+    const preserved = await convert(
+      app,
+      actor.user,
+      ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        'data.bin',
+        '-recip',
+        keys.rsa.certFile,
+        '-outform',
+        'DER',
+      ]),
+      { contentEncryption: 'preserve' },
+    );
+    const kept = await reencrypt(
+      preserved.body,
+      preserved.headers.get('content-type')!,
+      `kid=${keys.target.kid}`,
+    );
     expect((await openJwe(kept, keys.target.privateKey)).enc).toBe('A256CBC-HS512');
-    const rotated = await reencrypt(preserved.body, preserved.headers.get('content-type')!, `kid=${keys.target.kid}&rotateContentKey=true`);
+    const rotated = await reencrypt(
+      preserved.body,
+      preserved.headers.get('content-type')!,
+      `kid=${keys.target.kid}&rotateContentKey=true`,
+    );
     const opened = await openJwe(rotated, keys.target.privateKey);
     expect(opened.enc).toBe('A256GCM');
     expect(opened.plaintext.equals(data)).toBe(true);
@@ -82,8 +168,27 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
 
   it('when the JWE carries a trailing JWS (EnvelopedData of SignedData), then the JWS part passes unchanged and still verifies', async () => {
     ssl.write('signed.der', signDetached(keys.p256));
-    const converted = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'signed.der', '-recip', keys.rsa.certFile, '-outform', 'DER']));
-    const r = await reencrypt(converted.body, converted.headers.get('content-type')!, `kid=${keys.target.kid}&rotateContentKey=true`);
+    const converted = await convert(
+      app,
+      actor.user,
+      ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        'signed.der',
+        '-recip',
+        keys.rsa.certFile,
+        '-outform',
+        'DER',
+      ]),
+    );
+    const r = await reencrypt(
+      converted.body,
+      converted.headers.get('content-type')!,
+      `kid=${keys.target.kid}&rotateContentKey=true`,
+    );
     const opened = await openJwe(r, keys.target.privateKey);
     expect(opened.parts).toHaveLength(3);
     expect(opened.plaintext.equals(data)).toBe(true);
@@ -94,7 +199,11 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     const tampered = Buffer.from(enveloped.body);
     tampered[tampered.length - 5000] ^= 1;
     for (const rotate of ['false', 'true']) {
-      const r = await reencrypt(tampered, enveloped.headers.get('content-type')!, `kid=${keys.target.kid}&rotateContentKey=${rotate}`);
+      const r = await reencrypt(
+        tampered,
+        enveloped.headers.get('content-type')!,
+        `kid=${keys.target.kid}&rotateContentKey=${rotate}`,
+      );
       expect(r.status).toBe(200);
       expect(r.cut).toBe(true);
       expect(r.body.includes(Buffer.from('----service-'))).toBe(true);
@@ -103,24 +212,61 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
 
   it('when a ciphertext byte of a small JWE was flipped, then the tag is checked before the answer begins: 400 decryption-failed', async () => {
     ssl.write('small.bin', data.subarray(0, 1000));
-    const small = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'small.bin', '-recip', keys.rsa.certFile, '-outform', 'DER']));
+    const small = await convert(
+      app,
+      actor.user,
+      ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        'small.bin',
+        '-recip',
+        keys.rsa.certFile,
+        '-outform',
+        'DER',
+      ]),
+    );
     const tampered = Buffer.from(small.body);
     tampered[tampered.length - 100] ^= 1;
     for (const rotate of ['false', 'true']) {
-      const r = await reencrypt(tampered, small.headers.get('content-type')!, `kid=${keys.target.kid}&rotateContentKey=${rotate}`);
-      expect(r.json()).toMatchObject({ status: 400, type: expect.stringMatching(/\/problems\/decryption-failed$/) });
+      const r = await reencrypt(
+        tampered,
+        small.headers.get('content-type')!,
+        `kid=${keys.target.kid}&rotateContentKey=${rotate}`,
+      );
+      expect(r.json()).toMatchObject({
+        status: 400,
+        type: expect.stringMatching(/\/problems\/decryption-failed$/),
+      });
     }
   });
 
   it('when the target kid is unknown or missing, or the body is not multipart/mixed, then 404 key-not-found, 400 and 415', async () => {
     const ct = enveloped.headers.get('content-type')!;
-    expect((await reencrypt(enveloped.body, ct, 'kid=nope')).json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
+    expect((await reencrypt(enveloped.body, ct, 'kid=nope')).json()).toMatchObject({
+      status: 404,
+      type: expect.stringMatching(/key-not-found$/),
+    });
     expect((await reencrypt(enveloped.body, ct, '')).status).toBe(400);
-    expect((await reencrypt(enveloped.body, 'application/octet-stream', `kid=${keys.target.kid}`)).status).toBe(415);
+    expect(
+      (await reencrypt(enveloped.body, 'application/octet-stream', `kid=${keys.target.kid}`))
+        .status,
+    ).toBe(415);
   });
 
   it('when the token is a HUMAN (service-admin) token, then 401: the crypto paths take service-core tokens only', async () => {
-    expect((await reencrypt(enveloped.body, enveloped.headers.get('content-type')!, `kid=${keys.target.kid}`, actor.user)).status).toBe(401);
+    expect(
+      (
+        await reencrypt(
+          enveloped.body,
+          enveloped.headers.get('content-type')!,
+          `kid=${keys.target.kid}`,
+          actor.user,
+        )
+      ).status,
+    ).toBe(401);
   });
 });
 
@@ -131,13 +277,21 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     return r.json<Jws>();
   }
   const resign = (jws: Jws | string, content: Buffer, kid: string) =>
-    postParts(app, `${RESIGN}?kid=${kid}`, actor.workload, [['signature', typeof jws === 'string' ? jws : JSON.stringify(jws)], ['file', { data: content }]]);
+    postParts(app, `${RESIGN}?kid=${kid}`, actor.workload, [
+      ['signature', typeof jws === 'string' ? jws : JSON.stringify(jws)],
+      ['file', { data: content }],
+    ]);
 
   it('when an RS256 JWS is re-signed for an EC key, then the new JWS is ES384 with the kid protected and jose verifies it over the content', async () => {
     const r = await resign(await converted(keys.rsaSigner), data, keys.targetEcSigner.kid);
     expect(r.status).toBe(200);
     const jws = r.json<Jws>();
-    expect(protectedOf(jws)).toEqual({ alg: 'ES384', kid: `${keys.targetEcSigner.kid}#1`, b64: false, crit: ['b64'] });
+    expect(protectedOf(jws)).toEqual({
+      alg: 'ES384',
+      kid: `${keys.targetEcSigner.kid}#1`,
+      b64: false,
+      crit: ['b64'],
+    });
     await verifyDetached(jws, data, publicOf(keys.targetEcSigner));
   });
 
@@ -153,28 +307,60 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     const other = Buffer.from(data);
     other[7] ^= 0x80;
     const r = await resign(await converted(keys.rsaSigner), other, keys.targetSigner.kid);
-    expect(r.json()).toMatchObject({ status: 422, type: expect.stringMatching(/\/problems\/signature-invalid$/) });
+    expect(r.json()).toMatchObject({
+      status: 422,
+      type: expect.stringMatching(/\/problems\/signature-invalid$/),
+    });
   });
 
   it('when the signature part is not JSON, comes second, or names an unknown kid, then 400, 400 and 404', async () => {
     expect((await resign('not json', data, keys.targetSigner.kid)).status).toBe(400);
-    const swapped = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, actor.workload, [['file', { data }], ['signature', JSON.stringify(await converted(keys.rsaSigner))]]);
+    const swapped = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, actor.workload, [
+      ['file', { data }],
+      ['signature', JSON.stringify(await converted(keys.rsaSigner))],
+    ]);
     expect(swapped.status).toBe(400);
     const jws = await converted(keys.rsaSigner);
     const renamed = { ...jws, header: { kid: 'unknown-kid' } };
-    expect((await resign(renamed, data, keys.targetSigner.kid)).json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
+    expect((await resign(renamed, data, keys.targetSigner.kid)).json()).toMatchObject({
+      status: 404,
+      type: expect.stringMatching(/key-not-found$/),
+    });
   });
 });
 
 describe('tenant isolation', () => {
   it("when tenant B uses tenant A's files and kids, then nothing of A is found: 404 for convert, reencrypt and resign", async () => {
     const b = await makeActor(app);
-    const cms = ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'data.bin', '-recip', keys.rsa.certFile, '-outform', 'DER']);
-    expect((await convert(app, b.user, cms)).json()).toMatchObject({ status: 404, type: expect.stringMatching(/cms-key-not-imported$/) });
-    const r = await postRaw(app, `${REENCRYPT}?kid=${keys.target.kid}`, b.workload, enveloped.body, enveloped.headers.get('content-type')!);
+    const cms = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-in',
+      'data.bin',
+      '-recip',
+      keys.rsa.certFile,
+      '-outform',
+      'DER',
+    ]);
+    expect((await convert(app, b.user, cms)).json()).toMatchObject({
+      status: 404,
+      type: expect.stringMatching(/cms-key-not-imported$/),
+    });
+    const r = await postRaw(
+      app,
+      `${REENCRYPT}?kid=${keys.target.kid}`,
+      b.workload,
+      enveloped.body,
+      enveloped.headers.get('content-type')!,
+    );
     expect(r.json()).toMatchObject({ status: 404, type: expect.stringMatching(/key-not-found$/) });
     const jws = (await convert(app, actor.user, signDetached(keys.rsaSigner))).json<Jws>();
-    const s = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, b.workload, [['signature', JSON.stringify(jws)], ['file', { data }]]);
+    const s = await postParts(app, `${RESIGN}?kid=${keys.targetSigner.kid}`, b.workload, [
+      ['signature', JSON.stringify(jws)],
+      ['file', { data }],
+    ]);
     expect(s.status).toBe(404);
   });
 
@@ -183,6 +369,16 @@ describe('tenant isolation', () => {
     const r = await convert(app, c.user, Buffer.from('x'));
     expect(r.status).toBe(403);
     expect(r.json().error).toBeUndefined();
-    expect((await postRaw(app, `${REENCRYPT}?kid=x`, c.workload, enveloped.body, enveloped.headers.get('content-type')!)).status).toBe(403);
+    expect(
+      (
+        await postRaw(
+          app,
+          `${REENCRYPT}?kid=x`,
+          c.workload,
+          enveloped.body,
+          enveloped.headers.get('content-type')!,
+        )
+      ).status,
+    ).toBe(403);
   });
 });

@@ -1,7 +1,16 @@
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
-import { CONVERT, OpenSslDir, convert, importKey, makeActor, makeKey, openJwe, startTestApp } from './helpers.ts';
+import {
+  CONVERT,
+  OpenSslDir,
+  convert,
+  importKey,
+  makeActor,
+  makeKey,
+  openJwe,
+  startTestApp,
+} from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
 
 const MiB = 1024 * 1024;
@@ -19,7 +28,19 @@ beforeAll(async () => {
   actor = await makeActor(app);
   await importKey(app, actor, ssl, rsa);
   ssl.write('big.bin', randomBytes(96 * MiB));
-  cms = ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-stream', '-in', 'big.bin', '-recip', rsa.certFile, '-outform', 'DER']);
+  cms = ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-aes-256-cbc',
+    '-stream',
+    '-in',
+    'big.bin',
+    '-recip',
+    rsa.certFile,
+    '-outform',
+    'DER',
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -28,14 +49,28 @@ afterAll(async () => {
 });
 
 /** A convert request whose file part the test writes itself, honouring backpressure. */
-function startUpload(): { req: ClientRequest; written: () => number; send: () => Promise<void>; response: Promise<IncomingMessage> } {
+function startUpload(): {
+  req: ClientRequest;
+  written: () => number;
+  send: () => Promise<void>;
+  response: Promise<IncomingMessage>;
+} {
   const boundary = 'streaming-test-boundary';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const u = new URL(`${app.url}${CONVERT}`);
   const req = request({
-    host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
-    headers: { authorization: `Bearer ${actor.user}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + cms.length + tail.length) },
+    host: u.hostname,
+    port: u.port,
+    path: u.pathname,
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${actor.user}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(head.length + cms.length + tail.length),
+    },
   });
   let written = 0;
   const response = once(req, 'response').then(([res]) => res as IncomingMessage);
@@ -70,7 +105,9 @@ describe('streaming with backpressure', () => {
       before = up.written();
       await new Promise((r) => setTimeout(r, 500));
     }
-    console.log(`paused: ${(up.written() / MiB).toFixed(1)} MiB of ${(cms.length / MiB).toFixed(1)} MiB sent`);
+    console.log(
+      `paused: ${(up.written() / MiB).toFixed(1)} MiB of ${(cms.length / MiB).toFixed(1)} MiB sent`,
+    );
     expect(up.written()).toBeLessThan(cms.length / 2);
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
@@ -78,7 +115,16 @@ describe('streaming with backpressure', () => {
     await Promise.all([sending, once(res, 'end')]);
     expect(up.written()).toBe(cms.length);
     const body = Buffer.concat(chunks);
-    const jwe = await openJwe({ status: 200, headers: new Headers({ 'content-type': String(res.headers['content-type']) }), body, cut: false, json: () => ({}) as never }, rsa.privateKey);
+    const jwe = await openJwe(
+      {
+        status: 200,
+        headers: new Headers({ 'content-type': String(res.headers['content-type']) }),
+        body,
+        cut: false,
+        json: () => ({}) as never,
+      },
+      rsa.privateKey,
+    );
     expect(jwe.closed).toBe(true);
     expect(jwe.plaintext.length).toBe(96 * MiB);
   }, 120_000);
@@ -91,11 +137,29 @@ describe('streaming with backpressure', () => {
     up.req.destroy();
     await sending;
     await new Promise((r) => setTimeout(r, 300));
-    const failed = app.logText().split('\n').filter((l) => l.includes('"op":"migration.convert"') && l.includes('"outcome":"failure"'));
+    const failed = app
+      .logText()
+      .split('\n')
+      .filter((l) => l.includes('"op":"migration.convert"') && l.includes('"outcome":"failure"'));
     expect(failed.length).toBeGreaterThan(0);
     expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
     ssl.write('small.bin', randomBytes(1000));
-    const ok = await convert(app, actor.user, ssl.run(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', 'small.bin', '-recip', rsa.certFile, '-outform', 'DER']));
+    const ok = await convert(
+      app,
+      actor.user,
+      ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        'small.bin',
+        '-recip',
+        rsa.certFile,
+        '-outform',
+        'DER',
+      ]),
+    );
     expect(ok.status).toBe(200);
   }, 60_000);
 });

@@ -1,6 +1,17 @@
-import { createHash, createPublicKey, decapsulate as nodeDecapsulate, diffieHellman, encapsulate as nodeEncapsulate, randomBytes } from 'node:crypto';
+import {
+  createHash,
+  createPublicKey,
+  decapsulate as nodeDecapsulate,
+  diffieHellman,
+  encapsulate as nodeEncapsulate,
+  randomBytes,
+} from 'node:crypto';
 import { decapsulate, encapsulate, xwingPublicKey } from '../../../shared/crypto/pqc.ts';
-import { hybridMaterialFromSeed, loadKeyObjects, loadKeyVersion } from '../../../shared/crypto/material.ts';
+import {
+  hybridMaterialFromSeed,
+  loadKeyObjects,
+  loadKeyVersion,
+} from '../../../shared/crypto/material.ts';
 import { flipBit, keyOf, thrown } from './helpers.ts';
 import { XWING_VECTOR_1 } from './xwing-vectors.ts';
 
@@ -9,14 +20,17 @@ describe('key encapsulation', () => {
     ['ml-kem-768', 1088],
     ['ml-kem-1024', 1568],
     ['x25519-ml-kem-768', 1120],
-  ] as const)('when a %s key encapsulates, then the %i-byte ciphertext decapsulates to the same 32-byte secret', async (type, ctLength) => {
-    const key = await keyOf(type, 'encrypt');
-    const { ciphertext, sharedSecret } = encapsulate(key);
-    expect(ciphertext).toHaveLength(ctLength);
-    expect(sharedSecret).toHaveLength(32);
-    expect(decapsulate(key, ciphertext).equals(sharedSecret)).toBe(true);
-    expect(encapsulate(key).sharedSecret.equals(sharedSecret)).toBe(false);
-  });
+  ] as const)(
+    'when a %s key encapsulates, then the %i-byte ciphertext decapsulates to the same 32-byte secret',
+    async (type, ctLength) => {
+      const key = await keyOf(type, 'encrypt');
+      const { ciphertext, sharedSecret } = encapsulate(key);
+      expect(ciphertext).toHaveLength(ctLength);
+      expect(sharedSecret).toHaveLength(32);
+      expect(decapsulate(key, ciphertext).equals(sharedSecret)).toBe(true);
+      expect(encapsulate(key).sharedSecret.equals(sharedSecret)).toBe(false);
+    },
+  );
 
   it('when an ML-KEM ciphertext is altered, then decapsulation still answers, with an unrelated secret (implicit rejection)', async () => {
     const key = await keyOf('ml-kem-768', 'encrypt');
@@ -35,15 +49,23 @@ describe('key encapsulation', () => {
   it('when a ciphertext has the wrong length, then 400 validation_failed', async () => {
     for (const type of ['ml-kem-768', 'ml-kem-1024', 'x25519-ml-kem-768'] as const) {
       const key = await keyOf(type, 'encrypt');
-      expect(await thrown(() => decapsulate(key, Buffer.alloc(100)))).toMatchObject({ code: 'validation_failed', status: 400 });
+      expect(await thrown(() => decapsulate(key, Buffer.alloc(100)))).toMatchObject({
+        code: 'validation_failed',
+        status: 400,
+      });
     }
   });
 
   it('when a key that is not a KEM is asked to encapsulate, then 422 key_usage_mismatch', async () => {
     const ec = await keyOf('ec-p256', 'encrypt');
-    expect(await thrown(() => encapsulate(ec))).toMatchObject({ code: 'key_usage_mismatch', status: 422 });
+    expect(await thrown(() => encapsulate(ec))).toMatchObject({
+      code: 'key_usage_mismatch',
+      status: 422,
+    });
     const dsa = await keyOf('ml-dsa-44', 'sign');
-    expect(await thrown(() => decapsulate(dsa, Buffer.alloc(1088)))).toMatchObject({ code: 'key_usage_mismatch' });
+    expect(await thrown(() => decapsulate(dsa, Buffer.alloc(1088)))).toMatchObject({
+      code: 'key_usage_mismatch',
+    });
   });
 
   it('when only the public half of a KEM key is held, then it encapsulates and decapsulation is 422', async () => {
@@ -54,7 +76,9 @@ describe('key encapsulation', () => {
     );
     const { ciphertext, sharedSecret } = encapsulate(publicOnly);
     expect(decapsulate(full, ciphertext).equals(sharedSecret)).toBe(true);
-    expect(await thrown(() => decapsulate(publicOnly, ciphertext))).toMatchObject({ code: 'key_usage_mismatch' });
+    expect(await thrown(() => decapsulate(publicOnly, ciphertext))).toMatchObject({
+      code: 'key_usage_mismatch',
+    });
   });
 });
 
@@ -71,9 +95,14 @@ describe('the X25519 + ML-KEM-768 hybrid (X-Wing)', () => {
     const [m, x] = key.components!;
     const ssM = nodeDecapsulate(m.privateKey!, ciphertext.subarray(0, 1088));
     const ctX = ciphertext.subarray(1088);
-    const ssX = diffieHellman({ privateKey: x.privateKey!, publicKey: createPublicKey({ key: ctX, format: 'raw-public', asymmetricKeyType: 'x25519' }) });
+    const ssX = diffieHellman({
+      privateKey: x.privateKey!,
+      publicKey: createPublicKey({ key: ctX, format: 'raw-public', asymmetricKeyType: 'x25519' }),
+    });
     const pkX = x.publicKey.export({ format: 'raw-public' });
-    const expected = createHash('sha3-256').update(Buffer.concat([ssM, ssX, ctX, pkX, Buffer.from('\\.//^\\', 'ascii')])).digest();
+    const expected = createHash('sha3-256')
+      .update(Buffer.concat([ssM, ssX, ctX, pkX, Buffer.from('\\.//^\\', 'ascii')]))
+      .digest();
     expect(sharedSecret.equals(expected)).toBe(true);
   });
 
@@ -88,14 +117,18 @@ describe('the X25519 + ML-KEM-768 hybrid (X-Wing)', () => {
     const key = await keyOf('x25519-ml-kem-768', 'encrypt');
     const { ciphertext } = encapsulate(key);
     const lowOrder = Buffer.concat([ciphertext.subarray(0, 1088), Buffer.alloc(32)]);
-    expect(await thrown(() => decapsulate(key, lowOrder))).toMatchObject({ code: 'decryption_failed' });
+    expect(await thrown(() => decapsulate(key, lowOrder))).toMatchObject({
+      code: 'decryption_failed',
+    });
   });
 
   it('when the same seed is expanded twice, then the same key results and the seed is kept as the X-Wing private key', () => {
     const seed = randomBytes(32);
     const a = hybridMaterialFromSeed('x25519-ml-kem-768', seed);
     const b = hybridMaterialFromSeed('x25519-ml-kem-768', Buffer.from(seed));
-    expect(a.components!.map((c) => c.publicKeyDer.toString('hex'))).toEqual(b.components!.map((c) => c.publicKeyDer.toString('hex')));
+    expect(a.components!.map((c) => c.publicKeyDer.toString('hex'))).toEqual(
+      b.components!.map((c) => c.publicKeyDer.toString('hex')),
+    );
     expect(a.secret!.equals(seed)).toBe(true);
   });
 });

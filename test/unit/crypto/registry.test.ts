@@ -13,9 +13,27 @@ import { thrown } from './helpers.ts';
 
 describe('the key-type registry', () => {
   it('when listed, then it holds every type of the contract, the twelve SLH-DSA variants and the hybrid', () => {
-    for (const t of ['aes-128', 'aes-256', 'rsa-2048', 'rsa-3072', 'rsa-4096', 'ec-p256', 'ec-p384', 'ec-p521', 'ed25519',
-      'ml-kem-768', 'ml-kem-1024', 'ml-dsa-44', 'ml-dsa-65', 'ml-dsa-87', 'slh-dsa-sha2-128s', 'slh-dsa-sha2-128f',
-      'slh-dsa-shake-128f', 'slh-dsa-shake-256s', 'x25519-ml-kem-768']) {
+    for (const t of [
+      'aes-128',
+      'aes-256',
+      'rsa-2048',
+      'rsa-3072',
+      'rsa-4096',
+      'ec-p256',
+      'ec-p384',
+      'ec-p521',
+      'ed25519',
+      'ml-kem-768',
+      'ml-kem-1024',
+      'ml-dsa-44',
+      'ml-dsa-65',
+      'ml-dsa-87',
+      'slh-dsa-sha2-128s',
+      'slh-dsa-sha2-128f',
+      'slh-dsa-shake-128f',
+      'slh-dsa-shake-256s',
+      'x25519-ml-kem-768',
+    ]) {
       expect(isKeyType(t)).toBe(true);
     }
     expect(KEY_TYPES.filter((t) => t.startsWith('slh-dsa-'))).toHaveLength(12);
@@ -28,7 +46,8 @@ describe('the key-type registry', () => {
       expect(spec.type).toBe(t);
       expect(spec.usages).toContain(spec.defaultUsage);
       expect(spec.usages.includes('sign')).toBe(spec.jws !== undefined);
-      for (const alg of spec.jws ?? []) expect(signatureAlgorithmSpec(alg)?.family).toBe(spec.family);
+      for (const alg of spec.jws ?? [])
+        expect(signatureAlgorithmSpec(alg)?.family).toBe(spec.family);
       if (spec.jwe) expect(spec.usages).toContain('encrypt');
     }
   });
@@ -39,7 +58,11 @@ describe('the key-type registry', () => {
       const n = KEY_TYPE_SPECS[t].nodeKeyType;
       if (!n || n === 'rsa' || n === 'ec' || seen.has(n) || n.startsWith('slh-dsa-')) continue;
       seen.add(n);
-      const { publicKey } = (generateKeyPairSync as unknown as (t: string) => { publicKey: { asymmetricKeyType?: string } })(n);
+      const { publicKey } = (
+        generateKeyPairSync as unknown as (t: string) => {
+          publicKey: { asymmetricKeyType?: string };
+        }
+      )(n);
       expect(publicKey.asymmetricKeyType).toBe(n);
     }
   });
@@ -58,7 +81,11 @@ describe('the key-type registry', () => {
 
   it('when slow kinds are asked for, then RSA-3072/4096 and SLH-DSA are marked for the pool and the rest are not', () => {
     const slow = KEY_TYPES.filter((t) => KEY_TYPE_SPECS[t].slowGeneration);
-    expect(slow).toEqual(['rsa-3072', 'rsa-4096', ...KEY_TYPES.filter((t) => t.startsWith('slh-dsa-'))]);
+    expect(slow).toEqual([
+      'rsa-3072',
+      'rsa-4096',
+      ...KEY_TYPES.filter((t) => t.startsWith('slh-dsa-')),
+    ]);
   });
 
   it('when the default JOSE algorithms are read, then they are dir/AnGCM, RSA-OAEP-256, ECDH-ES+A256KW, RS256, ES256/384/512 and EdDSA', () => {
@@ -67,7 +94,11 @@ describe('the key-type registry', () => {
     expect(KEY_TYPE_SPECS['rsa-4096'].jwe).toEqual({ alg: 'RSA-OAEP-256', enc: 'A256GCM' });
     expect(KEY_TYPE_SPECS['ec-p521'].jwe).toEqual({ alg: 'ECDH-ES+A256KW', enc: 'A256GCM' });
     expect(KEY_TYPE_SPECS['rsa-2048'].jws?.[0]).toBe('RS256');
-    expect([KEY_TYPE_SPECS['ec-p256'].jws, KEY_TYPE_SPECS['ec-p384'].jws, KEY_TYPE_SPECS['ec-p521'].jws]).toEqual([['ES256'], ['ES384'], ['ES512']]);
+    expect([
+      KEY_TYPE_SPECS['ec-p256'].jws,
+      KEY_TYPE_SPECS['ec-p384'].jws,
+      KEY_TYPE_SPECS['ec-p521'].jws,
+    ]).toEqual([['ES256'], ['ES384'], ['ES512']]);
     expect(KEY_TYPE_SPECS.ed25519.jws).toEqual(['EdDSA']);
     expect(KEY_TYPE_SPECS['slh-dsa-shake-128f'].jws).toEqual(['SLH-DSA-SHAKE-128f']);
   });
@@ -81,7 +112,12 @@ describe('the key-type registry', () => {
     expect(resolveUsage('ec-p256')).toBe('sign');
     expect(resolveUsage('rsa-2048')).toBe('encrypt');
     expect(resolveUsage('rsa-2048', 'sign')).toBe('sign');
-    expect(await thrown(() => resolveUsage('ed25519', 'encrypt'))).toMatchObject({ code: 'key_usage_mismatch', status: 422 });
-    expect(await thrown(() => assertUsage({ type: 'rsa-2048', usage: 'sign', kid: 'k' }, 'encrypt'))).toMatchObject({ code: 'key_usage_mismatch' });
+    expect(await thrown(() => resolveUsage('ed25519', 'encrypt'))).toMatchObject({
+      code: 'key_usage_mismatch',
+      status: 422,
+    });
+    expect(
+      await thrown(() => assertUsage({ type: 'rsa-2048', usage: 'sign', kid: 'k' }, 'encrypt')),
+    ).toMatchObject({ code: 'key_usage_mismatch' });
   });
 });

@@ -21,8 +21,16 @@ const DEADLINE_MS = 2000;
 const rand = prng(SEED);
 const int = (n: number) => Math.floor(rand() * n);
 
-interface Part { name: string; filename?: string; data: Buffer }
-interface Form { boundary: string; parts: Part[]; body: Buffer }
+interface Part {
+  name: string;
+  filename?: string;
+  data: Buffer;
+}
+interface Form {
+  boundary: string;
+  parts: Part[];
+  body: Buffer;
+}
 
 /** Bytes that look like the start of a delimiter, so split and near-miss boundaries are common. */
 function trickyBytes(boundary: string, n: number): Buffer {
@@ -30,7 +38,14 @@ function trickyBytes(boundary: string, n: number): Buffer {
   let size = 0;
   while (size < n) {
     const k = int(5);
-    const p = k === 0 ? Buffer.from(`\r\n--${boundary.slice(0, int(boundary.length))}`) : k === 1 ? Buffer.from('\r\n') : k === 2 ? Buffer.from('--') : Buffer.from(Array.from({ length: 1 + int(64) }, () => int(256)));
+    const p =
+      k === 0
+        ? Buffer.from(`\r\n--${boundary.slice(0, int(boundary.length))}`)
+        : k === 1
+          ? Buffer.from('\r\n')
+          : k === 2
+            ? Buffer.from('--')
+            : Buffer.from(Array.from({ length: 1 + int(64) }, () => int(256)));
     pieces.push(p);
     size += p.length;
   }
@@ -42,22 +57,42 @@ function makeForm(): Form {
   const boundary = `b${int(1e9).toString(36)}${['', '-x', "'()+_,-./:=?"][int(3)]}`;
   const parts: Part[] = Array.from({ length: 1 + int(4) }, (_, i) => {
     const file = int(2) === 0;
-    const data = file ? trickyBytes(boundary, int(3000)) : Buffer.from(`value ${i} ${'v'.repeat(int(200))}`);
-    return { name: ['keystore', 'file', 'password', 'kid', 'metadata', `p${i}`][int(6)], filename: file ? `f${i}.bin` : undefined, data };
+    const data = file
+      ? trickyBytes(boundary, int(3000))
+      : Buffer.from(`value ${i} ${'v'.repeat(int(200))}`);
+    return {
+      name: ['keystore', 'file', 'password', 'kid', 'metadata', `p${i}`][int(6)],
+      filename: file ? `f${i}.bin` : undefined,
+      data,
+    };
   });
   const chunks: Buffer[] = [Buffer.from(int(4) === 0 ? 'a preamble\r\n' : '')];
   for (const p of parts) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n` +
-      `${p.filename ? 'Content-Type: application/octet-stream\r\n' : ''}\r\n`), p.data, Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n` +
+          `${p.filename ? 'Content-Type: application/octet-stream\r\n' : ''}\r\n`,
+      ),
+      p.data,
+      Buffer.from('\r\n'),
+    );
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { boundary, parts, body: Buffer.concat(chunks) };
 }
 
 /** One mutation of a form's bytes, with multipart delimiters among the inserts. */
-const mutate = (b: Buffer): Mutant => mutateBytes(rand, b, {
-  inserts: [Buffer.from('\r\n'), Buffer.from('\r\n\r\n'), Buffer.from(':'), Buffer.alloc(1), Buffer.alloc(20_000, 0x41), Buffer.from('Content-Disposition: form-data; name="x"\r\n')],
-});
+const mutate = (b: Buffer): Mutant =>
+  mutateBytes(rand, b, {
+    inserts: [
+      Buffer.from('\r\n'),
+      Buffer.from('\r\n\r\n'),
+      Buffer.from(':'),
+      Buffer.alloc(1),
+      Buffer.alloc(20_000, 0x41),
+      Buffer.from('Content-Disposition: form-data; name="x"\r\n'),
+    ],
+  });
 
 /**
  * A stand-in for the Express request: the bytes pushed in random chunks on later ticks, then
@@ -67,7 +102,8 @@ function fakeRequest(body: Buffer, contentType: string, abort: boolean): Request
   const r = new Readable({ read() {} }) as Readable & Record<string, unknown>;
   r.headers = { 'content-type': contentType, 'content-length': String(body.length) };
   r.complete = false;
-  r.is = (type: string | string[]) => (contentType.toLowerCase().startsWith('multipart/form-data') ? type : false);
+  r.is = (type: string | string[]) =>
+    contentType.toLowerCase().startsWith('multipart/form-data') ? type : false;
   r.res = { headersSent: false, setHeader() {} };
   const stopAt = abort ? int(body.length + 1) : body.length;
   let at = 0;
@@ -97,7 +133,9 @@ type Outcome = { parts: Part[] } | { error: unknown } | { hung: true };
 
 async function withDeadline(p: Promise<{ parts: Part[] }>): Promise<Outcome> {
   let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<Outcome>((resolve) => (timer = setTimeout(() => resolve({ hung: true }), DEADLINE_MS)));
+  const hung = new Promise<Outcome>(
+    (resolve) => (timer = setTimeout(() => resolve({ hung: true }), DEADLINE_MS)),
+  );
   try {
     return await Promise.race([p.catch((error: unknown) => ({ error })), hung]);
   } finally {
@@ -114,7 +152,11 @@ async function readStreaming(req: Request): Promise<{ parts: Part[] }> {
     if (how === 0) {
       const text = await p.text(1024 * 1024);
       // A file read as text is lossy UTF-8: only fields are compared.
-      parts.push({ name: p.name, filename: p.filename, data: p.filename === undefined ? Buffer.from(text, 'utf8') : Buffer.alloc(0) });
+      parts.push({
+        name: p.name,
+        filename: p.filename,
+        data: p.filename === undefined ? Buffer.from(text, 'utf8') : Buffer.alloc(0),
+      });
     } else if (how === 1) {
       const chunks: Buffer[] = [];
       for await (const c of p.body) chunks.push(Buffer.from(c));
@@ -127,13 +169,18 @@ async function readStreaming(req: Request): Promise<{ parts: Part[] }> {
 async function readSmall(req: Request): Promise<{ parts: Part[] }> {
   const form = await readSmallMultipart(req, 8 * 1024);
   const parts: Part[] = [];
-  for (const name of Object.keys(form.fields)) parts.push({ name, data: Buffer.from(form.fields[name], 'utf8') });
-  for (const name of Object.keys(form.files)) parts.push({ name, filename: form.files[name].filename, data: form.files[name].data });
+  for (const name of Object.keys(form.fields))
+    parts.push({ name, data: Buffer.from(form.fields[name], 'utf8') });
+  for (const name of Object.keys(form.files))
+    parts.push({ name, filename: form.files[name].filename, data: form.files[name].data });
   return { parts };
 }
 
 /** Runs a reader for SECONDS over mutated forms and returns what went wrong. */
-async function fuzz(reader: (req: Request) => Promise<{ parts: Part[] }>, exact: (f: Form, got: Part[]) => string | null): Promise<{ failures: string[]; tally: Record<string, number> }> {
+async function fuzz(
+  reader: (req: Request) => Promise<{ parts: Part[] }>,
+  exact: (f: Form, got: Part[]) => string | null,
+): Promise<{ failures: string[]; tally: Record<string, number> }> {
   const failures: string[] = [];
   const tally: Record<string, number> = {};
   const stopAt = Date.now() + SECONDS * 1000;
@@ -141,15 +188,27 @@ async function fuzz(reader: (req: Request) => Promise<{ parts: Part[] }>, exact:
     const form = makeForm();
     const { data, how } = mutate(form.body);
     const abort = int(8) === 0;
-    const type = int(10) === 0 ? ['multipart/form-data', 'multipart/form-data; boundary=', `multipart/form-data; boundary="${form.boundary}x"`][int(3)] : `multipart/form-data; boundary=${form.boundary}`;
+    const type =
+      int(10) === 0
+        ? [
+            'multipart/form-data',
+            'multipart/form-data; boundary=',
+            `multipart/form-data; boundary="${form.boundary}x"`,
+          ][int(3)]
+        : `multipart/form-data; boundary=${form.boundary}`;
     const outcome = await withDeadline((async () => reader(fakeRequest(data, type, abort)))());
     let key: string;
     if ('hung' in outcome) key = 'hung';
-    else if ('error' in outcome) key = outcome.error instanceof AppError ? String(outcome.error.status) : `thrown ${(outcome.error as Error)?.message}`;
+    else if ('error' in outcome)
+      key =
+        outcome.error instanceof AppError
+          ? String(outcome.error.status)
+          : `thrown ${(outcome.error as Error)?.message}`;
     else key = 'parsed';
     tally[key] = (tally[key] ?? 0) + 1;
     const label = `${how}${abort ? ', aborted' : ''}, type ${type}`;
-    if (key === 'hung' || key.startsWith('thrown') || Number(key) >= 500) failures.push(`${label} → ${key}`);
+    if (key === 'hung' || key.startsWith('thrown') || Number(key) >= 500)
+      failures.push(`${label} → ${key}`);
     if (how === 'unmutated' && !abort && type.endsWith(form.boundary) && 'parts' in outcome) {
       const wrong = exact(form, outcome.parts);
       if (wrong) failures.push(`${label} → ${wrong}`);
@@ -159,43 +218,64 @@ async function fuzz(reader: (req: Request) => Promise<{ parts: Part[] }>, exact:
 }
 
 describe(`fuzzing the multipart readers as functions for ${SECONDS} s each (FUZZ_SEED=${SEED})`, () => {
-  it('when the streaming reader gets mutated, truncated, rechunked and aborted forms, then a form or a 4xx AppError, never a crash or a hang, and unmutated forms come back exactly', async () => {
-    const { failures, tally } = await fuzz(readStreaming, (form, got) => {
-      for (let i = 0; i < form.parts.length; i++) {
-        const want = form.parts[i];
-        const have = got[i];
-        if (!have || have.name !== want.name) return `part ${i}: name ${have?.name} instead of ${want.name}`;
-        // An empty one was skipped or read as text, not compared.
-        if (have.data.length > 0 && !have.data.equals(want.data)) {
-          return `part ${i} (${want.name}): ${have.data.length} bytes differ from the ${want.data.length} sent`;
+  it(
+    'when the streaming reader gets mutated, truncated, rechunked and aborted forms, then a form or a 4xx AppError, never a crash or a hang, and unmutated forms come back exactly',
+    async () => {
+      const { failures, tally } = await fuzz(readStreaming, (form, got) => {
+        for (let i = 0; i < form.parts.length; i++) {
+          const want = form.parts[i];
+          const have = got[i];
+          if (!have || have.name !== want.name)
+            return `part ${i}: name ${have?.name} instead of ${want.name}`;
+          // An empty one was skipped or read as text, not compared.
+          if (have.data.length > 0 && !have.data.equals(want.data)) {
+            return `part ${i} (${want.name}): ${have.data.length} bytes differ from the ${want.data.length} sent`;
+          }
         }
-      }
-      return got.length === form.parts.length ? null : `${got.length} parts instead of ${form.parts.length}`;
-    });
-    console.log(`streaming multipart fuzz, seed ${SEED}: ${JSON.stringify(tally)}`);
-    expect(failures).toEqual([]);
-    expect(tally.parsed).toBeGreaterThan(0);
-  }, (SECONDS + 30) * 1000);
+        return got.length === form.parts.length
+          ? null
+          : `${got.length} parts instead of ${form.parts.length}`;
+      });
+      console.log(`streaming multipart fuzz, seed ${SEED}: ${JSON.stringify(tally)}`);
+      expect(failures).toEqual([]);
+      expect(tally.parsed).toBeGreaterThan(0);
+    },
+    (SECONDS + 30) * 1000,
+  );
 
-  it('when the small-form reader gets mutated, truncated, rechunked and aborted forms, then a form or a 4xx AppError, never a crash or a hang', async () => {
-    const { failures, tally } = await fuzz(readSmall, (form, got) => {
-      // Files over the 8 KiB cap are a 413; the others come back whole, the last of a repeated name winning.
-      const byName = new Map(form.parts.map((p) => [p.name, p]));
-      for (const [name, want] of byName) {
-        const have = got.find((p) => p.name === name && (p.filename === undefined) === (want.filename === undefined));
-        if (!have || !have.data.equals(want.filename === undefined ? Buffer.from(want.data.toString('utf8')) : want.data)) return `part ${name} differs`;
-      }
-      return null;
-    });
-    console.log(`small multipart fuzz, seed ${SEED}: ${JSON.stringify(tally)}`);
-    expect(failures).toEqual([]);
-    expect(tally.parsed).toBeGreaterThan(0);
-  }, (SECONDS + 30) * 1000);
+  it(
+    'when the small-form reader gets mutated, truncated, rechunked and aborted forms, then a form or a 4xx AppError, never a crash or a hang',
+    async () => {
+      const { failures, tally } = await fuzz(readSmall, (form, got) => {
+        // Files over the 8 KiB cap are a 413; the others come back whole, the last of a repeated name winning.
+        const byName = new Map(form.parts.map((p) => [p.name, p]));
+        for (const [name, want] of byName) {
+          const have = got.find(
+            (p) => p.name === name && (p.filename === undefined) === (want.filename === undefined),
+          );
+          if (
+            !have ||
+            !have.data.equals(
+              want.filename === undefined ? Buffer.from(want.data.toString('utf8')) : want.data,
+            )
+          )
+            return `part ${name} differs`;
+        }
+        return null;
+      });
+      console.log(`small multipart fuzz, seed ${SEED}: ${JSON.stringify(tally)}`);
+      expect(failures).toEqual([]);
+      expect(tally.parsed).toBeGreaterThan(0);
+    },
+    (SECONDS + 30) * 1000,
+  );
 
   it('when the client is gone before the small-form reader starts, then it rejects with 400 instead of waiting forever', async () => {
     const req = fakeRequest(Buffer.from('--XB\r\n'), 'multipart/form-data; boundary=XB', false);
     (req as unknown as Readable).destroy();
     const outcome = await withDeadline(readSmall(req));
-    expect('error' in outcome && outcome.error instanceof AppError && outcome.error.status).toBe(400);
+    expect('error' in outcome && outcome.error instanceof AppError && outcome.error.status).toBe(
+      400,
+    );
   });
 });

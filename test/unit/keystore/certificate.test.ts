@@ -1,7 +1,15 @@
 import { parseKeystore, summarizeCertificate } from '../../../shared/keystore/index.ts';
 import {
-  LEAF_SERIAL, certDer, exportPkcs12, fixtureDir, makeKeysAndCertificates, opensslName, opensslSerial,
-  opensslSki, problemOf, tbsNameDer,
+  LEAF_SERIAL,
+  certDer,
+  exportPkcs12,
+  fixtureDir,
+  makeKeysAndCertificates,
+  opensslName,
+  opensslSerial,
+  opensslSki,
+  problemOf,
+  tbsNameDer,
 } from './fixtures.ts';
 
 const fx = fixtureDir();
@@ -10,7 +18,17 @@ afterAll(() => fx.cleanup());
 
 describe('the identifiers of an imported leaf (for CMS IssuerAndSerialNumber and SubjectKeyIdentifier)', () => {
   it('when a CA-issued v1 leaf is imported from PKCS#12, then issuerDer, serialNumber and SKI match OpenSSL', () => {
-    const data = exportPkcs12(fx, 'chain.p12', 'p384.key', 'leaf.crt', '-certfile', 'chain.pem', '-passout', 'pass:pw', '-legacy');
+    const data = exportPkcs12(
+      fx,
+      'chain.p12',
+      'p384.key',
+      'leaf.crt',
+      '-certfile',
+      'chain.pem',
+      '-passout',
+      'pass:pw',
+      '-legacy',
+    );
     const [entry] = parseKeystore({ data, password: 'pw' });
 
     expect(entry.issuerDer).toEqual(tbsNameDer(fx, 'leaf.crt', 'issuer'));
@@ -37,7 +55,9 @@ describe('the identifiers of an imported leaf (for CMS IssuerAndSerialNumber and
 
   it('when the validity is read, then notBefore and notAfter are the ISO instants OpenSSL prints', () => {
     const summary = summarizeCertificate(certDer(fx, 'rsa.crt'));
-    const text = fx.openssl('x509', '-in', 'rsa.crt', '-noout', '-startdate', '-enddate').toString();
+    const text = fx
+      .openssl('x509', '-in', 'rsa.crt', '-noout', '-startdate', '-enddate')
+      .toString();
     const [, start] = /notBefore=(.+)/.exec(text)!;
     const [, end] = /notAfter=(.+)/.exec(text)!;
     expect(summary.notBefore).toBe(new Date(start).toISOString());
@@ -45,19 +65,46 @@ describe('the identifiers of an imported leaf (for CMS IssuerAndSerialNumber and
   });
 
   it('when a name needs RFC 4514 escaping, then the summary escapes it as OpenSSL does', () => {
-    fx.openssl('req', '-x509', '-key', 'rsa.key', '-days', '1', '-out', 'escape.crt',
-      '-subj', '/C=US/O=Acme\\, Inc. <R\\+D>/OU=#hash; semi/CN= padded "quoted" /emailAddress=ops@example.com');
+    fx.openssl(
+      'req',
+      '-x509',
+      '-key',
+      'rsa.key',
+      '-days',
+      '1',
+      '-out',
+      'escape.crt',
+      '-subj',
+      '/C=US/O=Acme\\, Inc. <R\\+D>/OU=#hash; semi/CN= padded "quoted" /emailAddress=ops@example.com',
+    );
     const summary = summarizeCertificate(certDer(fx, 'escape.crt'));
     expect(summary.subject).toBe(opensslName(fx, 'escape.crt', 'subject'));
-    expect(summary.subject).toBe('emailAddress=ops@example.com,CN=\\ padded \\"quoted\\"\\ ,OU=\\#hash\\; semi,O=Acme\\, Inc. \\<R\\+D\\>,C=US');
+    expect(summary.subject).toBe(
+      'emailAddress=ops@example.com,CN=\\ padded \\"quoted\\"\\ ,OU=\\#hash\\; semi,O=Acme\\, Inc. \\<R\\+D\\>,C=US',
+    );
   });
 
   it('when an attribute type has no short name, then its value is written as #hex of its BER', () => {
-    fx.openssl('req', '-x509', '-key', 'rsa.key', '-days', '1', '-out', 'oid.crt', '-subj', '/CN=x/postalCode=12345');
-    expect(summarizeCertificate(certDer(fx, 'oid.crt')).subject).toBe('2.5.4.17=#0c053132333435,CN=x');
+    fx.openssl(
+      'req',
+      '-x509',
+      '-key',
+      'rsa.key',
+      '-days',
+      '1',
+      '-out',
+      'oid.crt',
+      '-subj',
+      '/CN=x/postalCode=12345',
+    );
+    expect(summarizeCertificate(certDer(fx, 'oid.crt')).subject).toBe(
+      '2.5.4.17=#0c053132333435,CN=x',
+    );
   });
 
   it('when the bytes are not a certificate, then keystore-malformed', () => {
-    expect(problemOf(() => summarizeCertificate(Buffer.from('3003020101', 'hex')))).toMatchObject({ code: 'keystore_malformed' });
+    expect(problemOf(() => summarizeCertificate(Buffer.from('3003020101', 'hex')))).toMatchObject({
+      code: 'keystore_malformed',
+    });
   });
 });

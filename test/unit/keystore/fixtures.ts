@@ -40,7 +40,8 @@ export function fixtureDir(): FixtureDir {
       writeFileSync(path(name), data);
       return path(name);
     },
-    openssl: (...args) => execFileSync(OPENSSL, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }),
+    openssl: (...args) =>
+      execFileSync(OPENSSL, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -60,21 +61,102 @@ const KEY_ARGS: Record<string, string[]> = {
 export function makeKeysAndCertificates(fx: FixtureDir): void {
   for (const [name, args] of Object.entries(KEY_ARGS)) {
     fx.openssl('genpkey', ...args, '-out', `${name}.key`);
-    fx.openssl('req', '-x509', '-key', `${name}.key`, '-subj', `/C=DE/O=Keyward Test/CN=${name} self-signed`, '-days', '30', '-out', `${name}.crt`);
+    fx.openssl(
+      'req',
+      '-x509',
+      '-key',
+      `${name}.key`,
+      '-subj',
+      `/C=DE/O=Keyward Test/CN=${name} self-signed`,
+      '-days',
+      '30',
+      '-out',
+      `${name}.crt`,
+    );
   }
   fx.openssl('genpkey', ...KEY_ARGS.rsa, '-out', 'root.key');
-  fx.openssl('req', '-x509', '-key', 'root.key', '-subj', '/C=DE/O=Keyward Test/CN=Keyward Test Root', '-days', '30', '-out', 'root.crt');
-  fx.write('ca.ext', 'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\n');
+  fx.openssl(
+    'req',
+    '-x509',
+    '-key',
+    'root.key',
+    '-subj',
+    '/C=DE/O=Keyward Test/CN=Keyward Test Root',
+    '-days',
+    '30',
+    '-out',
+    'root.crt',
+  );
+  fx.write(
+    'ca.ext',
+    'basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\n',
+  );
   fx.openssl('genpkey', ...KEY_ARGS.p256, '-out', 'inter.key');
-  fx.openssl('req', '-new', '-key', 'inter.key', '-subj', '/C=DE/O=Keyward Test/CN=Keyward Test Intermediate', '-out', 'inter.csr');
-  fx.openssl('x509', '-req', '-in', 'inter.csr', '-CA', 'root.crt', '-CAkey', 'root.key', '-set_serial', '2', '-days', '30', '-extfile', 'ca.ext', '-out', 'inter.crt');
-  fx.openssl('req', '-new', '-key', 'p384.key', '-subj', '/C=DE/O=Keyward Test, Leaves/CN=leaf.example', '-out', 'leaf.csr');
-  fx.openssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'inter.crt', '-CAkey', 'inter.key', '-set_serial', `0x${LEAF_SERIAL}`, '-days', '30', '-out', 'leaf.crt');
+  fx.openssl(
+    'req',
+    '-new',
+    '-key',
+    'inter.key',
+    '-subj',
+    '/C=DE/O=Keyward Test/CN=Keyward Test Intermediate',
+    '-out',
+    'inter.csr',
+  );
+  fx.openssl(
+    'x509',
+    '-req',
+    '-in',
+    'inter.csr',
+    '-CA',
+    'root.crt',
+    '-CAkey',
+    'root.key',
+    '-set_serial',
+    '2',
+    '-days',
+    '30',
+    '-extfile',
+    'ca.ext',
+    '-out',
+    'inter.crt',
+  );
+  fx.openssl(
+    'req',
+    '-new',
+    '-key',
+    'p384.key',
+    '-subj',
+    '/C=DE/O=Keyward Test, Leaves/CN=leaf.example',
+    '-out',
+    'leaf.csr',
+  );
+  fx.openssl(
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'inter.crt',
+    '-CAkey',
+    'inter.key',
+    '-set_serial',
+    `0x${LEAF_SERIAL}`,
+    '-days',
+    '30',
+    '-out',
+    'leaf.crt',
+  );
   fx.write('chain.pem', Buffer.concat([fx.read('inter.crt'), fx.read('root.crt')]));
 }
 
 /** `openssl pkcs12 -export` of a key and certificate into `out`, with extra options; returns the file. */
-export function exportPkcs12(fx: FixtureDir, out: string, key: string, cert: string, ...options: string[]): Buffer {
+export function exportPkcs12(
+  fx: FixtureDir,
+  out: string,
+  key: string,
+  cert: string,
+  ...options: string[]
+): Buffer {
   fx.openssl('pkcs12', '-export', '-inkey', key, '-in', cert, '-out', out, ...options);
   return fx.read(out);
 }
@@ -82,7 +164,11 @@ export function exportPkcs12(fx: FixtureDir, out: string, key: string, cert: str
 /** What `openssl pkcs12 -info` says about a file's structure (MAC, bag encryption). */
 export function pkcs12Info(fx: FixtureDir, file: string, password: string): string {
   // OpenSSL prints the structure on stderr.
-  const run = spawnSync(OPENSSL, ['pkcs12', '-info', '-noout', '-legacy', '-in', file, '-passin', `pass:${password}`], { cwd: fx.dir, encoding: 'utf8' });
+  const run = spawnSync(
+    OPENSSL,
+    ['pkcs12', '-info', '-noout', '-legacy', '-in', file, '-passin', `pass:${password}`],
+    { cwd: fx.dir, encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`openssl pkcs12 -info failed: ${run.stderr}`);
   return `${run.stdout}${run.stderr}`;
 }
@@ -99,12 +185,20 @@ export function spkiDer(fx: FixtureDir, key: string): Buffer {
 
 /** The serial as `openssl x509 -serial` prints it (upper-case hex). */
 export function opensslSerial(fx: FixtureDir, cert: string): string {
-  return fx.openssl('x509', '-in', cert, '-noout', '-serial').toString().trim().replace(/^serial=/, '');
+  return fx
+    .openssl('x509', '-in', cert, '-noout', '-serial')
+    .toString()
+    .trim()
+    .replace(/^serial=/, '');
 }
 
 /** Subject or issuer in OpenSSL's RFC 2253 form. */
 export function opensslName(fx: FixtureDir, cert: string, which: 'subject' | 'issuer'): string {
-  return fx.openssl('x509', '-in', cert, '-noout', `-${which}`, '-nameopt', 'RFC2253').toString().trim().replace(/^(subject|issuer)=/, '');
+  return fx
+    .openssl('x509', '-in', cert, '-noout', `-${which}`, '-nameopt', 'RFC2253')
+    .toString()
+    .trim()
+    .replace(/^(subject|issuer)=/, '');
 }
 
 /** The SKI extension's value as OpenSSL prints it, or undefined when the extension is absent. */

@@ -1,7 +1,19 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { keyTypeOf } from '../../../shared/keystore/index.ts';
-import { KDF_IV, KDF_KEY, KDF_MAC, WorkBudget, bmpPassword, pkcs12Kdf } from '../../../shared/keystore/pkcs12-kdf.ts';
-import { rc2CbcDecrypt, rc2DecryptBlock, rc2EncryptBlock, rc2ExpandKey } from '../../../shared/keystore/rc2.ts';
+import {
+  KDF_IV,
+  KDF_KEY,
+  KDF_MAC,
+  WorkBudget,
+  bmpPassword,
+  pkcs12Kdf,
+} from '../../../shared/keystore/pkcs12-kdf.ts';
+import {
+  rc2CbcDecrypt,
+  rc2DecryptBlock,
+  rc2EncryptBlock,
+  rc2ExpandKey,
+} from '../../../shared/keystore/rc2.ts';
 import { fixtureDir, problemOf } from './fixtures.ts';
 
 const fx = fixtureDir();
@@ -17,30 +29,65 @@ describe('RC2 (RFC 2268)', () => {
     ['88bca90e90875a', 64, '0000000000000000', '6ccf4308974c267f'],
     ['88bca90e90875a7f0f79c384627bafb2', 64, '0000000000000000', '1a807d272bbe5db1'],
     ['88bca90e90875a7f0f79c384627bafb2', 128, '0000000000000000', '2269552ab0f85ca6'],
-    ['88bca90e90875a7f0f79c384627bafb216f80a6f85920584c42fceb0be255daf1e', 129, '0000000000000000', '5b78d3a43dfff1f1'],
+    [
+      '88bca90e90875a7f0f79c384627bafb216f80a6f85920584c42fceb0be255daf1e',
+      129,
+      '0000000000000000',
+      '5b78d3a43dfff1f1',
+    ],
   ];
 
-  it.each(VECTORS)('when key %s with %i effective bits encrypts %s, then the RFC test vector %s comes out, and back', (key, bits, plain, cipher) => {
-    const K = rc2ExpandKey(Buffer.from(key, 'hex'), bits);
-    expect(Buffer.from(rc2EncryptBlock(K, Buffer.from(plain, 'hex'))).toString('hex')).toBe(cipher);
-    expect(Buffer.from(rc2DecryptBlock(K, Buffer.from(cipher, 'hex'))).toString('hex')).toBe(plain);
-  });
+  it.each(VECTORS)(
+    'when key %s with %i effective bits encrypts %s, then the RFC test vector %s comes out, and back',
+    (key, bits, plain, cipher) => {
+      const K = rc2ExpandKey(Buffer.from(key, 'hex'), bits);
+      expect(Buffer.from(rc2EncryptBlock(K, Buffer.from(plain, 'hex'))).toString('hex')).toBe(
+        cipher,
+      );
+      expect(Buffer.from(rc2DecryptBlock(K, Buffer.from(cipher, 'hex'))).toString('hex')).toBe(
+        plain,
+      );
+    },
+  );
 
-  it.each([['rc2-40-cbc', '0102030405', 40], ['rc2-cbc', '000102030405060708090a0b0c0d0e0f', 128]])(
+  it.each([
+    ['rc2-40-cbc', '0102030405', 40],
+    ['rc2-cbc', '000102030405060708090a0b0c0d0e0f', 128],
+  ])(
     'when OpenSSL encrypts with %s, then rc2CbcDecrypt gives the plaintext back',
     (cipher, key, bits) => {
       const plain = 'RC2 is what -legacy PKCS#12 files still use for their certificates.';
       const iv = '0011223344556677';
       fx.write(`rc2-${bits}.txt`, plain);
-      const sealed = fx.openssl('enc', `-${cipher}`, '-provider', 'legacy', '-provider', 'default', '-K', key, '-iv', iv, '-in', `rc2-${bits}.txt`);
-      const out = rc2CbcDecrypt(Buffer.from(key, 'hex'), bits as number, Buffer.from(iv, 'hex'), sealed);
+      const sealed = fx.openssl(
+        'enc',
+        `-${cipher}`,
+        '-provider',
+        'legacy',
+        '-provider',
+        'default',
+        '-K',
+        key,
+        '-iv',
+        iv,
+        '-in',
+        `rc2-${bits}.txt`,
+      );
+      const out = rc2CbcDecrypt(
+        Buffer.from(key, 'hex'),
+        bits as number,
+        Buffer.from(iv, 'hex'),
+        sealed,
+      );
       expect(out?.toString()).toBe(plain);
     },
   );
 
   it('when the padding is wrong (a wrong key), then rc2CbcDecrypt answers undefined instead of garbage', () => {
     const sealed = Buffer.from('8a3f0c1d2e4b5a69', 'hex');
-    const results = Array.from({ length: 20 }, (_, i) => rc2CbcDecrypt(Buffer.from([i, 1, 2, 3, 4]), 40, Buffer.alloc(8), sealed));
+    const results = Array.from({ length: 20 }, (_, i) =>
+      rc2CbcDecrypt(Buffer.from([i, 1, 2, 3, 4]), 40, Buffer.alloc(8), sealed),
+    );
     expect(results.filter((r) => r === undefined).length).toBeGreaterThanOrEqual(17);
     expect(rc2CbcDecrypt(Buffer.alloc(5), 40, Buffer.alloc(8), Buffer.alloc(7))).toBeUndefined();
   });
@@ -54,8 +101,18 @@ describe('the PKCS#12 KDF (RFC 7292 appendix B)', () => {
   });
 
   it('when it derives the classic "smeg" key, then it matches the published vector', () => {
-    const key = pkcs12Kdf('sha1', bmpPassword('smeg'), Buffer.from('0A58CF64530D823F', 'hex'), KDF_KEY, 1, 24, new WorkBudget());
-    expect(key.toString('hex').toUpperCase()).toBe('8AAAE6297B6CB04642AB5B077851284EB7128F1A2A7FBCA3');
+    const key = pkcs12Kdf(
+      'sha1',
+      bmpPassword('smeg'),
+      Buffer.from('0A58CF64530D823F', 'hex'),
+      KDF_KEY,
+      1,
+      24,
+      new WorkBudget(),
+    );
+    expect(key.toString('hex').toUpperCase()).toBe(
+      '8AAAE6297B6CB04642AB5B077851284EB7128F1A2A7FBCA3',
+    );
   });
 
   it.each([
@@ -65,26 +122,56 @@ describe('the PKCS#12 KDF (RFC 7292 appendix B)', () => {
     ['sha256', KDF_KEY, 7, 100],
     ['sha384', KDF_MAC, 300, 48],
     ['sha512', KDF_IV, 1000, 150],
-  ])('when it derives with %s, id %i, %i iterations, %i bytes, then OpenSSL derives the same', (hash, id, iter, n) => {
-    const password = bmpPassword('pässwörd-€');
-    const salt = Buffer.from('a1b2c3d4e5f60718293a', 'hex');
-    const ours = pkcs12Kdf(hash as string, password, salt, id as number, iter as number, n as number, new WorkBudget());
-    const theirs = fx.openssl('kdf', '-keylen', String(n), '-kdfopt', `digest:${hash}`, '-kdfopt', `hexpass:${password.toString('hex')}`,
-      '-kdfopt', `hexsalt:${salt.toString('hex')}`, '-kdfopt', `id:${id}`, '-kdfopt', `iter:${iter}`, '-binary', 'PKCS12KDF');
-    expect(ours).toEqual(theirs);
-  });
+  ])(
+    'when it derives with %s, id %i, %i iterations, %i bytes, then OpenSSL derives the same',
+    (hash, id, iter, n) => {
+      const password = bmpPassword('pässwörd-€');
+      const salt = Buffer.from('a1b2c3d4e5f60718293a', 'hex');
+      const ours = pkcs12Kdf(
+        hash as string,
+        password,
+        salt,
+        id as number,
+        iter as number,
+        n as number,
+        new WorkBudget(),
+      );
+      const theirs = fx.openssl(
+        'kdf',
+        '-keylen',
+        String(n),
+        '-kdfopt',
+        `digest:${hash}`,
+        '-kdfopt',
+        `hexpass:${password.toString('hex')}`,
+        '-kdfopt',
+        `hexsalt:${salt.toString('hex')}`,
+        '-kdfopt',
+        `id:${id}`,
+        '-kdfopt',
+        `iter:${iter}`,
+        '-binary',
+        'PKCS12KDF',
+      );
+      expect(ours).toEqual(theirs);
+    },
+  );
 
   it('when the work budget would be exceeded, then keystore-malformed and nothing is derived', () => {
     const budget = new WorkBudget(50_000);
     pkcs12Kdf('sha1', bmpPassword('x'), Buffer.alloc(8), KDF_MAC, 2048, 20, budget);
     expect(budget.remaining).toBe(50_000 - 20_480);
-    const problem = problemOf(() => pkcs12Kdf('sha1', bmpPassword('x'), Buffer.alloc(8), KDF_MAC, 2048, 40, budget));
+    const problem = problemOf(() =>
+      pkcs12Kdf('sha1', bmpPassword('x'), Buffer.alloc(8), KDF_MAC, 2048, 40, budget),
+    );
     expect(problem).toMatchObject({ code: 'keystore_malformed', status: 400 });
     expect(budget.remaining).toBe(50_000 - 20_480);
   });
 
   it('when the iteration count is zero or negative, then keystore-malformed', () => {
-    expect(problemOf(() => new WorkBudget().charge(0, 0)).message).toBe('iteration count 0 is not a positive integer');
+    expect(problemOf(() => new WorkBudget().charge(0, 0)).message).toBe(
+      'iteration count 0 is not a positive integer',
+    );
     expect(problemOf(() => new WorkBudget().charge(-5, -5)).code).toBe('keystore_malformed');
   });
 });
@@ -96,7 +183,10 @@ describe('keyTypeOf', () => {
     ['ec', { namedCurve: 'P-256' }, 'ec-p256'],
     ['ed25519', {}, 'ed25519'],
   ])('when the key is %s %j, then its type is %s', (kind, options, type) => {
-    const { privateKey, publicKey } = generateKeyPairSync(kind as 'rsa', options as { modulusLength: number });
+    const { privateKey, publicKey } = generateKeyPairSync(
+      kind as 'rsa',
+      options as { modulusLength: number },
+    );
     expect(keyTypeOf(privateKey)).toBe(type);
     expect(keyTypeOf(publicKey)).toBe(type);
   });
@@ -106,10 +196,18 @@ describe('keyTypeOf', () => {
     ['ec', { namedCurve: 'secp256k1' }, 'EC on curve secp256k1'],
     ['ed448', {}, 'ed448'],
     ['x25519', {}, 'x25519'],
-  ])('when the key is %s %j, then keystore-unsupported-algorithm names it', (kind, options, what) => {
-    const { privateKey } = generateKeyPairSync(kind as 'rsa', options as { modulusLength: number });
-    const problem = problemOf(() => keyTypeOf(privateKey));
-    expect(problem).toMatchObject({ code: 'keystore_unsupported_algorithm', status: 415 });
-    expect(problem.message).toBe(`unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`);
-  });
+  ])(
+    'when the key is %s %j, then keystore-unsupported-algorithm names it',
+    (kind, options, what) => {
+      const { privateKey } = generateKeyPairSync(
+        kind as 'rsa',
+        options as { modulusLength: number },
+      );
+      const problem = problemOf(() => keyTypeOf(privateKey));
+      expect(problem).toMatchObject({ code: 'keystore_unsupported_algorithm', status: 415 });
+      expect(problem.message).toBe(
+        `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`,
+      );
+    },
+  );
 });

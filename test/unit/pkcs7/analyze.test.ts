@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { analyzePkcs7 } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, buildSignedAndEnveloped, chunked, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  buildSignedAndEnveloped,
+  chunked,
+  makeKey,
+  resolverFor,
+} from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
 
 let ssl: OpenSslDir;
@@ -9,18 +15,51 @@ const data = randomBytes(12_345);
 
 beforeAll(() => {
   ssl = new OpenSslDir();
-  keys = { rsa: makeKey(ssl, 'rsa-key', 'rsa-2048'), ec: makeKey(ssl, 'ec-key', 'ec-p256'), other: makeKey(ssl, 'other', 'rsa-2048') };
+  keys = {
+    rsa: makeKey(ssl, 'rsa-key', 'rsa-2048'),
+    ec: makeKey(ssl, 'ec-key', 'ec-p256'),
+    other: makeKey(ssl, 'other', 'rsa-2048'),
+  };
   ssl.write('data.bin', data);
 });
 
 afterAll(() => ssl.cleanup());
 
-const sign = (key: TestKey, args: string[]) => ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER', ...args]);
-const encrypt = (key: TestKey, args: string[]) => ssl.run(['cms', '-encrypt', '-binary', '-in', 'data.bin', '-outform', 'DER', '-recip', key.certFile, ...args]);
+const sign = (key: TestKey, args: string[]) =>
+  ssl.run([
+    'cms',
+    '-sign',
+    '-binary',
+    '-in',
+    'data.bin',
+    '-signer',
+    key.certFile,
+    '-inkey',
+    key.keyFile,
+    '-outform',
+    'DER',
+    ...args,
+  ]);
+const encrypt = (key: TestKey, args: string[]) =>
+  ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-in',
+    'data.bin',
+    '-outform',
+    'DER',
+    '-recip',
+    key.certFile,
+    ...args,
+  ]);
 
 describe('analyzePkcs7', () => {
   it('when a DER SignedData is analysed, then it reports the signer, its algorithms, certificate and kid', async () => {
-    const a = await analyzePkcs7(chunked(sign(keys.rsa, ['-nodetach']), 1000), resolverFor(Object.values(keys)));
+    const a = await analyzePkcs7(
+      chunked(sign(keys.rsa, ['-nodetach']), 1000),
+      resolverFor(Object.values(keys)),
+    );
     expect(a).toMatchObject({
       contentType: 'signedData',
       encoding: 'der',
@@ -47,28 +86,52 @@ describe('analyzePkcs7', () => {
 
   it('when a streamed BER SignedData is analysed one byte at a time, then encoding is ber and the length counts the content', async () => {
     const a = await analyzePkcs7(chunked(sign(keys.ec, ['-nodetach', '-stream']), 1));
-    expect(a).toMatchObject({ contentType: 'signedData', encoding: 'ber', contentLength: data.length, convertible: true });
-    expect(a.signers[0]).toMatchObject({ signatureAlgorithm: { name: 'ecdsa-with-SHA256' }, kid: null });
+    expect(a).toMatchObject({
+      contentType: 'signedData',
+      encoding: 'ber',
+      contentLength: data.length,
+      convertible: true,
+    });
+    expect(a.signers[0]).toMatchObject({
+      signatureAlgorithm: { name: 'ecdsa-with-SHA256' },
+      kid: null,
+    });
   });
 
   it('when a SignedData is detached, then detached is true and the length 0', async () => {
-    expect(await analyzePkcs7(chunked(sign(keys.rsa, []), 500))).toMatchObject({ detached: true, contentLength: 0, convertible: true });
+    expect(await analyzePkcs7(chunked(sign(keys.rsa, []), 500))).toMatchObject({
+      detached: true,
+      contentLength: 0,
+      convertible: true,
+    });
   });
 
   it('when a SignedData has two signers, then it is not convertible and says why', async () => {
-    const file = sign(keys.rsa, ['-nodetach', '-signer', keys.ec.certFile, '-inkey', keys.ec.keyFile]);
+    const file = sign(keys.rsa, [
+      '-nodetach',
+      '-signer',
+      keys.ec.certFile,
+      '-inkey',
+      keys.ec.keyFile,
+    ]);
     const a = await analyzePkcs7(chunked(file, 100));
     expect(a.signers).toHaveLength(2);
     expect(a).toMatchObject({ convertible: false, reason: '2 signers; exactly one is supported' });
   });
 
   it('when the signer key is not imported, then convertible is false with that reason', async () => {
-    const a = await analyzePkcs7(chunked(sign(keys.rsa, ['-nodetach']), 100), resolverFor([keys.other]));
+    const a = await analyzePkcs7(
+      chunked(sign(keys.rsa, ['-nodetach']), 100),
+      resolverFor([keys.other]),
+    );
     expect(a).toMatchObject({ convertible: false, reason: 'the signer key is not imported' });
   });
 
   it('when an EnvelopedData is analysed, then it reports the recipient, the key transport and the content encryption', async () => {
-    const a = await analyzePkcs7(chunked(encrypt(keys.rsa, ['-aes-192-cbc', '-keyopt', 'rsa_padding_mode:oaep']), 333), resolverFor([keys.rsa]));
+    const a = await analyzePkcs7(
+      chunked(encrypt(keys.rsa, ['-aes-192-cbc', '-keyopt', 'rsa_padding_mode:oaep']), 333),
+      resolverFor([keys.rsa]),
+    );
     expect(a).toMatchObject({
       contentType: 'envelopedData',
       encoding: 'der',
@@ -80,7 +143,10 @@ describe('analyzePkcs7', () => {
     expect(a.recipients).toEqual([
       {
         type: 'keyTransport',
-        identifier: expect.objectContaining({ type: 'issuerAndSerialNumber', issuer: 'O=Keyward Tests,CN=rsa-key' }),
+        identifier: expect.objectContaining({
+          type: 'issuerAndSerialNumber',
+          issuer: 'O=Keyward Tests,CN=rsa-key',
+        }),
         keyEncryptionAlgorithm: { oid: '1.2.840.113549.1.1.7', name: 'RSAES-OAEP' },
         certificate: expect.objectContaining({ subject: 'O=Keyward Tests,CN=rsa-key' }),
         kid: 'rsa-key',
@@ -101,11 +167,21 @@ describe('analyzePkcs7', () => {
 
   it('when an AuthEnvelopedData is analysed, then the GCM content encryption is named', async () => {
     const a = await analyzePkcs7(chunked(encrypt(keys.rsa, ['-aes-256-gcm']), 4096));
-    expect(a).toMatchObject({ contentType: 'authEnvelopedData', contentLength: data.length, contentEncryption: { name: 'aes256-GCM' }, convertible: true });
+    expect(a).toMatchObject({
+      contentType: 'authEnvelopedData',
+      contentLength: data.length,
+      contentEncryption: { name: 'aes256-GCM' },
+      convertible: true,
+    });
   });
 
   it('when a SignedAndEnvelopedData is analysed, then both the signer and the recipient are reported', async () => {
-    const file = buildSignedAndEnveloped(encrypt(keys.rsa, ['-aes-256-cbc']), sign(keys.ec, ['-nodetach']), keys.rsa, false);
+    const file = buildSignedAndEnveloped(
+      encrypt(keys.rsa, ['-aes-256-cbc']),
+      sign(keys.ec, ['-nodetach']),
+      keys.rsa,
+      false,
+    );
     const a = await analyzePkcs7(chunked(file, 4096), resolverFor(Object.values(keys)));
     expect(a).toMatchObject({ contentType: 'signedAndEnvelopedData', convertible: true });
     expect(a.signers[0].kid).toBe('ec-key');

@@ -1,8 +1,15 @@
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { flattenedVerify } from 'jose';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
-import { candidateAlgs } from '../../../shared/pkcs7/jws.ts';
-import { OpenSslDir, buildEd25519SignedData, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
+import { candidateAlgs } from '../../../shared/jose/jws.ts';
+import {
+  OpenSslDir,
+  buildEd25519SignedData,
+  chunked,
+  collect,
+  makeKey,
+  resolverFor,
+} from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
 
 let ssl: OpenSslDir;
@@ -25,7 +32,20 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 function sign(key: TestKey, args: string[]): Buffer {
-  return ssl.run(['cms', '-sign', '-binary', '-in', 'data.bin', '-signer', key.certFile, '-inkey', key.keyFile, '-outform', 'DER', ...args]);
+  return ssl.run([
+    'cms',
+    '-sign',
+    '-binary',
+    '-in',
+    'data.bin',
+    '-signer',
+    key.certFile,
+    '-inkey',
+    key.keyFile,
+    '-outform',
+    'DER',
+    ...args,
+  ]);
 }
 
 interface Jws {
@@ -34,8 +54,17 @@ interface Jws {
   header?: { kid: string };
 }
 
-async function convertSigned(file: Buffer, metadata = {}, content?: Buffer, chunk = 65536): Promise<Jws> {
-  const result = await convertPkcs7ToJose(chunked(file, chunk), { metadata, resolver: resolverFor(Object.values(keys)), ...(content ? { content: chunked(content, 4096) } : {}) });
+async function convertSigned(
+  file: Buffer,
+  metadata = {},
+  content?: Buffer,
+  chunk = 65536,
+): Promise<Jws> {
+  const result = await convertPkcs7ToJose(chunked(file, chunk), {
+    metadata,
+    resolver: resolverFor(Object.values(keys)),
+    ...(content ? { content: chunked(content, 4096) } : {}),
+  });
   expect(result.contentType).toBe('application/octet-stream');
   return JSON.parse((await collect(result.body)).toString());
 }
@@ -45,16 +74,56 @@ function header(jws: Jws): Record<string, unknown> {
 }
 
 const cases: { name: string; key: string; args: string[]; alg: string }[] = [
-  { name: 'RSA SHA-256 with signed attributes in DER', key: 'rsa', args: ['-nodetach'], alg: 'RS256' },
-  { name: 'RSA SHA-256 with signed attributes in streamed BER', key: 'rsa', args: ['-nodetach', '-stream'], alg: 'RS256' },
+  {
+    name: 'RSA SHA-256 with signed attributes in DER',
+    key: 'rsa',
+    args: ['-nodetach'],
+    alg: 'RS256',
+  },
+  {
+    name: 'RSA SHA-256 with signed attributes in streamed BER',
+    key: 'rsa',
+    args: ['-nodetach', '-stream'],
+    alg: 'RS256',
+  },
   { name: 'RSA SHA-384', key: 'rsa', args: ['-nodetach', '-md', 'sha384'], alg: 'RS384' },
-  { name: 'RSA SHA-512 without signed attributes', key: 'rsa', args: ['-nodetach', '-md', 'sha512', '-noattr'], alg: 'RS512' },
-  { name: 'RSA-PSS', key: 'rsa', args: ['-nodetach', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS256' },
-  { name: 'RSA-PSS without signed attributes', key: 'rsa', args: ['-nodetach', '-noattr', '-keyopt', 'rsa_padding_mode:pss'], alg: 'PS256' },
+  {
+    name: 'RSA SHA-512 without signed attributes',
+    key: 'rsa',
+    args: ['-nodetach', '-md', 'sha512', '-noattr'],
+    alg: 'RS512',
+  },
+  {
+    name: 'RSA-PSS',
+    key: 'rsa',
+    args: ['-nodetach', '-keyopt', 'rsa_padding_mode:pss'],
+    alg: 'PS256',
+  },
+  {
+    name: 'RSA-PSS without signed attributes',
+    key: 'rsa',
+    args: ['-nodetach', '-noattr', '-keyopt', 'rsa_padding_mode:pss'],
+    alg: 'PS256',
+  },
   { name: 'ECDSA P-256', key: 'p256', args: ['-nodetach'], alg: 'ES256' },
-  { name: 'ECDSA P-256 without signed attributes', key: 'p256', args: ['-nodetach', '-noattr'], alg: 'ES256' },
-  { name: 'ECDSA P-384 with SHA-384', key: 'p384', args: ['-nodetach', '-md', 'sha384', '-stream'], alg: 'ES384' },
-  { name: 'ECDSA P-521 with SHA-512', key: 'p521', args: ['-nodetach', '-md', 'sha512'], alg: 'ES512' },
+  {
+    name: 'ECDSA P-256 without signed attributes',
+    key: 'p256',
+    args: ['-nodetach', '-noattr'],
+    alg: 'ES256',
+  },
+  {
+    name: 'ECDSA P-384 with SHA-384',
+    key: 'p384',
+    args: ['-nodetach', '-md', 'sha384', '-stream'],
+    alg: 'ES384',
+  },
+  {
+    name: 'ECDSA P-521 with SHA-512',
+    key: 'p521',
+    args: ['-nodetach', '-md', 'sha512'],
+    alg: 'ES512',
+  },
 ];
 
 describe('SignedData to a detached JWS', () => {
@@ -72,41 +141,87 @@ describe('SignedData to a detached JWS', () => {
   it('when the CMS is Ed25519 with signed attributes, then the JWS is EdDSA and verifies', async () => {
     const jws = await convertSigned(buildEd25519SignedData(keys.ed, data));
     expect(header(jws).alg).toBe('EdDSA');
-    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey))).resolves.toBeTruthy();
+    await expect(
+      flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey)),
+    ).resolves.toBeTruthy();
   });
 
   it('when the SignedData is detached and the content comes as its own stream, then the kid is protected and the JWS verifies', async () => {
     const jws = await convertSigned(sign(keys.p256, []), {}, data);
-    expect(header(jws)).toEqual({ alg: 'ES256', kid: `${keys.p256.kid}#1`, b64: false, crit: ['b64'] });
+    expect(header(jws)).toEqual({
+      alg: 'ES256',
+      kid: `${keys.p256.kid}#1`,
+      b64: false,
+      crit: ['b64'],
+    });
     expect(jws.header).toBeUndefined();
-    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p256.privateKey))).resolves.toBeTruthy();
+    await expect(
+      flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p256.privateKey)),
+    ).resolves.toBeTruthy();
   });
 
   it('when an Ed25519 SignedData is detached, then the EdDSA JWS verifies over the separate content', async () => {
     const jws = await convertSigned(buildEd25519SignedData(keys.ed, data, true), {}, data);
-    expect(header(jws)).toEqual({ alg: 'EdDSA', kid: `${keys.ed.kid}#1`, b64: false, crit: ['b64'] });
-    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey))).resolves.toBeTruthy();
+    expect(header(jws)).toEqual({
+      alg: 'EdDSA',
+      kid: `${keys.ed.kid}#1`,
+      b64: false,
+      crit: ['b64'],
+    });
+    await expect(
+      flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.ed.privateKey)),
+    ).resolves.toBeTruthy();
   });
 
   it('when b64 is true, then the JWS follows RFC 7515 Appendix F over BASE64URL(content)', async () => {
     for (const size of [0, 1, 2, 3, 100_000]) {
       ssl.write('sized.bin', data.subarray(0, size));
-      const file = ssl.run(['cms', '-sign', '-binary', '-nodetach', '-in', 'sized.bin', '-signer', keys.rsa.certFile, '-inkey', keys.rsa.keyFile, '-outform', 'DER']);
+      const file = ssl.run([
+        'cms',
+        '-sign',
+        '-binary',
+        '-nodetach',
+        '-in',
+        'sized.bin',
+        '-signer',
+        keys.rsa.certFile,
+        '-inkey',
+        keys.rsa.keyFile,
+        '-outform',
+        'DER',
+      ]);
       const jws = await convertSigned(file, { b64: true }, undefined, 7);
       expect(header(jws)).toEqual({ alg: 'RS256' });
-      await expect(flattenedVerify({ ...jws, payload: data.subarray(0, size).toString('base64url') }, createPublicKey(keys.rsa.privateKey))).resolves.toBeTruthy();
+      await expect(
+        flattenedVerify(
+          { ...jws, payload: data.subarray(0, size).toString('base64url') },
+          createPublicKey(keys.rsa.privateKey),
+        ),
+      ).resolves.toBeTruthy();
     }
   });
 
   it('when signerKid names the key, then the kid is in the protected header', async () => {
-    const jws = await convertSigned(sign(keys.p384, ['-nodetach', '-stream']), { signerKid: keys.p384.kid });
-    expect(header(jws)).toEqual({ alg: 'ES384', kid: `${keys.p384.kid}#1`, b64: false, crit: ['b64'] });
-    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p384.privateKey))).resolves.toBeTruthy();
+    const jws = await convertSigned(sign(keys.p384, ['-nodetach', '-stream']), {
+      signerKid: keys.p384.kid,
+    });
+    expect(header(jws)).toEqual({
+      alg: 'ES384',
+      kid: `${keys.p384.kid}#1`,
+      b64: false,
+      crit: ['b64'],
+    });
+    await expect(
+      flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.p384.privateKey)),
+    ).resolves.toBeTruthy();
   });
 
-  it('when the signer is only named after the content, then the content is hashed for the algs the tenant\'s key types can sign with', () => {
+  it("when the signer is only named after the content, then the content is hashed for the algs the tenant's key types can sign with", () => {
     expect(candidateAlgs(null, 'sha256')).toEqual(['RS256', 'PS256', 'ES256']);
-    expect(candidateAlgs(null, 'sha256', ['rsa-2048', 'aes-256', 'ml-kem-768'])).toEqual(['RS256', 'PS256']);
+    expect(candidateAlgs(null, 'sha256', ['rsa-2048', 'aes-256', 'ml-kem-768'])).toEqual([
+      'RS256',
+      'PS256',
+    ]);
     expect(candidateAlgs(null, 'sha256', ['ec-p256', 'ec-p384'])).toEqual(['ES256']);
     expect(candidateAlgs(null, 'sha384', ['ec-p256', 'ec-p384'])).toEqual(['ES384']);
     expect(candidateAlgs(null, 'sha512', ['ed25519', 'ec-p521'])).toEqual(['ES512', 'EdDSA']);
@@ -116,11 +231,17 @@ describe('SignedData to a detached JWS', () => {
   it('when the tenant holds no key that can sign, then the conversion reports the signer key as not imported', async () => {
     const file = sign(keys.rsa, ['-nodetach']);
     const noSigners = { ...resolverFor([]), keyTypes: async () => ['aes-256'] };
-    await expect(convertPkcs7ToJose(chunked(file, 65536), { metadata: {}, resolver: noSigners }).then((r) => collect(r.body))).rejects.toMatchObject({ code: 'cms_key_not_imported' });
+    await expect(
+      convertPkcs7ToJose(chunked(file, 65536), { metadata: {}, resolver: noSigners }).then((r) =>
+        collect(r.body),
+      ),
+    ).rejects.toMatchObject({ code: 'cms_key_not_imported' });
   });
 
   it('when the input arrives one byte at a time, then the JWS is the same kind and verifies', async () => {
     const jws = await convertSigned(sign(keys.rsa, ['-nodetach', '-stream']), {}, undefined, 1);
-    await expect(flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.rsa.privateKey))).resolves.toBeTruthy();
+    await expect(
+      flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.rsa.privateKey)),
+    ).resolves.toBeTruthy();
   });
 });

@@ -1,7 +1,14 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, collect, makeKey, resolverFor, syntheticEnveloped, syntheticSigned } from '../../fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  collect,
+  makeKey,
+  resolverFor,
+  syntheticEnveloped,
+  syntheticSigned,
+} from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
 
 const MiB = 1024 * 1024;
@@ -36,7 +43,12 @@ const used = () => {
  * many earlier input chunks are still reachable (through a slice the engine kept, for instance),
  * via weak references to their backing stores.
  */
-function metered(input: AsyncIterable<Buffer>): { input: AsyncGenerator<Buffer>; peak: () => number; retained: () => number; bytes: () => number } {
+function metered(input: AsyncIterable<Buffer>): {
+  input: AsyncGenerator<Buffer>;
+  peak: () => number;
+  retained: () => number;
+  bytes: () => number;
+} {
   gc();
   const base = used();
   let peak = 0;
@@ -65,7 +77,10 @@ describe('constant memory', () => {
   it(`when ${SIZE / MiB} MiB of BER EnvelopedData stream through convert, then memory does not grow with the input`, async () => {
     const m = metered(syntheticEnveloped(key, SIZE));
     const t0 = performance.now();
-    const result = await convertPkcs7ToJose(m.input, { metadata: {}, resolver: resolverFor([key]) });
+    const result = await convertPkcs7ToJose(m.input, {
+      metadata: {},
+      resolver: resolverFor([key]),
+    });
     let out = 0;
     let last: Buffer = Buffer.alloc(0);
     for await (const c of result.body) {
@@ -73,7 +88,9 @@ describe('constant memory', () => {
       last = c;
     }
     const seconds = (performance.now() - t0) / 1000;
-    console.log(`convert EnvelopedData: ${(m.bytes() / MiB).toFixed(0)} MiB in ${seconds.toFixed(2)} s (${(m.bytes() / MiB / seconds).toFixed(0)} MiB/s, generation included), heap growth ${(m.peak() / MiB).toFixed(1)} MiB, input chunks still reachable ${m.retained()}`);
+    console.log(
+      `convert EnvelopedData: ${(m.bytes() / MiB).toFixed(0)} MiB in ${seconds.toFixed(2)} s (${(m.bytes() / MiB / seconds).toFixed(0)} MiB/s, generation included), heap growth ${(m.peak() / MiB).toFixed(1)} MiB, input chunks still reachable ${m.retained()}`,
+    );
     expect(last.toString()).toMatch(/--\r\n$/);
     expect(out).toBeGreaterThan(SIZE);
     expect(m.peak()).toBeLessThan(ALLOWED_HEAP_GROWTH);
@@ -83,10 +100,15 @@ describe('constant memory', () => {
   it(`when ${SIZE / MiB} MiB of BER SignedData stream through convert, then memory does not grow and the signature checks out`, async () => {
     const m = metered(syntheticSigned(key, SIZE));
     const t0 = performance.now();
-    const result = await convertPkcs7ToJose(m.input, { metadata: { signerKid: 'rsa' }, resolver: resolverFor([key]) });
+    const result = await convertPkcs7ToJose(m.input, {
+      metadata: { signerKid: 'rsa' },
+      resolver: resolverFor([key]),
+    });
     const jws = JSON.parse((await collect(result.body)).toString());
     const seconds = (performance.now() - t0) / 1000;
-    console.log(`convert SignedData: ${(m.bytes() / MiB).toFixed(0)} MiB in ${seconds.toFixed(2)} s, heap growth ${(m.peak() / MiB).toFixed(1)} MiB, input chunks still reachable ${m.retained()}`);
+    console.log(
+      `convert SignedData: ${(m.bytes() / MiB).toFixed(0)} MiB in ${seconds.toFixed(2)} s, heap growth ${(m.peak() / MiB).toFixed(1)} MiB, input chunks still reachable ${m.retained()}`,
+    );
     expect(jws.signature).toMatch(/^[\w-]+$/);
     expect(m.peak()).toBeLessThan(ALLOWED_HEAP_GROWTH);
     expect(m.retained()).toBeLessThanOrEqual(2);
@@ -95,7 +117,11 @@ describe('constant memory', () => {
   it(`when ${SIZE / MiB} MiB are analysed, then memory does not grow and the length is counted`, async () => {
     const m = metered(syntheticEnveloped(key, SIZE));
     const a = await analyzePkcs7(m.input);
-    expect(a).toMatchObject({ contentType: 'envelopedData', encoding: 'ber', contentLength: SIZE + 16 });
+    expect(a).toMatchObject({
+      contentType: 'envelopedData',
+      encoding: 'ber',
+      contentLength: SIZE + 16,
+    });
     expect(m.peak()).toBeLessThan(ALLOWED_HEAP_GROWTH);
     expect(m.retained()).toBeLessThanOrEqual(2);
   });

@@ -4,7 +4,17 @@
  */
 import type { ObjectStore } from '../../../shared/storage/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
-import { MiB, brokenReadable, generated, keysOf, liveMemory, problemFrom, readAll, sha256Of, text } from './helpers.ts';
+import {
+  MiB,
+  brokenReadable,
+  generated,
+  keysOf,
+  liveMemory,
+  problemFrom,
+  readAll,
+  sha256Of,
+  text,
+} from './helpers.ts';
 
 export interface StoreFixture {
   store: ObjectStore;
@@ -27,7 +37,9 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
 
   describe('round trip', () => {
     it('when an object is put, then get streams back the same bytes and head reports its size', async () => {
-      const info = await store.put('rt/hello.txt', text('hello, storage'), { contentType: 'text/plain' });
+      const info = await store.put('rt/hello.txt', text('hello, storage'), {
+        contentType: 'text/plain',
+      });
       expect(info).toMatchObject({ key: 'rt/hello.txt', size: 14 });
       expect((await readAll(await store.get('rt/hello.txt'))).toString()).toBe('hello, storage');
       expect(await store.head('rt/hello.txt')).toMatchObject({ key: 'rt/hello.txt', size: 14 });
@@ -77,7 +89,8 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
 
   describe('listing', () => {
     beforeAll(async () => {
-      for (const key of ['ls/rep/a', 'ls/rep/b/c', 'ls/rep-x', 'ls/repz', 'ls/other/x']) await store.put(key, text(key));
+      for (const key of ['ls/rep/a', 'ls/rep/b/c', 'ls/rep-x', 'ls/repz', 'ls/other/x'])
+        await store.put(key, text(key));
     });
 
     it('when listing a directory-like prefix, then only the keys under it come back, in key order', async () => {
@@ -86,7 +99,12 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
 
     it('when listing a partial name, then it matches as a plain string prefix', async () => {
       // Order aside: s3rver walks its directories, so it does not return S3's key order here.
-      expect((await keysOf(store.list('ls/rep'))).sort()).toEqual(['ls/rep-x', 'ls/rep/a', 'ls/rep/b/c', 'ls/repz']);
+      expect((await keysOf(store.list('ls/rep'))).sort()).toEqual([
+        'ls/rep-x',
+        'ls/rep/a',
+        'ls/rep/b/c',
+        'ls/repz',
+      ]);
     });
 
     it('when listing reports sizes, then they match the objects', async () => {
@@ -110,12 +128,17 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
       const before = liveMemory();
       let peak = before;
       let chunks = 0;
-      const body = generated(100, { onChunk: () => void (++chunks % 5 === 0 && (peak = Math.max(peak, liveMemory()))) });
+      const body = generated(100, {
+        onChunk: () => void (++chunks % 5 === 0 && (peak = Math.max(peak, liveMemory()))),
+      });
       const info = await store.put('big/100mib.bin', body.chunks);
       expect(info.size).toBe(100 * MiB);
       expect(peak - before).toBeLessThan(40 * MiB);
       expect((await store.head('big/100mib.bin'))?.size).toBe(100 * MiB);
-      expect(await sha256Of(await store.get('big/100mib.bin'))).toEqual({ digest: body.digest(), size: 100 * MiB });
+      expect(await sha256Of(await store.get('big/100mib.bin'))).toEqual({
+        digest: body.digest(),
+        size: 100 * MiB,
+      });
       await store.delete('big/100mib.bin');
     });
 
@@ -126,7 +149,9 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
     });
 
     it('when the source errors after several parts were uploaded, then no object is visible', async () => {
-      await expect(store.put('broken/late', generated(21, { failAfterMiB: 20 }).chunks)).rejects.toThrow('source broke');
+      await expect(
+        store.put('broken/late', generated(21, { failAfterMiB: 20 }).chunks),
+      ).rejects.toThrow('source broke');
       expect(await store.head('broken/late')).toBeNull();
       expect(await keysOf(store.list('broken/'))).toEqual([]);
     });
@@ -140,8 +165,12 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
 
     it('when the put is aborted through its signal, then it rejects and nothing becomes visible', async () => {
       const controller = new AbortController();
-      const body = generated(30, { onChunk: () => void (controller.signal.aborted || setImmediate(() => controller.abort())) });
-      await expect(store.put('aborted/obj', body.chunks, { signal: controller.signal })).rejects.toMatchObject({ name: 'AbortError' });
+      const body = generated(30, {
+        onChunk: () => void (controller.signal.aborted || setImmediate(() => controller.abort())),
+      });
+      await expect(
+        store.put('aborted/obj', body.chunks, { signal: controller.signal }),
+      ).rejects.toMatchObject({ name: 'AbortError' });
       expect(await store.head('aborted/obj')).toBeNull();
     });
   });
@@ -157,12 +186,15 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
       ['a NUL byte', 'a\u0000b'],
       ['more than 1024 bytes', 'k'.repeat(1025)],
       ['nothing at all', ''],
-    ])('when a key has %s, then every operation refuses it as validation_failed', async (_what, key) => {
-      expect((await problemFrom(store.get(key))).code).toBe('validation_failed');
-      expect((await problemFrom(store.head(key))).code).toBe('validation_failed');
-      expect((await problemFrom(store.put(key, text('x')))).code).toBe('validation_failed');
-      expect((await problemFrom(store.delete(key))).code).toBe('validation_failed');
-    });
+    ])(
+      'when a key has %s, then every operation refuses it as validation_failed',
+      async (_what, key) => {
+        expect((await problemFrom(store.get(key))).code).toBe('validation_failed');
+        expect((await problemFrom(store.head(key))).code).toBe('validation_failed');
+        expect((await problemFrom(store.put(key, text('x')))).code).toBe('validation_failed');
+        expect((await problemFrom(store.delete(key))).code).toBe('validation_failed');
+      },
+    );
 
     it('when a listing prefix tries to climb out, then it is refused as validation_failed', async () => {
       expect((await problemFrom(keysOf(store.list('../')))).code).toBe('validation_failed');
@@ -202,7 +234,14 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
       expect(await keysOf(a.list('tenants/'))).toEqual([]);
     });
 
-    it.each([['../tenant-b/secret.txt'], ['jobs/../../tenant-b/secret.txt'], ['/tenants/tenant-b/secret.txt'], ['..\\tenant-b\\secret.txt'], ['jobs//x'], ['secret.txt\u0000']])(
+    it.each([
+      ['../tenant-b/secret.txt'],
+      ['jobs/../../tenant-b/secret.txt'],
+      ['/tenants/tenant-b/secret.txt'],
+      ['..\\tenant-b\\secret.txt'],
+      ['jobs//x'],
+      ['secret.txt\u0000'],
+    ])(
       "when tenant A tries to reach tenant B's object through %j, then it is refused",
       async (key) => {
         expect((await problemFrom(a.get(key))).code).toBe('validation_failed');
@@ -225,13 +264,18 @@ export function behavesAsAnObjectStore(open: () => Promise<StoreFixture>): void 
 
     it('when a tenant id is not a single safe segment, then tenantStore refuses it', () => {
       for (const id of ['', '..', '.', 'a/b', 'a\\b', '../tenant-b', 'x\u0000']) {
-        expect(() => tenantStore(store, id)).toThrow(expect.objectContaining({ code: 'validation_failed' }));
+        expect(() => tenantStore(store, id)).toThrow(
+          expect.objectContaining({ code: 'validation_failed' }),
+        );
       }
     });
   });
 }
 
-async function keysAndSizes(store: ObjectStore, prefix: string): Promise<{ key: string; size: number }[]> {
+async function keysAndSizes(
+  store: ObjectStore,
+  prefix: string,
+): Promise<{ key: string; size: number }[]> {
   const out: { key: string; size: number }[] = [];
   for await (const { key, size } of store.list(prefix)) out.push({ key, size });
   return out;

@@ -24,13 +24,17 @@ describe('FsObjectStore', () => {
 
     it('when a key would resolve outside the root, then the store refuses it before touching the disk', () => {
       for (const key of ['../outside', 'a/../../outside', '/abs', 'a\\..\\..\\b']) {
-        expect(() => fixture.store.pathOf(key)).toThrow(expect.objectContaining({ code: 'validation_failed' }));
+        expect(() => fixture.store.pathOf(key)).toThrow(
+          expect.objectContaining({ code: 'validation_failed' }),
+        );
       }
       expect(fixture.store.pathOf('a/b')).toBe(path.join(fixture.store.root, 'a', 'b'));
     });
 
     it('when a put fails, then its temp file is removed from the staging directory', async () => {
-      await expect(fixture.store.put('failed', generated(3, { failAfterMiB: 2 }).chunks)).rejects.toThrow('source broke');
+      await expect(
+        fixture.store.put('failed', generated(3, { failAfterMiB: 2 }).chunks),
+      ).rejects.toThrow('source broke');
       expect(await readdir(path.join(fixture.store.root, STAGING_DIR))).toEqual([]);
     });
 
@@ -38,7 +42,9 @@ describe('FsObjectStore', () => {
       await writeFile(path.join(fixture.store.root, STAGING_DIR, 'leftover.part'), 'partial');
       await fixture.store.put('visible', text('yes'));
       expect(await keysOf(fixture.store.list(''))).toEqual(['visible']);
-      expect((await problemFrom(fixture.store.put(`${STAGING_DIR}/x`, text('x')))).code).toBe('validation_failed');
+      expect((await problemFrom(fixture.store.put(`${STAGING_DIR}/x`, text('x')))).code).toBe(
+        'validation_failed',
+      );
     });
 
     it('when a key names an existing directory of keys, then the put is a conflict', async () => {
@@ -55,8 +61,14 @@ describe('FsObjectStore', () => {
     });
 
     it('when listing a partial name, then keys come back in S3 key order (a directory sorts as name + "/")', async () => {
-      for (const key of ['ord/rep/a', 'ord/rep/b/c', 'ord/rep-x', 'ord/repz', 'ord/re']) await fixture.store.put(key, text(key));
-      expect(await keysOf(fixture.store.list('ord/rep'))).toEqual(['ord/rep-x', 'ord/rep/a', 'ord/rep/b/c', 'ord/repz']);
+      for (const key of ['ord/rep/a', 'ord/rep/b/c', 'ord/rep-x', 'ord/repz', 'ord/re'])
+        await fixture.store.put(key, text(key));
+      expect(await keysOf(fixture.store.list('ord/rep'))).toEqual([
+        'ord/rep-x',
+        'ord/rep/a',
+        'ord/rep/b/c',
+        'ord/repz',
+      ]);
     });
 
     it('when a directory exists that the store did not write, then listing skips what is not a file', async () => {

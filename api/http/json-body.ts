@@ -1,0 +1,134 @@
+/**
+ * The one JSON body reader of the API: the Express routes (api/middleware/body.ts) and the
+ * runtime lane both call readJsonBody, so a path answers the same on either stack.
+ * - No body (no Transfer-Encoding and no or a zero Content-Length, or zero bytes read): the
+ *   body is undefined, whatever the media type says; the handler decides (RFC 9110 8.6).
+ * - Another media type than application/json or application/*+json, a charset other than
+ *   UTF-8 (RFC 8259 8.1) or any content coding: 415.
+ * - More than `limit` bytes, declared or read: 413, the declared case before a byte is read.
+ * - Not JSON: 400 malformed-json; JSON that is neither an object nor an array: 400
+ *   validation-failed (no endpoint takes a bare value).
+ */
+import type { IncomingMessage } from 'node:http';
+import { problem } from '../../shared/errors/index.ts';
+import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
+import { unfitProblem } from './params.ts';
+
+const TOO_LARGE =
+  'the request body is larger than this endpoint accepts; use the stream endpoints for large data';
+
+/** Whether a request carries a body (RFC 9112 6.3). */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** The media type and charset of a Content-Type header, lower-cased. */
+function mediaOf(header: string | undefined): { type: string; charset: string | null } {
+  const [type, ...params] = (header ?? '').split(';');
+  const charset = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='));
+  return {
+    type: type.trim().toLowerCase(),
+    charset: charset ? charset.slice(8).replace(/^"|"$/g, '') : null,
+  };
+}
+
+/** Whether a Content-Type names JSON (application/json or a +json suffix, RFC 6839). */
+export function isJsonType(header: string | undefined): boolean {
+  const { type } = mediaOf(header);
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+/** Whether a body's declared length is already over `limit` (the caller asks the client to close). */
+export const declaredTooLarge = (req: IncomingMessage, limit: number): boolean =>
+  Number(req.headers['content-length'] ?? 0) > limit;
+
+/** Reads and parses a JSON body under the rules above; undefined when there is none. */
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  if (!hasBody(req)) return undefined;
+  const header = req.headers['content-type'];
+  const { charset } = mediaOf(header);
+  if (!isJsonType(header))
+    throw problem(
+      'unsupported_media_type',
+      `expected application/json, got ${header ?? 'no content type'}`,
+    );
+  if (charset !== null && charset !== 'utf-8')
+    throw problem(
+      'unsupported_media_type',
+      `a JSON body is UTF-8 (RFC 8259 8.1), not ${charset.slice(0, 40)}`,
+    );
+  const coding = req.headers['content-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'identity')
+    throw problem('unsupported_media_type', 'a JSON body is sent without a content coding');
+  if (declaredTooLarge(req, limit)) throw problem('payload_too_large', TOO_LARGE);
+  const text = await readCapped(req, limit);
+  if (text.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw problem('malformed_json', 'the request body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object')
+    throw problem('validation_failed', 'the body must be a JSON object', {
+      details: { field: 'body' },
+    });
+  return value;
+}
+
+/** The body as UTF-8 text, up to `limit` bytes; the rest of a larger body is discarded. */
+function readCapped(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // A client gone before this reader started (during authentication) left a request that will never end.
+    if (req.destroyed) {
+      reject(problem('bad_request', 'the client aborted the request'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size <= limit) {
+        chunks.push(c);
+        return;
+      }
+      done();
+      // Read and drop the rest, so the refusal is not taken for the answer to a half-sent body.
+      req.resume();
+      reject(problem('payload_too_large', TOO_LARGE));
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(chunks, size).toString('utf8'));
+    };
+    const onError = () => {
+      done();
+      reject(problem('bad_request', 'the request body could not be read'));
+    };
+    const onClose = () => {
+      if (req.readableEnded) return;
+      done();
+      reject(problem('bad_request', 'the client aborted the request'));
+    };
+    function done() {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      // An error after this reader gave up must still have a listener (an unhandled one kills the process).
+      req.on('error', () => undefined);
+    }
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
+}
+
+/**
+ * readJsonBody, then the canonical form the Express entry step gives req.body
+ * (api/http/params.ts canonicalEntry), for callers that do not go through req.body.
+ */
+export async function readCanonicalJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const body = await readJsonBody(req, limit);
+  try {
+    return canonicalInput(body, 'body');
+  } catch (err) {
+    throw err instanceof UnfitInput ? unfitProblem(err) : err;
+  }
+}

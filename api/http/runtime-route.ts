@@ -1,0 +1,63 @@
+/**
+ * The runtime operation routes (POST {kid, ...} or {items: [...]} → JSON): one per-route core,
+ * run by the Express router and by the runtime lane (api/runtime-lane.ts) alike, so a path
+ * answers the same on both stacks. The caller has verified the bearer; the core checks the
+ * permissions, takes a point of the caller's budget, reads the body and runs the operation.
+ */
+import type { Router } from 'express';
+import type { IncomingMessage } from 'node:http';
+import type { AppContext } from '../context.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
+import { runRuntime, type Operation } from '../services/crypto/batch.ts';
+import { attemptOf, requirePermissions, type AccessAttempt } from '../middleware/authenticate.ts';
+import { consumeApiBudget } from '../middleware/rate-limit.ts';
+import { declaredTooLarge, readCanonicalJson } from './json-body.ts';
+import { route } from './route.ts';
+
+/** One runtime operation at a path below its mount. */
+export interface RuntimeRoute {
+  /** Below the mount, e.g. '/encrypt'. */
+  path: string;
+  /** Every one of these is required. */
+  permissions: readonly string[];
+  /** The audit action and the rate-limit endpoint. */
+  action: string;
+  op: Operation;
+}
+
+/** The per-route core: permissions, budget, body, operation; resolves to the response body. */
+export async function serveRuntime(
+  ctx: AppContext,
+  r: RuntimeRoute,
+  claims: AccessClaims,
+  attempt: AccessAttempt,
+  req: IncomingMessage,
+): Promise<unknown> {
+  requirePermissions(ctx, claims, r.permissions, attempt);
+  await consumeApiBudget(ctx, claims, r.action);
+  return runRuntime(
+    ctx,
+    claims,
+    r.action,
+    r.op,
+    await readCanonicalJson(req, ctx.config.jsonLimitBytes),
+  );
+}
+
+/** Registers the routes on `router` (which sits behind the area's bearer check). */
+export function addRuntimeRoutes(
+  ctx: AppContext,
+  router: Router,
+  routes: readonly RuntimeRoute[],
+): Router {
+  for (const r of routes) {
+    route(router, r.path, {
+      post: async (req, res) => {
+        // A body announced over the cap is refused before it is read: the client is asked to close.
+        if (declaredTooLarge(req, ctx.config.jsonLimitBytes)) res.setHeader('Connection', 'close');
+        res.json(await serveRuntime(ctx, r, req.auth, attemptOf(req), req));
+      },
+    });
+  }
+  return router;
+}

@@ -1,0 +1,112 @@
+/**
+ * The one wrapper of the stream endpoints (analyze, convert, re-encrypt, re-sign, uploads):
+ * timing, byte counts in and out, abandoning the request on failure (a multipart form stops
+ * reading ahead, a raw body is discarded and the client asked to close, so the problem still
+ * reaches it; a response already begun is cut by the error handler, never left half-written),
+ * and one log line and one audit event per operation, success or failure.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import type { AppContext } from '../context.ts';
+import { AppError } from '../../shared/errors/index.ts';
+import { actorOf } from '../middleware/authenticate.ts';
+import { abandonRaw, counted } from './streaming.ts';
+import type { StreamingForm } from './streaming-multipart.ts';
+
+/** The actions a streamed operation reports under. */
+export type StreamedAction =
+  | 'migration.analyze'
+  | 'migration.convert'
+  | 'migration.upload'
+  | 'crypto.stream.reencrypt'
+  | 'crypto.stream.resign';
+
+/** What the operation body fills in as it goes; the wrapper reads it when the body ends or fails. */
+export interface OperationState {
+  bytesIn: number;
+  bytesOut: number;
+  /** The audit target (a kid, an object key). */
+  target: string | null;
+  /** Extra members of the log line and audit details. */
+  details: Record<string, unknown>;
+  /** The multipart form being read, so a failure abandons it rather than the raw request. */
+  form: StreamingForm | null;
+  /** Counts the bytes of the input as they flow. */
+  countIn(it: AsyncIterable<Buffer>): AsyncIterable<Buffer>;
+}
+
+/** The handler of a stream endpoint: `run` reads the request and writes the answer. */
+export function streamedOperation(
+  ctx: AppContext,
+  action: StreamedAction,
+  run: (op: OperationState, req: Request, res: Response) => Promise<void>,
+): RequestHandler {
+  return async (req, res) => {
+    const started = performance.now();
+    const op: OperationState = {
+      bytesIn: 0,
+      bytesOut: 0,
+      target: null,
+      details: {},
+      form: null,
+      countIn: (it) => counted(it, (n) => (op.bytesIn += n)),
+    };
+    try {
+      await run(op, req, res);
+    } catch (err) {
+      if (op.form) op.form.abandon(res);
+      else abandonRaw(req, res);
+      report(ctx, req, action, started, op, { err, cut: res.headersSent });
+      throw err;
+    }
+    report(ctx, req, action, started, op);
+  };
+}
+
+/**
+ * One log line per operation with bytes, duration and throughput (what operators size capacity
+ * with), and one audit event in the caller's tenant with the actor and the outcome.
+ */
+function report(
+  ctx: AppContext,
+  req: Request,
+  action: StreamedAction,
+  started: number,
+  op: OperationState,
+  failure?: { err: unknown; cut: boolean },
+): void {
+  const err = failure?.err;
+  const ms = performance.now() - started;
+  const mbps = ms > 0 ? Number((op.bytesIn / 1e6 / (ms / 1000)).toFixed(1)) : 0;
+  const code = err instanceof AppError ? err.code : err ? 'internal' : undefined;
+  const outcome = err ? 'failure' : 'success';
+  // A failure says whether the answer had begun (and was cut) or the client got a problem.
+  const details = failure ? { ...op.details, cut: failure.cut } : op.details;
+  const line = {
+    op: action,
+    tenantId: req.auth.tenantId,
+    outcome,
+    bytesIn: op.bytesIn,
+    bytesOut: op.bytesOut,
+    ms: Math.round(ms),
+    mbps,
+    ...(code ? { code } : {}),
+    ...details,
+  };
+  if (err && !(err instanceof AppError && err.expose)) req.log.warn(line, `${action} failed`);
+  else req.log.info(line, `${action} ${outcome}`);
+  ctx.audit.record({
+    tenantId: req.auth.tenantId,
+    actor: actorOf(req),
+    action,
+    outcome,
+    target: op.target,
+    details: {
+      bytesIn: op.bytesIn,
+      bytesOut: op.bytesOut,
+      ms: Math.round(ms),
+      requestId: req.id,
+      ...(code ? { code } : {}),
+      ...details,
+    },
+  });
+}

@@ -1,0 +1,184 @@
+/**
+ * The route table: every router of the app, with the URL it is mounted at and the token
+ * audiences checked in front of it, in one list (node-oidc-provider's initialize_app.js style).
+ * A router's file path mirrors its URL (`v3/crypto/keys.ts` serves /api/v3/crypto/keys,
+ * `legacy/...` the unversioned paths), and its own paths are relative to its mount.
+ * createApp walks this table; nothing else mounts a router.
+ */
+import type { Router } from 'express';
+import type { RuntimeRoute } from '../http/runtime-route.ts';
+import type { AppContext } from '../context.ts';
+import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
+import { createHealthRouter } from './health.ts';
+import { createMetricsRouter } from './metrics.ts';
+import { createDocsRouter } from './docs.ts';
+import { createWellKnownRouter } from './well-known.ts';
+import { createAuthRouter } from './v3/auth.ts';
+import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
+import { createPlatformRouter } from './v3/admin/platform.ts';
+import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
+import { createRolesRouter } from './v3/admin/tenants/roles.ts';
+import { createUsersRouter } from './v3/admin/tenants/users.ts';
+import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
+import { createKeysRouter } from './v3/admin/tenants/keys.ts';
+import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
+import { createTenantSelfRouter } from './v3/admin/tenants.ts';
+import { CRYPTO_OPERATIONS, createCryptoOperationsRouter } from './v3/crypto/operations.ts';
+import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
+import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
+import { createPqcRouter } from './v3/pqc.ts';
+import { createAuditRouter } from './v3/audit.ts';
+import { createMigrationStreamRouter } from './v3/migration/stream.ts';
+import { createUploadsRouter } from './v3/migration/uploads.ts';
+import { createJobsRouter } from './v3/migration/jobs.ts';
+import { createLegacyAuthRouter } from './legacy/authenticate.ts';
+import { createLegacyKeyManagementRouter } from './legacy/key-management.ts';
+import { createLegacyCryptoRouter } from './legacy/crypto.ts';
+import { createLegacyMigrationRouter } from './legacy/migration.ts';
+
+/** One router at a path below its area's prefix. */
+export interface Mount {
+  /** Below the area's prefix; '' for the prefix itself. */
+  path: string;
+  router: (ctx: AppContext) => Router;
+  /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
+  tenantScoped?: boolean;
+  /**
+   * The runtime routes of this router that the node:http runtime lane (api/runtime-lane.ts)
+   * also serves, ahead of Express, with the same per-route core (api/http/runtime-route.ts).
+   */
+  lane?: readonly RuntimeRoute[];
+}
+
+/** A URL prefix, who may call it, and its routers. */
+export interface Area {
+  prefix: string;
+  /**
+   * Token audiences checked once for every path under the prefix (contract 2), unknown paths
+   * included; null for public areas (and those that answer in the OAuth shape themselves).
+   */
+  audiences: readonly string[] | null;
+  mounts: readonly Mount[];
+}
+
+const TENANT = '/tenants/:tenantId';
+
+/** Every area of the app, in mounting order. */
+export const ROUTE_TABLE: readonly Area[] = [
+  {
+    prefix: '',
+    audiences: null,
+    mounts: [
+      { path: '', router: createHealthRouter },
+      { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
+    ],
+  },
+  {
+    prefix: '/metrics',
+    audiences: [AUDIENCE_CORE, AUDIENCE_ADMIN],
+    mounts: [{ path: '', router: createMetricsRouter }],
+  },
+  {
+    prefix: '/.well-known',
+    audiences: null,
+    mounts: [{ path: '', router: createWellKnownRouter }],
+  },
+  { prefix: '/api/v3/auth', audiences: null, mounts: [{ path: '', router: createAuthRouter }] },
+  {
+    prefix: '/api/v3/admin',
+    audiences: [AUDIENCE_ADMIN],
+    mounts: [
+      { path: '/platform/tenants', router: createPlatformTenantsRouter },
+      { path: '/platform', router: createPlatformRouter },
+      { path: `${TENANT}/workloads`, router: createWorkloadsRouter, tenantScoped: true },
+      { path: `${TENANT}/roles`, router: createRolesRouter, tenantScoped: true },
+      { path: `${TENANT}/users`, router: createUsersRouter, tenantScoped: true },
+      { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
+      { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
+      {
+        path: `${TENANT}/cryptographic-exchanges`,
+        router: createExchangesRouter,
+        tenantScoped: true,
+      },
+      { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
+    ],
+  },
+  {
+    prefix: '/api/v3/crypto',
+    audiences: [AUDIENCE_CORE],
+    mounts: [
+      { path: '', router: createCryptoOperationsRouter, lane: CRYPTO_OPERATIONS },
+      { path: '/keys', router: createCryptoKeysRouter },
+      { path: '/stream', router: createCryptoStreamRouter },
+    ],
+  },
+  {
+    prefix: '/api/v3/pqc',
+    audiences: [AUDIENCE_CORE],
+    mounts: [{ path: '', router: createPqcRouter }],
+  },
+  {
+    prefix: '/api/v3/audit',
+    audiences: [AUDIENCE_CORE],
+    mounts: [{ path: '', router: createAuditRouter }],
+  },
+  {
+    prefix: '/api/v3/migration',
+    audiences: [AUDIENCE_ADMIN, AUDIENCE_CORE],
+    mounts: [
+      { path: '/stream', router: createMigrationStreamRouter },
+      { path: '/uploads', router: createUploadsRouter },
+      { path: '/jobs', router: createJobsRouter },
+    ],
+  },
+  {
+    prefix: '/api/authenticate',
+    audiences: null,
+    mounts: [{ path: '', router: createLegacyAuthRouter }],
+  },
+  {
+    prefix: '/api/key-management',
+    audiences: [AUDIENCE_LEGACY],
+    mounts: [{ path: '', router: createLegacyKeyManagementRouter }],
+  },
+  {
+    prefix: '/api/crypto',
+    audiences: [AUDIENCE_LEGACY],
+    mounts: [{ path: '', router: createLegacyCryptoRouter }],
+  },
+  {
+    prefix: '/api/migration',
+    audiences: [AUDIENCE_ADMIN, AUDIENCE_CORE],
+    mounts: [{ path: '', router: createLegacyMigrationRouter }],
+  },
+];
+
+/** The full mount path of a router: its area's prefix and its own path ('/' for the root). */
+export const mountPath = (area: Area, mount: Mount): string => `${area.prefix}${mount.path}` || '/';
+
+/** A route the runtime lane serves: its full path, the audiences of its area, and the route. */
+export interface LaneRoute {
+  path: string;
+  audiences: readonly string[];
+  route: RuntimeRoute;
+}
+
+/** Every route of the table that the runtime lane serves. */
+export function laneRoutes(): LaneRoute[] {
+  return ROUTE_TABLE.flatMap((area) =>
+    area.mounts.flatMap((mount) =>
+      (mount.lane ?? []).map((route) => {
+        // A lane route checks the bearer itself; a public area would have none to check.
+        if (!area.audiences)
+          throw new Error(
+            `lane route ${area.prefix}${mount.path}${route.path} is in a public area`,
+          );
+        return {
+          path: `${area.prefix}${mount.path}${route.path}`,
+          audiences: area.audiences,
+          route,
+        };
+      }),
+    ),
+  );
+}

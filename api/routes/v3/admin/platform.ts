@@ -1,0 +1,77 @@
+/**
+ * Platform operations under /api/v3/admin/platform: the permission catalogue, force revocation,
+ * the revoked-token view and on-demand signing-key rotation.
+ */
+import { Router } from 'express';
+import type { AppContext } from '../../../context.ts';
+import { PERMISSIONS } from '../../../../shared/permissions.ts';
+import { route } from '../../../http/route.ts';
+import { actorOf, authorize } from '../../../middleware/authenticate.ts';
+import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
+import { jsonBody } from '../../../middleware/body.ts';
+import { onlyKnown } from '../../../../shared/validation/members.ts';
+
+const FORCE_REVOKE_MEMBERS: ReadonlySet<string> = new Set(['jti', 'token', 'reason']);
+
+/** Router mounted at /api/v3/admin/platform (after authentication). */
+export function createPlatformRouter(ctx: AppContext): Router {
+  const router = Router();
+  const json = jsonBody(ctx.config.jsonLimitBytes);
+
+  route(router, '/scopes', {
+    get: [
+      authorize(ctx, 'admin.platform.scopes.read'),
+      (_req, res) => {
+        res.json({ items: PERMISSIONS, total: PERMISSIONS.length });
+      },
+    ],
+  });
+
+  route(router, '/tokens/revoke', {
+    post: [
+      authorize(ctx, 'admin.platform.tokens.revoke'),
+      ...json,
+      async (req, res) => {
+        onlyKnown(req.body ?? {}, FORCE_REVOKE_MEMBERS);
+        const revoked = await forceRevoke(ctx, req.body ?? {}, actorOf(req));
+        if (revoked)
+          ctx.audit.record({
+            tenantId: req.auth.tenantId,
+            actor: actorOf(req),
+            action: 'platform.token.force-revoke',
+            outcome: 'success',
+            target: revoked.jti,
+            details: { tokenTenant: revoked.tenantId },
+          });
+        res.status(200).json({ revoked: revoked !== null, jti: revoked?.jti ?? null });
+      },
+    ],
+  });
+
+  route(router, '/tokens/revoked', {
+    get: [
+      authorize(ctx, 'admin.platform.tokens.read'),
+      async (req, res) => {
+        res.json(await listRevokedTokens(ctx, req.query));
+      },
+    ],
+  });
+
+  route(router, '/signing-keys/rotate', {
+    post: [
+      authorize(ctx, 'admin.platform.signing-keys.rotate'),
+      async (req, res) => {
+        const kid = await ctx.auth.signingKeys.rotate(ctx.auth.maxTokenLifetime);
+        ctx.audit.record({
+          tenantId: req.auth.tenantId,
+          actor: actorOf(req),
+          action: 'platform.signing-key.rotate',
+          outcome: 'success',
+          target: kid,
+        });
+        res.status(201).json({ kid });
+      },
+    ],
+  });
+  return router;
+}

@@ -1,0 +1,55 @@
+/**
+ * The Core API's runtime operations (contracts 3 and 8), POST /api/v3/crypto/<operation>:
+ * encrypt, decrypt, sign, verify, the data-key, re-encrypt, random and MAC operations, each in
+ * single form (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`). The
+ * tenant comes from the token only. The runtime lane (api/runtime-lane.ts) serves the same
+ * table ahead of Express.
+ */
+import { Router } from 'express';
+import type { AppContext } from '../../../context.ts';
+import { addRuntimeRoutes, type RuntimeRoute } from '../../../http/runtime-route.ts';
+import type { Operation } from '../../../services/crypto/batch.ts';
+import { decrypt, encrypt, sign, verify } from '../../../services/crypto/runtime.ts';
+import {
+  generateDataKey,
+  generateDataKeyWithoutPlaintext,
+  random,
+  reEncrypt,
+} from '../../../services/crypto/data-keys.ts';
+import { generateMac, verifyMac } from '../../../services/crypto/mac.ts';
+
+/** A route of the table below: path segment, permission (or every one of a list), operation. */
+const operation = (
+  name: string,
+  permission: string | readonly string[],
+  op: Operation,
+): RuntimeRoute => ({
+  path: `/${name}`,
+  permissions: typeof permission === 'string' ? [permission] : permission,
+  action: `crypto.${name}`,
+  op,
+});
+
+/** The runtime operations of /api/v3/crypto, served by this router and by the runtime lane. */
+export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
+  operation('encrypt', 'crypto.encrypt', encrypt),
+  operation('decrypt', 'crypto.decrypt', decrypt),
+  operation('sign', 'crypto.sign', sign),
+  operation('verify', 'crypto.verify', verify),
+  operation('generate-data-key', 'crypto.generate-data-key', generateDataKey),
+  operation(
+    'generate-data-key-without-plaintext',
+    'crypto.generate-data-key',
+    generateDataKeyWithoutPlaintext,
+  ),
+  // Re-encryption decrypts and encrypts, so it needs both (contract 8).
+  operation('re-encrypt', ['crypto.decrypt', 'crypto.encrypt'], reEncrypt),
+  operation('random', 'crypto.generate-data-key', random),
+  operation('generate-mac', 'crypto.sign', generateMac),
+  operation('verify-mac', 'crypto.verify', verifyMac),
+];
+
+/** Mounted at /api/v3/crypto (after service-core authentication). */
+export function createCryptoOperationsRouter(ctx: AppContext): Router {
+  return addRuntimeRoutes(ctx, Router(), CRYPTO_OPERATIONS);
+}

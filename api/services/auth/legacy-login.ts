@@ -1,0 +1,70 @@
+/**
+ * The legacy JSON login of spec 4.2 and its refresh: a workload's client id and secret give a
+ * legacy-audience token pair, in the legacy camelCase shape. The budgets are those of the OAuth
+ * grants: one workload, one budget, whichever door it knocks on.
+ */
+import type { AppContext } from '../../context.ts';
+import { OAuthError } from '../../../shared/errors/index.ts';
+import { AUDIENCE_LEGACY } from './access-tokens.ts';
+import {
+  authenticateWorkload,
+  clientRateKey,
+  legacyTokens,
+  refreshRateKey,
+  refreshTokenGrant,
+  type TokenResponse,
+} from './grants.ts';
+import { withAuthBudget } from './rate-limits.ts';
+
+/** The legacy token answer. */
+export interface LegacyTokens {
+  accessToken: string;
+  refreshToken?: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+}
+
+const legacyShape = (t: TokenResponse): LegacyTokens => ({
+  accessToken: t.access_token,
+  refreshToken: t.refresh_token,
+  tokenType: t.token_type,
+  expiresIn: t.expires_in,
+});
+
+/** POST /api/authenticate/app: a token pair for the workload's credentials. */
+export async function legacyLogin(
+  ctx: AppContext,
+  input: { clientId?: unknown; clientSecret?: unknown },
+): Promise<LegacyTokens> {
+  const { clientId, clientSecret } = input;
+  if (typeof clientId !== 'string' || typeof clientSecret !== 'string')
+    throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
+  const tokens = await withAuthBudget(ctx.auth.limits, clientRateKey(clientId), async () => {
+    const creds = await authenticateWorkload(ctx, clientId, clientSecret);
+    ctx.audit.record({
+      tenantId: creds.tenantId,
+      actor: `client:${creds.clientId}`,
+      action: 'auth.legacy.login',
+      outcome: 'success',
+    });
+    return legacyTokens(ctx, creds);
+  });
+  return legacyShape(tokens);
+}
+
+/** POST /api/authenticate/refresh: a new pair for a legacy refresh token (legacy ones only). */
+export async function legacyRefresh(
+  ctx: AppContext,
+  input: { refreshToken?: unknown },
+  address: string,
+): Promise<LegacyTokens> {
+  const { refreshToken } = input;
+  if (typeof refreshToken !== 'string')
+    throw new OAuthError('invalid_request', 'refreshToken is required');
+  const key = await refreshRateKey(ctx, refreshToken, address);
+  return legacyShape(
+    await withAuthBudget(ctx.auth.limits, key, () =>
+      refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY),
+    ),
+  );
+}

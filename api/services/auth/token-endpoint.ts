@@ -1,0 +1,143 @@
+/**
+ * The token endpoints of the Auth API (spec 2.1-2.4): issuing (RFC 6749 3.2), revocation
+ * (RFC 7009) and introspection (RFC 7662). Plain values in, the response body out; failures are
+ * OAuthErrors, which the route renders in the OAuth shape.
+ */
+import type { AppContext } from '../../context.ts';
+import { OAuthError } from '../../../shared/errors/index.ts';
+import {
+  GRANTS,
+  basicClientAuth,
+  clientAuthOf,
+  type ClientAuth,
+  type Grant,
+  type TokenResponse,
+} from './grants.ts';
+import { withAuthBudget } from './rate-limits.ts';
+import { revokeRefreshFamily } from './refresh-tokens.ts';
+
+/** A token request as the endpoint received it. */
+export interface TokenRequest {
+  form: Record<string, string>;
+  /** The Authorization header, when sent (HTTP Basic client authentication). */
+  authorization: string | undefined;
+  /** The client address: the key of per-address budgets. */
+  address: string;
+}
+
+/** The grant_type names a grant this service knows (a Map lookup: no request value reaches a prototype). */
+function knownGrant(form: Record<string, string>): Grant {
+  if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required');
+  const grant = GRANTS.get(form.grant_type);
+  if (!grant)
+    throw new OAuthError(
+      'unsupported_grant_type',
+      `grant_type ${form.grant_type.slice(0, 80)} is not supported`,
+    );
+  return grant;
+}
+
+/** Client authentication: form fields or HTTP Basic (client_secret_basic, RFC 6749 2.3.1), one of them. */
+function clientOf(grant: Grant, req: TokenRequest): ClientAuth | null {
+  if (grant.authenticatesClient) return clientAuthOf(req.authorization, req.form);
+  // Never ignored: a caller must not believe credentials were checked when they were not.
+  if (basicClientAuth(req.authorization))
+    throw new OAuthError(
+      'invalid_request',
+      `grant_type ${req.form.grant_type} does not authenticate a client; send no Basic credentials`,
+    );
+  return null;
+}
+
+/**
+ * POST /token, in steps (node-oidc-provider style): the grant is known → the client is read →
+ * the rate gate is keyed on the canonical identity → the grant runs inside that budget.
+ */
+export async function issueToken(ctx: AppContext, req: TokenRequest): Promise<TokenResponse> {
+  const grant = knownGrant(req.form);
+  const client = clientOf(grant, req);
+  const key = await grant.rateKey(ctx, req.form, req.address, client);
+  return withAuthBudget(ctx.auth.limits, key, () => grant.run(ctx, req.form, req.address, client));
+}
+
+/**
+ * RFC 7009: revokes an access token (by its jti, until it expires) or a refresh token (its whole
+ * family, and the access tokens issued from it, 2.1). Unknown tokens revoke nothing; the caller
+ * answers 200 either way (2.2).
+ */
+export async function revokePresentedToken(
+  ctx: AppContext,
+  token: string | undefined,
+): Promise<void> {
+  if (!token) return;
+  const claims = await ctx.auth.tokens.verifyFresh(token);
+  if (claims) {
+    await ctx.auth.revocation.revoke({
+      jti: claims.jti,
+      tenantId: claims.tenantId,
+      sub: claims.sub,
+      expiresAt: new Date(claims.exp * 1000),
+      revokedBy: claims.sub,
+      reason: 'rfc7009',
+    });
+    ctx.audit.record({
+      tenantId: claims.tenantId,
+      actor: `${claims.kind}:${claims.sub}`,
+      action: 'auth.token.revoke',
+      outcome: 'success',
+      target: claims.jti,
+    });
+  } else if (token.startsWith('rt_')) {
+    const family = await revokeRefreshFamily(ctx.db, token);
+    if (!family) return;
+    await ctx.auth.revokeFamilyTokens(family.familyId, family.tenantId, 'rfc7009');
+    ctx.audit.record({
+      tenantId: family.tenantId,
+      actor: 'refresh-token',
+      action: 'auth.refresh.revoke',
+      outcome: 'success',
+      target: family.familyId,
+    });
+  }
+}
+
+/**
+ * RFC 7662: what a token is, for a caller presenting its own bearer token. A caller may
+ * introspect its own token, or any with admin.platform.introspect; otherwise the answer is the
+ * one for an inactive token (2.2), so it learns nothing.
+ */
+export async function introspect(
+  ctx: AppContext,
+  token: string | undefined,
+  authorization: string | undefined,
+): Promise<Record<string, unknown>> {
+  if (!token) throw new OAuthError('invalid_request', 'token is required');
+  const caller = authorization?.startsWith('Bearer ')
+    ? await ctx.auth.tokens.verifyFresh(authorization.slice(7).trim())
+    : null;
+  if (!caller)
+    throw new OAuthError(
+      'invalid_client',
+      "introspection requires the caller's bearer token",
+      401,
+      { 'WWW-Authenticate': 'Bearer realm="keyward"' },
+    );
+  const claims = await ctx.auth.tokens.verifyFresh(token);
+  const own = claims !== null && claims.jti === caller.jti;
+  if (!claims || (!own && !caller.permissions.includes('admin.platform.introspect')))
+    return { active: false };
+  return {
+    active: true,
+    sub: claims.sub,
+    exp: claims.exp,
+    iat: claims.iat,
+    scope: claims.permissions.join(' '),
+    client_id: claims.client_id,
+    aud: claims.aud,
+    iss: claims.iss,
+    jti: claims.jti,
+    token_type: 'Bearer',
+    tenantId: claims.tenantId,
+    ...(claims.act ? { act: claims.act } : {}),
+  };
+}

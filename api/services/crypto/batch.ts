@@ -1,0 +1,84 @@
+/**
+ * One runtime operation, or each item of a batch (`{items: [...]}` → `{results: [...]}`, one
+ * failure not failing the others), audited as tallied events. Transport-free: the Express
+ * routes and the runtime lane both call it.
+ */
+import type { AppContext } from '../../context.ts';
+import { AppError, problemDocument, problem } from '../../../shared/errors/index.ts';
+import { onlyKnown } from '../../../shared/validation/members.ts';
+import { actorOfClaims, type AccessClaims } from '../auth/access-tokens.ts';
+
+/** A runtime operation over one request body, in the token's tenant. */
+export type Operation = (
+  ctx: AppContext,
+  tenantId: string,
+  body: Record<string, unknown>,
+) => Promise<Record<string, unknown>>;
+
+const MAX_BATCH = 1000;
+const BATCH_MEMBERS: ReadonlySet<string> = new Set(['items']);
+
+/** Runs one operation, or each item of a batch, auditing each; returns the response body. */
+export async function runRuntime(
+  ctx: AppContext,
+  claims: AccessClaims,
+  action: string,
+  op: Operation,
+  body: unknown,
+): Promise<unknown> {
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw problem('validation_failed', 'the body must be a JSON object');
+  const input = body as Record<string, unknown>;
+  const tenantId = claims.tenantId;
+  const actor = actorOfClaims(claims);
+  if (!Array.isArray(input.items)) {
+    try {
+      const result = await op(ctx, tenantId, input);
+      ctx.audit.tally({
+        tenantId,
+        actor,
+        action,
+        outcome: 'success',
+        target: String(result.kid ?? ''),
+      });
+      return result;
+    } catch (err) {
+      ctx.audit.tally({
+        tenantId,
+        actor,
+        action,
+        outcome: 'failure',
+        target: typeof input.kid === 'string' ? input.kid.slice(0, 128) : null,
+      });
+      throw err;
+    }
+  }
+  onlyKnown(input, BATCH_MEMBERS);
+  if (input.items.length === 0 || input.items.length > MAX_BATCH)
+    throw problem('validation_failed', `items must hold 1 to ${MAX_BATCH} entries`);
+  const results = await Promise.all(
+    input.items.map(async (item: unknown) => {
+      try {
+        if (!item || typeof item !== 'object')
+          throw problem('validation_failed', 'each item must be an object');
+        const result = await op(ctx, tenantId, item as Record<string, unknown>);
+        ctx.audit.tally({
+          tenantId,
+          actor,
+          action,
+          outcome: 'success',
+          target: String(result.kid ?? ''),
+        });
+        return { status: 200, ...result };
+      } catch (err) {
+        const e =
+          err instanceof AppError ? err : problem('internal', 'unexpected failure', { cause: err });
+        if (!e.expose)
+          ctx.logger.error({ err: (err as Error)?.message, action }, 'batch item failed');
+        ctx.audit.tally({ tenantId, actor, action, outcome: 'failure', target: null });
+        return { status: e.status, error: problemDocument(e, ctx.config.publicBaseUrl) };
+      }
+    }),
+  );
+  return { results };
+}

@@ -1,0 +1,140 @@
+/**
+ * The use cases behind /api/v3/migration/jobs (contract 6), for one tenant: submit, read, cancel,
+ * list a batch's children, open a result. Another tenant's job is exactly a missing one (404),
+ * and a malformed id is refused before Redis is asked.
+ */
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../../context.ts';
+import { AppError, problem } from '../../../shared/errors/index.ts';
+import { isJobId } from '../../../shared/queues/index.ts';
+import { tenantStore } from '../../../shared/storage/index.ts';
+import type { PageRequest } from '../../../shared/db/page.ts';
+import { jobsRuntime, objectStoreOf, onQueue } from './runtime.ts';
+import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
+import {
+  batchChildren,
+  batchView,
+  childrenOffset,
+  readBatchRecord,
+  readConvert,
+  type BatchView,
+  type ConvertView,
+} from './view.ts';
+import { cancelBatch, cancelConvert } from './cancel.ts';
+
+const notFound = (id: string) => problem('not_found', `no job ${id.slice(0, 64)} in this tenant`);
+
+/** The id, checked for shape so junk never reaches Redis. */
+function jobId(id: string): string {
+  if (!isJobId(id)) throw notFound(id);
+  return id;
+}
+
+/** Submits a convert job or a batch from a request body. */
+export async function submitJob(
+  ctx: AppContext,
+  tenantId: string,
+  body: unknown,
+): Promise<ConvertView | BatchView> {
+  const rt = await jobsRuntime(ctx);
+  const request = parseSubmit(body);
+  return request.kind === 'convert'
+    ? submitConvert(ctx, rt, tenantId, request)
+    : submitBatch(ctx, rt, tenantId, request);
+}
+
+/** A job of the tenant (a convert job or a batch with its tally). */
+export async function readJob(
+  ctx: AppContext,
+  tenantId: string,
+  rawId: string,
+): Promise<ConvertView | BatchView> {
+  const rt = await jobsRuntime(ctx);
+  const id = jobId(rawId);
+  const view = await onQueue(ctx, 'read', async () => {
+    if (id.startsWith('cv-')) return readConvert(rt, tenantId, id);
+    const record = await readBatchRecord(rt, id);
+    return record && record.tenantId === tenantId ? batchView(rt, record) : null;
+  });
+  if (!view) throw notFound(id);
+  return view;
+}
+
+/** Cancels a job of the tenant (a batch: every child not finished); answers its view. */
+export async function cancelJob(
+  ctx: AppContext,
+  tenantId: string,
+  rawId: string,
+): Promise<ConvertView | BatchView> {
+  const rt = await jobsRuntime(ctx);
+  const id = jobId(rawId);
+  const view = id.startsWith('cv-')
+    ? await cancelConvert(ctx, rt, tenantId, id)
+    : await cancelBatch(ctx, rt, tenantId, id);
+  if (!view) throw notFound(id);
+  return view;
+}
+
+/** One page of a batch's children. */
+export async function jobChildren(
+  ctx: AppContext,
+  tenantId: string,
+  rawId: string,
+  page: PageRequest,
+): Promise<{ items: ConvertView[]; nextCursor: string | null }> {
+  // The cursor is checked before the queue is asked, so a bad cursor is a 400 even when Redis is down.
+  const offset = childrenOffset(page.cursor);
+  const rt = await jobsRuntime(ctx);
+  const id = jobId(rawId);
+  const children = await onQueue(ctx, 'children', async () => {
+    const record = id.startsWith('bt-') ? await readBatchRecord(rt, id) : null;
+    return record && record.tenantId === tenantId
+      ? batchChildren(rt, record, offset, page.limit)
+      : null;
+  });
+  if (!children) throw notFound(id);
+  return children;
+}
+
+/** A completed convert job's result: its bytes as a stream, with what the answer's headers say. */
+export async function openJobResult(
+  ctx: AppContext,
+  tenantId: string,
+  rawId: string,
+): Promise<{ body: Readable; contentType: string; size: number; filename: string }> {
+  const rt = await jobsRuntime(ctx);
+  const id = jobId(rawId);
+  if (id.startsWith('bt-')) {
+    const record = await onQueue(ctx, 'read', () => readBatchRecord(rt, id));
+    if (!record || record.tenantId !== tenantId) throw notFound(id);
+    throw problem(
+      'job_not_finished',
+      'a batch has no single result; each child has one (GET .../children lists them with their ids)',
+    );
+  }
+  const view = await onQueue(ctx, 'read', () => readConvert(rt, tenantId, id));
+  if (!view) throw notFound(id);
+  if (!view.result)
+    throw problem(
+      'job_not_finished',
+      `the job is ${view.state}; a result exists only once it completed`,
+      { details: { state: view.state } },
+    );
+  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  try {
+    const body = await objects.get(view.result.key);
+    return {
+      body,
+      contentType: view.result.contentType,
+      size: view.result.size,
+      filename: view.result.key
+        .split('/')
+        .pop()!
+        .replace(/[^\w.-]/g, '_'),
+    };
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'not_found')
+      throw problem('not_found', 'the result object no longer exists in storage');
+    throw err;
+  }
+}

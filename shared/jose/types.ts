@@ -1,0 +1,33 @@
+/** The key lookup the JOSE layer needs: a tenant key by the kid a header or request names. */
+import type { KeyObject } from 'node:crypto';
+
+/** A tenant key as the key store hands it to the JOSE layer and the CMS engine. */
+export interface ResolvedKey {
+  kid: string;
+  version: number;
+  /** 'rsa-2048' | 'ec-p256' | 'ed25519' | 'aes-256' ... */
+  type: string;
+  privateKey?: KeyObject;
+  publicKey?: KeyObject;
+  secretKey?: KeyObject;
+  /** DER of the key's certificate, when it was imported with one. */
+  certificate?: Buffer;
+}
+
+/** What a key is used for: 'sign' (JWS, CMS signers) or 'encrypt' (JWE, CMS recipients). */
+export type KeyPurpose = 'sign' | 'encrypt';
+
+/**
+ * Finds a tenant's keys by kid; injected so the JOSE layer knows nothing of storage. Given a
+ * purpose, the resolver refuses a key of another usage (key-usage-mismatch).
+ */
+export interface KidResolver {
+  /** `version` names one retained version (a `<kid>#<version>` header); without it, the newest. */
+  byKid(kid: string, purpose?: KeyPurpose, version?: number): Promise<ResolvedKey | null>;
+  /**
+   * The types ('rsa-2048', 'ec-p256'...) of the tenant's usable keys. When the re-signing key is
+   * only named after the content, the signer hashes the content once per alg one of these types
+   * can sign with, rather than once per alg there is.
+   */
+  keyTypes?(): Promise<readonly string[]>;
+}

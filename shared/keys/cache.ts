@@ -1,0 +1,141 @@
+/**
+ * The key cache of a process (the API's and the worker's alike): a key's versions are opened from
+ * the database once and kept as KeyObjects, so encrypt/decrypt/sign/verify and conversions do no
+ * database round trip. Changes (rotation, suspension, revocation) invalidate the entry on every
+ * instance through the change feed (shared/fanout/change-feed.ts): at once over Redis, within a
+ * poll period when a message is lost.
+ *
+ * Every lookup by kid passes here, so the identifier rules live here once: the tenant id is taken
+ * in its canonical form (a UUID in lower case, shared/ids.ts) and a kid that no key can have is
+ * not found without a database read.
+ */
+import type { Knex } from 'knex';
+import type { MasterKey } from '../crypto/master-key.ts';
+import {
+  deserializeMaterial,
+  loadKeyVersion,
+  serializeMaterial,
+  type LoadedKeyVersion,
+} from '../crypto/material.ts';
+import type { KeyType, KeyUsage } from '../crypto/registry.ts';
+import { AppError } from '../errors/index.ts';
+import { KID, canonicalId } from '../ids.ts';
+import { keyNotFound, type KeyState } from './lifecycle.ts';
+import type { ChangeFeed } from '../fanout/change-feed.ts';
+import { Key, KeyVersion } from '../db/models/keys.ts';
+
+const MAX_ENTRIES = 10_000;
+const NEGATIVE_TTL_MS = 1_000;
+
+/** One key as the hot path sees it. */
+export interface CachedKey {
+  tenantId: string;
+  kid: string;
+  type: KeyType;
+  usage: KeyUsage;
+  state: KeyState;
+  currentVersion: number;
+  /** Versions below this no longer decrypt or verify (contract 8, Vault min_decryption_version); they are kept. */
+  minDecryptionVersion: number;
+  versions: Map<number, LoadedKeyVersion>;
+  /** Serialized material per version, for tasks sent to the worker pool. */
+  material: Map<number, Uint8Array>;
+}
+
+export interface KeyCache {
+  /** The key, loaded once; key-not-found when the tenant has no such kid. */
+  get(tenantId: string, kid: string): Promise<CachedKey>;
+  /** Drops a key here and on every other instance. */
+  invalidate(tenantId: string, kid: string): Promise<void>;
+  /**
+   * Writes the key's change inside `trx`, so it commits with the key's new state (no window where
+   * the state is committed and the change is not); call the returned function after the commit.
+   */
+  changedIn(trx: Knex, tenantId: string, kid: string): Promise<() => void>;
+}
+
+/** Creates the cache and its cross-instance invalidation. */
+export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): KeyCache {
+  const entries = new Map<string, Promise<CachedKey>>();
+  const missing = new Map<string, number>();
+  // Tenant ids are canonical here (the seal binding and the change refs use the lower-case form).
+  const id = (tenantId: string, kid: string) => `${tenantId}\u0000${kid}`;
+  const drop = (key: string) => {
+    entries.delete(key);
+    missing.delete(key);
+  };
+
+  async function load(tenantId: string, kid: string): Promise<CachedKey> {
+    const row = await Key.query(db).findOne({ tenant_id: tenantId, kid });
+    if (!row) throw keyNotFound(kid);
+    const rows = await KeyVersion.query(db).where({ key_id: row.id }).select('version', 'material');
+    const versions = new Map<number, LoadedKeyVersion>();
+    const material = new Map<number, Uint8Array>();
+    for (const v of rows) {
+      const opened = master.open(v.material, { tenantId, kid, version: v.version });
+      const m = deserializeMaterial(opened);
+      versions.set(
+        v.version,
+        loadKeyVersion(m, { kid, version: v.version, usage: row.usage as KeyUsage }),
+      );
+      material.set(v.version, serializeMaterial(m));
+    }
+    return {
+      tenantId,
+      kid,
+      type: row.type as KeyType,
+      usage: row.usage as KeyUsage,
+      state: row.state,
+      currentVersion: row.current_version,
+      minDecryptionVersion: row.min_decryption_version ?? 1,
+      versions,
+      material,
+    };
+  }
+
+  // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
+  feed.on('key', (c) => {
+    const at = c.ref.indexOf(':');
+    drop(id(c.ref.slice(0, at), c.ref.slice(at + 1)));
+  });
+  feed.onResync(() => {
+    entries.clear();
+    missing.clear();
+  });
+
+  return {
+    get(anyTenantId, kid) {
+      // One rule for every caller: an upper-case tenant id named another cache entry (never
+      // invalidated by the lower-case change ref) and failed the seal binding of the material.
+      const tenantId = canonicalId(anyTenantId);
+      if (!KID.test(kid)) return Promise.reject(keyNotFound(kid));
+      const key = id(tenantId, kid);
+      const hit = entries.get(key);
+      if (hit) return hit;
+      const miss = missing.get(key);
+      if (miss && Date.now() - miss < NEGATIVE_TTL_MS) return Promise.reject(keyNotFound(kid));
+      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
+      const loading = load(tenantId, kid);
+      entries.set(key, loading);
+      loading.catch((err) => {
+        entries.delete(key);
+        if (err instanceof AppError && err.code === 'key_not_found') {
+          // Bounded: random kids must not grow this map without end.
+          if (missing.size >= MAX_ENTRIES) missing.clear();
+          missing.set(key, Date.now());
+        }
+      });
+      return loading;
+    },
+    async invalidate(anyTenantId, kid) {
+      const tenantId = canonicalId(anyTenantId);
+      drop(id(tenantId, kid));
+      await feed.record('key', `${tenantId}:${kid}`);
+    },
+    async changedIn(trx, anyTenantId, kid) {
+      const tenantId = canonicalId(anyTenantId);
+      const change = await feed.write(trx, 'key', `${tenantId}:${kid}`);
+      return () => feed.announce(change);
+    },
+  };
+}

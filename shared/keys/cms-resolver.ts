@@ -1,0 +1,89 @@
+/**
+ * The bridge between the CMS engine and the tenant's keys: finds imported keys by the CMS
+ * identifiers (issuer and serial number, subject key identifier, KEK id) or by kid, through the
+ * key cache. Only usable (active) keys are handed out; the tenant is fixed at construction.
+ */
+import type { KeyPurpose, KeyResolver, ResolvedKey, CmsKeyRef } from '../pkcs7/types.ts';
+import { AppError } from '../errors/index.ts';
+import { KID, canonicalId } from '../ids.ts';
+import { KeyVersion } from '../db/models/keys.ts';
+import { retainedVersion } from './lifecycle.ts';
+import { issuerSerialKey, usableKey, type KeyLookupDeps } from './lookup.ts';
+
+/** A resolver over one tenant's keys. */
+export function tenantKeyResolver(deps: KeyLookupDeps, anyTenantId: string): KeyResolver {
+  const tenantId = canonicalId(anyTenantId);
+  const { db } = deps;
+  async function resolve(
+    kid: string,
+    purpose?: KeyPurpose,
+    version?: number,
+  ): Promise<ResolvedKey | null> {
+    // A KEK id or a stored kid that no key can have names no key: not found, as for a missing one.
+    if (!KID.test(kid)) return null;
+    let key;
+    try {
+      // The one state and usage check of every key use: an encrypt key never signs.
+      key = await usableKey(deps.keys, tenantId, kid, purpose);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'key_not_found') return null;
+      throw err;
+    }
+    const v = version ?? key.currentVersion;
+    // A version below the key's minDecryptionVersion no longer decrypts or verifies (contract 8).
+    if (key.versions.has(v)) retainedVersion(key, v);
+    const loaded = key.versions.get(v);
+    if (!loaded) return null;
+    const row = await KeyVersion.query(db)
+      .alias('v')
+      .join('keys as k', 'k.id', 'v.key_id')
+      .where({ 'k.tenant_id': tenantId, 'k.kid': kid, 'v.version': v })
+      .select('v.certificate_chain')
+      .first();
+    const chain = row?.certificate_chain ?? [];
+    return {
+      kid,
+      version: v,
+      type: key.type,
+      privateKey: loaded.privateKey,
+      publicKey: loaded.publicKey,
+      secretKey: loaded.secretKey,
+      certificate: chain[0] ? Buffer.from(chain[0], 'base64') : undefined,
+    };
+  }
+
+  async function byRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null> {
+    if (ref.kekId) {
+      // KEK recipients name the key by bytes: the kid as text, else as hex.
+      return (
+        (await resolve(ref.kekId.toString('utf8'), purpose).catch(() => null)) ??
+        resolve(ref.kekId.toString('hex'), purpose)
+      );
+    }
+    const q = db('key_versions as v')
+      .join('keys as k', 'k.id', 'v.key_id')
+      .where('k.tenant_id', tenantId);
+    if (ref.issuer && ref.serialNumber)
+      q.where('v.issuer_serial', issuerSerialKey(ref.issuer, ref.serialNumber));
+    else if (ref.subjectKeyIdentifier)
+      q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
+    else return null;
+    // One certificate may be imported once per usage: the key of the wanted usage comes first, and
+    // a key of the other usage only when there is none, so resolve refuses it by name.
+    if (purpose) q.orderByRaw('case when k.usage = ? then 0 else 1 end', [purpose]);
+    const row = await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version');
+    return row ? resolve(row.kid, purpose, row.version) : null;
+  }
+
+  async function keyTypes(): Promise<string[]> {
+    return (await db('keys').where({ tenant_id: tenantId, state: 'active' }).distinct('type')).map(
+      (r) => r.type as string,
+    );
+  }
+
+  return {
+    byCmsRef: byRef,
+    byKid: (kid, purpose, version) => resolve(kid, purpose, version),
+    keyTypes,
+  };
+}

@@ -1,0 +1,160 @@
+/**
+ * The one key lookup (shared/keys), as the API and the worker use it: the tenant id in any case
+ * spelling names one key, one cache entry and one change ref; a kid no key can have is not found
+ * everywhere; a usable key is active and of the asked usage; listings filter by state and type.
+ * Built from shared/ alone (database, master key, change feed, cache), as the worker builds it.
+ */
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../support/database.ts';
+import { openDatabase, type Db } from '../../../shared/db/knex.ts';
+import { createMasterKey, type MasterKey } from '../../../shared/crypto/master-key.ts';
+import { generateKeyMaterial, serializeMaterial } from '../../../shared/crypto/material.ts';
+import type { KeyType } from '../../../shared/crypto/registry.ts';
+import { createLogger } from '../../../shared/logger.ts';
+import { createChangeFeed, type ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+import { createKeyCache, type KeyCache } from '../../../shared/keys/cache.ts';
+import type { KeyState } from '../../../shared/keys/lifecycle.ts';
+import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
+import { publicKeysOf } from '../../../shared/keys/public-view.ts';
+import { findKeyRow, keyRow, keysQuery, usableKey } from '../../../shared/keys/lookup.ts';
+
+const logger = createLogger(
+  'warn',
+  new Writable({
+    write(_c, _e, cb) {
+      cb();
+    },
+  }),
+);
+let database: TestDatabase;
+let db: Db;
+let master: MasterKey;
+let feed: ChangeFeed;
+let keys: KeyCache;
+let tenantId: string;
+
+/** What a promise rejected with (its code), or 'resolved'. */
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'resolved',
+    (err: { code?: string }) => err.code,
+  );
+
+/** Stores a key with version 1 sealed as the key store seals it (bound to the canonical tenant id). */
+async function addKey(
+  kid: string,
+  type: KeyType,
+  usage: string,
+  state: KeyState = 'active',
+): Promise<void> {
+  const id = randomUUID();
+  await db('keys').insert({
+    id,
+    tenant_id: tenantId,
+    kid,
+    type,
+    usage,
+    state,
+    current_version: 1,
+    source: 'generated',
+  });
+  const material = master.seal(serializeMaterial(await generateKeyMaterial(type)), {
+    tenantId,
+    kid,
+    version: 1,
+  });
+  await db('key_versions').insert({ id: randomUUID(), key_id: id, version: 1, material });
+}
+
+/** Changes a key's state as the key store does: the change commits with it and reaches every cache. */
+async function setState(anyTenantId: string, kid: string, state: KeyState): Promise<void> {
+  const announce = await db.transaction(async (trx) => {
+    await trx('keys').where({ tenant_id: tenantId, kid }).update({ state });
+    return keys.changedIn(trx, anyTenantId, kid);
+  });
+  announce();
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = await openDatabase({ databaseUrl: database.url });
+  master = createMasterKey(Buffer.alloc(32, 9));
+  feed = await createChangeFeed(db, logger);
+  keys = createKeyCache(db, master, feed);
+  feed.start();
+  tenantId = randomUUID();
+  await db('tenants').insert({ id: tenantId, name: `t-${tenantId.slice(0, 8)}` });
+  await addKey('enc-1', 'aes-256', 'encrypt');
+  await addKey('sig-1', 'ec-p256', 'sign');
+  await addKey('kem-1', 'ml-kem-768', 'encrypt');
+  await addKey('gone-1', 'aes-256', 'encrypt', 'archived');
+});
+
+afterAll(async () => {
+  await feed.close();
+  await db.destroy();
+  await database.drop();
+});
+
+describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
+  it('when the tenant id is spelled in upper case, then the cache answers the same key (it opened the material under the wrong binding and kept a second entry no change reached)', async () => {
+    const upper = tenantId.toUpperCase();
+    const key = await keys.get(upper, 'enc-1');
+    expect(key).toBe(await keys.get(tenantId, 'enc-1'));
+    expect(key.tenantId).toBe(tenantId);
+    await setState(tenantId, 'enc-1', 'suspended');
+    expect((await keys.get(upper, 'enc-1')).state).toBe('suspended');
+    await setState(upper, 'enc-1', 'active');
+    expect((await keys.get(tenantId, 'enc-1')).state).toBe('active');
+  });
+
+  it("when the CMS resolver is built for an upper-case tenant id, then it resolves the tenant's keys as for the canonical one", async () => {
+    const resolved = await tenantKeyResolver({ db, keys }, tenantId.toUpperCase()).byKid(
+      'sig-1',
+      'sign',
+    );
+    expect(resolved).toMatchObject({ kid: 'sig-1', version: 1, type: 'ec-p256' });
+  });
+
+  it('when a kid no key can have is looked up, then every path answers not found without reading the database (the resolver answers null, the runtime a 400 naming kid)', async () => {
+    const bad = 'no such#kid';
+    expect(await codeOf(keys.get(tenantId, bad))).toBe('key_not_found');
+    expect(await codeOf(publicKeysOf({ keys }, tenantId, bad, { runtime: true }))).toBe(
+      'key_not_found',
+    );
+    expect(await codeOf(keyRow(db, tenantId, bad))).toBe('key_not_found');
+    expect(await findKeyRow(db, tenantId, bad)).toBeNull();
+    expect(await tenantKeyResolver({ db, keys }, tenantId).byKid(bad, 'encrypt')).toBeNull();
+    expect(await codeOf(usableKey(keys, tenantId, bad))).toBe('validation_failed');
+    expect(await codeOf(usableKey(keys, tenantId, 42))).toBe('validation_failed');
+  });
+
+  it('when a usable key is asked for a use, then it must be active and of that usage', async () => {
+    expect((await usableKey(keys, tenantId, 'enc-1', 'encrypt')).kid).toBe('enc-1');
+    expect(await codeOf(usableKey(keys, tenantId, 'enc-1', 'sign'))).toBe('key_usage_mismatch');
+    expect(await codeOf(usableKey(keys, tenantId, 'gone-1'))).toBe('key_revoked');
+    expect(await codeOf(usableKey(keys, tenantId, 'missing-1'))).toBe('key_not_found');
+    expect(await codeOf(tenantKeyResolver({ db, keys }, tenantId).byKid('gone-1', 'encrypt'))).toBe(
+      'key_revoked',
+    );
+  });
+
+  it('when keys are listed, then the filter picks states and type families, and the tenant id may be in any case', async () => {
+    const kids = async (q: ReturnType<typeof keysQuery>) =>
+      (await q.orderBy('kid').select('kid')).map((r: { kid: string }) => r.kid);
+    expect(await kids(keysQuery(db, tenantId))).toEqual(['enc-1', 'gone-1', 'kem-1', 'sig-1']);
+    expect(
+      await kids(keysQuery(db, tenantId.toUpperCase(), { exceptStates: ['archived'] })),
+    ).toEqual(['enc-1', 'kem-1', 'sig-1']);
+    expect(await kids(keysQuery(db, tenantId, { states: ['archived'] }))).toEqual(['gone-1']);
+    expect(
+      await kids(
+        keysQuery(db, tenantId, {
+          states: ['active', 'suspended'],
+          typePrefixes: ['ml-', 'slh-', 'x25519-'],
+        }),
+      ),
+    ).toEqual(['kem-1']);
+  });
+});

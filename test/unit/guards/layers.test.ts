@@ -1,0 +1,97 @@
+import { Linter } from 'eslint';
+import tseslint from 'typescript-eslint';
+import {
+  brokenRule,
+  LAYER_RULES,
+  layersPlugin,
+  ROUTE_TABLE,
+} from '../../../scripts/guards/layers.ts';
+
+const CWD = '/project';
+const linter = new Linter({ cwd: CWD });
+const config = [
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parser: tseslint.parser },
+    plugins: { keyward: layersPlugin },
+    rules: { 'keyward/layers': 'error' as const },
+  },
+];
+
+/** The layer messages ESLint reports for `code` written in the project file `file`. */
+function lint(file: string, code: string): string[] {
+  return linter
+    .verify(code, config, { filename: `${CWD}/${file}` })
+    .map((message) => message.message);
+}
+
+describe('scripts/guards/layers: the import rules per folder', () => {
+  it('when a worker or a shared module imports api/, even for a type, then lint names the import and the rule', () => {
+    expect(
+      lint('workers/jobs/convert.ts', "import { x } from '../../api/services/keys/store.ts';"),
+    ).toEqual([
+      "'../../api/services/keys/store.ts' is not importable from workers/jobs/convert.ts: workers/ and shared/ never import api/: what both sides need lives in shared/.",
+    ]);
+    expect(
+      lint('shared/keys/cache.ts', "import type { Deps } from '../../api/context.ts';"),
+    ).toHaveLength(1);
+    expect(lint('shared/keys/cache.ts', "export { y } from '../../api/context.ts';")).toHaveLength(
+      1,
+    );
+    expect(
+      lint('shared/keys/cache.ts', "type T = import('../../api/context.ts').Deps;"),
+    ).toHaveLength(1);
+    expect(
+      lint('shared/keys/cache.ts', "const m = await import('../../api/context.ts');"),
+    ).toHaveLength(1);
+  });
+
+  it('when a worker or a shared module imports shared/ or a package, then lint is silent', () => {
+    expect(
+      lint(
+        'workers/jobs/convert.ts',
+        "import { k } from '../../shared/keys/index.ts';\nimport express from 'express';",
+      ),
+    ).toEqual([]);
+  });
+
+  it('when a service imports express, a route, middleware or the http edge, then each is reported', () => {
+    const code = [
+      "import type { Request } from 'express';",
+      "import { r } from '../../routes/v3/crypto/encrypt.ts';",
+      "import { a } from '../../middleware/authenticate.ts';",
+      "import { j } from '../../http/json.ts';",
+      "import { s } from '../../../shared/keys/index.ts';",
+      "import { o } from './other.ts';",
+    ].join('\n');
+    expect(lint('api/services/keys/store.ts', code)).toHaveLength(4);
+  });
+
+  it('when a route imports another route, then it is reported, except from the one mounting table', () => {
+    const code =
+      "import { createEncryptRouter } from './encrypt.ts';\nimport { run } from '../../../services/crypto/runtime.ts';";
+    expect(lint('api/routes/v3/crypto/decrypt.ts', code)).toHaveLength(1);
+    expect(
+      lint(
+        ROUTE_TABLE,
+        "import { r } from './v3/crypto/encrypt.ts';\nimport { l } from './legacy/migration.ts';",
+      ),
+    ).toEqual([]);
+  });
+
+  it('when the CLI imports api/, then it is reported; test files are not bound by the rules', () => {
+    expect(lint('bin/lib/client.ts', "import { createApp } from '../../api/app.ts';")).toHaveLength(
+      1,
+    );
+    expect(
+      lint('test/integration/app.test.ts', "import { createApp } from '../../api/app.ts';"),
+    ).toEqual([]);
+  });
+
+  it('when a package rule names express, then express/sub-paths are covered but a package that only starts the same is not', () => {
+    const services = LAYER_RULES.find((rule) => rule.files.includes('api/services/'));
+    expect(brokenRule('api/services/x.ts', 'express/lib/router')).toBe(services);
+    expect(brokenRule('api/services/x.ts', 'express-rate-limit')).toBeNull();
+    expect(brokenRule('api/services/x.ts', 'api/services/y.ts')).toBeNull();
+  });
+});
