@@ -95,12 +95,10 @@ export function createAuthRouter(ctx: AppContext): Router {
         const { email, tenant_id: tenantId } = req.body as Record<string, string>;
         await forgotPassword(ctx, { email, tenantId }, req.ip ?? 'unknown');
         // The same answer for known and unknown addresses.
-        res
-          .status(202)
-          .json({
-            status: 'accepted',
-            message: 'if the address is registered, a reset link has been sent',
-          });
+        res.status(202).json({
+          status: 'accepted',
+          message: 'if the address is registered, a reset link has been sent',
+        });
       },
     ],
   });

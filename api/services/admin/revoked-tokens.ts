@@ -81,16 +81,14 @@ export async function listRevokedTokens(
     .limit(limit + 1);
   if (cursor) q.where('jti', '>', cursor);
   const rows = await q;
-  const items = rows
-    .slice(0, limit)
-    .map((r) => ({
-      jti: r.jti,
-      tenantId: r.tenant_id,
-      sub: r.sub,
-      expiresAt: new Date(r.expires_at).toISOString(),
-      revokedAt: new Date(r.revoked_at).toISOString(),
-      revokedBy: r.revoked_by,
-      reason: r.reason,
-    }));
+  const items = rows.slice(0, limit).map((r) => ({
+    jti: r.jti,
+    tenantId: r.tenant_id,
+    sub: r.sub,
+    expiresAt: new Date(r.expires_at).toISOString(),
+    revokedAt: new Date(r.revoked_at).toISOString(),
+    revokedBy: r.revoked_by,
+    reason: r.reason,
+  }));
   return { items, nextCursor: rows.length > limit ? items[items.length - 1].jti : null };
 }

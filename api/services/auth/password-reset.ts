@@ -92,15 +92,13 @@ export async function completePasswordReset(
     if (!reset || reset.used_at || new Date(reset.expires_at).getTime() <= Date.now())
       throw invalidToken();
     await PasswordReset.query(trx).findById(reset.id).patch({ used_at: new Date() });
-    await User.query(trx)
-      .findById(reset.user_id)
-      .patch({
-        password_hash: passwordHash,
-        failed_attempts: 0,
-        lockout_count: 0,
-        locked_until: null,
-        updated_at: new Date(),
-      });
+    await User.query(trx).findById(reset.user_id).patch({
+      password_hash: passwordHash,
+      failed_attempts: 0,
+      lockout_count: 0,
+      locked_until: null,
+      updated_at: new Date(),
+    });
     // A new password ends every session the old one started.
     await RefreshToken.query(trx)
       .where({ subject_id: reset.user_id })

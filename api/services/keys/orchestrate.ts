@@ -207,15 +207,13 @@ export async function orchestrate(
     .where('finished_at', '<', new Date(Date.now() - KEEP_MS))
     .delete();
   const id = randomUUID();
-  await ctx
-    .db('key_operations')
-    .insert({
-      id,
-      tenant_id: tenantId,
-      operation: action,
-      total: kids.length,
-      started_by: caller.actor,
-    });
+  await ctx.db('key_operations').insert({
+    id,
+    tenant_id: tenantId,
+    operation: action,
+    total: kids.length,
+    started_by: caller.actor,
+  });
   void runInBackground(ctx, caller, id, kids, action);
   return {
     status: 202,

@@ -106,13 +106,11 @@ describe(`regressions from the security review (${TEST_ENGINE})`, () => {
       client_secret: 'z',
     });
     await app.ctx.audit.flush();
-    const rows = await app.ctx
-      .db('audit_events')
-      .where({
-        tenant_id: t.tenantId,
-        action: 'auth.token.client_credentials',
-        outcome: 'failure',
-      });
+    const rows = await app.ctx.db('audit_events').where({
+      tenant_id: t.tenantId,
+      action: 'auth.token.client_credentials',
+      outcome: 'failure',
+    });
     expect(rows.length).toBeGreaterThan(0);
   });
 
