@@ -1,6 +1,6 @@
 /**
  * Small multipart/form-data bodies read whole, with caps on every part (for keystores and
- * other inputs measured in kilobytes), on the one multipart scanner of the API
+ * other inputs measured in kilobytes), on the form-data layer over the one multipart scanner
  * (streaming-multipart.ts). It used busboy until the fuzzers showed busboy dropping bytes of a
  * file part whose data held near-miss delimiters split across small chunks, and stalling (no
  * close, no error, no answer) on a body that ended inside a part with mangled headers.

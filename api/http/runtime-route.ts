@@ -1,8 +1,9 @@
 /**
  * The runtime operation routes (POST {kid, ...} or {items: [...]} → JSON): one per-route core,
  * run by the Express router and by the runtime lane (api/runtime-lane.ts) alike, so a path
- * answers the same on both stacks. The caller has verified the bearer; the core checks the
- * permissions, takes a point of the caller's budget, reads the body and runs the operation.
+ * answers the same on both stacks, and by the legacy /api/crypto routes. The caller has verified
+ * the bearer; the core checks the permissions (or the legacy role), takes a point of the caller's
+ * budget (v3 only, as the legacy API never had one), reads the body and runs the operation.
  */
 import type { Router } from 'express';
 import type { IncomingMessage } from 'node:http';
@@ -10,6 +11,7 @@ import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { runRuntime, type Operation } from '../services/crypto/batch.ts';
 import { attemptOf, requirePermissions, type AccessAttempt } from '../middleware/authenticate.ts';
+import { requireLegacyRole } from '../middleware/legacy-role.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
 import { declaredTooLarge, readCanonicalJson } from './json-body.ts';
 import { route } from './route.ts';
@@ -25,16 +27,26 @@ export interface RuntimeRoute {
   op: Operation;
 }
 
+/** A legacy operation (spec 4.2): a legacy role name in place of the permissions. */
+export interface LegacyRuntimeRoute extends Omit<RuntimeRoute, 'permissions'> {
+  /** Checked against the token's scopes; 401 without it (spec 5.12). */
+  legacyRole: string;
+}
+
 /** The per-route core: permissions, budget, body, operation; resolves to the response body. */
 export async function serveRuntime(
   ctx: AppContext,
-  r: RuntimeRoute,
+  r: RuntimeRoute | LegacyRuntimeRoute,
   claims: AccessClaims,
   attempt: AccessAttempt,
   req: IncomingMessage,
 ): Promise<unknown> {
-  requirePermissions(ctx, claims, r.permissions, attempt);
-  await consumeApiBudget(ctx, claims, r.action);
+  if ('legacyRole' in r) {
+    requireLegacyRole(ctx, claims, r.legacyRole, attempt);
+  } else {
+    requirePermissions(ctx, claims, r.permissions, attempt);
+    await consumeApiBudget(ctx, claims, r.action);
+  }
   return runRuntime(
     ctx,
     claims,
@@ -48,7 +60,7 @@ export async function serveRuntime(
 export function addRuntimeRoutes(
   ctx: AppContext,
   router: Router,
-  routes: readonly RuntimeRoute[],
+  routes: readonly (RuntimeRoute | LegacyRuntimeRoute)[],
 ): Router {
   for (const r of routes) {
     route(router, r.path, {

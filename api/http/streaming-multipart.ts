@@ -5,14 +5,15 @@
  * the consumer reads). Parts come in request order; a part that the consumer skips is drained
  * when the next one is asked for.
  *
- * The parser is pull-based and finds delimiters with Buffer#indexOf (native), so a file part is
- * handed out as views of the request's own chunks, never copied; busboy's JavaScript boundary
- * search cost about a tenth of a large conversion. Header values are parsed by
- * ./header-params.ts (names, filenames with RFC 8187 filename*, media types).
+ * The bytes are cut into parts by the one multipart scanner (shared/mime/multipart.ts), which
+ * hands a file part out as views of the request's own chunks, never copied; this layer gives the
+ * parts their form-data meaning (names, filenames with RFC 8187 filename*, fields read whole,
+ * limits per route) and feeds the scanner from the request.
  */
 import type { Request, Response } from 'express';
 import { AppError, problem } from '../../shared/errors/index.ts';
-import { basename, parseContentType, parseDisposition } from './header-params.ts';
+import { basename, parseContentType, parseDisposition } from '../../shared/mime/header-params.ts';
+import { MultipartScanner, usableBoundary } from '../../shared/mime/multipart.ts';
 
 /** One part of the form, as it arrives. */
 export interface StreamedPart {
@@ -47,11 +48,6 @@ export interface StreamingFormOptions {
 
 /** Request bytes read ahead of the consumer before the request is paused. */
 const READ_AHEAD_BYTES = 1024 * 1024;
-/** Largest header block of one part. */
-const MAX_PART_HEADER_BYTES = 16 * 1024;
-const MAX_HEADER_PAIRS = 16;
-const CRLF = Buffer.from('\r\n');
-const HEADER_END = Buffer.from('\r\n\r\n');
 
 const malformed = (why: string) => problem('bad_request', `malformed multipart body: ${why}`);
 
@@ -71,9 +67,8 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
   const maxParts = opts.maxParts ?? 8;
   const maxFieldBytes = opts.maxFieldBytes ?? 64 * 1024;
   const boundary = parseContentType(req.headers['content-type'] ?? '')?.params?.boundary;
-  if (!boundary) throw malformed('Multipart: Boundary not found');
-  // Every delimiter is CRLF "--" boundary; the first may start the body, so a CRLF is put before it.
-  const delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
+  if (!usableBoundary(boundary)) throw malformed('Multipart: Boundary not found');
+  const scanner = new MultipartScanner(pull, { boundary, malformed });
 
   // --- the request as a queue of chunks, paused while READ_AHEAD_BYTES wait
   const queue: Buffer[] = [];
@@ -129,119 +124,7 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
     }
   }
 
-  // --- the parser: buf[pos..] is what is read and not consumed yet
-  let buf: Buffer = Buffer.from(CRLF);
-  let pos = 0;
-  const unexpectedEnd = () => failure ?? malformed('Unexpected end of form');
-
-  /** Appends the next chunk to the unconsumed bytes (a copy: only for headers and split delimiters). */
-  async function more(): Promise<void> {
-    const c = await pull();
-    if (!c) throw unexpectedEnd();
-    buf = pos >= buf.length ? c : Buffer.concat([buf.subarray(pos), c]);
-    pos = 0;
-  }
-
-  /** How many bytes at the end of buf could start a delimiter split across chunks. */
-  function heldBack(): number {
-    const from = Math.max(pos, buf.length - delimiter.length + 1);
-    for (let s = buf.indexOf(13, from); s !== -1; s = buf.indexOf(13, s + 1)) {
-      if (buf.subarray(s).equals(delimiter.subarray(0, buf.length - s))) return buf.length - s;
-    }
-    return 0;
-  }
-
-  /**
-   * The body of the current part, as views of the input, up to the next delimiter (consumed);
-   * `emit` false discards. Returns when the delimiter was read.
-   */
-  async function* partBytes(): AsyncGenerator<Buffer, void, undefined> {
-    for (;;) {
-      const i = buf.indexOf(delimiter, pos);
-      if (i !== -1) {
-        if (i > pos) yield buf.subarray(pos, i);
-        pos = i + delimiter.length;
-        return;
-      }
-      const keep = heldBack();
-      const end = buf.length - keep;
-      if (end > pos) yield buf.subarray(pos, end);
-      pos = end;
-      await more();
-    }
-  }
-
-  type Boundary = 'part' | 'close';
-  /** After a delimiter: the closing "--", or transport padding and CRLF before a part's headers. */
-  async function afterDelimiter(): Promise<Boundary> {
-    for (;;) {
-      while (buf.length - pos < 2) await more();
-      if (buf[pos] === 0x2d && buf[pos + 1] === 0x2d) {
-        pos += 2;
-        return 'close';
-      }
-      if (buf[pos] === 0x20 || buf[pos] === 0x09) {
-        pos++;
-        continue;
-      }
-      if (buf[pos] === 13 && buf[pos + 1] === 10) {
-        pos += 2;
-        return 'part';
-      }
-      throw malformed('Malformed part header');
-    }
-  }
-
-  /** The header block of a part, names lower-cased, consumed with its blank line. */
-  async function readHeaders(): Promise<Map<string, string>> {
-    // No header at all: the blank line comes at once.
-    while (buf.length - pos < 2) await more();
-    let block = '';
-    if (buf[pos] === 13 && buf[pos + 1] === 10) {
-      pos += 2;
-    } else {
-      let i = buf.indexOf(HEADER_END, pos);
-      while (i === -1) {
-        if (buf.length - pos > MAX_PART_HEADER_BYTES) throw malformed('Malformed part header');
-        await more();
-        i = buf.indexOf(HEADER_END, pos);
-      }
-      if (i - pos > MAX_PART_HEADER_BYTES) throw malformed('Malformed part header');
-      block = buf.toString('latin1', pos, i);
-      pos = i + HEADER_END.length;
-    }
-    const headers = new Map<string, string>();
-    let pairs = 0;
-    let lastName: string | null = null;
-    for (const line of block ? block.split('\r\n') : []) {
-      if ((line[0] === ' ' || line[0] === '\t') && lastName) {
-        // Obsolete line folding (RFC 5322 section 2.2.3).
-        headers.set(lastName, `${headers.get(lastName)} ${line.trim()}`);
-        continue;
-      }
-      const colon = line.indexOf(':');
-      if (colon <= 0) throw malformed('Malformed part header');
-      if (++pairs > MAX_HEADER_PAIRS) continue;
-      lastName = line.slice(0, colon).trim().toLowerCase();
-      if (!headers.has(lastName)) headers.set(lastName, line.slice(colon + 1).trim());
-    }
-    return headers;
-  }
-
-  let state: 'start' | 'body' | 'between' | 'closed' = 'start';
-  let current: AsyncGenerator<Buffer, void, undefined> | null = null;
   let parts = 0;
-
-  /** Reads past the current part's body, wherever its consumer left it. */
-  async function finishCurrent(): Promise<void> {
-    if (state !== 'body') return;
-    const g = current ?? partBytes();
-    current = null;
-    for (let r = await g.next(); !r.done; r = await g.next()) {
-      // discarded
-    }
-    state = 'between';
-  }
 
   /** Stops reading: what the client still sends is read and discarded. */
   function drainRequest(): void {
@@ -252,25 +135,16 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
   }
 
   async function nextPart(): Promise<StreamedPart | null> {
-    if (state === 'start') {
-      // The preamble (RFC 2046 section 5.1.1) is read up to the first delimiter and dropped.
-      state = 'body';
-    }
     for (;;) {
-      if (state === 'closed') return null;
-      await finishCurrent();
-      const b = await afterDelimiter();
-      if (b === 'close') {
-        state = 'closed';
+      const part = await scanner.next();
+      if (!part) {
         // The epilogue is ignored.
         drainRequest();
         return null;
       }
-      const headers = await readHeaders();
-      state = 'body';
       if (++parts > maxParts)
         throw problem('validation_failed', `the form has more than ${maxParts} parts`);
-      const dispHeader = headers.get('content-disposition');
+      const dispHeader = part.headers.get('content-disposition');
       const disp = dispHeader ? parseDisposition(dispHeader) : undefined;
       // A part without a form-data disposition is skipped (RFC 7578 4.2).
       if (!disp || disp.type !== 'form-data') continue;
@@ -278,32 +152,32 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
       let filename = disp.params?.['filename*'] ?? disp.params?.filename;
       if (filename !== undefined) filename = basename(filename);
       let mimeType = 'text/plain';
-      const ct = headers.get('content-type');
+      const ct = part.headers.get('content-type');
       const parsed = ct ? parseContentType(ct) : undefined;
       if (parsed) mimeType = `${parsed.type}/${parsed.subtype}`;
       if (mimeType === 'application/octet-stream' || filename !== undefined)
-        return filePart(name, filename, mimeType);
-      return await fieldPart(name, mimeType);
+        return filePart(name, filename, mimeType, part.body);
+      return await fieldPart(name, mimeType, part.body);
     }
   }
 
   /** A plain field, read whole now (at most maxFieldBytes). */
-  async function fieldPart(name: string, mimeType: string): Promise<StreamedPart> {
+  async function fieldPart(
+    name: string,
+    mimeType: string,
+    bytes: AsyncIterable<Buffer>,
+  ): Promise<StreamedPart> {
     const chunks: Buffer[] = [];
     let n = 0;
-    const g = partBytes();
-    current = g;
-    for (let r = await g.next(); !r.done; r = await g.next()) {
-      n += r.value.length;
+    for await (const c of bytes) {
+      n += c.length;
       if (n > maxFieldBytes)
         throw problem(
           'payload_too_large',
           `part ${name.slice(0, 64)} is larger than ${maxFieldBytes} bytes`,
         );
-      chunks.push(Buffer.from(r.value));
+      chunks.push(Buffer.from(c));
     }
-    current = null;
-    state = 'between';
     const data = Buffer.concat(chunks, n);
     const value = data.toString('utf8');
     return {
@@ -324,31 +198,18 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
   }
 
   /** A file part streamed as views of the request chunks; its consumer may stop early. */
-  function filePart(name: string, filename: string | undefined, mimeType: string): StreamedPart {
-    const g = partBytes();
-    current = g;
-    let started = false;
-    const mine = () => current === g;
+  function filePart(
+    name: string,
+    filename: string | undefined,
+    mimeType: string,
+    bytes: AsyncIterable<Buffer>,
+  ): StreamedPart {
     async function* body(): AsyncGenerator<Buffer> {
-      if (started) throw new Error(`part ${name} is read once`);
-      started = true;
-      for (;;) {
-        // next() moved on (draining this part): the rest is no longer ours to give.
-        if (!mine()) throw failure ?? malformed('the part was skipped');
-        let r: IteratorResult<Buffer, void>;
-        try {
-          r = await g.next();
-        } catch (err) {
-          throw failure ?? (err instanceof AppError ? err : malformed((err as Error).message));
-        }
-        if (r.done) {
-          if (mine()) {
-            current = null;
-            state = 'between';
-          }
-          return;
-        }
-        yield r.value;
+      try {
+        yield* bytes;
+      } catch (err) {
+        // The request's own failure (an abort) is the answer, rather than what it caused.
+        throw failure ?? (err instanceof AppError ? err : malformed((err as Error).message));
       }
     }
     const it = body();

@@ -5,24 +5,35 @@
  */
 import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
+import { attemptOf, type AccessAttempt } from './authenticate.ts';
 
-/** 401 unless the legacy token carries the role. */
+/** 401 unless the legacy token carries the role (transport-free: the runtime core calls it too). */
+export function requireLegacyRole(
+  ctx: AppContext,
+  claims: AccessClaims,
+  role: string,
+  attempt: AccessAttempt,
+): void {
+  if (claims.scopes?.includes(role)) return;
+  ctx.audit.record({
+    tenantId: claims.tenantId,
+    actor: `${claims.kind}:${claims.sub}`,
+    action: 'access',
+    outcome: 'denied',
+    target: `${attempt.method} ${attempt.path}`,
+    details: { missingRole: role },
+  });
+  throw problem('unauthorized', `the token lacks the role ${role}`, {
+    headers: { 'WWW-Authenticate': 'Bearer realm="keyward", error="insufficient_scope"' },
+  });
+}
+
+/** The Express middleware over requireLegacyRole. */
 export function legacyRole(ctx: AppContext, role: string): RequestHandler {
   return (req, _res, next) => {
-    if (!req.auth.scopes?.includes(role)) {
-      ctx.audit.record({
-        tenantId: req.auth.tenantId,
-        actor: `${req.auth.kind}:${req.auth.sub}`,
-        action: 'access',
-        outcome: 'denied',
-        target: `${req.method} ${req.originalUrl.split('?')[0]}`,
-        details: { missingRole: role },
-      });
-      throw problem('unauthorized', `the token lacks the role ${role}`, {
-        headers: { 'WWW-Authenticate': 'Bearer realm="keyward", error="insufficient_scope"' },
-      });
-    }
+    requireLegacyRole(ctx, req.auth, role, attemptOf(req));
     next();
   };
 }

@@ -1,9 +1,10 @@
 /**
- * Mutation fuzzing of the two multipart readers called as functions (no HTTP, no database): the
- * streaming reader (api/http/streaming-multipart.ts) and the small-form reader
- * (api/http/multipart.ts) get real forms, mutated, truncated and cut into random chunks, and
- * requests that abort mid-body, for a bounded time each (FUZZ_SECONDS, default 2; FUZZ_SEED
- * replays a run). Every outcome must be a parsed form or an AppError below 500, within a
+ * Mutation fuzzing of the one multipart scanner (shared/mime/multipart.ts) through each layer on
+ * it, called as functions (no HTTP, no database): the multipart/form-data reader
+ * (api/http/streaming-multipart.ts), the small-form reader on it (api/http/multipart.ts) and the
+ * multipart/mixed reader of the stream endpoints (shared/jose/mixed-reader.ts) get real bodies,
+ * mutated, truncated and cut into random chunks, and requests that abort mid-body, for a bounded
+ * time each (FUZZ_SECONDS, default 2; FUZZ_SEED replays a run). Every outcome must be a parsed form or an AppError below 500, within a
  * deadline, with no unhandled 'error' event (jest fails the test on one). Unmutated forms must
  * come back byte for byte, whatever the chunking.
  */
@@ -12,6 +13,7 @@ import type { Request } from 'express';
 import { AppError } from '../../../shared/errors/index.ts';
 import { streamMultipart } from '../../../api/http/streaming-multipart.ts';
 import { readSmallMultipart } from '../../../api/http/multipart.ts';
+import { MixedReader, mixedBoundary } from '../../../shared/jose/mixed-reader.ts';
 import { prng } from '../../support/prng.ts';
 import { mutateBytes, type Mutant } from '../../support/mutate.ts';
 
@@ -166,6 +168,66 @@ async function readStreaming(req: Request): Promise<{ parts: Part[] }> {
   return { parts };
 }
 
+/** A multipart/mixed body as convert writes it: no preamble, typed parts, a closing delimiter. */
+function makeMixed(): Form {
+  const boundary = `----service-${int(1e9).toString(36)}`;
+  const types = ['application/jose+json', 'application/octet-stream'];
+  const parts: Part[] = Array.from({ length: 1 + int(3) }, (_, i) => ({
+    name: types[i % 2],
+    data: trickyBytes(boundary, int(3000)),
+  }));
+  const chunks: Buffer[] = [];
+  for (const p of parts)
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Type: ${p.name}\r\n\r\n`),
+      p.data,
+      Buffer.from('\r\n'),
+    );
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { boundary, parts, body: Buffer.concat(chunks) };
+}
+
+/** The bytes as an input stream in random chunks, on later ticks, maybe failing part way. */
+async function* chunked(body: Buffer, abort: boolean): AsyncGenerator<Buffer> {
+  const stopAt = abort ? int(body.length + 1) : body.length;
+  for (let at = 0; at < stopAt;) {
+    await new Promise((r) => setImmediate(r));
+    const n = 1 + int(int(2) ? 16 : 4096);
+    yield body.subarray(at, Math.min(stopAt, at + n));
+    at += n;
+  }
+  if (abort) throw Object.assign(new Error('aborted'), { code: 'ECONNRESET' });
+}
+
+/** Reads every part with the multipart/mixed reader, consuming, skipping or reading whole at random. */
+async function readMixed(
+  body: AsyncIterable<Buffer>,
+  boundary: string,
+): Promise<{ parts: Part[] }> {
+  const reader = new MixedReader(body, boundary);
+  const parts: Part[] = [];
+  try {
+    for (;;) {
+      const how = int(3);
+      if (how === 0) {
+        const p = await reader.nextSmall(64 * 1024);
+        if (!p) break;
+        parts.push({ name: p.contentType, data: p.data });
+        continue;
+      }
+      const p = await reader.next();
+      if (!p) break;
+      const chunks: Buffer[] = [];
+      if (how === 1) for await (const c of p.body) chunks.push(Buffer.from(c));
+      parts.push({ name: p.contentType, data: Buffer.concat(chunks) });
+    }
+  } catch (err) {
+    await reader.close();
+    throw err;
+  }
+  return { parts };
+}
+
 async function readSmall(req: Request): Promise<{ parts: Part[] }> {
   const form = await readSmallMultipart(req, 8 * 1024);
   const parts: Part[] = [];
@@ -269,6 +331,74 @@ describe(`fuzzing the multipart readers as functions for ${SECONDS} s each (FUZZ
     },
     (SECONDS + 30) * 1000,
   );
+
+  it(
+    'when the multipart/mixed reader gets mutated, truncated, rechunked and failing bodies, then the parts or a 4xx AppError, never a crash or a hang, and unmutated bodies come back exactly',
+    async () => {
+      const tally: Record<string, number> = {};
+      const failures: string[] = [];
+      const stopAt = Date.now() + SECONDS * 1000;
+      while (Date.now() < stopAt && failures.length < 5) {
+        const form = makeMixed();
+        const { data, how } = mutate(form.body);
+        const abort = int(8) === 0;
+        const outcome = await withDeadline(readMixed(chunked(data, abort), form.boundary));
+        const key =
+          'hung' in outcome
+            ? 'hung'
+            : 'error' in outcome
+              ? outcome.error instanceof AppError
+                ? String(outcome.error.status)
+                : `thrown ${(outcome.error as Error)?.message}`
+              : 'parsed';
+        tally[key] = (tally[key] ?? 0) + 1;
+        const label = `${how}${abort ? ', aborted' : ''}`;
+        // A failing input is the input's own error (the route answers it as an aborted request).
+        if (key === 'hung' || (key.startsWith('thrown') && !(abort && key === 'thrown aborted')))
+          failures.push(`${label} → ${key}`);
+        if (Number(key) >= 500) failures.push(`${label} → ${key}`);
+        if (how === 'unmutated' && !abort && 'parts' in outcome) {
+          const got = outcome.parts;
+          if (got.length !== form.parts.length)
+            failures.push(`${label} → ${got.length} parts instead of ${form.parts.length}`);
+          got.forEach((p, i) => {
+            if (p.name !== form.parts[i].name) failures.push(`${label} → part ${i} type ${p.name}`);
+            else if (p.data.length > 0 && !p.data.equals(form.parts[i].data))
+              failures.push(`${label} → part ${i} bytes differ`);
+          });
+        }
+      }
+      console.log(`multipart/mixed fuzz, seed ${SEED}: ${JSON.stringify(tally)}`);
+      expect(failures).toEqual([]);
+      expect(tally.parsed).toBeGreaterThan(0);
+    },
+    (SECONDS + 30) * 1000,
+  );
+
+  it('when a convert output reaches both layers, then the mixed one returns its typed parts and the form-data one skips them (no form-data disposition) to the same closing delimiter', async () => {
+    const form = makeMixed();
+    const type = `multipart/mixed; boundary="${form.boundary}"`;
+    expect(mixedBoundary(type)).toBe(form.boundary);
+    const mixed = await readMixed(chunked(form.body, false), form.boundary);
+    // The same bytes as a form-data request: no part has a form-data disposition, so none is a field.
+    const req = fakeRequest(form.body, `multipart/form-data; boundary=${form.boundary}`, false);
+    const stream = streamMultipart(req);
+    expect(await stream.next()).toBeNull();
+    expect(mixed.parts.map((p) => p.name)).toEqual(form.parts.map((p) => p.name));
+  });
+
+  it('when a multipart/mixed body has a preamble or a long epilogue, then 400 jose-malformed (convert writes neither)', async () => {
+    const form = makeMixed();
+    for (const body of [
+      Buffer.concat([Buffer.from('a preamble\r\n'), form.body]),
+      Buffer.concat([form.body, Buffer.alloc(2048, 0x41)]),
+    ]) {
+      const outcome = await withDeadline(readMixed(chunked(body, false), form.boundary));
+      expect('error' in outcome && outcome.error instanceof AppError && outcome.error.slug).toBe(
+        'jose-malformed',
+      );
+    }
+  });
 
   it('when the client is gone before the small-form reader starts, then it rejects with 400 instead of waiting forever', async () => {
     const req = fakeRequest(Buffer.from('--XB\r\n'), 'multipart/form-data; boundary=XB', false);

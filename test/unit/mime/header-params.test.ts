@@ -1,4 +1,8 @@
-import { basename, parseContentType, parseDisposition } from '../../../api/http/header-params.ts';
+import {
+  basename,
+  parseContentType,
+  parseDisposition,
+} from '../../../shared/mime/header-params.ts';
 
 describe('multipart header values', () => {
   it('when a Content-Type has parameters, then type, subtype and parameter names are lower-cased and values kept', () => {
