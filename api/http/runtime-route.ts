@@ -3,7 +3,7 @@
  * run by the Express router and by the runtime lane (api/runtime-lane.ts) alike, so a path
  * answers the same on both stacks, and by the legacy /api/crypto routes. The caller has verified
  * the bearer; the core checks the permissions (or the legacy role), takes a point of the caller's
- * budget (v3 only, as the legacy API never had one), reads the body and runs the operation.
+ * budget for the endpoint, reads the body and runs the operation.
  */
 import type { Router } from 'express';
 import type { IncomingMessage } from 'node:http';
@@ -41,12 +41,11 @@ export async function serveRuntime(
   attempt: AccessAttempt,
   req: IncomingMessage,
 ): Promise<unknown> {
-  if ('legacyRole' in r) {
-    requireLegacyRole(ctx, claims, r.legacyRole, attempt);
-  } else {
-    requirePermissions(ctx, claims, r.permissions, attempt);
-    await consumeApiBudget(ctx, claims, r.action);
-  }
+  if ('legacyRole' in r) requireLegacyRole(ctx, claims, r.legacyRole, attempt);
+  else requirePermissions(ctx, claims, r.permissions, attempt);
+  // Spec 8: a rate limit per client and per endpoint, the legacy endpoints included (they had
+  // none before the two handlers became one).
+  await consumeApiBudget(ctx, claims, r.action);
   return runRuntime(
     ctx,
     claims,

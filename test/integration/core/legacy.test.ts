@@ -100,4 +100,28 @@ describe(`legacy API (${TEST_ENGINE})`, () => {
     expect(denied.status).toBe(401);
     expect(denied.body.error).toBeUndefined();
   });
+
+  it('when a legacy client calls one runtime endpoint past RATE_LIMIT_API_PER_MINUTE, then 429 with Retry-After (the legacy routes had no budget)', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_API_PER_MINUTE: '3' });
+    try {
+      const t = await makeTenant(limited, ['admin.keys.create', 'crypto.encrypt']);
+      const token = await legacyLogin(limited, t.clientId, t.clientSecret);
+      await api(limited, 'POST', '/api/key-management/keys', token, { type: 'aes-256', kid: 'rl' });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i += 1) {
+        statuses.push(
+          (await api(limited, 'POST', '/api/crypto/encrypt', token, { kid: 'rl', data: 'AA==' }))
+            .status,
+        );
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      const refused = await api(limited, 'POST', '/api/crypto/encrypt', token, {
+        kid: 'rl',
+        data: 'AA==',
+      });
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    } finally {
+      await limited.stop();
+    }
+  });
 });
