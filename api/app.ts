@@ -8,6 +8,7 @@ import type { RequestListener } from 'node:http';
 import { createRuntimeLane } from './runtime-lane.ts';
 import type { AppContext } from './context.ts';
 import { requestContext } from './middleware/request-context.ts';
+import { accessLog } from './middleware/access-log.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
 import { canonicalEntry } from './http/params.ts';
 import { authenticate, tenantScope } from './middleware/authenticate.ts';
@@ -20,7 +21,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('trust proxy', false);
   app.use(requestContext(app, ctx.logger));
-  app.use(ctx.metrics.middleware);
+  app.use(accessLog(ctx.logger, ctx.metrics));
   app.use(canonicalEntry);
   for (const area of ROUTE_TABLE) {
     // Authentication covers the whole prefix, so an unknown path under it is a 401 before a 404.

@@ -67,13 +67,20 @@ export async function createContext(
       'generated a master key into DATA_DIR; set KEYWARD_MASTER_KEY in production and keep a backup',
     );
   }
+  logger.info(
+    { startup: 'database' },
+    config.databaseUrl
+      ? 'opening the database'
+      : 'opening the embedded database in DATA_DIR (its first start initialises it)',
+  );
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: opts.inMemoryDatabase ? null : config.dataDir,
+    onStep: (step, ms) => logger.info({ startup: step, ms }, `start-up: ${step} done`),
   });
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);
-  const audit = createAuditLog(db, logger);
+  const audit = createAuditLog(db, logger, { metrics: metrics.domain });
   const closers: AppContext['closers'] = [];
   closers.push({ name: 'database', close: () => db.destroy() });
   closers.push({ name: 'worker pool', close: () => pool.close() });

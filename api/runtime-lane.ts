@@ -14,6 +14,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
 import { bearerClaims } from './middleware/authenticate.ts';
 import { logFailure, problemResponse, toAppError } from './middleware/errors.ts';
+import {
+  bytesMoved,
+  clientGone,
+  logAccess,
+  noteCut,
+  socketBytes,
+} from './middleware/access-log.ts';
+import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
 
@@ -33,16 +41,32 @@ export function createRuntimeLane(
     id: string,
   ): Promise<void> {
     const start = performance.now();
+    const at = socketBytes(req);
     let status = 200;
     let payload: string;
+    let claims: AccessClaims | undefined;
     let headers: Record<string, string> = { 'Content-Type': 'application/json; charset=utf-8' };
+    // Listened for from the start: a client that leaves mid-body closes the response early.
+    res.once('close', () => {
+      logAccess(ctx.logger, ctx.metrics, {
+        method: 'POST',
+        route: lane.path,
+        status,
+        reqId: id,
+        claims,
+        started: start,
+        ...bytesMoved(req, at),
+        res,
+      });
+    });
     try {
       const attempt = { method: 'POST', path: lane.path, id };
-      const claims = await bearerClaims(ctx, req.headers.authorization, lane.audiences, attempt);
+      claims = await bearerClaims(ctx, req.headers.authorization, lane.audiences, attempt);
       payload = JSON.stringify(await serveRuntime(ctx, lane.route, claims, attempt, req));
     } catch (err) {
       const error = toAppError(err);
-      logFailure(ctx.logger.child({ reqId: id }), err, error);
+      // A client that left mid-request is told in the access line, not logged as a failure.
+      if (!clientGone(req)) logFailure(ctx.logger.child({ reqId: id }), err, error);
       ({ status, headers, body: payload } = problemResponse(error, baseUrl, lane.path));
       // An unread body must not be taken for the next request on this connection.
       if (!req.readableEnded) res.setHeader('Connection', 'close');
@@ -53,7 +77,6 @@ export function createRuntimeLane(
       'X-Request-Id': id,
     });
     res.end(payload);
-    ctx.metrics.observe('POST', lane.path, status, (performance.now() - start) / 1000);
   }
 
   return (req, res) => {
@@ -67,6 +90,7 @@ export function createRuntimeLane(
         { reqId: id, err: (err as Error)?.message },
         'runtime lane failed to answer',
       );
+      noteCut(res);
       res.destroy();
     });
     return true;

@@ -19,30 +19,35 @@
  * BENCH_POOL_THREADS sets the server's POOL_THREADS (default: one per core; each piscina worker
  * thread is an isolate with its own module graph, so it shows in the idle RSS).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { createPublicKey, createVerify, randomBytes, randomFillSync } from 'node:crypto';
-import {
-  closeSync,
-  createReadStream,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  statfsSync,
-  writeSync,
-} from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createPublicKey, createVerify, randomBytes } from 'node:crypto';
+import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
 import { startKeyward } from './lib/keyward.ts';
 import { printResult } from './lib/result.ts';
+import {
+  OPENSSL,
+  convertOverHttp,
+  cpuSeconds,
+  decryptArgs,
+  envelop,
+  freeBytes,
+  importKey,
+  makeRsaCert,
+  postForm as form,
+  randomFile,
+  rssNow,
+  rssSampler,
+  timedOpenssl as timedIn,
+  openssl as opensslIn,
+  type Converted,
+} from './lib/cms.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = Number(process.env.BENCH_PKCS7_MIB ?? 1024) * MiB;
 const WITH_4G = process.env.BENCH_PKCS7_4G === '1';
-const OPENSSL = '/usr/bin/openssl';
 const PG = process.env.BENCH_DATABASE_URL;
 const POOL_THREADS = process.env.BENCH_POOL_THREADS;
 const work = mkdtempSync('/tmp/keyward-pkcs7-bench-');
@@ -55,154 +60,8 @@ const at = (name: string) => join(work, name);
 const mb = (bytes: number) => bytes / 1e6;
 const fmt = (n: number, d = 2) => n.toFixed(d);
 
-function freeBytes(dir: string): number {
-  const s = statfsSync(dir);
-  return s.bavail * s.bsize;
-}
-
-function openssl(args: string[]): void {
-  execFileSync(OPENSSL, args, { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-/** Writes `bytes` of CSPRNG output to a file in 8 MiB pieces. */
-function randomFile(path: string, bytes: number): void {
-  const fd = openSync(path, 'w');
-  const buf = Buffer.alloc(8 * MiB);
-  try {
-    for (let left = bytes; left > 0; left -= buf.length) {
-      const n = Math.min(left, buf.length);
-      randomFillSync(buf, 0, n);
-      writeSync(fd, buf, 0, n);
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Runs openssl under /usr/bin/time: wall seconds and peak RSS in MB. */
-function timedOpenssl(args: string[]): Promise<{ seconds: number; peakMb: number }> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', OPENSSL, ...args], {
-      cwd: work,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-    });
-    child.once('close', (code) => {
-      const seconds = (performance.now() - t0) / 1000;
-      const m = /maxrss_kb=(\d+)/.exec(err);
-      if (code !== 0)
-        reject(new Error(`openssl ${args[1]} failed (${code}): ${err.slice(0, 500)}`));
-      else resolve({ seconds, peakMb: m ? Number(m[1]) / 1024 : Number.NaN });
-    });
-  });
-}
-
-/** Samples a process's resident set every 20 ms from /proc until stopped; peak in MB. */
-function rssSampler(pid: number): { stop(): number } {
-  let peak = 0;
-  const read = () => {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) peak = Math.max(peak, Number(m[1]) / 1024);
-    } catch {
-      // the process is gone
-    }
-  };
-  read();
-  const timer = setInterval(read, 20);
-  return { stop: () => (clearInterval(timer), read(), peak) };
-}
-
-/** User plus system CPU seconds a process has used (/proc/<pid>/stat, 100 ticks per second). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    .replace(/^.*\) /, '')
-    .split(' ');
-  // After the command: state is field 3, utime 14 and stime 15 (proc(5)).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-const rssNow = (pid: number) =>
-  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-
-interface Converted {
-  seconds: number;
-  bytesOut: number;
-  status: number;
-  tail: Buffer;
-  head: Buffer;
-}
-
-/**
- * Streams `file` from disk as the file part of a convert request with curl and reads the answer,
- * keeping its first 4 KiB and last 256 bytes. curl, not node:http: on these 2 cores a Node client
- * took 3.3 s of CPU to send and receive 1 GiB (the server took 2.7 s), so it measured itself.
- */
-function convertOverHttp(
-  url: string,
-  token: string,
-  file: string,
-  metadata = '{}',
-): Promise<Converted> {
-  const target = new URL('/api/v3/migration/stream/convert-pkcs7-to-jose', url).href;
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const curl = spawn(
-      'curl',
-      [
-        '-sS',
-        '--no-buffer',
-        '-X',
-        'POST',
-        target,
-        '-H',
-        `authorization: Bearer ${token}`,
-        '-H',
-        'Expect:',
-        '--form-string',
-        `metadata=${metadata}`,
-        '-F',
-        `file=@${file};type=application/pkcs7-mime;filename=input.p7m`,
-        '-o',
-        '-',
-        '-w',
-        '\n%{http_code}',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let bytesOut = 0;
-    let first: Buffer | null = null;
-    let last = Buffer.alloc(0);
-    let err = '';
-    curl.stdout.on('data', (c: Buffer) => {
-      bytesOut += c.length;
-      first ??= Buffer.from(c.subarray(0, 4096));
-      last = Buffer.concat([last, c.subarray(-256)]).subarray(-256);
-    });
-    curl.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-    });
-    curl.once('error', reject);
-    curl.once('close', (code) => {
-      const seconds = (performance.now() - t0) / 1000;
-      if (code !== 0) return reject(new Error(`curl exited ${code}: ${err}`));
-      // -w appended "\n<status>" after the body.
-      const m = /\n(\d{3})$/.exec(last.toString('latin1'));
-      if (!m) return reject(new Error('curl printed no status'));
-      const suffix = m[0].length;
-      const tail = last.subarray(0, last.length - suffix);
-      const head =
-        first && bytesOut - suffix < first.length
-          ? first.subarray(0, bytesOut - suffix)
-          : (first ?? Buffer.alloc(0));
-      resolve({ seconds, bytesOut: bytesOut - suffix, status: Number(m[1]), tail, head });
-    });
-  });
-}
+const openssl = (args: string[]): void => opensslIn(work, args);
+const timedOpenssl = (args: string[]) => timedIn(work, args);
 
 /** Creates or drops the bench database on the BENCH_DATABASE_URL server. */
 async function pgAdmin(sql: string): Promise<void> {
@@ -212,42 +71,6 @@ async function pgAdmin(sql: string): Promise<void> {
   } finally {
     await k.destroy();
   }
-}
-
-/** Imports the PEM key and certificate into the tenant through the real endpoint. */
-async function importKey(
-  url: string,
-  adminToken: string,
-  tenantId: string,
-  pem: Buffer,
-  kid: string,
-  usage: 'sign' | 'encrypt',
-): Promise<void> {
-  const form = new FormData();
-  form.append('keystore', new Blob([new Uint8Array(pem)]), 'bench.pem');
-  form.append('kid', kid);
-  form.append('usage', usage);
-  const r = await fetch(`${url}/api/v3/admin/tenants/${tenantId}/keys/import-keystore`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}` },
-    body: form,
-  });
-  if (r.status !== 201) throw new Error(`import-keystore: ${r.status} ${await r.text()}`);
-}
-
-async function form(
-  url: string,
-  path: string,
-  fields: Record<string, string>,
-): Promise<Record<string, string>> {
-  const r = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams(fields).toString(),
-  });
-  const json = (await r.json()) as Record<string, string>;
-  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 /** Checks the JWS of a SignedData conversion over the content on disk (outside the timing). */
@@ -284,22 +107,7 @@ try {
     throw new Error(
       `needs ${fmt(need / 2 ** 30, 1)} GiB free under /tmp; ${fmt(free / 2 ** 30, 1)} GiB available`,
     );
-  openssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'key.pem',
-    '-out',
-    'cert.pem',
-    '-subj',
-    '/CN=bench/O=Keyward Bench',
-    '-days',
-    '2',
-  ]);
-  const pem = Buffer.concat([readFileSync(at('key.pem')), readFileSync(at('cert.pem'))]);
+  const pem = makeRsaCert(work);
 
   if (PG) await pgAdmin(`CREATE DATABASE ${dbName}`);
   const pgUrl = PG ? Object.assign(new URL(PG), { pathname: `/${dbName}` }).href : undefined;
@@ -328,21 +136,7 @@ try {
     const make = (bytes: number, tag: string) => {
       const t0 = performance.now();
       randomFile(at(`plain-${tag}.bin`), bytes);
-      openssl([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes256',
-        '-stream',
-        '-outform',
-        'DER',
-        '-in',
-        `plain-${tag}.bin`,
-        '-out',
-        `env-${tag}.der`,
-        '-recip',
-        'cert.pem',
-      ]);
+      envelop(work, `plain-${tag}.bin`, `env-${tag}.der`);
       openssl([
         'cms',
         '-sign',
@@ -395,21 +189,7 @@ try {
     await ours('warm-up', warm.signed, 4 * MiB);
 
     const files = make(SIZE, '1g');
-    const sslDecrypt = await timedOpenssl([
-      'cms',
-      '-decrypt',
-      '-binary',
-      '-inform',
-      'DER',
-      '-in',
-      files.env,
-      '-recip',
-      'cert.pem',
-      '-inkey',
-      'key.pem',
-      '-out',
-      '/dev/null',
-    ]);
+    const sslDecrypt = await timedOpenssl(decryptArgs(files.env));
     const env = await ours('EnvelopedData AES-256-CBC -> A256GCM', files.env, SIZE);
     const sslVerify = await timedOpenssl([
       'cms',

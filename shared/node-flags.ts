@@ -15,6 +15,12 @@
  *   `openssl cms -decrypt` of the same file (as in the bench) 1 GiB EnvelopedData to JWE peaked
  *   at +61 to +89 MB over idle, and +48 MB with this flag, at the same speed; the bench run with
  *   it gave +22 MB (148 MB) where the runs without gave +52 and +57 MB (195 and 199 MB).
+ * --liftoff-only: WebAssembly runs on V8's baseline compiler only. The embedded database is
+ *   PGlite, a 9 MB WASM module, and V8 recompiling its hot functions with TurboFan in the
+ *   background left most of the process's idle RSS behind: PGlite alone on an existing
+ *   directory idled at 311 MB, 152 MB with this flag, and initialising a new directory took
+ *   6.9 s instead of 10.5 s (bench/embedded.bench.ts has every option tried). Nothing else in
+ *   the service runs WASM once the compile cache is warm; on Postgres the flag changes nothing.
  * NODE_COMPILE_CACHE: Node keeps the type-stripped form of our .ts files (each entry checked
  *   against its file's content hash) in a directory of this user's under the OS temp directory
  *   (compileCacheDir), so a warm start never loads the WASM type stripper, about 13 MB of RSS in
@@ -33,13 +39,13 @@
  * skips that (to run under a debugger with other flags, say).
  */
 import cluster from 'node:cluster';
-import { lstatSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { privateTempDir } from './private-dir.ts';
 
 export const SERVICE_NODE_FLAGS: readonly string[] = [
   '--max-semi-space-size=1',
   '--no-concurrent-array-buffer-sweeping',
+  '--liftoff-only',
 ];
 
 /** glibc malloc settings the process starts with, unless the operator set these variables. */
@@ -51,25 +57,10 @@ export const MALLOC_ENV: Readonly<Record<string, string>> = {
 
 /**
  * The compile cache directory, or null when there is none to trust. Node runs what it finds
- * there, so it must be this user's own: made with mode 0700 under the temp directory, with the
- * uid in its name, and refused when it exists owned by someone else, as a symlink, or writable
- * by group or others (another local user could plant code in the process holding the master key).
+ * there, so it must be this user's own (shared/private-dir.ts says when it is).
  */
 export function compileCacheDir(base = tmpdir()): string | null {
-  if (typeof process.getuid !== 'function') return null;
-  const uid = process.getuid();
-  const dir = join(base, `keyward-node-compile-cache-${uid}`);
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null;
-  }
-  try {
-    const st = lstatSync(dir);
-    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0 ? dir : null;
-  } catch {
-    return null;
-  }
+  return privateTempDir('keyward-node-compile-cache', base);
 }
 
 /**

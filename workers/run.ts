@@ -12,7 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
@@ -40,6 +40,7 @@ import { tenantKeyResolver } from '../shared/keys/cms-resolver.ts';
 import { CHANNELS, createFanoutBus } from '../shared/fanout/bus.ts';
 import { createChangeFeed } from '../shared/fanout/change-feed.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
+import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 type Closer = { name: string; close: () => Promise<unknown> };
 
@@ -99,9 +100,11 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   changes.start();
   const objects = await openObjectStore(config, logger);
 
+  const metrics = createWorkerMetrics(logger);
   const processor = createConvertProcessor({
     objects,
     logger,
+    metrics: metrics.domain,
     progressIntervalMs: settings.progressIntervalMs,
     resolverFor: (tenantId) => tenantKeyResolver({ db, keys }, tenantId),
     isCancelled: async (jobId) =>
@@ -131,6 +134,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   worker.on('lockRenewalFailed', (jobIds) =>
     logger.warn({ jobIds }, 'could not renew job locks; another worker may take these jobs over'),
   );
+  countJobs(worker, metrics);
   worker.on('failed', (job, err) => {
     if (job && job.finishedOn)
       logger.warn(
@@ -150,6 +154,14 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
     if (worker.cancelJob(jobId, CANCEL_REASON))
       logger.info({ jobId }, 'cancelling running job at the request of the API');
   });
+
+  // Queue depth for the metrics, read at each scrape over the worker's command connection.
+  const depth = new Queue(CONVERT_QUEUE, { connection: redis, prefix: settings.prefix });
+  // Its connection's errors are the worker's own, logged once above; unheard they would throw.
+  depth.on('error', (err) => logger.debug({ err: err.message }, 'queue depth reader error'));
+  closers.push({ name: 'queue depth', close: () => depth.close() });
+  metrics.watchQueue(depth);
+  await openMetricsPort(config, metrics, logger, () => worker.isRunning(), closers);
 
   void worker
     .run()
@@ -204,6 +216,63 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/** Counts every job that ends here, with its run time, by how it ended. */
+function countJobs(worker: Worker<ConvertJobData, ConvertJobResult>, metrics: WorkerMetrics): void {
+  const ranFor = (job: { processedOn?: number }) =>
+    (Date.now() - (job.processedOn ?? Date.now())) / 1000;
+  worker.on('completed', (job) => metrics.jobEnded(CONVERT_QUEUE, 'completed', ranFor(job)));
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const outcome =
+      decodeProblem(err.message).code === 'job_cancelled'
+        ? 'cancelled'
+        : job.finishedOn
+          ? 'failed'
+          : 'retried';
+    metrics.jobEnded(CONVERT_QUEUE, outcome, ranFor(job));
+  });
+}
+
+/**
+ * Opens WORKER_METRICS_PORT (unless 0). A port already taken (a second worker on the host) is
+ * logged, naming the variable, and the worker goes on without it: jobs matter more than metrics.
+ */
+async function openMetricsPort(
+  config: Config,
+  metrics: WorkerMetrics,
+  logger: Logger,
+  running: () => boolean,
+  closers: Closer[],
+): Promise<void> {
+  if (config.workerMetricsPort === 0) return;
+  try {
+    const server = await serveWorkerMetrics(metrics, {
+      host: config.workerMetricsHost,
+      port: config.workerMetricsPort,
+      running,
+    });
+    closers.push({
+      name: 'metrics port',
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          // A scraper's kept-alive connection must not hold the shutdown.
+          server.closeAllConnections();
+        }),
+    });
+    logger.info({ address: server.address() }, 'worker metrics and health listening');
+  } catch (err) {
+    logger.error(
+      {
+        err: (err as Error).message,
+        host: config.workerMetricsHost,
+        port: config.workerMetricsPort,
+      },
+      'WORKER_METRICS_PORT could not be opened; running without /metrics and /healthz (give each worker on a host its own port)',
+    );
+  }
 }
 
 const config = configOrExit('keyward worker');

@@ -9,6 +9,8 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { actorOf } from '../middleware/authenticate.ts';
+import { clientGone } from '../middleware/access-log.ts';
+import { outcomeOf } from '../../shared/metrics/index.ts';
 import { abandonRaw, counted } from './streaming.ts';
 import type { StreamingForm } from './streaming-multipart.ts';
 
@@ -92,8 +94,20 @@ function report(
     ...(code ? { code } : {}),
     ...details,
   };
-  if (err && !(err instanceof AppError && err.expose)) req.log.warn(line, `${action} failed`);
+  // A client that left mid-stream is no failure of ours: said at info, with what had passed.
+  const aborted = err !== undefined && clientGone(req);
+  if (aborted) req.log.info({ ...line, aborted: true }, `${action} aborted by the client`);
+  else if (err && !(err instanceof AppError && err.expose)) req.log.warn(line, `${action} failed`);
   else req.log.info(line, `${action} ${outcome}`);
+  if (action === 'migration.convert') {
+    const inputType = typeof op.details.inputType === 'string' ? op.details.inputType : 'unknown';
+    ctx.metrics.domain.conversion(
+      inputType,
+      aborted ? 'aborted' : outcomeOf(err),
+      op.bytesIn,
+      ms / 1000,
+    );
+  }
   ctx.audit.record({
     tenantId: req.auth.tenantId,
     actor: actorOf(req),

@@ -13,6 +13,7 @@ import {
 } from '../../shared/errors/index.ts';
 import { isDatabaseUnavailable } from '../../shared/db/knex.ts';
 import type { Logger } from '../../shared/logger.ts';
+import { clientGone, noteCut } from './access-log.ts';
 
 /** The catalogued code for an http-errors status other than 400 (an error carries its code, never a status of its own). */
 const CLIENT_ERROR_BY_STATUS = new Map<number, ProblemCode>([
@@ -117,8 +118,15 @@ export function sendProblem(req: Request, res: Response, error: AppError, baseUr
 /** The error middleware; `baseUrl` is PUBLIC_BASE_URL. */
 export function errorHandler(baseUrl: string): ErrorRequestHandler {
   return (err, req, res, _next) => {
+    if (clientGone(req)) {
+      // The client left (mid-upload, mid-download): nothing failed on our side and no answer can
+      // reach it. The access line says so, at info, with the bytes that had passed.
+      res.destroy();
+      return;
+    }
     if (res.headersSent) {
       // A streamed response already began: cut it so the client cannot take it for a whole result.
+      noteCut(res);
       req.log.warn(
         { err: errMessage(err), code: (err as AppError)?.code },
         'failure after the response began; connection cut',

@@ -1,4 +1,5 @@
 /** OpenAPI paths of the operational endpoints: health, readiness, metrics and the documentation itself. */
+import { PROBLEMS } from '../../shared/errors/index.ts';
 import { jsonResponse, problems } from './components.ts';
 
 const open = { security: [] };
@@ -20,7 +21,77 @@ const Readiness = {
   },
 };
 
+const SLUGS = [...new Set(Object.values(PROBLEMS).map((p) => p.slug as string))];
+const ProblemType = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'description'],
+  properties: {
+    type: { type: 'string', format: 'uri', description: 'this page: the `type` of the problem' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    description: { type: 'string', description: 'what the problem means and what to do' },
+  },
+};
+
 export const systemPaths = {
+  '/': {
+    get: {
+      ...open,
+      tags,
+      operationId: 'root',
+      summary: 'Redirects to the API reference (/docs)',
+      responses: {
+        302: {
+          description: 'the reference is at /docs',
+          headers: { Location: { schema: { type: 'string' }, example: '/docs' } },
+          content: {
+            'text/plain': { schema: { type: 'string' }, example: 'Found. Redirecting to /docs' },
+          },
+        },
+      },
+    },
+  },
+  '/problems/{slug}': {
+    get: {
+      ...open,
+      tags,
+      operationId: 'problemType',
+      summary: 'The page a problem `type` URL names: what the problem means and what to do',
+      description:
+        'One page per problem of the catalogue, HTML by default and JSON for `Accept: application/json`.',
+      parameters: [
+        {
+          name: 'slug',
+          in: 'path',
+          required: true,
+          schema: { enum: SLUGS },
+          example: 'key-suspended',
+        },
+      ],
+      responses: {
+        200: {
+          description: 'the page',
+          content: {
+            'text/html': {
+              schema: { type: 'string' },
+              example:
+                '<!doctype html><html lang="en">...<h1>Key Suspended</h1><p>HTTP status 409. ...</p>...',
+            },
+            'application/json': {
+              schema: ProblemType,
+              example: {
+                type: 'http://127.0.0.1:8080/problems/key-suspended',
+                title: 'Key Suspended',
+                status: 409,
+                description: PROBLEMS.key_suspended.help,
+              },
+            },
+          },
+        },
+        ...problems({ 404: 'no problem type has this name' }),
+      },
+    },
+  },
   '/healthz': {
     get: {
       ...open,
@@ -65,7 +136,7 @@ export const systemPaths = {
         200: text(
           'the text exposition format',
           'text/plain',
-          '# HELP http_requests_total HTTP requests\n# TYPE http_requests_total counter\nhttp_requests_total{method="POST",route="/api/v3/crypto/encrypt",status="200"} 1027\n',
+          '# HELP keyward_http_requests_total HTTP requests by method, route template and status\n# TYPE keyward_http_requests_total counter\nkeyward_http_requests_total{method="POST",route="/api/v3/crypto/encrypt",status="200"} 1027\n',
         ),
         ...problems({
           401: 'no valid bearer token',

@@ -1,7 +1,8 @@
 /**
- * GET /api/v3/openapi.json, and /docs: the document rendered by Redoc, whose standalone bundle
- * is served from the installed package (node_modules/redoc), so the page works on an air-gapped
- * deployment: nothing is fetched from another origin, and the CSP says so.
+ * GET /api/v3/openapi.json, and /docs (GET / redirects there): the document rendered by Redoc,
+ * whose standalone bundle is served from the installed package (node_modules/redoc), so the
+ * page works on an air-gapped deployment: nothing is fetched from another origin, and the CSP
+ * says so.
  */
 import { createRequire } from 'node:module';
 import { Router } from 'express';
@@ -46,6 +47,12 @@ const PAGE = `<!doctype html>
 /** Serves the document, the reference page and the renderer bundle. */
 export function createDocsRouter(baseUrl: string): Router {
   const router = Router();
+  // The root has nothing of its own: a browser pointed at the service lands on the reference.
+  route(router, '/', {
+    get: (_req, res) => {
+      res.redirect(302, '/docs');
+    },
+  });
   route(router, '/api/v3/openapi.json', {
     get: (_req, res) => {
       res.json(openApiDocument(baseUrl));

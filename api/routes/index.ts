@@ -12,6 +12,7 @@ import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth
 import { createHealthRouter } from './health.ts';
 import { createMetricsRouter } from './metrics.ts';
 import { createDocsRouter } from './docs.ts';
+import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { createAuthRouter } from './v3/auth.ts';
 import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
@@ -72,6 +73,11 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '', router: createHealthRouter },
       { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
     ],
+  },
+  {
+    prefix: '/problems',
+    audiences: null,
+    mounts: [{ path: '', router: (ctx) => createProblemsRouter(ctx.config.publicBaseUrl) }],
   },
   {
     prefix: '/metrics',

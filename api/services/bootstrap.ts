@@ -33,6 +33,11 @@ async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | nu
   const generatedPassword = config.bootstrapAdminPassword
     ? undefined
     : randomBytes(18).toString('base64url');
+  const t0 = performance.now();
+  ctx.logger.info(
+    { startup: 'bootstrap' },
+    'first start: creating the platform tenant and its administrator',
+  );
   const passwordHash = await ctx.pool.run<string>('hashPassword', {
     password: config.bootstrapAdminPassword ?? generatedPassword,
   });
@@ -53,6 +58,10 @@ async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | nu
       role_id: roleId,
     });
   });
+  ctx.logger.info(
+    { startup: 'bootstrap', ms: Math.round(performance.now() - t0) },
+    'start-up: bootstrap done',
+  );
   ctx.audit.record({
     tenantId,
     actor: 'system',

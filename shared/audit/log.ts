@@ -11,6 +11,7 @@
  *   backoff; what the bound turns away is counted per tenant and written as one
  *   `audit.events-lost` event when writing resumes, so the chain itself says what is missing.
  */
+import type { DomainMetrics } from '../metrics/index.ts';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
@@ -50,6 +51,8 @@ export interface AuditLogOptions {
   /** First wait before retrying a failed write; it doubles up to retryMaxMs. */
   retryMinMs?: number;
   retryMaxMs?: number;
+  /** Counts key lifecycle events and failed writes (the process's metrics). */
+  metrics?: Pick<DomainMetrics, 'keyEvent' | 'auditFailure'>;
 }
 
 /** The action of the event that tells a chain how many of its events could not be kept. */
@@ -177,6 +180,7 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   }
 
   function setAside(e: Pending, err: unknown): void {
+    opts.metrics?.auditFailure('refused');
     logger.error(
       {
         err: (err as Error).message,
@@ -265,6 +269,7 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
   }
 
   function outage(err: unknown): void {
+    opts.metrics?.auditFailure('unavailable');
     if (!downSince) {
       downSince = new Date();
       logger.error(
@@ -293,6 +298,7 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
       return;
     }
     countLost(e.tenantId, e.at);
+    opts.metrics?.auditFailure('lost');
     const now = Date.now();
     if (now - lastFullLog >= FULL_LOG_EVERY_MS) {
       lastFullLog = now;
@@ -376,6 +382,9 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
         );
         return;
       }
+      // Every key lifecycle change is audited here, whichever route or job made it: one count.
+      if (event.outcome === 'success' && event.action.startsWith('key.'))
+        opts.metrics?.keyEvent(event.action.slice(4));
       enqueue(storable(event));
       // While backing off, the armed retry takes it.
       if (retryTimer) return;

@@ -3,6 +3,7 @@
  * parsed once at boot, checked by named cross-field rules, and frozen. A bad value stops the
  * start with a message naming the variable (conventions rule 5).
  */
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 type Kind = 'string' | 'int' | 'bool' | 'url' | 'base64-32' | 'enum';
@@ -14,8 +15,10 @@ interface Field {
   default?: string;
   values?: readonly string[];
   min?: number;
-  /** Never printed (secrets). */
+  /** Never printed (secrets); `${env}_FILE` may name a file holding the value (Docker secrets). */
   secret?: boolean;
+  /** No fixed default: a named derivation computes it from other keys after parsing. */
+  derived?: true;
   /** How the README names a default computed on the machine. */
   defaultDoc?: string;
   /** For strings: the whole value must match. */
@@ -30,7 +33,8 @@ export const SCHEMA = {
     env: 'PUBLIC_BASE_URL',
     doc: 'External base URL; problem types and the token issuer derive from it',
     kind: 'url',
-    default: 'http://127.0.0.1:8080',
+    derived: true,
+    defaultDoc: '`http://HOST:PORT` (HOST `0.0.0.0` or `::` as `127.0.0.1`)',
   },
   dataDir: {
     env: 'DATA_DIR',
@@ -42,11 +46,13 @@ export const SCHEMA = {
     env: 'DATABASE_URL',
     doc: 'PostgreSQL URL; when unset the embedded PGlite in DATA_DIR is used',
     kind: 'url',
+    secret: true,
   },
   redisUrl: {
     env: 'REDIS_URL',
     doc: 'Redis URL for the job queue, shared rate limits and revocation fan-out',
     kind: 'url',
+    secret: true,
   },
   s3Endpoint: {
     env: 'S3_ENDPOINT',
@@ -88,6 +94,36 @@ export const SCHEMA = {
     doc: 'Password of that administrator; generated and printed once when unset',
     kind: 'string',
     secret: true,
+  },
+  // Password-reset mail. Without SMTP_URL or SMTP_HOST mails go to the outbox table (README).
+  smtpUrl: {
+    env: 'SMTP_URL',
+    doc: 'SMTP server as a URL (smtp://user:password@host:587, smtps:// for implicit TLS); instead of SMTP_HOST and the rest',
+    kind: 'url',
+    secret: true,
+  },
+  smtpHost: { env: 'SMTP_HOST', doc: 'SMTP server host name', kind: 'string' },
+  smtpPort: { env: 'SMTP_PORT', doc: 'SMTP server port', kind: 'int', default: '587', min: 1 },
+  smtpUser: { env: 'SMTP_USER', doc: 'SMTP login user name', kind: 'string' },
+  smtpPassword: { env: 'SMTP_PASSWORD', doc: 'SMTP login password', kind: 'string', secret: true },
+  smtpFrom: {
+    env: 'SMTP_FROM',
+    doc: 'Sender address of the password-reset mail',
+    kind: 'string',
+    default: 'Keyward <keyward@localhost>',
+  },
+  smtpTls: {
+    env: 'SMTP_TLS',
+    doc: 'starttls: upgrade required; implicit: TLS from the first byte (port 465); opportunistic: upgrade when offered; off: plain text (a relay on loopback only)',
+    kind: 'enum',
+    default: 'starttls',
+    values: ['starttls', 'implicit', 'opportunistic', 'off'],
+  },
+  smtpTlsVerify: {
+    env: 'SMTP_TLS_VERIFY',
+    doc: "Verify the SMTP server's TLS certificate",
+    kind: 'bool',
+    default: 'true',
   },
   logLevel: {
     env: 'LOG_LEVEL',
@@ -238,6 +274,19 @@ export const SCHEMA = {
     default: '2',
     min: 1,
   },
+  workerMetricsPort: {
+    env: 'WORKER_METRICS_PORT',
+    doc: "Port of the worker process's own GET /metrics and /healthz; 0 turns them off",
+    kind: 'int',
+    default: '9464',
+    min: 0,
+  },
+  workerMetricsHost: {
+    env: 'WORKER_METRICS_HOST',
+    doc: "Interface of the worker's metrics port: loopback unless the scraper sits on a private network",
+    kind: 'string',
+    default: '127.0.0.1',
+  },
   // The queued jobs: the API (producer) and the workers (consumers) read the same values.
   queuePrefix: {
     env: 'QUEUE_PREFIX',
@@ -321,7 +370,7 @@ type ValueOf<F extends Field> = F['kind'] extends 'int'
     : F['kind'] extends 'base64-32'
       ? Buffer
       : string;
-type HasDefault<F> = F extends { default: string } ? true : false;
+type HasDefault<F> = F extends { default: string } | { derived: true } ? true : false;
 
 /** The validated, frozen configuration. */
 export type Config = {
@@ -391,6 +440,18 @@ const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => strin
         : null,
   },
   {
+    name: 'smtp-one-server',
+    check: (c) =>
+      c.smtpUrl && c.smtpHost ? 'SMTP_URL and SMTP_HOST are both set; set one of them' : null,
+  },
+  {
+    name: 'smtp-login-pair',
+    check: (c) =>
+      Boolean(c.smtpUser) !== Boolean(c.smtpPassword)
+        ? 'SMTP_USER and SMTP_PASSWORD go together; one is set without the other'
+        : null,
+  },
+  {
     name: 'bootstrap-pair',
     check: (c) =>
       c.bootstrapAdminPassword && !c.bootstrapAdminEmail
@@ -406,14 +467,52 @@ const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => strin
   },
 ];
 
+/**
+ * The raw value of a field: its variable, or for a secret the file `${env}_FILE` names (Docker
+ * secrets style, so the value is not in `docker inspect`), read once here with one trailing
+ * newline trimmed. Both set is ambiguous and stops the start, as does a file that cannot be read.
+ */
+function rawValue(field: Field, env: Record<string, string | undefined>): string | undefined {
+  const direct = env[field.env];
+  const fileVar = `${field.env}_FILE`;
+  const file = field.secret ? env[fileVar] : undefined;
+  if (file === undefined || file === '') return direct;
+  if (direct !== undefined && direct !== '')
+    throw new ConfigError(`${field.env} and ${fileVar} are both set; set one of them`);
+  try {
+    return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError(`${fileVar} names "${file}", which cannot be read (${reason})`, {
+      cause: err,
+    });
+  }
+}
+
+/** The host part of a URL for a listening address: a wildcard means this machine. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::' || host === '') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Named derivations of keys whose default depends on others, run after every field parsed. */
+const DERIVED: Array<{ key: keyof Schema; derive: (c: Record<string, unknown>) => unknown }> = [
+  {
+    // Issuer, jwks_uri and problem types must name the port the API really listens on.
+    key: 'publicBaseUrl',
+    derive: (c) => `http://${urlHost(c.host as string)}:${c.port as number}`,
+  },
+];
+
 /** Parses and validates the environment once; throws ConfigError naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(SCHEMA) as Array<[string, Field]>) {
-    const raw = env[field.env];
+    const raw = rawValue(field, env);
     const value = raw === undefined || raw === '' ? field.default : raw;
     out[key] = value === undefined ? undefined : parseField(field, value);
   }
+  for (const { key, derive } of DERIVED) out[key] ??= derive(out);
   for (const rule of CHECKS) {
     const message = rule.check(out);
     if (message) throw new ConfigError(`${message} (check ${rule.name})`);
@@ -425,8 +524,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export function configTable(): string {
   const shown = (f: Field) =>
     f.defaultDoc ?? (f.default !== undefined && !f.secret ? `\`${f.default}\`` : '');
+  const doc = (f: Field) => (f.secret ? `${f.doc}; or a file named by \`${f.env}_FILE\`` : f.doc);
   const rows = (Object.values(SCHEMA) as Field[]).map(
-    (f) => `| \`${f.env}\` | ${f.doc} | ${shown(f)} |`,
+    (f) => `| \`${f.env}\` | ${doc(f)} | ${shown(f)} |`,
   );
   return ['| variable | meaning | default |', '|---|---|---|', ...rows].join('\n');
 }

@@ -2,11 +2,10 @@
  * The database handle: Postgres through DATABASE_URL, else the embedded PGlite (Postgres in
  * WASM) in DATA_DIR. Both run the same migrations and the same queries.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import { migrationSource } from './migrations/index.ts';
+import { openPglite } from './pglite.ts';
 
 export type Db = Knex;
 
@@ -14,6 +13,8 @@ export interface DbOptions {
   databaseUrl?: string;
   /** Directory for PGlite; `null` keeps PGlite in memory (tests). */
   dataDir?: string | null;
+  /** Told when a slow step of the opening ends (`ms` is its duration), so a start is never silent. */
+  onStep?: (step: string, ms: number) => void;
 }
 
 /**
@@ -21,6 +22,8 @@ export interface DbOptions {
  * (`Tenant.query(db)`), not here: one process may hold several databases (tests, tools).
  */
 export async function openDatabase(opts: DbOptions): Promise<Db> {
+  const onStep = opts.onStep ?? (() => undefined);
+  let t0 = performance.now();
   const db = opts.databaseUrl
     ? // Bounded waits: with the database away a request answers 503 within seconds, never a minute.
       knexFactory({
@@ -32,18 +35,15 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     : knexFactory({
         client: ClientPgLite,
         dialect: 'postgres',
-        connection: pgliteConnection(opts.dataDir),
+        connection: { pglite: await openPglite(opts.dataDir) } as Knex.StaticConnectionConfig,
       });
+  if (!opts.databaseUrl) {
+    onStep('embedded database open', Math.round(performance.now() - t0));
+    t0 = performance.now();
+  }
   await db.migrate.latest({ migrationSource });
+  onStep('migrations', Math.round(performance.now() - t0));
   return db;
-}
-
-function pgliteConnection(dataDir: string | null | undefined): { filename: string } {
-  // knex-pglite keeps the database in memory when no filename is given.
-  if (dataDir === null || dataDir === undefined) return {} as { filename: string };
-  const dir = join(dataDir, 'pglite');
-  mkdirSync(dir, { recursive: true });
-  return { filename: dir };
 }
 
 /** True when the database answers a trivial query. */

@@ -10,61 +10,182 @@ export interface ProblemSpec {
   readonly status: number;
   readonly slug: string;
   readonly title: string;
+  /** One line for the problem page: what the problem means and what to do about it. */
+  readonly help: string;
 }
 
 /** Requests the HTTP edge refuses before any area looks at them. */
 const GENERAL = {
-  bad_request: { status: 400, slug: 'bad-request', title: 'Bad Request' },
-  malformed_json: { status: 400, slug: 'malformed-json', title: 'Malformed JSON' },
-  validation_failed: { status: 400, slug: 'validation-failed', title: 'Validation Failed' },
-  not_found: { status: 404, slug: 'not-found', title: 'Not Found' },
-  method_not_allowed: { status: 405, slug: 'method-not-allowed', title: 'Method Not Allowed' },
-  not_acceptable: { status: 406, slug: 'not-acceptable', title: 'Not Acceptable' },
-  conflict: { status: 409, slug: 'conflict', title: 'Conflict' },
-  payload_too_large: { status: 413, slug: 'payload-too-large', title: 'Payload Too Large' },
+  bad_request: {
+    status: 400,
+    slug: 'bad-request',
+    title: 'Bad Request',
+    help: 'The request is not one this endpoint can read (a missing part, a wrong parameter shape). Fix the request as the detail says; the API reference at /docs shows its form.',
+  },
+  malformed_json: {
+    status: 400,
+    slug: 'malformed-json',
+    title: 'Malformed JSON',
+    help: 'The body is not valid JSON. Send well-formed JSON with Content-Type: application/json.',
+  },
+  validation_failed: {
+    status: 400,
+    slug: 'validation-failed',
+    title: 'Validation Failed',
+    help: 'A member of the request has a missing, wrong-typed or out-of-range value; the detail names it. Correct that value and send again.',
+  },
+  not_found: {
+    status: 404,
+    slug: 'not-found',
+    title: 'Not Found',
+    help: 'Nothing exists at this path, or the resource is not visible to your token. Check the URL, the ids in it and the tenant of your token.',
+  },
+  method_not_allowed: {
+    status: 405,
+    slug: 'method-not-allowed',
+    title: 'Method Not Allowed',
+    help: 'The path exists but not with this HTTP method. Use one of the methods in the Allow header.',
+  },
+  not_acceptable: {
+    status: 406,
+    slug: 'not-acceptable',
+    title: 'Not Acceptable',
+    help: 'The service cannot answer in any media type the Accept header allows. Accept the media type the endpoint documents.',
+  },
+  conflict: {
+    status: 409,
+    slug: 'conflict',
+    title: 'Conflict',
+    help: 'The request conflicts with the current state of the resource (a duplicate name, a concurrent change). Read the resource again and retry with current values.',
+  },
+  payload_too_large: {
+    status: 413,
+    slug: 'payload-too-large',
+    title: 'Payload Too Large',
+    help: 'The body is larger than this endpoint accepts. Send a smaller body, or use the streaming or upload endpoints for large data.',
+  },
   unsupported_media_type: {
     status: 415,
     slug: 'unsupported-media-type',
     title: 'Unsupported Media Type',
+    help: 'The Content-Type of the body is not one this endpoint reads. Send the media type the endpoint documents.',
   },
-  unprocessable: { status: 422, slug: 'unprocessable', title: 'Unprocessable Entity' },
-  rate_limited: { status: 429, slug: 'rate-limited', title: 'Too Many Requests' },
-  internal: { status: 500, slug: 'internal-error', title: 'Internal Server Error' },
-  pool_busy: { status: 503, slug: 'service-busy', title: 'Service Busy' },
-  unavailable: { status: 503, slug: 'service-unavailable', title: 'Service Unavailable' },
+  unprocessable: {
+    status: 422,
+    slug: 'unprocessable',
+    title: 'Unprocessable Entity',
+    help: 'The request is well formed but cannot be carried out as asked. Read the detail, change the request, and do not retry it unchanged.',
+  },
+  rate_limited: {
+    status: 429,
+    slug: 'rate-limited',
+    title: 'Too Many Requests',
+    help: 'Too many requests from this identity in a short time. Wait the number of seconds in Retry-After before trying again.',
+  },
+  internal: {
+    status: 500,
+    slug: 'internal-error',
+    title: 'Internal Server Error',
+    help: 'The service failed in a way it did not expect. Retry later; if it persists, give the operator the request id so they can find the log line.',
+  },
+  pool_busy: {
+    status: 503,
+    slug: 'service-busy',
+    title: 'Service Busy',
+    help: 'The cryptography worker pool is full. Retry after the Retry-After delay, or spread the load; operators can raise POOL_THREADS or POOL_MAX_QUEUE.',
+  },
+  unavailable: {
+    status: 503,
+    slug: 'service-unavailable',
+    title: 'Service Unavailable',
+    help: 'A dependency the request needs is down. Retry later; operators should check /readyz.',
+  },
   database_unavailable: {
     status: 503,
     slug: 'database-unavailable',
     title: 'Database Unavailable',
+    help: 'The database cannot be reached. Retry later; operators should check the database and /readyz.',
   },
 } as const;
 
 /** Bearer authentication and the account flows of the non-OAuth endpoints (401/403 carry no `error` member). */
 const AUTH = {
-  unauthorized: { status: 401, slug: 'unauthorized', title: 'Unauthorized' },
-  forbidden: { status: 403, slug: 'forbidden', title: 'Forbidden' },
-  invalid_reset_token: { status: 400, slug: 'invalid-reset-token', title: 'Invalid Reset Token' },
+  unauthorized: {
+    status: 401,
+    slug: 'unauthorized',
+    title: 'Unauthorized',
+    help: 'No valid bearer token came with the request: it is missing, expired, revoked or for another audience. Get a new token from /api/v3/auth/token.',
+  },
+  forbidden: {
+    status: 403,
+    slug: 'forbidden',
+    title: 'Forbidden',
+    help: 'The token is valid but lacks the permission or the tenant this request needs. Ask an administrator for a role that grants it.',
+  },
+  invalid_reset_token: {
+    status: 400,
+    slug: 'invalid-reset-token',
+    title: 'Invalid Reset Token',
+    help: 'The password-reset token is unknown, already used or older than 30 minutes. Request a new reset mail.',
+  },
 } as const;
 
 /** Keys, their states and versions (contract 3), policies and key exchanges. */
 const KEYS = {
-  key_not_found: { status: 404, slug: 'key-not-found', title: 'Key Not Found' },
-  key_suspended: { status: 409, slug: 'key-suspended', title: 'Key Suspended' },
-  key_revoked: { status: 409, slug: 'key-revoked', title: 'Key Revoked' },
+  key_not_found: {
+    status: 404,
+    slug: 'key-not-found',
+    title: 'Key Not Found',
+    help: 'No key with this id exists in your tenant, or it is not visible to your token. Check the key id and the tenant.',
+  },
+  key_suspended: {
+    status: 409,
+    slug: 'key-suspended',
+    title: 'Key Suspended',
+    help: 'The key is suspended and refuses operations until it is resumed. Ask a key administrator to resume it, or use another key.',
+  },
+  key_revoked: {
+    status: 409,
+    slug: 'key-revoked',
+    title: 'Key Revoked',
+    help: 'The key is revoked for good and refuses new operations. Use another key; data protected by it may still be opened where policy allows.',
+  },
   invalid_transition: {
     status: 409,
     slug: 'invalid-transition',
     title: 'Invalid State Transition',
+    help: 'The key cannot move from its current state to the one asked (for example resume a revoked key). Read the key state and pick an allowed transition.',
   },
-  key_version_retired: { status: 409, slug: 'key-version-retired', title: 'Key Version Retired' },
-  key_usage_mismatch: { status: 422, slug: 'key-usage-mismatch', title: 'Key Usage Mismatch' },
-  policy_violation: { status: 422, slug: 'policy-violation', title: 'Policy Violation' },
+  key_version_retired: {
+    status: 409,
+    slug: 'key-version-retired',
+    title: 'Key Version Retired',
+    help: 'The key version named is retired and no longer used for this operation. Use the current version, or rewrap the data to it.',
+  },
+  key_usage_mismatch: {
+    status: 422,
+    slug: 'key-usage-mismatch',
+    title: 'Key Usage Mismatch',
+    help: 'The key is not made for this operation (a signing key asked to encrypt, or the reverse). Use a key whose usage matches the operation.',
+  },
+  policy_violation: {
+    status: 422,
+    slug: 'policy-violation',
+    title: 'Policy Violation',
+    help: "The request breaks the tenant's policy (an algorithm, size or lifetime it forbids). Change the request to fit the effective policy.",
+  },
   exchange_not_pending: {
     status: 409,
     slug: 'exchange-not-pending',
     title: 'Exchange Not Pending',
+    help: 'The key exchange was already accepted, rejected or withdrawn. Read its current state; a new offer is needed to try again.',
   },
-  exchange_expired: { status: 410, slug: 'exchange-expired', title: 'Exchange Expired' },
+  exchange_expired: {
+    status: 410,
+    slug: 'exchange-expired',
+    title: 'Exchange Expired',
+    help: 'The key exchange offer expired before it was accepted. Ask the offering tenant for a new offer.',
+  },
 } as const;
 
 /**
@@ -73,43 +194,97 @@ const KEYS = {
  * the CMS engine's former 422 cms-decryption-failed is the same failure, so it answers the same.
  */
 const CRYPTO = {
-  decryption_failed: { status: 400, slug: 'decryption-failed', title: 'Decryption Failed' },
+  decryption_failed: {
+    status: 400,
+    slug: 'decryption-failed',
+    title: 'Decryption Failed',
+    help: 'The ciphertext could not be opened: wrong key, altered data, or a different context than at encryption. The cause is not disclosed; check the key and inputs.',
+  },
 } as const;
 
 /** The PKCS#7/CMS engine. */
 const CMS = {
-  cms_malformed: { status: 400, slug: 'cms-malformed', title: 'Malformed CMS' },
-  cms_truncated: { status: 400, slug: 'cms-truncated', title: 'Truncated CMS' },
-  cms_unsupported: { status: 415, slug: 'cms-unsupported', title: 'Unsupported CMS Content' },
-  cms_too_large: { status: 413, slug: 'cms-element-too-large', title: 'CMS Element Too Large' },
+  cms_malformed: {
+    status: 400,
+    slug: 'cms-malformed',
+    title: 'Malformed CMS',
+    help: 'The input is not well-formed PKCS#7/CMS (bad DER or BER structure). Check that the whole file was sent, in binary DER or PEM.',
+  },
+  cms_truncated: {
+    status: 400,
+    slug: 'cms-truncated',
+    title: 'Truncated CMS',
+    help: 'The CMS input ended before its structure was complete. Send the whole file again.',
+  },
+  cms_unsupported: {
+    status: 415,
+    slug: 'cms-unsupported',
+    title: 'Unsupported CMS Content',
+    help: 'The CMS content type or algorithm is not one the converter handles. See the supported list in the API reference.',
+  },
+  cms_too_large: {
+    status: 413,
+    slug: 'cms-element-too-large',
+    title: 'CMS Element Too Large',
+    help: 'An element of the CMS input is larger than the converter allows. Split the content or raise the limit where the operator allows it.',
+  },
   cms_key_not_imported: {
     status: 404,
     slug: 'cms-key-not-imported',
     title: 'CMS Key Not Imported',
+    help: 'The CMS input is for a recipient or signer key that is not imported into your tenant. Import that key (PKCS#12 or PEM) first.',
   },
-  cms_key_unusable: { status: 422, slug: 'cms-key-unusable', title: 'CMS Key Unusable' },
+  cms_key_unusable: {
+    status: 422,
+    slug: 'cms-key-unusable',
+    title: 'CMS Key Unusable',
+    help: 'The imported key that matches the CMS input cannot be used for it (wrong state or usage). Check the key state and usage.',
+  },
   cms_signature_invalid: {
     status: 422,
     slug: 'cms-signature-invalid',
     title: 'CMS Signature Invalid',
+    help: 'The CMS signature does not verify against its content and signer certificate. The data or signature was altered, or the signer differs.',
   },
   cms_eddsa_too_large: {
     status: 422,
     slug: 'cms-eddsa-content-too-large',
     title: 'Content Too Large For EdDSA',
+    help: 'EdDSA signs the whole content at once, and this content is larger than the service holds in memory for it. Use a smaller content or another algorithm.',
   },
-  cms_bad_metadata: { status: 400, slug: 'cms-bad-metadata', title: 'Bad Conversion Metadata' },
+  cms_bad_metadata: {
+    status: 400,
+    slug: 'cms-bad-metadata',
+    title: 'Bad Conversion Metadata',
+    help: 'The conversion options sent with the CMS input are not valid. Correct them as the detail says.',
+  },
 } as const;
 
 /** The JOSE stream endpoints (re-encrypt, re-sign: contract 5). */
 const STREAM = {
-  jose_malformed: { status: 400, slug: 'jose-malformed', title: 'Malformed JOSE Input' },
-  jose_unsupported: { status: 415, slug: 'jose-unsupported', title: 'Unsupported JOSE Input' },
-  signature_invalid: { status: 422, slug: 'signature-invalid', title: 'Signature Invalid' },
+  jose_malformed: {
+    status: 400,
+    slug: 'jose-malformed',
+    title: 'Malformed JOSE Input',
+    help: 'The JOSE input (JWE or JWS) is not well formed. Check the serialization and that the whole input was sent.',
+  },
+  jose_unsupported: {
+    status: 415,
+    slug: 'jose-unsupported',
+    title: 'Unsupported JOSE Input',
+    help: 'The JOSE input uses an algorithm or serialization the stream endpoints do not handle. See the API reference for the supported ones.',
+  },
+  signature_invalid: {
+    status: 422,
+    slug: 'signature-invalid',
+    title: 'Signature Invalid',
+    help: 'The signature does not verify with the key. The data or signature was altered, or another key signed it.',
+  },
   jose_too_large: {
     status: 422,
     slug: 'jose-content-too-large',
     title: 'Content Too Large For EdDSA',
+    help: 'EdDSA signs the whole content at once, and this content is larger than the service holds in memory for it. Use a smaller content or another algorithm.',
   },
 } as const;
 
@@ -119,38 +294,82 @@ const KEYSTORE = {
     status: 400,
     slug: 'keystore-password-invalid',
     title: 'Keystore Password Invalid',
+    help: 'The keystore password is wrong. Send the password the keystore was made with.',
   },
-  keystore_malformed: { status: 400, slug: 'keystore-malformed', title: 'Malformed Keystore' },
+  keystore_malformed: {
+    status: 400,
+    slug: 'keystore-malformed',
+    title: 'Malformed Keystore',
+    help: 'The keystore is not a well-formed PKCS#12 or PEM file. Check the file and its format.',
+  },
   keystore_unsupported_algorithm: {
     status: 415,
     slug: 'keystore-unsupported-algorithm',
     title: 'Unsupported Keystore Algorithm',
+    help: 'The keystore uses a key or protection algorithm the importer does not handle. Export it again with a supported algorithm.',
   },
-  keystore_empty: { status: 400, slug: 'keystore-empty', title: 'Keystore Holds No Private Key' },
+  keystore_empty: {
+    status: 400,
+    slug: 'keystore-empty',
+    title: 'Keystore Holds No Private Key',
+    help: 'The keystore holds no private key. Export the keystore with its private key included.',
+  },
   keystore_key_mismatch: {
     status: 400,
     slug: 'keystore-key-mismatch',
     title: 'Certificate Does Not Match Key',
+    help: 'The certificate in the keystore is not for its private key. Export the matching pair.',
   },
   keystore_key_invalid: {
     status: 400,
     slug: 'keystore-key-invalid',
     title: 'Inconsistent Key Pair',
+    help: 'The private key in the keystore is internally inconsistent. Export it again from its source.',
   },
-  keystore_too_large: { status: 413, slug: 'keystore-too-large', title: 'Keystore Too Large' },
+  keystore_too_large: {
+    status: 413,
+    slug: 'keystore-too-large',
+    title: 'Keystore Too Large',
+    help: 'The keystore is larger than the importer accepts. Send a keystore with fewer entries.',
+  },
 } as const;
 
 /** Object storage; `details.transient` says whether a job retry can help. */
 const STORAGE = {
-  storage_unavailable: { status: 503, slug: 'storage-unavailable', title: 'Storage Unavailable' },
+  storage_unavailable: {
+    status: 503,
+    slug: 'storage-unavailable',
+    title: 'Storage Unavailable',
+    help: 'Object storage cannot be reached. Retry later; operators should check S3_ENDPOINT and the storage service.',
+  },
 } as const;
 
 /** Queued jobs (contract 6). */
 const JOBS = {
-  queue_unavailable: { status: 503, slug: 'queue-unavailable', title: 'Queue Unavailable' },
-  job_cancelled: { status: 409, slug: 'job-cancelled', title: 'Job Cancelled' },
-  source_changed: { status: 409, slug: 'source-changed', title: 'Source Changed' },
-  job_not_finished: { status: 409, slug: 'job-not-finished', title: 'Job Not Finished' },
+  queue_unavailable: {
+    status: 503,
+    slug: 'queue-unavailable',
+    title: 'Queue Unavailable',
+    help: 'The job queue is not configured or Redis cannot be reached. Retry later; operators should check REDIS_URL.',
+  },
+  job_cancelled: {
+    status: 409,
+    slug: 'job-cancelled',
+    title: 'Job Cancelled',
+    help: 'The job was cancelled, so it has no result. Start a new job if the work is still needed.',
+  },
+  source_changed: {
+    status: 409,
+    slug: 'source-changed',
+    title: 'Source Changed',
+    help: 'The uploaded source object changed after the job was created. Create a new job for the current object.',
+  },
+  job_not_finished: {
+    status: 409,
+    slug: 'job-not-finished',
+    title: 'Job Not Finished',
+    help: 'The job is still queued or running, so its result is not ready. Poll the job until it has finished.',
+  },
 } as const;
 
 /** The one table: code to answer. */

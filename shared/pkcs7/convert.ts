@@ -477,6 +477,7 @@ export async function convertPkcs7ToJose(
   const reader = new BerReader(input);
   try {
     const head = await readHead(reader);
+    o.onInputType?.(head.type);
     return head.type === 'signedData'
       ? await convertSigned(reader, head, o)
       : await convertEnveloped(reader, head, o);

@@ -42,6 +42,8 @@ export interface ConvertOptions {
   resolver: KeyResolver;
   /** The signed content of a detached SignedData (a .p7s). */
   content?: AsyncIterable<Uint8Array>;
+  /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
+  onInputType?: (type: string) => void;
 }
 
 /** What convertPkcs7ToJose returns: the response content type and a pull-based body. */

@@ -28,7 +28,7 @@ describe(`foundation (${TEST_ENGINE})`, () => {
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect((await res.json()) as any).toEqual({
-      type: 'http://127.0.0.1:8080/problems/not-found',
+      type: `${app.config.publicBaseUrl}/problems/not-found`,
       title: 'Not Found',
       status: 404,
       detail: expect.any(String),
@@ -49,10 +49,12 @@ describe(`foundation (${TEST_ENGINE})`, () => {
         headers: { authorization: `Bearer ${await adminToken(app)}` },
       })
     ).text();
-    expect(text).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
-    expect(text).toContain('http_request_duration_seconds_bucket');
-    expect(text).toContain('worker_pool_utilization');
-    expect(text).toContain('nodejs_eventloop_lag_seconds');
+    expect(text).toMatch(
+      /keyward_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/,
+    );
+    expect(text).toContain('keyward_http_request_duration_seconds_bucket');
+    expect(text).toContain('keyward_pool_utilization');
+    expect(text).toContain('keyward_nodejs_eventloop_lag_seconds');
   });
 
   it('when the OpenAPI document is fetched, then it is 3.1 and lists the system paths, and /docs renders it', async () => {

@@ -10,6 +10,7 @@
  */
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../../shared/logger.ts';
+import { outcomeOf, type DomainMetrics, type Outcome } from '../../shared/metrics/index.ts';
 import { AppError, problem } from '../../shared/errors/index.ts';
 import {
   convertPkcs7ToJose,
@@ -39,6 +40,8 @@ export interface ConvertDeps {
   progressIntervalMs: number;
   /** True when the API recorded a cancel for this job id. */
   isCancelled(jobId: string): Promise<boolean>;
+  /** Counts each conversion (input type, outcome, bytes, duration). */
+  metrics?: Pick<DomainMetrics, 'conversion'>;
 }
 
 /** Counts bytes of a stream as they pass, without touching them. */
@@ -101,6 +104,14 @@ export function createConvertProcessor(deps: ConvertDeps) {
     });
     const started = Date.now();
     const progress = progressReporter(job, deps.progressIntervalMs, log);
+    let inputType = 'unknown';
+    const count = (outcome: Outcome) =>
+      deps.metrics?.conversion(
+        inputType,
+        outcome,
+        progress.p.bytesRead,
+        (Date.now() - started) / 1000,
+      );
     try {
       if (await deps.isCancelled(job.id!)) throw problem('job_cancelled', 'the job was cancelled');
       const objects = tenantStore(deps.objects, tenantId);
@@ -124,6 +135,7 @@ export function createConvertProcessor(deps: ConvertDeps) {
         {
           metadata: metadata as ConvertMetadata,
           resolver: deps.resolverFor(tenantId),
+          onInputType: (type) => (inputType = type),
         },
       );
       const key = output.key + resultExtension(result.contentType);
@@ -144,6 +156,7 @@ export function createConvertProcessor(deps: ConvertDeps) {
         },
         'conversion completed',
       );
+      count('success');
       return {
         key,
         size: stored.size,
@@ -151,8 +164,14 @@ export function createConvertProcessor(deps: ConvertDeps) {
         bytesRead: progress.p.bytesRead,
       };
     } catch (err) {
-      if (signal?.aborted && (signal.reason === SHUTDOWN_REASON || signal.reason === CANCEL_REASON))
+      if (
+        signal?.aborted &&
+        (signal.reason === SHUTDOWN_REASON || signal.reason === CANCEL_REASON)
+      ) {
+        count('aborted');
         return release(job, token, signal.reason, log);
+      }
+      count(outcomeOf(err));
       throw failure(job, err, log);
     }
   };

@@ -16,6 +16,7 @@ import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
 import { outboxMailer, type Mailer } from './password-reset.ts';
+import { smtpMailer, smtpOptions } from './smtp-mailer.ts';
 import { createHashBudget, type HashBudget } from './hash-budget.ts';
 import { Tenant } from '../../../shared/db/models/tenants.ts';
 import { User, Workload } from '../../../shared/db/models/identities.ts';
@@ -48,6 +49,13 @@ export interface AuthServices {
   /** The platform tenant's id (looked up once). */
   platformTenantId(): Promise<string>;
   close(): Promise<void>;
+}
+
+/** SMTP when configured, with the outbox as its fallback; else the outbox alone. */
+function mailerOf(config: Config, db: Knex, logger: Logger): Mailer {
+  const outbox = outboxMailer(db, logger);
+  const smtp = smtpOptions(config);
+  return smtp ? smtpMailer(smtp, config.smtpFrom, outbox, logger) : outbox;
 }
 
 /** Builds the auth services; starts scheduled signing-key rotation. */
@@ -94,7 +102,7 @@ export async function createAuthServices(
     maxTokenLifetime,
     limits: createRateLimits(config, redis),
     hashBudget: createHashBudget(config.authHashConcurrency),
-    mailer: outboxMailer(db, logger),
+    mailer: mailerOf(config, db, logger),
     revokeSubjectTokens: (input) =>
       revocation.revokeSubject({ ...input, maxTokenLifetimeSeconds: maxTokenLifetime }),
     revokeFamilyTokens: (familyId, tenantId, reason) =>

@@ -15,6 +15,7 @@ import {
   type TokenResponse,
 } from './grants.ts';
 import { withAuthBudget } from './rate-limits.ts';
+import { countIssue } from './token-metrics.ts';
 
 /** The legacy token answer. */
 export interface LegacyTokens {
@@ -37,17 +38,19 @@ export async function legacyLogin(
   input: { clientId?: unknown; clientSecret?: unknown },
 ): Promise<LegacyTokens> {
   const { clientId, clientSecret } = input;
-  if (typeof clientId !== 'string' || typeof clientSecret !== 'string')
-    throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
-  const tokens = await withAuthBudget(ctx.auth.limits, clientRateKey(clientId), async () => {
-    const creds = await authenticateWorkload(ctx, clientId, clientSecret);
-    ctx.audit.record({
-      tenantId: creds.tenantId,
-      actor: `client:${creds.clientId}`,
-      action: 'auth.legacy.login',
-      outcome: 'success',
+  const tokens = await countIssue(ctx, 'legacy_login', () => {
+    if (typeof clientId !== 'string' || typeof clientSecret !== 'string')
+      throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
+    return withAuthBudget(ctx.auth.limits, clientRateKey(clientId), async () => {
+      const creds = await authenticateWorkload(ctx, clientId, clientSecret);
+      ctx.audit.record({
+        tenantId: creds.tenantId,
+        actor: `client:${creds.clientId}`,
+        action: 'auth.legacy.login',
+        outcome: 'success',
+      });
+      return legacyTokens(ctx, creds);
     });
-    return legacyTokens(ctx, creds);
   });
   return legacyShape(tokens);
 }
@@ -59,12 +62,14 @@ export async function legacyRefresh(
   address: string,
 ): Promise<LegacyTokens> {
   const { refreshToken } = input;
-  if (typeof refreshToken !== 'string')
-    throw new OAuthError('invalid_request', 'refreshToken is required');
-  const key = await refreshRateKey(ctx, refreshToken, address);
   return legacyShape(
-    await withAuthBudget(ctx.auth.limits, key, () =>
-      refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY),
-    ),
+    await countIssue(ctx, 'legacy_refresh', async () => {
+      if (typeof refreshToken !== 'string')
+        throw new OAuthError('invalid_request', 'refreshToken is required');
+      const key = await refreshRateKey(ctx, refreshToken, address);
+      return withAuthBudget(ctx.auth.limits, key, () =>
+        refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY),
+      );
+    }),
   );
 }

@@ -15,6 +15,7 @@ import {
 } from './grants.ts';
 import { withAuthBudget } from './rate-limits.ts';
 import { revokeRefreshFamily } from './refresh-tokens.ts';
+import { countIssue } from './token-metrics.ts';
 
 /** A token request as the endpoint received it. */
 export interface TokenRequest {
@@ -54,10 +55,16 @@ function clientOf(grant: Grant, req: TokenRequest): ClientAuth | null {
  * the rate gate is keyed on the canonical identity → the grant runs inside that budget.
  */
 export async function issueToken(ctx: AppContext, req: TokenRequest): Promise<TokenResponse> {
-  const grant = knownGrant(req.form);
-  const client = clientOf(grant, req);
-  const key = await grant.rateKey(ctx, req.form, req.address, client);
-  return withAuthBudget(ctx.auth.limits, key, () => grant.run(ctx, req.form, req.address, client));
+  // The label is a grant this service knows, never the client's string.
+  const name = GRANTS.has(req.form.grant_type ?? '') ? req.form.grant_type : 'unknown';
+  return countIssue(ctx, name, async () => {
+    const grant = knownGrant(req.form);
+    const client = clientOf(grant, req);
+    const key = await grant.rateKey(ctx, req.form, req.address, client);
+    return withAuthBudget(ctx.auth.limits, key, () =>
+      grant.run(ctx, req.form, req.address, client),
+    );
+  });
 }
 
 /**

@@ -3,9 +3,11 @@
  * failure not failing the others), audited as tallied events. Transport-free: the Express
  * routes and the runtime lane both call it.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AppContext } from '../../context.ts';
 import { AppError, problemDocument, problem } from '../../../shared/errors/index.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
+import { outcomeOf } from '../../../shared/metrics/index.ts';
 import { actorOfClaims, type AccessClaims } from '../auth/access-tokens.ts';
 
 /** A runtime operation over one request body, in the token's tenant. */
@@ -17,6 +19,40 @@ export type Operation = (
 
 const MAX_BATCH = 1000;
 const BATCH_MEMBERS: ReadonlySet<string> = new Set(['items']);
+
+/** The key type an operation used, noted by the key lookup (usableKey) for the metrics label. */
+const usedKeyType = new AsyncLocalStorage<{ keyType: string }>();
+
+/** Notes the type of the key the running operation uses (the first one, for re-encryption). */
+export function noteKeyType(type: string): void {
+  const slot = usedKeyType.getStore();
+  if (slot && slot.keyType === 'none') slot.keyType = type;
+}
+
+/**
+ * Runs one operation on one body and records it: operation, key type and outcome with latency.
+ * The key type is 'none' when the operation failed before it found a key (or uses none: random).
+ */
+async function measured(
+  ctx: AppContext,
+  action: string,
+  op: Operation,
+  tenantId: string,
+  body: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const slot = { keyType: 'none' };
+  const started = performance.now();
+  let failure: unknown;
+  try {
+    return await usedKeyType.run(slot, () => op(ctx, tenantId, body));
+  } catch (err) {
+    failure = err ?? new Error('operation failed');
+    throw err;
+  } finally {
+    const seconds = (performance.now() - started) / 1000;
+    ctx.metrics.domain.cryptoOperation(action, slot.keyType, outcomeOf(failure), seconds);
+  }
+}
 
 /** Runs one operation, or each item of a batch, auditing each; returns the response body. */
 export async function runRuntime(
@@ -33,7 +69,7 @@ export async function runRuntime(
   const actor = actorOfClaims(claims);
   if (!Array.isArray(input.items)) {
     try {
-      const result = await op(ctx, tenantId, input);
+      const result = await measured(ctx, action, op, tenantId, input);
       ctx.audit.tally({
         tenantId,
         actor,
@@ -61,7 +97,7 @@ export async function runRuntime(
       try {
         if (!item || typeof item !== 'object')
           throw problem('validation_failed', 'each item must be an object');
-        const result = await op(ctx, tenantId, item as Record<string, unknown>);
+        const result = await measured(ctx, action, op, tenantId, item as Record<string, unknown>);
         ctx.audit.tally({
           tenantId,
           actor,

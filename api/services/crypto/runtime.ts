@@ -26,6 +26,7 @@ import type { CachedKey } from '../../../shared/keys/cache.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
 import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
+import { noteKeyType } from './batch.ts';
 
 /** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
 export const b64 = (s: unknown, field: string): Buffer => {
@@ -36,8 +37,14 @@ export const b64 = (s: unknown, field: string): Buffer => {
 const u8 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
 /** A usable key of the tenant: not suspended, revoked or archived (contract 3); the one lookup is shared/keys. */
-export function usableKey(ctx: AppContext, tenantId: string, kid: unknown): Promise<CachedKey> {
-  return usableKeyOf(ctx.keys, tenantId, kid);
+export async function usableKey(
+  ctx: AppContext,
+  tenantId: string,
+  kid: unknown,
+): Promise<CachedKey> {
+  const key = await usableKeyOf(ctx.keys, tenantId, kid);
+  noteKeyType(key.type);
+  return key;
 }
 
 function versionOf(key: CachedKey, version: number): LoadedKeyVersion {

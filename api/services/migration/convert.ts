@@ -120,14 +120,16 @@ export async function readConversionForm(
   };
 }
 
-/** Starts the engine on a conversion request with the tenant's keys. */
+/** Starts the engine on a conversion request with the tenant's keys; `onInputType` learns the input's CMS type. */
 export async function startConversion(
   request: ConversionRequest,
   resolver: KeyResolver,
+  onInputType?: (type: string) => void,
 ): Promise<ConvertResult> {
   const result = await convertPkcs7ToJose(request.file, {
     metadata: request.metadata,
     resolver,
+    onInputType,
     ...(request.content ? { content: request.content } : {}),
   });
   if (request.content && result.contentType !== 'application/octet-stream') {

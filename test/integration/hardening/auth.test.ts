@@ -433,7 +433,7 @@ describe(`auth endpoint hardening (${TEST_ENGINE})`, () => {
         headers: { authorization: `Bearer ${await workloadToken(app, scraper)}` },
       });
       expect(ok.status).toBe(200);
-      expect(await ok.text()).toContain('http_requests_total');
+      expect(await ok.text()).toContain('keyward_http_requests_total');
     });
 
     it('when tenant-scoped routes were called, then the route labels are templates and the scrape names no tenant', async () => {

@@ -93,6 +93,8 @@ export async function startJobsEnv(
         WORKER_CONCURRENCY: '2',
         LOG_LEVEL: 'info',
         SHUTDOWN_TIMEOUT_MS: '5000',
+        // Several workers run at once here; the metrics port is tested on its own.
+        WORKER_METRICS_PORT: '0',
         ...extra,
       };
     },

@@ -51,7 +51,7 @@ describe('the problem catalogue', () => {
   });
 
   it('when a decryption fails anywhere (runtime JWE, CMS engine, JOSE streams), then it is the one decryption-failed, 400 (the CMS engine answered 422 cms-decryption-failed)', () => {
-    expect(PROBLEMS.decryption_failed).toEqual({
+    expect(PROBLEMS.decryption_failed).toMatchObject({
       status: 400,
       slug: 'decryption-failed',
       title: 'Decryption Failed',

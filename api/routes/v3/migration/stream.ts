@@ -36,9 +36,13 @@ function convertHandler(ctx: AppContext): RequestHandler {
   return streamedOperation(ctx, 'migration.convert', async (op, req, res) => {
     const form = (op.form = streamMultipart(req));
     const request = await readConversionForm(form, (n) => (op.bytesIn += n));
-    const result = await startConversion(request, tenantKeyResolver(ctx, req.auth.tenantId));
+    const result = await startConversion(
+      request,
+      tenantKeyResolver(ctx, req.auth.tenantId),
+      (type) => (op.details.inputType = type),
+    );
     const resultType = result.contentType.split(';')[0];
-    op.details = { resultType };
+    op.details.resultType = resultType;
     const candidates =
       resultType === 'application/octet-stream'
         ? ['application/octet-stream', 'application/json']

@@ -1,0 +1,70 @@
+/**
+ * GET /problems/:slug: the page a problem's `type` URL names (RFC 9457 section 3.1.1: the type
+ * URI should resolve to documentation for humans). One short page per catalogued problem, made
+ * from the catalogue's title and help line: HTML by default, JSON for Accept: application/json.
+ */
+import { Router } from 'express';
+import { PROBLEMS, problem, type ProblemSpec } from '../../shared/errors/index.ts';
+import { route } from '../http/route.ts';
+
+// Several codes may share a page; a slug request never indexes a plain object (rule 14).
+const BY_SLUG = new Map<string, ProblemSpec>(
+  Object.values(PROBLEMS).map((spec: ProblemSpec) => [spec.slug, spec]),
+);
+
+// Nothing runs and nothing loads: the page is text and two links.
+const CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const HTML_ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+
+/** The HTML page of one problem. */
+function page(spec: ProblemSpec, type: string): string {
+  const [title, help, status, uri] = [spec.title, spec.help, String(spec.status), type].map(
+    escapeHtml,
+  );
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} (${status}) · Keyward</title>
+</head>
+<body>
+<h1>${title}</h1>
+<p>HTTP status ${status}. Problem type <code>${uri}</code>.</p>
+<p>${help}</p>
+<p>The response body carries a <code>detail</code> member about this request; see the <a href="../docs">API reference</a>.</p>
+</body>
+</html>
+`;
+}
+
+/** Mounted at /problems: one page per catalogued slug. */
+export function createProblemsRouter(baseUrl: string): Router {
+  const router = Router();
+  route(router, '/:slug', {
+    get: (req, res) => {
+      const slug = String(req.params.slug);
+      const spec = BY_SLUG.get(slug);
+      if (!spec) throw problem('not_found', 'no problem type has this name');
+      const type = `${baseUrl}/problems/${spec.slug}`;
+      res.setHeader('Cache-Control', 'public, max-age=3600');
+      res.vary('Accept');
+      if (req.accepts(['html', 'json']) === 'json') {
+        res.json({ type, title: spec.title, status: spec.status, description: spec.help });
+        return;
+      }
+      res.setHeader('Content-Security-Policy', CSP);
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.type('html').send(page(spec, type));
+    },
+  });
+  return router;
+}

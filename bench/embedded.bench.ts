@@ -1,0 +1,250 @@
+/**
+ * The embedded default (PGlite in DATA_DIR) against Postgres, same run: time from spawn to
+ * /readyz on a fresh data directory, idle RSS, peak RSS from start through a 1 GiB and a 4 GiB
+ * EnvelopedData conversion, and the 1 GiB conversion's ratio against `openssl cms -decrypt`.
+ * Targets (issue 15): embedded ready < 5 s, peak < 250 MB, idle < 150 MB, ratio within 10 % of
+ * Postgres's. Inputs are made once under os.tmpdir() and deleted; each database gets a fresh
+ * DATA_DIR (and a fresh Postgres database, dropped after). BENCH_EMBEDDED_MIB shrinks the
+ * 1 GiB size (the large input is 4x it) for a quick run; BENCH_DATABASE_URL names the Postgres
+ * server (default postgres://postgres@127.0.0.1:5432/postgres).
+ *
+ * Measured on this machine's 2 shared cores while choosing the embedded settings (PGlite 0.5.16;
+ * probe: PGlite alone, open plus migrations, RSS one second later; figures vary with load):
+ * - PGlite defaults, fresh directory: ready in 6.4-18 s (initdb runs in a second PGlite
+ *   instance, so two WASM heaps at once), RSS 1,158-1,194 MB at ready, 383-758 MB idle.
+ *   An existing directory: ready 0.5-2.2 s, idle 491-507 MB.
+ * - V8 tiering the 9 MB pglite.wasm up to TurboFan is most of the idle RSS: reopen, idle
+ *   491 MB by default, 160 MB with --liftoff-only, 208 MB with --no-liftoff (but ready in
+ *   5.6 s), 491 MB with --wasm-lazy-compilation, 453 MB with --no-wasm-tier-up. With the
+ *   service's malloc settings: 311 MB default, 152 MB --liftoff-only. First start with
+ *   --liftoff-only: initdb 6.9 s instead of 10.5 s.
+ * - postgres settings passed at start (-c shared_buffers=8MB, wal_buffers=256kB,
+ *   temp_buffers=1MB; PGlite's defaults are 160 MB, 5 MB, 10 MB): reopen with --liftoff-only
+ *   and the malloc settings, idle 285 MB -> 152 MB.
+ * - initialMemory below 128 MiB: refused by the WASM module (its declared minimum is 2048 pages).
+ * - initdb in a worker thread (shared/db/pglite.ts), so its second WASM instance goes with the
+ *   thread: first start of the service, idle 525 MB (in-process, 16 MiB smoke run of this
+ *   bench) -> PGlite alone 207-285 MB right after, against 150-162 MB on a later open.
+ * - A template directory (initdb's output, kept once per user and PGlite version, copied for a
+ *   new DATA_DIR): PGlite open 16.4 s (initdb, load average 7.6) -> 2.1 s; in this bench at load
+ *   average 12, "embedded database open" 22.6 s without a template, 2.4 s with one.
+ * - Not tried for lack of time: PGlite out of the API process (pglite-socket), which would move
+ *   its memory to another process rather than remove it, and another embedded engine.
+ * The figures of the full bench are in the report of issue 15 and in bench/results.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import knexFactory from 'knex';
+import { startKeyward } from './lib/keyward.ts';
+import { printResult } from './lib/result.ts';
+import {
+  convertOverHttp,
+  decryptArgs,
+  envelop,
+  freeBytes,
+  importKey,
+  makeRsaCert,
+  postForm,
+  procMb,
+  randomFile,
+  rssNow,
+  rssSampler,
+  timedOpenssl,
+} from './lib/cms.ts';
+
+const MiB = 1024 * 1024;
+const SMALL = Number(process.env.BENCH_EMBEDDED_MIB ?? 1024) * MiB;
+const LARGE = 4 * SMALL;
+const PG_SERVER = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const work = mkdtempSync(join(tmpdir(), 'keyward-embedded-bench-'));
+const fmt = (n: number, d = 2) => n.toFixed(d);
+const label = (bytes: number) =>
+  bytes >= 1024 * MiB ? `${bytes / 1024 / MiB} GiB` : `${bytes / MiB} MiB`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs one statement on the Postgres server (create or drop the bench database). */
+async function pgAdmin(sql: string): Promise<void> {
+  const k = knexFactory({ client: 'pg', connection: PG_SERVER, pool: { min: 0, max: 1 } });
+  try {
+    await k.raw(sql);
+  } finally {
+    await k.destroy();
+  }
+}
+
+interface Figures {
+  database: string;
+  readySeconds: number;
+  idleMb: number;
+  /** Peak RSS since the process started (VmHWM), through both conversions. */
+  peakMb: number;
+  smallSeconds: number;
+  largeSeconds: number;
+  opensslSeconds: number;
+  ratio: number;
+}
+
+/** Starts the service on `env`, converts both inputs, and returns its figures. */
+async function measure(
+  database: string,
+  env: Record<string, string>,
+  pem: Buffer,
+  inputs: { small: string; large: string } | null,
+): Promise<Figures> {
+  const t0 = performance.now();
+  const keyward = await startKeyward({ LOG_LEVEL: 'info', ...env });
+  const readySeconds = (performance.now() - t0) / 1000;
+  try {
+    const pid = keyward.child.process.pid!;
+    await sleep(3000);
+    const idleMb = rssNow(pid);
+    const steps = () =>
+      keyward.child
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"startup"'))
+        .map((l) => JSON.parse(l) as { msg: string; ms?: number })
+        .map((l) => `${l.msg}${l.ms === undefined ? '' : ` ${l.ms} ms`}`)
+        .join('; ');
+    console.log(`  ${database} start-up steps: ${steps() || '(none logged)'}`);
+    if (!inputs) {
+      const none = Number.NaN;
+      const peakMb = procMb(pid, 'VmHWM');
+      return {
+        database,
+        readySeconds,
+        idleMb,
+        peakMb,
+        smallSeconds: none,
+        largeSeconds: none,
+        opensslSeconds: none,
+        ratio: none,
+      };
+    }
+    const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
+    if (!tenantId) throw new Error('no bootstrap line in the server output');
+    const admin = (
+      await postForm(keyward.url, '/api/v3/auth/token', {
+        grant_type: 'password',
+        username: 'bench@keyward.local',
+        password: keyward.adminPassword,
+        tenant_id: tenantId,
+      })
+    ).access_token!;
+    await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
+    const convert = async (file: string, bytes: number) => {
+      const sampler = rssSampler(pid);
+      const r = await convertOverHttp(keyward.url, admin, file);
+      const peak = sampler.stop();
+      if (r.status !== 200)
+        throw new Error(`${database} ${label(bytes)}: HTTP ${r.status} ${r.head.toString()}`);
+      console.log(
+        `  ${database} ${label(bytes)}: ${fmt(r.seconds)} s, ${fmt(bytes / 1e6 / r.seconds, 0)} MB/s, RSS peak during ${fmt(peak, 0)} MB`,
+      );
+      return r.seconds;
+    };
+    const openssl = await timedOpenssl(work, decryptArgs(inputs.small));
+    const smallSeconds = await convert(inputs.small, SMALL);
+    const largeSeconds = await convert(inputs.large, LARGE);
+    const peakMb = procMb(pid, 'VmHWM');
+    return {
+      database,
+      readySeconds,
+      idleMb,
+      peakMb,
+      smallSeconds,
+      largeSeconds,
+      opensslSeconds: openssl.seconds,
+      ratio: smallSeconds / openssl.seconds,
+    };
+  } finally {
+    await keyward.stop();
+  }
+}
+
+try {
+  const need = SMALL + LARGE + 512 * MiB;
+  console.log(
+    `embedded: ${label(SMALL)} and ${label(LARGE)} EnvelopedData, Node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  if (freeBytes(work) < need)
+    throw new Error(`needs ${fmt(need / 2 ** 30, 1)} GiB free under ${tmpdir()}`);
+  const pem = makeRsaCert(work);
+  const inputs = { small: join(work, 'small.der'), large: join(work, 'large.der') };
+  for (const [file, bytes] of [
+    [inputs.small, SMALL],
+    [inputs.large, LARGE],
+  ] as const) {
+    randomFile(join(work, 'plain.bin'), bytes);
+    envelop(work, 'plain.bin', file);
+    rmSync(join(work, 'plain.bin'));
+  }
+
+  // A machine's first start: no PGlite template and no compile cache (both live under TMPDIR).
+  const freshTmp = mkdtempSync(join(tmpdir(), 'keyward-embedded-tmpdir-'));
+  let cold: Figures;
+  try {
+    cold = await measure('embedded, new machine', { TMPDIR: freshTmp }, pem, null);
+  } finally {
+    rmSync(freshTmp, { recursive: true, force: true });
+  }
+  // Makes this user's template when it is missing, so the figures below are those of any first
+  // start with a fresh DATA_DIR after the machine's first.
+  await measure('embedded, warm-up', {}, pem, null);
+  const embedded = await measure('embedded', {}, pem, inputs);
+  const dbName = `kw_bench_embedded_${randomBytes(4).toString('hex')}`;
+  await pgAdmin(`CREATE DATABASE ${dbName}`);
+  let postgres: Figures;
+  try {
+    const url = Object.assign(new URL(PG_SERVER), { pathname: `/${dbName}` }).href;
+    postgres = await measure('postgres', { DATABASE_URL: url }, pem, inputs);
+  } finally {
+    await pgAdmin(`DROP DATABASE IF EXISTS ${dbName}`).catch((err: Error) =>
+      console.error(`could not drop ${dbName}: ${err.message}`),
+    );
+  }
+
+  console.log(
+    `embedded on a new machine (no template, no compile cache): ready ${fmt(cold.readySeconds)} s, idle ${fmt(cold.idleMb, 0)} MB, peak ${fmt(cold.peakMb, 0)} MB`,
+  );
+  for (const f of [embedded, postgres])
+    console.log(
+      `${f.database}: ready ${fmt(f.readySeconds)} s, idle ${fmt(f.idleMb, 0)} MB, peak ${fmt(f.peakMb, 0)} MB from start through ${label(SMALL)} and ${label(LARGE)}, ${label(SMALL)} ${fmt(f.smallSeconds)} s vs openssl ${fmt(f.opensslSeconds)} s (ratio ${fmt(f.ratio, 3)}), ${label(LARGE)} ${fmt(f.largeSeconds)} s`,
+    );
+  const figure = (metric: string, unit: string, pick: (f: Figures) => number, notes: string) =>
+    printResult({
+      name: 'embedded',
+      metric,
+      value: Number(fmt(pick(embedded), 3)),
+      baseline: 'the same on Postgres, same run',
+      baselineValue: Number(fmt(pick(postgres), 3)),
+      ratio: Number(fmt(pick(embedded) / pick(postgres), 3)),
+      unit,
+      notes,
+    });
+  figure(
+    'first start to /readyz, fresh DATA_DIR',
+    's',
+    (f) => f.readySeconds,
+    `target < 5 s; on a new machine (no template, no compile cache) ${fmt(cold.readySeconds)} s`,
+  );
+  figure('idle RSS after start', 'MB', (f) => f.idleMb, 'target < 150 MB');
+  figure(
+    `peak RSS from start through ${label(SMALL)} and ${label(LARGE)} conversions`,
+    'MB',
+    (f) => f.peakMb,
+    'target < 250 MB',
+  );
+  figure(
+    `${label(SMALL)} EnvelopedData conversion / openssl cms -decrypt`,
+    'x',
+    (f) => f.ratio,
+    `target within 10 % of Postgres; ${label(LARGE)}: ${fmt(embedded.largeSeconds)} s vs ${fmt(postgres.largeSeconds)} s`,
+  );
+} finally {
+  if (existsSync(work)) rmSync(work, { recursive: true, force: true });
+}
