@@ -11,7 +11,9 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# No install scripts: the runtime dependencies have none to run, and the project's own
+# (the embedded database template, scripts/embedded-template.ts) is for a checkout.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # What both processes run: the sources without tests, benches or scripts, owned by root and
 # read-only to the unprivileged user that runs them.

@@ -77,6 +77,13 @@ export async function createContext(
     databaseUrl: config.databaseUrl,
     dataDir: opts.inMemoryDatabase ? null : config.dataDir,
     onStep: (step, ms) => logger.info({ startup: step, ms }, `start-up: ${step} done`),
+    onEmbeddedExit: ({ code, signal, restarting }) =>
+      logger.error(
+        { code, signal, restarting },
+        restarting
+          ? 'the embedded database process ended unexpectedly; requests answer 503 until it is started again on DATA_DIR'
+          : 'the in-memory embedded database process ended unexpectedly; its data is gone',
+      ),
   });
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);

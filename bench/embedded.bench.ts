@@ -32,8 +32,9 @@
  *   its memory to another process rather than remove it, and another embedded engine.
  * The figures of the full bench are in the report of issue 15 and in bench/results.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
@@ -80,10 +81,27 @@ interface Figures {
   idleMb: number;
   /** Peak RSS since the process started (VmHWM), through both conversions. */
   peakMb: number;
+  /** The embedded database's own process (shared/db/embedded.ts); 0 on Postgres. */
+  dbIdleMb: number;
+  dbPeakMb: number;
   smallSeconds: number;
   largeSeconds: number;
   opensslSeconds: number;
   ratio: number;
+}
+
+/** The embedded database's process among the API's children (shared/db/pglite-server.ts). */
+function databaseChild(pid: number): number | null {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+  for (const child of children.filter(Boolean)) {
+    try {
+      if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('pglite-server'))
+        return Number(child);
+    } catch {
+      // gone
+    }
+  }
+  return null;
 }
 
 /** Starts the service on `env`, converts both inputs, and returns its figures. */
@@ -100,6 +118,9 @@ async function measure(
     const pid = keyward.child.process.pid!;
     await sleep(3000);
     const idleMb = rssNow(pid);
+    const dbPid = databaseChild(pid);
+    const dbIdleMb = dbPid ? rssNow(dbPid) : 0;
+    const dbPeak = () => (dbPid ? procMb(dbPid, 'VmHWM') : 0);
     const steps = () =>
       keyward.child
         .output()
@@ -117,6 +138,8 @@ async function measure(
         readySeconds,
         idleMb,
         peakMb,
+        dbIdleMb,
+        dbPeakMb: dbPeak(),
         smallSeconds: none,
         largeSeconds: none,
         opensslSeconds: none,
@@ -154,6 +177,8 @@ async function measure(
       readySeconds,
       idleMb,
       peakMb,
+      dbIdleMb,
+      dbPeakMb: dbPeak(),
       smallSeconds,
       largeSeconds,
       opensslSeconds: openssl.seconds,
@@ -184,14 +209,34 @@ try {
     rmSync(join(work, 'plain.bin'));
   }
 
-  // A machine's first start: no PGlite template and no compile cache (both live under TMPDIR).
-  const freshTmp = mkdtempSync(join(tmpdir(), 'keyward-embedded-tmpdir-'));
-  let cold: Figures;
-  try {
-    cold = await measure('embedded, new machine', { TMPDIR: freshTmp }, pem, null);
-  } finally {
-    rmSync(freshTmp, { recursive: true, force: true });
-  }
+  // A machine's first start: no compile cache (it lives under TMPDIR), and either no PGlite
+  // template at all, or the one `npm install` makes (its postinstall, scripts/embedded-template.ts).
+  const firstStart = async (withTemplate: boolean) => {
+    const freshTmp = mkdtempSync(join(tmpdir(), 'keyward-embedded-tmpdir-'));
+    try {
+      let templateSeconds = 0;
+      if (withTemplate) {
+        const t0 = performance.now();
+        execFileSync(
+          process.execPath,
+          [join(import.meta.dirname, '../scripts/embedded-template.ts')],
+          {
+            env: { ...process.env, TMPDIR: freshTmp },
+            stdio: 'ignore',
+          },
+        );
+        templateSeconds = (performance.now() - t0) / 1000;
+      }
+      const name = withTemplate
+        ? 'embedded, fresh clone after npm install'
+        : 'embedded, no template';
+      return { templateSeconds, ...(await measure(name, { TMPDIR: freshTmp }, pem, null)) };
+    } finally {
+      rmSync(freshTmp, { recursive: true, force: true });
+    }
+  };
+  const cold = await firstStart(false);
+  const clone = await firstStart(true);
   // Makes this user's template when it is missing, so the figures below are those of any first
   // start with a fresh DATA_DIR after the machine's first.
   await measure('embedded, warm-up', {}, pem, null);
@@ -209,11 +254,14 @@ try {
   }
 
   console.log(
-    `embedded on a new machine (no template, no compile cache): ready ${fmt(cold.readySeconds)} s, idle ${fmt(cold.idleMb, 0)} MB, peak ${fmt(cold.peakMb, 0)} MB`,
+    `embedded on a new machine (no template, no compile cache): ready ${fmt(cold.readySeconds)} s, idle ${fmt(cold.idleMb, 0)} MB, peak ${fmt(cold.peakMb, 0)} MB; database process idle ${fmt(cold.dbIdleMb, 0)} MB, peak ${fmt(cold.dbPeakMb, 0)} MB`,
+  );
+  console.log(
+    `embedded on a fresh clone (npm install's template, made in ${fmt(clone.templateSeconds)} s; no compile cache): ready ${fmt(clone.readySeconds)} s, idle ${fmt(clone.idleMb, 0)} MB, peak ${fmt(clone.peakMb, 0)} MB; database process idle ${fmt(clone.dbIdleMb, 0)} MB, peak ${fmt(clone.dbPeakMb, 0)} MB`,
   );
   for (const f of [embedded, postgres])
     console.log(
-      `${f.database}: ready ${fmt(f.readySeconds)} s, idle ${fmt(f.idleMb, 0)} MB, peak ${fmt(f.peakMb, 0)} MB from start through ${label(SMALL)} and ${label(LARGE)}, ${label(SMALL)} ${fmt(f.smallSeconds)} s vs openssl ${fmt(f.opensslSeconds)} s (ratio ${fmt(f.ratio, 3)}), ${label(LARGE)} ${fmt(f.largeSeconds)} s`,
+      `${f.database}: ready ${fmt(f.readySeconds)} s, idle ${fmt(f.idleMb, 0)} MB (database process ${fmt(f.dbIdleMb, 0)} MB), peak ${fmt(f.peakMb, 0)} MB (database process ${fmt(f.dbPeakMb, 0)} MB) from start through ${label(SMALL)} and ${label(LARGE)}, ${label(SMALL)} ${fmt(f.smallSeconds)} s vs openssl ${fmt(f.opensslSeconds)} s (ratio ${fmt(f.ratio, 3)}), ${label(LARGE)} ${fmt(f.largeSeconds)} s`,
     );
   const figure = (metric: string, unit: string, pick: (f: Figures) => number, notes: string) =>
     printResult({
@@ -230,9 +278,15 @@ try {
     'first start to /readyz, fresh DATA_DIR',
     's',
     (f) => f.readySeconds,
-    `target < 5 s; on a new machine (no template, no compile cache) ${fmt(cold.readySeconds)} s`,
+    `target < 5 s; a fresh clone after npm install (its template, no compile cache) ${fmt(clone.readySeconds)} s; with no template at all ${fmt(cold.readySeconds)} s`,
   );
   figure('idle RSS after start', 'MB', (f) => f.idleMb, 'target < 150 MB');
+  figure(
+    'idle RSS after start, API and embedded database processes together',
+    'MB',
+    (f) => f.idleMb + f.dbIdleMb,
+    `the database process alone: ${fmt(embedded.dbIdleMb, 0)} MB idle, ${fmt(embedded.dbPeakMb, 0)} MB peak`,
+  );
   figure(
     `peak RSS from start through ${label(SMALL)} and ${label(LARGE)} conversions`,
     'MB',

@@ -76,6 +76,15 @@ export function poolThreadEnv(): NodeJS.ProcessEnv | undefined {
   return cache ? { ...process.env, NODE_COMPILE_CACHE: cache } : undefined;
 }
 
+/**
+ * The environment of a child process that runs with SERVICE_NODE_FLAGS (the embedded database's,
+ * shared/db/embedded.ts): the pool threads' (compile cache) with the malloc settings, where the
+ * operator's own values of those win.
+ */
+export function serviceChildEnv(): NodeJS.ProcessEnv {
+  return { ...MALLOC_ENV, ...(poolThreadEnv() ?? process.env) };
+}
+
 const flagName = (flag: string) => flag.split('=', 1)[0];
 
 /**

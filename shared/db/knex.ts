@@ -1,11 +1,11 @@
 /**
  * The database handle: Postgres through DATABASE_URL, else the embedded PGlite (Postgres in
- * WASM) in DATA_DIR. Both run the same migrations and the same queries.
+ * WASM) in DATA_DIR, in a process of its own (shared/db/embedded.ts). Both are reached through
+ * the same `pg` client and run the same migrations and the same queries.
  */
 import knexFactory, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
 import { migrationSource } from './migrations/index.ts';
-import { openPglite } from './pglite.ts';
+import { EMBEDDED_PORT, startEmbeddedDatabase, type EmbeddedOptions } from './embedded.ts';
 
 export type Db = Knex;
 
@@ -15,6 +15,8 @@ export interface DbOptions {
   dataDir?: string | null;
   /** Told when a slow step of the opening ends (`ms` is its duration), so a start is never silent. */
   onStep?: (step: string, ms: number) => void;
+  /** Told when the embedded database's process died on its own. */
+  onEmbeddedExit?: EmbeddedOptions['onExit'];
 }
 
 /**
@@ -24,20 +26,41 @@ export interface DbOptions {
 export async function openDatabase(opts: DbOptions): Promise<Db> {
   const onStep = opts.onStep ?? (() => undefined);
   let t0 = performance.now();
-  const db = opts.databaseUrl
-    ? // Bounded waits: with the database away a request answers 503 within seconds, never a minute.
-      knexFactory({
-        client: 'pg',
-        connection: { connectionString: opts.databaseUrl, connectionTimeoutMillis: 5_000 },
-        pool: { min: 0, max: 10 },
-        acquireConnectionTimeout: 10_000,
-      })
-    : knexFactory({
-        client: ClientPgLite,
-        dialect: 'postgres',
-        connection: { pglite: await openPglite(opts.dataDir) } as Knex.StaticConnectionConfig,
-      });
-  if (!opts.databaseUrl) {
+  let db: Knex;
+  if (opts.databaseUrl) {
+    // Bounded waits: with the database away a request answers 503 within seconds, never a minute.
+    db = knexFactory({
+      client: 'pg',
+      connection: { connectionString: opts.databaseUrl, connectionTimeoutMillis: 5_000 },
+      pool: { min: 0, max: 10 },
+      acquireConnectionTimeout: 10_000,
+    });
+  } else {
+    const embedded = await startEmbeddedDatabase({
+      dataDir: opts.dataDir ?? null,
+      onExit: opts.onEmbeddedExit,
+    });
+    // PGlite is one backend, so one connection; the process ends after the pool.
+    db = knexFactory({
+      client: 'pg',
+      connection: {
+        host: embedded.socketDir,
+        port: EMBEDDED_PORT,
+        user: 'postgres',
+        database: 'postgres',
+        connectionTimeoutMillis: 5_000,
+      },
+      pool: { min: 1, max: 1 },
+      acquireConnectionTimeout: 10_000,
+    });
+    // `db.destroy()` ends the client's pool, then the process (knex's own property is read-only).
+    const client = db.client as { destroy(cb?: () => void): Promise<void> };
+    const destroyPool = client.destroy.bind(client);
+    client.destroy = async (cb?: () => void) => {
+      await destroyPool();
+      await embedded.close();
+      cb?.();
+    };
     onStep('embedded database open', Math.round(performance.now() - t0));
     t0 = performance.now();
   }
@@ -59,6 +82,8 @@ export async function databaseReachable(db: Db): Promise<boolean> {
 /** Error codes of a database that is away or restarting (Node socket errors, SQLSTATE class 08 and 57P0x). */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
+  // The embedded database's socket while its process is being started again.
+  'ENOENT',
   'ECONNRESET',
   'ETIMEDOUT',
   'EPIPE',

@@ -23,6 +23,11 @@ const PGLITE_SETTINGS = ['shared_buffers=8MB', 'wal_buffers=256kB', 'temp_buffer
 /** Resolves PGlite's files for the initialisation thread and the template's version. */
 const require = createRequire(import.meta.url);
 
+const pgliteStartParams = () => [
+  ...PGlite.defaultStartParams,
+  ...PGLITE_SETTINGS.flatMap((s) => ['-c', s]),
+];
+
 /** The embedded database in DATA_DIR/pglite (in memory without a directory), started and ready. */
 export async function openPglite(dataDir: string | null | undefined): Promise<PGlite> {
   let dir: string | undefined;
@@ -30,7 +35,7 @@ export async function openPglite(dataDir: string | null | undefined): Promise<PG
     dir = join(dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
   }
-  const startParams = [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])];
+  const startParams = pgliteStartParams();
   if (dir && !existsSync(join(dir, 'PG_VERSION'))) await createDirectory(dir, startParams);
   return PGlite.create({ dataDir: dir, startParams });
 }
@@ -67,29 +72,35 @@ PGlite.create(workerData.options).then((pg) => pg.close());
 
 /**
  * Initialising a directory (PGlite's initdb) is most of a first start: 6.9 to 16 s on this
- * machine's 2 shared cores, where copying an initialised one takes a fraction of a second. The
- * first directory this user initialises with this PGlite version is kept, pristine, as a
- * template in a private directory under the OS temp directory (shared/private-dir.ts: this
- * user's own, mode 0700) and copied for every later new directory. It holds only initdb's
- * system catalogues: Keyward's tables, tenant and keys are made in the copy.
+ * machine's 2 shared cores, where copying an initialised one takes a fraction of a second. So a
+ * pristine initialised directory is kept once per user and PGlite version as a template, in a
+ * private directory under the OS temp directory (shared/private-dir.ts: this user's own, mode
+ * 0700), and every new directory is a copy of it. `npm install` makes it (scripts/
+ * embedded-template.ts), so even the first `npm start` after a clone copies; without it, the
+ * first start makes it. It holds only initdb's system catalogues: Keyward's tables, tenant and
+ * keys are made in the copy.
  */
 async function createDirectory(dir: string, startParams: string[]): Promise<void> {
+  const template = await prepareTemplate(startParams);
+  if (template) cpSync(template, dir, { recursive: true });
+  else await initialisePglite(dir, startParams);
+}
+
+/** The template directory, made now when missing; null when there is no private place for it. */
+export async function prepareTemplate(startParams = pgliteStartParams()): Promise<string | null> {
   const template = templateDir();
-  if (template && existsSync(join(template, 'PG_VERSION'))) {
-    cpSync(template, dir, { recursive: true });
-    return;
-  }
-  await initialisePglite(dir, startParams);
-  if (!template) return;
-  // Copied aside and renamed into place, so a concurrent start never copies half a template.
+  if (!template) return null;
+  if (existsSync(join(template, 'PG_VERSION'))) return template;
+  // Made aside and renamed into place, so a concurrent start never copies half a template.
   const staging = `${template}.${randomBytes(6).toString('hex')}`;
   try {
-    cpSync(dir, staging, { recursive: true });
+    await initialisePglite(staging, startParams);
     renameSync(staging, template);
   } catch {
-    // Another process placed its template first, or the temp directory is full: no template.
+    // Another process placed its template first, or the temp directory is full.
     rmSync(staging, { recursive: true, force: true });
   }
+  return existsSync(join(template, 'PG_VERSION')) ? template : null;
 }
 
 /** Where this PGlite version's template is kept, or null without a private cache directory. */

@@ -1,0 +1,106 @@
+/**
+ * The embedded database as a child process (shared/db/pglite-server.ts): PGlite serving the
+ * Postgres protocol on a Unix socket in a directory of this user's (mode 0700), reached through
+ * the same `pg` client as a Postgres server.
+ *
+ * Why a process of its own (bench/embedded.bench.ts has the figures): PGlite in the API process
+ * ran every query on the API's event loop, synchronously in WASM, and kept its WASM heap, its
+ * compiled module and its file system image in the API's memory. In-process the embedded API
+ * idled at 187 MB against 122 MB on Postgres, and a conversion took 1.27x its time on Postgres,
+ * since every audit or key query of a request stopped the event loop that streams the
+ * conversions. Out of process, the API is the same process whichever database it uses, and the
+ * database's memory is its own process's (reported beside the API's by the bench).
+ *
+ * The child ends with the API: it is told to close, and it closes itself when the IPC channel
+ * goes (the API exited or was killed). If it dies on its own, queries answer 503
+ * database-unavailable, and it is started again on the same directory (Postgres recovery).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SERVICE_NODE_FLAGS, serviceChildEnv } from '../node-flags.ts';
+import { privateTempDir } from '../private-dir.ts';
+
+const SERVER = new URL('./pglite-server.ts', import.meta.url).pathname;
+/** The socket's name as `pg` derives it from a directory and a port. */
+export const EMBEDDED_PORT = 5432;
+const CLOSE_TIMEOUT_MS = 10_000;
+const RESTART_DELAY_MS = 1_000;
+
+export interface EmbeddedDatabase {
+  /** The socket's directory: `pg`'s `host` for a Unix socket. */
+  socketDir: string;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  /** PGlite's directory is `<dataDir>/pglite`; null keeps the database in memory (tests). */
+  dataDir: string | null;
+  /** Told when the child died on its own, and whether it is being started again. */
+  onExit?: (info: { code: number | null; signal: string | null; restarting: boolean }) => void;
+}
+
+/** Starts the embedded database's process and resolves once it accepts connections. */
+export async function startEmbeddedDatabase(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const base = privateTempDir('keyward-db') ?? tmpdir();
+  const socketDir = mkdtempSync(join(base, 'run-'));
+  const socketPath = join(socketDir, `.s.PGSQL.${EMBEDDED_PORT}`);
+  let child: ChildProcess | null = null;
+  let closing = false;
+
+  const spawnChild = async (): Promise<void> => {
+    const proc = fork(SERVER, [opts.dataDir ?? '', socketPath], {
+      execPath: process.execPath,
+      execArgv: [...SERVICE_NODE_FLAGS],
+      env: serviceChildEnv(),
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'json',
+    });
+    child = proc;
+    await new Promise<void>((resolve, reject) => {
+      const fail = (err: Error) => {
+        proc.kill('SIGKILL');
+        reject(err);
+      };
+      proc.once('error', fail);
+      proc.on('message', (m: { ready?: boolean; error?: string }) => {
+        if (m?.ready) resolve();
+        else if (m?.error) fail(new Error(`embedded database: ${m.error}`));
+      });
+      proc.once('exit', (code) => reject(new Error(`embedded database exited with ${code}`)));
+    });
+    proc.removeAllListeners('exit');
+    proc.once('exit', (code, signal) => {
+      if (closing) return;
+      const restarting = opts.dataDir !== null;
+      opts.onExit?.({ code, signal, restarting });
+      if (restarting)
+        setTimeout(() => {
+          if (!closing) spawnChild().catch(() => undefined);
+        }, RESTART_DELAY_MS).unref();
+    });
+  };
+
+  try {
+    await spawnChild();
+  } catch (err) {
+    rmSync(socketDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    socketDir,
+    async close() {
+      closing = true;
+      const proc = child;
+      if (proc && proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+        if (proc.connected) proc.send('close');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), CLOSE_TIMEOUT_MS);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(socketDir, { recursive: true, force: true });
+    },
+  };
+}
