@@ -6,6 +6,7 @@ import { BerReader } from '../asn1/ber-reader.ts';
 import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
 import { readHead, readTail } from './cms-structure.ts';
+import { openContainer } from './container.ts';
 import { oidName } from '../asn1/oids.ts';
 import { CONTENT_CIPHERS } from './algorithms.ts';
 import { describeRecipient } from './recipients.ts';
@@ -33,10 +34,15 @@ export async function analyzePkcs7(
   input: AsyncIterable<Uint8Array>,
   resolver?: KeyResolver,
 ): Promise<Analysis> {
-  const reader = new BerReader(input);
+  const container = await openContainer(input);
+  // Clear-signed mail: the signed entity comes first, and is what the detached signature covers.
+  let signedLength = 0;
+  if (container.signedContent)
+    for await (const c of container.signedContent) signedLength += c.length;
+  const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
-    let contentLength = 0;
+    let contentLength = signedLength;
     if (head.content)
       for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
     const tail = await readTail(reader, head);
@@ -104,6 +110,7 @@ export async function analyzePkcs7(
     return {
       contentType: head.type,
       encoding: reader.ber ? 'ber' : 'der',
+      container: container.form === 'binary' ? (reader.ber ? 'ber' : 'der') : container.form,
       contentLength,
       detached: head.content === null,
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },

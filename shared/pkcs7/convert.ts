@@ -24,19 +24,16 @@ import {
   protectedHeader,
 } from '../jose/jwe.ts';
 import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
-import { DetachedJwsSigner, algForKey, candidateAlgs, type JwsAlg } from '../jose/jws.ts';
+import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
-import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
+import { OID, oidName } from '../asn1/oids.ts';
 import { recoverContentKey } from './recipients.ts';
-import { ContentDigests, describeSigner, verificationKey, verifySigner } from './signers.ts';
-import type {
-  ConvertMetadata,
-  ConvertOptions,
-  ConvertResult,
-  KeyResolver,
-  ResolvedKey,
-} from './types.ts';
+import { openContainer } from './container.ts';
+import { convertClearSigned } from './clear-signed.ts';
+import { candidatesFor, cmsHashOf, finishSignature, keyByKid, signerKeyOf } from './resigning.ts';
+import { ContentDigests, describeSigner } from './signers.ts';
+import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
@@ -101,25 +98,6 @@ export function looksLikeSignedData(b: Buffer): boolean {
   );
 }
 
-/** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
-function cmsHashOf(head: CmsHead): string {
-  for (const a of head.digestAlgorithms) {
-    const h = DIGESTS[a.algorithm];
-    if (h === 'sha256' || h === 'sha384' || h === 'sha512') return h;
-  }
-  return 'sha256';
-}
-
-async function keyByKid(
-  resolver: KeyResolver,
-  kid: string,
-  what: 'signer' | 'target',
-): Promise<ResolvedKey> {
-  const key = await resolver.byKid(kid, what === 'signer' ? 'sign' : 'encrypt');
-  if (!key) throw problem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
-  return key;
-}
-
 function checkMetadata(m: ConvertMetadata): void {
   if (m.contentEncryption !== undefined && !ENCS.has(m.contentEncryption)) {
     throw problem(
@@ -140,64 +118,6 @@ interface Signing {
   digests: ContentDigests;
   jws: DetachedJwsSigner;
   finish(): Promise<DetachedJws>;
-}
-
-interface FinishArgs {
-  tail: CmsTail;
-  eContentType: string;
-  digests: Map<string, Buffer>;
-  jws: DetachedJwsSigner;
-  key: ResolvedKey | null;
-  resolver: KeyResolver;
-  cmsHash: string;
-  /** RFC 2315 section 11.2: SignedAndEnvelopedData may encrypt the signature under the content key. */
-  decryptSignature?: (sig: Buffer) => Buffer;
-}
-
-/** Verifies the one CMS signer, then signs the JWS with the re-signing key. */
-async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
-  if (a.tail.signers.length !== 1)
-    throw problem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
-  const desc = describeSigner(a.tail.signers[0]);
-  if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref, 'sign'));
-  if (!key)
-    throw problem('cms_key_not_imported', 'the signer key is not imported', {
-      details: { identifier: desc.identifier },
-    });
-  if (!key.privateKey)
-    throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-  const pub = verificationKey(desc, a.tail.certificates, key);
-  const sig = Buffer.from(a.tail.signers[0].info.signature.buffer);
-  try {
-    verifySigner(desc, sig, a.digests, a.eContentType, pub);
-  } catch (err) {
-    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid')
-      throw err;
-    let plain: Buffer;
-    try {
-      plain = a.decryptSignature(sig);
-    } catch {
-      throw err;
-    }
-    verifySigner(desc, plain, a.digests, a.eContentType, pub);
-  }
-  return a.jws.finish(algForKey(key, a.cmsHash, desc.scheme!.kind === 'pss'), key);
-}
-
-async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
-  return opts.metadata.signerKid
-    ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer')
-    : null;
-}
-
-/** The algs to hash the content for before the signer is known (jws.ts candidateAlgs). */
-async function candidatesFor(
-  resolver: KeyResolver,
-  key: ResolvedKey | null,
-  cmsHash: string,
-): Promise<JwsAlg[]> {
-  return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
 }
 
 async function convertSigned(
@@ -474,7 +394,9 @@ export async function convertPkcs7ToJose(
 ): Promise<ConvertResult> {
   const o: ConvertOptions = { ...opts, metadata: opts.metadata ?? {} };
   checkMetadata(o.metadata);
-  const reader = new BerReader(input);
+  const container = await openContainer(input);
+  if (container.signedContent) return convertClearSigned(container, o);
+  const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
     o.onInputType?.(head.type);

@@ -93,6 +93,8 @@ export interface RecipientSummary {
 export interface Analysis {
   contentType: 'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
   encoding: 'der' | 'ber';
+  /** The archive form the CMS object was found in (contract section 9). */
+  container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
   /** Bytes of eContent or encryptedContent; 0 for a detached SignedData. */
   contentLength: number;
   detached: boolean;
