@@ -159,7 +159,11 @@ export function parseFields(
 
 /** True when the text starts like a header field (`Name:`), the mark of a MIME entity. */
 export function looksLikeHeader(first: Buffer): boolean {
-  return /^[!-9;-~]{1,76}:/.test(first.toString('latin1', 0, Math.min(first.length, 80)));
+  // RFC 5322 allows any printable name; mail uses letters, digits and '-', which JSON and the
+  // like never start with.
+  return /^[A-Za-z][A-Za-z0-9-]{0,75}:/.test(
+    first.toString('latin1', 0, Math.min(first.length, 80)),
+  );
 }
 
 /** The body bytes of an entity, decoded by its Content-Transfer-Encoding (RFC 2045 section 6). */

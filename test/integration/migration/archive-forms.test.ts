@@ -1,0 +1,168 @@
+/**
+ * Archive forms over HTTP (contract section 9): files as `openssl cms` writes them by default
+ * (S/MIME), with `-outform PEM`, clear-signed with `-sign` (with and without `-text`), and a mail
+ * holding a .p7m attachment, sent to convert and analyze; results checked with jose against the
+ * bytes the CMS object carries (for clear-signed mail, the signed MIME entity). Broken wrappers
+ * answer their own problem before the connection closes, without the server reading them whole.
+ */
+import {
+  ANALYZE,
+  OpenSslDir,
+  convert,
+  importKey,
+  makeActor,
+  makeKey,
+  openJwe,
+  postParts,
+  postRaw,
+  postWithDeadline,
+  protectedOf,
+  publicOf,
+  startTestApp,
+  verifyDetached,
+} from './helpers.ts';
+import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
+
+let app: TestApp;
+let ssl: OpenSslDir;
+let actor: Actor;
+let rsa: TestKey;
+let signer: TestKey;
+let ec: TestKey;
+const TEXT = Buffer.from(
+  Array.from({ length: 3000 }, (_, i) => `archived line ${i}: a = b\tc`).join('\n') + '\n',
+);
+const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+
+beforeAll(async () => {
+  app = await startTestApp();
+  ssl = new OpenSslDir();
+  rsa = makeKey(ssl, 'arc-rsa', 'rsa-2048');
+  signer = makeKey(ssl, 'arc-signer', 'rsa-2048');
+  ec = makeKey(ssl, 'arc-ec', 'ec-p256');
+  actor = await makeActor(app);
+  await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, signer, 'sign');
+  await importKey(app, actor, ssl, ec);
+  ssl.write('mail.txt', TEXT);
+});
+
+afterAll(async () => {
+  ssl.cleanup();
+  await app.stop();
+});
+
+const encrypt = (args: string[]) =>
+  ssl.run(['cms', '-encrypt', '-in', 'mail.txt', ...args, rsa.certFile]);
+const clearSign = (k: TestKey, args: string[] = []) =>
+  ssl.run(['cms', '-sign', '-in', 'mail.txt', '-signer', k.certFile, '-inkey', k.keyFile, ...args]);
+
+describe('when archive forms of an EnvelopedData are converted over HTTP', () => {
+  it.each([
+    ['the default S/MIME output of openssl cms -encrypt (3DES)', []],
+    ['S/MIME with -aes256', ['-aes256']],
+    ['-outform PEM', ['-outform', 'PEM', '-aes128']],
+  ])('then %s converts to a JWE that jose opens to the CMS content', async (_name, args) => {
+    const a = await convert(app, actor.user, encrypt(args as string[]));
+    expect(a.status).toBe(200);
+    const jwe = await openJwe(a, rsa.privateKey);
+    expect(jwe.closed).toBe(true);
+    // Without -binary, openssl encrypts the CRLF-canonical text (RFC 8551 section 3.1.1).
+    expect(jwe.plaintext.equals(crlf(TEXT))).toBe(true);
+  });
+
+  it('then a mail with the .p7m as an attachment converts, sent raw to analyze as message/rfc822 too', async () => {
+    const p7m = encrypt(['-aes256']);
+    const eml = Buffer.concat([
+      Buffer.from(
+        'From: archive@example.com\r\nSubject: quarterly\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed;\r\n\tboundary="==mix=="\r\n\r\npreamble text\r\n--==mix==\r\nContent-Type: text/plain\r\n\r\nplease find attached\r\n--==mix==\r\n',
+      ),
+      p7m,
+      Buffer.from('\r\n--==mix==--\r\n'),
+    ]);
+    const c = await convert(app, actor.user, eml);
+    expect(c.status).toBe(200);
+    expect((await openJwe(c, rsa.privateKey)).plaintext.equals(crlf(TEXT))).toBe(true);
+    const a = await postRaw(app, ANALYZE, actor.user, eml, 'message/rfc822');
+    expect(a.status).toBe(200);
+    expect(a.json()).toMatchObject({
+      contentType: 'envelopedData',
+      container: 'smime',
+      recipients: [{ kid: 'arc-rsa' }],
+      convertible: true,
+    });
+  });
+});
+
+describe('when clear-signed mail (multipart/signed) is converted over HTTP', () => {
+  it('then the JWS verifies with jose over the signed MIME entity (openssl cms -sign)', async () => {
+    const a = await convert(app, actor.user, clearSign(signer));
+    expect(a.status).toBe(200);
+    const jws = a.json<Jws>();
+    expect(protectedOf(jws)).toMatchObject({ alg: 'RS256', b64: false });
+    await verifyDetached(jws, crlf(TEXT), publicOf(signer));
+  });
+
+  it('then with -text the signed entity is its Content-Type header, blank line and body', async () => {
+    const a = await convert(app, actor.user, clearSign(ec, ['-text']));
+    expect(a.status).toBe(200);
+    const entity = Buffer.concat([Buffer.from('Content-Type: text/plain\r\n\r\n'), crlf(TEXT)]);
+    await verifyDetached(a.json<Jws>(), entity, publicOf(ec));
+  });
+
+  it('then the analyzer reports multipart-signed, through a form too', async () => {
+    const a = await postParts(app, ANALYZE, actor.user, [
+      ['file', { data: clearSign(signer), filename: 'signed.eml', type: 'message/rfc822' }],
+    ]);
+    expect(a.status).toBe(200);
+    expect(a.json()).toMatchObject({
+      contentType: 'signedData',
+      container: 'multipart-signed',
+      contentLength: crlf(TEXT).length,
+      signers: [{ kid: 'arc-signer' }],
+      convertible: true,
+    });
+  });
+});
+
+describe('when a broken archive input is sent', () => {
+  it('then a 10 MB header block answers cms-mime-header-too-large as a problem before the connection closes', async () => {
+    const body = Buffer.concat([
+      Buffer.from('Content-Type: application/pkcs7-mime\r\n'),
+      Buffer.alloc(10 * 1024 * 1024, 'X-Filler: a\r\n'),
+    ]);
+    const r = await postWithDeadline(
+      `${app.url}${ANALYZE}`,
+      { authorization: `Bearer ${actor.user}`, 'content-type': 'message/rfc822' },
+      body,
+      15_000,
+    );
+    expect(r.status).toBe(413);
+    expect(r.contentType).toContain('application/problem+json');
+    expect(JSON.parse(r.body.toString()).type).toMatch(/\/problems\/cms-mime-header-too-large$/);
+  });
+
+  it.each([
+    {
+      name: 'a PEM with no end line',
+      make: () =>
+        Buffer.from(
+          encrypt(['-outform', 'PEM'])
+            .toString()
+            .replace(/-----END CMS-----\s*$/, ''),
+        ),
+      slug: 'cms-pem-unterminated',
+    },
+    {
+      name: 'an .eml with no CMS',
+      make: () => Buffer.from('From: a@example.com\r\n\r\njust text\r\n'),
+      slug: 'cms-mime-no-cms',
+    },
+    { name: 'a JSON file', make: () => Buffer.from('{"not":"cms"}'), slug: 'cms-malformed' },
+  ])('then $name answers $slug on convert', async ({ make, slug }) => {
+    const a = await convert(app, actor.user, make());
+    expect(a.status).toBeGreaterThanOrEqual(400);
+    expect(a.headers.get('content-type')).toContain('application/problem+json');
+    expect(a.json().type).toMatch(new RegExp(`/problems/${slug}$`));
+  });
+});
