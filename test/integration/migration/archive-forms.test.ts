@@ -29,6 +29,7 @@ let actor: Actor;
 let rsa: TestKey;
 let signer: TestKey;
 let ec: TestKey;
+let ecEnc: TestKey;
 const TEXT = Buffer.from(
   Array.from({ length: 3000 }, (_, i) => `archived line ${i}: a = b\tc`).join('\n') + '\n',
 );
@@ -40,10 +41,12 @@ beforeAll(async () => {
   rsa = makeKey(ssl, 'arc-rsa', 'rsa-2048');
   signer = makeKey(ssl, 'arc-signer', 'rsa-2048');
   ec = makeKey(ssl, 'arc-ec', 'ec-p256');
+  ecEnc = makeKey(ssl, 'arc-ec-enc', 'ec-p384');
   actor = await makeActor(app);
   await importKey(app, actor, ssl, rsa);
   await importKey(app, actor, ssl, signer, 'sign');
   await importKey(app, actor, ssl, ec);
+  await importKey(app, actor, ssl, ecEnc, 'encrypt');
   ssl.write('mail.txt', TEXT);
 });
 
@@ -91,6 +94,15 @@ describe('when archive forms of an EnvelopedData are converted over HTTP', () =>
       recipients: [{ kid: 'arc-rsa' }],
       convertible: true,
     });
+  });
+});
+
+describe('when the key is wrapped with Triple-DES (RFC 3217) for an EC recipient', () => {
+  it('then the S/MIME of openssl cms -encrypt -des3 converts (it answered 415 before) and jose opens it', async () => {
+    const file = ssl.run(['cms', '-encrypt', '-des3', '-in', 'mail.txt', ecEnc.certFile]);
+    const a = await convert(app, actor.user, file);
+    expect(a.status).toBe(200);
+    expect((await openJwe(a, ecEnc.privateKey)).plaintext.equals(crlf(TEXT))).toBe(true);
   });
 });
 
