@@ -8,10 +8,10 @@
  */
 import { BerReader } from '../asn1/ber-reader.ts';
 import { OID, oidName } from '../asn1/oids.ts';
-import { DetachedJwsSigner, type JwsAlg } from '../jose/jws.ts';
+import { DetachedJwsSigner, type DetachedJws, type JwsAlg } from '../jose/jws.ts';
 import { problem } from '../errors/index.ts';
 import { readHead, readTail } from './cms-structure.ts';
-import type { Container } from './container.ts';
+import { openContainer, type Container } from './container.ts';
 import { candidatesFor, finishSignature, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertOptions, ConvertResult } from './types.ts';
@@ -54,6 +54,21 @@ export async function convertClearSigned(
       'cms_bad_metadata',
       'a content part was given for a clear-signed message, which carries its signed content',
     );
+  const result = await resignClearSigned(container, opts);
+  return {
+    contentType: 'application/octet-stream',
+    body: once(Buffer.from(JSON.stringify(result))),
+  };
+}
+
+/**
+ * Hashes the signed entity of a multipart/signed container, verifies its detached SignedData
+ * over it and answers the JWS over the same bytes.
+ */
+export async function resignClearSigned(
+  container: Container,
+  opts: ConvertOptions,
+): Promise<DetachedJws> {
   const { oids, hashes } = micalgDigests(container.micalg);
   const key = await signerKeyOf(opts);
   const algs = new Set<JwsAlg>();
@@ -88,7 +103,7 @@ export async function convertClearSigned(
         'cms_multipart_signed_malformed',
         `the signer digests with ${oidName(signer.digestOid)}, which the micalg parameter (${(container.micalg ?? []).join(',') || 'absent'}) does not name`,
       );
-    const result = await finishSignature({
+    return await finishSignature({
       tail,
       eContentType: head.contentType,
       digests: computed,
@@ -97,14 +112,118 @@ export async function convertClearSigned(
       resolver: opts.resolver,
       cmsHash,
     });
-    return {
-      contentType: 'application/octet-stream',
-      body: once(Buffer.from(JSON.stringify(result))),
-    };
   } catch (err) {
     await reader.close().catch(() => {});
     throw err;
   }
+}
+
+/** True when bytes start a MIME entity whose Content-Type is an S/MIME multipart/signed. */
+export function looksLikeClearSigned(head: Buffer): boolean {
+  const text = head.toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  if (end === -1) return false;
+  const block = text.slice(0, end).replace(/\r?\n[ \t]+/g, ' ');
+  return /^content-type:[ \t]*multipart\/signed\b.*protocol="?application\/(x-)?pkcs7-signature/im.test(
+    block,
+  );
+}
+
+/**
+ * Hands the chunks a producer already reads (the decrypted content on its way into the JWE) to
+ * a pull-based reader running beside it, one chunk at a time: push waits until the reader took
+ * the chunk, so nothing queues up. Once the reader is done (or failed), pushes are dropped.
+ */
+class Feed implements AsyncIterable<Buffer> {
+  #waiting: ((r: IteratorResult<Buffer>) => void) | null = null;
+  #taken: (() => void) | null = null;
+  #pending: Buffer | null = null;
+  #ended = false;
+  #detached = false;
+
+  /** Offers one chunk; resolves when the reader took it (or at once when it stopped reading). */
+  push(chunk: Buffer): Promise<void> {
+    if (this.#detached) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#taken = resolve;
+      if (this.#waiting) {
+        const w = this.#waiting;
+        this.#waiting = null;
+        this.#taken = null;
+        w({ value: chunk, done: false });
+        resolve();
+      } else this.#pending = chunk;
+    });
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#waiting?.({ value: undefined, done: true });
+    this.#waiting = null;
+  }
+
+  /** The reader stopped: release a waiting producer and drop what comes. */
+  detach(): void {
+    this.#detached = true;
+    this.#pending = null;
+    this.#taken?.();
+    this.#taken = null;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return {
+      next: () => {
+        if (this.#pending) {
+          const c = this.#pending;
+          this.#pending = null;
+          const t = this.#taken;
+          this.#taken = null;
+          t?.();
+          return Promise.resolve({ value: c, done: false });
+        }
+        if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.#waiting = resolve));
+      },
+      return: () => {
+        this.detach();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}
+
+/**
+ * Verifies a clear-signed entity that arrives chunk by chunk (the plaintext of an EnvelopedData,
+ * RFC 8551 section 3.7 signed-then-encrypted mail) and answers the JWS over its signed part.
+ */
+export function clearSignedVerifier(opts: ConvertOptions): {
+  update(chunk: Buffer): Promise<void>;
+  finish(): Promise<DetachedJws>;
+} {
+  const feed = new Feed();
+  const task = (async () => {
+    try {
+      const container = await openContainer(feed);
+      if (!container.signedContent)
+        throw problem('cms_malformed', 'the encrypted entity is not a clear-signed message');
+      return await resignClearSigned(container, { ...opts, onInputType: undefined });
+    } finally {
+      feed.detach();
+    }
+  })();
+  // A failure is reported by finish (or by the next update); never unhandled meanwhile.
+  let failed: unknown = null;
+  task.catch((err: unknown) => (failed = err ?? new Error('clear-signed verification failed')));
+  return {
+    async update(chunk) {
+      await feed.push(chunk);
+      if (failed) throw failed;
+    },
+    async finish() {
+      feed.end();
+      return task;
+    },
+  };
 }
 
 const MICALG_BY_OID = new Map<string, string>(

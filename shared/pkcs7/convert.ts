@@ -30,7 +30,8 @@ import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { recoverContentKey } from './recipients.ts';
 import { openContainer } from './container.ts';
-import { convertClearSigned } from './clear-signed.ts';
+import { looksLikeHeader } from '../mime/entity.ts';
+import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
 import { candidatesFor, cmsHashOf, finishSignature, keyByKid, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
@@ -39,6 +40,8 @@ import { problem } from '../errors/index.ts';
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
 const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
+/** How much decrypted content is looked at for a clear-signed entity's header block. */
+const CLEAR_SIGNED_PEEK = 16 * 1024;
 
 async function* once(b: Buffer): AsyncGenerator<Buffer> {
   yield b;
@@ -86,6 +89,21 @@ class Peekable implements AsyncIterable<Buffer> {
   }
 }
 
+/**
+ * True when the decrypted content starts a clear-signed entity. Only as much is read ahead as
+ * needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the body,
+ * as any other), a header block is read up to its blank line, at most CLEAR_SIGNED_PEEK.
+ */
+async function clearSignedAhead(plain: Peekable): Promise<boolean> {
+  if (!looksLikeHeader(await plain.peek(24))) return false;
+  for (const n of [1024, CLEAR_SIGNED_PEEK]) {
+    const head = await plain.peek(n);
+    if (/\r?\n\r?\n/.test(head.toString('latin1')) || head.length < n)
+      return looksLikeClearSigned(head);
+  }
+  return false;
+}
+
 const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
 
 /** True when bytes start a ContentInfo whose type is signedData (what `cms -sign | cms -encrypt` makes). */
@@ -115,8 +133,8 @@ function checkMetadata(m: ConvertMetadata): void {
 
 /** What is needed to verify the CMS signer and re-sign at the end of the content. */
 interface Signing {
-  digests: ContentDigests;
-  jws: DetachedJwsSigner;
+  /** Takes the next content chunk (a promise when the chunk goes to a reader beside the JWE). */
+  update(chunk: Buffer): void | Promise<void>;
   finish(): Promise<DetachedJws>;
 }
 
@@ -303,8 +321,10 @@ async function convertEnveloped(
         key: signerKey,
       });
       signing = {
-        digests,
-        jws,
+        update: (c) => {
+          digests.update(c);
+          jws.update(c);
+        },
         finish: async () =>
           finishSignature({
             tail: await readTail(r, innerHead),
@@ -318,7 +338,16 @@ async function convertEnveloped(
       };
     } else {
       source = plain;
-      if (head.type === 'signedAndEnvelopedData') {
+      if (
+        head.type !== 'signedAndEnvelopedData' &&
+        head.contentType === OID.data &&
+        (await clearSignedAhead(plain))
+      ) {
+        // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
+        // entity as the CMS carries it; its signature is verified and a JWS of the signed part
+        // is added as for a nested SignedData (contract 5).
+        signing = clearSignedVerifier(opts);
+      } else if (head.type === 'signedAndEnvelopedData') {
         const cmsHash = cmsHashOf(head);
         const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
         const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
@@ -330,8 +359,10 @@ async function convertEnveloped(
           return Buffer.concat([d.update(sig), d.final()]);
         };
         signing = {
-          digests,
-          jws,
+          update: (c) => {
+            digests.update(c);
+            jws.update(c);
+          },
           finish: async () =>
             finishSignature({
               tail: outerTail!,
@@ -364,8 +395,8 @@ async function convertEnveloped(
       yield Buffer.concat([mp.part(JOSE), Buffer.from(header), mp.part(OCTET)]);
       for await (const chunk of source) {
         if (sign) {
-          sign.digests.update(chunk);
-          sign.jws.update(chunk);
+          const pending = sign.update(chunk);
+          if (pending) await pending;
         }
         const out = encryptor.update(chunk);
         if (out.length) yield out;

@@ -1,7 +1,7 @@
 /**
  * Archive forms (contract section 9) through a queued batch: S/MIME as `openssl cms -encrypt`
  * writes it, `-outform PEM`, and clear-signed mail from `openssl cms -sign`, uploaded as they
- * are and converted by a real worker process; the results are checked with jose against the
+ * are, and signed-then-encrypted mail (`-sign | -encrypt`), converted by a real worker process; the results are checked with jose against the
  * bytes each CMS object carries (the signed MIME entity for clear-signed mail).
  */
 import { createPublicKey } from 'node:crypto';
@@ -31,6 +31,7 @@ const TEXT = Buffer.from(
   Array.from({ length: 5000 }, (_, i) => `mail line ${i}`).join('\n') + '\n',
 );
 const CANONICAL = Buffer.from(TEXT.toString().replace(/\n/g, '\r\n'));
+const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
 beforeAll(async () => {
   ssl = new OpenSslDir();
@@ -50,10 +51,11 @@ afterAll(async () => {
   ssl?.cleanup();
 });
 
-async function opened(child: JobBody): Promise<Buffer> {
+async function opened(child: JobBody, parts3?: (jws: Buffer) => void): Promise<Buffer> {
   const r = await result(env.app, tenant.token, child.id);
   expect(r.status).toBe(200);
   const { parts, closed } = parseMultipart(r.body, r.contentType);
+  if (parts3) parts3(parts[2].body);
   expect(closed).toBe(true);
   const jwe = JSON.parse(parts[0].body.toString());
   const ct = parts[1].body;
@@ -96,6 +98,15 @@ describe('when a batch holds S/MIME, PEM and clear-signed files (real Redis, s3r
         signer.keyFile,
       ]),
     };
+    ssl.write('clear-signed.eml', files['clear-signed.eml']);
+    files['signed-then-encrypted.eml'] = ssl.run([
+      'cms',
+      '-encrypt',
+      '-aes256',
+      '-in',
+      'clear-signed.eml',
+      rsa.certFile,
+    ]);
     for (const [name, bytes] of Object.entries(files))
       expect((await upload(env.app, tenant.token, `arc/${name}`, bytes)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, {
@@ -107,7 +118,7 @@ describe('when a batch holds S/MIME, PEM and clear-signed files (real Redis, s3r
     const done = await waitForJob(env.app, tenant.token, String(submit.body.id), finished, 40_000);
     expect(done).toMatchObject({
       state: 'completed',
-      progress: { objectsTotal: 3, objectsDone: 3, objectsFailed: 0 },
+      progress: { objectsTotal: 4, objectsDone: 4, objectsFailed: 0 },
     });
     const children = await api(
       env.app,
@@ -120,6 +131,15 @@ describe('when a batch holds S/MIME, PEM and clear-signed files (real Redis, s3r
     );
     expect((await opened(byName.get('mail-encrypted.eml')!)).equals(CANONICAL)).toBe(true);
     expect((await opened(byName.get('armoured.pem')!)).equals(CANONICAL)).toBe(true);
+    let jwsPart: Buffer = Buffer.alloc(0);
+    const inner = await opened(byName.get('signed-then-encrypted.eml')!, (b) => (jwsPart = b));
+    expect(inner.equals(crlf(files['clear-signed.eml']))).toBe(true);
+    await expect(
+      flattenedVerify(
+        { ...JSON.parse(jwsPart.toString()), payload: CANONICAL },
+        createPublicKey(signer.privateKey),
+      ),
+    ).resolves.toBeTruthy();
     const signed = byName.get('clear-signed.eml')!;
     expect(signed.result.key).toBe('arc-out/clear-signed.eml.jws.json');
     const r = await result(env.app, tenant.token, signed.id);

@@ -137,6 +137,22 @@ describe('when clear-signed mail (multipart/signed) is converted over HTTP', () 
   });
 });
 
+describe('when signed-then-encrypted mail (openssl cms -sign | openssl cms -encrypt) is converted', () => {
+  it('then the JWE holds the clear-signed message and its third part is a JWS jose verifies over the signed entity', async () => {
+    const signed = clearSign(signer);
+    ssl.write('signed.eml', signed);
+    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed.eml', rsa.certFile]);
+    const a = await convert(app, actor.user, mail);
+    expect(a.status).toBe(200);
+    const jwe = await openJwe(a, rsa.privateKey);
+    expect(jwe.closed).toBe(true);
+    expect(jwe.plaintext.equals(crlf(signed))).toBe(true);
+    expect(jwe.parts).toHaveLength(3);
+    expect(jwe.parts[2].contentType).toBe('application/jose+json');
+    await verifyDetached(JSON.parse(jwe.parts[2].body.toString()), crlf(TEXT), publicOf(signer));
+  });
+});
+
 describe('when a broken archive input is sent', () => {
   it('then a 10 MB header block answers cms-mime-header-too-large as a problem before the connection closes', async () => {
     const body = Buffer.concat([
