@@ -60,6 +60,17 @@ const Convert = obj(
         },
         size: int,
         contentType: str,
+        objects: {
+          type: 'array',
+          description:
+            'every object the conversion wrote, the result first: for a SignedData also its signed content (`role: content`, key `<output>.content`), so nothing of the input is lost',
+          items: obj({
+            role: { enum: ['result', 'content'] },
+            key: str,
+            size: int,
+            contentType: str,
+          }),
+        },
       }),
     ),
     problem: nullable(JobProblem),
@@ -163,6 +174,14 @@ const CONVERT_EXAMPLE = {
     key: 'converted/inv-0001.p7m.jwe',
     size: 1049012,
     contentType: 'multipart/mixed; boundary=keyward-jwe',
+    objects: [
+      {
+        role: 'result',
+        key: 'converted/inv-0001.p7m.jwe',
+        size: 1049012,
+        contentType: 'multipart/mixed; boundary=keyward-jwe',
+      },
+    ],
   },
   problem: null,
   createdAt: '2026-11-23T16:00:00.000Z',
@@ -372,9 +391,18 @@ export const jobsPaths = {
       summary: 'Download the result of a completed conversion',
       description: perm(
         'migration.jobs.result.read',
-        'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE).',
+        'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE); `?object=content` streams the signed content a SignedData conversion stored beside its JWS.',
       ),
-      parameters: ID,
+      parameters: [
+        ...ID,
+        {
+          name: 'object',
+          in: 'query',
+          required: false,
+          schema: { enum: ['result', 'content'], default: 'result' },
+          description: 'which object the job wrote (result.objects[].role)',
+        },
+      ],
       responses: {
         200: {
           description: 'the result',

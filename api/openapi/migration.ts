@@ -254,7 +254,7 @@ export const migrationPaths = {
       summary: 'Convert a PKCS#7/CMS file of any size to detached JOSE',
       tags: ['migration'],
       description:
-        'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
+        'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed), unless `Accept` prefers `multipart/mixed` (or X-Response-Content-Type names it): then the signed content streams as part 1 (application/octet-stream) and the JWS follows as part 2 (application/jose+json); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
       parameters: [selectHeader(CONVERT_TYPES)],
       requestBody: {
         required: true,

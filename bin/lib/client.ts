@@ -198,8 +198,13 @@ export class KeywardClient {
   }
 
   /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
-  async download(jobId: string, dest: string): Promise<number> {
-    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result`);
+  async download(
+    jobId: string,
+    dest: string,
+    object: 'result' | 'content' = 'result',
+  ): Promise<number> {
+    const query = object === 'result' ? '' : `?object=${object}`;
+    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result${query}`);
     if (res.status !== 200 || !res.body)
       throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
     const temp = `${dest}.part`;

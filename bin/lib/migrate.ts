@@ -47,7 +47,11 @@ type JobView = {
   id: string;
   state: string;
   progress: { bytesRead: number; objectsDone: number; objectsFailed: number; objectsTotal: number };
-  result: { key: string; size: number } | null;
+  result: {
+    key: string;
+    size: number;
+    objects?: Array<{ role: string; key: string; size: number }>;
+  } | null;
   problem: { type: string; detail: string } | null;
   source: { key: string };
 };
@@ -136,7 +140,11 @@ interface Run {
   progress: Progress | null;
 }
 
-/** Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. */
+/**
+ * Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. A
+ * SignedData's signed content comes first, as `<name>.content` beside `<name>.jws.json`, so a
+ * result file on disk always has its content next to it.
+ */
 async function fetchResult(
   run: Run,
   id: string,
@@ -144,9 +152,14 @@ async function fetchResult(
   view: JobView,
 ): Promise<{ file: string | null; size: number }> {
   if (!run.outDir || !view.result) return { file: null, size: view.result?.size ?? 0 };
-  const relFile = posix.join(posix.dirname(rel), posix.basename(view.result.key));
-  const dest = join(run.outDir, ...relFile.split('/'));
+  const place = (key: string) => {
+    const relFile = posix.join(posix.dirname(rel), posix.basename(key));
+    return { relFile, dest: join(run.outDir!, ...relFile.split('/')) };
+  };
+  const { relFile, dest } = place(view.result.key);
   await mkdir(dirname(dest), { recursive: true });
+  const content = view.result.objects?.find((o) => o.role === 'content');
+  if (content) await retrying(() => run.client.download(id, place(content.key).dest, 'content'));
   const size = await retrying(() => run.client.download(id, dest));
   return { file: relFile, size };
 }

@@ -12,7 +12,7 @@ import { DetachedJwsSigner, type DetachedJws, type JwsAlg } from '../jose/jws.ts
 import { problem } from '../errors/index.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import { openContainer, type Container } from './container.ts';
-import { candidatesFor, finishSignature, signerKeyOf } from './resigning.ts';
+import { candidatesFor, finishSignature, signedResult, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertOptions, ConvertResult } from './types.ts';
 
@@ -40,10 +40,6 @@ export function micalgDigests(micalg: readonly string[] | undefined): {
   };
 }
 
-async function* once(b: Buffer): AsyncGenerator<Buffer> {
-  yield b;
-}
-
 /** Converts a multipart/signed container into the detached JWS of its signed entity. */
 export async function convertClearSigned(
   container: Container,
@@ -54,21 +50,25 @@ export async function convertClearSigned(
       'cms_bad_metadata',
       'a content part was given for a clear-signed message, which carries its signed content',
     );
-  const result = await resignClearSigned(container, opts);
-  return {
-    contentType: 'application/octet-stream',
-    body: once(Buffer.from(JSON.stringify(result))),
-  };
+  // multipart/signed carries a SignedData (checked when it is read): callers that route the
+  // answer by input type (the jobs) learn it before the content streams.
+  opts.onInputType?.('signedData');
+  const reader = { close: async () => {} };
+  return signedResult(resignClearSigned(container, opts, reader), opts.withContent === true, () =>
+    reader.close(),
+  );
 }
 
 /**
- * Hashes the signed entity of a multipart/signed container, verifies its detached SignedData
- * over it and answers the JWS over the same bytes.
+ * Hashes the signed entity of a multipart/signed container, yielding it as it passes, verifies
+ * its detached SignedData over it and returns the JWS over the same bytes. `handle.close` ends
+ * the SignedData reader once it exists (a failure or an abandoned answer).
  */
-export async function resignClearSigned(
+export async function* resignClearSigned(
   container: Container,
   opts: ConvertOptions,
-): Promise<DetachedJws> {
+  handle: { close: () => Promise<void> },
+): AsyncGenerator<Buffer, DetachedJws> {
   const { oids, hashes } = micalgDigests(container.micalg);
   const key = await signerKeyOf(opts);
   const algs = new Set<JwsAlg>();
@@ -81,41 +81,37 @@ export async function resignClearSigned(
   for await (const chunk of container.signedContent!) {
     digests.update(chunk);
     jws.update(chunk);
+    yield chunk;
   }
   const reader = new BerReader(container.cms);
-  try {
-    const head = await readHead(reader);
-    opts.onInputType?.(head.type);
-    if (head.type !== 'signedData' || head.content)
-      throw problem(
-        'cms_multipart_signed_malformed',
-        head.type !== 'signedData'
-          ? `the signature part holds a ${head.type}, not a SignedData`
-          : 'the signature part holds a SignedData with its own content; clear-signed mail signs the first part',
-      );
-    const tail = await readTail(reader, head);
-    const computed = digests.digest();
-    const cmsHash =
-      head.digestAlgorithms.map((a) => MICALG_BY_OID.get(a.algorithm)).find((h) => h) ?? 'sha256';
-    const signer = tail.signers.length === 1 ? describeSigner(tail.signers[0]) : null;
-    if (signer && !signer.unsupported && !computed.has(signer.digestOid))
-      throw problem(
-        'cms_multipart_signed_malformed',
-        `the signer digests with ${oidName(signer.digestOid)}, which the micalg parameter (${(container.micalg ?? []).join(',') || 'absent'}) does not name`,
-      );
-    return await finishSignature({
-      tail,
-      eContentType: head.contentType,
-      digests: computed,
-      jws,
-      key,
-      resolver: opts.resolver,
-      cmsHash,
-    });
-  } catch (err) {
-    await reader.close().catch(() => {});
-    throw err;
-  }
+  handle.close = () => reader.close();
+  const head = await readHead(reader);
+  if (head.type !== 'signedData' || head.content)
+    throw problem(
+      'cms_multipart_signed_malformed',
+      head.type !== 'signedData'
+        ? `the signature part holds a ${head.type}, not a SignedData`
+        : 'the signature part holds a SignedData with its own content; clear-signed mail signs the first part',
+    );
+  const tail = await readTail(reader, head);
+  const computed = digests.digest();
+  const cmsHash =
+    head.digestAlgorithms.map((a) => MICALG_BY_OID.get(a.algorithm)).find((h) => h) ?? 'sha256';
+  const signer = tail.signers.length === 1 ? describeSigner(tail.signers[0]) : null;
+  if (signer && !signer.unsupported && !computed.has(signer.digestOid))
+    throw problem(
+      'cms_multipart_signed_malformed',
+      `the signer digests with ${oidName(signer.digestOid)}, which the micalg parameter (${(container.micalg ?? []).join(',') || 'absent'}) does not name`,
+    );
+  return await finishSignature({
+    tail,
+    eContentType: head.contentType,
+    digests: computed,
+    jws,
+    key,
+    resolver: opts.resolver,
+    cmsHash,
+  });
 }
 
 /** True when bytes start a MIME entity whose Content-Type is an S/MIME multipart/signed. */
@@ -206,7 +202,14 @@ export function clearSignedVerifier(opts: ConvertOptions): {
       const container = await openContainer(feed);
       if (!container.signedContent)
         throw problem('cms_malformed', 'the encrypted entity is not a clear-signed message');
-      return await resignClearSigned(container, { ...opts, onInputType: undefined });
+      const handle = { close: async () => {} };
+      const gen = resignClearSigned(container, opts, handle);
+      try {
+        for (let r = await gen.next(); ; r = await gen.next()) if (r.done) return r.value;
+      } catch (err) {
+        await handle.close().catch(() => {});
+        throw err;
+      }
     } finally {
       feed.detach();
     }

@@ -32,7 +32,14 @@ import { recoverContentKey } from './recipients.ts';
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
-import { candidatesFor, cmsHashOf, finishSignature, keyByKid, signerKeyOf } from './resigning.ts';
+import {
+  candidatesFor,
+  cmsHashOf,
+  finishSignature,
+  keyByKid,
+  signedResult,
+  signerKeyOf,
+} from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
 import { problem } from '../errors/index.ts';
@@ -42,10 +49,6 @@ const JOSE = 'application/jose+json';
 const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
 /** How much decrypted content is looked at for a clear-signed entity's header block. */
 const CLEAR_SIGNED_PEEK = 16 * 1024;
-
-async function* once(b: Buffer): AsyncGenerator<Buffer> {
-  yield b;
-}
 
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
   for await (const c of input)
@@ -155,7 +158,8 @@ async function convertSigned(
         'cms_bad_metadata',
         'a content part was given for a SignedData that carries its content',
       );
-    source = reader.octets(head.content, { reuse: true }); // only hashed below
+    // Only hashed below, unless the content is handed on as well (then each chunk is its own).
+    source = reader.octets(head.content, { reuse: !opts.withContent });
     jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), {
       b64: metadata.b64 ?? false,
       key,
@@ -186,21 +190,25 @@ async function convertSigned(
     source = buffers(opts.content);
   }
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-  for await (const chunk of source) {
-    digests.update(chunk);
-    jws.update(chunk);
+  const signer = jws;
+  const known = tail;
+  async function* run(): AsyncGenerator<Buffer, DetachedJws> {
+    for await (const chunk of source) {
+      digests.update(chunk);
+      signer.update(chunk);
+      yield chunk;
+    }
+    return finishSignature({
+      tail: known ?? (await readTail(reader, head)),
+      eContentType: head.contentType,
+      digests: digests.digest(),
+      jws: signer,
+      key,
+      resolver,
+      cmsHash,
+    });
   }
-  tail ??= await readTail(reader, head);
-  const result = await finishSignature({
-    tail,
-    eContentType: head.contentType,
-    digests: digests.digest(),
-    jws,
-    key,
-    resolver,
-    cmsHash,
-  });
-  return { contentType: OCTET, body: once(Buffer.from(JSON.stringify(result))) };
+  return signedResult(run(), opts.withContent === true, () => reader.close());
 }
 
 function checkEnvelope(head: CmsHead, cc: ContentCipher): void {

@@ -8,7 +8,11 @@ import type { DetachedJws, DetachedJwsSigner } from '../jose/jws.ts';
 import { DIGESTS } from '../asn1/oids.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
 import { describeSigner, verificationKey, verifySigner } from './signers.ts';
-import type { ConvertOptions, KeyResolver, ResolvedKey } from './types.ts';
+import type { ConvertOptions, ConvertResult, KeyResolver, ResolvedKey } from './types.ts';
+import { Multipart } from '../jose/jwe.ts';
+
+const OCTET = 'application/octet-stream';
+const JOSE = 'application/jose+json';
 import { problem } from '../errors/index.ts';
 
 /** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
@@ -86,4 +90,55 @@ export async function candidatesFor(
   cmsHash: string,
 ): Promise<JwsAlg[]> {
   return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
+}
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+/**
+ * The answer of a SignedData conversion from a generator that yields the signed content as it is
+ * hashed and returns the JWS once the CMS signature verified. By default the JWS object alone,
+ * after the whole content (so every failure is a plain problem). With `withContent`, a
+ * multipart/mixed of the content (application/octet-stream) as it streams, then the JWS
+ * (application/jose+json): nothing of the input is lost, and a failure after the first byte cuts
+ * the answer before its closing delimiter (contract 5). Failures before the content starts
+ * (keys, metadata) are plain problems either way: the first step runs before this returns.
+ */
+export async function signedResult(
+  gen: AsyncGenerator<Buffer, DetachedJws>,
+  withContent: boolean,
+  release: () => Promise<void>,
+): Promise<ConvertResult> {
+  let step: IteratorResult<Buffer, DetachedJws>;
+  try {
+    step = await gen.next();
+    if (!withContent) {
+      while (!step.done) step = await gen.next();
+      return { contentType: OCTET, body: once(Buffer.from(JSON.stringify(step.value))) };
+    }
+  } catch (err) {
+    await release().catch(() => {});
+    throw err;
+  }
+  const mp = new Multipart();
+  async function* body(): AsyncGenerator<Buffer> {
+    let done = false;
+    try {
+      yield mp.part(OCTET);
+      while (!step.done) {
+        yield step.value;
+        step = await gen.next();
+      }
+      yield Buffer.concat([mp.part(JOSE), Buffer.from(JSON.stringify(step.value))]);
+      done = true;
+      yield mp.close();
+    } finally {
+      if (!done) {
+        await gen.return(undefined as never).catch(() => {});
+        await release().catch(() => {});
+      }
+    }
+  }
+  return { contentType: mp.contentType, body: body() };
 }

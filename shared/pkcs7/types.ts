@@ -42,6 +42,11 @@ export interface ConvertOptions {
   resolver: KeyResolver;
   /** The signed content of a detached SignedData (a .p7s). */
   content?: AsyncIterable<Uint8Array>;
+  /**
+   * SignedData: answer multipart/mixed, the signed content as it streams then the JWS, instead
+   * of the JWS alone (HTTP `Accept: multipart/mixed`, and the jobs, which store both).
+   */
+  withContent?: boolean;
   /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
   onInputType?: (type: string) => void;
 }

@@ -101,6 +101,7 @@ export async function openJobResult(
   ctx: AppContext,
   tenantId: string,
   rawId: string,
+  role: 'result' | 'content' = 'result',
 ): Promise<{ body: Readable; contentType: string; size: number; filename: string }> {
   const rt = await jobsRuntime(ctx);
   const id = jobId(rawId);
@@ -120,14 +121,17 @@ export async function openJobResult(
       `the job is ${view.state}; a result exists only once it completed`,
       { details: { state: view.state } },
     );
+  const written = view.result.objects.find((o) => o.role === role);
+  if (!written)
+    throw problem('not_found', `the job wrote no ${role} object (only a SignedData has content)`);
   const objects = tenantStore(await objectStoreOf(ctx), tenantId);
   try {
-    const body = await objects.get(view.result.key);
+    const body = await objects.get(written.key);
     return {
       body,
-      contentType: view.result.contentType,
-      size: view.result.size,
-      filename: view.result.key
+      contentType: written.contentType,
+      size: written.size,
+      filename: written.key
         .split('/')
         .pop()!
         .replace(/[^\w.-]/g, '_'),

@@ -142,6 +142,26 @@ describe('when a batch holds S/MIME, PEM and clear-signed files (real Redis, s3r
     ).resolves.toBeTruthy();
     const signed = byName.get('clear-signed.eml')!;
     expect(signed.result.key).toBe('arc-out/clear-signed.eml.jws.json');
+    // Nothing lost: the signed entity is stored beside the JWS, and the result names both.
+    expect(signed.result.objects).toEqual([
+      expect.objectContaining({ role: 'result', key: 'arc-out/clear-signed.eml.jws.json' }),
+      expect.objectContaining({
+        role: 'content',
+        key: 'arc-out/clear-signed.eml.content',
+        size: CANONICAL.length,
+      }),
+    ]);
+    const stored = await fetch(
+      `${env.app.url}/api/v3/migration/jobs/${signed.id}/result?object=content`,
+      { headers: { authorization: `Bearer ${tenant.token}` } },
+    );
+    expect(stored.status).toBe(200);
+    expect(Buffer.from(await stored.arrayBuffer()).equals(CANONICAL)).toBe(true);
+    const none = await fetch(
+      `${env.app.url}/api/v3/migration/jobs/${byName.get('armoured.pem')!.id}/result?object=content`,
+      { headers: { authorization: `Bearer ${tenant.token}` } },
+    );
+    expect(none.status).toBe(404);
     const r = await result(env.app, tenant.token, signed.id);
     await expect(
       flattenedVerify(

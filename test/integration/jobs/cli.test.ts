@@ -133,8 +133,11 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(first.stdout).toContain('4 files: 3 converted, 1 failed, 0 skipped');
     for (const f of ['a.p7m.jws.json', 'nested/b.p7m.jws.json', 'nested/c.p7m.jws.json']) {
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
+      // Nothing lost: the signed content lands beside its JWS, and the JWS verifies over it.
+      const stored = readFileSync(join(out, f.replace(/\.jws\.json$/, '.content')));
+      expect(stored.equals(content)).toBe(true);
       await expect(
-        flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),
+        flattenedVerify({ ...jws, payload: stored }, createPublicKey(key.privateKey)),
       ).resolves.toBeTruthy();
     }
     expect(existsSync(join(out, 'broken.p7m.jws.json'))).toBe(false);
@@ -170,6 +173,9 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('2 files: 2 converted, 0 failed, 0 skipped');
     for (const f of ['x.p7m.jws.json', 'sub/y.p7m.jws.json']) {
+      expect(readFileSync(join(out, f.replace(/\.jws\.json$/, '.content'))).equals(content)).toBe(
+        true,
+      );
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
       await expect(
         flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),

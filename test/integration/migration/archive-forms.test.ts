@@ -13,6 +13,7 @@ import {
   makeActor,
   makeKey,
   openJwe,
+  parseMultipart,
   postParts,
   postRaw,
   postWithDeadline,
@@ -134,6 +135,56 @@ describe('when clear-signed mail (multipart/signed) is converted over HTTP', () 
       signers: [{ kid: 'arc-signer' }],
       convertible: true,
     });
+  });
+});
+
+describe('when a SignedData is converted with Accept: multipart/mixed', () => {
+  it.each([
+    {
+      name: 'an attached DER SignedData',
+      make: () =>
+        ssl.run([
+          'cms',
+          '-sign',
+          '-binary',
+          '-nodetach',
+          '-in',
+          'mail.txt',
+          '-signer',
+          signer.certFile,
+          '-inkey',
+          signer.keyFile,
+          '-outform',
+          'DER',
+        ]),
+      content: () => TEXT,
+    },
+    { name: 'clear-signed mail', make: () => clearSign(signer), content: () => crlf(TEXT) },
+  ])(
+    'then $name answers its content, then the JWS that jose verifies over it',
+    async ({ make, content }) => {
+      const a = await convert(app, actor.user, make(), {}, undefined, {
+        accept: 'multipart/mixed',
+      });
+      expect(a.status).toBe(200);
+      const { parts, closed } = parseMultipart(a.body, a.headers.get('content-type')!);
+      expect(closed).toBe(true);
+      expect(parts.map((p) => p.contentType)).toEqual([
+        'application/octet-stream',
+        'application/jose+json',
+      ]);
+      expect(parts[0].body.equals(content())).toBe(true);
+      await verifyDetached(JSON.parse(parts[1].body.toString()), parts[0].body, publicOf(signer));
+    },
+  );
+
+  it('then without that Accept the answer stays the JWS object alone', async () => {
+    const a = await convert(app, actor.user, clearSign(signer), {}, undefined, {
+      accept: 'application/octet-stream, multipart/mixed;q=0.5',
+    });
+    expect(a.status).toBe(200);
+    expect(a.headers.get('content-type')).toBe('application/octet-stream');
+    await verifyDetached(a.json<Jws>(), crlf(TEXT), publicOf(signer));
   });
 });
 

@@ -412,3 +412,34 @@ describe('when an archive input is broken', () => {
     expect(pulled()).toBeLessThan(256 * 1024);
   });
 });
+
+describe('when a SignedData is converted with its content (withContent)', () => {
+  it('then a clear-signed message whose signature fails is cut after its content, never closed', async () => {
+    const msg = ssl.run([
+      'cms',
+      '-sign',
+      '-in',
+      'text.txt',
+      '-signer',
+      rsa.certFile,
+      '-inkey',
+      rsa.keyFile,
+    ]);
+    msg[msg.indexOf('line 1500 of')] = 'L'.charCodeAt(0);
+    const r = await convertPkcs7ToJose(chunked(msg, 4096), {
+      metadata: {},
+      resolver: resolverFor([rsa]),
+      withContent: true,
+    });
+    expect(r.contentType).toMatch(/^multipart\/mixed; boundary=/);
+    const seen: Buffer[] = [];
+    await expect(
+      (async () => {
+        for await (const c of r.body) seen.push(c);
+      })(),
+    ).rejects.toMatchObject({ code: 'cms_signature_invalid' });
+    const text = Buffer.concat(seen).toString('latin1');
+    expect(text).toContain('Content-Type: application/octet-stream');
+    expect(text).not.toContain('application/jose+json');
+  });
+});

@@ -12,6 +12,7 @@ import { pageParams } from '../../../http/pagination.ts';
 import { actorOf, authorize } from '../../../middleware/authenticate.ts';
 import { jsonBody } from '../../../middleware/body.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
+import { problem } from '../../../../shared/errors/index.ts';
 import {
   cancelJob,
   jobChildren,
@@ -97,7 +98,10 @@ export function createJobsRouter(ctx: AppContext): Router {
       authorize(ctx, 'migration.jobs.result.read'),
       apiRateLimit(ctx, 'migration.jobs.result.read'),
       async (req, res) => {
-        const result = await openJobResult(ctx, req.auth.tenantId, param(req, 'id'));
+        const object = req.query.object ?? 'result';
+        if (object !== 'result' && object !== 'content')
+          throw problem('validation_failed', 'object must be result or content');
+        const result = await openJobResult(ctx, req.auth.tenantId, param(req, 'id'), object);
         res.status(200).type(result.contentType).setHeader('Content-Length', String(result.size));
         res.setHeader('Content-Disposition', `attachment; filename="${result.filename}"`);
         await pipeline(result.body, res);

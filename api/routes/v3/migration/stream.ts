@@ -6,7 +6,7 @@
  * engine's output flows to the socket with backpressure, so memory stays flat whatever the size
  * (spec 8: no limit).
  */
-import { Router, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import type { AppContext } from '../../../context.ts';
 import { route } from '../../../http/route.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
@@ -17,6 +17,7 @@ import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
 import {
+  RESPONSE_TYPE_HEADER,
   acceptOneOf,
   checkedBeforeLast,
   labelFor,
@@ -31,6 +32,22 @@ export const CONVERT_TYPES = [
   'application/json',
 ] as const;
 
+/**
+ * True when the client asks for a SignedData's content beside its JWS: X-Response-Content-Type
+ * multipart/mixed, or an Accept that prefers multipart/mixed to the JWS object's types (a bare
+ * or wildcard Accept keeps the JWS-only default of contract 5).
+ */
+function wantsSignedContent(req: Request): boolean {
+  const selected = req.headers[RESPONSE_TYPE_HEADER];
+  if (typeof selected === 'string' && selected.trim().toLowerCase() === 'multipart/mixed')
+    return true;
+  if (!req.headers.accept) return false;
+  return (
+    req.accepts(['application/octet-stream', 'application/json', 'multipart/mixed']) ===
+    'multipart/mixed'
+  );
+}
+
 /** POST convert-pkcs7-to-jose: metadata, file (and content) in; JWS object or multipart JWE out. */
 function convertHandler(ctx: AppContext): RequestHandler {
   return streamedOperation(ctx, 'migration.convert', async (op, req, res) => {
@@ -40,6 +57,7 @@ function convertHandler(ctx: AppContext): RequestHandler {
       request,
       tenantKeyResolver(ctx, req.auth.tenantId),
       (type) => (op.details.inputType = type),
+      wantsSignedContent(req),
     );
     const resultType = result.contentType.split(';')[0];
     op.details.resultType = resultType;
