@@ -90,6 +90,10 @@ const migrateCommand: Command = {
       value: '<p>',
       help: 'where uploads and results go in your object storage (default migrate/<hash>/)',
     },
+    cleanup: {
+      type: 'boolean',
+      help: "once a file's results are downloaded, delete its upload and its results from the service's storage (a directory source and --out directory)",
+    },
     poll: { type: 'string', value: '<ms>', help: 'how often job status is read (default 1000)' },
     'progress-interval': {
       type: 'string',
@@ -127,6 +131,7 @@ const migrateCommand: Command = {
       concurrency: positiveInt(str(v, 'concurrency'), '--concurrency', 4),
       metadata: metadata as Record<string, unknown>,
       remotePrefix: str(v, 'remote-prefix'),
+      cleanup: v.cleanup === true,
       pollMs: positiveInt(str(v, 'poll'), '--poll', 1000),
       progressIntervalMs: positiveInt(str(v, 'progress-interval'), '--progress-interval', 10_000),
       stderr: process.stderr,

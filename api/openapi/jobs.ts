@@ -245,6 +245,32 @@ export const jobsPaths = {
         503: problemResponse('storage-unavailable'),
       },
     },
+    delete: {
+      tags,
+      operationId: 'deleteUpload',
+      summary: 'Delete an uploaded file from your object storage',
+      description: perm(
+        'migration.uploads.write',
+        "Removes the object from the tenant's storage (audited as migration.upload.delete). Objects also go after MIGRATION_OBJECT_RETENTION seconds when the operator set it.",
+      ),
+      parameters: [
+        {
+          name: 'name',
+          in: 'path',
+          required: true,
+          schema: str,
+          description: 'object key, as given to PUT',
+          example: SOURCE_KEY,
+        },
+      ],
+      responses: {
+        204: { description: 'deleted' },
+        400: problemResponse('invalid key'),
+        404: problemResponse('no such object in this tenant'),
+        ...common,
+        503: problemResponse('storage-unavailable'),
+      },
+    },
   },
   '/api/v3/migration/jobs': {
     post: {
@@ -385,6 +411,26 @@ export const jobsPaths = {
     },
   },
   '/api/v3/migration/jobs/{id}/result': {
+    delete: {
+      tags,
+      operationId: 'deleteJobResults',
+      summary: 'Delete the objects a finished conversion (or every child of a batch) wrote',
+      description: perm(
+        'migration.jobs.cancel',
+        "Removes every object in result.objects (the JOSE result and, for a SignedData, its content) from the tenant's storage, audited as migration.job.results.delete. The job record stays readable; its result download answers 404 afterwards.",
+      ),
+      parameters: ID,
+      responses: {
+        200: json('deleted', obj({ id: str, deleted: { type: 'array', items: str } }), {
+          id: 'cv-4f0c…',
+          deleted: ['converted/inv-0001.p7m.jws.json', 'converted/inv-0001.p7m.content'],
+        }),
+        404: problemResponse('no such job'),
+        409: problemResponse('job-not-finished'),
+        ...common,
+        ...queue,
+      },
+    },
     get: {
       tags,
       operationId: 'getJobResult',

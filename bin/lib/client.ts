@@ -197,6 +197,17 @@ export class KeywardClient {
     return body as { key: string; size: number; version: string };
   }
 
+  /** Deletes an uploaded object from the tenant's storage (a missing one is not an error). */
+  async deleteUpload(name: string): Promise<void> {
+    const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
+    const res = await this.request('DELETE', path);
+    if (res.status === 204 || res.status === 404) {
+      await res.body?.cancel();
+      return;
+    }
+    throw new ApiError(res.status, await parse(res), `delete of ${name}`);
+  }
+
   /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
   async download(
     jobId: string,

@@ -38,6 +38,12 @@ export interface MigrateOptions {
   /** Where uploads (`in/`) and results (`out/`) go in the tenant's storage (default: migrate/<hash of the source path>/). */
   remotePrefix?: string;
   pollMs: number;
+  /**
+   * Delete from the service's storage what this run put there, once downloaded: each upload and
+   * the job's results (SignedData content included). Only with a local --out, so nothing is
+   * removed that exists nowhere else; an s3:// source is the tenant's own and is never deleted.
+   */
+  cleanup?: boolean;
   progressIntervalMs?: number;
   stderr: NodeJS.WriteStream;
   stdout: NodeJS.WritableStream;
@@ -164,6 +170,22 @@ async function fetchResult(
   return { file: relFile, size };
 }
 
+/**
+ * --cleanup: the job's results (all its objects) and the upload go from the service's storage.
+ * A failure here does not fail the file: it converted and is on disk; the service's retention
+ * (MIGRATION_OBJECT_RETENTION) or a later DELETE removes what is left.
+ */
+async function cleanup(run: Run, jobId: string, uploadKey: string | undefined): Promise<void> {
+  try {
+    await retrying(() =>
+      run.client.json('DELETE', `/api/v3/migration/jobs/${jobId}/result`, undefined, [200]),
+    );
+    if (uploadKey) await retrying(() => run.client.deleteUpload(uploadKey));
+  } catch (err) {
+    run.progress?.note(`cleanup of ${uploadKey ?? jobId} failed: ${(err as Error).message}`);
+  }
+}
+
 /** One local file: upload, submit, follow, download; records the outcome. */
 async function migrateFile(
   run: Run,
@@ -220,6 +242,7 @@ async function migrateFile(
         outputSize: got.size,
         problem: undefined,
       });
+      if (opts.cleanup && run.outDir && got.file) await cleanup(run, view.id, fs.remoteKey);
     }
   } catch (err) {
     Object.assign(fs, {

@@ -16,6 +16,8 @@ import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
+import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
+import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   JOB_PERMISSIONS,
   spawnWorker,
@@ -55,6 +57,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
   let worker: WorkerChild;
   let dir: string;
   let cliEnv: Record<string, string>;
+  let tenantId: string;
   const tokenFor = () =>
     workloadToken(env.app, {
       clientId: cliEnv.KEYWARD_CLIENT_ID,
@@ -67,6 +70,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     key = makeKey(ssl, 'cli-signer', 'ec-p256');
     env = await startJobsEnv();
     const t = await makeTenant(env.app, JOB_PERMISSIONS);
+    tenantId = t.tenantId;
     await importKeystore(env.app.ctx, t.tenantId, {
       data: Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]),
       kid: key.kid,
@@ -158,6 +162,35 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(second.code).toBe(1);
     expect(second.stdout).toContain('4 files: 0 converted, 1 failed, 3 skipped');
     expect(second.stderr).toMatch(/files 1\/1, 1 failed/);
+  }, 60_000);
+
+  it('when --cleanup is given, then results land on disk with their content and nothing of the run stays in the service storage', async () => {
+    const out = join(dir, 'out-clean');
+    const r = await runCli(
+      [
+        'migrate',
+        join(dir, 'src', 'nested'),
+        '--out',
+        out,
+        '--cleanup',
+        '--remote-prefix',
+        'cleanup-run/',
+        '--poll',
+        '100',
+      ],
+      cliEnv,
+    );
+    expect(r.code).toBe(0);
+    for (const f of ['b.p7m', 'c.p7m']) {
+      expect(readFileSync(join(out, `${f}.content`)).equals(content)).toBe(true);
+      expect(existsSync(join(out, `${f}.jws.json`))).toBe(true);
+    }
+    const left: string[] = [];
+    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(
+      'cleanup-run/',
+    ))
+      left.push(o.key);
+    expect(left).toEqual([]);
   }, 60_000);
 
   it('when the source is s3://bucket/prefix of objects the service holds, then one batch converts them and the results are downloaded', async () => {

@@ -15,6 +15,7 @@ import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { problem } from '../../../../shared/errors/index.ts';
 import {
   cancelJob,
+  deleteJobResults,
   jobChildren,
   openJobResult,
   readJob,
@@ -94,6 +95,18 @@ export function createJobsRouter(ctx: AppContext): Router {
   });
 
   route(router, '/:id/result', {
+    delete: [
+      authorize(ctx, 'migration.jobs.cancel'),
+      apiRateLimit(ctx, 'migration.jobs.cancel'),
+      async (req, res) => {
+        const r = await deleteJobResults(ctx, req.auth.tenantId, param(req, 'id'));
+        audit(req, 'migration.job.results.delete', r.id, {
+          deleted: r.deleted.length,
+          keys: r.deleted.slice(0, 50),
+        });
+        res.status(200).json(r);
+      },
+    ],
     get: [
       authorize(ctx, 'migration.jobs.result.read'),
       apiRateLimit(ctx, 'migration.jobs.result.read'),
