@@ -294,13 +294,16 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     const present =
       !run.outDir ||
       (fs?.outputFile !== undefined && existsSync(join(run.outDir, ...fs.outputFile.split('/'))));
-    if (unchanged && fs.status === 'converted' && present) run.rows.push(rowOf(rel, fs, true));
-    else {
-      todo.push(rel);
-      run.snap.bytesTotal += st.size;
-    }
+    run.snap.bytesTotal += st.size;
+    if (unchanged && fs.status === 'converted' && present) {
+      run.rows.push(rowOf(rel, fs, true));
+      // A resumed run counts over the whole set: what an earlier run finished is done already.
+      run.snap.filesSkipped = (run.snap.filesSkipped ?? 0) + 1;
+      run.snap.bytesSkipped = (run.snap.bytesSkipped ?? 0) + st.size;
+      run.snap.bytesDone += st.size;
+    } else todo.push(rel);
   }
-  run.snap.filesTotal = todo.length;
+  run.snap.filesTotal = todo.length + (run.snap.filesSkipped ?? 0);
   await pool(todo, opts.concurrency, (rel) => migrateFile(run, srcDir, rel, remoteBase, outPrefix));
 }
 
