@@ -209,7 +209,7 @@ const CMS_ERRORS = {
   400: 'cms-malformed (the detail names what the input looks like), cms-truncated, cms-base64-invalid, cms-base64-truncated, cms-pem-unterminated, cms-mime-no-body, cms-mime-too-deep, cms-multipart-signed-malformed, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
   404: 'cms-key-not-imported: a signer or recipient key (or a kid of the metadata) is not imported in this tenant',
   409: 'key-suspended, key-revoked: the matching imported key is not active',
-  413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (metadata part over 64 KiB)',
+  413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (a flattened JSON JWE over CONVERT_JSON_MAX_BYTES) (metadata part over 64 KiB)',
   415: 'cms-unsupported (type, algorithm, several signers or recipients), unsupported-media-type',
   422: 'cms-signature-invalid, cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
@@ -240,7 +240,12 @@ const analyze = (operationId: string, summary: string) => ({
   },
 });
 
-const CONVERT_TYPES = ['application/octet-stream', 'multipart/mixed', 'application/json'];
+const CONVERT_TYPES = [
+  'application/octet-stream',
+  'multipart/mixed',
+  'application/json',
+  'application/jose+json',
+];
 
 export const migrationPaths = {
   '/api/v3/migration/stream/analyze-pkcs7': analyze('analyzePkcs7', 'Analyze a PKCS#7/CMS file'),
@@ -286,6 +291,13 @@ export const migrationPaths = {
             'application/octet-stream': { schema: Jws },
             'application/json': { schema: Jws, example: JWS_EXAMPLE },
             'multipart/mixed': { schema: binary, example: JWE_EXAMPLE },
+            'application/jose+json': {
+              schema: {
+                description:
+                  'for Accept: application/jose+json: an enveloped input as one flattened JSON JWE (RFC 7516 7.2.2: protected, header, encrypted_key, iv, ciphertext, tag), content at most CONVERT_JSON_MAX_BYTES (413 beyond; 406 for a result with a JWS part); a SignedData as its JWS object',
+                type: 'object',
+              },
+            },
           },
         },
         ...problems({ ...COMMON, ...CMS_ERRORS }),

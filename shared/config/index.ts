@@ -351,6 +351,13 @@ export const SCHEMA = {
     default: '50000',
     min: 1,
   },
+  convertJsonMaxBytes: {
+    env: 'CONVERT_JSON_MAX_BYTES',
+    doc: 'Largest content a conversion answers as one flattened JSON JWE (Accept: application/jose+json, held in memory); larger answers 413 and multipart/mixed streams any size',
+    kind: 'int',
+    default: '16777216',
+    min: 1024,
+  },
   migrationObjectRetention: {
     env: 'MIGRATION_OBJECT_RETENTION',
     doc: "Seconds an uploaded file or a conversion result stays in the tenants' object storage before a worker deletes it (0 keeps them until deleted through the API)",

@@ -5,6 +5,7 @@
  * bytes the CMS object carries (for clear-signed mail, the signed MIME entity). Broken wrappers
  * answer their own problem before the connection closes, without the server reading them whole.
  */
+import { flattenedDecrypt } from 'jose';
 import {
   ANALYZE,
   OpenSslDir,
@@ -37,7 +38,8 @@ const TEXT = Buffer.from(
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // A small cap for the flattened JSON JWE, so the 413 beyond it is reachable with small files.
+  app = await startTestApp({ CONVERT_JSON_MAX_BYTES: '65536' });
   ssl = new OpenSslDir();
   rsa = makeKey(ssl, 'arc-rsa', 'rsa-2048');
   signer = makeKey(ssl, 'arc-signer', 'rsa-2048');
@@ -201,6 +203,66 @@ describe('when signed-then-encrypted mail (openssl cms -sign | openssl cms -encr
     expect(jwe.parts).toHaveLength(3);
     expect(jwe.parts[2].contentType).toBe('application/jose+json');
     await verifyDetached(JSON.parse(jwe.parts[2].body.toString()), crlf(TEXT), publicOf(signer));
+  });
+});
+
+describe('when a conversion is asked for as application/jose+json (flattened JSON JWE)', () => {
+  it('then an enveloped input answers one JSON JWE that jose flattenedDecrypt opens as it is', async () => {
+    const small = Buffer.from('a short archived letter\n'.repeat(100));
+    ssl.write('small.txt', small);
+    const file = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes256',
+      '-in',
+      'small.txt',
+      rsa.certFile,
+    ]);
+    const a = await convert(app, actor.user, file, {}, undefined, {
+      accept: 'application/jose+json',
+    });
+    expect(a.status).toBe(200);
+    expect(a.headers.get('content-type')).toBe('application/jose+json');
+    const jwe = a.json<Record<string, string>>();
+    expect(Object.keys(jwe).sort()).toEqual(
+      ['ciphertext', 'encrypted_key', 'header', 'iv', 'protected', 'tag'].sort(),
+    );
+    const { plaintext } = await flattenedDecrypt(jwe as never, rsa.privateKey);
+    expect(Buffer.from(plaintext).equals(small)).toBe(true);
+  });
+
+  it('then content over CONVERT_JSON_MAX_BYTES answers 413 payload-too-large, and multipart/mixed still works', async () => {
+    const file = encrypt(['-aes256']); // about 80 KB of content, over this app's 64 KiB cap
+    const a = await convert(app, actor.user, file, {}, undefined, {
+      accept: 'application/jose+json',
+    });
+    expect(a.status).toBe(413);
+    expect(a.json().detail).toMatch(/CONVERT_JSON_MAX_BYTES/);
+    expect((await convert(app, actor.user, file)).status).toBe(200);
+  });
+
+  it('then a signed and encrypted input, whose result has a JWS part too, answers 406', async () => {
+    ssl.write('note.txt', Buffer.from('a short signed note\n'));
+    ssl.write(
+      'signed2.eml',
+      ssl.run([
+        'cms',
+        '-sign',
+        '-in',
+        'note.txt',
+        '-signer',
+        signer.certFile,
+        '-inkey',
+        signer.keyFile,
+      ]),
+    );
+    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed2.eml', rsa.certFile]);
+    const a = await convert(app, actor.user, mail, {}, undefined, {
+      accept: 'application/jose+json',
+    });
+    expect(a.status).toBe(406);
+    expect(a.json().type).toMatch(/\/problems\/not-acceptable$/);
   });
 });
 

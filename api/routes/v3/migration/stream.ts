@@ -16,6 +16,7 @@ import { authorize } from '../../../middleware/authenticate.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
+import { flattenedJwe } from '../../../services/migration/json-jwe.ts';
 import {
   RESPONSE_TYPE_HEADER,
   acceptOneOf,
@@ -30,6 +31,7 @@ export const CONVERT_TYPES = [
   'application/octet-stream',
   'multipart/mixed',
   'application/json',
+  'application/jose+json',
 ] as const;
 
 /**
@@ -63,14 +65,25 @@ function convertHandler(ctx: AppContext): RequestHandler {
     op.details.resultType = resultType;
     const candidates =
       resultType === 'application/octet-stream'
-        ? ['application/octet-stream', 'application/json']
-        : [result.contentType];
+        ? ['application/octet-stream', 'application/json', 'application/jose+json']
+        : op.details.inputType === 'signedData'
+          ? [result.contentType]
+          : [result.contentType, 'application/jose+json'];
     let label: string;
     try {
       label = labelFor(req, candidates);
     } catch (err) {
       await result.body[Symbol.asyncIterator]().return?.();
       throw err;
+    }
+    if (label === 'application/jose+json' && resultType === 'multipart/mixed') {
+      // Flattened JSON JWE: held whole (capped), so every failure is still a problem here.
+      const json = await flattenedJwe(result, ctx.config.convertJsonMaxBytes);
+      await request.checkNoMoreParts();
+      res.status(200).setHeader('Content-Type', label).setHeader('Cache-Control', 'no-store');
+      res.end(json);
+      op.bytesOut = json.length;
+      return;
     }
     op.bytesOut = await sendStreamed(
       res,
