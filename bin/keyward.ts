@@ -21,6 +21,7 @@ import {
 } from './lib/commands/admin.ts';
 import { keysCommand } from './lib/commands/keys.ts';
 import { cryptoCommands } from './lib/commands/crypto.ts';
+import { localJoseCommands } from './lib/commands/local-jose.ts';
 
 function positiveInt(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -171,6 +172,7 @@ const root: Command = {
     usersCommand,
     keysCommand,
     ...cryptoCommands,
+    ...localJoseCommands,
     migrateCommand,
     analyzeCommand,
   ],
