@@ -40,6 +40,27 @@ describe('the streaming base64 decoder', () => {
     },
   );
 
+  it('when lines change width midway or carry spaces, then the exact path takes over and the bytes still come back', async () => {
+    const b64 = data.toString('base64');
+    const mixed =
+      (b64.slice(0, 6400).match(/.{64}/g) ?? []).join('\r\n') +
+      '\r\n' +
+      (b64.slice(6400, 6460).match(/.{1,30}/g) ?? []).join('\n') +
+      '\n' +
+      (b64.slice(6460).match(/.{1,64}/g) ?? []).join(' \n') +
+      '\n';
+    for (const size of [1, 100, 4096, 65536])
+      expect((await decode(mixed, size)).equals(data)).toBe(true);
+  });
+
+  it('when a full-width line in the middle holds a stray character, then it is refused as invalid', async () => {
+    const text = lines(64, '\n');
+    const at = 64 * 50 + 50 + 10; // inside line 51
+    const bad = text.slice(0, at) + '*' + text.slice(at + 1);
+    for (const size of [7, 65536])
+      await expect(decode(bad, size)).rejects.toMatchObject({ kind: 'invalid' });
+  });
+
   it('when the padding is left out, then the last group still decodes', async () => {
     expect(
       (await decode(Buffer.from('abcd').toString('base64').replace(/=+$/, ''), 1)).toString(),
