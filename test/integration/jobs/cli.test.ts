@@ -235,6 +235,44 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     });
   });
 
+  it('when a clear-signed mail and a PEM file are analyzed, then the answer names their container form', async () => {
+    ssl.write('note.txt', Buffer.from('a signed note\n'));
+    const eml = ssl.run([
+      'cms',
+      '-sign',
+      '-in',
+      'note.txt',
+      '-signer',
+      key.certFile,
+      '-inkey',
+      key.keyFile,
+    ]);
+    const pem = ssl.run([
+      'cms',
+      '-cmsout',
+      '-inform',
+      'DER',
+      '-in',
+      join(dir, 'src', 'a.p7m'),
+      '-outform',
+      'PEM',
+    ]);
+    writeFileSync(join(dir, 'note.eml'), eml);
+    writeFileSync(join(dir, 'a.pem'), pem);
+    for (const [file, container] of [
+      ['note.eml', 'multipart-signed'],
+      ['a.pem', 'pem'],
+    ]) {
+      const r = await runCli(['analyze', join(dir, file)], cliEnv);
+      expect([file, r.code, r.stderr]).toEqual([file, 0, '']);
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        contentType: 'signedData',
+        container,
+        convertible: true,
+      });
+    }
+  });
+
   it('when configuration is missing, then the CLI says which variable and exits 2', async () => {
     const r = await runCli(['migrate', dir, '--out', join(dir, 'x')], {
       KEYWARD_URL: '',
