@@ -37,8 +37,13 @@ export async function analyzePkcs7(
   const container = await openContainer(input);
   // Clear-signed mail: the signed entity comes first, and is what the detached signature covers.
   let signedLength = 0;
-  if (container.signedContent)
-    for await (const c of container.signedContent) signedLength += c.length;
+  try {
+    if (container.signedContent)
+      for await (const c of container.signedContent) signedLength += c.length;
+  } catch (err) {
+    await container.close().catch(() => {});
+    throw err;
+  }
   const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
@@ -107,6 +112,8 @@ export async function analyzePkcs7(
       if (enveloped && recipients.length === 1 && !recipients[0].kid)
         reasons.push('the recipient key is not imported');
     }
+    // What follows the CMS object in an archive form is not read; the input is released.
+    await container.close().catch(() => {});
     return {
       contentType: head.type,
       encoding: reader.ber ? 'ber' : 'der',
@@ -124,6 +131,7 @@ export async function analyzePkcs7(
     };
   } catch (err) {
     await reader.close().catch(() => {});
+    await container.close().catch(() => {});
     throw err;
   }
 }

@@ -45,17 +45,20 @@ export async function convertClearSigned(
   container: Container,
   opts: ConvertOptions,
 ): Promise<ConvertResult> {
-  if (opts.content)
+  if (opts.content) {
+    await container.close().catch(() => {});
     throw problem(
       'cms_bad_metadata',
       'a content part was given for a clear-signed message, which carries its signed content',
     );
+  }
   // multipart/signed carries a SignedData (checked when it is read): callers that route the
   // answer by input type (the jobs) learn it before the content streams.
   opts.onInputType?.('signedData');
   const reader = { close: async () => {} };
+  // A failure while the entity streams (before the SignedData reader exists) still releases the input.
   return signedResult(resignClearSigned(container, opts, reader), opts.withContent === true, () =>
-    reader.close(),
+    reader.close().finally(() => container.close()),
   );
 }
 

@@ -34,7 +34,12 @@ export interface Container {
   signedContent?: AsyncIterable<Buffer>;
   /** multipart/signed only: the digest names of its micalg parameter (RFC 8551 section 3.5.3.2). */
   micalg?: string[];
+  /** Releases the input (its cleanup runs): after a failure, or when the answer is abandoned. */
+  close(): Promise<void>;
 }
+
+/** What the readers below find; openContainer adds close(). */
+type Found = Omit<Container, 'close'>;
 
 /** Largest header block of a message or part. */
 export const MAX_HEADER_BYTES = 64 * 1024;
@@ -128,14 +133,15 @@ export function describeInput(head: Buffer): string {
 export async function openContainer(input: AsyncIterable<Uint8Array>): Promise<Container> {
   const src = new ByteSource(input);
   try {
-    return await detect(src);
+    const found = await detect(src);
+    return { ...found, close: () => src.close() };
   } catch (err) {
     await src.close().catch(() => {});
     throw err;
   }
 }
 
-async function detect(src: ByteSource): Promise<Container> {
+async function detect(src: ByteSource): Promise<Found> {
   const head = await src.peek(MAX_LINE);
   if (head.length > 0 && head[0] === 0x30) return { form: 'binary', cms: src };
   // Leading blank lines and a UTF-8 BOM before text forms are common in saved files.
@@ -163,7 +169,7 @@ async function dropBytes(src: ByteSource, n: number): Promise<void> {
 }
 
 /** PEM armour (RFC 7468 section 2): the BEGIN line, base64 lines, then the END line of the same label. */
-async function pem(src: ByteSource, skip: number, text: string): Promise<Container> {
+async function pem(src: ByteSource, skip: number, text: string): Promise<Found> {
   const m = /^-----BEGIN ([A-Z0-9 #]{1,40})-----\r?\n/.exec(text);
   if (!m) throw problem('cms_malformed', describeInput(Buffer.from(text, 'latin1')));
   const label = m[1];
@@ -200,7 +206,7 @@ async function pem(src: ByteSource, skip: number, text: string): Promise<Contain
 const mimeFault = (f: EntityFault) => entityProblem(f);
 
 /** A whole message or attachment: its header block, then what its Content-Type says. */
-async function mimeMessage(src: ByteSource): Promise<Container> {
+async function mimeMessage(src: ByteSource): Promise<Found> {
   const found = await entity(src, 0);
   if (!found)
     throw problem(
@@ -223,7 +229,7 @@ function mediaTypeOf(headers: Map<string, string>): MediaType {
 }
 
 /** The S/MIME content in one entity at a nesting depth, or null when it holds none. */
-async function entity(src: ByteSource, depth: number): Promise<Container | null> {
+async function entity(src: ByteSource, depth: number): Promise<Found | null> {
   if (depth > MAX_DEPTH)
     throw problem('cms_mime_too_deep', `the MIME parts nest deeper than ${MAX_DEPTH} levels`);
   const headers = await readHeaderBlock(src, {
@@ -274,11 +280,7 @@ function scannerFor(src: ByteSource, mt: MediaType, what: string): MultipartScan
 }
 
 /** multipart/mixed and the like: the first part that holds S/MIME content, the others skipped. */
-async function firstCmsPart(
-  src: ByteSource,
-  mt: MediaType,
-  depth: number,
-): Promise<Container | null> {
+async function firstCmsPart(src: ByteSource, mt: MediaType, depth: number): Promise<Found | null> {
   const scanner = scannerFor(src, mt, `multipart/${mt.subtype}`);
   for (let part = await scanner.next(); part; part = await scanner.next()) {
     const found = await entity(new ByteSource(part.body), depth + 1);
@@ -292,7 +294,7 @@ async function firstCmsPart(
  * header fields, blank line and body, without the line end before the next delimiter), then the
  * application/pkcs7-signature part.
  */
-async function clearSigned(src: ByteSource, mt: MediaType): Promise<Container> {
+async function clearSigned(src: ByteSource, mt: MediaType): Promise<Found> {
   const protocol = mt.params.protocol?.toLowerCase();
   if (protocol !== undefined && !PKCS7_SIGNATURE.has(protocol))
     throw problem(

@@ -426,6 +426,22 @@ async function convertEnveloped(
   return { contentType: mp.contentType, body: body() };
 }
 
+/**
+ * The result with its input released once the body ends, whether it completed, failed or was
+ * abandoned: an archive form may leave bytes after the CMS object (text after a PEM END line, a
+ * mail's later parts and epilogue) that nobody reads, and a storage stream must still close.
+ */
+function releasing(result: ConvertResult, container: { close(): Promise<void> }): ConvertResult {
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      yield* result.body;
+    } finally {
+      await container.close().catch(() => {});
+    }
+  }
+  return { contentType: result.contentType, body: body() };
+}
+
 /** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE (contract section 5). */
 export async function convertPkcs7ToJose(
   input: AsyncIterable<Uint8Array>,
@@ -434,16 +450,20 @@ export async function convertPkcs7ToJose(
   const o: ConvertOptions = { ...opts, metadata: opts.metadata ?? {} };
   checkMetadata(o.metadata);
   const container = await openContainer(input);
-  if (container.signedContent) return convertClearSigned(container, o);
+  if (container.signedContent) return releasing(await convertClearSigned(container, o), container);
   const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
     o.onInputType?.(head.type);
-    return head.type === 'signedData'
-      ? await convertSigned(reader, head, o)
-      : await convertEnveloped(reader, head, o);
+    return releasing(
+      head.type === 'signedData'
+        ? await convertSigned(reader, head, o)
+        : await convertEnveloped(reader, head, o),
+      container,
+    );
   } catch (err) {
     await reader.close().catch(() => {});
+    await container.close().catch(() => {});
     throw err;
   }
 }

@@ -6,6 +6,7 @@
  * names the form, and each kind of broken input answers its own problem at once.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import {
@@ -441,5 +442,16 @@ describe('when a SignedData is converted with its content (withContent)', () => 
     const text = Buffer.concat(seen).toString('latin1');
     expect(text).toContain('Content-Type: application/octet-stream');
     expect(text).not.toContain('application/jose+json');
+  });
+});
+
+describe('when an archive form leaves bytes after its CMS object', () => {
+  it('then the input stream is released once the answer is complete (a job reads storage streams)', async () => {
+    const withTail = Buffer.concat([pem, Buffer.from('trailing notes\n'.repeat(10_000))]);
+    const file = ssl.write('tail.pem', withTail);
+    const stream = createReadStream(file, { highWaterMark: 4096 });
+    const r = await convertPkcs7ToJose(stream, { metadata: {}, resolver: resolverFor([rsa]) });
+    await collect(r.body);
+    expect(stream.destroyed).toBe(true);
   });
 });
