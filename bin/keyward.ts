@@ -21,6 +21,7 @@ import {
 } from './lib/commands/admin.ts';
 import { keysCommand } from './lib/commands/keys.ts';
 import { cryptoCommands } from './lib/commands/crypto.ts';
+import { localJoseCommands } from './lib/commands/local-jose.ts';
 
 function positiveInt(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -90,6 +91,10 @@ const migrateCommand: Command = {
       value: '<p>',
       help: 'where uploads and results go in your object storage (default migrate/<hash>/)',
     },
+    cleanup: {
+      type: 'boolean',
+      help: "once a file's results are downloaded, delete its upload and its results from the service's storage (a directory source and --out directory)",
+    },
     poll: { type: 'string', value: '<ms>', help: 'how often job status is read (default 1000)' },
     'progress-interval': {
       type: 'string',
@@ -127,6 +132,7 @@ const migrateCommand: Command = {
       concurrency: positiveInt(str(v, 'concurrency'), '--concurrency', 4),
       metadata: metadata as Record<string, unknown>,
       remotePrefix: str(v, 'remote-prefix'),
+      cleanup: v.cleanup === true,
       pollMs: positiveInt(str(v, 'poll'), '--poll', 1000),
       progressIntervalMs: positiveInt(str(v, 'progress-interval'), '--progress-interval', 10_000),
       stderr: process.stderr,
@@ -166,6 +172,7 @@ const root: Command = {
     usersCommand,
     keysCommand,
     ...cryptoCommands,
+    ...localJoseCommands,
     migrateCommand,
     analyzeCommand,
   ],

@@ -25,6 +25,7 @@ import {
   type ObjectStore,
 } from '../shared/storage/index.ts';
 import { S3ObjectStore } from '../shared/storage/s3-store.ts';
+import { startRetentionSweeper } from './retention.ts';
 import {
   CONVERT_QUEUE,
   connectionOptions,
@@ -99,6 +100,14 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const keys = createKeyCache(db, master.key, changes);
   changes.start();
   const objects = await openObjectStore(config, logger);
+  if (config.migrationObjectRetention > 0) {
+    const sweeper = startRetentionSweeper(objects, config.migrationObjectRetention, logger);
+    closers.push({ name: 'retention sweeper', close: () => sweeper.close() });
+    logger.info(
+      { retentionSeconds: config.migrationObjectRetention },
+      'deleting tenant objects past MIGRATION_OBJECT_RETENTION',
+    );
+  }
 
   const metrics = createWorkerMetrics(logger);
   const processor = createConvertProcessor({

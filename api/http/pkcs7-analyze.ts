@@ -12,12 +12,16 @@ import { streamedOperation } from './streamed-operation.ts';
 import { analyzePkcs7 } from '../../shared/pkcs7/index.ts';
 import { problem } from '../../shared/errors/index.ts';
 
-/** Media types a raw (non-multipart) analyze body may have (RFC 8551 section 3.2.1, RFC 5751). */
+/**
+ * Media types a raw (non-multipart) analyze body may have (RFC 8551 section 3.2.1, RFC 5751); a
+ * whole mail (.eml, contract 9) is message/rfc822. What the bytes are is found from the bytes.
+ */
 const RAW_TYPES = [
   'application/pkcs7-mime',
   'application/x-pkcs7-mime',
   'application/pkcs7-signature',
   'application/x-pkcs7-signature',
+  'message/rfc822',
   'application/octet-stream',
 ];
 

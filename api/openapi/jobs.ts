@@ -60,6 +60,17 @@ const Convert = obj(
         },
         size: int,
         contentType: str,
+        objects: {
+          type: 'array',
+          description:
+            'every object the conversion wrote, the result first: for a SignedData also its signed content (`role: content`, key `<output>.content`), so nothing of the input is lost',
+          items: obj({
+            role: { enum: ['result', 'content'] },
+            key: str,
+            size: int,
+            contentType: str,
+          }),
+        },
       }),
     ),
     problem: nullable(JobProblem),
@@ -163,6 +174,14 @@ const CONVERT_EXAMPLE = {
     key: 'converted/inv-0001.p7m.jwe',
     size: 1049012,
     contentType: 'multipart/mixed; boundary=keyward-jwe',
+    objects: [
+      {
+        role: 'result',
+        key: 'converted/inv-0001.p7m.jwe',
+        size: 1049012,
+        contentType: 'multipart/mixed; boundary=keyward-jwe',
+      },
+    ],
   },
   problem: null,
   createdAt: '2026-11-23T16:00:00.000Z',
@@ -222,6 +241,32 @@ export const jobsPaths = {
           version: '"9b2cf535f27731c974343645a3985328"',
         }),
         400: problemResponse('invalid key'),
+        ...common,
+        503: problemResponse('storage-unavailable'),
+      },
+    },
+    delete: {
+      tags,
+      operationId: 'deleteUpload',
+      summary: 'Delete an uploaded file from your object storage',
+      description: perm(
+        'migration.uploads.write',
+        "Removes the object from the tenant's storage (audited as migration.upload.delete). Objects also go after MIGRATION_OBJECT_RETENTION seconds when the operator set it.",
+      ),
+      parameters: [
+        {
+          name: 'name',
+          in: 'path',
+          required: true,
+          schema: str,
+          description: 'object key, as given to PUT',
+          example: SOURCE_KEY,
+        },
+      ],
+      responses: {
+        204: { description: 'deleted' },
+        400: problemResponse('invalid key'),
+        404: problemResponse('no such object in this tenant'),
         ...common,
         503: problemResponse('storage-unavailable'),
       },
@@ -366,15 +411,44 @@ export const jobsPaths = {
     },
   },
   '/api/v3/migration/jobs/{id}/result': {
+    delete: {
+      tags,
+      operationId: 'deleteJobResults',
+      summary: 'Delete the objects a finished conversion (or every child of a batch) wrote',
+      description: perm(
+        'migration.jobs.cancel',
+        "Removes every object in result.objects (the JOSE result and, for a SignedData, its content) from the tenant's storage, audited as migration.job.results.delete. The job record stays readable; its result download answers 404 afterwards.",
+      ),
+      parameters: ID,
+      responses: {
+        200: json('deleted', obj({ id: str, deleted: { type: 'array', items: str } }), {
+          id: 'cv-4f0c…',
+          deleted: ['converted/inv-0001.p7m.jws.json', 'converted/inv-0001.p7m.content'],
+        }),
+        404: problemResponse('no such job'),
+        409: problemResponse('job-not-finished'),
+        ...common,
+        ...queue,
+      },
+    },
     get: {
       tags,
       operationId: 'getJobResult',
       summary: 'Download the result of a completed conversion',
       description: perm(
         'migration.jobs.result.read',
-        'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE).',
+        'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE); `?object=content` streams the signed content a SignedData conversion stored beside its JWS.',
       ),
-      parameters: ID,
+      parameters: [
+        ...ID,
+        {
+          name: 'object',
+          in: 'query',
+          required: false,
+          schema: { enum: ['result', 'content'], default: 'result' },
+          description: 'which object the job wrote (result.objects[].role)',
+        },
+      ],
       responses: {
         200: {
           description: 'the result',

@@ -47,9 +47,15 @@ const Analysis = obj(
       enum: ['signedData', 'envelopedData', 'authEnvelopedData', 'signedAndEnvelopedData'],
     },
     encoding: { enum: ['der', 'ber'] },
+    container: {
+      enum: ['der', 'ber', 'pem', 'base64', 'smime', 'multipart-signed'],
+      description:
+        'the archive form the CMS object was found in (contract 9): binary DER or BER, PEM armour (PKCS7 or CMS), bare base64, an S/MIME entity (application/pkcs7-mime, alone or inside a mail), or a clear-signed multipart/signed message',
+    },
     contentLength: {
       type: 'integer',
-      description: 'bytes of eContent or encryptedContent; 0 for a detached SignedData',
+      description:
+        'bytes of eContent or encryptedContent; 0 for a detached SignedData, the signed MIME entity for a clear-signed message',
     },
     detached: { type: 'boolean' },
     innerContentType: Algorithm,
@@ -85,6 +91,7 @@ const Analysis = obj(
   [
     'contentType',
     'encoding',
+    'container',
     'contentLength',
     'detached',
     'innerContentType',
@@ -137,6 +144,7 @@ const RSA_OAEP = { oid: '1.2.840.113549.1.1.1', name: 'rsaEncryption' };
 const ANALYSIS_EXAMPLE = {
   contentType: 'envelopedData',
   encoding: 'der',
+  container: 'smime',
   contentLength: 1048576,
   detached: false,
   innerContentType: { oid: '1.2.840.113549.1.7.1', name: 'data' },
@@ -198,12 +206,12 @@ const COMMON = {
   429: 'rate-limited (Retry-After)',
 };
 const CMS_ERRORS = {
-  400: 'cms-malformed, cms-truncated, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
+  400: 'cms-malformed (the detail names what the input looks like), cms-truncated, cms-base64-invalid, cms-base64-truncated, cms-pem-unterminated, cms-mime-no-body, cms-mime-too-deep, cms-multipart-signed-malformed, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
   404: 'cms-key-not-imported: a signer or recipient key (or a kid of the metadata) is not imported in this tenant',
   409: 'key-suspended, key-revoked: the matching imported key is not active',
-  413: 'cms-element-too-large, payload-too-large (metadata part over 64 KiB)',
+  413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (a flattened JSON JWE over CONVERT_JSON_MAX_BYTES) (metadata part over 64 KiB)',
   415: 'cms-unsupported (type, algorithm, several signers or recipients), unsupported-media-type',
-  422: 'cms-signature-invalid, cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
+  422: 'cms-signature-invalid, cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 
 const analyze = (operationId: string, summary: string) => ({
@@ -212,12 +220,13 @@ const analyze = (operationId: string, summary: string) => ({
     summary,
     tags: ['migration'],
     description:
-      'Permission migration.analyze; service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, signers, recipients, algorithms, the matching imported kids and whether it converts.',
+      'Permission migration.analyze; service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, archive form (DER, BER, PEM, base64, S/MIME, clear-signed multipart/signed: contract 9), signers, recipients, algorithms, the matching imported kids and whether it converts.',
     requestBody: {
       required: true,
       content: {
         'multipart/form-data': { schema: obj({ file: binary }) },
         'application/pkcs7-mime': { schema: binary },
+        'message/rfc822': { schema: binary },
         'application/octet-stream': { schema: binary },
       },
     },
@@ -231,7 +240,12 @@ const analyze = (operationId: string, summary: string) => ({
   },
 });
 
-const CONVERT_TYPES = ['application/octet-stream', 'multipart/mixed', 'application/json'];
+const CONVERT_TYPES = [
+  'application/octet-stream',
+  'multipart/mixed',
+  'application/json',
+  'application/jose+json',
+];
 
 export const migrationPaths = {
   '/api/v3/migration/stream/analyze-pkcs7': analyze('analyzePkcs7', 'Analyze a PKCS#7/CMS file'),
@@ -245,7 +259,7 @@ export const migrationPaths = {
       summary: 'Convert a PKCS#7/CMS file of any size to detached JOSE',
       tags: ['migration'],
       description:
-        'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
+        'Permission migration.convert; service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed), unless `Accept` prefers `multipart/mixed` (or X-Response-Content-Type names it): then the signed content streams as part 1 (application/octet-stream) and the JWS follows as part 2 (application/jose+json); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
       parameters: [selectHeader(CONVERT_TYPES)],
       requestBody: {
         required: true,
@@ -277,6 +291,13 @@ export const migrationPaths = {
             'application/octet-stream': { schema: Jws },
             'application/json': { schema: Jws, example: JWS_EXAMPLE },
             'multipart/mixed': { schema: binary, example: JWE_EXAMPLE },
+            'application/jose+json': {
+              schema: {
+                description:
+                  'for Accept: application/jose+json: an enveloped input as one flattened JSON JWE (RFC 7516 7.2.2: protected, header, encrypted_key, iv, ciphertext, tag), content at most CONVERT_JSON_MAX_BYTES (413 beyond; 406 for a result with a JWS part); a SignedData as its JWS object',
+                type: 'object',
+              },
+            },
           },
         },
         ...problems({ ...COMMON, ...CMS_ERRORS }),

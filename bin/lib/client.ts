@@ -197,9 +197,25 @@ export class KeywardClient {
     return body as { key: string; size: number; version: string };
   }
 
+  /** Deletes an uploaded object from the tenant's storage (a missing one is not an error). */
+  async deleteUpload(name: string): Promise<void> {
+    const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
+    const res = await this.request('DELETE', path);
+    if (res.status === 204 || res.status === 404) {
+      await res.body?.cancel();
+      return;
+    }
+    throw new ApiError(res.status, await parse(res), `delete of ${name}`);
+  }
+
   /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
-  async download(jobId: string, dest: string): Promise<number> {
-    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result`);
+  async download(
+    jobId: string,
+    dest: string,
+    object: 'result' | 'content' = 'result',
+  ): Promise<number> {
+    const query = object === 'result' ? '' : `?object=${object}`;
+    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result${query}`);
     if (res.status !== 200 || !res.body)
       throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
     const temp = `${dest}.part`;

@@ -38,6 +38,12 @@ export interface MigrateOptions {
   /** Where uploads (`in/`) and results (`out/`) go in the tenant's storage (default: migrate/<hash of the source path>/). */
   remotePrefix?: string;
   pollMs: number;
+  /**
+   * Delete from the service's storage what this run put there, once downloaded: each upload and
+   * the job's results (SignedData content included). Only with a local --out, so nothing is
+   * removed that exists nowhere else; an s3:// source is the tenant's own and is never deleted.
+   */
+  cleanup?: boolean;
   progressIntervalMs?: number;
   stderr: NodeJS.WriteStream;
   stdout: NodeJS.WritableStream;
@@ -47,7 +53,11 @@ type JobView = {
   id: string;
   state: string;
   progress: { bytesRead: number; objectsDone: number; objectsFailed: number; objectsTotal: number };
-  result: { key: string; size: number } | null;
+  result: {
+    key: string;
+    size: number;
+    objects?: Array<{ role: string; key: string; size: number }>;
+  } | null;
   problem: { type: string; detail: string } | null;
   source: { key: string };
 };
@@ -136,7 +146,11 @@ interface Run {
   progress: Progress | null;
 }
 
-/** Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. */
+/**
+ * Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. A
+ * SignedData's signed content comes first, as `<name>.content` beside `<name>.jws.json`, so a
+ * result file on disk always has its content next to it.
+ */
 async function fetchResult(
   run: Run,
   id: string,
@@ -144,11 +158,32 @@ async function fetchResult(
   view: JobView,
 ): Promise<{ file: string | null; size: number }> {
   if (!run.outDir || !view.result) return { file: null, size: view.result?.size ?? 0 };
-  const relFile = posix.join(posix.dirname(rel), posix.basename(view.result.key));
-  const dest = join(run.outDir, ...relFile.split('/'));
+  const place = (key: string) => {
+    const relFile = posix.join(posix.dirname(rel), posix.basename(key));
+    return { relFile, dest: join(run.outDir!, ...relFile.split('/')) };
+  };
+  const { relFile, dest } = place(view.result.key);
   await mkdir(dirname(dest), { recursive: true });
+  const content = view.result.objects?.find((o) => o.role === 'content');
+  if (content) await retrying(() => run.client.download(id, place(content.key).dest, 'content'));
   const size = await retrying(() => run.client.download(id, dest));
   return { file: relFile, size };
+}
+
+/**
+ * --cleanup: the job's results (all its objects) and the upload go from the service's storage.
+ * A failure here does not fail the file: it converted and is on disk; the service's retention
+ * (MIGRATION_OBJECT_RETENTION) or a later DELETE removes what is left.
+ */
+async function cleanup(run: Run, jobId: string, uploadKey: string | undefined): Promise<void> {
+  try {
+    await retrying(() =>
+      run.client.json('DELETE', `/api/v3/migration/jobs/${jobId}/result`, undefined, [200]),
+    );
+    if (uploadKey) await retrying(() => run.client.deleteUpload(uploadKey));
+  } catch (err) {
+    run.progress?.note(`cleanup of ${uploadKey ?? jobId} failed: ${(err as Error).message}`);
+  }
 }
 
 /** One local file: upload, submit, follow, download; records the outcome. */
@@ -207,6 +242,7 @@ async function migrateFile(
         outputSize: got.size,
         problem: undefined,
       });
+      if (opts.cleanup && run.outDir && got.file) await cleanup(run, view.id, fs.remoteKey);
     }
   } catch (err) {
     Object.assign(fs, {
@@ -258,13 +294,16 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     const present =
       !run.outDir ||
       (fs?.outputFile !== undefined && existsSync(join(run.outDir, ...fs.outputFile.split('/'))));
-    if (unchanged && fs.status === 'converted' && present) run.rows.push(rowOf(rel, fs, true));
-    else {
-      todo.push(rel);
-      run.snap.bytesTotal += st.size;
-    }
+    run.snap.bytesTotal += st.size;
+    if (unchanged && fs.status === 'converted' && present) {
+      run.rows.push(rowOf(rel, fs, true));
+      // A resumed run counts over the whole set: what an earlier run finished is done already.
+      run.snap.filesSkipped = (run.snap.filesSkipped ?? 0) + 1;
+      run.snap.bytesSkipped = (run.snap.bytesSkipped ?? 0) + st.size;
+      run.snap.bytesDone += st.size;
+    } else todo.push(rel);
   }
-  run.snap.filesTotal = todo.length;
+  run.snap.filesTotal = todo.length + (run.snap.filesSkipped ?? 0);
   await pool(todo, opts.concurrency, (rel) => migrateFile(run, srcDir, rel, remoteBase, outPrefix));
 }
 

@@ -11,6 +11,12 @@ export interface Snapshot {
   bytesDone: number;
   /** Unknown (0) for a batch over a prefix: the ETA then goes by files. */
   bytesTotal: number;
+  /**
+   * A resumed run: files (and their bytes) an earlier run finished, counted in the totals and as
+   * done, so the line speaks of the whole set; the rate and ETA leave them out.
+   */
+  filesSkipped?: number;
+  bytesSkipped?: number;
 }
 
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
@@ -54,11 +60,13 @@ export class Progress {
   /** The progress text for a snapshot. */
   line(s: Snapshot): string {
     const seconds = (Date.now() - this.#started) / 1000;
-    const rate = seconds > 0 ? s.bytesDone / seconds : 0;
-    const finished = s.filesDone + s.filesFailed;
+    const skipped = s.filesSkipped ?? 0;
+    const rate = seconds > 0 ? (s.bytesDone - (s.bytesSkipped ?? 0)) / seconds : 0;
+    const finished = s.filesDone + s.filesFailed + skipped;
+    const worked = finished - skipped;
     let eta: number;
     if (s.bytesTotal > 0) eta = rate > 0 ? (s.bytesTotal - s.bytesDone) / rate : NaN;
-    else eta = finished > 0 ? ((s.filesTotal - finished) * seconds) / finished : NaN;
+    else eta = worked > 0 ? ((s.filesTotal - finished) * seconds) / worked : NaN;
     const share =
       s.bytesTotal > 0
         ? s.bytesDone / s.bytesTotal
@@ -73,7 +81,8 @@ export class Progress {
         ? `${formatBytes(s.bytesDone)}/${formatBytes(s.bytesTotal)}`
         : formatBytes(s.bytesDone);
     const failed = s.filesFailed > 0 ? `, ${s.filesFailed} failed` : '';
-    return `${bar}files ${finished}/${s.filesTotal}${failed} | ${bytes} | ${formatBytes(rate)}/s | ETA ${finished >= s.filesTotal ? '0:00' : formatDuration(eta)}`;
+    const done = skipped > 0 ? `, ${skipped} done before` : '';
+    return `${bar}files ${finished}/${s.filesTotal}${failed}${done} | ${bytes} | ${formatBytes(rate)}/s | ETA ${finished >= s.filesTotal ? '0:00' : formatDuration(eta)}`;
   }
 
   draw(): void {

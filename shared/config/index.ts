@@ -351,6 +351,20 @@ export const SCHEMA = {
     default: '50000',
     min: 1,
   },
+  convertJsonMaxBytes: {
+    env: 'CONVERT_JSON_MAX_BYTES',
+    doc: 'Largest content a conversion answers as one flattened JSON JWE (Accept: application/jose+json, held in memory); larger answers 413 and multipart/mixed streams any size',
+    kind: 'int',
+    default: '16777216',
+    min: 1024,
+  },
+  migrationObjectRetention: {
+    env: 'MIGRATION_OBJECT_RETENTION',
+    doc: "Seconds an uploaded file or a conversion result stays in the tenants' object storage before a worker deletes it (0 keeps them until deleted through the API)",
+    kind: 'int',
+    default: '0',
+    min: 0,
+  },
   // Read by shared/node-flags.ts before the config loads (it must relaunch Node first); listed
   // here so that it is documented and a bad value still stops the start.
   nodeFlags: {
@@ -429,6 +443,14 @@ const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => strin
     check: (c) =>
       c.s3Endpoint && (!c.s3AccessKey || !c.s3SecretKey)
         ? 'S3_ENDPOINT is set, so S3_ACCESS_KEY and S3_SECRET_KEY are required'
+        : null,
+  },
+  {
+    // A retention shorter than a job's retries would delete inputs under running jobs.
+    name: 'retention-outlives-jobs',
+    check: (c) =>
+      (c.migrationObjectRetention as number) > 0 && (c.migrationObjectRetention as number) < 3600
+        ? `MIGRATION_OBJECT_RETENTION must be 0 (off) or at least 3600 seconds, got ${c.migrationObjectRetention as number}`
         : null,
   },
   {

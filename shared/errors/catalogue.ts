@@ -258,6 +258,54 @@ const CMS = {
     title: 'Bad Conversion Metadata',
     help: 'The conversion options sent with the CMS input are not valid. Correct them as the detail says.',
   },
+  cms_base64_invalid: {
+    status: 400,
+    slug: 'cms-base64-invalid',
+    title: 'Invalid Base64 Around CMS',
+    help: 'The base64 text holding the CMS object (PEM, bare base64 or a base64 MIME body) has a character outside the alphabet or padding in the middle. Send the file as it was written, without edits.',
+  },
+  cms_base64_truncated: {
+    status: 400,
+    slug: 'cms-base64-truncated',
+    title: 'Truncated Base64 Around CMS',
+    help: 'The base64 text holding the CMS object ends inside a group of four characters: the file was cut. Send the whole file again.',
+  },
+  cms_pem_unterminated: {
+    status: 400,
+    slug: 'cms-pem-unterminated',
+    title: 'PEM Without End Line',
+    help: 'The PEM armour opened by -----BEGIN PKCS7----- or -----BEGIN CMS----- has no matching -----END line: the file was cut. Send the whole file again.',
+  },
+  cms_mime_no_body: {
+    status: 400,
+    slug: 'cms-mime-no-body',
+    title: 'MIME Entity Without Body',
+    help: 'The S/MIME entity ends after its header fields (no blank line, or nothing after it). Send the whole message or attachment.',
+  },
+  cms_mime_header_too_large: {
+    status: 413,
+    slug: 'cms-mime-header-too-large',
+    title: 'MIME Header Block Too Large',
+    help: 'A header block of the MIME message is larger than the converter reads (64 KiB). Real mail headers are far smaller: check that the file is a mail message.',
+  },
+  cms_mime_too_deep: {
+    status: 400,
+    slug: 'cms-mime-too-deep',
+    title: 'MIME Nested Too Deeply',
+    help: 'The CMS object sits deeper in nested MIME parts than the converter follows (4 levels). Extract the S/MIME part from the message and send it alone.',
+  },
+  cms_multipart_signed_malformed: {
+    status: 400,
+    slug: 'cms-multipart-signed-malformed',
+    title: 'Malformed Clear-Signed Message',
+    help: 'The multipart/signed message (RFC 1847) lacks its boundary, its signed part or its signature part. Send the whole message as it was received.',
+  },
+  cms_mime_no_cms: {
+    status: 422,
+    slug: 'cms-mime-no-cms',
+    title: 'No CMS In The Message',
+    help: 'The mail message holds no S/MIME part (application/pkcs7-mime, or a multipart/signed with a pkcs7-signature). Send a message that is encrypted or signed with S/MIME, or the .p7m/.p7s itself.',
+  },
 } as const;
 
 /** The JOSE stream endpoints (re-encrypt, re-sign: contract 5). */

@@ -28,6 +28,18 @@ export interface ScannerOptions {
    * is left unread for the layer to discard.
    */
   maxEpilogueBytes?: number;
+  /**
+   * 'any' also takes bare LF line ends around delimiters (mail saved on Unix, OpenSSL's S/MIME
+   * output); the line end before a delimiter, LF or CRLF, belongs to it (RFC 2046 5.1.1).
+   * Default 'crlf', as HTTP bodies are.
+   */
+  lineEnds?: 'crlf' | 'any';
+  /**
+   * False hands each part out whole, its header block included, with no headers parsed: a
+   * clear-signed part is signed with its headers (RFC 1847 section 2.1), and archive readers
+   * parse headers with their own line-end rules (shared/mime/entity.ts).
+   */
+  parseHeaders?: boolean;
 }
 
 /** One part as it arrives: its headers and its body, which ends at the next delimiter. */
@@ -42,7 +54,6 @@ const DEFAULT_HEADER_BYTES = 16 * 1024;
 const MAX_HEADER_PAIRS = 16;
 /** Longest transport padding after a delimiter (RFC 2046 allows LWSP there; nobody sends much). */
 const MAX_PADDING = 80;
-const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
 /** True for a boundary RFC 2046 allows in length (its characters are the Content-Type parser's). */
@@ -56,8 +67,10 @@ export class MultipartScanner {
   #opts: ScannerOptions;
   /** CRLF "--" boundary: what ends every part body. */
   #delim: Buffer;
-  /** buf[pos..] is read and not consumed; a CRLF is put first so the first delimiter may open the body. */
-  #buf: Buffer = Buffer.from(CRLF);
+  /** LF "--" boundary in 'any' mode: an optional CR before it is dropped from the part. */
+  #anyEol: boolean;
+  /** buf[pos..] is read and not consumed; a line end is put first so the first delimiter may open the body. */
+  #buf: Buffer;
   #pos = 0;
   #state: 'start' | 'body' | 'between' | 'closed' = 'start';
   #current: AsyncGenerator<Buffer, void, undefined> | null = null;
@@ -67,7 +80,10 @@ export class MultipartScanner {
     if (!usableBoundary(opts.boundary)) throw opts.malformed('the boundary is missing or too long');
     this.#pull = pull;
     this.#opts = opts;
-    this.#delim = Buffer.from(`\r\n--${opts.boundary}`, 'latin1');
+    this.#anyEol = opts.lineEnds === 'any';
+    const eol = this.#anyEol ? '\n' : '\r\n';
+    this.#delim = Buffer.from(`${eol}--${opts.boundary}`, 'latin1');
+    this.#buf = Buffer.from(eol, 'latin1');
   }
 
   /** The next part, or null after the closing delimiter. A failure is final: it is thrown again. */
@@ -104,7 +120,8 @@ export class MultipartScanner {
       await this.#epilogue();
       return null;
     }
-    const headers = await this.#headers();
+    const headers =
+      this.#opts.parseHeaders === false ? new Map<string, string>() : await this.#headers();
     this.#state = 'body';
     const g = this.#partBytes();
     this.#current = g;
@@ -144,10 +161,21 @@ export class MultipartScanner {
   #heldBack(): number {
     const buf = this.#buf;
     const from = Math.max(this.#pos, buf.length - this.#delim.length + 1);
-    for (let s = buf.indexOf(13, from); s !== -1; s = buf.indexOf(13, s + 1)) {
-      if (buf.subarray(s).equals(this.#delim.subarray(0, buf.length - s))) return buf.length - s;
+    let held = 0;
+    for (
+      let s = buf.indexOf(this.#delim[0], from);
+      s !== -1;
+      s = buf.indexOf(this.#delim[0], s + 1)
+    ) {
+      if (buf.subarray(s).equals(this.#delim.subarray(0, buf.length - s))) {
+        held = buf.length - s;
+        break;
+      }
     }
-    return 0;
+    // 'any': a CR just before a possible delimiter may belong to it.
+    const before = buf.length - held - 1;
+    if (this.#anyEol && before >= this.#pos && buf[before] === 13) held++;
+    return held;
   }
 
   /** The bytes up to the next delimiter (consumed with it), as views of the input. */
@@ -155,7 +183,8 @@ export class MultipartScanner {
     for (;;) {
       const i = this.#buf.indexOf(this.#delim, this.#pos);
       if (i !== -1) {
-        const out = this.#buf.subarray(this.#pos, i);
+        const cr = this.#anyEol && i > this.#pos && this.#buf[i - 1] === 13 ? 1 : 0;
+        const out = this.#buf.subarray(this.#pos, i - cr);
         this.#pos = i + this.#delim.length;
         if (out.length) yield out;
         return;
@@ -180,6 +209,10 @@ export class MultipartScanner {
       }
       if (a === 13 && b === 10) {
         this.#pos += 2;
+        return 'part';
+      }
+      if (this.#anyEol && a === 10) {
+        this.#pos += 1;
         return 'part';
       }
       if ((a !== 0x20 && a !== 0x09) || padding >= MAX_PADDING)

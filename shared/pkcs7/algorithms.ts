@@ -15,12 +15,16 @@ export const ECDH_KDF: Record<string, string> = {
   [OID.cofactorDhSha512Kdf]: 'sha512',
 };
 
-/** AES key wrap (RFC 3394, OIDs of RFC 3565) by OID: the KEK length it names. */
-export const KEY_WRAPS: Record<string, { keyLength: number }> = {
-  [OID.aes128Wrap]: { keyLength: 16 },
-  [OID.aes192Wrap]: { keyLength: 24 },
-  [OID.aes256Wrap]: { keyLength: 32 },
-};
+/**
+ * Key wraps by OID, with the KEK length each names: AES key wrap (RFC 3394, OIDs of RFC 3565)
+ * and Triple-DES key wrap (RFC 3217). A Map, as the OID comes from the message.
+ */
+export const KEY_WRAPS: ReadonlyMap<string, { keyLength: number; kind: 'aes' | '3des' }> = new Map([
+  [OID.aes128Wrap, { keyLength: 16, kind: 'aes' }],
+  [OID.aes192Wrap, { keyLength: 24, kind: 'aes' }],
+  [OID.aes256Wrap, { keyLength: 32, kind: 'aes' }],
+  [OID.cms3DesWrap, { keyLength: 24, kind: '3des' }],
+] as const);
 
 /** Content-encryption algorithms the engine decrypts. */
 export interface ContentCipherSpec {

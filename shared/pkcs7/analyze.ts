@@ -6,6 +6,7 @@ import { BerReader } from '../asn1/ber-reader.ts';
 import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
 import { readHead, readTail } from './cms-structure.ts';
+import { openContainer } from './container.ts';
 import { oidName } from '../asn1/oids.ts';
 import { CONTENT_CIPHERS } from './algorithms.ts';
 import { describeRecipient } from './recipients.ts';
@@ -33,10 +34,20 @@ export async function analyzePkcs7(
   input: AsyncIterable<Uint8Array>,
   resolver?: KeyResolver,
 ): Promise<Analysis> {
-  const reader = new BerReader(input);
+  const container = await openContainer(input);
+  // Clear-signed mail: the signed entity comes first, and is what the detached signature covers.
+  let signedLength = 0;
+  try {
+    if (container.signedContent)
+      for await (const c of container.signedContent) signedLength += c.length;
+  } catch (err) {
+    await container.close().catch(() => {});
+    throw err;
+  }
+  const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
-    let contentLength = 0;
+    let contentLength = signedLength;
     if (head.content)
       for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
     const tail = await readTail(reader, head);
@@ -101,9 +112,12 @@ export async function analyzePkcs7(
       if (enveloped && recipients.length === 1 && !recipients[0].kid)
         reasons.push('the recipient key is not imported');
     }
+    // What follows the CMS object in an archive form is not read; the input is released.
+    await container.close().catch(() => {});
     return {
       contentType: head.type,
       encoding: reader.ber ? 'ber' : 'der',
+      container: container.form === 'binary' ? (reader.ber ? 'ber' : 'der') : container.form,
       contentLength,
       detached: head.content === null,
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
@@ -117,6 +131,7 @@ export async function analyzePkcs7(
     };
   } catch (err) {
     await reader.close().catch(() => {});
+    await container.close().catch(() => {});
     throw err;
   }
 }

@@ -24,28 +24,31 @@ import {
   protectedHeader,
 } from '../jose/jwe.ts';
 import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
-import { DetachedJwsSigner, algForKey, candidateAlgs, type JwsAlg } from '../jose/jws.ts';
+import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
-import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
+import { OID, oidName } from '../asn1/oids.ts';
 import { recoverContentKey } from './recipients.ts';
-import { ContentDigests, describeSigner, verificationKey, verifySigner } from './signers.ts';
-import type {
-  ConvertMetadata,
-  ConvertOptions,
-  ConvertResult,
-  KeyResolver,
-  ResolvedKey,
-} from './types.ts';
+import { openContainer } from './container.ts';
+import { looksLikeHeader } from '../mime/entity.ts';
+import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
+import {
+  candidatesFor,
+  cmsHashOf,
+  finishSignature,
+  keyByKid,
+  signedResult,
+  signerKeyOf,
+} from './resigning.ts';
+import { ContentDigests, describeSigner } from './signers.ts';
+import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
 const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
-
-async function* once(b: Buffer): AsyncGenerator<Buffer> {
-  yield b;
-}
+/** How much decrypted content is looked at for a clear-signed entity's header block. */
+const CLEAR_SIGNED_PEEK = 16 * 1024;
 
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
   for await (const c of input)
@@ -89,6 +92,21 @@ class Peekable implements AsyncIterable<Buffer> {
   }
 }
 
+/**
+ * True when the decrypted content starts a clear-signed entity. Only as much is read ahead as
+ * needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the body,
+ * as any other), a header block is read up to its blank line, at most CLEAR_SIGNED_PEEK.
+ */
+async function clearSignedAhead(plain: Peekable): Promise<boolean> {
+  if (!looksLikeHeader(await plain.peek(24))) return false;
+  for (const n of [1024, CLEAR_SIGNED_PEEK]) {
+    const head = await plain.peek(n);
+    if (/\r?\n\r?\n/.test(head.toString('latin1')) || head.length < n)
+      return looksLikeClearSigned(head);
+  }
+  return false;
+}
+
 const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
 
 /** True when bytes start a ContentInfo whose type is signedData (what `cms -sign | cms -encrypt` makes). */
@@ -99,25 +117,6 @@ export function looksLikeSignedData(b: Buffer): boolean {
     b.length >= p + SIGNED_DATA_PREFIX.length &&
     b.subarray(p, p + SIGNED_DATA_PREFIX.length).equals(SIGNED_DATA_PREFIX)
   );
-}
-
-/** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
-function cmsHashOf(head: CmsHead): string {
-  for (const a of head.digestAlgorithms) {
-    const h = DIGESTS[a.algorithm];
-    if (h === 'sha256' || h === 'sha384' || h === 'sha512') return h;
-  }
-  return 'sha256';
-}
-
-async function keyByKid(
-  resolver: KeyResolver,
-  kid: string,
-  what: 'signer' | 'target',
-): Promise<ResolvedKey> {
-  const key = await resolver.byKid(kid, what === 'signer' ? 'sign' : 'encrypt');
-  if (!key) throw problem('cms_key_not_imported', `the ${what} key ${kid} is not imported`);
-  return key;
 }
 
 function checkMetadata(m: ConvertMetadata): void {
@@ -137,67 +136,9 @@ function checkMetadata(m: ConvertMetadata): void {
 
 /** What is needed to verify the CMS signer and re-sign at the end of the content. */
 interface Signing {
-  digests: ContentDigests;
-  jws: DetachedJwsSigner;
+  /** Takes the next content chunk (a promise when the chunk goes to a reader beside the JWE). */
+  update(chunk: Buffer): void | Promise<void>;
   finish(): Promise<DetachedJws>;
-}
-
-interface FinishArgs {
-  tail: CmsTail;
-  eContentType: string;
-  digests: Map<string, Buffer>;
-  jws: DetachedJwsSigner;
-  key: ResolvedKey | null;
-  resolver: KeyResolver;
-  cmsHash: string;
-  /** RFC 2315 section 11.2: SignedAndEnvelopedData may encrypt the signature under the content key. */
-  decryptSignature?: (sig: Buffer) => Buffer;
-}
-
-/** Verifies the one CMS signer, then signs the JWS with the re-signing key. */
-async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
-  if (a.tail.signers.length !== 1)
-    throw problem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
-  const desc = describeSigner(a.tail.signers[0]);
-  if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref, 'sign'));
-  if (!key)
-    throw problem('cms_key_not_imported', 'the signer key is not imported', {
-      details: { identifier: desc.identifier },
-    });
-  if (!key.privateKey)
-    throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-  const pub = verificationKey(desc, a.tail.certificates, key);
-  const sig = Buffer.from(a.tail.signers[0].info.signature.buffer);
-  try {
-    verifySigner(desc, sig, a.digests, a.eContentType, pub);
-  } catch (err) {
-    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid')
-      throw err;
-    let plain: Buffer;
-    try {
-      plain = a.decryptSignature(sig);
-    } catch {
-      throw err;
-    }
-    verifySigner(desc, plain, a.digests, a.eContentType, pub);
-  }
-  return a.jws.finish(algForKey(key, a.cmsHash, desc.scheme!.kind === 'pss'), key);
-}
-
-async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
-  return opts.metadata.signerKid
-    ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer')
-    : null;
-}
-
-/** The algs to hash the content for before the signer is known (jws.ts candidateAlgs). */
-async function candidatesFor(
-  resolver: KeyResolver,
-  key: ResolvedKey | null,
-  cmsHash: string,
-): Promise<JwsAlg[]> {
-  return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
 }
 
 async function convertSigned(
@@ -217,7 +158,8 @@ async function convertSigned(
         'cms_bad_metadata',
         'a content part was given for a SignedData that carries its content',
       );
-    source = reader.octets(head.content, { reuse: true }); // only hashed below
+    // Only hashed below, unless the content is handed on as well (then each chunk is its own).
+    source = reader.octets(head.content, { reuse: !opts.withContent });
     jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), {
       b64: metadata.b64 ?? false,
       key,
@@ -248,21 +190,25 @@ async function convertSigned(
     source = buffers(opts.content);
   }
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-  for await (const chunk of source) {
-    digests.update(chunk);
-    jws.update(chunk);
+  const signer = jws;
+  const known = tail;
+  async function* run(): AsyncGenerator<Buffer, DetachedJws> {
+    for await (const chunk of source) {
+      digests.update(chunk);
+      signer.update(chunk);
+      yield chunk;
+    }
+    return finishSignature({
+      tail: known ?? (await readTail(reader, head)),
+      eContentType: head.contentType,
+      digests: digests.digest(),
+      jws: signer,
+      key,
+      resolver,
+      cmsHash,
+    });
   }
-  tail ??= await readTail(reader, head);
-  const result = await finishSignature({
-    tail,
-    eContentType: head.contentType,
-    digests: digests.digest(),
-    jws,
-    key,
-    resolver,
-    cmsHash,
-  });
-  return { contentType: OCTET, body: once(Buffer.from(JSON.stringify(result))) };
+  return signedResult(run(), opts.withContent === true, () => reader.close());
 }
 
 function checkEnvelope(head: CmsHead, cc: ContentCipher): void {
@@ -383,8 +329,10 @@ async function convertEnveloped(
         key: signerKey,
       });
       signing = {
-        digests,
-        jws,
+        update: (c) => {
+          digests.update(c);
+          jws.update(c);
+        },
         finish: async () =>
           finishSignature({
             tail: await readTail(r, innerHead),
@@ -398,7 +346,16 @@ async function convertEnveloped(
       };
     } else {
       source = plain;
-      if (head.type === 'signedAndEnvelopedData') {
+      if (
+        head.type !== 'signedAndEnvelopedData' &&
+        head.contentType === OID.data &&
+        (await clearSignedAhead(plain))
+      ) {
+        // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
+        // entity as the CMS carries it; its signature is verified and a JWS of the signed part
+        // is added as for a nested SignedData (contract 5).
+        signing = clearSignedVerifier(opts);
+      } else if (head.type === 'signedAndEnvelopedData') {
         const cmsHash = cmsHashOf(head);
         const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
         const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
@@ -410,8 +367,10 @@ async function convertEnveloped(
           return Buffer.concat([d.update(sig), d.final()]);
         };
         signing = {
-          digests,
-          jws,
+          update: (c) => {
+            digests.update(c);
+            jws.update(c);
+          },
           finish: async () =>
             finishSignature({
               tail: outerTail!,
@@ -444,8 +403,8 @@ async function convertEnveloped(
       yield Buffer.concat([mp.part(JOSE), Buffer.from(header), mp.part(OCTET)]);
       for await (const chunk of source) {
         if (sign) {
-          sign.digests.update(chunk);
-          sign.jws.update(chunk);
+          const pending = sign.update(chunk);
+          if (pending) await pending;
         }
         const out = encryptor.update(chunk);
         if (out.length) yield out;
@@ -467,6 +426,22 @@ async function convertEnveloped(
   return { contentType: mp.contentType, body: body() };
 }
 
+/**
+ * The result with its input released once the body ends, whether it completed, failed or was
+ * abandoned: an archive form may leave bytes after the CMS object (text after a PEM END line, a
+ * mail's later parts and epilogue) that nobody reads, and a storage stream must still close.
+ */
+function releasing(result: ConvertResult, container: { close(): Promise<void> }): ConvertResult {
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      yield* result.body;
+    } finally {
+      await container.close().catch(() => {});
+    }
+  }
+  return { contentType: result.contentType, body: body() };
+}
+
 /** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE (contract section 5). */
 export async function convertPkcs7ToJose(
   input: AsyncIterable<Uint8Array>,
@@ -474,15 +449,21 @@ export async function convertPkcs7ToJose(
 ): Promise<ConvertResult> {
   const o: ConvertOptions = { ...opts, metadata: opts.metadata ?? {} };
   checkMetadata(o.metadata);
-  const reader = new BerReader(input);
+  const container = await openContainer(input);
+  if (container.signedContent) return releasing(await convertClearSigned(container, o), container);
+  const reader = new BerReader(container.cms);
   try {
     const head = await readHead(reader);
     o.onInputType?.(head.type);
-    return head.type === 'signedData'
-      ? await convertSigned(reader, head, o)
-      : await convertEnveloped(reader, head, o);
+    return releasing(
+      head.type === 'signedData'
+        ? await convertSigned(reader, head, o)
+        : await convertEnveloped(reader, head, o),
+      container,
+    );
   } catch (err) {
     await reader.close().catch(() => {});
+    await container.close().catch(() => {});
     throw err;
   }
 }

@@ -8,9 +8,9 @@ import { constants, createPublicKey, diffieHellman, privateDecrypt } from 'node:
 import type { KeyObject } from 'node:crypto';
 import type { KeyAgreeRecipientInfo, RecipientInfo } from '@peculiar/asn1-cms';
 import { RsaEsOaepParams } from '@peculiar/asn1-rsa';
-import { AsnConvert } from '@peculiar/asn1-schema';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import { aesKeyUnwrap } from '../crypto/aes-kw.ts';
+import { des3KeyUnwrap } from '../crypto/des3-kw.ts';
 import { x963Kdf } from '../crypto/kdf.ts';
 import { encodeOid, parseAsn, tlv, walk } from '../asn1/der.ts';
 import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
@@ -93,7 +93,7 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
     else if (!ri.kari.originator.originatorKey)
       d.unsupported = 'a key agreement without an ephemeral originator key';
     else if (!ECDH_KDF[kea.algorithm]) d.unsupported = `key agreement ${oidName(kea.algorithm)}`;
-    else if (!wrap || !KEY_WRAPS[wrap.algorithm])
+    else if (!wrap || !KEY_WRAPS.has(wrap.algorithm))
       d.unsupported = 'a key wrap other than AES key wrap';
     return d;
   }
@@ -105,7 +105,7 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
       ref: { kekId },
       identifier: { type: 'kekIdentifier', kekId: kekId.toString('hex').toUpperCase() },
       keyEncryptionAlgorithm: alg(kea),
-      ...(KEY_WRAPS[kea] ? {} : { unsupported: `KEK algorithm ${oidName(kea)}` }),
+      ...(KEY_WRAPS.has(kea) ? {} : { unsupported: `KEK algorithm ${oidName(kea)}` }),
     };
   }
   if (ri.pwri) {
@@ -147,14 +147,14 @@ export async function findRecipientKey(
   return key;
 }
 
-/** AES key unwrap (RFC 3394); any failure is the opaque decryption failure. */
-export function aesUnwrap(wrapOid: string, kek: Buffer, wrapped: Buffer): Buffer {
-  const spec = KEY_WRAPS[wrapOid];
+/** Key unwrap (AES, RFC 3394; Triple-DES, RFC 3217); any failure is the opaque decryption failure. */
+export function keyUnwrap(wrapOid: string, kek: Buffer, wrapped: Buffer): Buffer {
+  const spec = KEY_WRAPS.get(wrapOid);
   if (!spec) throw problem('cms_unsupported', `key wrap ${oidName(wrapOid)} is not supported`);
   if (kek.length !== spec.keyLength)
     throw problem('cms_key_unusable', 'the key-encryption key has the wrong length');
   try {
-    return aesKeyUnwrap(kek, wrapped);
+    return spec.kind === 'aes' ? aesKeyUnwrap(kek, wrapped) : des3KeyUnwrap(kek, wrapped);
   } catch (err) {
     throw decryptionFailed(err);
   }
@@ -206,21 +206,23 @@ function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
   }
   const kea = kari.keyEncryptionAlgorithm;
   const wrap = wrapAlgorithmOf(kea)!;
-  const keyLength = KEY_WRAPS[wrap.algorithm].keyLength;
+  const keyLength = KEY_WRAPS.get(wrap.algorithm)!.keyLength;
   const bits = Buffer.alloc(4);
   bits.writeUInt32BE(keyLength * 8);
   // ECC-CMS-SharedInfo (RFC 5753 section 7.2): the wrap AlgorithmIdentifier, the ukm, the KEK length.
   const sharedInfo = tlv(
     0x30,
     Buffer.concat([
-      Buffer.from(AsnConvert.serialize(new AlgorithmIdentifier({ algorithm: wrap.algorithm }))),
+      // The wrap AlgorithmIdentifier as the message encodes it: AES wraps omit parameters, the
+      // Triple-DES wrap has NULL ones (RFC 3370 section 4.3.1), and OpenSSL hashes them as sent.
+      Buffer.from(kea.parameters!),
       ...(kari.ukm ? [tlv(0xa0, tlv(0x04, Buffer.from(kari.ukm.buffer)))] : []),
       tlv(0xa2, tlv(0x04, bits)),
     ]),
   );
   // RFC 5753 section 7.2: the X9.63 KDF with the scheme's hash over Z and ECC-CMS-SharedInfo.
   const kek = x963Kdf(ECDH_KDF[kea.algorithm], z, sharedInfo, keyLength);
-  return aesUnwrap(wrap.algorithm, kek, kariRecipient(kari)!.encryptedKey);
+  return keyUnwrap(wrap.algorithm, kek, kariRecipient(kari)!.encryptedKey);
 }
 
 function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
@@ -291,7 +293,7 @@ export async function recoverContentKey(
   else if (ri.kari) cek = unwrapKari(ri.kari, key);
   else {
     if (!key.secretKey) throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
-    cek = aesUnwrap(
+    cek = keyUnwrap(
       ri.kekri!.keyEncryptionAlgorithm.algorithm,
       key.secretKey.export(),
       Buffer.from(ri.kekri!.encryptedKey.buffer),

@@ -42,6 +42,11 @@ export interface ConvertOptions {
   resolver: KeyResolver;
   /** The signed content of a detached SignedData (a .p7s). */
   content?: AsyncIterable<Uint8Array>;
+  /**
+   * SignedData: answer multipart/mixed, the signed content as it streams then the JWS, instead
+   * of the JWS alone (HTTP `Accept: multipart/mixed`, and the jobs, which store both).
+   */
+  withContent?: boolean;
   /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
   onInputType?: (type: string) => void;
 }
@@ -93,6 +98,8 @@ export interface RecipientSummary {
 export interface Analysis {
   contentType: 'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
   encoding: 'der' | 'ber';
+  /** The archive form the CMS object was found in (contract section 9). */
+  container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
   /** Bytes of eContent or encryptedContent; 0 for a detached SignedData. */
   contentLength: number;
   detached: boolean;

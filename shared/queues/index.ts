@@ -34,13 +34,27 @@ export interface ConvertProgress {
   bytesWritten: number;
 }
 
+/** One object a conversion wrote: the JOSE result, or a SignedData's signed content beside it. */
+export interface WrittenObject {
+  role: 'result' | 'content';
+  key: string;
+  size: number;
+  contentType: string;
+}
+
 /** What a completed conversion returns (job.returnvalue). */
 export interface ConvertJobResult {
+  /** The JOSE result (the JWS object, or the multipart JWE). */
   key: string;
   size: number;
   contentType: string;
   bytesRead: number;
+  /** Every object written, the result first; absent in results of older workers. */
+  objects?: WrittenObject[];
 }
+
+/** The key of a SignedData's signed content, written beside its `.jws.json` (nothing is lost). */
+export const CONTENT_EXTENSION = '.content';
 
 /** A batch: one conversion job per object under a prefix, listed in a Redis record. */
 export interface BatchRecord {

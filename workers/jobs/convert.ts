@@ -18,7 +18,9 @@ import {
   type KeyResolver,
 } from '../../shared/pkcs7/index.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
+import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
 import {
+  CONTENT_EXTENSION,
   encodeProblem,
   problemOf,
   resultExtension,
@@ -26,6 +28,7 @@ import {
   type ConvertJobData,
   type ConvertJobResult,
   type ConvertProgress,
+  type WrittenObject,
 } from '../../shared/queues/index.ts';
 
 /** The reason a worker gives when it aborts its jobs to shut down. */
@@ -45,10 +48,10 @@ export interface ConvertDeps {
 }
 
 /** Counts bytes of a stream as they pass, without touching them. */
-async function* counted(
-  source: AsyncIterable<Uint8Array>,
+async function* counted<T extends Uint8Array>(
+  source: AsyncIterable<T>,
   onBytes: (n: number) => void,
-): AsyncGenerator<Uint8Array> {
+): AsyncGenerator<T> {
   for await (const chunk of source) {
     onBytes(chunk.length);
     yield chunk;
@@ -136,14 +139,32 @@ export function createConvertProcessor(deps: ConvertDeps) {
           metadata: metadata as ConvertMetadata,
           resolver: deps.resolverFor(tenantId),
           onInputType: (type) => (inputType = type),
+          // A SignedData's content is stored beside its JWS, so nothing of the input is lost.
+          withContent: true,
         },
       );
-      const key = output.key + resultExtension(result.contentType);
       const body = counted(result.body, (n) => {
         progress.p.bytesWritten += n;
         progress.bump();
       });
-      const stored = await objects.put(key, body, { contentType: result.contentType, signal });
+      const written =
+        inputType === 'signedData'
+          ? await putSignedWithContent(objects, output.key, result.contentType, body, signal)
+          : [
+              {
+                role: 'result' as const,
+                key: output.key + resultExtension(result.contentType),
+                contentType: result.contentType,
+                size: (
+                  await objects.put(output.key + resultExtension(result.contentType), body, {
+                    contentType: result.contentType,
+                    signal,
+                  })
+                ).size,
+              },
+            ];
+      const [stored] = written;
+      const key = stored.key;
       await progress.flush();
       const seconds = (Date.now() - started) / 1000;
       log.info(
@@ -160,8 +181,9 @@ export function createConvertProcessor(deps: ConvertDeps) {
       return {
         key,
         size: stored.size,
-        contentType: result.contentType,
+        contentType: stored.contentType,
         bytesRead: progress.p.bytesRead,
+        objects: written,
       };
     } catch (err) {
       if (
@@ -176,6 +198,61 @@ export function createConvertProcessor(deps: ConvertDeps) {
     }
   };
 }
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+/**
+ * Splits a SignedData's answer (multipart/mixed: the content, then the JWS) into `<key>.content`
+ * and `<key>.jws.json`. The content object's stream ends only after the JWS part was read, i.e.
+ * after the CMS signature verified, so a bad signature leaves no content object (the put of an
+ * unfinished stream is never made visible); the JWS is written last.
+ */
+async function putSignedWithContent(
+  objects: ObjectStore,
+  base: string,
+  contentType: string,
+  body: AsyncIterable<Buffer>,
+  signal: AbortSignal | undefined,
+): Promise<WrittenObject[]> {
+  const boundary = mixedBoundary(contentType);
+  if (!boundary) throw new Error(`a SignedData conversion answered ${contentType}`);
+  const reader = new MixedReader(body, boundary);
+  try {
+    const content = await reader.next();
+    if (!content || content.contentType !== 'application/octet-stream')
+      throw new Error('the SignedData answer does not start with its content');
+    let jws: Buffer | null = null;
+    const contentThenJws = (async function* () {
+      yield* content.body;
+      const part = await reader.nextSmall(MAX_JWS_BYTES);
+      if (!part || part.contentType !== 'application/jose+json' || (await reader.next()))
+        throw new Error('the SignedData answer does not end with its JWS');
+      jws = part.data;
+    })();
+    const contentKey = base + CONTENT_EXTENSION;
+    const c = await objects.put(contentKey, contentThenJws, {
+      contentType: 'application/octet-stream',
+      signal,
+    });
+    const jwsKey = base + resultExtension('application/octet-stream');
+    const j = await objects.put(jwsKey, once(jws!), {
+      contentType: 'application/octet-stream',
+      signal,
+    });
+    return [
+      { role: 'result', key: jwsKey, size: j.size, contentType: 'application/octet-stream' },
+      { role: 'content', key: contentKey, size: c.size, contentType: 'application/octet-stream' },
+    ];
+  } catch (err) {
+    await reader.close().catch(() => {});
+    throw err;
+  }
+}
+
+/** A JWS object is a few kilobytes (an EdDSA or RSA-4096 signature and a small header). */
+const MAX_JWS_BYTES = 64 * 1024;
 
 /** A cancel fails the job for good; a shutdown puts it back in the queue for another worker. */
 async function release(

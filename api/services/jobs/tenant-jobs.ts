@@ -101,6 +101,7 @@ export async function openJobResult(
   ctx: AppContext,
   tenantId: string,
   rawId: string,
+  role: 'result' | 'content' = 'result',
 ): Promise<{ body: Readable; contentType: string; size: number; filename: string }> {
   const rt = await jobsRuntime(ctx);
   const id = jobId(rawId);
@@ -120,14 +121,17 @@ export async function openJobResult(
       `the job is ${view.state}; a result exists only once it completed`,
       { details: { state: view.state } },
     );
+  const written = view.result.objects.find((o) => o.role === role);
+  if (!written)
+    throw problem('not_found', `the job wrote no ${role} object (only a SignedData has content)`);
   const objects = tenantStore(await objectStoreOf(ctx), tenantId);
   try {
-    const body = await objects.get(view.result.key);
+    const body = await objects.get(written.key);
     return {
       body,
-      contentType: view.result.contentType,
-      size: view.result.size,
-      filename: view.result.key
+      contentType: written.contentType,
+      size: written.size,
+      filename: written.key
         .split('/')
         .pop()!
         .replace(/[^\w.-]/g, '_'),
@@ -137,4 +141,69 @@ export async function openJobResult(
       throw problem('not_found', 'the result object no longer exists in storage');
     throw err;
   }
+}
+
+/** Children read per page when a batch's results are deleted. */
+const DELETE_PAGE = 200;
+
+/**
+ * Deletes every object a finished conversion wrote (result.objects: the JOSE result and, for a
+ * SignedData, its content), or those of every child of a batch; answers the keys removed. Only
+ * the tenant's own area is touched (tenantStore). A job that has not finished has nothing to
+ * delete yet (job-not-finished); deleting twice finds nothing the second time.
+ */
+export async function deleteJobResults(
+  ctx: AppContext,
+  tenantId: string,
+  rawId: string,
+): Promise<{ id: string; deleted: string[] }> {
+  const rt = await jobsRuntime(ctx);
+  const id = jobId(rawId);
+  const views: ConvertView[] = [];
+  if (id.startsWith('bt-')) {
+    const record = await onQueue(ctx, 'read', () => readBatchRecord(rt, id));
+    if (!record || record.tenantId !== tenantId) throw notFound(id);
+    for (let offset = 0; offset < record.objectsTotal; offset += DELETE_PAGE) {
+      const page = await onQueue(ctx, 'children', () =>
+        batchChildren(rt, record, offset, DELETE_PAGE),
+      );
+      views.push(...page.items);
+      if (!page.nextCursor) break;
+    }
+  } else {
+    const view = await onQueue(ctx, 'read', () => readConvert(rt, tenantId, id));
+    if (!view) throw notFound(id);
+    if (!['completed', 'failed', 'cancelled'].includes(view.state))
+      throw problem(
+        'job_not_finished',
+        `the job is ${view.state}; its results exist once it finished`,
+        {
+          details: { state: view.state },
+        },
+      );
+    views.push(view);
+  }
+  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const deleted: string[] = [];
+  for (const view of views) {
+    for (const o of view.result?.objects ?? []) {
+      if (!(await objects.head(o.key))) continue;
+      await objects.delete(o.key);
+      deleted.push(o.key);
+    }
+  }
+  return { id, deleted };
+}
+
+/** Deletes one of the tenant's uploaded objects; not-found when it does not exist. */
+export async function deleteUpload(
+  ctx: AppContext,
+  tenantId: string,
+  key: string,
+): Promise<{ key: string; size: number }> {
+  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const info = await objects.head(key);
+  if (!info) throw problem('not_found', `no object ${key.slice(0, 256)} in this tenant's storage`);
+  await objects.delete(key);
+  return { key: info.key, size: info.size };
 }

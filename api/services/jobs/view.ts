@@ -10,6 +10,7 @@ import {
   type BatchRecord,
   type ConvertJobData,
   type ConvertJobResult,
+  type WrittenObject,
   type ConvertProgress,
 } from '../../../shared/queues/index.ts';
 import type { ConvertQueue, JobsRuntime } from './runtime.ts';
@@ -37,7 +38,12 @@ export interface ConvertView {
   output: { key: string | null };
   progress: Progress;
   attempts: { made: number; max: number };
-  result: { key: string; size: number; contentType: string } | null;
+  result: {
+    key: string;
+    size: number;
+    contentType: string;
+    objects: WrittenObject[];
+  } | null;
   problem: ProblemDocument | null;
   /** The fault of the previous attempt while the job waits to retry. */
   lastProblem?: ProblemDocument;
@@ -136,6 +142,14 @@ export function convertView(job: ConvertJob, state: JobState, baseUrl: string): 
         key: job.returnvalue.key,
         size: job.returnvalue.size,
         contentType: job.returnvalue.contentType,
+        objects: job.returnvalue.objects ?? [
+          {
+            role: 'result' as const,
+            key: job.returnvalue.key,
+            size: job.returnvalue.size,
+            contentType: job.returnvalue.contentType,
+          },
+        ],
       }
     : null;
   return {

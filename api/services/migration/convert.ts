@@ -120,19 +120,28 @@ export async function readConversionForm(
   };
 }
 
-/** Starts the engine on a conversion request with the tenant's keys; `onInputType` learns the input's CMS type. */
+/**
+ * Starts the engine on a conversion request with the tenant's keys; `onInputType` learns the
+ * input's CMS type; `withContent` asks a SignedData for its content beside the JWS.
+ */
 export async function startConversion(
   request: ConversionRequest,
   resolver: KeyResolver,
   onInputType?: (type: string) => void,
+  withContent = false,
 ): Promise<ConvertResult> {
+  let inputType = '';
   const result = await convertPkcs7ToJose(request.file, {
     metadata: request.metadata,
     resolver,
-    onInputType,
+    withContent,
+    onInputType: (type) => {
+      inputType = type;
+      onInputType?.(type);
+    },
     ...(request.content ? { content: request.content } : {}),
   });
-  if (request.content && result.contentType !== 'application/octet-stream') {
+  if (request.content && inputType !== 'signedData') {
     // The engine ignores `content` for enveloped inputs; a client sending one expects otherwise.
     await result.body[Symbol.asyncIterator]().return?.();
     throw problem('cms_bad_metadata', 'a content part goes only with a detached SignedData');

@@ -21,6 +21,7 @@ import {
 } from '../command.ts';
 import { PAGE_OPTIONS, printPage } from './admin.ts';
 import { connect } from './session.ts';
+import { verifyLocally } from './local-jose.ts';
 
 const IN: OptionDef = { type: 'string', value: '<file|->', help: 'input file; - or none: stdin' };
 const OUT: OptionDef = {
@@ -140,9 +141,21 @@ export const cryptoCommands: Command[] = [
     name: 'verify',
     summary:
       'Verify a signature of a file with any retained version; exit 4 when it does not verify',
-    args: ['<kid>'],
+    args: ['<kid> | <jws>'],
+    details:
+      'verify <kid> --signature <file> asks the service. verify <jws> --content <file> --cert <pem> checks a detached JWS (a conversion result) locally with jose, without a login.',
     options: {
       in: IN,
+      content: {
+        type: 'string',
+        value: '<file>',
+        help: 'local form: the signed content of the JWS (<name>.content of a migration)',
+      },
+      cert: {
+        type: 'string',
+        value: '<pem>',
+        help: "local form: the signer's certificate or public key (PEM or JWK)",
+      },
       signature: {
         type: 'string',
         value: '<file>',
@@ -152,6 +165,7 @@ export const cryptoCommands: Command[] = [
       algorithm: { type: 'string', value: '<alg>', help: 'JOSE algorithm' },
     },
     async run(inv) {
+      if (str(inv.values, 'cert') || str(inv.values, 'content')) return verifyLocally(inv);
       const sigFile = str(inv.values, 'signature');
       if (!sigFile) throw new UsageError('verify needs --signature <file>');
       const signature = readFileSync(sigFile, 'utf8').trim();

@@ -16,6 +16,8 @@ import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
+import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
+import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   JOB_PERMISSIONS,
   spawnWorker,
@@ -55,6 +57,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
   let worker: WorkerChild;
   let dir: string;
   let cliEnv: Record<string, string>;
+  let tenantId: string;
   const tokenFor = () =>
     workloadToken(env.app, {
       clientId: cliEnv.KEYWARD_CLIENT_ID,
@@ -67,6 +70,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     key = makeKey(ssl, 'cli-signer', 'ec-p256');
     env = await startJobsEnv();
     const t = await makeTenant(env.app, JOB_PERMISSIONS);
+    tenantId = t.tenantId;
     await importKeystore(env.app.ctx, t.tenantId, {
       data: Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]),
       kid: key.kid,
@@ -133,8 +137,11 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(first.stdout).toContain('4 files: 3 converted, 1 failed, 0 skipped');
     for (const f of ['a.p7m.jws.json', 'nested/b.p7m.jws.json', 'nested/c.p7m.jws.json']) {
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
+      // Nothing lost: the signed content lands beside its JWS, and the JWS verifies over it.
+      const stored = readFileSync(join(out, f.replace(/\.jws\.json$/, '.content')));
+      expect(stored.equals(content)).toBe(true);
       await expect(
-        flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),
+        flattenedVerify({ ...jws, payload: stored }, createPublicKey(key.privateKey)),
       ).resolves.toBeTruthy();
     }
     expect(existsSync(join(out, 'broken.p7m.jws.json'))).toBe(false);
@@ -154,7 +161,39 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     );
     expect(second.code).toBe(1);
     expect(second.stdout).toContain('4 files: 0 converted, 1 failed, 3 skipped');
-    expect(second.stderr).toMatch(/files 1\/1, 1 failed/);
+    // The resumed run counts over the whole set: the three converted before are done already.
+    expect(second.stderr).toMatch(
+      /files 4\/4, 1 failed, 3 done before \| 60\d\.\d KB\/60\d\.\d KB/,
+    );
+  }, 60_000);
+
+  it('when --cleanup is given, then results land on disk with their content and nothing of the run stays in the service storage', async () => {
+    const out = join(dir, 'out-clean');
+    const r = await runCli(
+      [
+        'migrate',
+        join(dir, 'src', 'nested'),
+        '--out',
+        out,
+        '--cleanup',
+        '--remote-prefix',
+        'cleanup-run/',
+        '--poll',
+        '100',
+      ],
+      cliEnv,
+    );
+    expect(r.code).toBe(0);
+    for (const f of ['b.p7m', 'c.p7m']) {
+      expect(readFileSync(join(out, `${f}.content`)).equals(content)).toBe(true);
+      expect(existsSync(join(out, `${f}.jws.json`))).toBe(true);
+    }
+    const left: string[] = [];
+    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(
+      'cleanup-run/',
+    ))
+      left.push(o.key);
+    expect(left).toEqual([]);
   }, 60_000);
 
   it('when the source is s3://bucket/prefix of objects the service holds, then one batch converts them and the results are downloaded', async () => {
@@ -170,6 +209,9 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('2 files: 2 converted, 0 failed, 0 skipped');
     for (const f of ['x.p7m.jws.json', 'sub/y.p7m.jws.json']) {
+      expect(readFileSync(join(out, f.replace(/\.jws\.json$/, '.content'))).equals(content)).toBe(
+        true,
+      );
       const jws = JSON.parse(readFileSync(join(out, f), 'utf8'));
       await expect(
         flattenedVerify({ ...jws, payload: content }, createPublicKey(key.privateKey)),
@@ -191,6 +233,44 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
       convertible: true,
       signers: [expect.objectContaining({ kid: key.kid })],
     });
+  });
+
+  it('when a clear-signed mail and a PEM file are analyzed, then the answer names their container form', async () => {
+    ssl.write('note.txt', Buffer.from('a signed note\n'));
+    const eml = ssl.run([
+      'cms',
+      '-sign',
+      '-in',
+      'note.txt',
+      '-signer',
+      key.certFile,
+      '-inkey',
+      key.keyFile,
+    ]);
+    const pem = ssl.run([
+      'cms',
+      '-cmsout',
+      '-inform',
+      'DER',
+      '-in',
+      join(dir, 'src', 'a.p7m'),
+      '-outform',
+      'PEM',
+    ]);
+    writeFileSync(join(dir, 'note.eml'), eml);
+    writeFileSync(join(dir, 'a.pem'), pem);
+    for (const [file, container] of [
+      ['note.eml', 'multipart-signed'],
+      ['a.pem', 'pem'],
+    ]) {
+      const r = await runCli(['analyze', join(dir, file)], cliEnv);
+      expect([file, r.code, r.stderr]).toEqual([file, 0, '']);
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        contentType: 'signedData',
+        container,
+        convertible: true,
+      });
+    }
   });
 
   it('when configuration is missing, then the CLI says which variable and exits 2', async () => {

@@ -1,6 +1,8 @@
 /**
  * Mutation fuzzing of the streaming endpoints over HTTP: real openssl-made CMS files (signed and
- * enveloped, DER and BER) are bit-flipped, truncated, spliced and given edited length bytes for a
+ * enveloped, DER and BER, and the archive forms of contract 9: S/MIME as openssl writes it,
+ * PEM, bare base64, clear-signed multipart/signed with and without -text, a .p7m inside a mail,
+ * quoted-printable, CRLF and LF line ends) are bit-flipped, truncated, spliced and given edited length bytes for a
  * bounded time (FUZZ_SECONDS, default 20; FUZZ_SEED to replay a run), and each mutant is sent to
  * analyze and convert. Every answer must be a problem (4xx, problem+json), a 200, or a 200 cut
  * off mid-body; never a 5xx, a dropped connection without an answer, or a hang.
@@ -46,6 +48,53 @@ const mutate = (seeds: Buffer[]): Mutant =>
     donors: seeds,
     extra: [lengthByte],
   });
+
+/** The archive forms (contract 9) of small CMS objects, as openssl writes them and as mail holds them. */
+function archiveSeeds(
+  ssl: OpenSslDir,
+  rsa: ReturnType<typeof makeKey>,
+  ec: ReturnType<typeof makeKey>,
+): Buffer[] {
+  ssl.write(
+    'mail.txt',
+    Buffer.from('Dear archive,\nline two = with an equals sign\n\tand a tab\n'),
+  );
+  const enc = (args: string[]) =>
+    ssl.run(['cms', '-encrypt', '-in', 'mail.txt', ...args, rsa.certFile]);
+  const clear = (k: typeof rsa, args: string[]) =>
+    ssl.run([
+      'cms',
+      '-sign',
+      '-in',
+      'mail.txt',
+      '-signer',
+      k.certFile,
+      '-inkey',
+      k.keyFile,
+      ...args,
+    ]);
+  const smime = enc(['-aes-128-cbc']);
+  const der = enc(['-aes-128-cbc', '-outform', 'DER']);
+  const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+  const qp = [...der].map((x) => `=${x.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  return [
+    smime,
+    crlf(smime),
+    enc(['-outform', 'PEM']),
+    Buffer.from(der.toString('base64').replace(/.{64}/g, '$&\n')),
+    clear(rsa, []),
+    clear(ec, ['-text']),
+    crlf(clear(rsa, ['-text'])),
+    Buffer.from(
+      `From: a@example.com\nContent-Type: multipart/mixed;\n boundary="b1"\n\npreamble\n--b1\nContent-Type: text/plain\n\nsee attached\n--b1\n${smime.toString('latin1')}\n--b1--\n`,
+      'latin1',
+    ),
+    Buffer.from(
+      `Content-Type: application/pkcs7-mime; smime-type=enveloped-data\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${qp.replace(/.{72}/g, '$&=\r\n')}`,
+      'latin1',
+    ),
+  ];
+}
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -103,6 +152,7 @@ beforeAll(async () => {
     encrypt(['-aes-128-cbc', '-stream']),
     encrypt(['-aes-256-cbc'], 'signed.der'),
     encrypt(['-aes-256-cbc', '-stream'], 'large.bin'),
+    ...archiveSeeds(ssl, rsa, ec),
   ];
 });
 

@@ -110,3 +110,26 @@ describe('the multipart/mixed layer on it', () => {
     expect(err instanceof AppError && [err.status, err.slug]).toEqual([400, 'jose-malformed']);
   });
 });
+
+describe('the scanner on mail (lineEnds any, parseHeaders false)', () => {
+  const mail =
+    'preamble\n--XB\nContent-Type: text/plain\r\n\r\nhello\r\nworld\r\n\n--XB\r\nContent-Type: x/y\n\nsig\r\n--XB--\n';
+
+  it.each([1, 2, 3, 5, 64])(
+    'when LF and CRLF delimiters mix (chunks of %i), then each part comes whole with its headers and without the line end before the next delimiter',
+    async (size) => {
+      const s = scanner(mail, { lineEnds: 'any', parseHeaders: false }, size);
+      const a = await s.next();
+      expect(a!.headers.size).toBe(0);
+      expect(await text(a!.body)).toBe('Content-Type: text/plain\r\n\r\nhello\r\nworld\r\n');
+      expect(await text((await s.next())!.body)).toBe('Content-Type: x/y\n\nsig');
+      expect(await s.next()).toBeNull();
+    },
+  );
+
+  it('when the default CRLF mode meets LF delimiters, then it finds no part (HTTP bodies keep RFC 2046 strictly)', async () => {
+    const s = scanner(mail, { maxPreambleBytes: 1000 });
+    // Everything up to the one CRLF delimiter, the closing one, reads as preamble.
+    expect(await s.next()).toBeNull();
+  });
+});

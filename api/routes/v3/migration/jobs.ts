@@ -12,8 +12,10 @@ import { pageParams } from '../../../http/pagination.ts';
 import { actorOf, authorize } from '../../../middleware/authenticate.ts';
 import { jsonBody } from '../../../middleware/body.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
+import { problem } from '../../../../shared/errors/index.ts';
 import {
   cancelJob,
+  deleteJobResults,
   jobChildren,
   openJobResult,
   readJob,
@@ -93,11 +95,26 @@ export function createJobsRouter(ctx: AppContext): Router {
   });
 
   route(router, '/:id/result', {
+    delete: [
+      authorize(ctx, 'migration.jobs.cancel'),
+      apiRateLimit(ctx, 'migration.jobs.cancel'),
+      async (req, res) => {
+        const r = await deleteJobResults(ctx, req.auth.tenantId, param(req, 'id'));
+        audit(req, 'migration.job.results.delete', r.id, {
+          deleted: r.deleted.length,
+          keys: r.deleted.slice(0, 50),
+        });
+        res.status(200).json(r);
+      },
+    ],
     get: [
       authorize(ctx, 'migration.jobs.result.read'),
       apiRateLimit(ctx, 'migration.jobs.result.read'),
       async (req, res) => {
-        const result = await openJobResult(ctx, req.auth.tenantId, param(req, 'id'));
+        const object = req.query.object ?? 'result';
+        if (object !== 'result' && object !== 'content')
+          throw problem('validation_failed', 'object must be result or content');
+        const result = await openJobResult(ctx, req.auth.tenantId, param(req, 'id'), object);
         res.status(200).type(result.contentType).setHeader('Content-Length', String(result.size));
         res.setHeader('Content-Disposition', `attachment; filename="${result.filename}"`);
         await pipeline(result.body, res);

@@ -6,7 +6,7 @@
  * engine's output flows to the socket with backpressure, so memory stays flat whatever the size
  * (spec 8: no limit).
  */
-import { Router, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import type { AppContext } from '../../../context.ts';
 import { route } from '../../../http/route.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
@@ -16,7 +16,9 @@ import { authorize } from '../../../middleware/authenticate.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
+import { flattenedJwe } from '../../../services/migration/json-jwe.ts';
 import {
+  RESPONSE_TYPE_HEADER,
   acceptOneOf,
   checkedBeforeLast,
   labelFor,
@@ -29,7 +31,24 @@ export const CONVERT_TYPES = [
   'application/octet-stream',
   'multipart/mixed',
   'application/json',
+  'application/jose+json',
 ] as const;
+
+/**
+ * True when the client asks for a SignedData's content beside its JWS: X-Response-Content-Type
+ * multipart/mixed, or an Accept that prefers multipart/mixed to the JWS object's types (a bare
+ * or wildcard Accept keeps the JWS-only default of contract 5).
+ */
+function wantsSignedContent(req: Request): boolean {
+  const selected = req.headers[RESPONSE_TYPE_HEADER];
+  if (typeof selected === 'string' && selected.trim().toLowerCase() === 'multipart/mixed')
+    return true;
+  if (!req.headers.accept) return false;
+  return (
+    req.accepts(['application/octet-stream', 'application/json', 'multipart/mixed']) ===
+    'multipart/mixed'
+  );
+}
 
 /** POST convert-pkcs7-to-jose: metadata, file (and content) in; JWS object or multipart JWE out. */
 function convertHandler(ctx: AppContext): RequestHandler {
@@ -40,19 +59,31 @@ function convertHandler(ctx: AppContext): RequestHandler {
       request,
       tenantKeyResolver(ctx, req.auth.tenantId),
       (type) => (op.details.inputType = type),
+      wantsSignedContent(req),
     );
     const resultType = result.contentType.split(';')[0];
     op.details.resultType = resultType;
     const candidates =
       resultType === 'application/octet-stream'
-        ? ['application/octet-stream', 'application/json']
-        : [result.contentType];
+        ? ['application/octet-stream', 'application/json', 'application/jose+json']
+        : op.details.inputType === 'signedData'
+          ? [result.contentType]
+          : [result.contentType, 'application/jose+json'];
     let label: string;
     try {
       label = labelFor(req, candidates);
     } catch (err) {
       await result.body[Symbol.asyncIterator]().return?.();
       throw err;
+    }
+    if (label === 'application/jose+json' && resultType === 'multipart/mixed') {
+      // Flattened JSON JWE: held whole (capped), so every failure is still a problem here.
+      const json = await flattenedJwe(result, ctx.config.convertJsonMaxBytes);
+      await request.checkNoMoreParts();
+      res.status(200).setHeader('Content-Type', label).setHeader('Cache-Control', 'no-store');
+      res.end(json);
+      op.bytesOut = json.length;
+      return;
     }
     op.bytesOut = await sendStreamed(
       res,

@@ -1,6 +1,7 @@
 /**
  * PUT /api/v3/migration/uploads/{name} (contract 6): streams an input into the tenant's object
- * storage, for a job to read later. The tenant always comes from the token.
+ * storage, for a job to read later; DELETE removes it (audited). The tenant always comes from the
+ * token.
  */
 import { Router } from 'express';
 import type { AppContext } from '../../../context.ts';
@@ -8,7 +9,8 @@ import { sourceVersionOf } from '../../../../shared/queues/index.ts';
 import { tenantStore } from '../../../../shared/storage/index.ts';
 import { route } from '../../../http/route.ts';
 import { param } from '../../../http/params.ts';
-import { authorize } from '../../../middleware/authenticate.ts';
+import { actorOf, authorize } from '../../../middleware/authenticate.ts';
+import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { objectStoreOf } from '../../../services/jobs/runtime.ts';
 import { rawBody } from '../../../http/streaming.ts';
@@ -40,6 +42,22 @@ export function createUploadsRouter(ctx: AppContext): Router {
         res.status(201).type('application/json').send(body);
         op.bytesOut = body.length;
       }),
+    ],
+    delete: [
+      authorize(ctx, 'migration.uploads.write'),
+      apiRateLimit(ctx, 'migration.uploads.write'),
+      async (req, res) => {
+        const r = await deleteUpload(ctx, req.auth.tenantId, param(req, 'name'));
+        ctx.audit.record({
+          tenantId: req.auth.tenantId,
+          actor: actorOf(req),
+          action: 'migration.upload.delete',
+          target: r.key.slice(0, 512),
+          outcome: 'success',
+          details: { size: r.size },
+        });
+        res.status(204).end();
+      },
     ],
   });
   return router;

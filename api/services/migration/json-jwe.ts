@@ -1,0 +1,76 @@
+/**
+ * The flattened JSON serialization of a conversion's JWE (RFC 7516 section 7.2.2), for clients
+ * that ask for `application/jose+json` instead of the streamed multipart/mixed of contract 5:
+ * the engine's multipart answer is read back part by part (the one multipart/mixed reader) and
+ * re-serialized with the ciphertext and tag in base64url. That needs the whole ciphertext in
+ * memory, so it is capped: past `maxBytes` the conversion is stopped and the answer is 413,
+ * before any byte of it is sent. A result with a JWS part (signed and enveloped input) has no
+ * flattened form and answers 406.
+ */
+import { problem } from '../../../shared/errors/index.ts';
+import { MixedReader, mixedBoundary } from '../../../shared/jose/mixed-reader.ts';
+import type { ConvertResult } from '../../../shared/pkcs7/index.ts';
+
+/** Tag bytes per enc (RFC 7518 sections 5.2 and 5.3). */
+const TAG_BYTES = new Map([
+  ['A128GCM', 16],
+  ['A192GCM', 16],
+  ['A256GCM', 16],
+  ['A128CBC-HS256', 16],
+  ['A192CBC-HS384', 24],
+  ['A256CBC-HS512', 32],
+]);
+const MAX_HEADER_BYTES = 64 * 1024;
+
+interface GeneralHeader {
+  protected: string;
+  recipients: Array<{ header: Record<string, unknown>; encrypted_key: string }>;
+  iv: string;
+}
+
+/** Reads a multipart JWE result whole (at most `maxBytes` of ciphertext) into flattened JSON. */
+export async function flattenedJwe(result: ConvertResult, maxBytes: number): Promise<Buffer> {
+  const boundary = mixedBoundary(result.contentType);
+  if (!boundary) throw new Error(`not a multipart JWE: ${result.contentType}`);
+  const reader = new MixedReader(result.body, boundary);
+  try {
+    const head = await reader.nextSmall(MAX_HEADER_BYTES);
+    const header = JSON.parse(head!.data.toString()) as GeneralHeader;
+    const enc = JSON.parse(Buffer.from(header.protected, 'base64url').toString()).enc as string;
+    const part = await reader.next();
+    if (!part) throw new Error('the JWE has no ciphertext part');
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for await (const c of part.body) {
+      n += c.length;
+      if (n > maxBytes)
+        throw problem(
+          'payload_too_large',
+          `the content is larger than ${maxBytes} bytes (CONVERT_JSON_MAX_BYTES), the most answered as one JSON JWE; ask for multipart/mixed, which streams any size`,
+        );
+      chunks.push(Buffer.from(c));
+    }
+    if (await reader.next())
+      throw problem(
+        'not_acceptable',
+        'this input converts to a JWE and a JWS (a signed and encrypted input), which one flattened JSON JWE cannot hold; ask for multipart/mixed',
+        { details: { available: ['multipart/mixed'] } },
+      );
+    const body = Buffer.concat(chunks);
+    const tagBytes = TAG_BYTES.get(enc) ?? 16;
+    const [recipient] = header.recipients;
+    return Buffer.from(
+      JSON.stringify({
+        protected: header.protected,
+        header: recipient.header,
+        encrypted_key: recipient.encrypted_key,
+        iv: header.iv,
+        ciphertext: body.subarray(0, body.length - tagBytes).toString('base64url'),
+        tag: body.subarray(body.length - tagBytes).toString('base64url'),
+      }),
+    );
+  } catch (err) {
+    await reader.close().catch(() => {});
+    throw err;
+  }
+}

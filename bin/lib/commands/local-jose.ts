@@ -1,0 +1,180 @@
+/**
+ * Local JOSE checks of migration outputs, without the service (built on jose, the reference
+ * library, never on the service's own writers): `keyward open <result> --key` decrypts a
+ * conversion's JWE (the multipart/mixed of contract 5, as a job stores it, or the flattened
+ * JSON of Accept: application/jose+json) and checks its JWS part when there is one;
+ * `keyward verify <jws> --content <file> --cert <pem>` checks a detached JWS over its content.
+ * jose takes whole buffers, so both hold the result in memory: fine for archives of ordinary
+ * files; the service's stream endpoints re-encrypt and re-sign results of any size.
+ */
+import { createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { flattenedDecrypt, flattenedVerify } from 'jose';
+import { parseKeystore } from '../../../shared/keystore/index.ts';
+import { MixedReader } from '../../../shared/jose/mixed-reader.ts';
+import {
+  EXIT,
+  UsageError,
+  print,
+  readSecret,
+  str,
+  writeOutput,
+  type Command,
+  type Invocation,
+} from '../command.ts';
+
+/** Tag bytes per enc (RFC 7518 sections 5.2.6 and 5.3). */
+const TAG_BYTES = new Map([
+  ['A128CBC-HS256', 16],
+  ['A192CBC-HS384', 24],
+  ['A256CBC-HS512', 32],
+]);
+
+interface FlatJwe {
+  protected: string;
+  header?: Record<string, unknown>;
+  encrypted_key?: string;
+  iv: string;
+  ciphertext: string;
+  tag: string;
+}
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+/** A result file as jose's flattened JWE, plus its JWS part when the conversion added one. */
+async function readResult(data: Buffer): Promise<{ jwe: FlatJwe; jws: FlatJws | null }> {
+  if (data[0] === 0x7b) return { jwe: JSON.parse(data.toString('utf8')) as FlatJwe, jws: null };
+  // A stored multipart JWE starts with its first delimiter: the boundary is on that line.
+  const m = /^--([^\r\n]{1,70})\r\n/.exec(data.toString('latin1', 0, 80));
+  if (!m) throw new UsageError('the result is neither a multipart/mixed JWE nor a JSON JWE');
+  const reader = new MixedReader(once(data), m[1]);
+  const head = await reader.nextSmall(1 << 20);
+  const body = await reader.nextSmall(data.length);
+  const extra = await reader.nextSmall(1 << 20);
+  if (!head || !body) throw new UsageError('the multipart JWE lacks its header or ciphertext part');
+  const general = JSON.parse(head.data.toString('utf8'));
+  const enc = JSON.parse(Buffer.from(general.protected, 'base64url').toString()).enc as string;
+  const tagBytes = TAG_BYTES.get(enc) ?? 16;
+  const ct = body.data;
+  return {
+    jwe: {
+      protected: general.protected,
+      header: general.recipients[0].header,
+      encrypted_key: general.recipients[0].encrypted_key,
+      iv: general.iv,
+      ciphertext: ct.subarray(0, ct.length - tagBytes).toString('base64url'),
+      tag: ct.subarray(ct.length - tagBytes).toString('base64url'),
+    },
+    jws: extra ? JSON.parse(extra.data.toString('utf8')) : null,
+  };
+}
+
+/** A private or secret key from PEM (PKCS#8, SEC 1, PKCS#1), PKCS#12 or a JWK file. */
+async function loadKey(file: string, password: string | undefined): Promise<KeyObject> {
+  const data = readFileSync(file);
+  const text = data.toString('utf8').trim();
+  if (text.startsWith('{')) {
+    const jwk = JSON.parse(text);
+    return jwk.kty === 'oct'
+      ? createSecretKey(Buffer.from(jwk.k, 'base64url'))
+      : createPrivateKey({ key: jwk, format: 'jwk' });
+  }
+  if (text.startsWith('-----BEGIN') && !text.includes('ENCRYPTED')) return createPrivateKey(data);
+  const pass =
+    password ?? (await readSecret(undefined, 'KEYWARD_KEY_PASSWORD', 'Keystore password'));
+  const [entry] = parseKeystore({ data, password: pass });
+  return entry.privateKey;
+}
+
+/** The public key of a certificate or public key (PEM), or a JWK file. */
+function loadPublic(file: string): KeyObject {
+  const text = readFileSync(file, 'utf8').trim();
+  return text.startsWith('{')
+    ? createPublicKey({ key: JSON.parse(text), format: 'jwk' })
+    : createPublicKey(text);
+}
+
+interface FlatJws {
+  protected: string;
+  signature: string;
+  header?: Record<string, unknown>;
+}
+
+async function verifyJws(
+  jws: FlatJws,
+  content: Buffer,
+  key: KeyObject,
+): Promise<{ valid: boolean; alg?: string }> {
+  try {
+    const b64 = JSON.parse(Buffer.from(jws.protected, 'base64url').toString()).b64 !== false;
+    const r = await flattenedVerify(
+      { ...jws, payload: b64 ? content.toString('base64url') : content },
+      key,
+    );
+    return { valid: true, alg: r.protectedHeader?.alg };
+  } catch {
+    return { valid: false };
+  }
+}
+
+const openCommand: Command = {
+  name: 'open',
+  summary: 'Decrypt a conversion result (JWE) locally with jose; exit 4 when it does not open',
+  args: ['<result>'],
+  details:
+    'The result as a job stored it (<name>.jwe, multipart/mixed) or as convert answered it (multipart, or JSON for Accept: application/jose+json). With --cert, a JWS part (signed and encrypted inputs) is verified over the plaintext too. No login needed.',
+  options: {
+    key: {
+      type: 'string',
+      value: '<pem|p12|jwk>',
+      help: 'the recipient private key: PEM, PKCS#12 (password from --password, KEYWARD_KEY_PASSWORD or stdin) or JWK',
+    },
+    password: { type: 'string', value: '<p>', help: 'password of an encrypted PEM or PKCS#12 key' },
+    cert: {
+      type: 'string',
+      value: '<pem>',
+      help: "the signer's certificate, to verify a JWS part",
+    },
+    out: { type: 'string', value: '<file|->', help: 'plaintext file; - or none: stdout' },
+  },
+  async run(inv) {
+    const keyFile = str(inv.values, 'key');
+    if (!keyFile) throw new UsageError('open needs --key <pem|p12|jwk>');
+    const { jwe, jws } = await readResult(readFileSync(inv.args[0]));
+    const key = await loadKey(keyFile, str(inv.values, 'password'));
+    let plaintext: Uint8Array;
+    try {
+      plaintext = (await flattenedDecrypt(jwe, key)).plaintext;
+    } catch (err) {
+      inv.stderr.write(`keyward: the JWE does not open with this key: ${(err as Error).message}\n`);
+      return EXIT.invalid;
+    }
+    const certFile = str(inv.values, 'cert');
+    if (jws && certFile) {
+      const v = await verifyJws(jws, Buffer.from(plaintext), loadPublic(certFile));
+      if (!v.valid) {
+        inv.stderr.write('keyward: the JWS part does not verify over the plaintext\n');
+        return EXIT.invalid;
+      }
+      inv.stderr.write(`JWS part verifies (${v.alg})\n`);
+    } else if (jws) inv.stderr.write('the result has a JWS part; --cert <pem> verifies it\n');
+    writeOutput(inv, str(inv.values, 'out'), plaintext);
+    return EXIT.ok;
+  },
+};
+
+/** `keyward verify <jws> --content <file> --cert <pem>`: the local form of verify. */
+export async function verifyLocally(inv: Invocation): Promise<number> {
+  const contentFile = str(inv.values, 'content');
+  const certFile = str(inv.values, 'cert');
+  if (!contentFile || !certFile)
+    throw new UsageError('verify <jws> needs --content <file> and --cert <pem>');
+  const jws = JSON.parse(readFileSync(inv.args[0], 'utf8')) as FlatJws;
+  const v = await verifyJws(jws, readFileSync(contentFile), loadPublic(certFile));
+  print(inv, v, () => `${v.valid ? 'valid' : 'INVALID'} JWS${v.alg ? ` (${v.alg})` : ''}\n`);
+  return v.valid ? EXIT.ok : EXIT.invalid;
+}
+
+export const localJoseCommands: Command[] = [openCommand];

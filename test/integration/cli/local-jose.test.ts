@@ -1,0 +1,187 @@
+/**
+ * `keyward open` and `keyward verify <jws> --content --cert`, the CLI's local checks of
+ * migration outputs on jose (a child process, as a user runs it): results made by the engine
+ * from openssl inputs open with PEM, PKCS#12 and JWK keys, a JWS part verifies with --cert, and
+ * a wrong key or altered content exits 4.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import { flattenedJwe } from '../../../api/services/migration/json-jwe.ts';
+import {
+  OpenSslDir,
+  chunked,
+  collect,
+  makeKey,
+  resolverFor,
+  type TestKey,
+} from '../../fixtures/pkcs7.ts';
+
+const root = new URL('../../../', import.meta.url).pathname;
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number | null; stdout: Buffer; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr }));
+  });
+}
+
+let ssl: OpenSslDir;
+let rsa: TestKey;
+let other: TestKey;
+let signer: TestKey;
+const TEXT = Buffer.from('an archived contract\n'.repeat(500));
+
+async function convert(file: Buffer, withContent = false) {
+  const r = await convertPkcs7ToJose(chunked(file, 4096), {
+    metadata: {},
+    resolver: resolverFor([rsa, signer]),
+    withContent,
+  });
+  return { contentType: r.contentType, body: await collect(r.body), result: r };
+}
+
+beforeAll(() => {
+  ssl = new OpenSslDir();
+  rsa = makeKey(ssl, 'open-rsa', 'rsa-2048');
+  other = makeKey(ssl, 'open-other', 'rsa-2048');
+  signer = makeKey(ssl, 'open-signer', 'ec-p256');
+  ssl.write('text.txt', TEXT);
+});
+
+afterAll(() => ssl.cleanup());
+
+describe('keyward open', () => {
+  it('when a stored multipart JWE is opened with the PEM, PKCS#12 or JWK key, then the plaintext comes out', async () => {
+    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes256', '-in', 'text.txt', rsa.certFile]);
+    const { body } = await convert(enc);
+    const result = ssl.write('doc.p7m.jwe', body);
+    ssl.run([
+      'pkcs12',
+      '-export',
+      '-inkey',
+      rsa.keyFile,
+      '-in',
+      rsa.certFile,
+      '-out',
+      'rsa.p12',
+      '-passout',
+      'pass:p12-secret',
+    ]);
+    ssl.write('rsa.jwk', Buffer.from(JSON.stringify(rsa.privateKey.export({ format: 'jwk' }))));
+    for (const args of [
+      ['--key', ssl.path(rsa.keyFile)],
+      ['--key', ssl.path('rsa.p12'), '--password', 'p12-secret'],
+      ['--key', ssl.path('rsa.jwk')],
+    ]) {
+      const r = await cli(['open', result, ...args]);
+      expect([args[1], r.code, r.stderr]).toEqual([args[1], 0, '']);
+      expect(r.stdout.equals(TEXT)).toBe(true);
+    }
+    const wrong = await cli(['open', result, '--key', ssl.path(other.keyFile)]);
+    expect(wrong.code).toBe(4);
+    expect(wrong.stdout.length).toBe(0);
+  });
+
+  it('when the result is the flattened JSON JWE, then it opens too', async () => {
+    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes128', '-in', 'text.txt', rsa.certFile]);
+    const r = await convertPkcs7ToJose(chunked(enc, 4096), {
+      metadata: {},
+      resolver: resolverFor([rsa]),
+    });
+    const json = ssl.write('doc.json', await flattenedJwe(r, 1 << 20));
+    const out = await cli(['open', json, '--key', ssl.path(rsa.keyFile)]);
+    expect(out.code).toBe(0);
+    expect(out.stdout.equals(TEXT)).toBe(true);
+  });
+
+  it('when a signed-then-encrypted result is opened with --cert, then its JWS part is verified as well', async () => {
+    ssl.write(
+      'signed.bin',
+      ssl.run([
+        'cms',
+        '-sign',
+        '-binary',
+        '-nodetach',
+        '-in',
+        'text.txt',
+        '-signer',
+        signer.certFile,
+        '-inkey',
+        signer.keyFile,
+        '-outform',
+        'DER',
+      ]),
+    );
+    const enc = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes256',
+      '-in',
+      'signed.bin',
+      rsa.certFile,
+    ]);
+    const result = ssl.write('nested.jwe', (await convert(enc)).body);
+    const r = await cli([
+      'open',
+      result,
+      '--key',
+      ssl.path(rsa.keyFile),
+      '--cert',
+      ssl.path(signer.certFile),
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('JWS part verifies (ES256)');
+    expect(r.stdout.equals(TEXT)).toBe(true);
+  });
+});
+
+describe('keyward verify <jws> --content --cert', () => {
+  it('when the JWS and the content a job stored are checked, then it is valid; altered content exits 4', async () => {
+    const signed = ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'text.txt',
+      '-signer',
+      signer.certFile,
+      '-inkey',
+      signer.keyFile,
+      '-outform',
+      'DER',
+    ]);
+    const { body } = await convert(signed);
+    const jws = ssl.write('doc.jws.json', body);
+    const content = ssl.write('doc.content', TEXT);
+    const ok = await cli([
+      'verify',
+      jws,
+      '--content',
+      content,
+      '--cert',
+      ssl.path(signer.certFile),
+    ]);
+    expect([ok.code, ok.stdout.toString()]).toEqual([0, 'valid JWS (ES256)\n']);
+    writeFileSync(content, Buffer.concat([TEXT, Buffer.from('x')]));
+    const bad = await cli([
+      'verify',
+      jws,
+      '--content',
+      content,
+      '--cert',
+      ssl.path(signer.certFile),
+    ]);
+    expect(bad.code).toBe(4);
+  });
+});
