@@ -11,14 +11,13 @@
  * Needs Postgres (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432) and Redis
  * (REDIS_URL or 127.0.0.1:6379): the workers share the API's database and queue.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import knexFactory from 'knex';
-import { Redis } from 'ioredis';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
+import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { prng } from '../test/support/prng.ts';
 import { printResult } from './lib/result.ts';
 
@@ -34,31 +33,6 @@ const work = mkdtempSync(join(tmpdir(), 'keyward-jobs-bench-'));
 const dbName = `kw_bench_${randomBytes(5).toString('hex')}`;
 const children: Array<Child | { stop(): Promise<unknown> }> = [];
 const queuePrefix = `kwbench-${randomBytes(3).toString('hex')}`;
-
-/** Removes this run's queue keys from the (shared) Redis. */
-async function dropQueueKeys(): Promise<void> {
-  const redis = new Redis(redisUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${queuePrefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** Admin calls against the database server (create and drop the bench database). */
-async function pgAdmin(sql: string): Promise<void> {
-  const k = knexFactory({ client: 'pg', connection: pgBase, pool: { min: 0, max: 1 } });
-  try {
-    await k.raw(sql);
-  } finally {
-    await k.destroy();
-  }
-}
 
 const ssl = (args: string[]) =>
   execFileSync('openssl', args, {
@@ -151,52 +125,13 @@ async function call(
   return text ? JSON.parse(text) : {};
 }
 
-/** Spawns a worker process and waits for its ready line. */
-async function startWorker(env: NodeJS.ProcessEnv): Promise<{ stop(): Promise<unknown> }> {
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/main.ts')], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    out = (out + c.toString()).slice(-20_000);
-  });
-  child.stderr!.on('data', (c: Buffer) => {
-    out = (out + c.toString()).slice(-20_000);
-  });
-  const deadline = Date.now() + 30_000;
-  while (!out.includes('keyward worker ready')) {
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`worker did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
-        child.once('exit', resolve);
-        child.kill('SIGTERM');
-      }),
-  };
-}
-
-/** Runs `fn` over items, `n` at a time. */
-async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: n }, async () => {
-      while (next < items.length) await fn(items[next++]);
-    }),
-  );
-}
-
 try {
   const files = makeFiles();
   const totalBytes = files.reduce((a, f) => a + f.size, 0);
   console.log(
     `jobs: ${FILES} files, ${(totalBytes / 1e6).toFixed(1)} MB, sizes ${files.reduce((a, f) => Math.min(a, f.size), Infinity)} to ${files.reduce((a, f) => Math.max(a, f.size), 0)} bytes, Node ${process.version}`,
   );
-  await pgAdmin(`create database ${dbName}`);
+  await pgAdmin(pgBase, `create database ${dbName}`);
   const dbUrl = new URL(pgBase);
   dbUrl.pathname = `/${dbName}`;
   const port = await freePort();
@@ -385,10 +320,10 @@ try {
   });
 } finally {
   await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
-  await dropQueueKeys().catch((err: Error) =>
+  await dropQueueKeys(redisUrl, queuePrefix).catch((err: Error) =>
     console.error(`could not clean Redis: ${err.message}`),
   );
-  await pgAdmin(`drop database if exists ${dbName} with (force)`).catch((err: Error) =>
+  await pgAdmin(pgBase, `drop database if exists ${dbName} with (force)`).catch((err: Error) =>
     console.error(`could not drop ${dbName}: ${err.message}`),
   );
   rmSync(work, { recursive: true, force: true });

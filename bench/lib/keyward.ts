@@ -90,7 +90,7 @@ async function call(
 }
 
 /** The platform administrator's token; the platform tenant id is printed once at bootstrap (contract 1). */
-async function adminToken(k: KeywardInstance & { adminPassword: string }): Promise<string> {
+export async function adminToken(k: KeywardInstance & { adminPassword: string }): Promise<string> {
   const m = /platform tenant ([0-9a-f-]{36})/.exec(k.child.output());
   if (!m) throw new Error(`no bootstrap line in the server output:\n${k.child.output()}`);
   const r = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, {

@@ -6,19 +6,22 @@
 import { request } from 'node:http';
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { flattenedDecrypt, flattenedVerify } from 'jose';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import {
   OpenSslDir,
+  decryptJweParts,
   makeKey,
   parseMultipart,
+  protectedOf,
+  verifyDetached,
+  type Jws,
   type Part,
   type TestKey,
 } from '../../fixtures/pkcs7.ts';
 
-export { OpenSslDir, makeKey, parseMultipart };
-export type { Part, TestKey };
+export { OpenSslDir, makeKey, parseMultipart, protectedOf, verifyDetached };
+export type { Jws, Part, TestKey };
 
 export const PERMISSIONS = [
   'admin.keys.import',
@@ -169,29 +172,6 @@ export function convert(
   return postParts(app, CONVERT, token, parts, headers);
 }
 
-export interface Jws {
-  protected: string;
-  signature: string;
-  header?: { kid: string };
-}
-
-/** The decoded protected header of a JWS or JWE. */
-export function protectedOf(o: { protected: string }): Record<string, unknown> {
-  return JSON.parse(Buffer.from(o.protected, 'base64url').toString());
-}
-
-/** Verifies a detached JWS over `content` with jose (RFC 7797 when b64 is false). */
-export async function verifyDetached(jws: Jws, content: Buffer, key: KeyObject): Promise<void> {
-  const b64 = protectedOf(jws).b64 !== false;
-  await flattenedVerify({ ...jws, payload: b64 ? content.toString('base64url') : content }, key);
-}
-
-const TAG_BYTES: Record<string, number> = {
-  'A128CBC-HS256': 16,
-  'A192CBC-HS384': 24,
-  'A256CBC-HS512': 32,
-};
-
 /** The multipart JWE opened with jose: header JSON, enc, alg, plaintext, and the raw parts. */
 export interface OpenedJwe {
   parts: Part[];
@@ -209,23 +189,7 @@ export interface OpenedJwe {
 /** Splits a multipart/mixed JWE answer and decrypts it with jose under `key`. */
 export async function openJwe(a: Answer, key: KeyObject): Promise<OpenedJwe> {
   const { parts, closed } = parseMultipart(a.body, a.headers.get('content-type')!);
-  const header = JSON.parse(parts[0].body.toString());
-  const enc = String(protectedOf(header).enc);
-  const tagBytes = TAG_BYTES[enc] ?? 16;
-  const body = parts[1].body;
-  const ciphertext = body.subarray(0, body.length - tagBytes);
-  const { plaintext } = await flattenedDecrypt(
-    {
-      protected: header.protected,
-      header: header.recipients[0].header,
-      encrypted_key: header.recipients[0].encrypted_key,
-      iv: header.iv,
-      ciphertext: ciphertext.toString('base64url'),
-      tag: body.subarray(body.length - tagBytes).toString('base64url'),
-    },
-    key,
-  );
-  return { parts, closed, header, enc, ciphertext, plaintext: Buffer.from(plaintext) };
+  return { parts, closed, ...(await decryptJweParts(parts, key)) };
 }
 
 export const publicOf = (k: TestKey): KeyObject => createPublicKey(k.privateKey);
