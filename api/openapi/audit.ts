@@ -1,7 +1,7 @@
 /**
  * OpenAPI paths of the Audit API: a tenant's hash-chained events, verification of the chain,
- * and its head. Every path needs a `service-core` bearer token and answers for the token's
- * tenant only.
+ * and its head. Every path needs a bearer token (`service-core`, or `service-admin` for a person) holding the
+ * path's permission, and answers for the token's tenant only.
  */
 import { jsonResponse, problems, type Schema } from './components.ts';
 

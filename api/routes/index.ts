@@ -12,6 +12,7 @@ import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth
 import { createHealthRouter } from './health.ts';
 import { createMetricsRouter } from './metrics.ts';
 import { createDocsRouter } from './docs.ts';
+import { createConsoleRouter } from './console.ts';
 import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { createAuthRouter } from './v3/auth.ts';
@@ -72,6 +73,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [
       { path: '', router: createHealthRouter },
       { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
+      { path: '', router: createConsoleRouter },
     ],
   },
   {
@@ -124,8 +126,10 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [{ path: '', router: createPqcRouter }],
   },
   {
+    // People read and verify the log too (the console): their service-admin token opens it, and
+    // the permission decides (audit.events.read, audit.verify), as on the migration API.
     prefix: '/api/v3/audit',
-    audiences: [AUDIENCE_CORE],
+    audiences: [AUDIENCE_CORE, AUDIENCE_ADMIN],
     mounts: [{ path: '', router: createAuditRouter }],
   },
   {
