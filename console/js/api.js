@@ -24,6 +24,8 @@ export class ProblemError extends Error {
  * @typedef {object} CallOptions
  * @property {unknown} [json] a JSON body
  * @property {FormData} [form] a multipart/form-data body
+ * @property {Blob} [body] raw bytes, sent with `contentType`
+ * @property {string} [contentType]
  * @property {Record<string, string | number | undefined>} [query]
  * @property {boolean} [home] use the home tenant's token (platform operations)
  * @property {string} [accept]
@@ -50,6 +52,9 @@ export async function call(method, path, opts = {}) {
     body = JSON.stringify(opts.json);
   } else if (opts.form) {
     body = opts.form;
+  } else if (opts.body) {
+    headers['content-type'] = opts.contentType ?? 'application/octet-stream';
+    body = opts.body;
   }
   let res;
   try {

@@ -111,7 +111,10 @@ export function table(caption, headers, rows, empty = 'Nothing here yet.') {
       h(
         'tbody',
         {},
-        ...rows.map((cells) => h('tr', {}, ...cells.map((c) => h('td', {}, c ?? '—')))),
+        // data-label names each cell's column where narrow screens show rows as cards.
+        ...rows.map((cells) =>
+          h('tr', {}, ...cells.map((c, i) => h('td', { 'data-label': headers[i] }, c ?? '—'))),
+        ),
       ),
     ),
   );

@@ -13,6 +13,9 @@ import { renderRoles } from './pages/roles.js';
 import { renderUsers } from './pages/users.js';
 import { renderAudit } from './pages/audit.js';
 import { renderMigration } from './pages/migration.js';
+import { renderPolicies } from './pages/policies.js';
+import { renderExchanges } from './pages/exchanges.js';
+import { renderBulk } from './pages/bulk.js';
 
 /**
  * What a page gets: where to draw, how to report, and how to go elsewhere.
@@ -33,6 +36,9 @@ const PAGES = [
   { path: 'users', label: 'Users', render: renderUsers },
   { path: 'audit', label: 'Audit', render: renderAudit },
   { path: 'migration', label: 'Migration', render: renderMigration },
+  { path: 'policies', label: 'Policies', render: renderPolicies },
+  { path: 'exchanges', label: 'Exchanges', render: renderExchanges },
+  { path: 'bulk', label: 'Bulk operations', render: renderBulk },
 ];
 
 const app = /** @type {HTMLElement} */ (document.getElementById('app'));

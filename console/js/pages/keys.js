@@ -263,8 +263,9 @@ function importForm(ui, done) {
       if (k) body.append('kid', k);
       const u = /** @type {HTMLSelectElement} */ (usage).value;
       if (u) body.append('usage', u);
-      const key = await json('POST', `${tenantPath()}/keys/import-keystore`, { form: body });
-      ui.say(`Key ${key.kid ?? k} imported.`);
+      const answer = await json('POST', `${tenantPath()}/keys/import-keystore`, { form: body });
+      const names = (answer.keys ?? []).map((/** @type {any} */ x) => x.kid).join(', ');
+      ui.say(`Imported: ${names || k}.`);
       /** @type {HTMLFormElement} */ (form).reset();
       await done();
     } catch (err) {

@@ -5,6 +5,7 @@
  */
 import { call, json } from '../api.js';
 import { button, download, field, h, replace, table } from '../dom.js';
+import { batchSection } from './batch.js';
 
 /**
  * A download name for a conversion's result by its media type.
@@ -186,5 +187,6 @@ export async function renderMigration(ui) {
       h('div', { class: 'actions' }, analyze, convert),
     ),
     analysis,
+    batchSection(ui),
   );
 }
