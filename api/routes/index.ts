@@ -25,6 +25,7 @@ import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
+import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS, createCryptoOperationsRouter } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
@@ -108,6 +109,7 @@ export const ROUTE_TABLE: readonly Area[] = [
         router: createExchangesRouter,
         tenantScoped: true,
       },
+      { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
       { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
     ],
   },
@@ -126,10 +128,8 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [{ path: '', router: createPqcRouter }],
   },
   {
-    // People read and verify the log too (the console): their service-admin token opens it, and
-    // the permission decides (audit.events.read, audit.verify), as on the migration API.
     prefix: '/api/v3/audit',
-    audiences: [AUDIENCE_CORE, AUDIENCE_ADMIN],
+    audiences: [AUDIENCE_CORE],
     mounts: [{ path: '', router: createAuditRouter }],
   },
   {

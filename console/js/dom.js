@@ -8,7 +8,7 @@
  * `on*` functions as listeners; `text` as its text; anything else as a property.
  * @param {string} tag
  * @param {Record<string, unknown>} [props]
- * @param {...(Node | string | null | undefined | false | Array<Node | string | null | undefined | false>)} children
+ * @param {...(Node | string | number | null | undefined | false | Array<Node | string | number | null | undefined | false>)} children
  * @returns {HTMLElement}
  */
 export function h(tag, props = {}, ...children) {

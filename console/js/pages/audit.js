@@ -1,8 +1,9 @@
 /**
  * The tenant's audit log: events with filters and cursor paging, and "Verify chain", which
- * checks the hash chain on the service and shows the result and the first broken link.
+ * checks the hash chain on the service and shows the result and the first broken link. Through
+ * the Admin API's audit routes (the tenant in the path, the person's own token).
  */
-import { json } from '../api.js';
+import { json, tenantPath } from '../api.js';
 import { button, field, h, replace, select, when } from '../dom.js';
 import { pagedList } from '../list.js';
 
@@ -36,7 +37,7 @@ export async function renderAudit(ui) {
     onError: ui.fail,
     empty: 'No events match these filters.',
     fetchPage: (cursor) =>
-      json('GET', '/api/v3/audit/events', {
+      json('GET', `${tenantPath()}/audit/events`, {
         query: {
           actor: /** @type {HTMLInputElement} */ (actor).value.trim(),
           action: /** @type {HTMLInputElement} */ (action).value.trim(),
@@ -75,7 +76,7 @@ export async function renderAudit(ui) {
   const verify = button('Verify chain', async () => {
     replace(verdict, h('p', { class: 'loading', text: 'Verifying…' }));
     try {
-      const v = await json('POST', '/api/v3/audit/verify', { json: {} });
+      const v = await json('POST', `${tenantPath()}/audit/verify`, { json: {} });
       replace(
         verdict,
         v.valid

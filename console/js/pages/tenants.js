@@ -86,19 +86,17 @@ export async function renderTenants(ui) {
       ui.fail(err);
     }
   });
-  ui.root.append(
-    current().tenantId !== current().homeTenantId
-      ? h(
-          'p',
-          {},
-          button(
-            'Back to my own tenant',
-            guard(() => actIn({ id: current().homeTenantId, name: 'platform' })),
-          ),
-        )
-      : null,
-    list.el,
-    form,
-  );
+  if (current().tenantId !== current().homeTenantId)
+    ui.root.append(
+      h(
+        'p',
+        {},
+        button(
+          'Back to my own tenant',
+          guard(() => actIn({ id: current().homeTenantId, name: 'platform' })),
+        ),
+      ),
+    );
+  ui.root.append(list.el, form);
   await list.reload();
 }
