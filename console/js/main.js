@@ -4,7 +4,8 @@
  * problem's title and detail; nothing leaves the page blank.
  */
 import { h, replace, field } from './dom.js';
-import { current, onSessionEnd, signIn, signOut } from './session.js';
+import { current, nameTenant, onSessionEnd, signIn, signOut } from './session.js';
+import { json, tenantPath } from './api.js';
 import { renderKeys } from './pages/keys.js';
 import { renderKey } from './pages/key.js';
 import { renderTenants } from './pages/tenants.js';
@@ -123,6 +124,10 @@ function showSignIn(notice) {
         /** @type {HTMLInputElement} */ (tenant).value,
       );
       /** @type {HTMLInputElement} */ (password).value = '';
+      // The header names the tenant; a role without admin.tenant.read still signs in.
+      await json('GET', tenantPath())
+        .then((t) => nameTenant(t.name))
+        .catch(() => undefined);
       if (!location.hash || location.hash === '#/') location.hash = '#/keys';
       showShell();
     } catch (err) {

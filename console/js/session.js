@@ -206,6 +206,14 @@ export function current() {
 }
 
 /**
+ * Names the tenant acted in, once its record is read.
+ * @param {string} name
+ */
+export function nameTenant(name) {
+  if (tenant) tenant = { ...tenant, name };
+}
+
+/**
  * Calls `listener` when the session ends by itself (a failed refresh).
  * @param {(reason: string) => void} listener
  */

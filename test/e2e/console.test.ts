@@ -60,16 +60,19 @@ async function check(name: string): Promise<void> {
   expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
 }
 
-/** Goes to a page by the navigation and waits for its heading and its first list. */
+/** Goes to a page by the navigation and waits until it has rendered. */
 async function open(label: string, heading = label): Promise<void> {
   await page
     .getByRole('navigation', { name: 'Main' })
     .getByRole('link', { name: label, exact: true })
     .click();
   await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+  // The router puts the focus on <main> once the page has rendered and its first load ended.
   await until(
     `${label} to load`,
-    async () => (await page.locator('[aria-busy="true"]').count()) === 0,
+    async () =>
+      (await page.evaluate('document.activeElement.id')) === 'main' &&
+      (await page.locator('[aria-busy="true"]').count()) === 0,
   );
 }
 
@@ -433,6 +436,10 @@ describe('the web console in headless Chromium', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Workloads' }).waitFor();
     // The new page has the focus on its main region; Tab reaches its first control, outlined.
+    await until(
+      'the focus on main',
+      async () => (await page.evaluate('document.activeElement.id')) === 'main',
+    );
     await page.keyboard.press('Tab');
     const focused = (await page.evaluate(
       '[document.activeElement.tagName, getComputedStyle(document.activeElement).outlineStyle, document.activeElement.closest("main") !== null]',
