@@ -200,8 +200,8 @@ export function current() {
     tenantName: tenant?.name ?? '',
     userId: home?.sub ?? '',
     isPlatform: home?.permissions.some((p) => p.startsWith('admin.platform.')) ?? false,
-    /** @param {string} p */
-    can: (p) => (delegated ?? home)?.permissions.includes(p) ?? false,
+    /** the permissions of the token in use */
+    permissions: [...((delegated ?? home)?.permissions ?? [])],
   };
 }
 

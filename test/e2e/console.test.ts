@@ -19,6 +19,7 @@ import {
   type Browser,
 } from '../support/browser.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
+import { adminToken, api } from '../support/auth.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
 
 let app: TestApp;
@@ -372,6 +373,28 @@ describe('the web console in headless Chromium', () => {
     expect(await alertText()).toMatch(/queue/i);
     expect(await page.getByRole('heading', { level: 1, name: 'Migration' }).isVisible()).toBe(true);
     await check('12-migration-batch-problem');
+  });
+
+  it('when a tenant has more keys than a page, then the list pages forward and back with the cursors', async () => {
+    const root = await adminToken(app);
+    const tenantId = await page.locator('#current-tenant + code').innerText();
+    for (let i = 0; i < 22; i += 1) {
+      const res = await api(app, 'POST', `/api/v3/admin/tenants/${tenantId}/keys`, root, {
+        type: 'aes-128',
+        kid: `bulk-${String(i).padStart(2, '0')}`,
+      });
+      expect(res.status).toBe(201);
+    }
+    await open('Keys');
+    const rows = page.getByRole('table', { name: 'Keys of this tenant' }).locator('tbody tr');
+    expect(await rows.count()).toBe(20);
+    const first = await rows.first().locator('td').first().innerText();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await until('the second page', async () => (await rows.count()) === 4);
+    expect(await page.getByRole('button', { name: 'Next page' }).isHidden()).toBe(true);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await until('the first page again', async () => (await rows.count()) === 20);
+    expect(await rows.first().locator('td').first().innerText()).toBe(first);
   });
 
   it('when a bulk operation is previewed, then the dry run lists the keys, and running it uses that count', async () => {

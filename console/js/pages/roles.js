@@ -5,12 +5,16 @@
 import { json, tenantPath } from '../api.js';
 import { field, h } from '../dom.js';
 import { pagedList } from '../list.js';
+import { current } from '../session.js';
 
 /**
- * Every permission a role can hold: the platform's catalogue.
+ * Every permission a role can hold: the platform's catalogue for a platform administrator (the
+ * catalogue is a platform operation), else the permissions the person holds, which is what
+ * they can see they may hand on.
  * @returns {Promise<string[]>}
  */
 async function permissionCatalogue() {
+  if (!current().isPlatform) return current().permissions;
   const answer = await json('GET', '/api/v3/admin/platform/scopes', { home: true });
   return answer.items;
 }
