@@ -62,7 +62,7 @@ export async function renderAudit(ui) {
     'form',
     { class: 'filters', 'aria-label': 'Event filters' },
     field('Actor', actor, 'e.g. user:<id> or workload:<id>'),
-    field('Action', action, 'e.g. admin.keys.rotate'),
+    field('Action', action, 'e.g. key.rotate'),
     field('Outcome', outcome),
     field('From', from),
     field('To', to),
