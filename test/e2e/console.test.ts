@@ -36,6 +36,7 @@ const urls: string[] = [];
 const cspViolations: string[] = [];
 const pageErrors: string[] = [];
 const revokes: number[] = [];
+const unauthorized: string[] = [];
 let refreshes = 0;
 const axeByPage = new Map<string, AxeViolation[]>();
 const shots: string[] = [];
@@ -83,7 +84,7 @@ const row = (text: string) =>
 
 beforeAll(async () => {
   // A short human token lifetime, so the console's refresh (a minute before the end, at least 5 s after) runs during the test.
-  app = await startTestApp({ HUMAN_TOKEN_TTL: '70' });
+  app = await startTestApp({ HUMAN_TOKEN_TTL: '65' });
   rmSync(SCREENSHOTS, { recursive: true, force: true });
   ssl = new OpenSslDir();
   archiveKey = makeKey(ssl, 'archive-rsa', 'rsa-2048');
@@ -115,6 +116,7 @@ beforeAll(async () => {
   });
   page.on('response', (res) => {
     if (res.url().endsWith('/api/v3/auth/token/revoke')) revokes.push(res.status());
+    if (res.status() === 401) unauthorized.push(res.url());
   });
   page.on('console', (msg) => {
     if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
@@ -231,6 +233,21 @@ describe('the web console in headless Chromium', () => {
     expect(await page.content()).not.toContain(secret);
     urls.push(`secret:${secret}`); // checked against every URL below (as a marker, not a URL)
     await check('06-workloads');
+
+    // A rotated secret is shown once too, and leaving the page takes it away.
+    await page.getByRole('button', { name: 'Rotate secret of billing' }).click();
+    await page.locator('#client-secret').waitFor();
+    const rotated = await page.locator('#client-secret').innerText();
+    expect(rotated).not.toBe(secret);
+    urls.push(`secret:${rotated}`);
+    await open('Keys');
+    await open('Workloads');
+    expect(await page.content()).not.toContain(rotated);
+
+    await page.getByRole('button', { name: 'Disable billing' }).click();
+    await until('disabled', async () => (await row('billing').innerText()).includes('disabled'));
+    await page.getByRole('button', { name: 'Enable billing' }).click();
+    await until('enabled', async () => (await row('billing').innerText()).includes('enabled'));
   });
 
   it('when a key is created, rotated and suspended, then the table shows each state; revoke asks for the kid', async () => {
@@ -304,6 +321,14 @@ describe('the web console in headless Chromium', () => {
     expect(got).toBe(
       createPublicKey(archiveKey.privateKey).export({ type: 'spki', format: 'pem' }),
     );
+    const [jwkDownload] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download version 1 as JWK' }).click(),
+    ]);
+    const jwk = JSON.parse(readFileSync(await jwkDownload.path(), 'utf8'));
+    const expected = createPublicKey(archiveKey.privateKey).export({ format: 'jwk' });
+    expect(jwk).toMatchObject({ kty: 'RSA', n: expected.n, e: expected.e, kid: 'archive-rsa#1' });
+    expect(jwk.d).toBeUndefined();
   });
 
   it('when the audit page is opened, then the events show with filters, and "Verify chain" says the chain is valid', async () => {
@@ -457,8 +482,17 @@ describe('the web console in headless Chromium', () => {
     await check('15-policies');
   });
 
-  it('when the users page is opened, then the administrator is listed', async () => {
+  it('when a user is created with a role, then it is listed and can be disabled', async () => {
     await open('Users');
+    await page.getByLabel('User e-mail').fill('ops@acme.test');
+    await page.getByLabel('Initial password').fill('a long enough password');
+    await page.getByLabel('Role', { exact: true }).selectOption({ label: 'app' });
+    await page.getByRole('button', { name: 'Create user' }).click();
+    await row('ops@acme.test').waitFor();
+    await page.getByRole('button', { name: 'Disable ops@acme.test' }).click();
+    await until('disabled', async () =>
+      (await row('ops@acme.test').innerText()).includes('disabled'),
+    );
     await check('16-users');
   });
 
@@ -496,7 +530,9 @@ describe('the web console in headless Chromium', () => {
   it('when the person signs out, then every token the page held is revoked and nothing was kept in storage or URLs', async () => {
     expect(await page.evaluate('localStorage.length + sessionStorage.length')).toBe(0);
     expect(await page.evaluate('document.cookie')).toBe('');
+    // The tokens were renewed before their end: no call of the session was ever refused as unauthenticated.
     expect(refreshes).toBeGreaterThan(0);
+    expect(unauthorized).toEqual([]);
     // Some token of the page still works before sign-out (a delegated one is refused 403 here, not 401).
     const statusOf = async (token: string) =>
       (
@@ -515,6 +551,7 @@ describe('the web console in headless Chromium', () => {
     expect(await Promise.all([...bearers].map(statusOf))).toEqual([...bearers].map(() => 401));
     const secrets = [
       ADMIN_PASSWORD,
+      'a long enough password',
       ...bearers,
       ...urls.filter((u) => u.startsWith('secret:')).map((u) => u.slice(7)),
     ];
