@@ -4,7 +4,7 @@
  * is made and served from memory by name, so a path never reaches the file system. The page
  * calls the same HTTP API as every other client; nothing is fetched from another origin.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Router, type Response } from 'express';
@@ -45,6 +45,8 @@ interface StaticFile {
 /** Every servable file under the folder, by its path relative to it with `/`. */
 function readConsoleFiles(dir: string): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>();
+  // An install without the folder (an image built without it) serves the API and 404 here.
+  if (!existsSync(dir)) return files;
   for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const type = TYPES.get(extname(entry.name));
@@ -59,6 +61,9 @@ function send(res: Response, file: StaticFile): void {
   res.setHeader('Content-Security-Policy', CONSOLE_CSP);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Referrer-Policy', 'no-referrer');
+  // frame-ancestors for browsers that predate it, and no window of another origin keeps a handle.
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
   // Revalidated on every load, so an upgrade of the service is never half old, half new.
   res.setHeader('Cache-Control', 'no-cache');
   res.type(file.type).send(file.body);
