@@ -278,6 +278,24 @@ describe('the web console in headless Chromium', () => {
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect((await cells())[3]).toBe('suspended');
 
+    // With the kid typed, revoke and then archive go through.
+    await page.getByLabel('Kid', { exact: true }).fill('old-key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await row('old-key').waitFor();
+    const state = async () => (await row('old-key').locator('td').allInnerTexts())[3];
+    const confirmWith = async (action: string) => {
+      await page.getByRole('button', { name: `${action} old-key` }).click();
+      await dialog.getByLabel('Type old-key to confirm').fill('old-key');
+      await dialog.getByRole('button', { name: `${action} key` }).click();
+    };
+    await confirmWith('Revoke');
+    await until('revoked', async () => (await state()) === 'revoked');
+    await confirmWith('Archive');
+    // Archived keys leave the default list; the state filter shows them.
+    await until('archived', async () => (await row('old-key').count()) === 0);
+    await page.getByLabel('State', { exact: true }).selectOption('archived');
+    await until('the archived key', async () => (await state()) === 'archived');
+
     await page.getByLabel('State', { exact: true }).selectOption('active');
     await until('the filter to hide orders', async () => (await row('orders').count()) === 0);
     await page.getByLabel('State', { exact: true }).selectOption('');

@@ -3,7 +3,8 @@
  * and its settings (description, rotation period, minimum decryption version).
  */
 import { ProblemError, json, seg, tenantPath } from '../api.js';
-import { button, download, field, h, table, when } from '../dom.js';
+import { button, download, field, h, replace, table, when } from '../dom.js';
+import { lifecycleButtons } from '../lifecycle.js';
 
 /**
  * @param {import('../main.js').Ui} ui
@@ -48,6 +49,7 @@ export async function renderKey(ui, kid) {
       'section',
       { class: 'card', 'aria-labelledby': 'key-facts' },
       h('h2', { id: 'key-facts', text: 'Record' }),
+      lifecycleButtons(ui, key, () => renderAgain(ui, kid)),
       h(
         'dl',
         { class: 'facts' },
@@ -168,4 +170,14 @@ function settingsForm(ui, key) {
     }
   });
   return form;
+}
+
+/**
+ * Draws the key's page again after a change of state.
+ * @param {import('../main.js').Ui} ui
+ * @param {string} kid
+ */
+async function renderAgain(ui, kid) {
+  replace(ui.root);
+  await renderKey(ui, kid);
 }

@@ -4,7 +4,8 @@
  * be typed first: they cannot be undone.
  */
 import { json, seg, tenantPath } from '../api.js';
-import { button, confirmTyped, field, h, select, when } from '../dom.js';
+import { field, h, select, when } from '../dom.js';
+import { lifecycleButtons } from '../lifecycle.js';
 import { pagedList } from '../list.js';
 
 /** Key types the service generates (shared/crypto/registry.ts). */
@@ -38,7 +39,7 @@ const STATES = ['active', 'suspended', 'revoked', 'archived'];
 export async function renderKeys(ui) {
   ui.title('Keys');
   const state = select([
-    ['', 'any state'],
+    ['', 'all but archived'],
     ...STATES.map((s) => /** @type {[string, string]} */ ([s, s])),
   ]);
   const type = select([
@@ -46,26 +47,6 @@ export async function renderKeys(ui) {
     ...KEY_TYPES.map((t) => /** @type {[string, string]} */ ([t, t])),
   ]);
   const search = h('input', { type: 'search', autocomplete: 'off' });
-
-  /** @param {string} action @param {string} kid @param {string} verb */
-  const act = async (action, kid, verb) => {
-    await json('POST', `${tenantPath()}/keys/${seg(kid)}/${action}`);
-    ui.say(`Key ${kid} ${verb}.`);
-    await list.refresh();
-  };
-  /** @param {string} action @param {string} kid @param {string} verb @param {string} what */
-  const typed = async (action, kid, verb, what) => {
-    const ok = await confirmTyped(
-      `${action[0].toUpperCase()}${action.slice(1)} ${kid}?`,
-      what,
-      kid,
-      `${action[0].toUpperCase()}${action.slice(1)} key`,
-    );
-    if (ok) await act(action, kid, verb);
-    else ui.say(`Nothing was done to ${kid}.`);
-  };
-  /** @param {() => Promise<unknown>} f */
-  const guard = (f) => () => f().catch(ui.fail);
 
   const list = pagedList({
     caption: 'Keys of this tenant',
@@ -90,49 +71,7 @@ export async function renderKeys(ui) {
       h('span', { class: `state state-${k.state}`, text: k.state }),
       String(k.currentVersion),
       when(k.nextRotationAt),
-      h(
-        'div',
-        { class: 'row-actions' },
-        k.state === 'active' || k.state === 'suspended'
-          ? button(
-              'Rotate',
-              guard(() => act('rotate', k.kid, 'rotated')),
-              { 'aria-label': `Rotate ${k.kid}` },
-            )
-          : null,
-        k.state === 'active'
-          ? button(
-              'Suspend',
-              guard(() => act('suspend', k.kid, 'suspended')),
-              { 'aria-label': `Suspend ${k.kid}` },
-            )
-          : null,
-        k.state === 'suspended'
-          ? button(
-              'Resume',
-              guard(() => act('resume', k.kid, 'resumed')),
-              { 'aria-label': `Resume ${k.kid}` },
-            )
-          : null,
-        k.state === 'active' || k.state === 'suspended'
-          ? button(
-              'Revoke',
-              guard(() =>
-                typed('revoke', k.kid, 'revoked', 'A revoked key never encrypts or signs again.'),
-              ),
-              { class: 'danger', 'aria-label': `Revoke ${k.kid}` },
-            )
-          : null,
-        k.state === 'revoked'
-          ? button(
-              'Archive',
-              guard(() =>
-                typed('archive', k.kid, 'archived', 'An archived key cannot be used at all.'),
-              ),
-              { class: 'danger', 'aria-label': `Archive ${k.kid}` },
-            )
-          : null,
-      ),
+      lifecycleButtons(ui, k, () => list.refresh()),
     ],
   });
   state.addEventListener('change', () => list.reload());
