@@ -181,7 +181,14 @@ describe('the web console in headless Chromium', () => {
     await page.getByLabel('Tenant name').fill('acme-e2e');
     await page.getByRole('button', { name: 'Create tenant' }).click();
     await row('acme-e2e').waitFor();
+    await page.getByLabel('Tenant name').fill('beta-e2e');
+    await page.getByRole('button', { name: 'Create tenant' }).click();
+    await row('beta-e2e').waitFor();
+    await page.getByRole('button', { name: 'Suspend tenant beta-e2e' }).click();
+    await until('suspended', async () => (await row('beta-e2e').innerText()).includes('suspended'));
     await check('03-tenants');
+    await page.getByRole('button', { name: 'Resume tenant beta-e2e' }).click();
+    await until('active', async () => (await row('beta-e2e').innerText()).includes('active'));
     await page.getByRole('button', { name: 'Act in this tenant acme-e2e' }).click();
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     await until(
