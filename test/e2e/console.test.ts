@@ -323,6 +323,9 @@ describe('the web console in headless Chromium', () => {
       'saved',
       async () => (await page.locator('#status').innerText()) === 'Settings saved.',
     );
+    await until('the record to show it', async () =>
+      (await page.getByRole('region', { name: 'Record' }).innerText()).includes('orders column'),
+    );
     await check('09-key');
   });
 

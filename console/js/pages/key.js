@@ -160,11 +160,10 @@ function settingsForm(ui, key) {
       const m = Number(/** @type {HTMLInputElement} */ (minVersion).value);
       if (m !== (key.minDecryptionVersion ?? 1)) body.minDecryptionVersion = m;
       if (Object.keys(body).length === 0) return ui.say('Nothing changed.');
-      Object.assign(
-        key,
-        await json('PATCH', `${tenantPath()}/keys/${seg(key.kid)}`, { json: body }),
-      );
+      await json('PATCH', `${tenantPath()}/keys/${seg(key.kid)}`, { json: body });
       ui.say('Settings saved.');
+      // The record above shows the saved values (and a rescheduled next rotation).
+      await renderAgain(ui, key.kid);
     } catch (err) {
       ui.fail(err);
     }
