@@ -34,6 +34,7 @@ let cms: Buffer;
 const bearers = new Set<string>();
 const urls: string[] = [];
 const cspViolations: string[] = [];
+const browserLog: string[] = [];
 const pageErrors: string[] = [];
 const revokes: number[] = [];
 const unauthorized: string[] = [];
@@ -119,6 +120,7 @@ beforeAll(async () => {
     if (res.status() === 401) unauthorized.push(res.url());
   });
   page.on('console', (msg) => {
+    browserLog.push(msg.text());
     if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
   });
   page.on('pageerror', (err) => pageErrors.push(String(err)));
@@ -445,7 +447,9 @@ describe('the web console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Upload and convert' }).click();
     await until('the problem', async () => (await alertText()).length > 0);
     // The test app runs without REDIS_URL: the jobs API answers 503 queue-unavailable.
-    expect(await alertText()).toMatch(/queue/i);
+    // The problem's title, then its detail, as the service wrote them.
+    expect(await page.locator('#alert .problem-title').innerText()).toBe('Queue Unavailable');
+    expect(await page.locator('#alert .problem-detail').innerText()).toMatch(/\S/);
     expect(await page.getByRole('heading', { level: 1, name: 'Migration' }).isVisible()).toBe(true);
     await check('12-migration-batch-problem');
   });
@@ -589,6 +593,7 @@ describe('the web console in headless Chromium', () => {
         [],
       );
       expect(app.logText()).not.toContain(s);
+      expect(browserLog.filter((line) => line.includes(s))).toEqual([]);
     }
     expect(cspViolations).toEqual([]);
     expect(pageErrors).toEqual([]);
