@@ -7,7 +7,8 @@
  * axe-core and photographed into test-results/console/ (git-ignored).
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../support/app.ts';
 import {
@@ -86,7 +87,10 @@ const row = (text: string) =>
 beforeAll(async () => {
   // A short human token lifetime, so the console's refresh (a minute before the end, at least 5 s after) runs during the test.
   app = await startTestApp({ HUMAN_TOKEN_TTL: '65' });
-  rmSync(SCREENSHOTS, { recursive: true, force: true });
+  // This file's screenshots are numbered; the batch test's (batch-*) are its own.
+  if (existsSync(SCREENSHOTS))
+    for (const f of readdirSync(SCREENSHOTS))
+      if (/^\d.*\.png$/.test(f)) rmSync(join(SCREENSHOTS, f));
   ssl = new OpenSslDir();
   archiveKey = makeKey(ssl, 'archive-rsa', 'rsa-2048');
   plaintext = randomBytes(40_000);

@@ -6,6 +6,7 @@
  */
 import { call, json, seg } from '../api.js';
 import { button, download, field, h, replace, table } from '../dom.js';
+import { resultBlob, resultName } from '../results.js';
 
 const JOBS = '/api/v3/migration/jobs';
 
@@ -78,12 +79,12 @@ export function batchSection(ui) {
                 'Download',
                 async () => {
                   const res = await call('GET', `${JOBS}/${seg(c.id)}/result`, { accept: '*/*' });
-                  download(
-                    await res.blob(),
-                    String(c.result?.key ?? c.id)
+                  const type = res.headers.get('content-type') ?? 'application/octet-stream';
+                  const source =
+                    String(c.source?.key ?? c.id)
                       .split('/')
-                      .pop() ?? 'result',
-                  );
+                      .pop() ?? 'result';
+                  download(resultBlob(type, await res.arrayBuffer()), resultName(source, type));
                 },
                 { 'aria-label': `Download the result of ${c.source?.key ?? c.id}` },
               )

@@ -6,18 +6,7 @@
 import { call, json } from '../api.js';
 import { button, download, field, h, replace, table } from '../dom.js';
 import { batchSection } from './batch.js';
-
-/**
- * A download name for a conversion's result by its media type.
- * @param {string} name the input's name
- * @param {string} type
- */
-function resultName(name, type) {
-  const base = name.replace(/\.(p7m|p7s|p7b|p7|cms|der|pem)$/i, '') || 'converted';
-  if (type.startsWith('application/json')) return `${base}.jws.json`;
-  if (type.startsWith('multipart/mixed')) return `${base}.jwe.mime`;
-  return `${base}.bin`;
-}
+import { resultBlob, resultName } from '../results.js';
 
 /**
  * A recipient's or signer's identifier in one line.
@@ -95,12 +84,7 @@ export async function renderMigration(ui) {
       });
       const type = res.headers.get('content-type') ?? 'application/octet-stream';
       const bytes = await res.arrayBuffer();
-      // A multipart result is saved as a MIME entity: its Content-Type line names the boundary.
-      const blob = type.startsWith('multipart/')
-        ? new Blob([`MIME-Version: 1.0\r\nContent-Type: ${type}\r\n\r\n`, bytes], {
-            type: 'message/rfc822',
-          })
-        : new Blob([bytes], { type });
+      const blob = resultBlob(type, bytes);
       const name = resultName(f.name, type);
       download(blob, name);
       ui.say(
