@@ -19,7 +19,7 @@ import { renderExchanges } from './pages/exchanges.js';
 import { renderBulk } from './pages/bulk.js';
 
 /**
- * What a page gets: where to draw, how to report, and how to go elsewhere.
+ * What a page gets: where to draw, and how to report to the person.
  * @typedef {object} Ui
  * @property {HTMLElement} root
  * @property {(err: unknown) => void} fail shows a failure in the alert region

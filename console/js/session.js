@@ -32,6 +32,8 @@ export class AuthError extends Error {
  * @typedef {{ token: string, exp: number, tenantId: string, sub: string, permissions: string[] }} Access
  */
 
+/** Counts sign-ins and sign-outs, so an answer that arrives after one is dropped. */
+let generation = 0;
 /** @type {Access | null} */
 let home = null;
 /** @type {string | null} */
@@ -105,7 +107,11 @@ function planRefresh(expiresIn) {
   clearTimeout(refreshTimer);
   const ms = Math.max(5, expiresIn - 60) * 1000;
   refreshTimer = setTimeout(() => {
-    refresh().catch(() => end('Your session ended; sign in again.'));
+    const session = generation;
+    refresh().catch(() => {
+      // A sign-out meanwhile already ended this session: nothing to say.
+      if (session === generation) end('Your session ended; sign in again.');
+    });
   }, ms);
 }
 
@@ -122,6 +128,7 @@ export async function signIn(email, password, tenantId) {
     password,
     tenant_id: tenantId.trim().toLowerCase(),
   });
+  generation += 1;
   home = accessOf(body.access_token);
   refreshToken = body.refresh_token ?? null;
   delegated = null;
@@ -142,11 +149,18 @@ export function refresh() {
 
 async function renew() {
   if (!refreshToken) throw new AuthError('Not signed in', 'sign in again');
+  const session = generation;
   const body = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken });
+  // Signed out (or in again) while the answer travelled: these tokens belong to no session.
+  if (session !== generation) throw new AuthError('Signed out', 'the session ended');
   home = accessOf(body.access_token);
   refreshToken = body.refresh_token ?? refreshToken;
   // The exchanged token ends with the token it came from: get a new one from the new token.
-  if (delegated) delegated = await exchange(delegated.tenantId);
+  if (delegated) {
+    const next = await exchange(delegated.tenantId);
+    if (session !== generation) throw new AuthError('Signed out', 'the session ended');
+    delegated = next;
+  }
   planRefresh(Number(body.expires_in));
 }
 
@@ -228,6 +242,7 @@ function end(reason) {
 }
 
 function forget() {
+  generation += 1;
   clearTimeout(refreshTimer);
   home = null;
   delegated = null;
