@@ -203,7 +203,7 @@ describe('the web console in headless Chromium', () => {
     );
   });
 
-  it('when a role is created with permissions picked by family, then it is listed with them', async () => {
+  it('when a role is created with permissions picked by family, then it is listed with them, and editing it changes them', async () => {
     await open('Roles');
     await page.getByLabel('Role name').fill('app');
     const crypto = page.getByRole('group', { name: 'crypto', exact: true });
@@ -216,6 +216,24 @@ describe('the web console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Create role' }).click();
     await row('app').waitFor();
     expect(await row('app').innerText()).toContain('crypto.encrypt');
+
+    // Editing fills the same picker with the role's permissions.
+    await page.getByRole('button', { name: 'Edit app' }).click();
+    await page.getByRole('heading', { name: 'Edit role app' }).waitFor();
+    expect(await crypto.getByLabel('encrypt', { exact: true }).isChecked()).toBe(true);
+    await crypto.getByLabel('sign', { exact: true }).check();
+    await page.getByRole('button', { name: 'Save role' }).click();
+    await until('the saved role', async () =>
+      (await row('app').innerText()).includes('crypto.sign'),
+    );
+
+    await page.getByLabel('Role name').fill('auditor');
+    await page
+      .getByRole('group', { name: 'audit.events', exact: true })
+      .getByLabel('read', { exact: true })
+      .check();
+    await page.getByRole('button', { name: 'Create role' }).click();
+    await row('auditor').waitFor();
     await check('04-roles');
   });
 
@@ -518,13 +536,20 @@ describe('the web console in headless Chromium', () => {
     await check('15-policies');
   });
 
-  it('when a user is created with a role, then it is listed and can be disabled', async () => {
+  it('when a user is created with a role, then it is listed, its role can change and it can be disabled', async () => {
     await open('Users');
     await page.getByLabel('User e-mail').fill('ops@acme.test');
     await page.getByLabel('Initial password').fill('a long enough password');
     await page.getByLabel('Role', { exact: true }).selectOption({ label: 'app' });
     await page.getByRole('button', { name: 'Create user' }).click();
     await row('ops@acme.test').waitFor();
+    await page
+      .getByLabel('Role of ops@acme.test', { exact: true })
+      .selectOption({ label: 'auditor' });
+    await page.getByRole('button', { name: 'Change role of ops@acme.test' }).click();
+    await until('the new role', async () =>
+      (await page.locator('#status').innerText()).includes('now has the role auditor'),
+    );
     await page.getByRole('button', { name: 'Disable ops@acme.test' }).click();
     await until('disabled', async () =>
       (await row('ops@acme.test').innerText()).includes('disabled'),

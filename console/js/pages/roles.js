@@ -2,8 +2,8 @@
  * Roles of the tenant, and a create form whose permission picker groups the permissions by
  * family (the part before the last dot: admin.keys, crypto, audit, ...).
  */
-import { json, tenantPath } from '../api.js';
-import { field, h } from '../dom.js';
+import { json, seg, tenantPath } from '../api.js';
+import { button, field, h, replace } from '../dom.js';
 import { pagedList } from '../list.js';
 import { current } from '../session.js';
 
@@ -50,21 +50,31 @@ export function permissionPicker(permissions, withPlatform) {
     ),
   );
   for (const f of el.querySelectorAll('.field')) f.classList.add('check');
-  return { el, selected: () => boxes.filter((b) => b.checked).map((b) => b.value) };
+  return {
+    el,
+    selected: () => boxes.filter((b) => b.checked).map((b) => b.value),
+    /** @param {string[]} chosen ticks exactly these */
+    choose: (chosen) => {
+      for (const b of boxes) b.checked = chosen.includes(b.value);
+    },
+  };
 }
 
 /** @param {import('../main.js').Ui} ui */
 export async function renderRoles(ui) {
   ui.title('Roles');
+  /** @type {any} the role being edited, or null when the form creates one */
+  let editing = null;
   const list = pagedList({
     caption: 'Roles of this tenant',
-    headers: ['Name', 'Id', 'Permissions'],
+    headers: ['Name', 'Id', 'Permissions', 'Actions'],
     onError: ui.fail,
     fetchPage: (cursor) => json('GET', `${tenantPath()}/roles`, { query: { limit: 20, cursor } }),
     row: (r) => [
       r.name,
       h('code', { text: r.id }),
       h('span', { class: 'perms', text: r.permissions.join(', ') || 'none' }),
+      button('Edit', () => edit(r), { 'aria-label': `Edit ${r.name}` }),
     ],
   });
   ui.root.append(list.el);
@@ -78,27 +88,50 @@ export async function renderRoles(ui) {
     ui.fail(err);
   }
   const picker = permissionPicker(catalogue, false);
-  const name = h('input', { type: 'text', required: true, autocomplete: 'off' });
-  const form = h(
-    'form',
-    { class: 'card', 'aria-labelledby': 'create-role' },
-    h('h2', { id: 'create-role', text: 'Create a role' }),
-    field('Role name', name),
-    h('h3', { text: 'Permissions' }),
-    picker.el,
-    h('button', { type: 'submit', text: 'Create role' }),
+  const name = /** @type {HTMLInputElement} */ (
+    h('input', { type: 'text', required: true, autocomplete: 'off' })
   );
+  const heading = h('h2', { id: 'role-form', tabindex: -1, text: 'Create a role' });
+  const submit = h('button', { type: 'submit', text: 'Create role' });
+  const cancel = button('Cancel editing', () => edit(null), { class: 'secondary', hidden: true });
+  const form = /** @type {HTMLFormElement} */ (
+    h(
+      'form',
+      { class: 'card', 'aria-labelledby': 'role-form' },
+      heading,
+      field('Role name', name),
+      h('h3', { text: 'Permissions' }),
+      picker.el,
+      h('div', { class: 'actions' }, submit, cancel),
+    )
+  );
+
+  /**
+   * Fills the form with a role to edit, or empties it to create one.
+   * @param {any} role
+   */
+  function edit(role) {
+    editing = role;
+    form.reset();
+    name.value = role?.name ?? '';
+    picker.choose(role?.permissions ?? []);
+    replace(heading, role ? `Edit role ${role.name}` : 'Create a role');
+    replace(submit, role ? 'Save role' : 'Create role');
+    /** @type {HTMLButtonElement} */ (cancel).hidden = !role;
+    if (role) heading.focus();
+  }
+
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     try {
-      const role = await json('POST', `${tenantPath()}/roles`, {
-        json: {
-          name: /** @type {HTMLInputElement} */ (name).value.trim(),
-          permissions: picker.selected(),
-        },
-      });
-      ui.say(`Role ${role.name} created with ${role.permissions.length} permissions.`);
-      /** @type {HTMLFormElement} */ (form).reset();
+      const body = { name: name.value.trim(), permissions: picker.selected() };
+      const role = editing
+        ? await json('PATCH', `${tenantPath()}/roles/${seg(editing.id)}`, { json: body })
+        : await json('POST', `${tenantPath()}/roles`, { json: body });
+      ui.say(
+        `Role ${role.name} ${editing ? 'saved' : 'created'} with ${role.permissions.length} permissions.`,
+      );
+      edit(null);
       await list.reload();
     } catch (err) {
       ui.fail(err);

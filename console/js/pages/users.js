@@ -25,23 +25,44 @@ export async function renderUsers(ui) {
     headers: ['E-mail', 'Role', 'Status', 'Created', 'Actions'],
     onError: ui.fail,
     fetchPage: (cursor) => json('GET', `${tenantPath()}/users`, { query: { limit: 20, cursor } }),
-    row: (u) => [
-      u.email,
-      roleName.get(u.roleId) ?? u.roleId,
-      u.disabled ? 'disabled' : 'enabled',
-      when(u.createdAt),
-      u.disabled
-        ? button(
-            'Enable',
-            guard(() => toggle(u, false)),
-            { 'aria-label': `Enable ${u.email}` },
-          )
-        : button(
-            'Disable',
-            guard(() => toggle(u, true)),
-            { 'aria-label': `Disable ${u.email}` },
+    row: (u) => {
+      const role = /** @type {HTMLSelectElement} */ (
+        select(roles, { 'aria-label': `Role of ${u.email}` })
+      );
+      role.value = u.roleId;
+      return [
+        u.email,
+        h(
+          'div',
+          { class: 'row-actions' },
+          role,
+          button(
+            'Change role',
+            guard(async () => {
+              await json('PATCH', `${tenantPath()}/users/${seg(u.id)}`, {
+                json: { roleId: role.value },
+              });
+              ui.say(`${u.email} now has the role ${roleName.get(role.value) ?? role.value}.`);
+              await list.refresh();
+            }),
+            { 'aria-label': `Change role of ${u.email}` },
           ),
-    ],
+        ),
+        u.disabled ? 'disabled' : 'enabled',
+        when(u.createdAt),
+        u.disabled
+          ? button(
+              'Enable',
+              guard(() => toggle(u, false)),
+              { 'aria-label': `Enable ${u.email}` },
+            )
+          : button(
+              'Disable',
+              guard(() => toggle(u, true)),
+              { 'aria-label': `Disable ${u.email}` },
+            ),
+      ];
+    },
   });
   const email = h('input', { type: 'email', required: true, autocomplete: 'off' });
   const password = h('input', {
