@@ -26,6 +26,8 @@ COPY api ./api
 COPY shared ./shared
 COPY workers ./workers
 COPY bin ./bin
+# The web console's static files, served by the API at /console.
+COPY console ./console
 # DATA_DIR only matters without DATABASE_URL / S3_ENDPOINT / KEYWARD_MASTER_KEY(_FILE) (the
 # embedded defaults); it must be writable by the unprivileged user either way.
 RUN mkdir -p /app/data && chown node:node /app/data

@@ -47,6 +47,11 @@ export default tseslint.config(
     rules: { 'keyward/layers': 'error' },
   },
   {
+    // The console (console/) is plain ES modules for the browser, loaded as they are (no build).
+    files: ['console/**/*.js'],
+    languageOptions: { globals: { ...globals.browser }, sourceType: 'module' },
+  },
+  {
     files: ['test/**', 'bench/**', 'bin/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },

@@ -1,7 +1,9 @@
 /**
  * OpenAPI paths of the Audit API: a tenant's hash-chained events, verification of the chain,
  * and its head. Every path needs a `service-core` bearer token and answers for the token's
- * tenant only.
+ * tenant only; the Admin API has the same three under /api/v3/admin/tenants/{tenantId}/audit
+ * for people (a `service-admin` token, the tenant in the path), documented from the same
+ * operations here.
  */
 import { jsonResponse, problems, type Schema } from './components.ts';
 
@@ -191,5 +193,50 @@ export const auditPaths = {
         ...problems(COMMON),
       },
     },
+  },
+};
+
+const TENANT_IN_PATH = {
+  name: 'tenantId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', format: 'uuid' },
+  description: "the tenant; must be the token's unless it holds admin.platform.cross-tenant",
+  example: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
+};
+
+/** An audit operation as the Admin API serves it: the tenant in the path, a service-admin token. */
+function adminOf<O extends { summary: string; responses: object; parameters?: unknown[] }>(
+  operation: O,
+  operationId: string,
+) {
+  return {
+    ...operation,
+    operationId,
+    summary: `${operation.summary} (Admin API: the tenant in the path, for people)`,
+    parameters: [TENANT_IN_PATH, ...(operation.parameters ?? [])],
+    responses: {
+      ...operation.responses,
+      ...problems({
+        ...COMMON,
+        403: "the role lacks the permission, or the tenant is not the token's",
+        404: 'no such tenant',
+      }),
+    },
+  };
+}
+
+const ADMIN = '/api/v3/admin/tenants/{tenantId}/audit';
+
+/** The audit operations of the Admin API (api/routes/v3/admin/tenants/audit.ts). */
+export const adminAuditPaths = {
+  [`${ADMIN}/events`]: {
+    get: adminOf(auditPaths['/api/v3/audit/events'].get, 'adminListAuditEvents'),
+  },
+  [`${ADMIN}/verify`]: {
+    post: adminOf(auditPaths['/api/v3/audit/verify'].post, 'adminVerifyAudit'),
+  },
+  [`${ADMIN}/head`]: {
+    get: adminOf(auditPaths['/api/v3/audit/head'].get, 'adminGetAuditHead'),
   },
 };

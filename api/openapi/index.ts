@@ -7,7 +7,7 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
-import { auditPaths } from './audit.ts';
+import { adminAuditPaths, auditPaths } from './audit.ts';
 import { cryptoPaths } from './crypto.ts';
 import { cryptoKeysPaths } from './crypto-keys.ts';
 import { pqcPaths } from './pqc.ts';
@@ -25,6 +25,7 @@ const AREAS: PathsObject[] = [
   adminPaths,
   migrationPaths,
   auditPaths,
+  adminAuditPaths,
   cryptoPaths,
   cryptoKeysPaths,
   pqcPaths,

@@ -175,6 +175,44 @@ export const systemPaths = {
       },
     },
   },
+  '/console': {
+    get: {
+      ...open,
+      tags,
+      operationId: 'console',
+      summary:
+        'The web console for the people who run Keyward (static page; it signs in with the password grant)',
+      responses: {
+        200: text(
+          'the console page, under a Content-Security-Policy without inline code or other origins',
+          'text/html',
+          '<!doctype html><html lang="en">...<script type="module" src="/console/js/main.js"></script>...',
+        ),
+      },
+    },
+  },
+  '/console/{path}': {
+    get: {
+      ...open,
+      tags,
+      operationId: 'consoleFile',
+      summary:
+        "A file of the console (its ES modules and stylesheet, from the checkout's console/ folder)",
+      parameters: [
+        {
+          name: 'path',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          example: 'js/main.js',
+        },
+      ],
+      responses: {
+        200: text('the file', 'text/javascript', 'export function start() { ... }'),
+        ...problems({ 404: 'no such file in the console' }),
+      },
+    },
+  },
   '/docs/redoc.standalone.js': {
     get: {
       ...open,

@@ -12,6 +12,7 @@ import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth
 import { createHealthRouter } from './health.ts';
 import { createMetricsRouter } from './metrics.ts';
 import { createDocsRouter } from './docs.ts';
+import { createConsoleRouter } from './console.ts';
 import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { createAuthRouter } from './v3/auth.ts';
@@ -24,6 +25,7 @@ import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
+import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS, createCryptoOperationsRouter } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
@@ -72,6 +74,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [
       { path: '', router: createHealthRouter },
       { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
+      { path: '', router: createConsoleRouter },
     ],
   },
   {
@@ -106,6 +109,7 @@ export const ROUTE_TABLE: readonly Area[] = [
         router: createExchangesRouter,
         tenantScoped: true,
       },
+      { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
       { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
     ],
   },

@@ -37,6 +37,11 @@ export const LAYER_RULES: readonly LayerRule[] = [
     why: `no route imports another; ${ROUTE_TABLE} mounts them all`,
   },
   {
+    files: ['console/'],
+    forbid: ['api/', 'shared/', 'workers/', 'bin/', 'scripts/', 'test/'],
+    why: 'the console runs in the browser and talks to the API over HTTP only: it imports nothing of the server',
+  },
+  {
     files: ['bin/'],
     forbid: ['api/'],
     why: 'the CLI talks to the API over HTTP and never imports it',

@@ -57,6 +57,10 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'DELETE', path: `${T}/users/{id}` },
   { method: 'POST', path: `${T}/users/{id}/password-reset` },
 
+  { method: 'GET', path: `${T}/audit/events` },
+  { method: 'POST', path: `${T}/audit/verify`, body: {} },
+  { method: 'GET', path: `${T}/audit/head` },
+
   { method: 'GET', path: `${T}/policies/templates` },
   { method: 'GET', path: `${T}/policies/effective` },
   { method: 'PUT', path: `${T}/policies/overrides`, body: { template: 'pqc-only' } },

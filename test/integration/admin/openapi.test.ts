@@ -55,6 +55,8 @@ const PUBLIC = new Set([
   '/readyz',
   '/docs',
   REDOC_BUNDLE_PATH,
+  '/console',
+  '/console/{path}',
   '/api/v3/openapi.json',
   '/.well-known/jwks.json',
   '/.well-known/oauth-authorization-server',
