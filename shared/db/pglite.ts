@@ -76,7 +76,7 @@ PGlite.create(workerData.options).then((pg) => pg.close());
  * pristine initialised directory is kept once per user and PGlite version as a template, in a
  * private directory under the OS temp directory (shared/private-dir.ts: this user's own, mode
  * 0700), and every new directory is a copy of it. `npm install` makes it (scripts/
- * embedded-template.ts), so even the first `npm start` after a clone copies; without it, the
+ * first-start.ts), so even the first `npm start` after a clone copies; without it, the
  * first start makes it. It holds only initdb's system catalogues: Keyward's tables, tenant and
  * keys are made in the copy.
  */
