@@ -28,8 +28,15 @@
  * - A template directory (initdb's output, kept once per user and PGlite version, copied for a
  *   new DATA_DIR): PGlite open 16.4 s (initdb, load average 7.6) -> 2.1 s; in this bench at load
  *   average 12, "embedded database open" 22.6 s without a template, 2.4 s with one.
- * - Not tried for lack of time: PGlite out of the API process (pglite-socket), which would move
- *   its memory to another process rather than remove it, and another embedded engine.
+ * - 2026-11-25, in process (PGlite in the API): idle 187 MB against 122 MB on Postgres; smaps of
+ *   the idle API: 94 MB anonymous against 48 MB; --wasm-lazy-compilation or --no-wasm-tier-up on
+ *   top of --liftoff-only: 2 MB less. A 256 MiB conversion 1.48 s against 1.16 s on Postgres
+ *   (every query of a request ran in WASM on the event loop that streams the conversion).
+ * - Chosen: PGlite in a process of its own (shared/db/embedded.ts) behind a Unix socket and the
+ *   pg client: API idle 121 MB (Postgres 120), peak 164 MB through 1 and 4 GiB (Postgres 172),
+ *   the database process 125 MB; 1 GiB / openssl 0.316 against 0.380 on Postgres. Fresh clone
+ *   after npm install (template and compile cache made by scripts/first-start.ts): ready 1.54 s;
+ *   with nothing prepared 4.49 s (load average about 2).
  * The figures of the full bench are in the report of issue 15 and in bench/results.
  */
 import { execFileSync } from 'node:child_process';
