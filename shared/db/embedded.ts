@@ -26,7 +26,16 @@ const SERVER = new URL('./pglite-server.ts', import.meta.url).pathname;
 /** The socket's name as `pg` derives it from a directory and a port. */
 export const EMBEDDED_PORT = 5432;
 const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * Restarts back off from 1 s to 30 s while the process keeps failing (dies within a minute of
+ * its start, or cannot start at all), so a database that cannot open is retried without a
+ * restart and a log line every second; a process that ran a minute starts the count again.
+ */
 const RESTART_DELAY_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
+const HEALTHY_AFTER_MS = 60_000;
+export const restartDelay = (failures: number): number =>
+  Math.min(RESTART_MAX_MS, RESTART_DELAY_MS * 2 ** Math.max(0, failures - 1));
 
 export interface EmbeddedDatabase {
   /** The socket's directory: `pg`'s `host` for a Unix socket. */
@@ -48,6 +57,7 @@ export async function startEmbeddedDatabase(opts: EmbeddedOptions): Promise<Embe
   const socketPath = join(socketDir, `.s.PGSQL.${EMBEDDED_PORT}`);
   let child: ChildProcess | null = null;
   let closing = false;
+  let failures = 0;
 
   const spawnChild = async (): Promise<void> => {
     const proc = fork(SERVER, [opts.dataDir ?? '', socketPath], {
@@ -71,15 +81,26 @@ export async function startEmbeddedDatabase(opts: EmbeddedOptions): Promise<Embe
       proc.once('exit', (code) => reject(new Error(`embedded database exited with ${code}`)));
     });
     proc.removeAllListeners('exit');
+    const startedAt = Date.now();
     proc.once('exit', (code, signal) => {
       if (closing) return;
       const restarting = opts.dataDir !== null;
       opts.onExit?.({ code, signal, restarting });
-      if (restarting)
-        setTimeout(() => {
-          if (!closing) spawnChild().catch(() => undefined);
-        }, RESTART_DELAY_MS).unref();
+      failures = Date.now() - startedAt < HEALTHY_AFTER_MS ? failures + 1 : 1;
+      if (restarting) restart();
     });
+  };
+
+  /** Starts the process again after the back-off; a failed start counts and is retried. */
+  const restart = (): void => {
+    setTimeout(() => {
+      if (closing) return;
+      spawnChild().catch(() => {
+        failures += 1;
+        opts.onExit?.({ code: null, signal: null, restarting: true });
+        restart();
+      });
+    }, restartDelay(failures)).unref();
   };
 
   try {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { isDatabaseUnavailable, openDatabase, type Db } from '../../../shared/db/knex.ts';
-import { startEmbeddedDatabase, EMBEDDED_PORT } from '../../../shared/db/embedded.ts';
+import { restartDelay, startEmbeddedDatabase, EMBEDDED_PORT } from '../../../shared/db/embedded.ts';
 
 /** The pglite-server processes that are children of this process. */
 function serverChildren(): number[] {
@@ -132,4 +132,45 @@ describe('the embedded database process', () => {
       await db.destroy();
     }
   }, 90_000);
+
+  it('when the restarted process dies at once too, then the next start waits longer, and the data comes back', async () => {
+    const exits: number[] = [];
+    const before = serverChildren();
+    const db: Db = await openDatabase({
+      dataDir: join(root, 'twice'),
+      onEmbeddedExit: () => exits.push(Date.now()),
+    });
+    const current = () => serverChildren().filter((p) => !before.includes(p));
+    const answers = async () => {
+      for (let i = 0; i < 150; i++) {
+        const rows = await db
+          .raw('select v from kept')
+          .then((r: { rows: { v: number }[] }) => r.rows)
+          .catch(() => []);
+        if (rows.length > 0) return rows;
+        await sleep(100);
+      }
+      return [];
+    };
+    try {
+      await db.raw('create table kept (v int)');
+      await db.raw('insert into kept values (7)');
+      process.kill(current()[0], 'SIGKILL');
+      expect(await answers()).toEqual([{ v: 7 }]);
+      const restartedAt = Date.now();
+      process.kill(current()[0], 'SIGKILL');
+      expect(await answers()).toEqual([{ v: 7 }]);
+      expect(exits).toHaveLength(2);
+      // The second restart waited restartDelay(2) = 2 s after the second death.
+      expect(Date.now() - restartedAt).toBeGreaterThanOrEqual(2_000);
+    } finally {
+      await db.destroy();
+    }
+  }, 90_000);
+
+  it('when the process keeps failing, then each restart waits twice as long as the one before, up to 30 s', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 20].map(restartDelay)).toEqual([
+      1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000,
+    ]);
+  });
 });
