@@ -45,7 +45,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
-import { startKeyward } from './lib/keyward.ts';
+import { platformAdmin, startKeyward } from './lib/keyward.ts';
 import { printResult } from './lib/result.ts';
 import {
   convertOverHttp,
@@ -54,7 +54,6 @@ import {
   freeBytes,
   importKey,
   makeRsaCert,
-  postForm,
   procMb,
   randomFile,
   rssNow,
@@ -153,16 +152,7 @@ async function measure(
         ratio: none,
       };
     }
-    const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
-    if (!tenantId) throw new Error('no bootstrap line in the server output');
-    const admin = (
-      await postForm(keyward.url, '/api/v3/auth/token', {
-        grant_type: 'password',
-        username: 'bench@keyward.local',
-        password: keyward.adminPassword,
-        tenant_id: tenantId,
-      })
-    ).access_token!;
+    const { tenantId, token: admin } = await platformAdmin(keyward);
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
     const convert = async (file: string, bytes: number) => {
       const sampler = rssSampler(pid);

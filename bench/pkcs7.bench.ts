@@ -25,7 +25,7 @@ import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSy
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
-import { startKeyward } from './lib/keyward.ts';
+import { platformAdmin, startKeyward } from './lib/keyward.ts';
 import { printResult } from './lib/result.ts';
 import {
   OPENSSL,
@@ -36,7 +36,6 @@ import {
   freeBytes,
   importKey,
   makeRsaCert,
-  postForm as form,
   randomFile,
   rssNow,
   rssSampler,
@@ -118,16 +117,7 @@ try {
   });
   try {
     const pid = keyward.child.process.pid!;
-    const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
-    if (!tenantId) throw new Error('no bootstrap line in the server output');
-    const admin = (
-      await form(keyward.url, '/api/v3/auth/token', {
-        grant_type: 'password',
-        username: 'bench@keyward.local',
-        password: keyward.adminPassword,
-        tenant_id: tenantId,
-      })
-    ).access_token;
+    const { tenantId, token: admin } = await platformAdmin(keyward);
     // One certificate, imported once per usage: the CMS recipient decrypts, the signer signs.
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa-signer', 'sign');

@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
-import { startKeyward } from './lib/keyward.ts';
+import { platformAdmin, startKeyward } from './lib/keyward.ts';
 import { printResult } from './lib/result.ts';
 import {
   OPENSSL,
@@ -26,7 +26,6 @@ import {
   importKey,
   makeRsaCert,
   openssl,
-  postForm,
   randomFile,
   rssNow,
   rssSampler,
@@ -89,16 +88,7 @@ try {
   });
   try {
     const pid = keyward.child.process.pid!;
-    const tenantId = /platform tenant ([0-9a-f-]{36})/.exec(keyward.child.output())?.[1];
-    if (!tenantId) throw new Error('no bootstrap line in the server output');
-    const admin = (
-      await postForm(keyward.url, '/api/v3/auth/token', {
-        grant_type: 'password',
-        username: 'bench@keyward.local',
-        password: keyward.adminPassword,
-        tenant_id: tenantId,
-      })
-    ).access_token;
+    const { tenantId, token: admin } = await platformAdmin(keyward);
     await importKey(keyward.url, admin, tenantId, pem, 'bench-rsa', 'encrypt');
 
     const ours = async (file: string) => {

@@ -248,19 +248,3 @@ export async function importKey(
   });
   if (r.status !== 201) throw new Error(`import-keystore: ${r.status} ${await r.text()}`);
 }
-
-/** POSTs a form and returns its JSON answer, failing on anything but 200. */
-export async function postForm(
-  url: string,
-  path: string,
-  fields: Record<string, string>,
-): Promise<Record<string, string>> {
-  const r = await fetch(`${url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams(fields).toString(),
-  });
-  const json = (await r.json()) as Record<string, string>;
-  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-}

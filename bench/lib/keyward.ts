@@ -90,7 +90,10 @@ async function call(
 }
 
 /** The platform administrator's token; the platform tenant id is printed once at bootstrap (contract 1). */
-export async function adminToken(k: KeywardInstance & { adminPassword: string }): Promise<string> {
+/** The bootstrap administrator's platform tenant (from the server's first-start line) and token. */
+export async function platformAdmin(
+  k: KeywardInstance & { adminPassword: string },
+): Promise<{ tenantId: string; token: string }> {
   const m = /platform tenant ([0-9a-f-]{36})/.exec(k.child.output());
   if (!m) throw new Error(`no bootstrap line in the server output:\n${k.child.output()}`);
   const r = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, {
@@ -99,7 +102,11 @@ export async function adminToken(k: KeywardInstance & { adminPassword: string })
     password: k.adminPassword,
     tenant_id: m[1],
   });
-  return r.access_token;
+  return { tenantId: m[1], token: r.access_token };
+}
+
+export async function adminToken(k: KeywardInstance & { adminPassword: string }): Promise<string> {
+  return (await platformAdmin(k)).token;
 }
 
 /** Creates a tenant with one workload holding `permissions` and the given keys; returns its token. */
