@@ -6,14 +6,22 @@
  * the cryptography itself. Only the transport differs: the lane checks the bearer as the area's
  * authentication does (bearerClaims), then runs the same per-route core as the Express router
  * (serveRuntime: permissions, budget, the one JSON reader, the operation) and renders failures
- * with the same problem renderer. Anything else (other methods, paths, a trailing slash or a
- * query string) falls through to Express, which answers it the same way.
+ * with the same problem renderer. Token issuance (POST /api/v3/auth/token) is here too, for the
+ * same reason: its core (the one form reader, then the grant) is the Express route's, and its
+ * failures take the same OAuth error shape. Anything else (other methods, paths, a trailing
+ * slash or a query string) falls through to Express, which answers it the same way.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
 import { bearerClaims } from './middleware/authenticate.ts';
-import { logFailure, problemResponse, toAppError } from './middleware/errors.ts';
+import {
+  logFailure,
+  oauthResponse,
+  oauthShaped,
+  problemResponse,
+  toAppError,
+} from './middleware/errors.ts';
 import {
   bytesMoved,
   clientGone,
@@ -27,12 +35,63 @@ import { laneRoutes, type LaneRoute } from './routes/index.ts';
 
 const SAFE_ID = /^[\w.:-]{1,128}$/;
 
+/** What the lane writes: status, headers (without length and request id) and the body. */
+interface Answer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' } as const;
+const OAUTH_HEADERS = { ...JSON_HEADERS, 'Cache-Control': 'no-store' } as const;
+
 /** The lane's request listener half: returns true when it took the request. */
 export function createRuntimeLane(
   ctx: AppContext,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const routes = new Map<string, LaneRoute>(laneRoutes().map((r) => [r.path, r]));
   const baseUrl = ctx.config.publicBaseUrl;
+
+  /** The answer of a runtime operation: bearer, permissions, budget, body, operation; or its problem. */
+  async function runtimeAnswer(
+    lane: Extract<LaneRoute, { kind: 'runtime' }>,
+    req: IncomingMessage,
+    id: string,
+    noteClaims: (claims: AccessClaims) => void,
+  ): Promise<Answer> {
+    try {
+      const attempt = { method: 'POST', path: lane.path, id };
+      const claims = await bearerClaims(ctx, req.headers.authorization, lane.audiences, attempt);
+      noteClaims(claims);
+      return {
+        status: 200,
+        headers: JSON_HEADERS,
+        body: JSON.stringify(await serveRuntime(ctx, lane.route, claims, attempt, req)),
+      };
+    } catch (err) {
+      const error = toAppError(err);
+      // A client that left mid-request is told in the access line, not logged as a failure.
+      if (!clientGone(req)) logFailure(ctx.logger.child({ reqId: id }), err, error);
+      return problemResponse(error, baseUrl, lane.path);
+    }
+  }
+
+  /** The answer of an OAuth form endpoint (token issuance): JSON, never cached; or its OAuth error. */
+  async function oauthAnswer(
+    lane: Extract<LaneRoute, { kind: 'oauth' }>,
+    req: IncomingMessage,
+    id: string,
+  ): Promise<Answer> {
+    try {
+      return {
+        status: 200,
+        headers: OAUTH_HEADERS,
+        body: JSON.stringify(await lane.route.serve(ctx, req)),
+      };
+    } catch (err) {
+      return oauthResponse(oauthShaped(err, ctx.logger.child({ reqId: id })));
+    }
+  }
 
   async function serve(
     lane: LaneRoute,
@@ -43,9 +102,7 @@ export function createRuntimeLane(
     const start = performance.now();
     const at = socketBytes(req);
     let status = 200;
-    let payload: string;
     let claims: AccessClaims | undefined;
-    let headers: Record<string, string> = { 'Content-Type': 'application/json; charset=utf-8' };
     // Listened for from the start: a client that leaves mid-body closes the response early.
     res.once('close', () => {
       logAccess(ctx.logger, ctx.metrics, {
@@ -59,24 +116,19 @@ export function createRuntimeLane(
         res,
       });
     });
-    try {
-      const attempt = { method: 'POST', path: lane.path, id };
-      claims = await bearerClaims(ctx, req.headers.authorization, lane.audiences, attempt);
-      payload = JSON.stringify(await serveRuntime(ctx, lane.route, claims, attempt, req));
-    } catch (err) {
-      const error = toAppError(err);
-      // A client that left mid-request is told in the access line, not logged as a failure.
-      if (!clientGone(req)) logFailure(ctx.logger.child({ reqId: id }), err, error);
-      ({ status, headers, body: payload } = problemResponse(error, baseUrl, lane.path));
-      // An unread body must not be taken for the next request on this connection.
-      if (!req.readableEnded) res.setHeader('Connection', 'close');
-    }
+    const answer =
+      lane.kind === 'runtime'
+        ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
+        : await oauthAnswer(lane, req, id);
+    status = answer.status;
+    // An unread body must not be taken for the next request on this connection.
+    if (status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
     res.writeHead(status, {
-      ...headers,
-      'Content-Length': Buffer.byteLength(payload),
+      ...answer.headers,
+      'Content-Length': Buffer.byteLength(answer.body),
       'X-Request-Id': id,
     });
-    res.end(payload);
+    res.end(answer.body);
   }
 
   return (req, res) => {

@@ -27,6 +27,16 @@ export interface RuntimeRoute {
   op: Operation;
 }
 
+/**
+ * A public form endpoint of the Auth API the lane also serves (POST /api/v3/auth/token): no
+ * bearer, its core resolves to the JSON answer or throws what the OAuth error shape renders.
+ */
+export interface OAuthRoute {
+  /** Below the mount, e.g. '/token'. */
+  path: string;
+  serve: (ctx: AppContext, req: IncomingMessage) => Promise<unknown>;
+}
+
 /** A legacy operation (spec 4.2): a legacy role name in place of the permissions. */
 export interface LegacyRuntimeRoute extends Omit<RuntimeRoute, 'permissions'> {
   /** Checked against the token's scopes; 401 without it (spec 5.12). */

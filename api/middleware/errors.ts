@@ -92,6 +92,46 @@ export function problemResponse(
   };
 }
 
+/**
+ * Any failure as an OAuthError: a catalogued problem keeps its code and status, a full pool is
+ * temporarily_unavailable, and anything unexpected is a logged server_error whose cause never
+ * leaves.
+ */
+export function oauthShaped(err: unknown, log: Pick<Logger, 'error'>): OAuthError {
+  if (err instanceof OAuthError) return err;
+  if (!(err instanceof AppError) && isDatabaseUnavailable(err)) err = toAppError(err);
+  if (err instanceof AppError && err.status === 503)
+    return new OAuthError('temporarily_unavailable', err.message, 503, err.headers);
+  if (err instanceof AppError && err.expose)
+    return new OAuthError(err.code, err.message, err.status, err.headers);
+  const status = (err as { status?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return new OAuthError('invalid_request', 'the request is malformed', status);
+  log.error({ err: (err as Error)?.message, stack: (err as Error)?.stack }, 'request failed');
+  return new OAuthError(
+    'server_error',
+    'an unexpected error occurred; the request id identifies it in the logs',
+    500,
+  );
+}
+
+/** An OAuth error response, transport-free: what Express's error handler and the lane both write. */
+export function oauthResponse(err: OAuthError): {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+} {
+  return {
+    status: err.status,
+    headers: {
+      ...err.headers,
+      'Cache-Control': 'no-store',
+      'Content-Type': 'application/json; charset=utf-8',
+    },
+    body: JSON.stringify({ error: err.error, error_description: err.message }),
+  };
+}
+
 /** Logs a failure at the level its answer calls for: a warning for an absent database, an error with the stack for a 5xx, info for a refusal. */
 export function logFailure(
   log: Pick<Logger, 'warn' | 'error' | 'info'>,
@@ -135,9 +175,9 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
       return;
     }
     if (err instanceof OAuthError) {
-      if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-      res.setHeader('Cache-Control', 'no-store');
-      res.status(err.status).json({ error: err.error, error_description: err.message });
+      const answer = oauthResponse(err);
+      for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
+      res.status(answer.status).send(answer.body);
       return;
     }
     const error = toAppError(err);

@@ -6,7 +6,7 @@
  * createApp walks this table; nothing else mounts a router.
  */
 import type { Router } from 'express';
-import type { RuntimeRoute } from '../http/runtime-route.ts';
+import type { OAuthRoute, RuntimeRoute } from '../http/runtime-route.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { createHealthRouter } from './health.ts';
@@ -15,7 +15,7 @@ import { createDocsRouter } from './docs.ts';
 import { createConsoleRouter } from './console.ts';
 import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
-import { createAuthRouter } from './v3/auth.ts';
+import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
 import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
 import { createPlatformRouter } from './v3/admin/platform.ts';
 import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
@@ -50,7 +50,7 @@ export interface Mount {
    * The runtime routes of this router that the node:http runtime lane (api/runtime-lane.ts)
    * also serves, ahead of Express, with the same per-route core (api/http/runtime-route.ts).
    */
-  lane?: readonly RuntimeRoute[];
+  lane?: readonly (RuntimeRoute | OAuthRoute)[];
 }
 
 /** A URL prefix, who may call it, and its routers. */
@@ -92,7 +92,11 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: null,
     mounts: [{ path: '', router: createWellKnownRouter }],
   },
-  { prefix: '/api/v3/auth', audiences: null, mounts: [{ path: '', router: createAuthRouter }] },
+  {
+    prefix: '/api/v3/auth',
+    audiences: null,
+    mounts: [{ path: '', router: createAuthRouter, lane: AUTH_LANE }],
+  },
   {
     prefix: '/api/v3/admin',
     audiences: [AUDIENCE_ADMIN],
@@ -166,28 +170,28 @@ export const ROUTE_TABLE: readonly Area[] = [
 /** The full mount path of a router: its area's prefix and its own path ('/' for the root). */
 export const mountPath = (area: Area, mount: Mount): string => `${area.prefix}${mount.path}` || '/';
 
-/** A route the runtime lane serves: its full path, the audiences of its area, and the route. */
-export interface LaneRoute {
-  path: string;
-  audiences: readonly string[];
-  route: RuntimeRoute;
-}
+/**
+ * A route the runtime lane serves, by its full path: a runtime operation behind its area's
+ * bearer check, or a public OAuth form endpoint.
+ */
+export type LaneRoute =
+  | { kind: 'runtime'; path: string; audiences: readonly string[]; route: RuntimeRoute }
+  | { kind: 'oauth'; path: string; route: OAuthRoute };
 
 /** Every route of the table that the runtime lane serves. */
 export function laneRoutes(): LaneRoute[] {
   return ROUTE_TABLE.flatMap((area) =>
     area.mounts.flatMap((mount) =>
-      (mount.lane ?? []).map((route) => {
+      (mount.lane ?? []).map((route): LaneRoute => {
+        const path = `${area.prefix}${mount.path}${route.path}`;
+        if ('serve' in route) {
+          // An OAuth endpoint authenticates its client itself; behind a bearer check it could not.
+          if (area.audiences) throw new Error(`OAuth lane route ${path} is behind a bearer check`);
+          return { kind: 'oauth', path, route };
+        }
         // A lane route checks the bearer itself; a public area would have none to check.
-        if (!area.audiences)
-          throw new Error(
-            `lane route ${area.prefix}${mount.path}${route.path} is in a public area`,
-          );
-        return {
-          path: `${area.prefix}${mount.path}${route.path}`,
-          audiences: area.audiences,
-          route,
-        };
+        if (!area.audiences) throw new Error(`lane route ${path} is in a public area`);
+        return { kind: 'runtime', path, audiences: area.audiences, route };
       }),
     ),
   );

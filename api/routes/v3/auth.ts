@@ -2,42 +2,38 @@
  * The Auth API (spec 2.1-2.4, 7.1): token, revocation (RFC 7009), introspection (RFC 7662),
  * forgot-password. Form-urlencoded only; errors in the OAuth shape.
  */
-import { Router, type ErrorRequestHandler, type Request } from 'express';
+import type { IncomingMessage } from 'node:http';
+import { Router, type ErrorRequestHandler } from 'express';
 import type { AppContext } from '../../context.ts';
-import { OAuthError, AppError } from '../../../shared/errors/index.ts';
+import { OAuthError } from '../../../shared/errors/index.ts';
 import { route } from '../../http/route.ts';
-import { formBody } from '../../http/form-body.ts';
+import { formBody, readCanonicalForm } from '../../http/form-body.ts';
 import {
   introspect,
   issueToken,
   revokePresentedToken,
 } from '../../services/auth/token-endpoint.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
-import { isDatabaseUnavailable } from '../../../shared/db/knex.ts';
-import { toAppError } from '../../middleware/errors.ts';
+import { oauthShaped } from '../../middleware/errors.ts';
+import type { OAuthRoute } from '../../http/runtime-route.ts';
 
 /**
- * Every answer under /api/v3/auth has the OAuth error shape (RFC 6749 5.2), whatever failed:
- * a catalogued problem keeps its code and status, a full pool is temporarily_unavailable, and
- * anything unexpected is a logged server_error whose cause never leaves.
+ * POST /token's core, run by the Express route below and by the runtime lane alike: the form
+ * (read and made canonical by the one form reader), then the grant. Trust proxy is off, so the
+ * client address is the socket's, as Express's req.ip.
  */
-function oauthShaped(err: unknown, req: Request): OAuthError {
-  if (err instanceof OAuthError) return err;
-  if (!(err instanceof AppError) && isDatabaseUnavailable(err)) err = toAppError(err);
-  if (err instanceof AppError && err.status === 503)
-    return new OAuthError('temporarily_unavailable', err.message, 503, err.headers);
-  if (err instanceof AppError && err.expose)
-    return new OAuthError(err.code, err.message, err.status, err.headers);
-  const status = (err as { status?: unknown })?.status;
-  if (typeof status === 'number' && status >= 400 && status < 500)
-    return new OAuthError('invalid_request', 'the request is malformed', status);
-  req.log.error({ err: (err as Error)?.message, stack: (err as Error)?.stack }, 'request failed');
-  return new OAuthError(
-    'server_error',
-    'an unexpected error occurred; the request id identifies it in the logs',
-    500,
+function serveToken(ctx: AppContext, req: IncomingMessage) {
+  return readCanonicalForm(req).then((form) =>
+    issueToken(ctx, {
+      form,
+      authorization: req.headers.authorization,
+      address: req.socket.remoteAddress ?? 'unknown',
+    }),
   );
 }
+
+/** The routes of this router that the runtime lane also serves (token issuance: workloads call it all day). */
+export const AUTH_LANE: readonly OAuthRoute[] = [{ path: '/token', serve: serveToken }];
 
 /** Router for /api/v3/auth/*. */
 export function createAuthRouter(ctx: AppContext): Router {
@@ -47,20 +43,7 @@ export function createAuthRouter(ctx: AppContext): Router {
     next();
   });
 
-  route(router, '/token', {
-    post: [
-      formBody,
-      async (req, res) => {
-        res.json(
-          await issueToken(ctx, {
-            form: req.body as Record<string, string>,
-            authorization: req.headers.authorization,
-            address: req.ip ?? 'unknown',
-          }),
-        );
-      },
-    ],
-  });
+  route(router, '/token', { post: async (req, res) => res.json(await serveToken(ctx, req)) });
 
   route(router, '/token/revoke', {
     post: [
@@ -123,6 +106,6 @@ export function createAuthRouter(ctx: AppContext): Router {
       ),
     ),
   );
-  router.use(((err, req, _res, next) => next(oauthShaped(err, req))) as ErrorRequestHandler);
+  router.use(((err, req, _res, next) => next(oauthShaped(err, req.log))) as ErrorRequestHandler);
   return router;
 }

@@ -10,6 +10,10 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { api, makeTenant, userToken, workloadToken } from '../../support/auth.ts';
 import { laneRoutes } from '../../../api/routes/index.ts';
 
+/** The lane's bearer-checked runtime operations (the OAuth endpoints have their own suite below). */
+const runtimeLanes = () => laneRoutes().filter((r) => r.kind === 'runtime');
+const oauthLanes = () => laneRoutes().filter((r) => r.kind === 'oauth');
+
 interface Answer {
   status: number;
   slug: string | null;
@@ -124,7 +128,7 @@ describe(`the runtime lane and Express answer alike (${TEST_ENGINE})`, () => {
 
   beforeAll(async () => {
     app = await startTestApp();
-    const permissions = [...new Set(laneRoutes().flatMap((r) => r.route.permissions))];
+    const permissions = [...new Set(runtimeLanes().flatMap((r) => r.route.permissions))];
     const t = await makeTenant(app, [...permissions, 'admin.keys.create']);
     tokens.good = await workloadToken(app, t);
     tokens.bad = `${tokens.good.slice(0, -4)}AAAA`;
@@ -197,7 +201,7 @@ describe(`the runtime lane and Express answer alike (${TEST_ENGINE})`, () => {
     const limit = app.config.jsonLimitBytes;
     const differences: string[] = [];
     let compared = 0;
-    for (const { path } of laneRoutes()) {
+    for (const { path } of runtimeLanes()) {
       for (const h of hostile(limit)) {
         const lane = await send(app, path, h, tokens, true);
         for (const variant of [`${path}/`, `${path}?via=express`]) {
@@ -208,10 +212,166 @@ describe(`the runtime lane and Express answer alike (${TEST_ENGINE})`, () => {
               `${path} ${h.name}: lane ${JSON.stringify(lane)}, ${variant} ${JSON.stringify(express)}`,
             );
         }
-        if (lane.status >= 500) differences.push(`${path} ${h.name}: lane answered ${lane.status}`);
+        if (Number(lane.status) >= 500)
+          differences.push(`${path} ${h.name}: lane answered ${lane.status}`);
       }
     }
     expect(differences).toEqual([]);
-    expect(compared).toBeGreaterThanOrEqual(laneRoutes().length * 2 * 19);
+    expect(compared).toBeGreaterThanOrEqual(runtimeLanes().length * 2 * 19);
+  }, 120_000);
+
+  it('when the table is read, then the lane serves token issuance', () => {
+    expect(oauthLanes().map((r) => r.path)).toEqual(['/api/v3/auth/token']);
+  });
+
+  it('when every OAuth lane route gets every hostile form on the lane and on Express, then status, OAuth error, Content-Type, Cache-Control and challenge agree', async () => {
+    const t = await makeTenant(app, ['crypto.encrypt']);
+    const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+    const good = {
+      grant_type: 'client_credentials',
+      client_id: t.clientId,
+      client_secret: t.clientSecret,
+    };
+    const basic = (id: string, secret: string) =>
+      `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+    const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+    const cases: Array<{
+      name: string;
+      headers?: Record<string, string>;
+      body?: string;
+      chunked?: boolean;
+    }> = [
+      { name: 'good credentials', headers: FORM, body: form(good) },
+      {
+        name: 'good credentials, upper-case client id',
+        headers: FORM,
+        body: form({ ...good, client_id: t.clientId.toUpperCase() }),
+      },
+      {
+        name: 'good credentials over Basic',
+        headers: { ...FORM, authorization: basic(t.clientId, t.clientSecret) },
+        body: form({ grant_type: 'client_credentials' }),
+      },
+      { name: 'no body', headers: FORM },
+      { name: 'no content type', body: form(good) },
+      { name: 'JSON', headers: JSON_TYPE, body: JSON.stringify(good) },
+      {
+        name: 'a body over 16 KiB',
+        headers: FORM,
+        body: form({ ...good, pad: 'A'.repeat(17_000) }),
+      },
+      {
+        name: 'a chunked body over 16 KiB',
+        headers: FORM,
+        body: form({ ...good, pad: 'A'.repeat(17_000) }),
+        chunked: true,
+      },
+      {
+        name: 'a repeated parameter',
+        headers: FORM,
+        body: `${form(good)}&client_id=${t.clientId}`,
+      },
+      {
+        name: 'too many parameters',
+        headers: FORM,
+        body: Array.from({ length: 60 }, (_, i) => `p${i}=1`).join('&'),
+      },
+      {
+        name: 'NUL in a parameter',
+        headers: FORM,
+        body: form({ ...good, client_secret: 'a\u0000b' }),
+      },
+      {
+        name: 'a lone surrogate',
+        headers: FORM,
+        body: `${form({ grant_type: 'client_credentials', client_id: t.clientId })}&client_secret=%ED%A0%80`,
+      },
+      {
+        name: 'no grant type',
+        headers: FORM,
+        body: form({ client_id: t.clientId, client_secret: t.clientSecret }),
+      },
+      {
+        name: 'an unknown grant type',
+        headers: FORM,
+        body: form({ ...good, grant_type: 'constructor' }),
+      },
+      { name: 'an unknown client', headers: FORM, body: form({ ...good, client_id: kid }) },
+      {
+        name: 'a client id that is no UUID',
+        headers: FORM,
+        body: form({ ...good, client_id: '__proto__' }),
+      },
+      { name: 'a wrong secret', headers: FORM, body: form({ ...good, client_secret: 'wrong' }) },
+      {
+        name: 'a wrong secret over Basic',
+        headers: { ...FORM, authorization: basic(t.clientId, 'wrong') },
+        body: form({ grant_type: 'client_credentials' }),
+      },
+      {
+        name: 'Basic and form credentials both',
+        headers: { ...FORM, authorization: basic(t.clientId, t.clientSecret) },
+        body: form(good),
+      },
+      {
+        name: 'a malformed Basic header',
+        headers: { ...FORM, authorization: 'Basic %%%' },
+        body: form({ grant_type: 'client_credentials' }),
+      },
+      {
+        name: 'no secret',
+        headers: FORM,
+        body: form({ grant_type: 'client_credentials', client_id: t.clientId }),
+      },
+    ];
+    const differences: string[] = [];
+    let compared = 0;
+    for (const { path } of oauthLanes()) {
+      for (const c of cases) {
+        const lane = await sendForm(app, path, c);
+        if (Number(lane.status) >= 500)
+          differences.push(`${path} ${c.name}: lane answered ${lane.status}`);
+        for (const variant of [`${path}/`, `${path}?via=express`]) {
+          const express = await sendForm(app, variant, c);
+          compared += 1;
+          if (JSON.stringify(lane) !== JSON.stringify(express))
+            differences.push(
+              `${path} ${c.name}: lane ${JSON.stringify(lane)}, ${variant} ${JSON.stringify(express)}`,
+            );
+        }
+      }
+    }
+    expect(differences).toEqual([]);
+    expect(compared).toBe(oauthLanes().length * 2 * cases.length);
   }, 120_000);
 });
+
+/** One form POST over node:http: status, the OAuth error (or the success members), Content-Type, Cache-Control and challenge. */
+function sendForm(
+  app: TestApp,
+  path: string,
+  h: { headers?: Record<string, string>; body?: string; chunked?: boolean },
+): Promise<Record<string, unknown>> {
+  const headers: Record<string, string> = { ...h.headers };
+  if (h.body !== undefined && !h.chunked)
+    headers['content-length'] = String(Buffer.byteLength(h.body));
+  if (h.chunked) headers['transfer-encoding'] = 'chunked';
+  return new Promise((resolve, reject) => {
+    const req = request(`${app.url}${path}`, { method: 'POST', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+        resolve({
+          status: res.statusCode,
+          answer: res.statusCode === 200 ? Object.keys(body).sort() : body.error,
+          contentType: res.headers['content-type'],
+          cacheControl: res.headers['cache-control'],
+          challenge: res.headers['www-authenticate'] ?? '',
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(h.body);
+  });
+}
