@@ -112,6 +112,7 @@ running.push(async () => rmSync(tokenDir, { recursive: true, force: true }));
 try {
   // Installed (or found in the cache) before anything is measured, so npm competes with nothing.
   const peerInstall = await ensurePeer();
+  console.log(`auth bench start: ${load()}`);
   const keyward = await startKeyward();
   running.push(keyward.stop);
   const barePort = await freePort();
