@@ -1,19 +1,39 @@
 /**
- * Auth throughput (issue 3):
+ * Auth throughput (issues 3 and 16):
  * 1. client_credentials token issuance, tokens/s through the real API (POST /api/v3/auth/token,
  *    form body, target >= 5,000/s), beside two baselines measured in the same run: a bare
- *    Express app answering one GET route, and a bare node:http server.
+ *    Express app answering one GET route, and a bare node:http server. The requests rotate over
+ *    the credentials of 64 workloads (the same ones as in 3), not one client over and over.
  * 2. The same route with and without bearer checking, called with an already-seen token:
  *    the ratio guarded/open (target >= 0.70).
- * BENCH_SECONDS (default 4), BENCH_CONNECTIONS (default 32).
+ * 3. Issuance against a peer (issue 16, target >= 2x): panva's oidc-provider 9, installed on
+ *    demand outside the project (bench/lib/oidc-peer.ts; skipped with a message, and only this
+ *    figure, when it cannot be installed). Fair by construction: both run on this bench's Node
+ *    (process.execPath) as child processes on the same machine; 64 clients on each side, each
+ *    holding a secret checked per request (Keyward: 64 workloads of one tenant whose role has
+ *    the four runtime permissions; the peer: 64 static client_secret_post clients with the same
+ *    client_id and secret), so the very same bodies (grant_type, client_id, client_secret; no
+ *    scope, no resource: the peer's defaultResource names its one resource server) in the same
+ *    rotation over the 64
+ *    credentials, the same tool (runLoad: wrk, one thread), PEER_CONNECTIONS connections and
+ *    `seconds` per run on both. Each side answers ES256-signed JWT access tokens, and one of
+ *    each is verified with jose against the side's JWKS before measuring; every client of each
+ *    side must answer 200 once, and a non-2xx during a measured run fails the bench. Measured
+ *    Keyward, peer, Keyward, peer after a warm-up of each, so drift on this shared machine
+ *    falls on both; the figure is the ratio of the means. Differences left: Keyward's token
+ *    carries the workload's tenant and permission list, the peer's only its client and audience,
+ *    and Keyward also writes a tallied audit event per token.
+ * BENCH_SECONDS (default 4), BENCH_CONNECTIONS (default 32; the peer comparison uses 64).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runLoad, chooseTool, type LoadResult } from './lib/load.ts';
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyOptions } from 'jose';
+import { runLoad, chooseTool, type LoadOptions, type LoadResult } from './lib/load.ts';
 import { cleanEnv, freePort, startChild } from './lib/process.ts';
 import { printResult } from './lib/result.ts';
-import { provision, startKeyward } from './lib/keyward.ts';
+import { provisionWorkloads, startKeyward, type WorkloadClient } from './lib/keyward.ts';
+import { ensurePeer, startPeer } from './lib/oidc-peer.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -21,37 +41,116 @@ const tool = chooseTool();
 const root = new URL('..', import.meta.url).pathname;
 const fmt = (r: LoadResult) =>
   `${Math.round(r.requestsPerSecond).toLocaleString('en')} req/s (p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ${r.errors} errors)`;
+const mean = (rs: LoadResult[]) => rs.reduce((a, r) => a + r.requestsPerSecond, 0) / rs.length;
+const load = () =>
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
+/** Issue 16: wrk with 64 connections on both sides of the peer comparison. */
+const PEER_CONNECTIONS = 64;
+const CLIENTS = 64;
+/** The runtime crypto permissions (spec: encrypt, decrypt, sign and verify). */
+const RUNTIME = ['crypto.encrypt', 'crypto.decrypt', 'crypto.sign', 'crypto.verify'];
+/** Nothing here may outlive this: a stuck child or generator fails the bench instead. */
+const DEADLINE_MS = 10 * 60_000;
 
-const keyward = await startKeyward();
-const barePort = await freePort();
-const bare = await startChild(
-  [join(root, 'bench/lib/bare-server.ts'), String(barePort)],
-  cleanEnv(),
-  `http://127.0.0.1:${barePort}/healthz`,
-);
-const guardedPort = await freePort();
-const tokenDir = mkdtempSync(join(tmpdir(), 'keyward-bench-token-'));
-const guarded = await startChild(
-  [join(root, 'bench/lib/guarded-server.ts'), String(guardedPort), join(tokenDir, 'token')],
-  cleanEnv(),
-  `http://127.0.0.1:${guardedPort}/healthz`,
-  60_000,
-);
-try {
-  const t = await provision(keyward, ['crypto.keys.read'], []);
-  const form = new URLSearchParams({
+const tokenForm = (c: WorkloadClient) =>
+  new URLSearchParams({
     grant_type: 'client_credentials',
-    client_id: t.clientId,
-    client_secret: t.clientSecret,
+    client_id: c.clientId,
+    client_secret: c.clientSecret,
   }).toString();
-  const tokenLoad = {
-    url: `${keyward.url}/api/v3/auth/token`,
-    connections,
+
+/** One POST of a token form; the access token, or an error naming the answer. */
+async function fetchToken(url: string, form: string): Promise<string> {
+  const res = await fetch(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     body: form,
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  return (JSON.parse(text) as { access_token: string }).access_token;
+}
+
+/**
+ * Before a side is measured: every client gets a 200 once (also the peer's first use of each
+ * static client), and the first token verifies with jose against the side's JWKS as an ES256 JWT
+ * for that client; returns its verified claims.
+ */
+async function checkSide(
+  tokenUrl: string,
+  jwksUrl: string,
+  forms: string[],
+  clientId: string,
+  expect: JWTVerifyOptions,
+): Promise<Record<string, unknown>> {
+  const tokens = [];
+  for (const form of forms) tokens.push(await fetchToken(tokenUrl, form));
+  const jwks = createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 10_000 });
+  const { payload, protectedHeader } = await jwtVerify(tokens[0], jwks, {
+    ...expect,
+    algorithms: ['ES256'],
+  });
+  if (protectedHeader.alg !== 'ES256' || payload.client_id !== clientId)
+    throw new Error(
+      `${tokenUrl}: unexpected token ${JSON.stringify({ protectedHeader, payload })}`,
+    );
+  return payload;
+}
+
+/** How to stop each child started so far; the finally below and the watchdog run them. */
+const running: Array<() => Promise<unknown>> = [];
+const stopAll = () => Promise.allSettled(running.splice(0).map((stop) => stop()));
+const watchdog = setTimeout(() => {
+  console.error(`auth bench: still running after ${DEADLINE_MS / 1000} s; giving up`);
+  void stopAll().finally(() => process.exit(1));
+}, DEADLINE_MS);
+const tokenDir = mkdtempSync(join(tmpdir(), 'keyward-bench-token-'));
+running.push(async () => rmSync(tokenDir, { recursive: true, force: true }));
+try {
+  // Installed (or found in the cache) before anything is measured, so npm competes with nothing.
+  const peerInstall = await ensurePeer();
+  console.log(`auth bench start: ${load()}`);
+  const keyward = await startKeyward();
+  running.push(keyward.stop);
+  const barePort = await freePort();
+  const bare = await startChild(
+    [join(root, 'bench/lib/bare-server.ts'), String(barePort)],
+    cleanEnv(),
+    `http://127.0.0.1:${barePort}/healthz`,
+  );
+  running.push(bare.stop);
+  const guardedPort = await freePort();
+  const guarded = await startChild(
+    [join(root, 'bench/lib/guarded-server.ts'), String(guardedPort), join(tokenDir, 'token')],
+    cleanEnv(),
+    `http://127.0.0.1:${guardedPort}/healthz`,
+    60_000,
+  );
+  running.push(guarded.stop);
+
+  const { clients } = await provisionWorkloads(keyward, RUNTIME, CLIENTS);
+  const forms = clients.map(tokenForm);
+  const keywardTokenUrl = `${keyward.url}/api/v3/auth/token`;
+  const claims = await checkSide(
+    keywardTokenUrl,
+    `${keyward.url}/.well-known/jwks.json`,
+    forms,
+    clients[0].clientId,
+    { issuer: keyward.url, audience: 'service-core' },
+  );
+  if (RUNTIME.some((p) => !(claims.permissions as string[]).includes(p)))
+    throw new Error(`Keyward's token lacks the runtime permissions: ${JSON.stringify(claims)}`);
+  const tokenLoad = {
+    url: keywardTokenUrl,
+    connections,
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    bodies: forms,
     tool,
-  };
+  } satisfies LoadOptions;
   await runLoad({ ...tokenLoad, seconds: 1 });
   const issued = await runLoad({ ...tokenLoad, seconds });
   if (issued.errors > 0) throw new Error(`${issued.errors} token requests failed`);
@@ -81,7 +180,7 @@ try {
     baselineValue: Math.round(expressRun.requestsPerSecond),
     ratio: Number((issued.requestsPerSecond / expressRun.requestsPerSecond).toFixed(3)),
     unit: 'tokens/s',
-    notes: `${tool}, ${connections} connections, ${seconds} s; target >= 5000/s; p50 ${issued.p50Ms.toFixed(2)} ms p99 ${issued.p99Ms.toFixed(2)} ms; bare node:http ${Math.round(bareRun.requestsPerSecond)} req/s`,
+    notes: `${tool}, ${connections} connections, ${seconds} s, ${CLIENTS} workloads in turn; target >= 5000/s; p50 ${issued.p50Ms.toFixed(2)} ms p99 ${issued.p99Ms.toFixed(2)} ms; bare node:http ${Math.round(bareRun.requestsPerSecond)} req/s`,
   });
 
   const token = readFileSync(join(tokenDir, 'token'), 'utf8');
@@ -102,7 +201,6 @@ try {
       }),
     );
   }
-  const mean = (rs: LoadResult[]) => rs.reduce((a, r) => a + r.requestsPerSecond, 0) / rs.length;
   if ([...runs.open, ...runs.guarded].some((r) => r.errors > 0))
     throw new Error('requests failed in the bearer-check measurement');
   const ratio = mean(runs.guarded) / mean(runs.open);
@@ -123,9 +221,54 @@ try {
     unit: 'req/s',
     notes: `${tool}, ${connections} connections, 2x${seconds} s each (ABBA); target ratio >= 0.70`,
   });
+
+  if (peerInstall.ok) {
+    console.log(
+      `oidc-provider ${peerInstall.version} from ${peerInstall.dir} (${peerInstall.installSeconds === null ? 'cached' : `installed in ${peerInstall.installSeconds.toFixed(1)} s`})`,
+    );
+    // The peer's clients are Keyward's workloads' credentials: the very same request bodies.
+    const peer = await startPeer(peerInstall, clients, RUNTIME.join(' '));
+    running.push(peer.stop);
+    await checkSide(peer.tokenUrl, peer.jwksUrl, forms, clients[0].clientId, {
+      issuer: peer.url,
+      audience: peer.resource,
+    });
+    const sides = {
+      keyward: { ...tokenLoad, connections: PEER_CONNECTIONS },
+      peer: { ...tokenLoad, url: peer.tokenUrl, connections: PEER_CONNECTIONS },
+    };
+    console.log(`before the peer comparison: ${load()}`);
+    await runLoad({ ...sides.keyward, seconds: 2 });
+    await runLoad({ ...sides.peer, seconds: 2 });
+    const pairs: Record<keyof typeof sides, LoadResult[]> = { keyward: [], peer: [] };
+    for (const side of ['keyward', 'peer', 'keyward', 'peer'] as const) {
+      const r = await runLoad({ ...sides[side], seconds });
+      if (r.errors > 0) throw new Error(`${side}: ${r.errors} token requests failed: ${fmt(r)}`);
+      pairs[side].push(r);
+      console.log(`${side === 'keyward' ? 'Keyward      ' : 'oidc-provider'} ${fmt(r)}`);
+    }
+    await peer.stop();
+    console.log(`after the peer comparison: ${load()}`);
+    const ratio = mean(pairs.keyward) / mean(pairs.peer);
+    const ps = (rs: LoadResult[]) =>
+      rs.map((r) => `p50 ${r.p50Ms.toFixed(2)} p99 ${r.p99Ms.toFixed(2)} ms`).join(', ');
+    console.log(`Keyward/oidc-provider ratio: ${ratio.toFixed(3)}  (target: >= 2)`);
+    printResult({
+      name: 'auth-token-vs-oidc-provider',
+      metric: 'client_credentials tokens per second, ES256 JWT access tokens',
+      value: Math.round(mean(pairs.keyward)),
+      baseline: `oidc-provider ${peerInstall.version} (client_credentials, ES256 JWT, in-memory)`,
+      baselineValue: Math.round(mean(pairs.peer)),
+      ratio: Number(ratio.toFixed(3)),
+      unit: 'tokens/s',
+      notes: `target >= 2; ${tool}, ${PEER_CONNECTIONS} connections, ${CLIENTS} clients in turn each side, ABAB 2x${seconds} s; Keyward ${pairs.keyward.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.keyward)}), peer ${pairs.peer.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.peer)}); ${load()}`,
+    });
+  } else {
+    console.log(
+      `oidc-provider comparison skipped: it could not be installed (${peerInstall.reason.trim()})`,
+    );
+  }
 } finally {
-  await keyward.stop();
-  await bare.stop();
-  await guarded.stop();
-  rmSync(tokenDir, { recursive: true, force: true });
+  clearTimeout(watchdog);
+  await stopAll();
 }

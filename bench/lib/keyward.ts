@@ -109,12 +109,18 @@ export async function adminToken(k: KeywardInstance & { adminPassword: string })
   return (await platformAdmin(k)).token;
 }
 
-/** Creates a tenant with one workload holding `permissions` and the given keys; returns its token. */
-export async function provision(
+/** A workload's client credentials. */
+export interface WorkloadClient {
+  clientId: string;
+  clientSecret: string;
+}
+
+/** Creates a tenant with one role holding `permissions` and `count` workloads in that role. */
+export async function provisionWorkloads(
   k: KeywardInstance & { adminPassword: string },
   permissions: string[],
-  keys: Array<{ kid: string; type: string; usage?: string }>,
-): Promise<Provisioned> {
+  count: number,
+): Promise<{ tenantId: string; admin: string; clients: WorkloadClient[] }> {
   // The platform admin holds admin.platform.cross-tenant, so it provisions the tenant directly.
   const admin = await adminToken(k);
   const tenant = await call(k.url, 'POST', '/api/v3/admin/platform/tenants', admin, {
@@ -124,24 +130,37 @@ export async function provision(
     name: 'bench',
     permissions,
   });
-  const workload = await call(
-    k.url,
-    'POST',
-    `/api/v3/admin/tenants/${tenant.id}/workloads`,
+  const clients: WorkloadClient[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const workload = await call(
+      k.url,
+      'POST',
+      `/api/v3/admin/tenants/${tenant.id}/workloads`,
+      admin,
+      { name: count === 1 ? 'bench' : `bench-${i}`, roleId: role.id },
+    );
+    clients.push({ clientId: workload.clientId, clientSecret: workload.clientSecret });
+  }
+  return { tenantId: tenant.id, admin, clients };
+}
+
+/** Creates a tenant with one workload holding `permissions` and the given keys; returns its token. */
+export async function provision(
+  k: KeywardInstance & { adminPassword: string },
+  permissions: string[],
+  keys: Array<{ kid: string; type: string; usage?: string }>,
+): Promise<Provisioned> {
+  const {
+    tenantId,
     admin,
-    { name: 'bench', roleId: role.id },
-  );
+    clients: [client],
+  } = await provisionWorkloads(k, permissions, 1);
   for (const key of keys)
-    await call(k.url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, key);
+    await call(k.url, 'POST', `/api/v3/admin/tenants/${tenantId}/keys`, admin, key);
   const tok = await call(k.url, 'POST', '/api/v3/auth/token', null, undefined, {
     grant_type: 'client_credentials',
-    client_id: workload.clientId,
-    client_secret: workload.clientSecret,
+    client_id: client.clientId,
+    client_secret: client.clientSecret,
   });
-  return {
-    tenantId: tenant.id,
-    clientId: workload.clientId,
-    clientSecret: workload.clientSecret,
-    token: tok.access_token,
-  };
+  return { tenantId, ...client, token: tok.access_token };
 }

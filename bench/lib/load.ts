@@ -23,7 +23,10 @@ export interface LoadOptions {
   /** Request shape (default GET without body). */
   method?: string;
   headers?: Record<string, string>;
+  /** One body for every request. */
   body?: string;
+  /** Bodies sent in turn, each request taking the next (wrapping); replaces `body`. */
+  bodies?: string[];
 }
 
 export type LoadTool = 'wrk' | 'node';
@@ -81,10 +84,12 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const connections = opts.connections ?? 32;
   const seconds = opts.seconds ?? 5;
   checkTarget(opts.url, seconds);
+  if (opts.bodies !== undefined && (opts.bodies.length === 0 || opts.body !== undefined))
+    throw new Error('give either body or a non-empty bodies list, not both');
   const shape: RequestShape = {
     method: opts.method ?? 'GET',
     headers: opts.headers ?? {},
-    body: opts.body,
+    bodies: opts.bodies ?? (opts.body === undefined ? [] : [opts.body]),
   };
   return chooseTool(opts.tool) === 'wrk'
     ? wrkLoad(opts.url, connections, seconds, shape)
@@ -94,15 +99,39 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
 interface RequestShape {
   method: string;
   headers: Record<string, string>;
-  body?: string;
+  /** Empty: no body; one: the same body each time; more: each request takes the next. */
+  bodies: string[];
 }
 
-/** A wrk Lua script that sends the request shape (wrk.method, wrk.headers, wrk.body). */
+/** A Lua string literal; JSON.stringify's escapes differ from Lua's for \u escapes, so bytes. */
+const lua = (s: string) =>
+  `"${[...Buffer.from(s, 'utf8')].map((b) => `\\${String(b).padStart(3, '0')}`).join('')}"`;
+
+/**
+ * A wrk Lua script that sends the request shape: wrk.method, wrk.headers and wrk.body for one
+ * body; for several, a request() that returns the next of the requests formatted once in init()
+ * (wrk calls it for every request of the thread, and runs with -t1: one cycle over the list).
+ */
 function wrkScript(shape: RequestShape): string {
-  const lines = [`wrk.method = ${JSON.stringify(shape.method)}`];
+  const lines = [`wrk.method = ${lua(shape.method)}`];
   for (const [k, v] of Object.entries(shape.headers))
-    lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
-  if (shape.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(shape.body)}`);
+    lines.push(`wrk.headers[${lua(k)}] = ${lua(v)}`);
+  if (shape.bodies.length === 1) lines.push(`wrk.body = ${lua(shape.bodies[0])}`);
+  if (shape.bodies.length > 1) {
+    lines.push(
+      `local bodies = {${shape.bodies.map(lua).join(', ')}}`,
+      'local requests, i = {}, 0',
+      // Formatted once per thread (wrk's own pipeline.lua does the same), so the generator
+      // spends no Lua time per request beyond the table lookup.
+      'init = function()',
+      '  for n, b in ipairs(bodies) do requests[n] = wrk.format(nil, nil, nil, b) end',
+      'end',
+      'request = function()',
+      '  i = i % #requests + 1',
+      '  return requests[i]',
+      'end',
+    );
+  }
   return lines.join('\n') + '\n';
 }
 
@@ -178,6 +207,7 @@ function nodeLoad(
   const target = new URL(url);
   const latencies: number[] = [];
   let errors = 0;
+  let next = 0;
   const started = performance.now();
   const deadline = started + seconds * 1000;
 
@@ -210,7 +240,8 @@ function nodeLoad(
         errors += 1;
         resolve();
       });
-      req.end(shape.body);
+      const body = shape.bodies.length > 0 ? shape.bodies[next++ % shape.bodies.length] : undefined;
+      req.end(body);
     });
 
   const loop = async () => {
