@@ -31,9 +31,15 @@ export interface TokenResponse {
 
 const HUMAN_CLIENT = 'keyward-admin';
 
-/** The budget key of a workload: its canonical (lower-case) client id, as the lookup sees it. */
-export const clientRateKey = (clientId: string | undefined) =>
-  rateKey('client', canonicalId(clientId ?? ''));
+/**
+ * The budget key of a workload: its canonical (lower-case) client id, as the lookup sees it. A
+ * UUID is used as it is (bounded, and no hash on every token request); anything else is hashed
+ * like every other key, and a hash never has a UUID's form, so the two cannot meet.
+ */
+export function clientRateKey(clientId: string | undefined): string {
+  const id = canonicalId(clientId ?? '');
+  return isUuid(id) ? `client:${id}` : rateKey('client', id);
+}
 
 /**
  * The budget key of a refresh token: its family, so failures of other people's garbage never
