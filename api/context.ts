@@ -30,6 +30,8 @@ export interface AppContext {
   logger: Logger;
   db: Db;
   pool: WorkPool;
+  /** The threads that run streamed conversions (CONVERT_THREADS); null runs them on the event loop. */
+  conversions: WorkPool | null;
   masterKey: MasterKey;
   metrics: Metrics;
   audit: AuditLog;
@@ -91,6 +93,15 @@ export async function createContext(
   const closers: AppContext['closers'] = [];
   closers.push({ name: 'database', close: () => db.destroy() });
   closers.push({ name: 'worker pool', close: () => pool.close() });
+  const conversions =
+    config.convertThreads > 0
+      ? createPool({
+          threads: config.convertThreads,
+          maxQueue: config.poolMaxQueue,
+          label: 'conversion pool',
+        })
+      : null;
+  if (conversions) closers.push({ name: 'conversion pool', close: () => conversions.close() });
   let redis: Redis | undefined;
   if (config.redisUrl) {
     const client = await connectRedis(config.redisUrl, logger);
@@ -112,6 +123,7 @@ export async function createContext(
     logger,
     db,
     pool,
+    conversions,
     masterKey: master.key,
     metrics,
     audit,
