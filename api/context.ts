@@ -8,6 +8,7 @@ import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { createPool, type WorkPool } from '../workers/pool.ts';
+import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
@@ -30,8 +31,8 @@ export interface AppContext {
   logger: Logger;
   db: Db;
   pool: WorkPool;
-  /** The threads that run streamed conversions (CONVERT_THREADS); null runs them on the event loop. */
-  conversions: WorkPool | null;
+  /** Where streamed conversions run: the event loop or the conversion threads (CONVERT_THREADS). */
+  conversions: ConversionRunner;
   masterKey: MasterKey;
   metrics: Metrics;
   audit: AuditLog;
@@ -93,7 +94,7 @@ export async function createContext(
   const closers: AppContext['closers'] = [];
   closers.push({ name: 'database', close: () => db.destroy() });
   closers.push({ name: 'worker pool', close: () => pool.close() });
-  const conversions =
+  const conversionPool =
     config.convertThreads > 0
       ? createPool({
           threads: config.convertThreads,
@@ -101,7 +102,9 @@ export async function createContext(
           label: 'conversion pool',
         })
       : null;
-  if (conversions) closers.push({ name: 'conversion pool', close: () => conversions.close() });
+  if (conversionPool)
+    closers.push({ name: 'conversion pool', close: () => conversionPool.close() });
+  const conversions = conversionRunner(conversionPool, config.convertThreadFrom);
   let redis: Redis | undefined;
   if (config.redisUrl) {
     const client = await connectRedis(config.redisUrl, logger);

@@ -155,6 +155,13 @@ export const SCHEMA = {
     defaultDoc: 'number of cores',
     min: 0,
   },
+  convertThreadFrom: {
+    env: 'CONVERT_THREAD_FROM',
+    doc: 'How many conversions running at once (the new one included) send it to a conversion thread: 2 keeps one alone on the event loop, where it is fastest; 1 sends every one',
+    kind: 'int',
+    default: '2',
+    min: 1,
+  },
   poolMaxQueue: {
     env: 'POOL_MAX_QUEUE',
     doc: 'Tasks waiting for the pool before requests answer 503',

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { createPool } from '../../../workers/pool.ts';
+import { conversionRunner } from '../../../workers/threaded-convert.ts';
 import {
   CONVERT,
   OpenSslDir,
@@ -33,7 +34,7 @@ const actors = new Map<TestApp, Actor>();
 
 beforeAll(async () => {
   // One thread: a conversion that did not free its thread would leave the next one waiting.
-  threaded = await startTestApp({ CONVERT_THREADS: '1' });
+  threaded = await startTestApp({ CONVERT_THREADS: '1', CONVERT_THREAD_FROM: '1' });
   onLoop = await startTestApp({ CONVERT_THREADS: '0' });
   ssl = new OpenSslDir();
   rsa = makeKey(ssl, 'threads-rsa', 'rsa-2048');
@@ -90,7 +91,7 @@ const problemOf = (a: Answer) => ({
 
 describe('conversions on the conversion threads', () => {
   it('when four conversions run at once on one thread, then each answer opens with jose to its own content', async () => {
-    expect(threaded.ctx.conversions).not.toBeNull();
+    expect(threaded.ctx.conversions.pool).not.toBeNull();
     const contents = [0, 1, 2, 3].map((i) => {
       const data = randomBytes(3 * MiB + i * 1000);
       ssl.write(`multi-${i}.bin`, data);
@@ -208,8 +209,8 @@ describe('a client that leaves', () => {
     ssl.write('after.bin', randomBytes(5000));
     const a = await convert(threaded, actors.get(threaded)!.user, enveloped('after.bin'));
     expect(a.status).toBe(200);
-    expect(threaded.ctx.conversions!.threads()).toBeLessThanOrEqual(1);
-    expect(threaded.ctx.conversions!.queueSize()).toBe(0);
+    expect(threaded.ctx.conversions.pool!.threads()).toBeLessThanOrEqual(1);
+    expect(threaded.ctx.conversions.pool!.queueSize()).toBe(0);
   }
 
   it('when the client goes away in the middle of the upload, then its thread is freed and the next conversions complete', async () => {
@@ -246,15 +247,16 @@ describe('a conversion thread that fails', () => {
   let saved: TestApp['ctx']['conversions'];
   beforeAll(() => {
     saved = threaded.ctx.conversions;
-    threaded.ctx.conversions = createPool({
+    const failing = createPool({
       threads: 1,
       maxQueue: 8,
       label: 'conversion pool',
       filename: new URL('../../fixtures/failing-convert-task.ts', import.meta.url).href,
     });
+    threaded.ctx.conversions = conversionRunner(failing, 1);
   });
   afterAll(async () => {
-    await threaded.ctx.conversions!.close();
+    await threaded.ctx.conversions.pool!.close();
     threaded.ctx.conversions = saved;
   });
 
