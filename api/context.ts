@@ -8,6 +8,7 @@ import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { createPool, type WorkPool } from '../workers/pool.ts';
+import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
@@ -30,6 +31,8 @@ export interface AppContext {
   logger: Logger;
   db: Db;
   pool: WorkPool;
+  /** Where streamed conversions run: the event loop or the conversion threads (CONVERT_THREADS). */
+  conversions: ConversionRunner;
   masterKey: MasterKey;
   metrics: Metrics;
   audit: AuditLog;
@@ -91,6 +94,17 @@ export async function createContext(
   const closers: AppContext['closers'] = [];
   closers.push({ name: 'database', close: () => db.destroy() });
   closers.push({ name: 'worker pool', close: () => pool.close() });
+  const conversionPool =
+    config.convertThreads > 0
+      ? createPool({
+          threads: config.convertThreads,
+          maxQueue: config.poolMaxQueue,
+          label: 'conversion pool',
+        })
+      : null;
+  if (conversionPool)
+    closers.push({ name: 'conversion pool', close: () => conversionPool.close() });
+  const conversions = conversionRunner(conversionPool, config.convertThreadFrom);
   let redis: Redis | undefined;
   if (config.redisUrl) {
     const client = await connectRedis(config.redisUrl, logger);
@@ -112,6 +126,7 @@ export async function createContext(
     logger,
     db,
     pool,
+    conversions,
     masterKey: master.key,
     metrics,
     audit,

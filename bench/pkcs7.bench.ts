@@ -17,7 +17,9 @@
  * RSS); BENCH_DATABASE_URL (a Postgres server URL) runs it on a fresh database there instead.
  * RSS is reported idle (before the request), at its peak, and as the growth between the two.
  * BENCH_POOL_THREADS sets the server's POOL_THREADS (default: one per core; each piscina worker
- * thread is an isolate with its own module graph, so it shows in the idle RSS).
+ * thread is an isolate with its own module graph, so it shows in the idle RSS); BENCH_CONVERT_THREADS
+ * sets CONVERT_THREADS (default one per core; 0 converts on the event loop), and
+ * BENCH_CONVERT_THREAD_FROM CONVERT_THREAD_FROM (1: even a conversion alone takes a thread).
  */
 import { execFileSync } from 'node:child_process';
 import { createPublicKey, createVerify, randomBytes } from 'node:crypto';
@@ -49,6 +51,8 @@ const SIZE = Number(process.env.BENCH_PKCS7_MIB ?? 1024) * MiB;
 const WITH_4G = process.env.BENCH_PKCS7_4G === '1';
 const PG = process.env.BENCH_DATABASE_URL;
 const POOL_THREADS = process.env.BENCH_POOL_THREADS;
+const CONVERT_THREADS = process.env.BENCH_CONVERT_THREADS;
+const CONVERT_THREAD_FROM = process.env.BENCH_CONVERT_THREAD_FROM;
 const work = mkdtempSync('/tmp/keyward-pkcs7-bench-');
 const dbName = `kw_bench_pkcs7_${randomBytes(4).toString('hex')}`;
 const load = () =>
@@ -100,7 +104,7 @@ try {
   const need = (WITH_4G ? 4 * 3 * 1024 * MiB : 0) + 3 * SIZE + 512 * MiB;
   const free = freeBytes('/tmp');
   console.log(
-    `pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, pool threads ${POOL_THREADS ?? 'default'}, load average ${load()}`,
+    `pkcs7: ${fmt(SIZE / MiB, 0)} MiB inputs${WITH_4G ? ' and 4 GiB' : ''}, ${fmt(free / 2 ** 30, 1)} GiB free under /tmp, Node ${process.version}, ${execFileSync(OPENSSL, ['version']).toString().trim()}, database ${PG ? 'Postgres' : 'PGlite (embedded default)'}, pool threads ${POOL_THREADS ?? 'default'}, conversion threads ${CONVERT_THREADS ?? 'default'} from ${CONVERT_THREAD_FROM ?? 'default'}, load average ${load()}`,
   );
   if (free < need)
     throw new Error(
@@ -114,6 +118,8 @@ try {
     LOG_LEVEL: 'info',
     ...(pgUrl ? { DATABASE_URL: pgUrl } : {}),
     ...(POOL_THREADS ? { POOL_THREADS } : {}),
+    ...(CONVERT_THREADS ? { CONVERT_THREADS } : {}),
+    ...(CONVERT_THREAD_FROM ? { CONVERT_THREAD_FROM } : {}),
   });
   try {
     const pid = keyward.child.process.pid!;

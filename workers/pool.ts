@@ -10,6 +10,10 @@ import { poolThreadEnv } from '../shared/node-flags.ts';
 export interface PoolOptions {
   threads: number;
   maxQueue: number;
+  /** What the 503 of a full queue names (default: the crypto worker pool). */
+  label?: string;
+  /** The task entry file (default workers/tasks/index.ts; tests give others). */
+  filename?: string;
 }
 
 /** The pool as the rest of the code sees it. */
@@ -27,7 +31,7 @@ export interface WorkPool {
 /** Starts the pool over workers/tasks/index.ts. */
 export function createPool(opts: PoolOptions): WorkPool {
   const piscina = new Piscina({
-    filename: new URL('./tasks/index.ts', import.meta.url).href,
+    filename: opts.filename ?? new URL('./tasks/index.ts', import.meta.url).href,
     // Threads start on demand and end after 10 s idle, the last one too: each is an isolate of
     // 15 MB plus the task modules it has loaded (up to ~25 MB more), measured on Postgres, where
     // an idle API is ~120 MB in all. A task after a quiet spell pays the thread's start, ~40 ms
@@ -46,9 +50,13 @@ export function createPool(opts: PoolOptions): WorkPool {
       } catch (err) {
         const message = (err as Error)?.message ?? '';
         if (message === 'Task queue is at limit') {
-          throw problem('pool_busy', 'the crypto worker pool is saturated; retry shortly', {
-            headers: { 'Retry-After': '1' },
-          });
+          throw problem(
+            'pool_busy',
+            `the ${opts.label ?? 'crypto worker pool'} is saturated; retry shortly`,
+            {
+              headers: { 'Retry-After': '1' },
+            },
+          );
         }
         // Errors cross the thread boundary as plain data (conventions rule 4).
         if (

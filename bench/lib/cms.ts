@@ -228,6 +228,56 @@ export function convertOverHttp(
   });
 }
 
+/**
+ * The cheapest client of a convert request: curl streams `file` from disk and writes the answer
+ * to /dev/null, reporting only the status and the bytes received, so no Node process reads the
+ * answer through a pipe (that cost as much CPU as the server's conversion). A cut answer makes
+ * curl fail (a chunked body without its last chunk), which rejects here.
+ */
+export function convertDiscarding(
+  url: string,
+  token: string,
+  file: string,
+): Promise<{ seconds: number; status: number; bytesOut: number }> {
+  const target = new URL('/api/v3/migration/stream/convert-pkcs7-to-jose', url).href;
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const curl = spawn(
+      'curl',
+      [
+        '-sS',
+        '-X',
+        'POST',
+        target,
+        '-H',
+        `authorization: Bearer ${token}`,
+        '-H',
+        'Expect:',
+        '--form-string',
+        'metadata={}',
+        '-F',
+        `file=@${file};type=application/pkcs7-mime;filename=input.p7m`,
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code} %{size_download}',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    curl.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    curl.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    curl.once('error', reject);
+    curl.once('close', (code) => {
+      const seconds = (performance.now() - t0) / 1000;
+      const m = /^(\d{3}) (\d+)$/.exec(out.trim());
+      if (code !== 0 || !m) return reject(new Error(`curl exited ${code}: ${err} ${out}`));
+      resolve({ seconds, status: Number(m[1]), bytesOut: Number(m[2]) });
+    });
+  });
+}
+
 /** Imports the PEM key and certificate into the tenant through the real endpoint. */
 export async function importKey(
   url: string,

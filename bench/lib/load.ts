@@ -27,6 +27,8 @@ export interface LoadOptions {
   body?: string;
   /** Bodies sent in turn, each request taking the next (wrapping); replaces `body`. */
   bodies?: string[];
+  /** Ends the run early (wrk gets SIGINT and still reports what it measured). */
+  signal?: AbortSignal;
 }
 
 export type LoadTool = 'wrk' | 'node';
@@ -92,8 +94,8 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     bodies: opts.bodies ?? (opts.body === undefined ? [] : [opts.body]),
   };
   return chooseTool(opts.tool) === 'wrk'
-    ? wrkLoad(opts.url, connections, seconds, shape)
-    : nodeLoad(opts.url, connections, seconds, shape);
+    ? wrkLoad(opts.url, connections, seconds, shape, opts.signal)
+    : nodeLoad(opts.url, connections, seconds, shape, opts.signal);
 }
 
 interface RequestShape {
@@ -168,13 +170,15 @@ function wrkLoad(
   connections: number,
   seconds: number,
   shape: RequestShape,
+  signal?: AbortSignal,
 ): Promise<LoadResult> {
   // One wrk thread: on two cores the other one belongs to the server under test.
   const script = join(mkdtempSync(join(tmpdir(), 'keyward-wrk-')), 'request.lua');
   writeFileSync(script, wrkScript(shape));
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url];
   return new Promise((resolve, reject) => {
-    execFile('wrk', args, { timeout: (seconds + 15) * 1000 }, (err, stdout, stderr) => {
+    const wrk = execFile('wrk', args, { timeout: (seconds + 15) * 1000 }, (err, stdout, stderr) => {
+      signal?.removeEventListener('abort', interrupt);
       rmSync(dirname(script), { recursive: true, force: true });
       if (err) reject(new Error(`wrk failed: ${err.message}\n${stderr}`));
       else {
@@ -185,6 +189,10 @@ function wrkLoad(
         }
       }
     });
+    // wrk stops on SIGINT and prints its report, as at the end of its duration.
+    const interrupt = () => wrk.kill('SIGINT');
+    if (signal?.aborted) interrupt();
+    else signal?.addEventListener('abort', interrupt, { once: true });
   });
 }
 
@@ -198,6 +206,7 @@ function nodeLoad(
   connections: number,
   seconds: number,
   shape: RequestShape,
+  signal?: AbortSignal,
 ): Promise<LoadResult> {
   const agent = new Agent({
     keepAlive: true,
@@ -245,7 +254,7 @@ function nodeLoad(
     });
 
   const loop = async () => {
-    while (performance.now() < deadline) await once();
+    while (performance.now() < deadline && !signal?.aborted) await once();
   };
 
   return Promise.all(Array.from({ length: connections }, loop)).then(() => {

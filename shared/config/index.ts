@@ -147,6 +147,21 @@ export const SCHEMA = {
     defaultDoc: 'number of cores',
     min: 1,
   },
+  convertThreads: {
+    env: 'CONVERT_THREADS',
+    doc: 'Worker threads that run streamed PKCS#7/CMS conversions off the event loop (more conversions wait for a thread; 0 runs them on the event loop)',
+    kind: 'int',
+    default: String(Math.max(1, cpus().length)),
+    defaultDoc: 'number of cores',
+    min: 0,
+  },
+  convertThreadFrom: {
+    env: 'CONVERT_THREAD_FROM',
+    doc: 'How many conversions running at once (the new one included) send it to a conversion thread: 2 keeps one alone on the event loop, where it is fastest; 1 sends every one',
+    kind: 'int',
+    default: '2',
+    min: 1,
+  },
   poolMaxQueue: {
     env: 'POOL_MAX_QUEUE',
     doc: 'Tasks waiting for the pool before requests answer 503',

@@ -102,6 +102,17 @@ export function errorFromData(data: unknown): AppError {
   return new AppError('internal', 'unexpected worker failure');
 }
 
+/**
+ * An error as the plain data that crosses a boundary (the other side of errorFromData): only an
+ * AppError-shaped error keeps its code, message and details; anything else is an internal error.
+ */
+export function errorToData(err: unknown): ErrorData {
+  const e = err as { code?: unknown; status?: unknown; toJSON?: () => ErrorData };
+  if (typeof e?.toJSON === 'function' && typeof e.code === 'string' && typeof e.status === 'number')
+    return e.toJSON();
+  return errorFromData(undefined).toJSON();
+}
+
 /** OAuth 2.0 error for the auth endpoints: `{error, error_description}` (RFC 6749 section 5.2). */
 export class OAuthError extends Error {
   readonly error: OAuthCode | ProblemCode;

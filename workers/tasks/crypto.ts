@@ -7,8 +7,7 @@
  * the pool side rebuilds them with errorFromData, never by instanceof.
  */
 import { createHash } from 'node:crypto';
-import { errorFromData } from '../../shared/errors/index.ts';
-import type { ErrorData } from '../../shared/errors/index.ts';
+import { errorToData } from '../../shared/errors/index.ts';
 import { deserializeMaterial, serializeMaterial } from '../../shared/crypto/material-codec.ts';
 import { generateKeyMaterial, loadKeyVersion } from '../../shared/crypto/material.ts';
 import type { LoadedKeyVersion } from '../../shared/crypto/material.ts';
@@ -36,19 +35,11 @@ export interface InputArg {
 /** Bytes that crossed a thread boundary arrive as plain Uint8Array; view them as a Buffer without copying. */
 const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
-/** Any failure as plain data; only AppError-shaped errors keep their code and message. */
-function plain(err: unknown): ErrorData {
-  const e = err as { code?: unknown; status?: unknown; toJSON?: () => ErrorData };
-  if (typeof e?.toJSON === 'function' && typeof e.code === 'string' && typeof e.status === 'number')
-    return e.toJSON();
-  return errorFromData(undefined).toJSON();
-}
-
 async function task<T>(body: () => T | Promise<T>): Promise<T> {
   try {
     return await body();
   } catch (err) {
-    throw plain(err);
+    throw errorToData(err);
   }
 }
 

@@ -7,6 +7,7 @@
 import type * as Password from './password.ts';
 import type * as Keystore from './keystore.ts';
 import type * as Crypto from './crypto.ts';
+import type * as Convert from './convert.ts';
 
 type Task<M, K extends keyof M> = M[K] extends (input: infer I) => infer R
   ? (input: I) => Promise<Awaited<R>>
@@ -21,6 +22,7 @@ function lazy<M, K extends keyof M & string>(load: () => Promise<M>, name: K): T
 const password = () => import('./password.ts');
 const keystore = () => import('./keystore.ts');
 const crypto = () => import('./crypto.ts');
+const convert = () => import('./convert.ts');
 
 export const hashPassword = lazy<typeof Password, 'hashPassword'>(password, 'hashPassword');
 export const verifyPassword = lazy<typeof Password, 'verifyPassword'>(password, 'verifyPassword');
@@ -47,3 +49,4 @@ export const decapsulateWithKey = lazy<typeof Crypto, 'decapsulateWithKey'>(
   crypto,
   'decapsulateWithKey',
 );
+export const convertStream = lazy<typeof Convert, 'convertStream'>(convert, 'convertStream');

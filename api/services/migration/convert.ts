@@ -9,7 +9,7 @@
  * it ends within that, the next part is looked at before the engine starts; a larger file part
  * streams at once and is taken to carry its content (a content part after it is refused).
  */
-import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import type { ConversionRunner } from '../../../workers/threaded-convert.ts';
 import type { ConvertMetadata, ConvertResult, KeyResolver } from '../../../shared/pkcs7/index.ts';
 import { problem } from '../../../shared/errors/index.ts';
 
@@ -121,17 +121,19 @@ export async function readConversionForm(
 }
 
 /**
- * Starts the engine on a conversion request with the tenant's keys; `onInputType` learns the
- * input's CMS type; `withContent` asks a SignedData for its content beside the JWS.
+ * Starts the engine on a conversion request with the tenant's keys, where `runner` puts it (the
+ * event loop or a conversion thread); `onInputType` learns the input's CMS type; `withContent`
+ * asks a SignedData for its content beside the JWS.
  */
 export async function startConversion(
   request: ConversionRequest,
   resolver: KeyResolver,
+  runner: ConversionRunner,
   onInputType?: (type: string) => void,
   withContent = false,
 ): Promise<ConvertResult> {
   let inputType = '';
-  const result = await convertPkcs7ToJose(request.file, {
+  const result = await runner.convert(request.file, {
     metadata: request.metadata,
     resolver,
     withContent,

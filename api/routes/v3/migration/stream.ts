@@ -58,6 +58,7 @@ function convertHandler(ctx: AppContext): RequestHandler {
     const result = await startConversion(
       request,
       tenantKeyResolver(ctx, req.auth.tenantId),
+      ctx.conversions,
       (type) => (op.details.inputType = type),
       wantsSignedContent(req),
     );

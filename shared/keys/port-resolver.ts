@@ -1,0 +1,96 @@
+/**
+ * The key lookup of a conversion running on another thread: the engine there asks over a
+ * MessagePort, and the thread that owns the database, the key cache and the tenant answers with
+ * its own resolver (shared/keys/cms-resolver.ts), so there is still one key lookup. KeyObjects
+ * cross by postMessage (Node clones them); Buffers arrive as Uint8Arrays and are made Buffers
+ * again; failures cross as plain data (conventions rule 4).
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { CmsKeyRef, KeyResolver, ResolvedKey } from '../pkcs7/types.ts';
+import { errorFromData, errorToData, type ErrorData } from '../errors/index.ts';
+
+type Op = 'byKid' | 'byCmsRef' | 'keyTypes';
+/** A lookup request, from the thread converting. */
+export interface KeyRequest {
+  key: number;
+  op: Op;
+  args: unknown[];
+}
+type KeyAnswer = { key: number; value: unknown } | { key: number; error: ErrorData };
+
+const asBuffer = (u: Uint8Array | undefined): Buffer | undefined =>
+  u && Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
+/** True for the messages answerKeyRequest handles. */
+export function isKeyRequest(m: unknown): m is KeyRequest {
+  return typeof (m as KeyRequest)?.key === 'number' && typeof (m as KeyRequest).op === 'string';
+}
+
+/** Answers one lookup from the other thread with `resolver`. */
+export async function answerKeyRequest(
+  port: MessagePort,
+  resolver: KeyResolver,
+  { key, op, args }: KeyRequest,
+): Promise<void> {
+  let answer: KeyAnswer;
+  try {
+    let value: unknown;
+    if (op === 'byKid') value = await resolver.byKid(...(args as Parameters<KeyResolver['byKid']>));
+    else if (op === 'byCmsRef') {
+      const ref = args[0] as Record<keyof CmsKeyRef, Uint8Array | undefined>;
+      const back: CmsKeyRef = {
+        issuer: asBuffer(ref.issuer),
+        serialNumber: asBuffer(ref.serialNumber),
+        subjectKeyIdentifier: asBuffer(ref.subjectKeyIdentifier),
+        kekId: asBuffer(ref.kekId),
+      };
+      value = await resolver.byCmsRef(back, args[1] as Parameters<KeyResolver['byCmsRef']>[1]);
+    } else value = await resolver.keyTypes?.();
+    answer = { key, value };
+  } catch (err) {
+    answer = { key, error: errorToData(err) };
+  }
+  port.postMessage(answer);
+}
+
+/**
+ * The resolver of the converting thread. Its answers arrive on `port`, whose messages the caller
+ * routes here with `receive` (the same port carries the conversion's own messages). `keyTypes`
+ * says whether the other side's resolver has keyTypes (the engine hashes for every alg without).
+ */
+export function portResolver(
+  port: MessagePort,
+  keyTypes: boolean,
+): {
+  resolver: KeyResolver;
+  receive(m: unknown): boolean;
+} {
+  let next = 0;
+  const pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+  const ask = (op: Op, args: unknown[]) =>
+    new Promise<unknown>((resolve, reject) => {
+      const key = next++;
+      pending.set(key, { resolve, reject });
+      port.postMessage({ key, op, args } satisfies KeyRequest);
+    });
+  const key = (v: unknown): ResolvedKey | null => {
+    const k = v as ResolvedKey | null;
+    return k && { ...k, certificate: asBuffer(k.certificate) };
+  };
+  return {
+    resolver: {
+      byKid: async (kid, purpose, version) => key(await ask('byKid', [kid, purpose, version])),
+      byCmsRef: async (ref, purpose) => key(await ask('byCmsRef', [ref, purpose])),
+      ...(keyTypes ? { keyTypes: async () => (await ask('keyTypes', [])) as string[] } : {}),
+    },
+    receive(m) {
+      const a = m as KeyAnswer;
+      const p = typeof a?.key === 'number' ? pending.get(a.key) : undefined;
+      if (!p) return false;
+      pending.delete(a.key);
+      if ('error' in a) p.reject(errorFromData(a.error));
+      else p.resolve(a.value);
+      return true;
+    },
+  };
+}
