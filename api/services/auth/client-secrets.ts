@@ -9,6 +9,13 @@ import { Role } from '../../../shared/db/models/identities.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const CACHE_TTL_MS = 5_000;
+/**
+ * From this age a hit also reloads the workload in the background, so a client that keeps
+ * calling never waits for the database: with a plain expiry, every busy client's entry lapsed at
+ * once every 5 s and their requests queued behind the reloads (the token endpoint's p99 of
+ * 150-250 ms against a p50 of 6 ms at 64 clients). No entry older than CACHE_TTL_MS is used.
+ */
+const REFRESH_AFTER_MS = 4_000;
 
 /** What the token endpoint needs to know about a workload, cached briefly. */
 export interface WorkloadCredentials {
@@ -37,8 +44,21 @@ export interface ClientSecrets {
 /** Creates the secret service over the workloads tables. */
 export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed): ClientSecrets {
   const cache = new Map<string, WorkloadCredentials>();
-  feed.on('client', (c) => cache.delete(c.ref));
-  feed.onResync(() => cache.clear());
+  const loading = new Map<string, Promise<WorkloadCredentials | null>>();
+  // Bumped by every change: a load that began before one must not cache what it read.
+  let generation = 0;
+  // A load in flight read the old state: later lookups must start their own.
+  const forget = (clientId: string) => {
+    generation += 1;
+    cache.delete(clientId);
+    loading.delete(clientId);
+  };
+  feed.on('client', (c) => forget(c.ref));
+  feed.onResync(() => {
+    generation += 1;
+    cache.clear();
+    loading.clear();
+  });
   // A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower).
   const pepperKey = createSecretKey(pepper);
   const hash = (secret: string) =>
@@ -71,6 +91,27 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
     };
   }
 
+  /** One load per client at a time; what it read is cached unless a change came meanwhile. */
+  function reload(clientId: string): Promise<WorkloadCredentials | null> {
+    let pending = loading.get(clientId);
+    if (!pending) {
+      const startedAt = generation;
+      pending = load(clientId)
+        .then((fresh) => {
+          if (generation === startedAt) {
+            if (fresh) cache.set(clientId, fresh);
+            else cache.delete(clientId);
+          }
+          return fresh;
+        })
+        .finally(() => {
+          if (loading.get(clientId) === pending) loading.delete(clientId);
+        });
+      loading.set(clientId, pending);
+    }
+    return pending;
+  }
+
   return {
     generate() {
       const secret = randomUUID();
@@ -79,11 +120,13 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
     hash,
     async lookup(clientId) {
       const hit = cache.get(clientId);
-      if (hit && Date.now() - hit.loadedAt < CACHE_TTL_MS) return hit;
-      const fresh = await load(clientId);
-      if (fresh) cache.set(clientId, fresh);
-      else cache.delete(clientId);
-      return fresh;
+      const age = hit ? Date.now() - hit.loadedAt : Infinity;
+      if (age < CACHE_TTL_MS) {
+        // A failed background reload is left to the next lookup past the TTL, which reports it.
+        if (age >= REFRESH_AFTER_MS) reload(clientId).catch(() => undefined);
+        return hit!;
+      }
+      return reload(clientId);
     },
     matches(creds, secret) {
       const candidate = Buffer.from(hash(secret), 'hex');
@@ -97,7 +140,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
       return ok;
     },
     async invalidate(clientId) {
-      cache.delete(clientId);
+      forget(clientId);
       await feed.record('client', clientId);
     },
   };

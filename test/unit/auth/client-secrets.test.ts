@@ -1,0 +1,128 @@
+/**
+ * The token endpoint's workload cache (api/services/auth/client-secrets.ts): one load per
+ * client at a time, a change always wins over a load that began before it, and a client that
+ * keeps calling is answered from the cache while its entry is reloaded ahead of its expiry.
+ * The database is a stand-in whose answers the test releases one by one.
+ */
+import { jest } from '@jest/globals';
+import type { Knex } from 'knex';
+import { createClientSecrets } from '../../../api/services/auth/client-secrets.ts';
+import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+
+const CLIENT = '6f1c2e3d-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
+
+/** A knex stand-in: each workload read waits until the test releases it with the row of that moment. */
+function heldDatabase() {
+  const held: Array<(row: Record<string, unknown>) => void> = [];
+  const row = (disabled: boolean) => ({
+    id: 'w1',
+    client_id: CLIENT,
+    tenant_id: 't1',
+    disabled,
+    permissions: ['crypto.encrypt'],
+    status: 'active',
+  });
+  const db = ((table: string) => {
+    const query: Record<string, unknown> = {};
+    Object.assign(query, {
+      join: () => query,
+      where: () => query,
+      andWhere: () => query,
+      first: () => new Promise((resolve) => held.push(resolve)),
+      // The secrets read (awaited as a query builder).
+      then: (ok: (v: unknown) => unknown, ko: (e: unknown) => unknown) =>
+        Promise.resolve(table === 'workload_secrets' ? [] : []).then(ok, ko),
+    });
+    return query;
+  }) as unknown as Knex;
+  return {
+    db,
+    reads: () => held.length,
+    release: (i: number, disabled: boolean) => held[i](row(disabled)),
+  };
+}
+
+function feed() {
+  const listeners: Array<(c: { ref: string }) => void> = [];
+  const f = {
+    on: (_kind: string, l: (c: { ref: string }) => void) => listeners.push(l),
+    onResync: () => undefined,
+    record: async () => undefined,
+  } as unknown as ChangeFeed;
+  return { f, change: (ref: string) => listeners.forEach((l) => l({ ref })) };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('the workload cache of the token endpoint', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('when many requests of an uncached client arrive at once, then the workload is read once', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const lookups = Array.from({ length: 20 }, () => secrets.lookup(CLIENT));
+    await settle();
+    expect(d.reads()).toBe(1);
+    d.release(0, false);
+    const all = await Promise.all(lookups);
+    expect(all.every((c) => c?.disabled === false)).toBe(true);
+  });
+
+  it('when the workload changes while it is being read, then the next lookup reads it again and the old read is not cached', async () => {
+    const d = heldDatabase();
+    const { f, change } = feed();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), f);
+    const before = secrets.lookup(CLIENT);
+    await settle();
+    change(CLIENT); // disabled by an administrator, here or on another instance
+    const after = secrets.lookup(CLIENT);
+    await settle();
+    expect(d.reads()).toBe(2);
+    d.release(1, true);
+    d.release(0, false); // the read that began before the change answers last, with the old state
+    expect((await after)?.disabled).toBe(true);
+    expect((await before)?.disabled).toBe(false);
+    // The cache holds the state after the change, not the late answer from before it.
+    expect((await secrets.lookup(CLIENT))?.disabled).toBe(true);
+    expect(d.reads()).toBe(2);
+  });
+
+  it('when a cached entry nears its expiry, then the lookup answers from the cache and reloads it in the background', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const first = secrets.lookup(CLIENT);
+    await settle();
+    d.release(0, false);
+    await first;
+    now.mockReturnValue(t0 + 4_500);
+    // Answered at once, while the reload it started is still held.
+    expect((await secrets.lookup(CLIENT))?.disabled).toBe(false);
+    await settle();
+    expect(d.reads()).toBe(2);
+    d.release(1, true);
+    await settle();
+    await settle();
+    expect((await secrets.lookup(CLIENT))?.disabled).toBe(true);
+    expect(d.reads()).toBe(2);
+  });
+
+  it('when a cached entry is past its expiry, then the lookup waits for the database', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const first = secrets.lookup(CLIENT);
+    await settle();
+    d.release(0, false);
+    await first;
+    now.mockReturnValue(t0 + 5_001);
+    let answered = false;
+    const late = secrets.lookup(CLIENT).then((c) => ((answered = true), c));
+    await settle();
+    expect(answered).toBe(false);
+    d.release(1, true);
+    expect((await late)?.disabled).toBe(true);
+  });
+});
