@@ -13,6 +13,7 @@ import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
 import { createAuthServices, type AuthServices } from './services/auth/index.ts';
+import { batchedSigner } from './services/auth/token-signer.ts';
 import { createKeyCache, type KeyCache } from '../shared/keys/cache.ts';
 import { createChangeFeed, type ChangeFeed } from '../shared/fanout/change-feed.ts';
 import { connectRedis } from '../shared/redis.ts';
@@ -116,7 +117,15 @@ export async function createContext(
   closers.push({ name: 'fanout', close: () => fanout.close() });
   const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
-  const auth = await createAuthServices(config, db, master.key, logger, changes, redis);
+  const auth = await createAuthServices(
+    config,
+    db,
+    master.key,
+    logger,
+    changes,
+    batchedSigner(pool),
+    redis,
+  );
   closers.push({ name: 'auth services', close: () => auth.close() });
   const keys = createKeyCache(db, master.key, changes);
   // Every listener is registered: from here on no change is missed.

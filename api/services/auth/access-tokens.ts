@@ -4,11 +4,10 @@
  * checked with node:crypto directly: the hot path is a cache lookup, and a first sight costs one
  * ECDSA verify.
  */
-import { randomUUID, sign, verify, type KeyObject } from 'node:crypto';
-import { promisify } from 'node:util';
-import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
+import { randomUUID, verify } from 'node:crypto';
 import type { SigningKeys } from './signing-keys.ts';
 import type { RevocationList } from './revocation.ts';
+import { signOnLibuv, type TokenSigner } from './token-signer.ts';
 
 export const AUDIENCE_ADMIN = 'service-admin';
 export const AUDIENCE_CORE = 'service-core';
@@ -41,7 +40,7 @@ export interface AccessClaims {
 export type NewClaims = Omit<AccessClaims, 'iss' | 'jti' | 'iat' | 'exp'>;
 
 export interface AccessTokens {
-  /** Signs a new token; the ECDSA signature runs on libuv's thread pool, off the event loop. */
+  /** Signs a new token; the ECDSA signature runs off the event loop (api/services/auth/token-signer.ts). */
   issue(claims: NewClaims, ttlSeconds: number): Promise<{ token: string; claims: AccessClaims }>;
   /** Verified claims, or null for any token that must not be accepted (one answer: 401). */
   verify(token: string): AccessClaims | null;
@@ -50,15 +49,13 @@ export interface AccessTokens {
 }
 
 const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
-// Measured: a synchronous ES256 sign plus key-slot handling is ~70 µs of a ~200 µs token
-// request; the callback form moves it to the thread pool so the loop keeps parsing requests.
-const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
 /** Creates the issuer/verifier for one issuer URL. */
 export function createAccessTokens(
   issuer: string,
   keys: SigningKeys,
   revocation: RevocationList,
+  signer: TokenSigner = signOnLibuv,
 ): AccessTokens {
   // Bounded cache of verified tokens (insertion order = age; Map iteration evicts oldest).
   const cache = new Map<string, AccessClaims>();
@@ -160,12 +157,7 @@ export function createAccessTokens(
       };
       const head = b64url(JSON.stringify({ alg: 'ES256', typ: 'at+jwt', kid: current.kid }));
       const body = b64url(JSON.stringify(claims));
-      // DER from the bare key, then r||s: the dsaEncoding option costs more than the
-      // signature itself (shared/crypto/ecdsa-signature.ts).
-      const sig = derToP1363(
-        await signAsync('sha256', Buffer.from(`${head}.${body}`), current.privateKey),
-        32,
-      );
+      const sig = await signer(`${head}.${body}`, current.privateKey);
       return { token: `${head}.${body}.${b64url(sig)}`, claims };
     },
     verify(token) {

@@ -13,6 +13,7 @@ import {
   type SubjectRevocationInput,
 } from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
+import type { TokenSigner } from './token-signer.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
 import { outboxMailer, type Mailer } from './password-reset.ts';
@@ -65,11 +66,12 @@ export async function createAuthServices(
   master: MasterKey,
   logger: Logger,
   feed: ChangeFeed,
+  signer: TokenSigner,
   redis?: Redis,
 ): Promise<AuthServices> {
   const signingKeys = await createSigningKeys(db, master, feed);
   const revocation = await createRevocationList(db, logger, feed);
-  const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation);
+  const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation, signer);
   const secrets = createClientSecrets(db, master.derive('client-secret-pepper'), feed);
   const maxTokenLifetime = Math.max(
     config.accessTokenTtl,
