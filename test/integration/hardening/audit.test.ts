@@ -193,6 +193,34 @@ describe(`the audit log keeps every event exactly once (${TEST_ENGINE})`, () => 
     expect(app.ctx.audit.pending()).toBe(0);
   });
 
+  it('when runtime events are tallied, then they wait for their one-second window while single events are written within ~100 ms, and the window is one chained event with the count', async () => {
+    const writer = createAuditLog(app.ctx.db, app.ctx.logger);
+    try {
+      const tenantId = a.t.tenantId;
+      const tally = {
+        tenantId,
+        actor: 'workload:tally',
+        action: 'crypto.encrypt',
+        outcome: 'success',
+      } as const;
+      const tallied = async () =>
+        (await rows(tenantId)).filter((r) => r.actor === 'workload:tally');
+      for (let i = 0; i < 5; i += 1) writer.tally({ ...tally, target: 'k' });
+      writer.record({ ...tally, action: 'key.rotate', target: 'single' });
+      await sleep(400);
+      expect((await tallied()).map((r) => r.action)).toEqual(['key.rotate']);
+      for (let i = 0; i < 40 && (await tallied()).length < 2; i += 1) await sleep(50);
+      const events = await tallied();
+      expect(events.map((r) => [r.action, r.target, r.details.count])).toEqual([
+        ['key.rotate', 'single', undefined],
+        ['crypto.encrypt', 'k', 5],
+      ]);
+      expect(await verify(a)).toMatchObject({ valid: true });
+    } finally {
+      await writer.close();
+    }
+  });
+
   describe('while the database is unreachable', () => {
     let writer: AuditLog;
     let fault: ReturnType<typeof faultyDb>;
