@@ -19,6 +19,19 @@
  *   `openssl cms -decrypt` of the same file (as in the bench) 1 GiB EnvelopedData to JWE peaked
  *   at +61 to +89 MB over idle, and +48 MB with this flag, at the same speed; the bench run with
  *   it gave +22 MB (148 MB) where the runs without gave +52 and +57 MB (195 and 199 MB).
+ * --no-allocation-site-pretenuring: V8 never decides that the objects of an allocation site are
+ *   long-lived and allocates them straight in the old generation. It decides so for a site whose
+ *   objects were mostly alive at one scavenge, and in a streamed conversion, whose buffers bring a
+ *   scavenge every 3 MB or so, a hot site can be caught so once (a conversion thread's isolate,
+ *   --trace-pretenuring-statistics: 828 objects of one site, 799 alive => tenure). From then on
+ *   its objects, dead a moment later, wait for a full mark-compact, and a conversion thread's
+ *   isolate is small (8-10 MB): a mark-compact every ~1 MB, 12 to 31 per 256 MiB conversion
+ *   against 0 or 1, with their marking on V8's helper threads. bench/pkcs7-concurrent.bench.ts
+ *   with CONVERT_THREAD_FROM=1 and --trace-gc: a thread's isolate was caught so in 6 runs of 11,
+ *   in none of 5 with the flag. Server CPU of one 256 MiB conversion on a thread (3 runs, two
+ *   phases each): 0.31-0.70 s without (0.60-0.70 s in the runs caught), 0.32-0.49 s with; four
+ *   at once 1.97-3.36 s -> 1.83-2.38 s. On the event loop unchanged (0.30-0.44 s -> 0.29-0.39 s),
+ *   and so is the idle server's 1 KiB encrypt loop (11.3-16.5k -> 12.1-17.0k req/s).
  * --liftoff-only: WebAssembly runs on V8's baseline compiler only. The embedded database is
  *   PGlite, a 9 MB WASM module, and V8 recompiling its hot functions with TurboFan in the
  *   background left most of the process's idle RSS behind: PGlite alone on an existing
@@ -49,6 +62,7 @@ import { privateTempDir } from './private-dir.ts';
 export const SERVICE_NODE_FLAGS: readonly string[] = [
   '--max-semi-space-size=4',
   '--no-concurrent-array-buffer-sweeping',
+  '--no-allocation-site-pretenuring',
   '--liftoff-only',
 ];
 
