@@ -123,7 +123,7 @@ export async function createContext(
     master.key,
     logger,
     changes,
-    batchedSigner(pool),
+    batchedSigner(pool, config.poolThreads),
     redis,
   );
   closers.push({ name: 'auth services', close: () => auth.close() });

@@ -35,7 +35,7 @@ describe('batched access-token signer', () => {
 
   it('when 600 signatures are asked for in one turn, then each verifies with jose over its own input', async () => {
     const { privateKey, publicKey } = es256();
-    const signer = batchedSigner(pool);
+    const signer = batchedSigner(pool, 2);
     const inputs = Array.from({ length: 600 }, (_, n) => signingInput(n));
     const signatures = await Promise.all(inputs.map((i) => signer(i, privateKey)));
     for (const [n, input] of inputs.entries()) {
@@ -47,7 +47,7 @@ describe('batched access-token signer', () => {
   it('when the key changes within a turn (rotation), then each signature is made with the key it was asked for', async () => {
     const a = es256();
     const b = es256();
-    const signer = batchedSigner(pool);
+    const signer = batchedSigner(pool, 2);
     const asked = Array.from({ length: 9 }, (_, n) => ({ n, pair: n % 3 === 1 ? b : a }));
     const signatures = await Promise.all(
       asked.map(({ n, pair }) => signer(signingInput(n), pair.privateKey)),
@@ -60,7 +60,7 @@ describe('batched access-token signer', () => {
     const closed = createPool({ threads: 1, maxQueue: 1 });
     await closed.close();
     const { privateKey, publicKey } = es256();
-    const signer = batchedSigner(closed);
+    const signer = batchedSigner(closed, 1);
     const signatures = await Promise.all([0, 1, 2].map((n) => signer(signingInput(n), privateKey)));
     for (const n of [0, 1, 2])
       expect(await verified(signingInput(n), signatures[n], publicKey)).toEqual({ n });
