@@ -117,13 +117,15 @@ export async function createContext(
   closers.push({ name: 'fanout', close: () => fanout.close() });
   const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
+  const tokenSigner = batchedSigner();
+  closers.push({ name: 'token signing thread', close: () => tokenSigner.close() });
   const auth = await createAuthServices(
     config,
     db,
     master.key,
     logger,
     changes,
-    batchedSigner(pool, config.poolThreads),
+    tokenSigner.sign,
     redis,
   );
   closers.push({ name: 'auth services', close: () => auth.close() });

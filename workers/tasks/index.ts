@@ -8,7 +8,6 @@ import type * as Password from './password.ts';
 import type * as Keystore from './keystore.ts';
 import type * as Crypto from './crypto.ts';
 import type * as Convert from './convert.ts';
-import type * as TokenSign from './token-sign.ts';
 
 type Task<M, K extends keyof M> = M[K] extends (input: infer I) => infer R
   ? (input: I) => Promise<Awaited<R>>
@@ -24,7 +23,6 @@ const password = () => import('./password.ts');
 const keystore = () => import('./keystore.ts');
 const crypto = () => import('./crypto.ts');
 const convert = () => import('./convert.ts');
-const tokenSign = () => import('./token-sign.ts');
 
 export const hashPassword = lazy<typeof Password, 'hashPassword'>(password, 'hashPassword');
 export const verifyPassword = lazy<typeof Password, 'verifyPassword'>(password, 'verifyPassword');
@@ -32,7 +30,6 @@ export const parseKeystoreTask = lazy<typeof Keystore, 'parseKeystoreTask'>(
   keystore,
   'parseKeystoreTask',
 );
-export const signEs256Batch = lazy<typeof TokenSign, 'signEs256Batch'>(tokenSign, 'signEs256Batch');
 export const generateKey = lazy<typeof Crypto, 'generateKey'>(crypto, 'generateKey');
 export const signWithKey = lazy<typeof Crypto, 'signWithKey'>(crypto, 'signWithKey');
 export const verifyWithKey = lazy<typeof Crypto, 'verifyWithKey'>(crypto, 'verifyWithKey');

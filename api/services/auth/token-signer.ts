@@ -1,29 +1,50 @@
 /**
- * The ES256 signatures of access tokens, batched onto the worker pool: every token issued in one
- * turn of the event loop is signed in one pool task (workers/tasks/token-sign.ts).
+ * The ES256 signatures of access tokens, batched onto a signing thread of their own
+ * (workers/token-sign-thread.ts): every token issued in one turn of the event loop is signed in
+ * one message to the thread.
  *
- * Measured under client_credentials load (64 connections): handing each signature to libuv's
- * thread pool (crypto.sign with a callback) still cost the event loop a fifth of its time in
- * sign's own setup, and a synchronous sign costs ~20 µs per token; one pool task per turn costs
- * the loop ~1.3 µs per signature at 16 per batch (one message each way).
+ * Measured under client_credentials load (64 connections, 64 clients):
+ * - one libuv job per token (crypto.sign with a callback) still cost the event loop a fifth of
+ *   its time in sign's own setup; a synchronous sign costs ~20 µs per token;
+ * - batches as tasks of the piscina pool cost the loop 12.7% of its time in piscina's own
+ *   dispatch and completion (~13 µs per task, measured alone), about as much as they saved;
+ * - one message each way per batch costs the loop ~1.3 µs per signature at 16 per batch: server
+ *   CPU 56-58 µs per token against 62-63 with the pool's tasks, and p99 6.6-6.8 ms against 10-12.
+ * One thread is enough: an ES256 signature takes it ~20 µs, 50,000 a second.
  *
- * When the pool cannot take the batch (full queue, closing, a thread that died), the batch is
- * signed on libuv's threads instead: issuance never fails for want of a pool thread.
+ * The thread starts with the first token and ends after IDLE_MS without one (an isolate is
+ * ~15 MB). When it cannot sign a batch (it failed to start, died, or answered an error), that
+ * batch is signed on libuv's threads instead: issuance never fails for want of the thread.
  */
 import { sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
-import type { WorkPool } from '../../../workers/pool.ts';
+import { poolThreadEnv } from '../../../shared/node-flags.ts';
+import type { SignAnswer, SignRequest } from '../../../workers/token-sign-thread.ts';
 
 /** r || s (64 bytes) of ES256 over the signing input. */
 export type TokenSigner = (signingInput: string, key: KeyObject) => Promise<Buffer>;
 
-/** Signatures per pool task; a busier turn sends several tasks. */
-const MAX_BATCH = 256;
+/** The batched signer, and how to stop its thread. */
+export interface BatchedSigner {
+  sign: TokenSigner;
+  close(): Promise<void>;
+}
+
+const THREAD = new URL('../../../workers/token-sign-thread.ts', import.meta.url);
+/**
+ * Signatures per message; a busier turn sends several, and the thread answers each as soon as it
+ * is signed, so the first tokens of a turn go out while the thread signs the rest: 22-23.7k
+ * tokens/s at 8 or 16, 19.2-20k with a whole turn (up to 256) in one message.
+ */
+const MAX_BATCH = 16;
+/** The thread ends after this long without a batch. */
+const IDLE_MS = 10_000;
 
 const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
-/** One signature on libuv's thread pool: the signer without a worker pool, and the fallback. */
+/** One signature on libuv's thread pool: the signer without the thread, and its fallback. */
 export const signOnLibuv: TokenSigner = async (signingInput, key) =>
   derToP1363(await signAsync('sha256', Buffer.from(signingInput), key), 32);
 
@@ -34,45 +55,105 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-/**
- * A signer that gathers the signatures asked for in one turn and signs them in pool tasks, one
- * per pool thread (`threads`), so the threads sign a turn's batch side by side: with the whole
- * turn in one task, the main thread sat idle 40% of the time waiting for one thread's batch (tokens/s +5% split, 19.1-19.9k against 18.3k).
- */
-export function batchedSigner(pool: WorkPool, threads: number): TokenSigner {
-  let queue: Pending[] = [];
+/** Signs each item of the batch on libuv instead. */
+const onLibuv = (batch: Pending[]) => {
+  for (const p of batch) signOnLibuv(p.input, p.key).then(p.resolve, p.reject);
+};
 
-  async function signBatch(batch: Pending[]): Promise<void> {
-    const key = batch[0].key;
-    const inputs = batch.map((p) => p.input);
-    let signatures: Uint8Array;
-    try {
-      signatures = await pool.run<Uint8Array>('signEs256Batch', { key, inputs });
-    } catch {
-      for (const p of batch) signOnLibuv(p.input, p.key).then(p.resolve, p.reject);
-      return;
+/**
+ * A signer that gathers the signatures asked for in one turn and signs them on its thread
+ * (`thread`: the thread's file, workers/token-sign-thread.ts; tests give others).
+ */
+export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
+  let queue: Pending[] = [];
+  let thread: { worker: Worker; key: KeyObject | null } | null = null;
+  const inFlight = new Map<number, Pending[]>();
+  let nextId = 0;
+  let idle: NodeJS.Timeout | null = null;
+  let closed = false;
+
+  function stop(): Promise<number> | undefined {
+    const t = thread;
+    thread = null;
+    if (idle) clearTimeout(idle);
+    idle = null;
+    // Whatever the thread still held is signed another way.
+    for (const batch of inFlight.values()) onLibuv(batch);
+    inFlight.clear();
+    return t?.worker.terminate();
+  }
+
+  function started(): NonNullable<typeof thread> {
+    if (thread) return thread;
+    const worker = new Worker(thread_, { env: poolThreadEnv() });
+    const t = { worker, key: null as KeyObject | null };
+    worker.on('message', (m: SignAnswer) => {
+      const batch = inFlight.get(m.id);
+      if (!batch) return;
+      inFlight.delete(m.id);
+      if ('error' in m) return onLibuv(batch);
+      const all = Buffer.from(
+        m.signatures.buffer,
+        m.signatures.byteOffset,
+        m.signatures.byteLength,
+      );
+      batch.forEach((p, i) => p.resolve(all.subarray(64 * i, 64 * (i + 1))));
+    });
+    // A thread that fails to start or dies: its batches are signed on libuv, the next turn starts another.
+    worker.on('error', () => {
+      if (thread === t) void stop();
+    });
+    worker.on('exit', () => {
+      if (thread === t) void stop();
+    });
+    worker.unref();
+    thread = t;
+    return t;
+  }
+
+  function post(batch: Pending[]): void {
+    const t = started();
+    if (t.key !== batch[0].key) {
+      t.key = batch[0].key;
+      t.worker.postMessage({ key: t.key } satisfies SignRequest);
     }
-    const all = Buffer.from(signatures.buffer, signatures.byteOffset, signatures.byteLength);
-    batch.forEach((p, i) => p.resolve(all.subarray(64 * i, 64 * (i + 1))));
+    const id = nextId++;
+    inFlight.set(id, batch);
+    t.worker.postMessage({ id, inputs: batch.map((p) => p.input) } satisfies SignRequest);
   }
 
   function flush(): void {
     const pending = queue;
     queue = [];
-    const size = Math.min(MAX_BATCH, Math.ceil(pending.length / Math.max(1, threads)));
-    // One key per task: a rotation within the turn splits the batch where the key changes.
+    if (closed) return onLibuv(pending);
+    // One key per message: a rotation within the turn splits the batch where the key changes.
     let start = 0;
     for (let i = 1; i <= pending.length; i += 1) {
-      if (i === pending.length || i - start === size || pending[i].key !== pending[start].key) {
-        void signBatch(pending.slice(start, i));
+      if (
+        i === pending.length ||
+        i - start === MAX_BATCH ||
+        pending[i].key !== pending[start].key
+      ) {
+        post(pending.slice(start, i));
         start = i;
       }
     }
+    if (idle) clearTimeout(idle);
+    idle = setTimeout(() => {
+      if (inFlight.size === 0) void stop();
+    }, IDLE_MS);
+    idle.unref();
   }
 
-  return (input, key) =>
-    new Promise<Buffer>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(flush);
-      queue.push({ input, key, resolve, reject });
-    });
+  return {
+    sign: (input, key) =>
+      new Promise<Buffer>((resolve, reject) => {
+        if (queue.length === 0) setImmediate(flush);
+        queue.push({ input, key, resolve, reject });
+      }),
+    async close() {
+      closed = true;
+      await stop();
+    },
+  };
 }

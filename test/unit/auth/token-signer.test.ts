@@ -1,7 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { compactVerify } from 'jose';
-import { createPool, type WorkPool } from '../../../workers/pool.ts';
-import { batchedSigner } from '../../../api/services/auth/token-signer.ts';
+import { batchedSigner, type BatchedSigner } from '../../../api/services/auth/token-signer.ts';
 
 const b64url = (s: string) => Buffer.from(s).toString('base64url');
 const es256 = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -19,50 +18,67 @@ async function verified(
   const { payload } = await compactVerify(
     `${input}.${signature.toString('base64url')}`,
     publicKey,
-    {
-      algorithms: ['ES256'],
-    },
+    { algorithms: ['ES256'] },
   );
   return JSON.parse(new TextDecoder().decode(payload)) as { n: number };
 }
 
 describe('batched access-token signer', () => {
-  let pool: WorkPool;
-  beforeAll(() => {
-    pool = createPool({ threads: 1, maxQueue: 16 });
+  let signer: BatchedSigner;
+  beforeEach(() => {
+    signer = batchedSigner();
   });
-  afterAll(() => pool.close());
+  afterEach(() => signer.close());
 
   it('when 600 signatures are asked for in one turn, then each verifies with jose over its own input', async () => {
     const { privateKey, publicKey } = es256();
-    const signer = batchedSigner(pool, 2);
     const inputs = Array.from({ length: 600 }, (_, n) => signingInput(n));
-    const signatures = await Promise.all(inputs.map((i) => signer(i, privateKey)));
+    const signatures = await Promise.all(inputs.map((i) => signer.sign(i, privateKey)));
     for (const [n, input] of inputs.entries()) {
       expect(signatures[n]).toHaveLength(64);
       expect(await verified(input, signatures[n], publicKey)).toEqual({ n });
     }
   });
 
-  it('when the key changes within a turn (rotation), then each signature is made with the key it was asked for', async () => {
+  it('when the key changes within a turn and between turns (rotation), then each signature is made with the key it was asked for', async () => {
     const a = es256();
     const b = es256();
-    const signer = batchedSigner(pool, 2);
-    const asked = Array.from({ length: 9 }, (_, n) => ({ n, pair: n % 3 === 1 ? b : a }));
-    const signatures = await Promise.all(
-      asked.map(({ n, pair }) => signer(signingInput(n), pair.privateKey)),
-    );
-    for (const { n, pair } of asked)
-      expect(await verified(signingInput(n), signatures[n], pair.publicKey)).toEqual({ n });
+    for (let turn = 0; turn < 3; turn += 1) {
+      const asked = Array.from({ length: 9 }, (_, n) => ({
+        n,
+        pair: (n + turn) % 3 === 1 ? b : a,
+      }));
+      const signatures = await Promise.all(
+        asked.map(({ n, pair }) => signer.sign(signingInput(n), pair.privateKey)),
+      );
+      for (const { n, pair } of asked)
+        expect(await verified(signingInput(n), signatures[n], pair.publicKey)).toEqual({ n });
+    }
   });
 
-  it('when the pool refuses the batch (closed), then the signatures are still made, on libuv', async () => {
-    const closed = createPool({ threads: 1, maxQueue: 1 });
-    await closed.close();
+  it('when the signing thread dies with a batch in flight, then those signatures are still made (on libuv), and so are the next turns', async () => {
+    const dying = batchedSigner(new URL('../../fixtures/dying-sign-thread.ts', import.meta.url));
+    try {
+      const { privateKey, publicKey } = es256();
+      for (const turn of [0, 1]) {
+        const ns = [0, 1, 2].map((i) => 10 * turn + i);
+        const signatures = await Promise.all(
+          ns.map((n) => dying.sign(signingInput(n), privateKey)),
+        );
+        for (const [i, n] of ns.entries())
+          expect(await verified(signingInput(n), signatures[i], publicKey)).toEqual({ n });
+      }
+    } finally {
+      await dying.close();
+    }
+  });
+
+  it('when the signer is closed, then it still signs, on libuv', async () => {
     const { privateKey, publicKey } = es256();
-    const signer = batchedSigner(closed, 1);
-    const signatures = await Promise.all([0, 1, 2].map((n) => signer(signingInput(n), privateKey)));
-    for (const n of [0, 1, 2])
-      expect(await verified(signingInput(n), signatures[n], publicKey)).toEqual({ n });
+    await signer.sign(signingInput(0), privateKey);
+    await signer.close();
+    expect(
+      await verified(signingInput(1), await signer.sign(signingInput(1), privateKey), publicKey),
+    ).toEqual({ n: 1 });
   });
 });
