@@ -112,14 +112,19 @@ export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
   }
 
   function post(batch: Pending[]): void {
-    const t = started();
-    if (t.key !== batch[0].key) {
-      t.key = batch[0].key;
-      t.worker.postMessage({ key: t.key } satisfies SignRequest);
+    let t: NonNullable<typeof thread>;
+    try {
+      t = started();
+      if (t.key !== batch[0].key) {
+        t.worker.postMessage({ key: batch[0].key } satisfies SignRequest);
+        t.key = batch[0].key;
+      }
+      t.worker.postMessage({ id: nextId, inputs: batch.map((p) => p.input) } satisfies SignRequest);
+    } catch {
+      // No thread could be made, or it would not take the message: this batch goes to libuv.
+      return onLibuv(batch);
     }
-    const id = nextId++;
-    inFlight.set(id, batch);
-    t.worker.postMessage({ id, inputs: batch.map((p) => p.input) } satisfies SignRequest);
+    inFlight.set(nextId++, batch);
   }
 
   function flush(): void {

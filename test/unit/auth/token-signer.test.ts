@@ -73,6 +73,20 @@ describe('batched access-token signer', () => {
     }
   });
 
+  it('when the signing thread cannot start (its file is missing), then the signatures are still made, on libuv', async () => {
+    const broken = batchedSigner(new URL('../../fixtures/no-such-sign-thread.ts', import.meta.url));
+    try {
+      const { privateKey, publicKey } = es256();
+      const signatures = await Promise.all(
+        [0, 1].map((n) => broken.sign(signingInput(n), privateKey)),
+      );
+      for (const n of [0, 1])
+        expect(await verified(signingInput(n), signatures[n], publicKey)).toEqual({ n });
+    } finally {
+      await broken.close();
+    }
+  });
+
   it('when the signer is closed, then it still signs, on libuv', async () => {
     const { privateKey, publicKey } = es256();
     await signer.sign(signingInput(0), privateKey);
