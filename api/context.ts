@@ -117,7 +117,7 @@ export async function createContext(
   closers.push({ name: 'fanout', close: () => fanout.close() });
   const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
-  const tokenSigner = batchedSigner();
+  const tokenSigner = batchedSigner(logger);
   closers.push({ name: 'token signing thread', close: () => tokenSigner.close() });
   const auth = await createAuthServices(
     config,

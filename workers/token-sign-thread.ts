@@ -15,6 +15,9 @@ export type SignRequest = { key: KeyObject } | { id: number; inputs: string[] };
 export type SignAnswer = { id: number; signatures: Uint8Array } | { id: number; error: string };
 
 let key: KeyObject | null = null;
+// A message that cannot be read (a key among them) must not leave batches signed with the key
+// before it: the thread ends, and the signer signs what it owed on libuv.
+parentPort!.on('messageerror', () => process.exit(1));
 parentPort!.on('message', (m: SignRequest) => {
   if ('key' in m) {
     key = m.key;

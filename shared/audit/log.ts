@@ -31,9 +31,9 @@ export interface AuditInput {
 export interface AuditLog {
   record(event: AuditInput): void;
   /**
-   * Counts a high-rate runtime event (encrypt, sign, ...): identical events within one flush
-   * window become one chained event with `details.count`, so every operation is accounted for
-   * without a row per operation.
+   * Counts a high-rate runtime event (encrypt, sign, ...): identical events within one tally
+   * window (TALLY_MS) become one chained event with `details.count`, so every operation is
+   * accounted for without a row per operation.
    */
   tally(event: Omit<AuditInput, 'details'>): void;
   /** Writes what is buffered; resolves (without throwing) when written or when the database failed, in which case a retry is armed. */
@@ -288,6 +288,8 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
       );
     }
     if (closing) return;
+    // One retry chain: a drain that was queued behind the failed one must not arm a second.
+    if (retryTimer) clearTimeout(retryTimer);
     retryTimer = setTimeout(() => {
       retryTimer = null;
       void flush();

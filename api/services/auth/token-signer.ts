@@ -21,6 +21,7 @@ import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
 import { poolThreadEnv } from '../../../shared/node-flags.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import type { SignAnswer, SignRequest } from '../../../workers/token-sign-thread.ts';
 
 /** r || s (64 bytes) of ES256 over the signing input. */
@@ -41,6 +42,9 @@ const THREAD = new URL('../../../workers/token-sign-thread.ts', import.meta.url)
 const MAX_BATCH = 16;
 /** The thread ends after this long without a batch. */
 const IDLE_MS = 10_000;
+/** After a thread failed, batches go to libuv for this long (doubling while it keeps failing, up to MAX_BACKOFF_MS). */
+const BACKOFF_MS = 1_000;
+const MAX_BACKOFF_MS = 60_000;
 
 const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
@@ -62,15 +66,31 @@ const onLibuv = (batch: Pending[]) => {
 
 /**
  * A signer that gathers the signatures asked for in one turn and signs them on its thread
- * (`thread`: the thread's file, workers/token-sign-thread.ts; tests give others).
+ * (`thread`: the thread's file, workers/token-sign-thread.ts; tests give others). A thread that
+ * fails is logged, and no other is started for a while (BACKOFF_MS): a thread that cannot start
+ * (out of memory or file descriptors) must not be started again every turn.
  */
-export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
+export function batchedSigner(logger: Logger, thread_: URL = THREAD): BatchedSigner {
   let queue: Pending[] = [];
   let thread: { worker: Worker; key: KeyObject | null } | null = null;
   const inFlight = new Map<number, Pending[]>();
   let nextId = 0;
   let idle: NodeJS.Timeout | null = null;
   let closed = false;
+  let backoffMs = BACKOFF_MS;
+  let noThreadUntil = 0;
+
+  /** A thread ended without being asked to: libuv signs for a while, and the operator is told. */
+  function failed(t: NonNullable<typeof thread>, why: string): void {
+    if (thread !== t) return;
+    noThreadUntil = Date.now() + backoffMs;
+    logger.error(
+      { why, retryInMs: backoffMs },
+      'the token signing thread failed; tokens are signed on libuv threads meanwhile',
+    );
+    backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+    void stop();
+  }
 
   function stop(): Promise<number> | undefined {
     const t = thread;
@@ -91,6 +111,8 @@ export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
       const batch = inFlight.get(m.id);
       if (!batch) return;
       inFlight.delete(m.id);
+      if (inFlight.size === 0) worker.unref();
+      backoffMs = BACKOFF_MS;
       if ('error' in m) return onLibuv(batch);
       const all = Buffer.from(
         m.signatures.buffer,
@@ -99,13 +121,10 @@ export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
       );
       batch.forEach((p, i) => p.resolve(all.subarray(64 * i, 64 * (i + 1))));
     });
-    // A thread that fails to start or dies: its batches are signed on libuv, the next turn starts another.
-    worker.on('error', () => {
-      if (thread === t) void stop();
-    });
-    worker.on('exit', () => {
-      if (thread === t) void stop();
-    });
+    // A thread that fails to start or dies: its batches are signed on libuv (failed, stop).
+    worker.on('error', (err) => failed(t, err.message));
+    worker.on('exit', (code) => failed(t, `exit code ${code}`));
+    // Held open only while it owes answers (post), so it never keeps a process alive by itself.
     worker.unref();
     thread = t;
     return t;
@@ -120,17 +139,24 @@ export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
         t.key = batch[0].key;
       }
       t.worker.postMessage({ id: nextId, inputs: batch.map((p) => p.input) } satisfies SignRequest);
-    } catch {
+    } catch (err) {
       // No thread could be made, or it would not take the message: this batch goes to libuv.
+      noThreadUntil = Date.now() + backoffMs;
+      logger.error(
+        { why: (err as Error).message, retryInMs: backoffMs },
+        'the token signing thread could not be started; tokens are signed on libuv threads meanwhile',
+      );
+      backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
       return onLibuv(batch);
     }
+    if (inFlight.size === 0) t.worker.ref();
     inFlight.set(nextId++, batch);
   }
 
   function flush(): void {
     const pending = queue;
     queue = [];
-    if (closed) return onLibuv(pending);
+    if (closed || Date.now() < noThreadUntil) return onLibuv(pending);
     // One key per message: a rotation within the turn splits the batch where the key changes.
     let start = 0;
     for (let i = 1; i <= pending.length; i += 1) {
@@ -144,9 +170,12 @@ export function batchedSigner(thread_: URL = THREAD): BatchedSigner {
       }
     }
     if (idle) clearTimeout(idle);
-    idle = setTimeout(() => {
-      if (inFlight.size === 0) void stop();
-    }, IDLE_MS);
+    armIdle();
+  }
+
+  /** Ends the thread IDLE_MS after the last batch, once it owes no answer. */
+  function armIdle(): void {
+    idle = setTimeout(() => (inFlight.size > 0 ? armIdle() : void stop()), IDLE_MS);
     idle.unref();
   }
 

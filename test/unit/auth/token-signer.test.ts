@@ -1,6 +1,20 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { compactVerify } from 'jose';
+import { Writable } from 'node:stream';
 import { batchedSigner, type BatchedSigner } from '../../../api/services/auth/token-signer.ts';
+import { createLogger } from '../../../shared/logger.ts';
+
+/** A logger whose lines are kept, to read what the signer told the operator. */
+function keptLogger() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { logger: createLogger('info', sink), lines };
+}
 
 const b64url = (s: string) => Buffer.from(s).toString('base64url');
 const es256 = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -26,7 +40,7 @@ async function verified(
 describe('batched access-token signer', () => {
   let signer: BatchedSigner;
   beforeEach(() => {
-    signer = batchedSigner();
+    signer = batchedSigner(keptLogger().logger);
   });
   afterEach(() => signer.close());
 
@@ -56,8 +70,12 @@ describe('batched access-token signer', () => {
     }
   });
 
-  it('when the signing thread dies with a batch in flight, then those signatures are still made (on libuv), and so are the next turns', async () => {
-    const dying = batchedSigner(new URL('../../fixtures/dying-sign-thread.ts', import.meta.url));
+  it('when the signing thread dies with a batch in flight, then those signatures are still made (on libuv), so are the next turns, and the operator is told once', async () => {
+    const kept = keptLogger();
+    const dying = batchedSigner(
+      kept.logger,
+      new URL('../../fixtures/dying-sign-thread.ts', import.meta.url),
+    );
     try {
       const { privateKey, publicKey } = es256();
       for (const turn of [0, 1]) {
@@ -68,13 +86,21 @@ describe('batched access-token signer', () => {
         for (const [i, n] of ns.entries())
           expect(await verified(signingInput(n), signatures[i], publicKey)).toEqual({ n });
       }
+      // Told once: the second turn came within the backoff, so no second thread was started.
+      expect(kept.lines.filter((l) => l.includes('the token signing thread failed'))).toHaveLength(
+        1,
+      );
     } finally {
       await dying.close();
     }
   });
 
   it('when the signing thread cannot start (its file is missing), then the signatures are still made, on libuv', async () => {
-    const broken = batchedSigner(new URL('../../fixtures/no-such-sign-thread.ts', import.meta.url));
+    const kept = keptLogger();
+    const broken = batchedSigner(
+      kept.logger,
+      new URL('../../fixtures/no-such-sign-thread.ts', import.meta.url),
+    );
     try {
       const { privateKey, publicKey } = es256();
       const signatures = await Promise.all(
@@ -82,6 +108,7 @@ describe('batched access-token signer', () => {
       );
       for (const n of [0, 1])
         expect(await verified(signingInput(n), signatures[n], publicKey)).toEqual({ n });
+      expect(kept.lines.join('')).toMatch(/the token signing thread (failed|could not be started)/);
     } finally {
       await broken.close();
     }
