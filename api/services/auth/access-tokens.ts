@@ -7,7 +7,7 @@
 import { randomUUID, verify } from 'node:crypto';
 import type { SigningKeys } from './signing-keys.ts';
 import type { RevocationList } from './revocation.ts';
-import { signOnLibuv, type TokenSigner } from './token-signer.ts';
+import type { TokenSigner } from './token-signer.ts';
 
 export const AUDIENCE_ADMIN = 'service-admin';
 export const AUDIENCE_CORE = 'service-core';
@@ -55,7 +55,7 @@ export function createAccessTokens(
   issuer: string,
   keys: SigningKeys,
   revocation: RevocationList,
-  signer: TokenSigner = signOnLibuv,
+  signer: TokenSigner,
 ): AccessTokens {
   // Bounded cache of verified tokens (insertion order = age; Map iteration evicts oldest).
   const cache = new Map<string, AccessClaims>();

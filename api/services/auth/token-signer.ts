@@ -48,8 +48,8 @@ const MAX_BACKOFF_MS = 60_000;
 
 const signAsync = promisify(sign) as (alg: string, data: Buffer, key: KeyObject) => Promise<Buffer>;
 
-/** One signature on libuv's thread pool: the signer without the thread, and its fallback. */
-export const signOnLibuv: TokenSigner = async (signingInput, key) =>
+/** One signature on libuv's thread pool: the fallback when the thread cannot sign. */
+const signOnLibuv: TokenSigner = async (signingInput, key) =>
   derToP1363(await signAsync('sha256', Buffer.from(signingInput), key), 32);
 
 interface Pending {
@@ -70,25 +70,31 @@ const onLibuv = (batch: Pending[]) => {
  * fails is logged, and no other is started for a while (BACKOFF_MS): a thread that cannot start
  * (out of memory or file descriptors) must not be started again every turn.
  */
-export function batchedSigner(logger: Logger, thread_: URL = THREAD): BatchedSigner {
+export function batchedSigner(logger: Logger, threadFile: URL = THREAD): BatchedSigner {
   let queue: Pending[] = [];
   let thread: { worker: Worker; key: KeyObject | null } | null = null;
   const inFlight = new Map<number, Pending[]>();
   let nextId = 0;
   let idle: NodeJS.Timeout | null = null;
+  let lastBatchAt = 0;
   let closed = false;
   let backoffMs = BACKOFF_MS;
   let noThreadUntil = 0;
 
-  /** A thread ended without being asked to: libuv signs for a while, and the operator is told. */
-  function failed(t: NonNullable<typeof thread>, why: string): void {
-    if (thread !== t) return;
+  /** No thread for a while (libuv signs meanwhile), and the operator is told why. */
+  function backOff(why: string): void {
     noThreadUntil = Date.now() + backoffMs;
     logger.error(
       { why, retryInMs: backoffMs },
       'the token signing thread failed; tokens are signed on libuv threads meanwhile',
     );
     backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+  }
+
+  /** A thread ended without being asked to: what it owed goes to libuv, and it backs off. */
+  function failed(t: NonNullable<typeof thread>, why: string): void {
+    if (thread !== t) return;
+    backOff(why);
     void stop();
   }
 
@@ -105,7 +111,7 @@ export function batchedSigner(logger: Logger, thread_: URL = THREAD): BatchedSig
 
   function started(): NonNullable<typeof thread> {
     if (thread) return thread;
-    const worker = new Worker(thread_, { env: poolThreadEnv() });
+    const worker = new Worker(threadFile, { env: poolThreadEnv() });
     const t = { worker, key: null as KeyObject | null };
     worker.on('message', (m: SignAnswer) => {
       const batch = inFlight.get(m.id);
@@ -141,12 +147,7 @@ export function batchedSigner(logger: Logger, thread_: URL = THREAD): BatchedSig
       t.worker.postMessage({ id: nextId, inputs: batch.map((p) => p.input) } satisfies SignRequest);
     } catch (err) {
       // No thread could be made, or it would not take the message: this batch goes to libuv.
-      noThreadUntil = Date.now() + backoffMs;
-      logger.error(
-        { why: (err as Error).message, retryInMs: backoffMs },
-        'the token signing thread could not be started; tokens are signed on libuv threads meanwhile',
-      );
-      backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+      backOff((err as Error).message);
       return onLibuv(batch);
     }
     if (inFlight.size === 0) t.worker.ref();
@@ -169,14 +170,19 @@ export function batchedSigner(logger: Logger, thread_: URL = THREAD): BatchedSig
         start = i;
       }
     }
-    if (idle) clearTimeout(idle);
-    armIdle();
+    lastBatchAt = Date.now();
+    idle ??= armIdle(IDLE_MS);
   }
 
-  /** Ends the thread IDLE_MS after the last batch, once it owes no answer. */
-  function armIdle(): void {
-    idle = setTimeout(() => (inFlight.size > 0 ? armIdle() : void stop()), IDLE_MS);
-    idle.unref();
+  /** Ends the thread IDLE_MS after the last batch, once it owes no answer (one timer, not one per turn). */
+  function armIdle(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      const quiet = Date.now() - lastBatchAt;
+      if (inFlight.size === 0 && quiet >= IDLE_MS) void stop();
+      else idle = armIdle(Math.max(IDLE_MS - quiet, 1_000));
+    }, ms);
+    timer.unref();
+    return timer;
   }
 
   return {
