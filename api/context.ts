@@ -12,6 +12,7 @@ import { conversionRunner, type ConversionRunner } from '../workers/threaded-con
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
+import { createDecryptionBudget, type DecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import { createAuthServices, type AuthServices } from './services/auth/index.ts';
 import { batchedSigner } from './services/auth/token-signer.ts';
 import { createKeyCache, type KeyCache } from '../shared/keys/cache.ts';
@@ -38,6 +39,8 @@ export interface AppContext {
   metrics: Metrics;
   audit: AuditLog;
   auth: AuthServices;
+  /** The decryption-failure budget of every decrypting path (issue 24). */
+  decryption: DecryptionBudget;
   /** Runtime key cache (hot path). */
   keys: KeyCache;
   /** Cross-instance changes (revocations, key states, credentials, signing keys, tenant status). */
@@ -142,6 +145,7 @@ export async function createContext(
     metrics,
     audit,
     auth,
+    decryption: createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis }),
     keys,
     changes,
     redis,

@@ -38,6 +38,8 @@ import {
 } from '../shared/queues/index.ts';
 import { createKeyCache } from '../shared/keys/cache.ts';
 import { tenantKeyResolver } from '../shared/keys/cms-resolver.ts';
+import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
+import { createAuditLog } from '../shared/audit/log.ts';
 import { CHANNELS, createFanoutBus } from '../shared/fanout/bus.ts';
 import { createChangeFeed } from '../shared/fanout/change-feed.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
@@ -110,12 +112,26 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   }
 
   const metrics = createWorkerMetrics(logger);
+  const audit = createAuditLog(db, logger, { metrics: metrics.domain });
+  closers.push({ name: 'audit log', close: () => audit.close() });
+  const budget = createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis });
   const processor = createConvertProcessor({
     objects,
     logger,
     metrics: metrics.domain,
     progressIntervalMs: settings.progressIntervalMs,
-    resolverFor: (tenantId) => tenantKeyResolver({ db, keys }, tenantId),
+    resolverFor: ({ tenantId, decrypt }) =>
+      tenantKeyResolver(
+        { db, keys },
+        tenantId,
+        decrypt
+          ? {
+              caller: { tenantId, principal: decrypt.principal, mayDecrypt: true },
+              budget,
+              source: 'job',
+            }
+          : null,
+      ),
     isCancelled: async (jobId) =>
       (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
   });

@@ -53,7 +53,7 @@ export function analyzeHandler(ctx: AppContext): RequestHandler {
     const input = op.form ? await filePartOf(op.form) : rawInput(req);
     const analysis = await analyzePkcs7(
       op.countIn(input),
-      tenantKeyResolver(ctx, req.auth.tenantId),
+      tenantKeyResolver(ctx, req.auth.tenantId, null),
     );
     // Parts after `file` are not read; the connection closes instead of waiting on them.
     if (op.form) op.form.abandon(res);

@@ -246,6 +246,21 @@ export const SCHEMA = {
     default: '6000000',
     min: 1,
   },
+  // decryption-failure budget (issue 24)
+  decryptFailureBudget: {
+    env: 'DECRYPT_FAILURE_BUDGET',
+    doc: 'Failed decryptions one principal may cause with one key per window (runtime decrypt, conversion, stream re-encrypt, jobs); past it every answer on that key is 429, so a decryption oracle is slow and loud',
+    kind: 'int',
+    default: '20',
+    min: 1,
+  },
+  decryptFailureWindowSeconds: {
+    env: 'DECRYPT_FAILURE_WINDOW_SECONDS',
+    doc: 'The window of DECRYPT_FAILURE_BUDGET in seconds; a spent budget refuses for the rest of it',
+    kind: 'int',
+    default: '900',
+    min: 1,
+  },
   lockoutThreshold: {
     env: 'LOCKOUT_THRESHOLD',
     doc: 'Wrong passwords from one client address before that address is locked out of the account',

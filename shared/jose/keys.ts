@@ -161,9 +161,10 @@ export function wrapContentKey(
 }
 
 /**
- * Opens the content key of one JWE recipient. Every failure, down to a wrong key length, is the
- * same opaque decryption-failed; for RSA-OAEP a random key stands in for a failed decryption,
- * so a bad key and a bad tag are told apart by nothing (RFC 7516 section 11.5).
+ * Opens the content key of one JWE recipient. A key of the wrong kind is the opaque
+ * decryption-failed; for a wrapped key that cannot be opened (RSA-OAEP padding, AES key wrap
+ * integrity) or does not fit enc a random key stands in, so a bad key and a bad tag are told apart
+ * by nothing, not even where they fail (RFC 7516 section 11.5).
  */
 export function unwrapContentKey(
   key: ResolvedKey,
@@ -193,9 +194,8 @@ export function unwrapContentKey(
   const kwBytes = KW_BYTES.get(ecdh ? ecdh[1] : alg);
   if (!kwBytes)
     throw problem('jose_unsupported', `key management ${alg.slice(0, 32)} is not supported`);
-  let cek: Buffer;
+  let kek: Buffer;
   try {
-    let kek: Buffer;
     if (ecdh) {
       const priv = key.privateKey;
       const crv = priv ? joseCurveOf(priv) : undefined;
@@ -207,11 +207,15 @@ export function unwrapContentKey(
         throw new Error(`key ${key.kid} is not a ${kwBytes * 8}-bit AES key`);
       kek = secret;
     }
-    cek = aesKeyUnwrap(kek, encryptedKey);
   } catch (err) {
     throw decryptionFailed(err);
   }
-  if (cek.length !== cekBytes)
-    throw decryptionFailed(new Error('the unwrapped key does not fit enc'));
-  return cek;
+  // A wrapped key that fails its integrity check or does not fit enc: a random key stands in, so
+  // the failure surfaces at the tag, where every other one does (issue 24).
+  try {
+    const cek = aesKeyUnwrap(kek, encryptedKey);
+    return cek.length === cekBytes ? cek : randomBytes(cekBytes);
+  } catch {
+    return randomBytes(cekBytes);
+  }
 }

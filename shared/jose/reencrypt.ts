@@ -12,7 +12,7 @@
  */
 import { createDecipheriv, timingSafeEqual } from 'node:crypto';
 import type { Decipheriv, DecipherGCM } from 'node:crypto';
-import { decryptionFailed, problem } from '../errors/index.ts';
+import { AppError, decryptionFailed, problem } from '../errors/index.ts';
 import { ENCS, Multipart, cbcHsTag, gcmEncryptor, protectedHeader } from './jwe.ts';
 import type { ContentEncryptor } from './jwe.ts';
 import { keyByKid, unwrapContentKey, wrapContentKey } from './keys.ts';
@@ -157,6 +157,8 @@ export async function reencryptStream(
   const spec = ENCS.get(head.enc)!;
   const source = await keyByKid(opts.resolver, head.header.kid as string, 'encrypt');
   const target = await keyByKid(opts.resolver, opts.targetKid, 'encrypt');
+  // Re-encrypting opens the content key: the caller must be admitted to decrypt with the source.
+  await opts.resolver.admitDecryption?.(source.kid);
   const cek = unwrapContentKey(source, head.header, head.encryptedKey, spec.cek);
   const second = await reader.next();
   if (!second || second.contentType.split(';')[0] !== OCTET)
@@ -220,6 +222,10 @@ export async function reencryptStream(
       }
       done = true;
       yield mp.close();
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'decryption_failed')
+        await opts.resolver.decryptionFailed?.(source.kid).catch(() => {});
+      throw err;
     } finally {
       if (!done) await reader.close().catch(() => {});
     }

@@ -30,4 +30,14 @@ export interface KidResolver {
    * can sign with, rather than once per alg there is.
    */
   keyTypes?(): Promise<readonly string[]>;
+  /**
+   * Admits one decryption of content (issue 24; contract 10): throws 403 when the caller may not
+   * decrypt and, given the kid that will decrypt, 429 when the caller's decryption-failure budget
+   * on it is spent. The engines call it before any byte is decrypted. Every resolver that serves
+   * requests has it (shared/keys/cms-resolver.ts, and the thread-side port resolver forwards it);
+   * a resolver without it (tests of the engines alone) admits everything.
+   */
+  admitDecryption?(kid?: string): Promise<void>;
+  /** Counts a failed decryption of content with `kid` against the caller's budget. */
+  decryptionFailed?(kid: string): Promise<void>;
 }

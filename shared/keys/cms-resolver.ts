@@ -9,9 +9,29 @@ import { KID, canonicalId } from '../ids.ts';
 import { KeyVersion } from '../db/models/keys.ts';
 import { retainedVersion } from './lifecycle.ts';
 import { issuerSerialKey, usableKey, type KeyLookupDeps } from './lookup.ts';
+import {
+  decryptionNotAllowed,
+  type DecryptingCaller,
+  type DecryptionBudget,
+  type DecryptionSource,
+} from './decryption-budget.ts';
 
-/** A resolver over one tenant's keys. */
-export function tenantKeyResolver(deps: KeyLookupDeps, anyTenantId: string): KeyResolver {
+/** Who decrypts through a resolver, and the budget its failures count against. */
+export interface ResolverDecryption {
+  caller: DecryptingCaller;
+  budget: DecryptionBudget;
+  source: DecryptionSource;
+}
+
+/**
+ * A resolver over one tenant's keys. `decryption` says who decrypts through it; without it the
+ * resolver refuses every decryption (analyze, re-signing), so a caller that forgets it fails closed.
+ */
+export function tenantKeyResolver(
+  deps: KeyLookupDeps,
+  anyTenantId: string,
+  decryption: ResolverDecryption | null,
+): KeyResolver {
   const tenantId = canonicalId(anyTenantId);
   const { db } = deps;
   async function resolve(
@@ -85,5 +105,11 @@ export function tenantKeyResolver(deps: KeyLookupDeps, anyTenantId: string): Key
     byCmsRef: byRef,
     byKid: (kid, purpose, version) => resolve(kid, purpose, version),
     keyTypes,
+    admitDecryption: async (kid) => {
+      if (!decryption) throw decryptionNotAllowed();
+      await decryption.budget.admit(decryption.caller, kid);
+    },
+    decryptionFailed: async (kid) =>
+      decryption?.budget.failed(decryption.caller, kid, decryption.source),
   };
 }

@@ -9,7 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CmsKeyRef, KeyResolver, ResolvedKey } from '../pkcs7/types.ts';
 import { errorFromData, errorToData, type ErrorData } from '../errors/index.ts';
 
-type Op = 'byKid' | 'byCmsRef' | 'keyTypes';
+type Op = 'byKid' | 'byCmsRef' | 'keyTypes' | 'admitDecryption' | 'decryptionFailed';
 /** A lookup request, from the thread converting. */
 export interface KeyRequest {
   key: number;
@@ -45,7 +45,12 @@ export async function answerKeyRequest(
         kekId: asBuffer(ref.kekId),
       };
       value = await resolver.byCmsRef(back, args[1] as Parameters<KeyResolver['byCmsRef']>[1]);
-    } else value = await resolver.keyTypes?.();
+    } else if (op === 'admitDecryption') {
+      // The owning side decides; a resolver without the check refuses (fails closed).
+      if (!resolver.admitDecryption) throw new Error('this resolver cannot admit decryptions');
+      await resolver.admitDecryption(args[0] as string | undefined);
+    } else if (op === 'decryptionFailed') await resolver.decryptionFailed?.(args[0] as string);
+    else value = await resolver.keyTypes?.();
     answer = { key, value };
   } catch (err) {
     answer = { key, error: errorToData(err) };
@@ -82,6 +87,9 @@ export function portResolver(
       byKid: async (kid, purpose, version) => key(await ask('byKid', [kid, purpose, version])),
       byCmsRef: async (ref, purpose) => key(await ask('byCmsRef', [ref, purpose])),
       ...(keyTypes ? { keyTypes: async () => (await ask('keyTypes', [])) as string[] } : {}),
+      // Always asked of the owning side: the thread never decides who may decrypt.
+      admitDecryption: async (kid) => void (await ask('admitDecryption', [kid])),
+      decryptionFailed: async (kid) => void (await ask('decryptionFailed', [kid])),
     },
     receive(m) {
       const a = m as KeyAnswer;

@@ -55,6 +55,10 @@ export interface DomainMetrics {
   conversion(inputType: string, outcome: Outcome, bytes: number, seconds: number): void;
   /** An audit write that failed: 'unavailable' (retried) or 'refused' (set aside), or 'lost' events. */
   auditFailure(reason: 'unavailable' | 'refused' | 'lost'): void;
+  /** A failed decryption of content (source: runtime, conversion, stream, job). */
+  decryptionFailure(source: string): void;
+  /** A principal spent its decryption-failure budget on a key (once per window). */
+  decryptionBudgetExhausted(source: string): void;
 }
 
 /** A label value as it may appear: a short code-like word, else 'other' (defence in depth). */
@@ -109,7 +113,25 @@ export function createDomainMetrics(registry: Registry): DomainMetrics {
     labelNames: ['reason'],
     registers,
   });
+  const decryptionFailures = new Counter({
+    name: `${METRIC_PREFIX}decryption_failures_total`,
+    help: 'Failed decryptions of content by source (runtime, conversion, stream, job)',
+    labelNames: ['source'],
+    registers,
+  });
+  const budgetsExhausted = new Counter({
+    name: `${METRIC_PREFIX}decryption_budget_exhausted_total`,
+    help: 'Principals that spent their decryption-failure budget on a key (DECRYPT_FAILURE_BUDGET), by source',
+    labelNames: ['source'],
+    registers,
+  });
   return {
+    decryptionFailure(source) {
+      decryptionFailures.inc({ source: bounded(source) });
+    },
+    decryptionBudgetExhausted(source) {
+      budgetsExhausted.inc({ source: bounded(source) });
+    },
     cryptoOperation(operation, keyType, outcome, seconds) {
       cryptoOps.observe(
         { operation: bounded(operation), key_type: bounded(keyType), outcome },

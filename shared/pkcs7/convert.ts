@@ -42,7 +42,7 @@ import {
 } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
-import { problem } from '../errors/index.ts';
+import { decryptionFailed, problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
@@ -211,6 +211,34 @@ async function convertSigned(
   return signedResult(run(), opts.withContent === true, () => reader.close());
 }
 
+/**
+ * Errors of the outer structure (the ciphertext's framing: truncation, a bad tail): they say
+ * nothing of the plaintext, so they are told as they are; every other failure after the content
+ * key is recovered is the opaque decryption-failed.
+ */
+const outerErrors = new WeakSet<object>();
+
+function markOuter(err: unknown): unknown {
+  if (err !== null && typeof err === 'object') outerErrors.add(err);
+  return err;
+}
+
+async function* outer<T>(it: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* it;
+  } catch (err) {
+    throw markOuter(err);
+  }
+}
+
+async function outerStep<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw markOuter(err);
+  }
+}
+
 function checkEnvelope(head: CmsHead, cc: ContentCipher): void {
   if (head.recipientInfos.length !== 1)
     throw problem(
@@ -237,6 +265,8 @@ async function convertEnveloped(
   opts: ConvertOptions,
 ): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
+  // Converting encrypted content decrypts it: refused before anything else without crypto.decrypt.
+  await resolver.admitDecryption?.();
   const cc = contentCipherOf(head.contentEncryption!);
   checkEnvelope(head, cc);
   const preserve = metadata.contentEncryption === 'preserve';
@@ -249,7 +279,11 @@ async function convertEnveloped(
       'preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data',
     );
   }
-  const { cek: cmsKey, key: recipientKey } = await recoverContentKey(
+  const {
+    cek: cmsKey,
+    key: recipientKey,
+    rejected,
+  } = await recoverContentKey(
     head.recipientInfos[0],
     resolver,
     metadata.recipientKid,
@@ -268,104 +302,66 @@ async function convertEnveloped(
   let signing: Signing | null = null;
   let inner: BerReader | null = null;
 
+  // Everything below reads plaintext: any failure of it is the one opaque decryption-failed,
+  // counted against the caller's budget, unless it came from the outer (ciphertext) structure.
+  const opaque = async (err: unknown): Promise<unknown> => {
+    if (err !== null && typeof err === 'object' && outerErrors.has(err)) return err;
+    await resolver.decryptionFailed?.(recipientKey.kid).catch(() => {});
+    return decryptionFailed(rejected ? new Error(rejected.message, { cause: err }) : err);
+  };
   if (preserve) {
-    const ct = new Peekable(reader.octets(head.content!));
-    const prefix = await ct.peek(32);
-    const whole = prefix.length - (prefix.length % 16);
-    if (whole > 0) {
-      const first = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv)
-        .setAutoPadding(false)
-        .update(prefix.subarray(0, whole));
-      if (looksLikeSignedData(first))
-        throw problem(
-          'cms_unsupported',
-          'preserve is not possible when the encrypted content is a SignedData',
-        );
-    }
+    // The ciphertext is kept as it is, whatever it holds: nothing of the plaintext is looked at
+    // before the end, where the final block's padding is checked (a nested SignedData stays
+    // inside, unverified, as preserve means).
     enc = preservingEnc(cmsKey.length);
     encryptor = cbcPassThrough(cmsKey, cc.iv, Buffer.from(protectedHeader(enc), 'ascii'));
     source = (async function* () {
-      yield* ct;
-      await readTail(reader, head);
+      yield* outer(reader.octets(head.content!));
+      await outerStep(readTail(reader, head));
     })();
   } else {
-    const decipher = contentDecipher(cc, cmsKey);
-    let outerTail: CmsTail | null = null;
-    const plain = new Peekable(
-      (async function* () {
-        for await (const c of reader.octets(head.content!, { reuse: true })) {
-          const p = decipher.update(c); // consumed here, before the next chunk
-          if (p.length) yield p;
-        }
-        outerTail = await readTail(reader, head);
-        // RFC 5083 section 2.1: authAttrs are GCM AAD, which must come before the content to stream.
-        if (outerTail.authAttrs)
-          throw problem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported');
-        const last = decipher.final(outerTail.mac);
-        if (last.length) yield last;
-      })(),
-    );
-    const nested =
-      head.type !== 'signedAndEnvelopedData' &&
-      (head.contentType === OID.signedData ||
-        (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
-    enc =
-      (metadata.contentEncryption as JweEnc | undefined) ??
-      (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
-    encryptor = gcmEncryptor(enc, Buffer.from(protectedHeader(enc), 'ascii'));
-    if (nested) {
-      const r = (inner = new BerReader(plain));
-      const innerHead = await readHead(r);
-      if (innerHead.type !== 'signedData' || !innerHead.content)
-        throw problem(
-          'cms_unsupported',
-          'the encrypted content is not a SignedData with its content',
-        );
-      source = r.octets(innerHead.content);
-      const cmsHash = cmsHashOf(innerHead);
-      const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-      const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-        b64,
-        key: signerKey,
-      });
-      signing = {
-        update: (c) => {
-          digests.update(c);
-          jws.update(c);
-        },
-        finish: async () =>
-          finishSignature({
-            tail: await readTail(r, innerHead),
-            eContentType: innerHead.contentType,
-            digests: digests.digest(),
-            jws,
-            key: signerKey,
-            resolver,
-            cmsHash,
-          }),
-      };
-    } else {
-      source = plain;
-      if (
+    try {
+      const decipher = contentDecipher(cc, cmsKey);
+      let outerTail: CmsTail | null = null;
+      const plain = new Peekable(
+        (async function* () {
+          for await (const c of outer(reader.octets(head.content!, { reuse: true }))) {
+            const p = decipher.update(c); // consumed here, before the next chunk
+            if (p.length) yield p;
+          }
+          outerTail = await outerStep(readTail(reader, head));
+          // RFC 5083 section 2.1: authAttrs are GCM AAD, which must come before the content to stream.
+          if (outerTail.authAttrs)
+            throw markOuter(
+              problem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported'),
+            );
+          const last = decipher.final(outerTail.mac);
+          if (last.length) yield last;
+        })(),
+      );
+      const nested =
         head.type !== 'signedAndEnvelopedData' &&
-        head.contentType === OID.data &&
-        (await clearSignedAhead(plain))
-      ) {
-        // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
-        // entity as the CMS carries it; its signature is verified and a JWS of the signed part
-        // is added as for a nested SignedData (contract 5).
-        signing = clearSignedVerifier(opts);
-      } else if (head.type === 'signedAndEnvelopedData') {
-        const cmsHash = cmsHashOf(head);
-        const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
+        (head.contentType === OID.signedData ||
+          (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
+      enc =
+        (metadata.contentEncryption as JweEnc | undefined) ??
+        (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
+      encryptor = gcmEncryptor(enc, Buffer.from(protectedHeader(enc), 'ascii'));
+      if (nested) {
+        const r = (inner = new BerReader(plain));
+        const innerHead = await readHead(r);
+        if (innerHead.type !== 'signedData' || !innerHead.content)
+          throw problem(
+            'cms_unsupported',
+            'the encrypted content is not a SignedData with its content',
+          );
+        source = r.octets(innerHead.content);
+        const cmsHash = cmsHashOf(innerHead);
+        const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
         const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
           b64,
           key: signerKey,
         });
-        const decryptSignature = (sig: Buffer) => {
-          const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
-          return Buffer.concat([d.update(sig), d.final()]);
-        };
         signing = {
           update: (c) => {
             digests.update(c);
@@ -373,17 +369,58 @@ async function convertEnveloped(
           },
           finish: async () =>
             finishSignature({
-              tail: outerTail!,
-              eContentType: head.contentType,
+              tail: await readTail(r, innerHead),
+              eContentType: innerHead.contentType,
               digests: digests.digest(),
               jws,
               key: signerKey,
               resolver,
               cmsHash,
-              decryptSignature,
             }),
         };
+      } else {
+        source = plain;
+        if (
+          head.type !== 'signedAndEnvelopedData' &&
+          head.contentType === OID.data &&
+          (await clearSignedAhead(plain))
+        ) {
+          // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
+          // entity as the CMS carries it; its signature is verified and a JWS of the signed part
+          // is added as for a nested SignedData (contract 5).
+          signing = clearSignedVerifier(opts);
+        } else if (head.type === 'signedAndEnvelopedData') {
+          const cmsHash = cmsHashOf(head);
+          const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
+          const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
+            b64,
+            key: signerKey,
+          });
+          const decryptSignature = (sig: Buffer) => {
+            const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
+            return Buffer.concat([d.update(sig), d.final()]);
+          };
+          signing = {
+            update: (c) => {
+              digests.update(c);
+              jws.update(c);
+            },
+            finish: async () =>
+              finishSignature({
+                tail: outerTail!,
+                eContentType: head.contentType,
+                digests: digests.digest(),
+                jws,
+                key: signerKey,
+                resolver,
+                cmsHash,
+                decryptSignature,
+              }),
+          };
+        }
       }
+    } catch (err) {
+      throw await opaque(err);
     }
   }
 
@@ -423,7 +460,14 @@ async function convertEnveloped(
       }
     }
   }
-  return { contentType: mp.contentType, body: body() };
+  async function* guarded(): AsyncGenerator<Buffer> {
+    try {
+      yield* body();
+    } catch (err) {
+      throw await opaque(err);
+    }
+  }
+  return { contentType: mp.contentType, body: guarded() };
 }
 
 /**

@@ -4,7 +4,13 @@
  * agreement (ECDH with the X9.63 KDF and AES key wrap, RFC 5753) and previously distributed
  * symmetric keys (KEKRecipientInfo with AES key wrap, RFC 3394).
  */
-import { constants, createPublicKey, diffieHellman, privateDecrypt } from 'node:crypto';
+import {
+  constants,
+  createPublicKey,
+  diffieHellman,
+  privateDecrypt,
+  randomBytes,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { KeyAgreeRecipientInfo, RecipientInfo } from '@peculiar/asn1-cms';
 import { RsaEsOaepParams } from '@peculiar/asn1-rsa';
@@ -24,7 +30,7 @@ import type {
   RecipientSummary,
   ResolvedKey,
 } from './types.ts';
-import { problem, decryptionFailed } from '../errors/index.ts';
+import { AppError, problem, decryptionFailed } from '../errors/index.ts';
 
 /** What a RecipientInfo says about its recipient, before any key is looked up. */
 export interface RecipientDescription {
@@ -278,28 +284,45 @@ function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
   }
 }
 
-/** Recovers the content-encryption key of the one recipient, checking its length. */
+/**
+ * Recovers the content-encryption key of the recipient, admitted by the resolver first (403
+ * without crypto.decrypt, 429 past the decryption-failure budget) so nothing is decrypted for a
+ * caller who may not. A key that cannot be unwrapped (bad PKCS#1 v1.5 or OAEP padding, an AES key
+ * wrap integrity failure) or has the wrong length is replaced by a random key of the right
+ * length (RFC 3218 section 2.3.2, as shared/jose/keys.ts does for JOSE): every failure then
+ * surfaces where a content failure does, as the one decryption-failed (contract 10). `rejected`
+ * keeps the cause for the log.
+ */
 export async function recoverContentKey(
   ri: RecipientInfo,
   resolver: KeyResolver,
   recipientKid: string | undefined,
   keyLength: number,
-): Promise<{ cek: Buffer; key: ResolvedKey }> {
+): Promise<{ cek: Buffer; key: ResolvedKey; rejected?: Error }> {
   const d = describeRecipient(ri);
   if (d.unsupported) throw problem('cms_unsupported', `${d.unsupported} is not supported`);
   const key = await findRecipientKey(d, resolver, recipientKid);
+  await resolver.admitDecryption?.(key.kid);
   let cek: Buffer;
-  if (ri.ktri) cek = unwrapKtri(ri, key);
-  else if (ri.kari) cek = unwrapKari(ri.kari, key);
-  else {
-    if (!key.secretKey) throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
-    cek = keyUnwrap(
-      ri.kekri!.keyEncryptionAlgorithm.algorithm,
-      key.secretKey.export(),
-      Buffer.from(ri.kekri!.encryptedKey.buffer),
-    );
+  try {
+    if (ri.ktri) cek = unwrapKtri(ri, key);
+    else if (ri.kari) cek = unwrapKari(ri.kari, key);
+    else {
+      if (!key.secretKey)
+        throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
+      cek = keyUnwrap(
+        ri.kekri!.keyEncryptionAlgorithm.algorithm,
+        key.secretKey.export(),
+        Buffer.from(ri.kekri!.encryptedKey.buffer),
+      );
+    }
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'decryption_failed')) throw err;
+    return { cek: randomBytes(keyLength), key, rejected: err };
   }
-  if (cek.length !== keyLength)
-    throw decryptionFailed(new Error(`content key of ${cek.length} bytes, expected ${keyLength}`));
+  if (cek.length !== keyLength) {
+    const rejected = new Error(`content key of ${cek.length} bytes, expected ${keyLength}`);
+    return { cek: randomBytes(keyLength), key, rejected };
+  }
   return { cek, key };
 }

@@ -26,6 +26,12 @@ export interface ConvertJobData {
   metadata: Record<string, unknown>;
   /** Where the result goes, without its extension (added from the result's type). */
   output: { key: string };
+  /**
+   * Present when the submitter's role held crypto.decrypt: the principal whose decryption-failure
+   * budget the job's failures count against. Without it an encrypted input is refused (403), as
+   * over HTTP (contract 10).
+   */
+  decrypt?: { principal: string };
 }
 
 /** Byte counts reported while a conversion runs (job.progress). */
@@ -104,7 +110,9 @@ export function convertJobId(
     output: { key: string };
   },
 ): string {
-  return `cv-${digest(['convert/v1', data.tenantId, data.source.key, data.sourceVersion, canonicalJson(data.metadata), data.output.key])}`;
+  // A submitter who may not decrypt gets a job of its own, never one that decrypts.
+  const may = data.decrypt ? [] : ['no-decrypt'];
+  return `cv-${digest(['convert/v1', data.tenantId, data.source.key, data.sourceVersion, canonicalJson(data.metadata), data.output.key, ...may])}`;
 }
 
 /** The id of a batch: its tenant, source, output and metadata, and the ids of its children. */

@@ -38,7 +38,8 @@ export const CANCEL_REASON = 'cancelled';
 
 export interface ConvertDeps {
   objects: ObjectStore;
-  resolverFor(tenantId: string): KeyResolver;
+  /** The tenant's keys, decrypting as the job's submitter may (`data.decrypt`). */
+  resolverFor(data: ConvertJobData): KeyResolver;
   logger: Logger;
   progressIntervalMs: number;
   /** True when the API recorded a cancel for this job id. */
@@ -137,7 +138,7 @@ export function createConvertProcessor(deps: ConvertDeps) {
         }),
         {
           metadata: metadata as ConvertMetadata,
-          resolver: deps.resolverFor(tenantId),
+          resolver: deps.resolverFor(job.data),
           onInputType: (type) => (inputType = type),
           // A SignedData's content is stored beside its JWS, so nothing of the input is lost.
           withContent: true,

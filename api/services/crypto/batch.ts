@@ -9,6 +9,7 @@ import { AppError, problemDocument, problem } from '../../../shared/errors/index
 import { onlyKnown } from '../../../shared/validation/members.ts';
 import { outcomeOf } from '../../../shared/metrics/index.ts';
 import { actorOfClaims, type AccessClaims } from '../auth/access-tokens.ts';
+import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
 
 /** A runtime operation over one request body, in the token's tenant. */
 export type Operation = (
@@ -20,13 +21,28 @@ export type Operation = (
 const MAX_BATCH = 1000;
 const BATCH_MEMBERS: ReadonlySet<string> = new Set(['items']);
 
-/** The key type an operation used, noted by the key lookup (usableKey) for the metrics label. */
-const usedKeyType = new AsyncLocalStorage<{ keyType: string }>();
+/**
+ * The running operation: the key type it used, noted by the key lookup (usableKey) for the
+ * metrics label, and who runs it, for the decryption-failure budget (unseal).
+ */
+interface OperationSlot {
+  keyType: string;
+  caller: DecryptingCaller;
+}
+const running = new AsyncLocalStorage<OperationSlot>();
 
 /** Notes the type of the key the running operation uses (the first one, for re-encryption). */
 export function noteKeyType(type: string): void {
-  const slot = usedKeyType.getStore();
+  const slot = running.getStore();
   if (slot && slot.keyType === 'none') slot.keyType = type;
+}
+
+/**
+ * Who runs the current runtime operation, as a decrypting caller: the route has checked its
+ * permission already, so only its budget is left to check. Null outside runRuntime.
+ */
+export function runtimeCaller(): DecryptingCaller | null {
+  return running.getStore()?.caller ?? null;
 }
 
 /**
@@ -35,16 +51,17 @@ export function noteKeyType(type: string): void {
  */
 async function measured(
   ctx: AppContext,
+  caller: DecryptingCaller,
   action: string,
   op: Operation,
   tenantId: string,
   body: Record<string, unknown>,
 ): Promise<Record<string, unknown>> {
-  const slot = { keyType: 'none' };
+  const slot: OperationSlot = { keyType: 'none', caller };
   const started = performance.now();
   let failure: unknown;
   try {
-    return await usedKeyType.run(slot, () => op(ctx, tenantId, body));
+    return await running.run(slot, () => op(ctx, tenantId, body));
   } catch (err) {
     failure = err ?? new Error('operation failed');
     throw err;
@@ -67,9 +84,10 @@ export async function runRuntime(
   const input = body as Record<string, unknown>;
   const tenantId = claims.tenantId;
   const actor = actorOfClaims(claims);
+  const caller: DecryptingCaller = { tenantId, principal: actor, mayDecrypt: true };
   if (!Array.isArray(input.items)) {
     try {
-      const result = await measured(ctx, action, op, tenantId, input);
+      const result = await measured(ctx, caller, action, op, tenantId, input);
       ctx.audit.tally({
         tenantId,
         actor,
@@ -97,7 +115,14 @@ export async function runRuntime(
       try {
         if (!item || typeof item !== 'object')
           throw problem('validation_failed', 'each item must be an object');
-        const result = await measured(ctx, action, op, tenantId, item as Record<string, unknown>);
+        const result = await measured(
+          ctx,
+          caller,
+          action,
+          op,
+          tenantId,
+          item as Record<string, unknown>,
+        );
         ctx.audit.tally({
           tenantId,
           actor,

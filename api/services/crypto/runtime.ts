@@ -5,7 +5,7 @@
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { problem } from '../../../shared/errors/index.ts';
+import { AppError, problem } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
 import {
   contextDigest,
@@ -26,7 +26,8 @@ import type { CachedKey } from '../../../shared/keys/cache.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
 import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
-import { noteKeyType } from './batch.ts';
+import { noteKeyType, runtimeCaller } from './batch.ts';
+import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
 
 /** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
 export const b64 = (s: unknown, field: string): Buffer => {
@@ -127,6 +128,22 @@ async function place<T>(
   return runsInPool(op, key.type, digest) ? remote() : local();
 }
 
+/** Awaits a decryption, counting a decryption-failed against the caller's budget on the key. */
+async function opening<T>(
+  ctx: AppContext,
+  caller: DecryptingCaller | null,
+  kid: string,
+  decryption: Promise<T>,
+): Promise<T> {
+  try {
+    return await decryption;
+  } catch (err) {
+    if (caller && err instanceof AppError && err.code === 'decryption_failed')
+      await ctx.decryption.failed(caller, kid, 'runtime').catch(() => {});
+    throw err;
+  }
+}
+
 /** Encrypts to the key's current version, binding the context digest: `{kid, version, ciphertext}`. */
 export async function seal(
   ctx: AppContext,
@@ -171,21 +188,29 @@ export async function unseal(
   const key = await usableKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
   const loaded = retainedVersion(key, parsed.version);
-  const plaintext = await place(
-    'decrypt',
-    key,
-    false,
-    () => decryptParsed(parsed, loaded, context),
-    async () =>
-      u8(
-        (
-          await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', {
-            ...poolArg(key, parsed.version, 'encrypt'),
-            jwe: ciphertext,
-            context,
-          })
-        ).plaintext,
-      ),
+  // The decryption-failure budget of the caller on this key (issue 24): checked before, counted after.
+  const caller = runtimeCaller();
+  if (caller) await ctx.decryption.admit(caller, key.kid);
+  const plaintext = await opening(
+    ctx,
+    caller,
+    key.kid,
+    place(
+      'decrypt',
+      key,
+      false,
+      () => decryptParsed(parsed, loaded, context),
+      async () =>
+        u8(
+          (
+            await ctx.pool.run<{ plaintext: Uint8Array }>('decryptCompactWithKey', {
+              ...poolArg(key, parsed.version, 'encrypt'),
+              jwe: ciphertext,
+              context,
+            })
+          ).plaintext,
+        ),
+    ),
   );
   return { key, version: parsed.version, plaintext };
 }

@@ -126,6 +126,7 @@ export async function submitConvert(
   rt: JobsRuntime,
   tenantId: string,
   req: Extract<SubmitRequest, { kind: 'convert' }>,
+  decrypt: ConvertJobData['decrypt'],
 ): Promise<ConvertView> {
   const objects = tenantStore(await objectStoreOf(ctx), tenantId);
   const info = await objects.head(req.key);
@@ -140,6 +141,7 @@ export async function submitConvert(
     sourceVersion: sourceVersionOf(info),
     metadata: req.metadata,
     output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.key, req.key)) },
+    ...(decrypt ? { decrypt } : {}),
   };
   const id = convertJobId(data);
   return onQueue(ctx, 'submit', async () => {
@@ -183,6 +185,7 @@ export async function submitBatch(
   rt: JobsRuntime,
   tenantId: string,
   req: Extract<SubmitRequest, { kind: 'batch' }>,
+  decrypt: ConvertJobData['decrypt'],
 ): Promise<BatchView> {
   const bucket = ctx.config.s3Endpoint ? ctx.config.s3Bucket : undefined;
   if (req.bucket !== undefined && req.bucket !== bucket) {
@@ -202,6 +205,7 @@ export async function submitBatch(
       sourceVersion: version,
       metadata: req.metadata,
       output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.prefix, key)) },
+      ...(decrypt ? { decrypt } : {}),
     };
     return { id: convertJobId(data), data };
   });

@@ -11,6 +11,8 @@ import { tenantStore } from '../../../shared/storage/index.ts';
 import type { PageRequest } from '../../../shared/db/page.ts';
 import { jobsRuntime, objectStoreOf, onQueue } from './runtime.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
+import type { AccessClaims } from '../auth/access-tokens.ts';
+import { decryptingCaller } from '../crypto/decrypting-caller.ts';
 import {
   batchChildren,
   batchView,
@@ -33,14 +35,17 @@ function jobId(id: string): string {
 /** Submits a convert job or a batch from a request body. */
 export async function submitJob(
   ctx: AppContext,
-  tenantId: string,
+  claims: AccessClaims,
   body: unknown,
 ): Promise<ConvertView | BatchView> {
   const rt = await jobsRuntime(ctx);
   const request = parseSubmit(body);
+  // The jobs decrypt as their submitter may (contract 10): the right travels with the job.
+  const caller = decryptingCaller(claims);
+  const decrypt = caller.mayDecrypt ? { principal: caller.principal } : undefined;
   return request.kind === 'convert'
-    ? submitConvert(ctx, rt, tenantId, request)
-    : submitBatch(ctx, rt, tenantId, request);
+    ? submitConvert(ctx, rt, claims.tenantId, request, decrypt)
+    : submitBatch(ctx, rt, claims.tenantId, request, decrypt);
 }
 
 /** A job of the tenant (a convert job or a batch with its tally). */

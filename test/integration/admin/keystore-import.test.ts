@@ -315,7 +315,7 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       (e) => e.extnID === id_ce_subjectKeyIdentifier,
     )!;
     const ski = Buffer.from(AsnConvert.parse(skiExt.extnValue, SubjectKeyIdentifier).buffer);
-    const resolver = tenantKeyResolver(app.ctx, t.tenantId);
+    const resolver = tenantKeyResolver(app.ctx, t.tenantId, null);
     expect((await resolver.byCmsRef({ issuer, serialNumber }))?.kid).toMatch(
       /^rsa-(modern|legacy)$/,
     );

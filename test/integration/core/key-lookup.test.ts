@@ -110,7 +110,7 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
   });
 
   it("when the CMS resolver is built for an upper-case tenant id, then it resolves the tenant's keys as for the canonical one", async () => {
-    const resolved = await tenantKeyResolver({ db, keys }, tenantId.toUpperCase()).byKid(
+    const resolved = await tenantKeyResolver({ db, keys }, tenantId.toUpperCase(), null).byKid(
       'sig-1',
       'sign',
     );
@@ -125,7 +125,7 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
     );
     expect(await codeOf(keyRow(db, tenantId, bad))).toBe('key_not_found');
     expect(await findKeyRow(db, tenantId, bad)).toBeNull();
-    expect(await tenantKeyResolver({ db, keys }, tenantId).byKid(bad, 'encrypt')).toBeNull();
+    expect(await tenantKeyResolver({ db, keys }, tenantId, null).byKid(bad, 'encrypt')).toBeNull();
     expect(await codeOf(usableKey(keys, tenantId, bad))).toBe('validation_failed');
     expect(await codeOf(usableKey(keys, tenantId, 42))).toBe('validation_failed');
   });
@@ -135,9 +135,9 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
     expect(await codeOf(usableKey(keys, tenantId, 'enc-1', 'sign'))).toBe('key_usage_mismatch');
     expect(await codeOf(usableKey(keys, tenantId, 'gone-1'))).toBe('key_revoked');
     expect(await codeOf(usableKey(keys, tenantId, 'missing-1'))).toBe('key_not_found');
-    expect(await codeOf(tenantKeyResolver({ db, keys }, tenantId).byKid('gone-1', 'encrypt'))).toBe(
-      'key_revoked',
-    );
+    expect(
+      await codeOf(tenantKeyResolver({ db, keys }, tenantId, null).byKid('gone-1', 'encrypt')),
+    ).toBe('key_revoked');
   });
 
   it('when keys are listed, then the filter picks states and type families, and the tenant id may be in any case', async () => {

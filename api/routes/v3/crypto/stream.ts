@@ -12,6 +12,7 @@ import { streamedOperation } from '../../../http/streamed-operation.ts';
 import { authorize } from '../../../middleware/authenticate.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
+import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { MixedReader, mixedBoundary } from '../../../../shared/jose/mixed-reader.ts';
 import { reencryptStream } from '../../../../shared/jose/reencrypt.ts';
 import { startResign } from '../../../../shared/jose/resign.ts';
@@ -55,7 +56,7 @@ function reencryptHandler(ctx: AppContext): RequestHandler {
       );
     const reader = new MixedReader(op.countIn(rawBody(req)), boundary);
     const result = await reencryptStream(reader, {
-      resolver: tenantKeyResolver(ctx, req.auth.tenantId),
+      resolver: callerKeyResolver(ctx, req.auth, 'stream'),
       targetKid: kid,
       rotateContentKey,
     });
@@ -76,7 +77,7 @@ function resignHandler(ctx: AppContext): RequestHandler {
         'the signature part (the JWS object from convert) must come first, before the file part',
       );
     const resigning = await startResign(await sig.text(MAX_SIGNATURE_BYTES), {
-      resolver: tenantKeyResolver(ctx, req.auth.tenantId),
+      resolver: tenantKeyResolver(ctx, req.auth.tenantId, null),
       targetKid: kid,
     });
     const file = await form.next();
@@ -108,7 +109,8 @@ export function createCryptoStreamRouter(ctx: AppContext): Router {
   const jws = ['application/octet-stream', 'application/json'];
   route(router, '/reencrypt', {
     post: [
-      authorize(ctx, 'crypto.stream.reencrypt'),
+      // Re-encrypting opens the content key: it decrypts, so it needs crypto.decrypt too (contract 10).
+      authorize(ctx, 'crypto.stream.reencrypt', 'crypto.decrypt'),
       apiRateLimit(ctx, 'crypto.stream.reencrypt'),
       acceptOneOf(mixed),
       responseSelection(mixed),

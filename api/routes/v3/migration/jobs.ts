@@ -44,7 +44,7 @@ export function createJobsRouter(ctx: AppContext): Router {
       apiRateLimit(ctx, 'migration.jobs.create'),
       ...json,
       async (req, res) => {
-        const view = await submitJob(ctx, req.auth.tenantId, req.body);
+        const view = await submitJob(ctx, req.auth, req.body);
         audit(req, 'migration.job.submit', view.id, { type: view.type, state: view.state });
         res.status(202).location(`${JOBS}/${view.id}`).json(view);
       },

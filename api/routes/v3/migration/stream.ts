@@ -14,7 +14,7 @@ import { analyzeHandler } from '../../../http/pkcs7-analyze.ts';
 import { streamedOperation } from '../../../http/streamed-operation.ts';
 import { authorize } from '../../../middleware/authenticate.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
-import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
+import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
 import { flattenedJwe } from '../../../services/migration/json-jwe.ts';
 import {
@@ -57,7 +57,7 @@ function convertHandler(ctx: AppContext): RequestHandler {
     const request = await readConversionForm(form, (n) => (op.bytesIn += n));
     const result = await startConversion(
       request,
-      tenantKeyResolver(ctx, req.auth.tenantId),
+      callerKeyResolver(ctx, req.auth, 'conversion'),
       ctx.conversions,
       (type) => (op.details.inputType = type),
       wantsSignedContent(req),
