@@ -83,6 +83,8 @@ export interface OperationDoc {
   problems: Record<number, string>;
   tag?: string;
   common?: Record<number, string>;
+  /** The operation decrypts content: the generated oracle test drives it (x-keyward-decrypts). */
+  decrypts?: boolean;
 }
 
 /**
@@ -96,6 +98,7 @@ export function operation(o: OperationDoc) {
       tags: [o.tag ?? 'crypto'],
       operationId: o.id,
       summary: o.summary,
+      ...(o.decrypts ? { 'x-keyward-decrypts': true } : {}),
       description: `Requires ${o.permission}. ${o.description} A batch \`{items}\` answers \`{results}\` in order.`,
       requestBody: {
         required: true,
@@ -175,8 +178,9 @@ export const RUNTIME_OPERATIONS = {
     id: 'decrypt',
     summary: 'Decrypt a compact JWE with the key version its header names',
     permission: '`crypto.decrypt`',
+    decrypts: true,
     description:
-      "Any retained version at or above the key's minDecryptionVersion decrypts; headers naming `kid` without `#` plus `ver` (older ciphertexts) are accepted.",
+      "Any retained version at or above the key's minDecryptionVersion decrypts; headers naming `kid` without `#` plus `ver` (older ciphertexts) are accepted. Failed decryptions count against the caller's decryption-failure budget on the key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with conversion, stream re-encrypt and jobs): past it every decryption with the key answers 429 with Retry-After until the window ends.",
     request: obj({ ciphertext: jwe, context: context('the context given at encryption') }, [
       'ciphertext',
     ]),
@@ -292,8 +296,9 @@ export const RUNTIME_OPERATIONS = {
     summary:
       "Re-encrypt a ciphertext under the key's newest version or another key, without the plaintext leaving the service (AWS ReEncrypt, Vault rewrap)",
     permission: '`crypto.decrypt` and `crypto.encrypt`',
+    decrypts: true,
     description:
-      "The target defaults to the source key's current version, and `targetContext` to `context`. The target key is checked before anything is decrypted.",
+      "The target defaults to the source key's current version, and `targetContext` to `context`. The target key is checked before anything is decrypted. Failed decryptions count against the caller's decryption-failure budget on the source key (429 past it).",
     request: obj(
       {
         ciphertext: jwe,

@@ -277,9 +277,10 @@ export const jobsPaths = {
       tags,
       operationId: 'submitJob',
       summary: 'Submit a conversion, or a batch over a prefix',
+      'x-keyward-decrypts': true,
       description: perm(
         'migration.jobs.create',
-        'Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.',
+        "The job decrypts as its submitter may: a submitter without crypto.decrypt gets a job of its own whose encrypted inputs fail with 403 forbidden, and failed decryptions count against the submitter's decryption-failure budget (contract 10). Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.",
       ),
       requestBody: {
         required: true,

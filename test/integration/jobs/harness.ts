@@ -32,6 +32,7 @@ export const JOB_PERMISSIONS = [
   'migration.jobs.result.read',
   'migration.analyze',
   'migration.convert',
+  'crypto.decrypt',
 ];
 
 export interface JobsEnv {

@@ -27,6 +27,7 @@ export const PERMISSIONS = [
   'admin.keys.import',
   'migration.analyze',
   'migration.convert',
+  'crypto.decrypt',
   'crypto.stream.reencrypt',
   'crypto.stream.resign',
 ];

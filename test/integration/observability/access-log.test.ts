@@ -21,6 +21,7 @@ const PERMISSIONS = [
   'admin.keys.create',
   'admin.keys.read',
   'migration.convert',
+  'crypto.decrypt',
   'migration.uploads.write',
 ];
 const data = Buffer.from('attack at dawn').toString('base64');
