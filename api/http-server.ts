@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AppContext } from './context.ts';
 import { createRequestListener } from './app.ts';
 import { BodyDeadlines } from './http/body-deadline.ts';
+import { hasBody } from './http/json-body.ts';
 import { ConnectionLimits } from './http/connection-limits.ts';
 
 /** Builds the server over a context; the caller listens. */
@@ -40,7 +41,7 @@ export function createHttpServer(ctx: AppContext): Server {
     },
     (req, res) => {
       if (limits.refused(req, res)) return;
-      deadlines.watch(req, res);
+      if (hasBody(req)) deadlines.watch(req, res);
       listener(req, res);
     },
   );

@@ -15,7 +15,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { problem, type AppError } from '../../shared/errors/index.ts';
-import { hasBody } from './json-body.ts';
 
 interface Watch {
   req: IncomingMessage;
@@ -98,9 +97,9 @@ export class BodyDeadlines {
     this.#overallMs = opts.overallMs;
   }
 
-  /** Watches a request whose body has not fully arrived. */
+  /** Watches a request that carries a body, until the body has arrived. */
   watch(req: IncomingMessage, res: ServerResponse): void {
-    if (req.complete || !hasBody(req)) return;
+    if (req.complete) return;
     const now = performance.now();
     const watch: Watch = {
       req,
