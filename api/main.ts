@@ -7,8 +7,7 @@ import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
 import { closeContext, createContext } from './context.ts';
-import { createServer } from 'node:http';
-import { createRequestListener } from './app.ts';
+import { createHttpServer } from './http-server.ts';
 import { attachRotationScheduler } from './services/keys/rotation-scheduler.ts';
 import { bootstrapPlatform, type BootstrapResult } from './services/bootstrap.ts';
 
@@ -35,16 +34,11 @@ async function startWorker(config: Config): Promise<void> {
   const ctx = await createContext(config);
   attachRotationScheduler(ctx);
   printBootstrap(await bootstrapPlatform(ctx));
-  const server: Server = createServer(createRequestListener(ctx)).listen(config.port, config.host);
+  const server: Server = createHttpServer(ctx).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  server.keepAliveTimeout = 65_000;
-  // Conversions and uploads of any size stream for as long as they take; Node's default
-  // 300 s requestTimeout would cut them. Slow-loris protection stays with headersTimeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
   const address = server.address();
   ctx.logger.info({ address }, 'keyward api listening');
 

@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { OAuthError } from '../../shared/errors/index.ts';
 import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
+import { onBodyTimeout } from './body-deadline.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
 const LIMIT = 16 * 1024;
@@ -30,10 +31,15 @@ export function readForm(req: IncomingMessage): Promise<Record<string, string>> 
     let size = 0;
     let failed = false;
     const fail = (err: OAuthError) => {
+      offTimeout();
       if (failed) return;
       failed = true;
       reject(err);
     };
+    // A stalled body (api/http/body-deadline.ts) keeps the OAuth shape of this endpoint's errors.
+    const offTimeout = onBodyTimeout(req, (err) =>
+      fail(new OAuthError('invalid_request', err.message, err.status, err.headers)),
+    );
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > LIMIT) {
@@ -43,6 +49,7 @@ export function readForm(req: IncomingMessage): Promise<Record<string, string>> 
     });
     req.on('error', () => fail(new OAuthError('invalid_request', 'the body could not be read')));
     req.on('end', () => {
+      offTimeout();
       if (failed) return;
       const body: Record<string, string> = Object.create(null);
       let count = 0;

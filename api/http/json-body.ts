@@ -13,6 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import { problem } from '../../shared/errors/index.ts';
 import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
 import { unfitProblem } from './params.ts';
+import { onBodyTimeout } from './body-deadline.ts';
 
 const TOO_LARGE =
   'the request body is larger than this endpoint accepts; use the stream endpoints for large data';
@@ -111,7 +112,13 @@ function readCapped(req: IncomingMessage, limit: number): Promise<string> {
       done();
       reject(problem('bad_request', 'the client aborted the request'));
     };
+    // A body that stalls (api/http/body-deadline.ts) is refused as one that is too large is.
+    const offTimeout = onBodyTimeout(req, (err) => {
+      done();
+      reject(err);
+    });
     function done() {
+      offTimeout();
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
       // An error after this reader gave up must still have a listener (an unhandled one kills the process).
       req.on('error', () => undefined);

@@ -14,6 +14,7 @@ import type { Request, Response } from 'express';
 import { AppError, problem } from '../../shared/errors/index.ts';
 import { basename, parseContentType, parseDisposition } from '../../shared/mime/header-params.ts';
 import { MultipartScanner, usableBoundary } from '../../shared/mime/multipart.ts';
+import { onBodyTimeout, streamsBody } from './body-deadline.ts';
 
 /** One part of the form, as it arrives. */
 export interface StreamedPart {
@@ -101,6 +102,9 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
     notify();
   });
   req.on('error', (err) => fail(malformed(err.message)));
+  // An upload of any size may take as long as it needs, but not pause past the idle deadline.
+  streamsBody(req);
+  onBodyTimeout(req, fail);
   // A client that goes away mid-body never ends the request: fail instead of waiting forever.
   req.on('close', () => {
     if (!req.complete) fail(problem('bad_request', 'the client aborted the request'));

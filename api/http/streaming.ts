@@ -6,6 +6,7 @@
 import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
 import { problem } from '../../shared/errors/index.ts';
+import { streamsBody, untilBodyTimeout } from './body-deadline.ts';
 
 export const PROBLEM_JSON = 'application/problem+json';
 
@@ -88,9 +89,13 @@ export function counted(
   })();
 }
 
-/** The raw request body as a byte stream that a consumer may stop early without killing the socket. */
+/**
+ * The raw request body as a byte stream that a consumer may stop early without killing the
+ * socket. It may take as long as it needs, but a pause past the idle deadline fails the read.
+ */
 export function rawBody(req: Request): AsyncIterable<Buffer> {
-  return req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+  streamsBody(req);
+  return untilBodyTimeout(req, req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>);
 }
 
 /** After a failure on a raw body: ask the client to close and discard what it still sends. */

@@ -20,7 +20,12 @@ export interface Metrics {
   domain: DomainMetrics;
   /** Records one request; `route` is a template or 'unmatched', never a concrete path. */
   observe(method: string, route: string, status: number, seconds: number): void;
+  /** Counts a connection refused over a cap (api/http/connection-limits.ts). */
+  refuseConnection(reason: ConnectionRefusal): void;
 }
+
+/** Why a connection was refused: its address's cap, the total cap, or past the reserve (closed unanswered). */
+export type ConnectionRefusal = 'address' | 'total' | 'dropped';
 
 /** The methods a label may name; anything else (a client's invention) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -41,6 +46,12 @@ export function createMetrics(pool: PoolGaugeSource): Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
+  const refused = new Counter({
+    name: `${METRIC_PREFIX}http_connections_refused_total`,
+    help: 'Connections refused over the connection caps, by reason (address, total, dropped)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
   registerPoolGauges(registry, pool);
   // Label children resolved once per (method, route, status): prom-client hashes label objects
   // on every inc/observe otherwise, a measurable cost at tens of thousands of requests a second.
@@ -57,5 +68,10 @@ export function createMetrics(pool: PoolGaugeSource): Metrics {
     child.count.inc();
     child.time.observe(seconds);
   };
-  return { registry, domain: createDomainMetrics(registry), observe };
+  return {
+    registry,
+    domain: createDomainMetrics(registry),
+    observe,
+    refuseConnection: (reason) => refused.inc({ reason }),
+  };
 }

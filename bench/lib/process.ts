@@ -22,14 +22,19 @@ export interface Child {
   stop(): Promise<number | null>;
 }
 
-/** Spawns `node <args>` and resolves once `readyUrl` answers 200 (within `timeoutMs`). */
+/**
+ * Spawns `node <args>` and resolves once `readyUrl` answers 200 (within `timeoutMs`); `prefix`
+ * runs node through a wrapper that execs it (e.g. `prlimit --nofile=600 --`).
+ */
 export async function startChild(
   args: string[],
   env: NodeJS.ProcessEnv,
   readyUrl: string,
   timeoutMs = 20_000,
+  prefix: string[] = [],
 ): Promise<Child> {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...rest] = [...prefix, process.execPath, ...args];
+  const child = spawn(command, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => {
     out += c.toString();

@@ -395,6 +395,52 @@ export const SCHEMA = {
     default: '0',
     min: 0,
   },
+  // connection limits (issue 24): what a client without credentials may hold open. Bodies that
+  // stall, headers that never end and floods of connections from one address are refused, and the
+  // health endpoints stay answerable beyond the caps.
+  bodyIdleTimeoutMs: {
+    env: 'BODY_IDLE_TIMEOUT_MS',
+    doc: 'A request body that sends no byte for this long (while the service waits to read it) answers 408 and its connection closes; streaming uploads included',
+    kind: 'int',
+    default: '30000',
+    min: 100,
+  },
+  smallBodyTimeoutMs: {
+    env: 'SMALL_BODY_TIMEOUT_MS',
+    doc: 'Whole time a request may take to send its body on the small-body routes (token, JSON, forms), however it trickles; streaming uploads have no such limit',
+    kind: 'int',
+    default: '10000',
+    min: 100,
+  },
+  headersTimeoutMs: {
+    env: 'HEADERS_TIMEOUT_MS',
+    doc: 'Time a connection has to send the headers of a request; later the connection answers 408 and closes',
+    kind: 'int',
+    default: '20000',
+    min: 100,
+  },
+  maxConnectionsPerAddress: {
+    env: 'MAX_CONNECTIONS_PER_ADDRESS',
+    doc: 'Open connections one client address may hold; beyond, requests answer 503 with Retry-After (0: no cap; behind a proxy every client has its address)',
+    kind: 'int',
+    default: '256',
+    min: 0,
+  },
+  maxConnections: {
+    env: 'MAX_CONNECTIONS',
+    doc: 'Open connections in all; beyond, requests answer 503 with Retry-After',
+    kind: 'int',
+    derived: true,
+    defaultDoc: '4096, or 3/4 of the open-file limit when that is lower',
+    min: 1,
+  },
+  connectionReserve: {
+    env: 'CONNECTION_RESERVE',
+    doc: 'Connections accepted beyond the caps so that a GET of /healthz or /readyz is still served (others answer 503); more are closed unanswered',
+    kind: 'int',
+    default: '64',
+    min: 1,
+  },
   // Read by shared/node-flags.ts before the config loads (it must relaunch Node first); listed
   // here so that it is documented and a bad value still stops the start.
   nodeFlags: {
@@ -547,8 +593,27 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** The soft open-file limit of this process (Linux /proc), or null where it cannot be read. */
+function openFileLimit(): number | null {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Named derivations of keys whose default depends on others, run after every field parsed. */
 const DERIVED: Array<{ key: keyof Schema; derive: (c: Record<string, unknown>) => unknown }> = [
+  {
+    // Past the open-file limit accept() fails and nothing is answered, health included: the cap
+    // stays below it, leaving a quarter for the database, Redis, files and the reserve.
+    key: 'maxConnections',
+    derive: () => {
+      const files = openFileLimit();
+      return files === null ? 4096 : Math.max(1, Math.min(4096, Math.floor((files * 3) / 4)));
+    },
+  },
   {
     // Issuer, jwks_uri and problem types must name the port the API really listens on.
     key: 'publicBaseUrl',

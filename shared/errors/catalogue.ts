@@ -58,6 +58,12 @@ const GENERAL = {
     title: 'Conflict',
     help: 'The request conflicts with the current state of the resource (a duplicate name, a concurrent change). Read the resource again and retry with current values.',
   },
+  request_timeout: {
+    status: 408,
+    slug: 'request-timeout',
+    title: 'Request Timeout',
+    help: 'The request body stopped arriving (no byte for BODY_IDLE_TIMEOUT_MS), or a small body took longer than SMALL_BODY_TIMEOUT_MS; the connection is closed. Send the whole body without pauses; use the streaming endpoints for large data.',
+  },
   payload_too_large: {
     status: 413,
     slug: 'payload-too-large',
@@ -93,6 +99,12 @@ const GENERAL = {
     slug: 'service-busy',
     title: 'Service Busy',
     help: 'The cryptography worker pool is full. Retry after the Retry-After delay, or spread the load; operators can raise POOL_THREADS or POOL_MAX_QUEUE.',
+  },
+  too_many_connections: {
+    status: 503,
+    slug: 'too-many-connections',
+    title: 'Too Many Connections',
+    help: 'This client address, or all clients together, hold as many connections as the service accepts (MAX_CONNECTIONS_PER_ADDRESS, MAX_CONNECTIONS). Reuse kept-alive connections, close idle ones, and retry after the Retry-After delay.',
   },
   unavailable: {
     status: 503,

@@ -10,8 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../../shared/config/index.ts';
 import { closeContext, createContext, type AppContext } from '../../api/context.ts';
-import { createServer } from 'node:http';
-import { createRequestListener } from '../../api/app.ts';
+import { createHttpServer } from '../../api/http-server.ts';
 import { bootstrapPlatform } from '../../api/services/bootstrap.ts';
 import { attachRotationScheduler } from '../../api/services/keys/rotation-scheduler.ts';
 import { createTestDatabase } from './database.ts';
@@ -63,7 +62,7 @@ export async function startTestApp(
   attachRotationScheduler(ctx);
   await bootstrapPlatform(ctx);
   const platform = await ctx.db('tenants').where({ is_platform: true }).first();
-  const server: Server = createServer(createRequestListener(ctx)).listen(0, '127.0.0.1');
+  const server: Server = createHttpServer(ctx).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return {
