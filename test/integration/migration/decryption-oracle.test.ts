@@ -468,13 +468,11 @@ describe(`the decryption-failure budget (${TEST_ENGINE})`, () => {
     expect(Number(after.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await decrypt(both, valid)).status).toBe(200);
     await app.ctx.audit.flush();
-    const events = await app.ctx
-      .db('audit_events')
-      .where({
-        tenant_id: tenant.tenantId,
-        action: 'crypto.decryption-budget.exhausted',
-        target: AES,
-      });
+    const events = await app.ctx.db('audit_events').where({
+      tenant_id: tenant.tenantId,
+      action: 'crypto.decryption-budget.exhausted',
+      target: AES,
+    });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ outcome: 'denied', target: AES });
     expect(app.logText()).toContain('decryption-failure budget spent');
