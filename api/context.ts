@@ -19,6 +19,7 @@ import { createKeyCache, type KeyCache } from '../shared/keys/cache.ts';
 import { createChangeFeed, type ChangeFeed } from '../shared/fanout/change-feed.ts';
 import { connectRedis } from '../shared/redis.ts';
 import { createFanoutBus, type FanoutBus } from '../shared/fanout/bus.ts';
+import { createBackgroundTasks, type BackgroundTasks } from './background.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -49,6 +50,8 @@ export interface AppContext {
   redis?: Redis;
   /** The process's one Redis subscriber and its named channels (a bus that never delivers without Redis). */
   fanout: FanoutBus;
+  /** Work requests start after answering (reset mails); shutdown waits for it. */
+  background: BackgroundTasks;
   /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
   /** Closers run in reverse order of registration by closeContext. */
@@ -132,6 +135,9 @@ export async function createContext(
     redis,
   );
   closers.push({ name: 'auth services', close: () => auth.close() });
+  // Closed first: what is under way still needs the database, the mailer and the audit log.
+  const background = createBackgroundTasks(logger);
+  closers.push({ name: 'background tasks', close: () => background.close() });
   const keys = createKeyCache(db, master.key, changes);
   // Every listener is registered: from here on no change is missed.
   changes.start();
@@ -150,6 +156,7 @@ export async function createContext(
     changes,
     redis,
     fanout,
+    background,
     closers,
   };
   return ctx;

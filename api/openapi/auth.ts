@@ -186,7 +186,7 @@ export const authPaths = {
       description:
         "Form-urlencoded only (RFC 6749 section 4); a JSON body or another media type is unsupported_grant_type. No scope is requested: the token carries the permissions of the identity's role. " +
         'For client_credentials the workload authenticates either with client_id and client_secret in the form (client_secret_post) or with `Authorization: Basic base64(urlencode(client_id):urlencode(client_secret))` (client_secret_basic, RFC 6749 section 2.3.1), never both: a client_secret in the form beside Basic, or a form client_id naming another client, is invalid_request. ' +
-        'Over Basic every failed client authentication (unknown, disabled, wrong secret, undecodable header) is 401 invalid_client with `WWW-Authenticate: Basic` (RFC 6749 section 5.2); in the form a wrong secret stays 400 invalid_grant (spec 7.1). Basic credentials on a grant that authenticates no client are invalid_request. Both methods spend the same per-client budget.',
+        'Over Basic every failed client authentication (unknown, disabled, wrong secret, undecodable header) is 401 invalid_client with `WWW-Authenticate: Basic` (RFC 6749 section 5.2); in the form a wrong secret stays 400 invalid_grant (spec 7.1). Basic credentials on a grant that authenticates no client are invalid_request. Both methods, on this path and on the legacy login, spend the same budget of the client at the sending address: wrong secrets from one address never refuse the right secret from another. A client_id naming no workload spends the budget of the sending address (429 for every client_credentials request from it naming no workload once spent), and such failures are audited as one tallied event per address and second (actor `client:unknown`).',
       requestBody: {
         ...form(TokenRequest),
         content: {
@@ -306,7 +306,7 @@ export const authPaths = {
       operationId: 'forgotPassword',
       summary: 'Start a password reset (e-mail link)',
       description:
-        'The same 202 whether or not the address is registered; a registered, enabled user receives a one-time reset link.',
+        'The same 202 whether or not the address is registered, written before any work on the account: the lookup, the reset token and the mail run afterwards, in the background, so the answer takes as long for a registered address as for any other. A registered, enabled user receives a one-time reset link (at most 3 an hour); a mail that cannot be sent is logged, not reported. 429 when the sending address exceeds 20 requests a minute.',
       requestBody: form(
         {
           type: 'object',

@@ -234,7 +234,7 @@ export const SCHEMA = {
   },
   rateLimitFailuresPerMinute: {
     env: 'RATE_LIMIT_FAILURES_PER_MINUTE',
-    doc: 'Failed authentications per identity (client, user at one address, refresh-token family, token subject) per minute',
+    doc: 'Failed authentications per identity (client or user at one address, refresh-token family, token subject; the address itself for names that match none) per minute',
     kind: 'int',
     default: '10',
     min: 1,

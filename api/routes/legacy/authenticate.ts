@@ -29,7 +29,11 @@ export function createLegacyAuthRouter(ctx: AppContext): Router {
     post: [
       ...jsonOnly,
       async (req, res) => {
-        const tokens = await legacyLogin(ctx, req.body as Record<string, unknown>);
+        const tokens = await legacyLogin(
+          ctx,
+          req.body as Record<string, unknown>,
+          req.ip ?? 'unknown',
+        );
         res.setHeader('Cache-Control', 'no-store');
         res.json(tokens);
       },

@@ -77,7 +77,8 @@ export function createAuthRouter(ctx: AppContext): Router {
       async (req, res) => {
         const { email, tenant_id: tenantId } = req.body as Record<string, string>;
         await forgotPassword(ctx, { email, tenantId }, req.ip ?? 'unknown');
-        // The same answer for known and unknown addresses.
+        // The same answer for known and unknown addresses, written before any work on the
+        // account: that runs as a background task, on a later turn of the event loop.
         res.status(202).json({
           status: 'accepted',
           message: 'if the address is registered, a reset link has been sent',

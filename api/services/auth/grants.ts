@@ -32,13 +32,23 @@ export interface TokenResponse {
 const HUMAN_CLIENT = 'keyward-admin';
 
 /**
- * The budget key of a workload: its canonical (lower-case) client id, as the lookup sees it. A
- * UUID is used as it is (bounded, and no hash on every token request); anything else is hashed
- * like every other key, and a hash never has a UUID's form, so the two cannot meet.
+ * The budget key of a workload's authentication from one address: the (client, address) pair,
+ * as the password lockout is keyed, so wrong secrets sent from one address never refuse the
+ * right secret sent from another (issue 24 #4: ten wrong secrets a minute from anyone who knew a
+ * client id locked the workload out). A client id that names no workload spends the budget of
+ * its sender's address, as a refresh token naming no family does (issue 24 #5: every made-up id
+ * had a budget of its own, so one address could try ids without limit). The lookup is the
+ * grant's own, cached for known clients. The client id is canonical (lower-case) as the lookup
+ * sees it; a known one is a UUID and the socket address is bounded, so neither is hashed.
  */
-export function clientRateKey(clientId: string | undefined): string {
+export async function clientRateKey(
+  ctx: AppContext,
+  clientId: string | undefined,
+  address: string,
+): Promise<string> {
   const id = canonicalId(clientId ?? '');
-  return isUuid(id) ? `client:${id}` : rateKey('client', id);
+  const known = isUuid(id) && (await ctx.auth.secrets.lookup(id)) !== null;
+  return known ? `client:${id}@${address}` : rateKey('address', address);
 }
 
 /**
@@ -133,26 +143,46 @@ function required(form: Record<string, string>, ...fields: string[]): void {
       throw new OAuthError('invalid_request', `${f} is required`);
 }
 
+/** Actor of the tallied failures naming no known client: never the sender's text. */
+export const UNKNOWN_CLIENT_ACTOR = 'client:unknown';
+
 /**
  * Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a
  * wrong secret in the body (spec 7.1); over HTTP Basic a wrong secret is 401 invalid_client with
- * a Basic challenge, as RFC 6749 5.2 requires for the Authorization header.
+ * a Basic challenge, as RFC 6749 5.2 requires for the Authorization header. Failures naming no
+ * known client are tallied per address, not recorded one by one.
  */
 export async function authenticateWorkload(
   ctx: AppContext,
   anyCaseClientId: string,
   clientSecret: string,
+  address: string,
   method: ClientAuth['method'] = 'client_secret_post',
 ): Promise<WorkloadCredentials> {
   const clientId = canonicalId(anyCaseClientId);
   const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
-  if (!creds || creds.disabled || !creds.tenantActive) {
-    ctx.audit.record({
-      tenantId: creds?.tenantId ?? (await ctx.auth.platformTenantId()),
-      actor: `client:${clientId.slice(0, 64)}`,
+  if (!creds) {
+    // Anyone can send made-up ids: one chained event per address and tally window with its
+    // count, and the actor is ours, never the sender's text (issue 24 #5: one event per request,
+    // with the attacker's string as actor, in the platform tenant's chain).
+    ctx.audit.tally({
+      tenantId: await ctx.auth.platformTenantId(),
+      actor: UNKNOWN_CLIENT_ACTOR,
       action: 'auth.token.client_credentials',
       outcome: 'failure',
-      details: { reason: creds ? 'disabled' : 'unknown-client' },
+      target: `address:${address}`,
+    });
+    throw new OAuthError('invalid_client', 'client authentication failed', 401, {
+      'WWW-Authenticate': 'Basic realm="keyward"',
+    });
+  }
+  if (creds.disabled || !creds.tenantActive) {
+    ctx.audit.record({
+      tenantId: creds.tenantId,
+      actor: `client:${creds.clientId}`,
+      action: 'auth.token.client_credentials',
+      outcome: 'failure',
+      details: { reason: 'disabled' },
     });
     throw new OAuthError('invalid_client', 'client authentication failed', 401, {
       'WWW-Authenticate': 'Basic realm="keyward"',
@@ -176,6 +206,7 @@ export async function authenticateWorkload(
 export async function clientCredentialsGrant(
   ctx: AppContext,
   form: Record<string, string>,
+  address: string,
   client: ClientAuth | null = clientAuthOf(undefined, form),
 ): Promise<TokenResponse> {
   if (client?.method !== 'client_secret_basic') required(form, 'client_id', 'client_secret');
@@ -184,6 +215,7 @@ export async function clientCredentialsGrant(
     ctx,
     client!.clientId,
     client!.clientSecret,
+    address,
     client!.method,
   );
   const ttl = ctx.config.accessTokenTtl;
@@ -472,7 +504,7 @@ export async function tokenExchangeGrant(
 export interface Grant {
   /** True when the grant authenticates a client (and so reads HTTP Basic credentials). */
   authenticatesClient?: boolean;
-  /** The canonical identity being authenticated (client, user at an address, token family, token subject). */
+  /** The canonical identity being authenticated (client or user at an address, token family, token subject). */
   rateKey(
     ctx: AppContext,
     form: Record<string, string>,
@@ -493,10 +525,11 @@ export const GRANTS: ReadonlyMap<string, Grant> = new Map<string, Grant>([
     'client_credentials',
     {
       authenticatesClient: true,
-      // The budget of the client named, whichever way it authenticates.
-      rateKey: async (_ctx, form, _address, client) =>
-        clientRateKey(client?.clientId ?? form.client_id),
-      run: (ctx, form, _address, client) => clientCredentialsGrant(ctx, form, client ?? undefined),
+      // The budget of the client named at this address, whichever way it authenticates.
+      rateKey: (ctx, form, address, client) =>
+        clientRateKey(ctx, client?.clientId ?? form.client_id, address),
+      run: (ctx, form, address, client) =>
+        clientCredentialsGrant(ctx, form, address, client ?? undefined),
     },
   ],
   [

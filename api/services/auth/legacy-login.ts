@@ -36,13 +36,15 @@ const legacyShape = (t: TokenResponse): LegacyTokens => ({
 export async function legacyLogin(
   ctx: AppContext,
   input: { clientId?: unknown; clientSecret?: unknown },
+  address: string,
 ): Promise<LegacyTokens> {
   const { clientId, clientSecret } = input;
-  const tokens = await countIssue(ctx, 'legacy_login', () => {
+  const tokens = await countIssue(ctx, 'legacy_login', async () => {
     if (typeof clientId !== 'string' || typeof clientSecret !== 'string')
       throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
-    return withAuthBudget(ctx.auth.limits, clientRateKey(clientId), async () => {
-      const creds = await authenticateWorkload(ctx, clientId, clientSecret);
+    const key = await clientRateKey(ctx, clientId, address);
+    return withAuthBudget(ctx.auth.limits, key, async () => {
+      const creds = await authenticateWorkload(ctx, clientId, clientSecret, address);
       ctx.audit.record({
         tenantId: creds.tenantId,
         actor: `client:${creds.clientId}`,

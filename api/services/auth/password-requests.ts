@@ -10,7 +10,13 @@ import { isRateLimited, rateKey, retryAfterSeconds, withAuthBudget } from './rat
 import { completePasswordReset, pendingReset, startPasswordReset } from './password-reset.ts';
 import { loadUser } from './passwords.ts';
 
-/** Starts a reset for the account, if there is one and its mail budget allows; says nothing either way. */
+/**
+ * Forgot-password: checks the request and the sender address's budget, then hands everything
+ * about the account (the per-account budgets, the lookup, the reset token, the mail, the audit
+ * event) to a background task, so the caller answers before any of it runs: the same work, in
+ * the same order, before the answer for a registered address as for any other (issue 24 #7:
+ * known addresses answered after the mail was handed over, slower in 30 of 30 paired requests).
+ */
 export async function forgotPassword(
   ctx: AppContext,
   input: { email?: string; tenantId?: string },
@@ -32,13 +38,18 @@ export async function forgotPassword(
       );
     throw err;
   }
+  ctx.background.run('password reset mail', () => mailResetLink(ctx, tenantId, email));
+}
+
+/** Starts a reset for the account, if there is one and its budgets allow; runs after the answer. */
+async function mailResetLink(ctx: AppContext, tenantId: string, email: string): Promise<void> {
   await withAuthBudget(
     ctx.auth.limits,
     rateKey('forgot', tenantId.toLowerCase(), email.toLowerCase()),
     async () => {
       const user = isUuid(tenantId) ? await loadUser(ctx.db, { tenantId, email }) : null;
-      // Per account: beyond a few mails an hour the answer stays the same and no mail goes out,
-      // so the budget neither floods the owner's mailbox nor tells who is registered.
+      // Per account: beyond a few mails an hour no mail goes out, so the budget neither floods
+      // the owner's mailbox nor (the answer being long written) tells who is registered.
       const mailAllowed = user
         ? await ctx.auth.limits.resetMails.consume(rateKey('forgot', user.tenantId, user.id)).then(
             () => true,

@@ -26,6 +26,7 @@ describe(`forgot-password and legacy login (${TEST_ENGINE})`, () => {
     expect(known.status).toBe(202);
     expect(unknown.status).toBe(202);
     expect(unknown.body).toEqual(known.body);
+    await app.ctx.background.idle(); // the mail goes out after the answer
     const outbox = await app.ctx.db('outbox');
     expect(outbox.map((m) => m.recipient)).toEqual([t.userEmail]);
   });
@@ -65,6 +66,7 @@ describe(`forgot-password and legacy login (${TEST_ENGINE})`, () => {
       email: t.userEmail,
       tenant_id: t.tenantId,
     });
+    await app.ctx.background.idle();
     const mail = await app.ctx
       .db('outbox')
       .where({ recipient: t.userEmail })

@@ -73,6 +73,7 @@ describe(`password-reset mail over SMTP (${TEST_ENGINE})`, () => {
       tenant_id: t.tenantId,
     });
     expect(r.status).toBe(202);
+    await app.ctx.background.idle(); // the mail goes out after the answer
     expect(smtp.received).toHaveLength(1);
     const [mail] = smtp.received;
     expect(mail.from).toBe('noreply@keyward.test');
@@ -98,6 +99,7 @@ describe(`password-reset mail over SMTP (${TEST_ENGINE})`, () => {
       tenant_id: t.tenantId,
     });
     expect(r.status).toBe(202);
+    await app.ctx.background.idle(); // the mail goes out after the answer
     const outbox = await app.ctx.db('outbox');
     expect(outbox.map((m) => m.recipient)).toEqual([t.userEmail]);
     expect(outbox[0].body).toContain('token=');

@@ -103,6 +103,7 @@ describe(`subject revocation (${TEST_ENGINE})`, () => {
         })
       ).status,
     ).toBe(202);
+    await app.ctx.background.idle(); // the mail goes out after the answer
     const mail = await app.ctx
       .db('outbox')
       .where({ recipient: t.userEmail })
