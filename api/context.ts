@@ -129,7 +129,7 @@ export async function createContext(
     redis,
   );
   closers.push({ name: 'auth services', close: () => auth.close() });
-  const keys = createKeyCache(db, master.key, changes);
+  const keys = createKeyCache(db, master.key, changes, logger);
   // Every listener is registered: from here on no change is missed.
   changes.start();
   const ctx: AppContext = {

@@ -946,7 +946,7 @@ const keys = {
       responses: { 201: ok('the imported keys', Imported) },
       errors: [400, 409, 413, 415, 422],
       errorText: {
-        400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold), or a kid for a certificate that makes two keys",
+        400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold, or an RSA public exponent outside odd 65537 <= e < 2^256), or a kid for a certificate that makes two keys",
         409: 'the kid exists, or the certificate is already imported for that usage (the problem names the existing kid in `kid`)',
         415: 'keystore-unsupported-algorithm, or not multipart/form-data',
         422: "policy-violation, or key-usage-mismatch (usage contradicts the certificate's keyUsage/extendedKeyUsage, or they allow nothing this key type does)",

@@ -30,6 +30,7 @@ import {
 import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
 import { checkNewKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
 import { findKeyRow, keyRow } from '../../shared/keys/lookup.ts';
+import { loadStoredVersion } from '../../shared/keys/cache.ts';
 import { unusable, type KeyState } from '../../shared/keys/lifecycle.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { Exchange } from '../../shared/db/models/exchanges.ts';
@@ -231,9 +232,17 @@ async function openVersion(
   version: number,
 ): Promise<{ material: KeyMaterial; row: KeyVersion }> {
   const row = (await KeyVersion.query(ctx.db).findOne({ key_id: key.id as string, version }))!;
-  const opened = ctx.masterKey.open(row.material, { tenantId, kid: key.kid as string, version });
+  const kid = key.kid as string;
+  const opened = ctx.masterKey.open(row.material, { tenantId, kid, version });
   try {
-    return { material: deserializeMaterial(opened), row };
+    const material = deserializeMaterial(opened);
+    // Loaded as the hot path would, so stored material a load refuses is never offered.
+    loadStoredVersion(
+      material,
+      { tenantId, kid, version, usage: key.usage as KeyUsage },
+      ctx.logger,
+    );
+    return { material, row };
   } finally {
     opened.fill(0);
   }

@@ -16,6 +16,7 @@ import {
 import {
   deserializeMaterial,
   generateKeyMaterial,
+  loadKeyObjects,
   publicJwk,
   serializeMaterial,
   type KeyMaterial,
@@ -107,10 +108,14 @@ async function insertVersion(
   usage: string,
   extras: ImportExtras = {},
 ): Promise<void> {
+  // Every new version (generated, imported, exchanged, rotated) is loaded as the hot path will
+  // load it, so material a load refuses (a mislabelled type, an RSA exponent like e = 1) is
+  // refused here and never stored.
+  const loaded = loadKeyObjects(material);
   const sealed = ctx.masterKey.seal(serializeMaterial(material), { tenantId, kid, version });
   const jwk =
     material.publicKeyDer || material.components
-      ? publicJwk(material, { kid, usage: usage as never })
+      ? publicJwk(loaded, { kid, usage: usage as never })
       : null;
   await trx('key_versions').insert({
     id: randomUUID(),
