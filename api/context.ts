@@ -138,7 +138,7 @@ export async function createContext(
   // Closed first: what is under way still needs the database, the mailer and the audit log.
   const background = createBackgroundTasks(logger);
   closers.push({ name: 'background tasks', close: () => background.close() });
-  const keys = createKeyCache(db, master.key, changes);
+  const keys = createKeyCache(db, master.key, changes, logger);
   // Every listener is registered: from here on no change is missed.
   changes.start();
   const ctx: AppContext = {

@@ -99,7 +99,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   closers.push({ name: 'fanout', close: () => fanout.close() });
   const changes = await createChangeFeed(db, logger, fanout);
   closers.push({ name: 'change feed', close: () => changes.close() });
-  const keys = createKeyCache(db, master.key, changes);
+  const keys = createKeyCache(db, master.key, changes, logger);
   changes.start();
   const objects = await openObjectStore(config, logger);
   if (config.migrationObjectRetention > 0) {

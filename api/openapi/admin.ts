@@ -339,7 +339,11 @@ const Exchange = withExample(
       usage: str,
       mode: { enum: ['public', 'wrapped'] },
       wrappingKid: { type: ['string', 'null'] },
-      state: { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
+      state: {
+        enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'],
+        description:
+          'cancelled: withdrawn by the offering tenant, or by suspending or revoking the offered key',
+      },
       publicKeySha256: {
         type: ['string', 'null'],
         description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band',
@@ -946,7 +950,7 @@ const keys = {
       responses: { 201: ok('the imported keys', Imported) },
       errors: [400, 409, 413, 415, 422],
       errorText: {
-        400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold), or a kid for a certificate that makes two keys",
+        400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold, or an RSA public exponent outside odd 65537 <= e < 2^256), or a kid for a certificate that makes two keys",
         409: 'the kid exists, or the certificate is already imported for that usage (the problem names the existing kid in `kid`)',
         415: 'keystore-unsupported-algorithm, or not multipart/form-data',
         422: "policy-violation, or key-usage-mismatch (usage contradicts the certificate's keyUsage/extendedKeyUsage, or they allow nothing this key type does)",
@@ -1164,7 +1168,7 @@ const exchanges = {
       permission: 'admin.cryptographicexchange.create',
       parameters: [TENANT],
       description:
-        'mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h).',
+        "mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h). The answer tells nothing of the receiver's keys: it is the same whether or not `wrappingKid` names a usable key (when it does not, nothing is wrapped and acceptance answers why) and whether or not the receiver already has a key with this kid (acceptance answers that conflict). Suspending or revoking the offered key cancels its pending offers.",
       requestBody: body(
         obj(
           {
@@ -1180,7 +1184,7 @@ const exchanges = {
       responses: { 201: ok('the offer', Exchange) },
       errors: [400, 404, 409, 415, 422],
       errorText: {
-        404: 'key-not-found',
+        404: 'key-not-found (a key of this tenant)',
         409: 'key-suspended or key-revoked',
         422: 'key-usage-mismatch: a symmetric key offered public',
       },
@@ -1216,7 +1220,8 @@ const exchanges = {
       errors: [400, 404, 409, 410, 415, 422],
       errorText: {
         403: "missing permission, another tenant's path, or not the receiving tenant",
-        409: 'exchange-not-pending, the kid exists, or the wrapping key is suspended or revoked',
+        404: 'no such exchange, or key-not-found: the wrappingKid of a wrapped offer names no key here',
+        409: 'exchange-not-pending; conflict: the kid exists, or the offer was made for a wrappingKid that was not an active encrypt key here (nothing was wrapped); key-suspended or key-revoked: the wrapping key, or the offered key in the offering tenant (re-read under its row lock: nothing is delivered unless it is active)',
         410: 'exchange-expired',
         422: 'policy-violation, or the wrapped payload does not open',
       },

@@ -126,7 +126,7 @@ export const legacyPaths = {
           source: 'imported',
         }),
         ...problems({
-          400: 'validation-failed (neither pem nor key, or a key whose length does not match type), keystore-malformed, keystore-password-invalid, keystore-key-invalid',
+          400: 'validation-failed (neither pem nor key, or a key whose length does not match type), keystore-malformed, keystore-password-invalid, keystore-key-invalid (an inconsistent key pair, or an RSA public exponent outside odd 65537 <= e < 2^256)',
           ...KEY_ERRORS,
           ...LEGACY_COMMON,
           415: 'not application/json, or keystore-unsupported-algorithm',

@@ -14,7 +14,14 @@
  * A JWE to B's key rather than a re-seal under the master key for B: the pending offer can
  * then be opened only through a key B holds, so B suspending or revoking that key voids every
  * offer wrapped for it, and the snapshot taken at offer time does not change if A later
- * rotates or revokes its key. The payload is cleared as soon as the offer is decided or expires.
+ * rotates its key. The payload is cleared as soon as the offer is decided or expires.
+ *
+ * A suspending or revoking the offered key cancels its pending offers in the same transaction
+ * (exchange-events.ts), and acceptance re-reads the source key under its row lock and delivers
+ * nothing unless it is active: an offer lives up to 30 days, a compromise can come in between.
+ * The offer tells A nothing of B's keys: it answers the same whether or not `wrappingKid` names an
+ * active encrypt key of B (when it does not, nothing is wrapped and acceptance tells B why), and
+ * a clash with a kid of B is settled at acceptance, which answers the conflict to B.
  */
 import { createHash, createPrivateKey, createPublicKey, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -30,12 +37,14 @@ import {
 import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
 import { checkNewKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
 import { findKeyRow, keyRow } from '../../shared/keys/lookup.ts';
+import { loadStoredVersion } from '../../shared/keys/cache.ts';
 import { unusable, type KeyState } from '../../shared/keys/lifecycle.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { Exchange } from '../../shared/db/models/exchanges.ts';
 import { KeyVersion } from '../../shared/db/models/keys.ts';
 import { Tenant } from '../../shared/db/models/tenants.ts';
 import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
+import { auditBoth } from './exchange-events.ts';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 30 * 86400;
@@ -89,39 +98,6 @@ export function exchangeView(r: Exchange, tenantId: string): ExchangeView {
     decidedAt: iso(r.decided_at),
     ...(incoming ? { acceptedKid: r.accepted_kid ?? null } : {}),
   };
-}
-
-/** Records one step in the audit chains of both tenants (contract: every step, both sides). */
-function auditBoth(
-  ctx: AppContext,
-  r: Exchange,
-  actor: string,
-  action: string,
-  details: { from?: Record<string, unknown>; to?: Record<string, unknown> } = {},
-): void {
-  const common = {
-    exchangeId: r.id,
-    fromTenantId: r.from_tenant_id,
-    toTenantId: r.to_tenant_id,
-    kid: r.source_kid,
-    mode: r.mode,
-  };
-  ctx.audit.record({
-    tenantId: r.from_tenant_id,
-    actor,
-    action,
-    outcome: 'success',
-    target: r.id,
-    details: { ...common, ...details.from },
-  });
-  ctx.audit.record({
-    tenantId: r.to_tenant_id,
-    actor,
-    action,
-    outcome: 'success',
-    target: r.id,
-    details: { ...common, ...details.to },
-  });
 }
 
 /** Marks pending offers past their expiry as expired, drops their payload and audits it. */
@@ -200,11 +176,11 @@ function fingerprint(m: KeyMaterial): string | null {
   return createHash('sha256').update(bytes).digest('base64url');
 }
 
-/** The receiving key a wrapped offer is encrypted to: an active encrypt key of B that speaks JWE. */
+/**
+ * The receiving key a wrapped offer is encrypted to: an active encrypt key of B that speaks JWE,
+ * or null when `kid` names none (missing, not active, signs, not JWE-capable, or not loadable).
+ */
 async function wrappingKeyOf(ctx: AppContext, tenantId: string, kid: string) {
-  // One answer whatever is wrong, so the offering tenant cannot probe the receiver's key inventory.
-  const refuse = () =>
-    invalid('wrappingKid must name an active encrypt key (AES, RSA or EC) of the receiving tenant');
   const row = await findKeyRow(ctx.db, tenantId, kid);
   if (
     !row ||
@@ -212,15 +188,20 @@ async function wrappingKeyOf(ctx: AppContext, tenantId: string, kid: string) {
     row.usage !== 'encrypt' ||
     !keyTypeSpec(row.type as KeyType).jwe
   )
-    throw refuse();
-  let loaded = (await ctx.keys.get(tenantId, kid)).versions.get(Number(row.current_version));
-  if (!loaded) {
-    // The cache predates a rotation this instance has not heard of yet: reload once.
-    await ctx.keys.invalidate(tenantId, kid);
-    loaded = (await ctx.keys.get(tenantId, kid)).versions.get(Number(row.current_version));
+    return null;
+  const current = Number(row.current_version);
+  try {
+    let loaded = (await ctx.keys.get(tenantId, kid)).versions.get(current);
+    if (!loaded) {
+      // The cache predates a rotation this instance has not heard of yet: reload once.
+      await ctx.keys.invalidate(tenantId, kid);
+      loaded = (await ctx.keys.get(tenantId, kid)).versions.get(current);
+    }
+    return loaded ?? null;
+  } catch (err) {
+    if (err instanceof AppError) return null;
+    throw err;
   }
-  if (!loaded) throw refuse();
-  return loaded;
 }
 
 /** Opens the material of one version of a tenant's key (control plane; the hot path uses the cache). */
@@ -231,9 +212,17 @@ async function openVersion(
   version: number,
 ): Promise<{ material: KeyMaterial; row: KeyVersion }> {
   const row = (await KeyVersion.query(ctx.db).findOne({ key_id: key.id as string, version }))!;
-  const opened = ctx.masterKey.open(row.material, { tenantId, kid: key.kid as string, version });
+  const kid = key.kid as string;
+  const opened = ctx.masterKey.open(row.material, { tenantId, kid, version });
   try {
-    return { material: deserializeMaterial(opened), row };
+    const material = deserializeMaterial(opened);
+    // Loaded as the hot path would, so stored material a load refuses is never offered.
+    loadStoredVersion(
+      material,
+      { tenantId, kid, version, usage: key.usage as KeyUsage },
+      ctx.logger,
+    );
+    return { material, row };
   } finally {
     opened.fill(0);
   }
@@ -256,12 +245,20 @@ export async function offerExchange(
   const version = Number(key.current_version);
   const { material, row: versionRow } = await openVersion(ctx, fromTenantId, key, version);
   const id = randomUUID();
-  let payload: string;
-  let wrapping: { kid: string; version: number } | null = null;
+  let payload: string | null = null;
+  let wrapping: { kid: string; version: number | null } | null = null;
+  // The answer is the same whether or not wrappingKid names an active encrypt key of B, so the
+  // offering tenant learns nothing of B's keys: an offer with nothing wrapped is pending like any
+  // other, and its acceptance tells B (who may know) why it cannot be delivered.
+  const wrapKey =
+    input.mode === 'wrapped'
+      ? await wrappingKeyOf(ctx, input.toTenantId, input.wrappingKid!)
+      : null;
   if (input.mode === 'public') {
     payload = serializeMaterial(publicPart(material)).toString('base64');
+  } else if (!wrapKey) {
+    wrapping = { kid: input.wrappingKid!, version: null };
   } else {
-    const wrapKey = await wrappingKeyOf(ctx, input.toTenantId, input.wrappingKid!);
     const serialized = serializeMaterial(material);
     const envelope = Buffer.from(
       JSON.stringify({
@@ -387,6 +384,11 @@ async function unwrap(ctx: AppContext, r: Exchange): Promise<KeyMaterial> {
   const wrappingKid = r.wrapping_kid ?? '';
   const wrapRow = await keyRow(ctx.db, r.to_tenant_id, wrappingKid);
   if (wrapRow.state !== 'active') throw unusable(wrappingKid, wrapRow.state as KeyState);
+  if (r.payload === null || r.wrapping_version === null)
+    throw problem(
+      'conflict',
+      `exchange ${r.id} holds nothing: when it was offered, ${wrappingKid} was not an active AES, RSA or EC encrypt key of this tenant; reject it and ask for a new offer`,
+    );
   const cached = await ctx.keys.get(r.to_tenant_id, wrappingKid);
   const broken = (why: string) =>
     problem(
@@ -437,6 +439,16 @@ function extrasOf(r: Exchange): ImportExtras {
   };
 }
 
+/** The problem for an offer whose source key is no longer active: nothing is delivered. */
+function sourceUnusable(r: Exchange, state: string | undefined): AppError {
+  const what = state ?? 'deleted';
+  return problem(
+    state === 'suspended' ? 'key_suspended' : 'key_revoked',
+    `the offered key ${r.source_kid} is ${what} in the offering tenant; exchange ${r.id} delivers nothing`,
+    { details: { kid: r.source_kid, state: what } },
+  );
+}
+
 /** Tenant B accepts: the key is created in B (policy and kid rules of B apply) in one transaction with the state change. */
 export async function acceptExchange(
   ctx: AppContext,
@@ -463,6 +475,14 @@ export async function acceptExchange(
   loadKeyVersion(material, { kid: wanted.kid, version: 1, usage: r.usage as KeyUsage });
   const decidedAt = new Date();
   const { key, updated } = await ctx.db.transaction(async (trx) => {
+    // The source key is re-read under its row lock, taken before the offer row as a lifecycle
+    // change takes them: a revocation or suspension either committed first (and cancelled the
+    // offer, or left a pre-existing one that this refuses) or waits until the key is delivered.
+    const source = await trx('keys')
+      .where({ tenant_id: r.from_tenant_id, kid: r.source_kid })
+      .forUpdate()
+      .first('state');
+    if (source?.state !== 'active') throw sourceUnusable(r, source?.state);
     const [row] = await Exchange.query(trx)
       .where({ id: r.id, state: 'pending' })
       .andWhere('expires_at', '>', decidedAt)

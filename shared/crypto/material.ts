@@ -92,7 +92,42 @@ function loadPair(
   }
 }
 
-/** Checks that a loaded asymmetric key is what the registry row says, so a mislabelled blob never reaches the hot path. */
+const MIN_RSA_EXPONENT = 65537n;
+const RSA_EXPONENT_LIMIT = 1n << 256n;
+
+/**
+ * What is wrong with an RSA key's public exponent, or null. FIPS 186-5 section A.1.1 and
+ * SP 800-56B rev. 2 section 6.2: e is odd and 2^16 < e < 2^256. With e = 1 encryption is the
+ * identity (the JWE's wrapped key is the OAEP block itself) and any message "verifies" against
+ * a signature built from it; e = 3 is open to Coppersmith and Bleichenbacher-06 forgeries; an
+ * even e has no inverse, so the key cannot decrypt what it encrypts.
+ */
+export function rsaExponentFault(key: KeyObject): string | null {
+  if (key.asymmetricKeyType !== 'rsa') return null;
+  const e = key.asymmetricKeyDetails?.publicExponent;
+  if (e === undefined) return 'the public exponent is missing';
+  if (e % 2n === 0n) return `the public exponent ${e} is even`;
+  if (e < MIN_RSA_EXPONENT) return `the public exponent ${e} is below 65537`;
+  if (e >= RSA_EXPONENT_LIMIT)
+    return `the public exponent has ${e.toString(2).length} bits, at least 2^256`;
+  return null;
+}
+
+/** Refuses (keystore-key-invalid) an RSA key whose public exponent rsaExponentFault names. */
+export function assertRsaExponent(key: KeyObject): void {
+  const why = rsaExponentFault(key);
+  if (why)
+    throw problem(
+      'keystore_key_invalid',
+      `RSA key refused: ${why} (allowed: odd, 65537 <= e < 2^256)`,
+    );
+}
+
+/**
+ * Checks that a loaded asymmetric key is what the registry row says, so a mislabelled blob never
+ * reaches the hot path, and that an RSA key's exponent is one that protects anything. Every
+ * material passes here: imported (storeKey), exchanged (acceptance) and stored (the key cache).
+ */
 function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefined): void {
   const details = key.asymmetricKeyDetails ?? {};
   const ok =
@@ -100,6 +135,7 @@ function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefi
     (spec.family !== 'rsa' || details.modulusLength === spec.bits) &&
     (spec.family !== 'ec' || details.namedCurve === OPENSSL_CURVE[spec.curve!]);
   if (!ok) throw corrupt(spec.type, `holds a ${key.asymmetricKeyType} key`);
+  assertRsaExponent(key);
 }
 
 /** Turns key material into KeyObjects; throws an internal problem when the bytes do not match the type. */

@@ -384,7 +384,7 @@ const KEYSTORE = {
     status: 400,
     slug: 'keystore-key-invalid',
     title: 'Inconsistent Key Pair',
-    help: 'The private key in the keystore is internally inconsistent. Export it again from its source.',
+    help: 'The private key in the keystore is internally inconsistent, or an RSA key whose public exponent is not an odd number from 65537 to below 2^256. Export it again from its source, or make a new key.',
   },
   keystore_too_large: {
     status: 413,

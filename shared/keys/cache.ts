@@ -15,10 +15,12 @@ import {
   deserializeMaterial,
   loadKeyVersion,
   serializeMaterial,
+  type KeyMaterial,
   type LoadedKeyVersion,
 } from '../crypto/material.ts';
 import type { KeyType, KeyUsage } from '../crypto/registry.ts';
-import { AppError } from '../errors/index.ts';
+import { AppError, problem } from '../errors/index.ts';
+import type { Logger } from '../logger.ts';
 import { KID, canonicalId } from '../ids.ts';
 import { keyNotFound, type KeyState } from './lifecycle.ts';
 import type { ChangeFeed } from '../fanout/change-feed.ts';
@@ -54,8 +56,48 @@ export interface KeyCache {
   changedIn(trx: Knex, tenantId: string, kid: string): Promise<() => void>;
 }
 
-/** Creates the cache and its cross-instance invalidation. */
-export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): KeyCache {
+/** Who a stored version belongs to, for the log line when its material is refused. */
+export interface StoredVersionId {
+  tenantId: string;
+  kid: string;
+  version: number;
+  usage: KeyUsage;
+}
+
+/**
+ * Loads a stored version as the hot path uses it. Material the load checks refuse although it was
+ * stored (an RSA key with e = 1 or 3 imported before the exponent rule) is logged with what an
+ * operator needs to act (tenant, kid, version, why) and answered as an internal error: the
+ * caller did nothing wrong, and the key must not serve.
+ */
+export function loadStoredVersion(
+  m: KeyMaterial,
+  id: StoredVersionId,
+  log?: Pick<Logger, 'error'>,
+): LoadedKeyVersion {
+  try {
+    return loadKeyVersion(m, id);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'keystore_key_invalid') throw err;
+    log?.error(
+      { tenantId: id.tenantId, kid: id.kid, version: id.version, why: err.message },
+      'stored key material refused at load; revoke this key version and import a sound key',
+    );
+    throw problem(
+      'internal',
+      `key ${id.kid} version ${id.version} of tenant ${id.tenantId} is refused at load: ${err.message}`,
+      { cause: err },
+    );
+  }
+}
+
+/** Creates the cache and its cross-instance invalidation; `log` receives refused stored material. */
+export function createKeyCache(
+  db: Knex,
+  master: MasterKey,
+  feed: ChangeFeed,
+  log?: Pick<Logger, 'error'>,
+): KeyCache {
   const entries = new Map<string, Promise<CachedKey>>();
   const missing = new Map<string, number>();
   // Tenant ids are canonical here (the seal binding and the change refs use the lower-case form).
@@ -76,7 +118,11 @@ export function createKeyCache(db: Knex, master: MasterKey, feed: ChangeFeed): K
       const m = deserializeMaterial(opened);
       versions.set(
         v.version,
-        loadKeyVersion(m, { kid, version: v.version, usage: row.usage as KeyUsage }),
+        loadStoredVersion(
+          m,
+          { tenantId, kid, version: v.version, usage: row.usage as KeyUsage },
+          log,
+        ),
       );
       material.set(v.version, serializeMaterial(m));
     }

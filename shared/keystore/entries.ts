@@ -9,6 +9,7 @@ import { summarizeCertificate } from './certificate.ts';
 import { checkKeyPair } from './consistency.ts';
 import type { KeystoreEntry } from './types.ts';
 import { problem } from '../errors/index.ts';
+import { assertRsaExponent } from '../crypto/material.ts';
 
 /** A private key as found, before matching. */
 export interface FoundKey {
@@ -34,12 +35,17 @@ const RSA_SIZES = new Set([2048, 3072, 4096]);
 /**
  * The service key type of an asymmetric key (contract section 3): 'rsa-2048', 'rsa-3072',
  * 'rsa-4096', 'ec-p256', 'ec-p384', 'ec-p521' or 'ed25519'; keystore-unsupported-algorithm otherwise.
+ * An RSA key with a weak public exponent is keystore-key-invalid: the rule is the one every load
+ * applies (shared/crypto/material.ts), asked here first so that it, and not the pair check an even
+ * exponent would also fail, names what is wrong.
  */
 export function keyTypeOf(key: KeyObject): string {
   const kind = key.asymmetricKeyType;
   const details = key.asymmetricKeyDetails ?? {};
-  if (kind === 'rsa' && details.modulusLength && RSA_SIZES.has(details.modulusLength))
+  if (kind === 'rsa' && details.modulusLength && RSA_SIZES.has(details.modulusLength)) {
+    assertRsaExponent(key);
     return `rsa-${details.modulusLength}`;
+  }
   if (kind === 'ec' && details.namedCurve && EC_CURVES[details.namedCurve])
     return EC_CURVES[details.namedCurve];
   if (kind === 'ed25519') return 'ed25519';

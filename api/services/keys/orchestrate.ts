@@ -152,7 +152,7 @@ async function runOne(
   action: KeyAction,
 ): Promise<KeyResult> {
   try {
-    const key = await changeKey(ctx, caller.tenantId, kid, action);
+    const key = await changeKey(ctx, caller.tenantId, kid, action, caller.actor);
     ctx.audit.record({
       tenantId: caller.tenantId,
       actor: caller.actor,

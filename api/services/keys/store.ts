@@ -16,6 +16,7 @@ import {
 import {
   deserializeMaterial,
   generateKeyMaterial,
+  loadKeyObjects,
   publicJwk,
   serializeMaterial,
   type KeyMaterial,
@@ -30,6 +31,7 @@ import {
 import { findKeyRow, issuerSerialKey, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { versionedKid } from '../../../shared/jose/kid.ts';
+import { withdrawOffersOf } from '../exchange-events.ts';
 import {
   afterDays,
   readDescription,
@@ -107,10 +109,14 @@ async function insertVersion(
   usage: string,
   extras: ImportExtras = {},
 ): Promise<void> {
+  // Every new version (generated, imported, exchanged, rotated) is loaded as the hot path will
+  // load it, so material a load refuses (a mislabelled type, an RSA exponent like e = 1) is
+  // refused here and never stored.
+  const loaded = loadKeyObjects(material);
   const sealed = ctx.masterKey.seal(serializeMaterial(material), { tenantId, kid, version });
   const jwk =
     material.publicKeyDer || material.components
-      ? publicJwk(material, { kid, usage: usage as never })
+      ? publicJwk(loaded, { kid, usage: usage as never })
       : null;
   await trx('key_versions').insert({
     id: randomUUID(),
@@ -281,14 +287,18 @@ export async function readKey(
   };
 }
 
-/** Applies a lifecycle action (suspend, resume, revoke, archive, rotate) under a row lock. */
+/**
+ * Applies a lifecycle action (suspend, resume, revoke, archive, rotate) under a row lock; a key
+ * leaving the active state withdraws its pending exchange offers in the same transaction.
+ */
 export async function changeKey(
   ctx: AppContext,
   tenantId: string,
   kid: string,
   action: KeyAction,
+  actor: string,
 ): Promise<KeyRecord> {
-  return (await applyChange(ctx, tenantId, kid, action))!;
+  return (await applyChange(ctx, tenantId, kid, action, { actor }))!;
 }
 
 /**
@@ -302,7 +312,7 @@ export function rotateIfDue(
   kid: string,
   now: Date,
 ): Promise<KeyRecord | null> {
-  return applyChange(ctx, tenantId, kid, 'rotate', now);
+  return applyChange(ctx, tenantId, kid, 'rotate', { actor: 'system', dueBy: now });
 }
 
 async function applyChange(
@@ -310,8 +320,9 @@ async function applyChange(
   tenantId: string,
   kid: string,
   action: KeyAction,
-  dueBy?: Date,
+  opts: { actor: string; dueBy?: Date },
 ): Promise<KeyRecord | null> {
+  const { dueBy } = opts;
   const material =
     action === 'rotate'
       ? await makeMaterial(ctx, (await keyRow(ctx.db, tenantId, kid)).type as KeyType)
@@ -355,7 +366,13 @@ async function applyChange(
       .returning('*');
     const current = await KeyVersion.query(trx).findOne({ key_id: row.id, version });
     const announce = await ctx.keys.changedIn(trx, tenantId, kid);
+    // The offer row is written after the key row, as acceptance locks them (exchanges.ts).
+    const audit =
+      state === 'active'
+        ? undefined
+        : await withdrawOffersOf(ctx, trx, { tenantId, kid, keyState: state, actor: opts.actor });
     return {
+      audit,
       view: {
         ...keyView(updated, current),
         ...settingsView(updated, effective.rotationPeriodDays),
@@ -364,5 +381,6 @@ async function applyChange(
     };
   });
   done?.announce();
+  done?.audit?.();
   return done?.view ?? null;
 }

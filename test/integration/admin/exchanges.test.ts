@@ -297,12 +297,6 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
     ];
     for (const [body, status] of bad)
       expect([body, (await offer(body)).status]).toEqual([body, status]);
-    // The same answer whether B's key is missing, signs, or is not JWE-capable: A learns nothing of B's keys.
-    const probes = await Promise.all(
-      ['no-such-key', 'signer'].map((k) => offer({ kid: 'sig', mode: 'wrapped', wrappingKid: k })),
-    );
-    expect(probes.map((p) => p.status)).toEqual([400, 400]);
-    expect(probes[0].body.detail).toEqual(probes[1].body.detail);
     await api(app, 'POST', a.keys, a.token, { kid: 'paused', type: 'ed25519' });
     await api(app, 'POST', `${a.keys}/paused/suspend`, a.token);
     expect((await offer({ kid: 'paused', mode: 'public' })).body.type).toMatch(/key-suspended$/);
@@ -378,5 +372,171 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
       { kid: 'k', toTenantId: b.t.tenantId, mode: 'public' },
     );
     expect(r.status).toBe(403);
+  });
+
+  describe.each([
+    ['revoke', 'revoked', /key-revoked$/],
+    ['suspend', 'suspended', /key-suspended$/],
+  ] as const)('when A %ss the offered key', (action, keyState, problemType) => {
+    it('then its pending offers read as cancelled on both sides, the payload is gone, both chains audit why, and B cannot accept', async () => {
+      const kid = `offered-then-${action}`;
+      await api(app, 'POST', a.keys, a.token, { kid, type: 'ec-p256', usage: 'sign' });
+      const offers = [
+        (await offer({ kid, mode: 'public' })).body as unknown as Exchange,
+        (await offer({ kid, mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+          .body as unknown as Exchange,
+      ];
+      expect((await api(app, 'POST', `${a.keys}/${kid}/${action}`, a.token)).status).toBe(200);
+      for (const ex of offers) {
+        for (const s of [a, b])
+          expect((await api(app, 'GET', `${s.base}/${ex.id}`, s.token)).body.state).toBe(
+            'cancelled',
+          );
+        expect(
+          (await app.ctx.db('cryptographic_exchanges').where({ id: ex.id }).first()).payload,
+        ).toBeNull();
+        const r = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {});
+        expect([r.status, r.body.type]).toEqual([
+          409,
+          expect.stringMatching(/exchange-not-pending$/),
+        ]);
+        await app.ctx.audit.flush();
+        for (const s of [a, b]) {
+          const cancel = await app.ctx
+            .db('audit_events')
+            .where({
+              tenant_id: s.t.tenantId,
+              target: ex.id,
+              action: 'cryptographicexchange.cancel',
+            })
+            .first();
+          expect(
+            typeof cancel.details === 'string' ? JSON.parse(cancel.details) : cancel.details,
+          ).toMatchObject({
+            keyState,
+            reason: `the offered key was ${keyState}`,
+          });
+        }
+      }
+      expect(
+        await app.ctx
+          .db('keys')
+          .where({ tenant_id: b.t.tenantId, source: 'exchange' })
+          .whereIn(
+            'kid',
+            offers.map((e) => `exchange-${e.id}`),
+          ),
+      ).toEqual([]);
+    });
+
+    it('then an offer still pending from before (no cancellation) delivers nothing: accept answers the key state and B holds no new key', async () => {
+      const kid = `stale-offer-${action}`;
+      await api(app, 'POST', a.keys, a.token, { kid, type: 'ec-p256', usage: 'sign' });
+      const ex = (await offer({ kid, mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+        .body as unknown as Exchange;
+      // The key changed state the way it did before revocation cancelled offers: the row alone.
+      await app.ctx.db('keys').where({ tenant_id: a.t.tenantId, kid }).update({ state: keyState });
+      await app.ctx.keys.invalidate(a.t.tenantId, kid);
+      const r = await api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, {
+        kid: `${kid}-copy`,
+      });
+      expect([r.status, r.body.type]).toEqual([409, expect.stringMatching(problemType)]);
+      expect(r.body.detail).toContain(`the offered key ${kid} is ${keyState}`);
+      expect(
+        await app.ctx
+          .db('keys')
+          .where({ tenant_id: b.t.tenantId, kid: `${kid}-copy` })
+          .first(),
+      ).toBeUndefined();
+    });
+  });
+
+  it('when the source key is revoked while an acceptance waits for its row lock, then the acceptance answers key-revoked and delivers nothing', async () => {
+    const kid = 'revoked-during-accept';
+    await api(app, 'POST', a.keys, a.token, { kid, type: 'ec-p256', usage: 'sign' });
+    const ex = (await offer({ kid, mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
+      .body as unknown as Exchange;
+    let accepting: ReturnType<typeof api> | undefined;
+    await app.ctx.db.transaction(async (trx) => {
+      // A revocation in progress: it holds the key's row lock, as the lifecycle change does.
+      await trx('keys').where({ tenant_id: a.t.tenantId, kid }).forUpdate().first();
+      accepting = api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: `${kid}-copy` });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await trx('keys').where({ tenant_id: a.t.tenantId, kid }).update({ state: 'revoked' });
+    });
+    const r = await accepting!;
+    expect([r.status, r.body.type]).toEqual([409, expect.stringMatching(/key-revoked$/)]);
+    expect(
+      await app.ctx
+        .db('keys')
+        .where({ tenant_id: b.t.tenantId, kid: `${kid}-copy` })
+        .first(),
+    ).toBeUndefined();
+    expect((await api(app, 'GET', `${a.base}/${ex.id}`, a.token)).body.state).toBe('pending');
+  });
+
+  /** An offer's answer without what differs between any two offers (`varying`, and id and times). */
+  const shape = (body: Record<string, unknown>, varying: string[]): Record<string, unknown> => {
+    const drop = new Set(['id', 'createdAt', 'expiresAt', ...varying]);
+    return {
+      ...Object.fromEntries(Object.entries(body).filter(([k]) => !drop.has(k))),
+      members: Object.keys(body).sort(),
+    };
+  };
+
+  it("when A offers wrapped for a kid B lacks, has suspended or uses to sign, then the answer is the same as for B's real wrapping key; acceptance tells B why nothing was wrapped", async () => {
+    await api(app, 'POST', b.keys, b.token, {
+      kid: 'wrap-paused',
+      type: 'rsa-2048',
+      usage: 'encrypt',
+    });
+    await api(app, 'POST', `${b.keys}/wrap-paused/suspend`, b.token);
+    const cases: Array<[string, number, RegExp | null]> = [
+      ['wrap-rsa', 200, null],
+      ['no-such-key', 404, /key-not-found$/],
+      ['wrap-paused', 409, /key-suspended$/],
+      ['signer', 409, /conflict$/],
+    ];
+    const made = [];
+    for (const [wrappingKid] of cases) {
+      const r = await offer({ kid: 'secret', mode: 'wrapped', wrappingKid });
+      made.push(r);
+    }
+    expect(made.map((r) => r.status)).toEqual(cases.map(() => 201));
+    const shapes = made.map((r) => shape(r.body, ['wrappingKid']));
+    for (const s of shapes) expect(s).toEqual(shapes[0]);
+    expect(made.map((r) => r.body.wrappingKid)).toEqual(cases.map(([k]) => k));
+    for (const [i, [wrappingKid, status, type]] of cases.entries()) {
+      const r = await api(app, 'POST', `${b.base}/${made[i].body.id}/accept`, b.token, {});
+      expect([wrappingKid, r.status]).toEqual([wrappingKid, status]);
+      if (type) expect(r.body.type).toMatch(type);
+    }
+    expect(
+      (await api(app, 'POST', `${b.base}/${made[3].body.id}/accept`, b.token, {})).body.detail,
+    ).toMatch(/signer was not an active AES, RSA or EC encrypt key of this tenant/);
+  });
+
+  it('when A offers a key whose kid B already uses, then the offer answers as for any other and the clash is the conflict B gets at acceptance', async () => {
+    await api(app, 'POST', a.keys, a.token, { kid: 'signer', type: 'ed25519', usage: 'sign' });
+    await api(app, 'POST', a.keys, a.token, { kid: 'no-twin', type: 'ed25519', usage: 'sign' });
+    const [clash, fresh] = [
+      await offer({ kid: 'signer', mode: 'public' }),
+      await offer({ kid: 'no-twin', mode: 'public' }),
+    ];
+    expect([clash.status, fresh.status]).toEqual([201, 201]);
+    expect(shape(clash.body, ['kid', 'publicKeySha256', 'version'])).toEqual(
+      shape(fresh.body, ['kid', 'publicKeySha256', 'version']),
+    );
+    const r = await api(app, 'POST', `${b.base}/${clash.body.id}/accept`, b.token, {
+      kid: 'signer',
+    });
+    expect([r.status, r.body.type]).toEqual([409, expect.stringMatching(/conflict$/)]);
+    expect(
+      (
+        await api(app, 'POST', `${b.base}/${clash.body.id}/accept`, b.token, {
+          kid: 'signer-from-a',
+        })
+      ).status,
+    ).toBe(200);
   });
 });

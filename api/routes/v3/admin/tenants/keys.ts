@@ -151,7 +151,13 @@ export function createKeysRouter(ctx: AppContext): Router {
       post: [
         allowed,
         async (req, res) => {
-          const key = await changeKey(ctx, tenantParam(req), param(req, 'kid'), action);
+          const key = await changeKey(
+            ctx,
+            tenantParam(req),
+            param(req, 'kid'),
+            action,
+            actorOf(req),
+          );
           auditChange(ctx, req, `key.${action}`, key.kid, {
             state: key.state,
             version: key.currentVersion,
