@@ -45,7 +45,7 @@ const FLUSH_MS = 100;
  * counted (a warning says how many once the reader caught up), rather than memory growing
  * without bound or the event loop blocking on a full pipe.
  */
-export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const DROP_REPORT_MS = 10_000;
 
 /**
