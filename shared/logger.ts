@@ -4,6 +4,7 @@
  * depths where request bodies and headers get logged.
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { bufferedDestination } from './log-destination.ts';
 
 const SECRET_FIELDS = [
   'password',
@@ -36,47 +37,39 @@ export const REDACT_PATHS = SECRET_FIELDS.flatMap((f) => [
 
 export type { Logger };
 
-/** Bytes gathered before a write to stdout is started (the buffer also goes out every FLUSH_MS). */
-const BATCH_BYTES = 4096;
-/** How long a line may wait in the buffer when traffic is too low to fill a batch. */
+/** Bytes gathered before a write to stdout is started (a pipe's capacity; the lines also go out every FLUSH_MS). */
+const BATCH_BYTES = 64 * 1024;
+/** How long a line may wait in memory when traffic is too low to fill a batch. */
 const FLUSH_MS = 100;
 /**
  * The most a slow reader of stdout can make the process hold: past it, lines are dropped and
- * counted (a warning says how many once the reader caught up), rather than memory growing
- * without bound or the event loop blocking on a full pipe.
+ * counted (a warning says how many), rather than memory growing without bound or the event loop
+ * blocking on a full pipe.
  */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const DROP_REPORT_MS = 10_000;
 
 /**
- * The process's stdout as pino's asynchronous, buffered destination: lines gather in memory and go
- * out in batches of BATCH_BYTES (or after FLUSH_MS), written from libuv's thread pool, never with
- * a synchronous write on the event loop. pino flushes it synchronously when the process exits,
- * and flushLogger does so at the end of an ordered shutdown, so no line is lost. Measured on this
- * machine (issue 29): one write per request is what made the access log cost most of the
- * throughput of 1 KiB encrypts.
+ * stdout as a buffered asynchronous destination (shared/log-destination.ts). Measured on this
+ * machine (issue 29), a pino call and its write per request were most of what the access log
+ * cost 1 KiB encrypts. Dropped lines are counted and reported at most every DROP_REPORT_MS.
  */
-function bufferedStdout(): DestinationStream & { on(event: 'drop', f: () => void): unknown } {
-  return pino.destination({
-    dest: 1,
-    sync: false,
-    minLength: BATCH_BYTES,
-    maxLength: MAX_BUFFERED_BYTES,
-    periodicFlush: FLUSH_MS,
-  });
-}
-
-/** Counts the lines a destination dropped and logs, at most every DROP_REPORT_MS, how many. */
-function reportDrops(logger: Logger, stream: { on(event: 'drop', f: () => void): unknown }): void {
+function bufferedStdout(report: () => Logger): DestinationStream {
   let dropped = 0;
   let timer: NodeJS.Timeout | null = null;
-  stream.on('drop', () => {
-    dropped += 1;
-    timer ??= setTimeout(() => {
-      timer = null;
-      logger.warn({ dropped }, 'log lines dropped: stdout is read more slowly than written');
-      dropped = 0;
-    }, DROP_REPORT_MS).unref();
+  return bufferedDestination({
+    fd: 1,
+    batchBytes: BATCH_BYTES,
+    flushMs: FLUSH_MS,
+    maxBytes: MAX_BUFFERED_BYTES,
+    onDrop: () => {
+      dropped += 1;
+      timer ??= setTimeout(() => {
+        timer = null;
+        report().warn({ dropped }, 'log lines dropped: stdout is read more slowly than written');
+        dropped = 0;
+      }, DROP_REPORT_MS).unref();
+    },
   });
 }
 
@@ -85,16 +78,14 @@ function reportDrops(logger: Logger, stream: { on(event: 'drop', f: () => void):
  * (tests capture the lines so).
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const stream = destination ?? bufferedStdout();
-  const logger = pino(
+  const logger: Logger = pino(
     {
       level,
       redact: { paths: [...new Set(REDACT_PATHS)], censor: '[redacted]' },
       base: { pid: process.pid },
     },
-    stream,
+    destination ?? bufferedStdout(() => logger),
   );
-  if (!destination) reportDrops(logger, stream as ReturnType<typeof bufferedStdout>);
   return logger;
 }
 
