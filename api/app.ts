@@ -21,7 +21,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('etag', false);
   app.set('trust proxy', false);
   app.use(requestContext(app, ctx.logger));
-  app.use(accessLog(ctx.logger, ctx.metrics));
+  app.use(accessLog(ctx.accessLog, ctx.metrics));
   app.use(canonicalEntry);
   for (const area of ROUTE_TABLE) {
     // Authentication covers the whole prefix, so an unknown path under it is a 401 before a 404.

@@ -6,7 +6,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config/index.ts';
 import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
-import { createLogger, type Logger } from '../shared/logger.ts';
+import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
+import { createAccessLog, type AccessLog } from './middleware/access-log.ts';
 import { createPool, type WorkPool } from '../workers/pool.ts';
 import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
@@ -32,6 +33,8 @@ export interface RotationScheduler {
 export interface AppContext {
   config: Config;
   logger: Logger;
+  /** One line per request (ACCESS_LOG, ACCESS_LOG_SAMPLE), on the logger's destination. */
+  accessLog: AccessLog;
   db: Db;
   pool: WorkPool;
   /** Where streamed conversions run: the event loop or the conversion threads (CONVERT_THREADS). */
@@ -144,6 +147,11 @@ export async function createContext(
   const ctx: AppContext = {
     config,
     logger,
+    accessLog: createAccessLog(logger, {
+      enabled: config.accessLog === 'on',
+      sample: config.accessLogSample,
+      slowMs: config.accessLogSlowMs,
+    }),
     db,
     pool,
     conversions,
@@ -173,4 +181,6 @@ export async function closeContext(ctx: AppContext): Promise<void> {
       ctx.logger.warn({ err: (err as Error).message, part: closer.name }, 'error while closing');
     }
   }
+  // Last: every line buffered so far (the access lines of the final requests) is written out.
+  await flushLogger(ctx.logger);
 }

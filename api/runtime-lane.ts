@@ -105,7 +105,7 @@ export function createRuntimeLane(
     let claims: AccessClaims | undefined;
     // Listened for from the start: a client that leaves mid-body closes the response early.
     res.once('close', () => {
-      logAccess(ctx.logger, ctx.metrics, {
+      logAccess(ctx.accessLog, ctx.metrics, {
         method: 'POST',
         route: lane.path,
         status,

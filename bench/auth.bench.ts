@@ -23,7 +23,9 @@
  *    falls on both; the figure is the ratio of the means. Differences left: Keyward's token
  *    carries the workload's tenant and permission list, the peer's only its client and audience,
  *    and Keyward also writes a tallied audit event per token.
- * BENCH_SECONDS (default 4), BENCH_CONNECTIONS (default 32; the peer comparison uses 64).
+ * 4. Issue 29: issuance with the access log on (the default every figure here runs with) against
+ *    a second service with ACCESS_LOG=off, alternated, 64 connections (target on/off >= 0.95).
+ * BENCH_SECONDS (default 4), BENCH_CONNECTIONS (default 32; the peer comparison and 4 use 64).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -34,6 +36,7 @@ import { cleanEnv, freePort, startChild } from './lib/process.ts';
 import { printResult } from './lib/result.ts';
 import { provisionWorkloads, startKeyward, type WorkloadClient } from './lib/keyward.ts';
 import { ensurePeer, startPeer } from './lib/oidc-peer.ts';
+import { accessLogCost } from './lib/access-log.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -268,6 +271,30 @@ try {
       `oidc-provider comparison skipped: it could not be installed (${peerInstall.reason.trim()})`,
     );
   }
+
+  // Issue 29: the same issuance on a second service of this build with the access log off.
+  const quiet = await startKeyward({ ACCESS_LOG: 'off' });
+  running.push(quiet.stop);
+  const quietClients = (await provisionWorkloads(quiet, RUNTIME, CLIENTS)).clients;
+  const quietLoad = {
+    ...tokenLoad,
+    url: `${quiet.url}/api/v3/auth/token`,
+    bodies: quietClients.map(tokenForm),
+    connections: PEER_CONNECTIONS,
+  };
+  await runLoad({ ...quietLoad, seconds: 1 });
+  await accessLogCost(
+    'auth-token-access-log',
+    'client_credentials issuance',
+    {
+      on: {
+        pid: keyward.child.process.pid,
+        run: () => runLoad({ ...tokenLoad, connections: PEER_CONNECTIONS, seconds }),
+      },
+      off: { pid: quiet.child.process.pid, run: () => runLoad({ ...quietLoad, seconds }) },
+    },
+    `${tool}, ${PEER_CONNECTIONS} connections, ${seconds} s each, ${CLIENTS} workloads in turn`,
+  );
 } finally {
   clearTimeout(watchdog);
   await stopAll();

@@ -9,6 +9,8 @@
  * 3. RSA-2048 sign through the API vs single-threaded crypto.sign in this process (target >= 1.5x),
  *    one signature per request and in the batch form (16 per request).
  * 4. ES256 sign through the API vs the encrypt throughput (target >= 0.5).
+ * 5. Issue 29: the 1 KiB encrypt with the access log on (the default every figure here runs with)
+ *    against a second service with ACCESS_LOG=off, alternated (target on/off >= 0.95), with p99.
  * BENCH_SECONDS (default 4), BENCH_PG (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
@@ -18,6 +20,7 @@ import { runLoad, chooseTool, type LoadResult } from './lib/load.ts';
 import { cleanEnv, freePort, startChild } from './lib/process.ts';
 import { printResult } from './lib/result.ts';
 import { provision, startKeyward } from './lib/keyward.ts';
+import { accessLogCost } from './lib/access-log.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
 const connections = 64;
@@ -189,6 +192,25 @@ try {
     unit: 'req/s',
     notes: `${tool}, 64 connections; target >= 0.5`,
   });
+
+  // Issue 29: the same encrypt on a second service of this build with the access log off.
+  const quiet = await startKeyward({ ACCESS_LOG: 'off' });
+  try {
+    const q = await provision(quiet, PERMS, KEYS);
+    const quietEnc = `${quiet.url}/api/v3/crypto/encrypt`;
+    await measure(quietEnc, q.token, body, 1);
+    await accessLogCost(
+      'crypto-encrypt-access-log',
+      'encrypt 1 KiB',
+      {
+        on: { pid: one.child.process.pid, run: () => measure(enc, t.token, body) },
+        off: { pid: quiet.child.process.pid, run: () => measure(quietEnc, q.token, body) },
+      },
+      `${tool}, 64 connections, ${seconds} s each`,
+    );
+  } finally {
+    await quiet.stop();
+  }
 } finally {
   await one.stop();
 }

@@ -2,7 +2,9 @@
  * `npm run bench [-- filter ...]`: runs every bench/*.bench.ts (or those whose name contains a
  * filter) one after another, each in its own Node process so no figure disturbs the next. Each
  * script prints human lines and one `RESULT {json}` line per figure; the runner gathers them into
- * bench/results/latest.json and bench/results/latest.md. Exits 1 when a script fails.
+ * bench/results/latest.json.tmp and latest.md.tmp (ignored by git), or, with `--record`, into the
+ * committed bench/results/latest.json and latest.md (conventions rule 16: a bench run rewrites
+ * committed results only when asked). Exits 1 when a script fails.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -21,7 +23,8 @@ interface Outcome {
 
 const benchDir = new URL('.', import.meta.url).pathname;
 const resultsDir = join(benchDir, 'results');
-const filters = process.argv.slice(2);
+const record = process.argv.includes('--record');
+const filters = process.argv.slice(2).filter((a) => a !== '--record');
 
 function runScript(script: string): Promise<Outcome> {
   const started = performance.now();
@@ -93,10 +96,13 @@ for (const script of scripts) {
 }
 
 mkdirSync(resultsDir, { recursive: true });
+const suffix = record ? '' : '.tmp';
 writeFileSync(
-  join(resultsDir, 'latest.json'),
+  join(resultsDir, `latest.json${suffix}`),
   `${JSON.stringify({ ...meta, results: outcomes }, null, 2)}\n`,
 );
-writeFileSync(join(resultsDir, 'latest.md'), markdown(outcomes, meta));
-console.log(`\nwrote bench/results/latest.json and bench/results/latest.md`);
+writeFileSync(join(resultsDir, `latest.md${suffix}`), markdown(outcomes, meta));
+console.log(
+  `\nwrote bench/results/latest.json${suffix} and bench/results/latest.md${suffix}${record ? '' : ' (--record writes the committed files)'}`,
+);
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { configOrExit, type Config } from '../shared/config/index.ts';
-import { createLogger, type Logger } from '../shared/logger.ts';
+import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { openDatabase } from '../shared/db/knex.ts';
 import { loadMasterKey } from '../shared/crypto/master-key.ts';
 import {
@@ -234,7 +234,8 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
           );
       }
       logger.info('worker stopped');
-      logger.flush();
+      // The log is buffered (shared/log-destination.ts): out before process.exit, in order.
+      await flushLogger(logger);
       process.exit(0);
     })();
     return stopping;

@@ -9,11 +9,19 @@
  * `aborted: true` with the bytes that had passed, at info, and the metrics count it as status
  * 499 (nginx's "client closed request"). A response the server itself cut (a failure after the
  * answer began, already logged once by the error handler) says `cut: true`.
+ *
+ * Issue 29: the line is written on every request of the hottest routes, so it is not a pino call
+ * (an object, pino's redaction walking it for 72 secret paths, JSON.stringify of it); it is one
+ * template string with the fixed fields, in pino's format (level, time, the logger's bindings,
+ * msg), appended to the logger's own buffered destination. Nothing to redact can be in it: its
+ * fields are numbers, the route template, a validated request id and the tenant and actor ids.
+ * ACCESS_LOG=off writes none, ACCESS_LOG_SAMPLE keeps that share of the successful fast ones.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestHandler } from 'express';
-import type { Logger } from '../../shared/logger.ts';
+import { pino } from 'pino';
+import { destinationOf, type Logger } from '../../shared/logger.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { actorOfClaims } from '../services/auth/access-tokens.ts';
 import { routeTemplate } from '../http/route.ts';
@@ -74,41 +82,96 @@ export function bytesMoved(
   return { bytesIn: socket.bytesRead - at.read, bytesOut: socket.bytesWritten - at.written };
 }
 
+/** What an operator chose for the access log (config: ACCESS_LOG, ACCESS_LOG_SAMPLE, ACCESS_LOG_SLOW_MS). */
+export interface AccessLogOptions {
+  enabled: boolean;
+  /** Share of the successful requests faster than slowMs that are written, 0 to 1. */
+  sample: number;
+  slowMs: number;
+}
+
+/** Writes access lines; built once per process over its logger. */
+export interface AccessLog {
+  /** The line of one finished request, unless switched off, sampled out or below the log level. */
+  write(line: AccessLine): void;
+}
+
+/** The fields of one access line. */
+export interface AccessLine {
+  reqId: string;
+  method: string;
+  route: string;
+  status: number;
+  ms: number;
+  bytesIn: number;
+  bytesOut: number;
+  claims?: AccessClaims;
+  aborted: boolean;
+  cut: boolean;
+}
+
+const INFO = 30;
+const str = JSON.stringify;
+
+/** The access log over `logger`'s destination; `random` is the sampling draw (tests fix it). */
+export function createAccessLog(
+  logger: Logger,
+  options: AccessLogOptions,
+  random: () => number = Math.random,
+): AccessLog {
+  const { enabled, sample, slowMs } = options;
+  const out = destinationOf(logger);
+  // The logger's bindings as pino writes them (`,"pid":123`), fixed for the process.
+  const bindings = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? '';
+  return {
+    write(l) {
+      if (!enabled || !logger.isLevelEnabled('info')) return;
+      // Failures, aborts, cuts and slow requests are always written: sampling thins out only
+      // the lines nobody goes looking for.
+      const always = l.status >= 400 || l.aborted || l.cut || l.ms >= slowMs;
+      if (!always && sample < 1 && !(random() < sample)) return;
+      out.write(
+        `{"level":${INFO},"time":${Date.now()}${bindings},"reqId":${str(l.reqId)},"method":${str(l.method)},"route":${str(l.route)},"status":${l.status},"ms":${l.ms},"bytesIn":${l.bytesIn},"bytesOut":${l.bytesOut}` +
+          (l.claims
+            ? `,"tenantId":${str(l.claims.tenantId)},"actor":${str(actorOfClaims(l.claims))}`
+            : '') +
+          (l.aborted ? ',"aborted":true' : '') +
+          (l.cut ? ',"cut":true' : '') +
+          `,"msg":${l.aborted ? '"request aborted by the client"' : '"request"'}}\n`,
+      );
+    },
+  };
+}
+
 /** Writes the access line of one request and records it in the HTTP metrics. */
-export function logAccess(logger: Logger, metrics: Metrics, e: AccessEntry): void {
+export function logAccess(access: AccessLog, metrics: Metrics, e: AccessEntry): void {
   const seconds = (performance.now() - e.started) / 1000;
   const incomplete = !e.res.writableFinished;
   const cut = (e.res as ServerResponse & { [CUT]?: boolean })[CUT] === true;
   const aborted = incomplete && !cut;
   metrics.observe(e.method, e.route, aborted ? CLIENT_CLOSED : e.status, seconds);
-  // The line is built only when it is written: at LOG_LEVEL=warn (high-volume deployments) the
-  // object, the actor string and the spreads cost more than the metrics on the runtime lane.
-  if (!logger.isLevelEnabled('info')) return;
-  logger.info(
-    {
-      reqId: e.reqId,
-      method: e.method,
-      route: e.route,
-      // The status the client saw, or 499 when it left before any was sent.
-      status: aborted && !e.res.headersSent ? CLIENT_CLOSED : e.status,
-      ms: Math.round(seconds * 1000),
-      bytesIn: e.bytesIn,
-      bytesOut: e.bytesOut,
-      ...(e.claims ? { tenantId: e.claims.tenantId, actor: actorOfClaims(e.claims) } : {}),
-      ...(aborted ? { aborted: true } : {}),
-      ...(incomplete && cut ? { cut: true } : {}),
-    },
-    aborted ? 'request aborted by the client' : 'request',
-  );
+  access.write({
+    reqId: e.reqId,
+    method: e.method,
+    route: e.route,
+    // The status the client saw, or 499 when it left before any was sent.
+    status: aborted && !e.res.headersSent ? CLIENT_CLOSED : e.status,
+    ms: Math.round(seconds * 1000),
+    bytesIn: e.bytesIn,
+    bytesOut: e.bytesOut,
+    claims: e.claims,
+    aborted,
+    cut: incomplete && cut,
+  });
 }
 
 /** The Express side: one line when the response ends, completed or not. */
-export function accessLog(logger: Logger, metrics: Metrics): RequestHandler {
+export function accessLog(access: AccessLog, metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
     const at = socketBytes(req);
     res.once('close', () => {
-      logAccess(logger, metrics, {
+      logAccess(access, metrics, {
         method: req.method,
         route: routeTemplate(res),
         status: res.statusCode,

@@ -25,7 +25,12 @@ export interface Provisioned {
 const root = new URL('../..', import.meta.url).pathname;
 const ADMIN = 'bench@keyward.local';
 
-/** Starts `node api/server.ts` on a free port with a temp DATA_DIR and bench-sized rate limits. */
+/**
+ * Starts `node api/server.ts` on a free port with a temp DATA_DIR and bench-sized rate limits,
+ * otherwise on `npm start`'s defaults (conventions rule 16): LOG_LEVEL info, an access line per
+ * request on stdout, which the bench reads as a log collector would. A bench that measures
+ * another setting passes it in `env` and says so.
+ */
 export async function startKeyward(
   env: Record<string, string> = {},
 ): Promise<KeywardInstance & { adminPassword: string }> {
@@ -39,7 +44,6 @@ export async function startKeyward(
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
       PUBLIC_BASE_URL: url,
       KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
       KEYWARD_BOOTSTRAP_ADMIN_EMAIL: ADMIN,

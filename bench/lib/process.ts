@@ -14,9 +14,12 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
+const OUTPUT_HEAD = 64 * 1024;
+const OUTPUT_TAIL = 64 * 1024;
+
 export interface Child {
   process: ChildProcess;
-  /** stdout and stderr so far, for diagnosing a failed start. */
+  /** stdout and stderr so far (the first and the latest 64 KiB), for diagnosing a failed start. */
   output(): string;
   /** SIGTERM, then the exit code (SIGKILL after 10 s). */
   stop(): Promise<number | null>;
@@ -35,19 +38,32 @@ export async function startChild(
 ): Promise<Child> {
   const [command, ...rest] = [...prefix, process.execPath, ...args];
   const child = spawn(command, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr!.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
+  // The start of the output (the bootstrap line) and its latest part: a service under load writes
+  // an access line per request, megabytes a run, which a bench need not hold.
+  let head = '';
+  let tail = '';
+  let skipped = 0;
+  const keep = (c: Buffer) => {
+    if (head.length < OUTPUT_HEAD) {
+      head += c.toString();
+      return;
+    }
+    tail += c.toString();
+    if (tail.length > 2 * OUTPUT_TAIL) {
+      skipped += tail.length - OUTPUT_TAIL;
+      tail = tail.slice(-OUTPUT_TAIL);
+    }
+  };
+  const out = () =>
+    skipped > 0 ? `${head}\n[... ${skipped} characters ...]\n${tail}` : head + tail;
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   );
   const handle: Child = {
     process: child,
-    output: () => out,
+    output: out,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill('SIGTERM');
@@ -61,7 +77,7 @@ export async function startChild(
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
       throw new Error(
-        `${args.join(' ')} exited with ${child.exitCode} before it was ready:\n${out}`,
+        `${args.join(' ')} exited with ${child.exitCode} before it was ready:\n${out()}`,
       );
     try {
       const res = await fetch(readyUrl);
@@ -73,5 +89,5 @@ export async function startChild(
     await new Promise((r) => setTimeout(r, 100));
   }
   await handle.stop();
-  throw new Error(`${args.join(' ')} was not ready within ${timeoutMs} ms:\n${out}`);
+  throw new Error(`${args.join(' ')} was not ready within ${timeoutMs} ms:\n${out()}`);
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
-type Kind = 'string' | 'int' | 'bool' | 'url' | 'base64-32' | 'enum';
+type Kind = 'string' | 'int' | 'bool' | 'url' | 'base64-32' | 'enum' | 'fraction';
 
 interface Field {
   env: string;
@@ -131,6 +131,28 @@ export const SCHEMA = {
     kind: 'enum',
     default: 'info',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+  },
+  // access log (issue 29): one line per request at info, written through a buffered
+  // asynchronous destination (shared/logger.ts); these keys thin it out or switch it off.
+  accessLog: {
+    env: 'ACCESS_LOG',
+    doc: 'on: one access line per request (at LOG_LEVEL info or finer); off: none (metrics still count every request)',
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'off'],
+  },
+  accessLogSample: {
+    env: 'ACCESS_LOG_SAMPLE',
+    doc: 'Share of successful, fast requests whose access line is written (0 to 1); failed (status 400 and up), aborted, cut and slow requests are always written',
+    kind: 'fraction',
+    default: '1',
+  },
+  accessLogSlowMs: {
+    env: 'ACCESS_LOG_SLOW_MS',
+    doc: 'A request taking at least this many milliseconds is slow: its access line is written whatever ACCESS_LOG_SAMPLE says',
+    kind: 'int',
+    default: '1000',
+    min: 0,
   },
   webConcurrency: {
     env: 'WEB_CONCURRENCY',
@@ -453,7 +475,7 @@ export const SCHEMA = {
 } as const satisfies Record<string, Field>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<F extends Field> = F['kind'] extends 'int'
+type ValueOf<F extends Field> = F['kind'] extends 'int' | 'fraction'
   ? number
   : F['kind'] extends 'bool'
     ? boolean
@@ -482,6 +504,12 @@ function parseField(field: Field, raw: string): unknown {
       const n = Number(raw);
       if (field.min !== undefined && n < field.min)
         throw new ConfigError(`${field.env} must be at least ${field.min}, got ${n}`);
+      return n;
+    }
+    case 'fraction': {
+      const n = /^(0|1|0?\.\d+|1\.0*)$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!(n >= 0 && n <= 1))
+        throw new ConfigError(`${field.env} must be a number from 0 to 1, got "${raw}"`);
       return n;
     }
     case 'bool':
