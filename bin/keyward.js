@@ -22,7 +22,7 @@ if (major < MIN_NODE) {
 }
 const built = new URL('../dist/bin/keyward.js', import.meta.url);
 try {
-  await import(existsSync(built) ? built.href : './keyward.ts');
+  await (existsSync(built) ? import(built.href) : import('./keyward.ts'));
 } catch (err) {
   if (
     err &&
