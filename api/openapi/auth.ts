@@ -169,7 +169,18 @@ const ServerMetadata = {
       'introspection_endpoint',
       'jwks_uri',
       'service_documentation',
-    ].map((k) => [k, { type: 'string', format: 'uri' }]),
+    ]
+      .map((k): [string, unknown] => [k, { type: 'string', format: 'uri' }])
+      .concat([
+        [
+          'introspection_endpoint_auth_methods_supported',
+          {
+            type: 'array',
+            items: { enum: ['client_secret_basic', 'client_secret_post', 'bearer'] },
+            description: 'how a caller of the introspection endpoint authenticates (RFC 7662 2.1)',
+          },
+        ],
+      ]),
   ),
   additionalProperties: true,
 };
@@ -265,15 +276,27 @@ export const authPaths = {
   '/api/v3/auth/token/introspect': {
     post: {
       tags,
+      // The caller's bearer token or a workload's client_secret_basic; client_secret_post (credentials
+      // in the form) has no OpenAPI security scheme and is stated in the description and the body.
+      security: [{ bearer: [] }, { clientSecretBasic: [] }],
       operationId: 'introspectToken',
       summary: 'Introspect a token (RFC 7662)',
       description:
-        'The caller authenticates with its own bearer token. It may inspect its own token; another token needs admin.platform.introspect, else the answer is `{active: false}` (RFC 7662 section 2.2).',
+        'The caller authenticates in one of three ways (RFC 7662 section 2.1; the metadata lists them in `introspection_endpoint_auth_methods_supported`): ' +
+        'its own bearer token (`bearer`): it may inspect that token, and any token with admin.platform.introspect; ' +
+        "a workload's client credentials in `Authorization: Basic base64(urlencode(client_id):urlencode(client_secret))` (`client_secret_basic`) or as client_id and client_secret in the form (`client_secret_post`), as a resource server does: a workload holding auth.introspect.self may inspect the tokens issued to it (the same client_id), one holding admin.platform.introspect (platform tenant only) any token, and one holding neither is refused with 403 unauthorized_client. " +
+        'A token the caller may not inspect answers `{active: false}`, as an unknown, expired or revoked one does (RFC 7662 section 2.2). ' +
+        'Failed client authentication (unknown or disabled client, wrong secret, undecodable Basic header) is 401 invalid_client with a `WWW-Authenticate: Basic` challenge and spends the same failure budget as the token endpoint (the client at the sending address); once spent, 429. No credentials at all is 401 with Bearer and Basic challenges; a bearer token beside client credentials in the form, or Basic beside a client_secret in the form, is invalid_request.',
       requestBody: form(
         {
           type: 'object',
           required: ['token'],
-          properties: { token: { type: 'string' }, token_type_hint: { type: 'string' } },
+          properties: {
+            token: { type: 'string' },
+            token_type_hint: { type: 'string' },
+            client_id: { type: 'string', description: 'client_secret_post only' },
+            client_secret: { type: 'string', description: 'client_secret_post only' },
+          },
         },
         { token: ACCESS_TOKEN },
       ),
@@ -295,7 +318,19 @@ export const authPaths = {
           'invalid_request',
           'unsupported_grant_type',
         ]),
-        401: oauthError('no valid bearer token of the caller', ['invalid_client']),
+        401: oauthError(
+          'no valid bearer token of the caller, or client authentication failed',
+          ['invalid_client'],
+          {
+            'WWW-Authenticate': {
+              description:
+                'Basic after failed client authentication; Bearer and Basic when no credentials were sent',
+              schema: { type: 'string' },
+            },
+          },
+        ),
+        403: oauthError('the client holds no introspection permission', ['unauthorized_client']),
+        429: rateLimited,
       },
     },
   },

@@ -68,7 +68,7 @@ export const components = {
       type: 'http',
       scheme: 'basic',
       description:
-        'Token endpoint client authentication (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)',
+        'Client authentication at the token and introspection endpoints (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)',
     },
   },
   schemas: {

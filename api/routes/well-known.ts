@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { route } from '../http/route.ts';
+import { INTROSPECTION_AUTH_METHODS } from '../services/auth/introspection.ts';
 
 /** Mounted at /.well-known. */
 export function createWellKnownRouter(ctx: AppContext): Router {
@@ -32,7 +33,8 @@ export function createWellKnownRouter(ctx: AppContext): Router {
         scopes_supported: [],
         service_documentation: `${base}/docs`,
         revocation_endpoint_auth_methods_supported: ['none'],
-        introspection_endpoint_auth_methods_supported: ['bearer'],
+        // RFC 8414 2: exactly what introspection accepts (RFC 7662 2.1 client authentication, and the caller's bearer token).
+        introspection_endpoint_auth_methods_supported: INTROSPECTION_AUTH_METHODS,
         access_token_signing_alg_values_supported: ['ES256'],
       });
     },

@@ -25,11 +25,14 @@ export async function bootstrapPlatform(ctx: AppContext): Promise<BootstrapResul
   return result;
 }
 
+/** The platform administrator's e-mail when KEYWARD_BOOTSTRAP_ADMIN_EMAIL is unset (the README's examples use it). */
+export const DEFAULT_BOOTSTRAP_ADMIN_EMAIL = 'admin@keyward.local';
+
 async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | null> {
   const { config, db } = ctx;
   if (await Tenant.query(db).first()) return null;
   const tenantId = config.bootstrapTenantId ?? randomUUID();
-  const email = (config.bootstrapAdminEmail ?? 'admin@keyward.local').toLowerCase();
+  const email = (config.bootstrapAdminEmail ?? DEFAULT_BOOTSTRAP_ADMIN_EMAIL).toLowerCase();
   const generatedPassword = config.bootstrapAdminPassword
     ? undefined
     : randomBytes(18).toString('base64url');

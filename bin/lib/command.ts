@@ -58,6 +58,12 @@ export interface Command {
   details?: string;
   run?: (inv: Invocation) => Promise<number | void>;
   subcommands?: Command[];
+  /**
+   * Loads the whole command (options, run, subcommands) when the command line reaches it: the
+   * root lists names and summaries only, so `keyward --version` and `keyward --help` import no
+   * command module (each one loaded cost the CLI's start time).
+   */
+  load?: () => Promise<Command>;
 }
 
 /** Options every command takes. */
@@ -113,7 +119,10 @@ function helpOf(cmd: Command, path: string): string {
 }
 
 /** The command named by the leading words of argv (options may come between them), and the words it used. */
-function resolve(root: Command, argv: string[]): { cmd: Command; path: string[]; rest: string[] } {
+async function resolve(
+  root: Command,
+  argv: string[],
+): Promise<{ cmd: Command; path: string[]; rest: string[] }> {
   const takesValue = (token: string, options: Record<string, OptionDef>) => {
     if (!token.startsWith('--') || token.includes('=')) return false;
     const name = token.slice(2);
@@ -135,7 +144,8 @@ function resolve(root: Command, argv: string[]): { cmd: Command; path: string[];
         rest.push(argv[++i]);
       continue;
     }
-    const next = cmd.subcommands?.find((c) => c.name === token);
+    let next = cmd.subcommands?.find((c) => c.name === token);
+    if (next?.load) next = await next.load();
     if (next) {
       cmd = next;
       path.push(token);
@@ -153,7 +163,7 @@ export async function dispatch(
   argv: string[],
   io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
 ): Promise<number> {
-  const { cmd, path, rest } = resolve(root, argv);
+  const { cmd, path, rest } = await resolve(root, argv);
   const name = ['keyward', ...path].join(' ');
   // Messages go out as `keyward: <message>`: name the command without the program again.
   const said = path.join(' ') || 'keyward';
@@ -198,6 +208,19 @@ export async function dispatch(
       ...io,
     })) ?? EXIT.ok
   );
+}
+
+/**
+ * A usage error unless this Node is at least `major`: the packaged CLI runs on Node 20, and the
+ * few commands that reuse the service's own readers (keystores: ML-KEM and ML-DSA keys through
+ * node:crypto) need the service's Node 24.
+ */
+export function requireNode(major: number, what: string): void {
+  const current = Number(process.versions.node.split('.')[0]);
+  if (current < major)
+    throw new UsageError(
+      `${what} needs Node ${major} or later (this is ${process.version}): it reads keys with the service's own keystore reader`,
+    );
 }
 
 // ---- values ----

@@ -144,6 +144,8 @@ interface Run {
   live: Map<string, number>;
   snap: Snapshot;
   progress: Progress | null;
+  /** --cleanup: uploads of failed files removed from the service's storage, and those that could not be. */
+  failedUploads: { removed: number; left: string[] };
 }
 
 /**
@@ -252,6 +254,20 @@ async function migrateFile(
         detail: (err as Error).message,
       },
     });
+  }
+  // --cleanup leaves nothing of the run in the service's storage, failed files included: their
+  // source is still on disk and a re-run uploads it again (issue 27: the uploads of failed files
+  // stayed behind, unsaid).
+  const upload = fs.remoteKey;
+  if (opts.cleanup && run.outDir && fs.status === 'failed' && upload) {
+    try {
+      await retrying(() => client.deleteUpload(upload));
+      run.failedUploads.removed += 1;
+      fs.remoteKey = undefined;
+    } catch (err) {
+      run.failedUploads.left.push(upload);
+      run.progress?.note(`cleanup of ${upload} failed: ${(err as Error).message}`);
+    }
   }
   fs.seconds = (Date.now() - started) / 1000;
   run.live.delete(rel);
@@ -382,6 +398,21 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
   });
 }
 
+/** What --cleanup did with the uploads of failed files, said at the end of the run. */
+function cleanupLine(run: Run, source: string): string {
+  if (!run.outDir || run.opts.source.kind !== 'dir')
+    return 'cleanup: nothing removed (an s3:// source or output stays in the service storage)\n';
+  const { removed, left } = run.failedUploads;
+  const parts = [
+    `cleanup: converted files' uploads and results removed from the service storage`,
+    removed
+      ? `; the uploads of ${removed} failed file(s) removed too (the files are still in ${source})`
+      : '',
+    left.length ? `; ${left.length} upload(s) could not be removed: ${left.join(', ')}` : '',
+  ];
+  return `${parts.join('')}\n`;
+}
+
 /** Runs a migration; answers the exit code (0 all converted, 1 some failed). */
 export async function migrate(client: KeywardClient, opts: MigrateOptions): Promise<number> {
   const startedAt = new Date();
@@ -401,6 +432,7 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
     live: new Map(),
     snap: { filesDone: 0, filesFailed: 0, filesTotal: 0, bytesDone: 0, bytesTotal: 0 },
     progress: null,
+    failedUploads: { removed: 0, left: [] },
   };
   run.progress = new Progress(
     opts.stderr,
@@ -450,5 +482,6 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
   opts.stdout.write(summaryTable(summary, 50));
   if (outDir)
     opts.stdout.write(`summary: ${join(outDir, SUMMARY_JSON)} and ${join(outDir, SUMMARY_TEXT)}\n`);
+  if (opts.cleanup) opts.stdout.write(cleanupLine(run, sourceText));
   return summary.failed > 0 ? 1 : 0;
 }

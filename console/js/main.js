@@ -96,7 +96,9 @@ function showSignIn(notice) {
     required: true,
     spellcheck: false,
     autocomplete: 'off',
-    pattern: '[0-9a-fA-F-]{36}',
+    // The pattern is compiled with the v flag (HTML spec), where a literal - in a class must be
+    // escaped: unescaped, every page logged an invalid-pattern error and the field went unchecked.
+    pattern: '[0-9a-fA-F\\-]{36}',
   });
   const submit = h('button', { type: 'submit', text: 'Sign in' });
   const form = h(
@@ -169,6 +171,7 @@ function drawHeader() {
       ' ',
       h('code', { text: who.tenantId }),
     ),
+    h('p', { class: 'who' }, 'Signed in as ', h('strong', { id: 'signed-in-as', text: who.email })),
     h('button', {
       type: 'button',
       class: 'secondary',

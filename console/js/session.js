@@ -115,6 +115,9 @@ function planRefresh(expiresIn) {
   }, ms);
 }
 
+/** The e-mail the person signed in with. */
+let signedInEmail = '';
+
 /**
  * Signs in with the password grant.
  * @param {string} email
@@ -133,6 +136,8 @@ export async function signIn(email, password, tenantId) {
   refreshToken = body.refresh_token ?? null;
   delegated = null;
   tenant = { id: home.tenantId, name: 'your tenant' };
+  // Shown in the header and for the person's own audit events (the token names a user id only).
+  signedInEmail = email.trim().toLowerCase();
   planRefresh(Number(body.expires_in));
 }
 
@@ -213,6 +218,8 @@ export function current() {
     tenantId: tenant?.id ?? '',
     tenantName: tenant?.name ?? '',
     userId: home?.sub ?? '',
+    /** the e-mail the person signed in with */
+    email: home ? signedInEmail : '',
     isPlatform: home?.permissions.some((p) => p.startsWith('admin.platform.')) ?? false,
     /** the permissions of the token in use */
     permissions: [...((delegated ?? home)?.permissions ?? [])],

@@ -476,6 +476,7 @@ export const OAUTH_ERRORS = {
   invalid_client: { status: 401 },
   invalid_grant: { status: 400 },
   invalid_target: { status: 400 },
+  unauthorized_client: { status: 400 },
   unsupported_grant_type: { status: 400 },
   too_many_requests: { status: 429 },
   not_found: { status: 404 },

@@ -161,6 +161,25 @@ describe('the web console in headless Chromium', () => {
         '[document.activeElement.textContent, getComputedStyle(document.activeElement).outlineStyle]',
       ),
     ).toEqual(['Skip to content', 'solid']);
+    // The tenant field's pattern compiles (v flag: a literal - in a class must be escaped), so a
+    // value that is not a UUID is flagged in the browser; before, every page logged "Pattern
+    // attribute value [0-9a-fA-F-]{36} is not a valid regular expression" and nothing was checked.
+    const tenantField = page.getByLabel('Tenant', { exact: true });
+    await tenantField.fill('not-a-tenant-id');
+    expect(
+      await tenantField.evaluate(
+        (el) =>
+          (el as unknown as { validity: { patternMismatch: boolean } }).validity.patternMismatch,
+      ),
+    ).toBe(true);
+    await tenantField.fill(app.platformTenantId);
+    expect(
+      await tenantField.evaluate(
+        (el) => (el as unknown as { validity: { valid: boolean } }).validity.valid,
+      ),
+    ).toBe(true);
+    await tenantField.fill('');
+    expect(browserLog.filter((line) => /not a valid regular expression/i.test(line))).toEqual([]);
     await check('01-sign-in');
   });
 
@@ -179,6 +198,8 @@ describe('the web console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     expect(await page.locator('#current-tenant').innerText()).toBeTruthy();
+    // The header says who is signed in.
+    expect(await page.locator('#signed-in-as').innerText()).toBe(ADMIN_EMAIL);
     expect(await page.getByLabel('Password', { exact: true }).count()).toBe(0);
   });
 
@@ -395,6 +416,10 @@ describe('the web console in headless Chromium', () => {
       'key.rotate',
     ])
       expect(actions).toContain(action);
+    // Actors read as people and workloads, not bare ids (issue 27): the administrator's e-mail.
+    const actors = await page.locator('tbody tr td:nth-child(3)').allInnerTexts();
+    expect(actors.some((a) => a.startsWith(ADMIN_EMAIL))).toBe(true);
+    expect(actors.filter((a) => /^user:[0-9a-f-]{36}$/.test(a.trim()))).toEqual([]);
     await page.getByRole('button', { name: 'Verify chain' }).click();
     await page.locator('#verdict-text').waitFor();
     expect(await page.locator('#verdict-text').innerText()).toMatch(

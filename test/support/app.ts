@@ -28,10 +28,14 @@ export interface TestApp {
   stop(): Promise<void>;
 }
 
-/** Starts an API instance; `env` overrides configuration variables. */
+/**
+ * Starts an API instance; `env` overrides configuration variables. `listenPort` binds a chosen
+ * port (0 by default), for clients that check the issuer against the URL they discovered it at.
+ */
 export async function startTestApp(
   env: Record<string, string> = {},
   shared?: { databaseUrl?: string; dataDir?: string },
+  listenPort = 0,
 ): Promise<TestApp> {
   const db = shared ? null : await createTestDatabase();
   const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'keyward-test-'));
@@ -62,7 +66,7 @@ export async function startTestApp(
   attachRotationScheduler(ctx);
   await bootstrapPlatform(ctx);
   const platform = await ctx.db('tenants').where({ is_platform: true }).first();
-  const server: Server = createHttpServer(ctx).listen(0, '127.0.0.1');
+  const server: Server = createHttpServer(ctx).listen(listenPort, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return {

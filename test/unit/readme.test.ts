@@ -2,8 +2,22 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { SCHEMA } from '../../shared/config/index.ts';
 import { README_URL, readmeConfigTable, readmeSection } from '../../scripts/config-table.ts';
+import { DEFAULT_BOOTSTRAP_ADMIN_EMAIL } from '../../api/services/bootstrap.ts';
 
 describe('README', () => {
+  it("when the administrator's login examples are read, then they use the e-mail the first start really creates", () => {
+    // Issue 27: the README logged in as root@example.com while the bootstrap administrator is admin@keyward.local.
+    const root = new URL('../../', import.meta.url).pathname;
+    const used: string[] = [];
+    for (const doc of ['README.md', 'docs/batch-migration.md', 'console/README.md']) {
+      const text = readFileSync(join(root, doc), 'utf8');
+      for (const m of text.matchAll(/(?:login[^\n]*--email|username=)\s*([^\s`'"]+@[^\s`'"]+)/g))
+        used.push(`${doc}: ${m[1]}`);
+    }
+    expect(used.length).toBeGreaterThan(0);
+    expect(used.filter((u) => !u.endsWith(`: ${DEFAULT_BOOTSTRAP_ADMIN_EMAIL}`))).toEqual([]);
+  });
+
   it('when the README configuration table is compared with the schema, then they are identical (else run node scripts/config-table.ts --write)', () => {
     const section = readmeSection(readFileSync(README_URL, 'utf8'));
     expect(section).not.toBeNull();

@@ -8,11 +8,8 @@ import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
 import { route } from '../../http/route.ts';
 import { formBody, readCanonicalForm } from '../../http/form-body.ts';
-import {
-  introspect,
-  issueToken,
-  revokePresentedToken,
-} from '../../services/auth/token-endpoint.ts';
+import { issueToken, revokePresentedToken } from '../../services/auth/token-endpoint.ts';
+import { introspect } from '../../services/auth/introspection.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
 import { oauthShaped } from '../../middleware/errors.ts';
 import type { OAuthRoute } from '../../http/runtime-route.ts';
@@ -61,11 +58,12 @@ export function createAuthRouter(ctx: AppContext): Router {
       formBody,
       async (req, res) => {
         res.json(
-          await introspect(
-            ctx,
-            (req.body as Record<string, string>).token,
-            req.headers.authorization,
-          ),
+          await introspect(ctx, {
+            form: req.body as Record<string, string>,
+            authorization: req.headers.authorization,
+            // The socket's address, as the token endpoint keys its budgets (trust proxy is off).
+            address: req.socket.remoteAddress ?? 'unknown',
+          }),
         );
       },
     ],

@@ -72,7 +72,7 @@ export interface ClientAuth {
 }
 
 /** The 401 of a failed HTTP Basic client authentication: RFC 6749 5.2 requires 401 with a challenge for the scheme used. */
-const basicFailure = (description: string) =>
+export const basicFailure = (description: string) =>
   new OAuthError('invalid_client', description, 401, {
     'WWW-Authenticate': 'Basic realm="keyward", charset="UTF-8"',
   });
@@ -158,6 +158,7 @@ export async function authenticateWorkload(
   clientSecret: string,
   address: string,
   method: ClientAuth['method'] = 'client_secret_post',
+  action = 'auth.token.client_credentials',
 ): Promise<WorkloadCredentials> {
   const clientId = canonicalId(anyCaseClientId);
   const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
@@ -168,7 +169,7 @@ export async function authenticateWorkload(
     ctx.audit.tally({
       tenantId: await ctx.auth.platformTenantId(),
       actor: UNKNOWN_CLIENT_ACTOR,
-      action: 'auth.token.client_credentials',
+      action,
       outcome: 'failure',
       target: `address:${address}`,
     });
@@ -180,7 +181,7 @@ export async function authenticateWorkload(
     ctx.audit.record({
       tenantId: creds.tenantId,
       actor: `client:${creds.clientId}`,
-      action: 'auth.token.client_credentials',
+      action,
       outcome: 'failure',
       details: { reason: 'disabled' },
     });
@@ -192,7 +193,7 @@ export async function authenticateWorkload(
     ctx.audit.record({
       tenantId: creds.tenantId,
       actor: `client:${clientId}`,
-      action: 'auth.token.client_credentials',
+      action,
       outcome: 'failure',
       details: { reason: 'wrong-secret', method },
     });

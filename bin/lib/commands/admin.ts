@@ -17,6 +17,7 @@ import {
   type OptionDef,
 } from '../command.ts';
 import { connect } from './session.ts';
+import { unknownPermissions } from './permissions.ts';
 
 export const PAGE_OPTIONS: Record<string, OptionDef> = {
   limit: { type: 'string', value: '<n>', help: 'page size (1 to 500)' },
@@ -78,11 +79,16 @@ const shown = (inv: Invocation, data: object) => {
 };
 
 /** `--permission a --permission b,c` as one list. */
-const permissionsOf = (inv: Invocation) =>
-  ((inv.values.permission as string[] | undefined) ?? [])
+/** The --permission values; a usage error naming the unknown ones and the valid ones near them. */
+function permissionsOf(inv: Invocation): string[] {
+  const permissions = ((inv.values.permission as string[] | undefined) ?? [])
     .flatMap((p) => p.split(','))
     .map((p) => p.trim())
     .filter(Boolean);
+  const unknown = unknownPermissions(permissions);
+  if (unknown) throw new UsageError(unknown);
+  return permissions;
+}
 
 const tenantAction = (name: 'suspend' | 'resume', summary: string): Command => ({
   name,
@@ -215,7 +221,7 @@ const PERMISSION: OptionDef = {
   type: 'string',
   multiple: true,
   value: '<permission>',
-  help: 'a catalogue permission (or a comma-separated list)',
+  help: 'a catalogue permission (or a comma-separated list); `keyward permissions` lists them',
 };
 
 export const rolesCommand: Command = {

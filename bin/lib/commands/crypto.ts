@@ -3,7 +3,15 @@
  * verify, data-key, re-encrypt, mac, random from files or stdin; audit events and verify. Data
  * goes to the service in base64 (the JSON API's form); results go to --out or stdout.
  */
-import { readFileSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import {
   EXIT,
   UsageError,
@@ -12,6 +20,7 @@ import {
   print,
   readInput,
   record,
+  requireNode,
   str,
   wantsJson,
   writeOutput,
@@ -21,7 +30,7 @@ import {
 } from '../command.ts';
 import { PAGE_OPTIONS, printPage } from './admin.ts';
 import { connect } from './session.ts';
-import { verifyLocally } from './local-jose.ts';
+import { headerLine, openEnvelope, openHeader, sealEnvelope } from '../envelope.ts';
 
 const IN: OptionDef = { type: 'string', value: '<file|->', help: 'input file; - or none: stdin' };
 const OUT: OptionDef = {
@@ -38,6 +47,77 @@ const CONTEXT: OptionDef = {
 const b64 = (data: Uint8Array) => Buffer.from(data).toString('base64');
 /** Text input (a JWE, a base64 signature) without the line ending an editor or echo adds. */
 const text = async (file: string | undefined) => (await readInput(file)).toString('utf8').trim();
+
+/**
+ * Largest file `encrypt` sends through the JSON API: its base64 (4/3 larger) and the request's
+ * other members must fit the service's JSON_LIMIT_BYTES (64 KiB by default; beyond, 413).
+ */
+export const JSON_FORM_MAX = 32 * 1024;
+
+/** The first `max` bytes of --in (or stdin), and the rest of the input when there is more (else null). */
+async function headOf(
+  file: string | undefined,
+  max: number,
+): Promise<{ head: Buffer; rest: AsyncIterable<Buffer> | null }> {
+  if (file !== undefined && file !== '-') {
+    if (statSync(file).size <= max) return { head: readFileSync(file), rest: null };
+    return { head: Buffer.alloc(0), rest: createReadStream(file) };
+  }
+  const it = (process.stdin as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  while (size <= max) {
+    const next = await it.next();
+    if (next.done) return { head: Buffer.concat(chunks), rest: null };
+    chunks.push(next.value);
+    size += next.value.length;
+  }
+  async function* more() {
+    for (;;) {
+      const next = await it.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+  return { head: Buffer.concat(chunks), rest: more() };
+}
+
+/** All the bytes of a stream. */
+async function collect(source: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of source) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/** `head` then `rest`, as one stream of bytes. */
+async function* concat(head: Buffer, rest: AsyncIterable<Buffer> | null): AsyncGenerator<Buffer> {
+  if (head.length) yield head;
+  if (rest) yield* rest;
+}
+
+/**
+ * Streams to --out (written beside it and renamed when complete, so a failure leaves no partial
+ * file; 0600 when `secret`) or stdout.
+ */
+async function writeStream(
+  inv: Invocation,
+  out: string | undefined,
+  source: AsyncIterable<Buffer>,
+  secret = false,
+): Promise<void> {
+  if (out === undefined || out === '-') {
+    await pipeline(source, inv.stdout, { end: false });
+    return;
+  }
+  const partial = `${out}.partial-${process.pid}`;
+  try {
+    await pipeline(source, createWriteStream(partial, secret ? { mode: 0o600 } : {}));
+    renameSync(partial, out);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
+  }
+}
 
 /** Writes `payload` to --out, or with --output json the whole answer. */
 function emit(
@@ -61,27 +141,90 @@ function verdict(inv: Invocation, answer: { valid: boolean }, what: string): num
 export const cryptoCommands: Command[] = [
   {
     name: 'encrypt',
-    summary: "Encrypt a file to a compact JWE under the key's newest version",
+    summary: 'Encrypt a file of any size under the key’s newest version',
     args: ['<kid>'],
-    options: { in: IN, out: OUT, context: CONTEXT },
+    details: [
+      `Up to ${JSON_FORM_MAX / 1024} KiB (the JSON form: its base64 must fit the service's JSON_LIMIT_BYTES, 64 KiB`,
+      'by default, beyond which the service answers 413) the file goes to /api/v3/crypto/encrypt and',
+      'the result is a compact JWE (needs crypto.encrypt). A larger file, of any size, is sealed in a',
+      'data-key envelope: a data key from generate-data-key (needs crypto.generate-data-key), wrapped',
+      'by the service under the key and bound to the --context, encrypts the file here with AES-256-GCM',
+      'in 64 KiB chunks (keyward-envelope/1; the clear data key is never written). `keyward decrypt`',
+      'reads both forms; --form picks one.',
+    ].join('\n'),
+    options: {
+      in: IN,
+      out: OUT,
+      context: CONTEXT,
+      form: {
+        type: 'string',
+        value: 'auto|json|envelope',
+        help: `auto (default): json up to ${JSON_FORM_MAX / 1024} KiB, envelope beyond`,
+      },
+    },
     async run(inv) {
-      const data = b64(await readInput(str(inv.values, 'in')));
-      const answer = await connect(inv).api.encrypt({
-        body: { kid: inv.args[0], data, context: contextOf(inv.values, 'context') },
+      const form = str(inv.values, 'form') ?? 'auto';
+      if (form !== 'auto' && form !== 'json' && form !== 'envelope')
+        throw new UsageError(`--form must be auto, json or envelope, got ${form}`);
+      const context = contextOf(inv.values, 'context');
+      const { head, rest } = await headOf(str(inv.values, 'in'), JSON_FORM_MAX);
+      if (form === 'json' || (form === 'auto' && rest === null)) {
+        const data = b64(rest ? await collect(rest) : head);
+        const answer = await connect(inv).api.encrypt({
+          body: { kid: inv.args[0], data, context },
+        });
+        return emit(inv, answer, `${answer.ciphertext}\n`);
+      }
+      const out = str(inv.values, 'out');
+      if (wantsJson(inv) && (out === undefined || out === '-'))
+        throw new UsageError('an envelope is binary: give --out <file> with --output json');
+      const dk = await connect(inv).api.generateDataKey({
+        body: { kid: inv.args[0], keySpec: 'AES_256', context },
       });
-      return emit(inv, answer, `${answer.ciphertext}\n`);
+      const key = Buffer.from(dk.plaintext, 'base64');
+      try {
+        const header = headerLine({ kid: dk.kid, version: dk.version, wrappedKey: dk.ciphertext });
+        await writeStream(inv, out, sealEnvelope(concat(head, rest), key, header));
+      } finally {
+        key.fill(0);
+      }
+      if (wantsJson(inv))
+        inv.stdout.write(
+          `${JSON.stringify({ kid: dk.kid, version: dk.version, form: 'envelope', out }, null, 2)}\n`,
+        );
+      return EXIT.ok;
     },
   },
   {
     name: 'decrypt',
-    summary: 'Decrypt a compact JWE (the key and version are in its header)',
+    summary: 'Decrypt what `keyward encrypt` wrote (the key and version are in it)',
+    details:
+      'A compact JWE goes to /api/v3/crypto/decrypt (needs crypto.decrypt); a keyward-envelope/1 file has its data key unwrapped there and is decrypted here, chunk by chunk, in constant memory. The same --context as at encryption is needed. With --out, the file appears only once everything decrypted.',
     options: { in: IN, out: OUT, context: CONTEXT },
     async run(inv) {
-      const ciphertext = await text(str(inv.values, 'in'));
-      const answer = await connect(inv).api.decrypt({
-        body: { ciphertext, context: contextOf(inv.values, 'context') },
+      const inFile = str(inv.values, 'in');
+      const input =
+        inFile === undefined || inFile === '-'
+          ? (process.stdin as AsyncIterable<Buffer>)
+          : createReadStream(inFile);
+      const opened = await openHeader(input);
+      const context = contextOf(inv.values, 'context');
+      if (opened.header === null) {
+        const ciphertext = (await collect(opened.rest)).toString('utf8').trim();
+        const answer = await connect(inv).api.decrypt({ body: { ciphertext, context } });
+        return emit(inv, answer, Buffer.from(answer.data, 'base64'), true);
+      }
+      const { header, line, rest } = opened;
+      const unwrapped = await connect(inv).api.decrypt({
+        body: { ciphertext: header.wrappedKey, context },
       });
-      return emit(inv, answer, Buffer.from(answer.data, 'base64'), true);
+      const key = Buffer.from(unwrapped.data, 'base64');
+      try {
+        await writeStream(inv, str(inv.values, 'out'), openEnvelope(rest, key, header, line), true);
+      } finally {
+        key.fill(0);
+      }
+      return EXIT.ok;
     },
   },
   {
@@ -165,7 +308,11 @@ export const cryptoCommands: Command[] = [
       algorithm: { type: 'string', value: '<alg>', help: 'JOSE algorithm' },
     },
     async run(inv) {
-      if (str(inv.values, 'cert') || str(inv.values, 'content')) return verifyLocally(inv);
+      if (str(inv.values, 'cert') || str(inv.values, 'content')) {
+        // Loaded only here: jose and the keystore reader are the slowest imports of the CLI.
+        requireNode(24, 'keyward verify --cert');
+        return (await import('./local-jose.ts')).verifyLocally(inv);
+      }
       const sigFile = str(inv.values, 'signature');
       if (!sigFile) throw new UsageError('verify needs --signature <file>');
       const signature = readFileSync(sigFile, 'utf8').trim();

@@ -72,7 +72,7 @@ async function readResult(data: Buffer): Promise<{ jwe: FlatJwe; jws: FlatJws | 
 }
 
 /** A private or secret key from PEM (PKCS#8, SEC 1, PKCS#1), PKCS#12 or a JWK file. */
-async function loadKey(file: string, password: string | undefined): Promise<KeyObject> {
+async function loadKey(file: string): Promise<KeyObject> {
   const data = readFileSync(file);
   const text = data.toString('utf8').trim();
   if (text.startsWith('{')) {
@@ -82,8 +82,8 @@ async function loadKey(file: string, password: string | undefined): Promise<KeyO
       : createPrivateKey({ key: jwk, format: 'jwk' });
   }
   if (text.startsWith('-----BEGIN') && !text.includes('ENCRYPTED')) return createPrivateKey(data);
-  const pass =
-    password ?? (await readSecret(undefined, 'KEYWARD_KEY_PASSWORD', 'Keystore password'));
+  // Never an argument: a command line is visible to other users.
+  const pass = await readSecret(undefined, 'KEYWARD_KEY_PASSWORD', 'Keystore password');
   const [entry] = parseKeystore({ data, password: pass });
   return entry.privateKey;
 }
@@ -129,9 +129,8 @@ const openCommand: Command = {
     key: {
       type: 'string',
       value: '<pem|p12|jwk>',
-      help: 'the recipient private key: PEM, PKCS#12 (password from --password, KEYWARD_KEY_PASSWORD or stdin) or JWK',
+      help: 'the recipient private key: PEM, PKCS#12 (password from KEYWARD_KEY_PASSWORD or stdin) or JWK',
     },
-    password: { type: 'string', value: '<p>', help: 'password of an encrypted PEM or PKCS#12 key' },
     cert: {
       type: 'string',
       value: '<pem>',
@@ -143,7 +142,7 @@ const openCommand: Command = {
     const keyFile = str(inv.values, 'key');
     if (!keyFile) throw new UsageError('open needs --key <pem|p12|jwk>');
     const { jwe, jws } = await readResult(readFileSync(inv.args[0]));
-    const key = await loadKey(keyFile, str(inv.values, 'password'));
+    const key = await loadKey(keyFile);
     let plaintext: Uint8Array;
     try {
       plaintext = (await flattenedDecrypt(jwe, key)).plaintext;

@@ -16,12 +16,15 @@ import {
 } from '../command.ts';
 import { CredentialStore, Session, login, logout, type Profile } from '../session.ts';
 
-const profileName = (inv: Invocation) =>
+/** The profile an invocation names: --profile, else KEYWARD_PROFILE, else "default". */
+export const profileName = (inv: Invocation) =>
   str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
 
 /** What a command works with: the typed API of the login, and the tenant it acts on. */
 export interface Connection {
   api: Api;
+  /** The HTTP client under the API, for the streaming calls the typed table does not cover. */
+  client: KeywardClient;
   session: Session;
   /** `--tenant`, else KEYWARD_TENANT, else the login's tenant. */
   tenantId: string;
@@ -38,6 +41,7 @@ export function connect(inv: Invocation): Connection {
   const client = new KeywardClient({ url: session.profile.url, tokens: session });
   return {
     api: createApi(client),
+    client,
     session,
     tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId,
   };
@@ -72,17 +76,11 @@ export const sessionCommands: Command[] = [
         value: '<id>',
         help: 'workload client id (client_credentials)',
       },
-      'client-secret': {
-        type: 'string',
-        value: '<secret>',
-        help: 'prefer KEYWARD_CLIENT_SECRET or stdin: a command line is visible to other users',
-      },
       email: {
         type: 'string',
         value: '<email>',
         help: 'user e-mail (password grant, with --tenant)',
       },
-      password: { type: 'string', value: '<password>', help: 'prefer KEYWARD_PASSWORD or stdin' },
     },
     async run(inv) {
       const v = inv.values;
@@ -95,11 +93,7 @@ export const sessionCommands: Command[] = [
       const store = new CredentialStore();
       let profile: Profile;
       if (clientId) {
-        const secret = await readSecret(
-          str(v, 'client-secret'),
-          'KEYWARD_CLIENT_SECRET',
-          'client secret',
-        );
+        const secret = await readSecret(undefined, 'KEYWARD_CLIENT_SECRET', 'client secret');
         profile = await login(store, name, url, {
           grant_type: 'client_credentials',
           client_id: clientId,
@@ -109,7 +103,7 @@ export const sessionCommands: Command[] = [
         const tenantId = str(v, 'tenant') ?? process.env.KEYWARD_TENANT;
         if (!tenantId)
           throw new UsageError('the password login needs --tenant (or KEYWARD_TENANT)');
-        const password = await readSecret(str(v, 'password'), 'KEYWARD_PASSWORD', 'password');
+        const password = await readSecret(undefined, 'KEYWARD_PASSWORD', 'password');
         profile = await login(store, name, url, {
           grant_type: 'password',
           username: email,

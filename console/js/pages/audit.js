@@ -4,6 +4,7 @@
  * the Admin API's audit routes (the tenant in the path, the person's own token).
  */
 import { json, tenantPath } from '../api.js';
+import { current } from '../session.js';
 import { button, field, h, replace, select, when } from '../dom.js';
 import { pagedList } from '../list.js';
 
@@ -16,8 +17,57 @@ const instant = (input) => {
   return v ? new Date(v).toISOString() : undefined;
 };
 
+/**
+ * Names for the actors of the tenant's events (`user:<id>`, `workload:<id>`, `client:<clientId>`):
+ * its users' e-mails and its workloads' names, as far as the person may read them, and the
+ * person's own e-mail. A role without those read permissions still sees the raw actors.
+ * @returns {Promise<Map<string, string>>}
+ */
+async function actorNames() {
+  /** @type {Map<string, string>} */
+  const names = new Map();
+  const who = current();
+  if (who.userId && who.email) names.set(`user:${who.userId}`, who.email);
+  /** @param {string} path */
+  const all = async (path) => {
+    /** @type {any[]} */
+    const items = [];
+    let cursor;
+    // A few pages at most: names are a help, the events show either way.
+    for (let i = 0; i < 5; i++) {
+      const page = await json('GET', `${tenantPath()}/${path}`, { query: { limit: 100, cursor } });
+      items.push(...(page.items ?? []));
+      cursor = page.nextCursor;
+      if (!cursor) break;
+    }
+    return items;
+  };
+  const [users, workloads] = await Promise.all([
+    all('users').catch(() => []),
+    all('workloads').catch(() => []),
+  ]);
+  for (const u of users) names.set(`user:${u.id}`, u.email);
+  for (const w of workloads) {
+    names.set(`workload:${w.id}`, w.name);
+    if (w.clientId) names.set(`client:${w.clientId}`, w.name);
+  }
+  return names;
+}
+
+/**
+ * An actor as a person reads it: the name when known, the raw actor beside it.
+ * @param {string} actor
+ * @param {Map<string, string>} names
+ */
+function actorCell(actor, names) {
+  const name = names.get(actor);
+  if (!name) return h('code', { text: actor });
+  return h('span', { class: 'actor' }, name, ' ', h('code', { class: 'muted', text: actor }));
+}
+
 /** @param {import('../main.js').Ui} ui */
 export async function renderAudit(ui) {
+  const names = await actorNames();
   ui.title('Audit');
   const actor = h('input', { type: 'text', autocomplete: 'off', spellcheck: false });
   const action = h('input', { type: 'text', autocomplete: 'off', spellcheck: false });
@@ -51,7 +101,7 @@ export async function renderAudit(ui) {
     row: (e) => [
       String(e.seq),
       when(e.at),
-      h('code', { text: e.actor }),
+      actorCell(e.actor, names),
       e.action,
       h('span', { class: `outcome outcome-${e.outcome}`, text: e.outcome }),
       e.target ?? '—',

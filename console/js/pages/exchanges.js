@@ -62,7 +62,9 @@ export async function renderExchanges(ui) {
     required: true,
     autocomplete: 'off',
     spellcheck: false,
-    pattern: '[0-9a-fA-F-]{36}',
+    // The pattern is compiled with the v flag (HTML spec), where a literal - in a class must be
+    // escaped: unescaped, every page logged an invalid-pattern error and the field went unchecked.
+    pattern: '[0-9a-fA-F\\-]{36}',
   });
   const mode = select([
     ['public', 'public: the public key only'],

@@ -266,7 +266,11 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
     }
     // The token endpoint: no bearer token; a workload may authenticate by HTTP Basic (client_secret_basic).
     expect(doc.paths['/api/v3/auth/token'].post.security).toEqual([{}, { clientSecretBasic: [] }]);
-    expect(doc.paths['/api/v3/auth/token/introspect'].post.security).toBeUndefined();
+    // Introspection: the caller's bearer token, or a resource server's client credentials (RFC 7662 2.1).
+    expect(doc.paths['/api/v3/auth/token/introspect'].post.security).toEqual([
+      { bearer: [] },
+      { clientSecretBasic: [] },
+    ]);
     expect(Object.keys(doc.paths['/api/v3/auth/token'].post.responses)).toEqual(
       expect.arrayContaining(['200', '400', '401', '429']),
     );

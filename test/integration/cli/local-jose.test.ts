@@ -77,12 +77,13 @@ describe('keyward open', () => {
       'pass:p12-secret',
     ]);
     ssl.write('rsa.jwk', Buffer.from(JSON.stringify(rsa.privateKey.export({ format: 'jwk' }))));
+    // The PKCS#12 password comes from the environment: no secret is ever an argument.
     for (const args of [
       ['--key', ssl.path(rsa.keyFile)],
-      ['--key', ssl.path('rsa.p12'), '--password', 'p12-secret'],
+      ['--key', ssl.path('rsa.p12')],
       ['--key', ssl.path('rsa.jwk')],
     ]) {
-      const r = await cli(['open', result, ...args]);
+      const r = await cli(['open', result, ...args], { KEYWARD_KEY_PASSWORD: 'p12-secret' });
       expect([args[1], r.code, r.stderr]).toEqual([args[1], 0, '']);
       expect(r.stdout.equals(TEXT)).toBe(true);
     }

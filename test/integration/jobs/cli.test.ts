@@ -273,8 +273,67 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     }
   });
 
+  it('when --cleanup meets a file that fails, then its upload is removed too and the run says so', async () => {
+    const out = join(dir, 'out-clean-failed');
+    const r = await runCli(
+      [
+        'migrate',
+        join(dir, 'src'),
+        '--out',
+        out,
+        '--cleanup',
+        '--remote-prefix',
+        'cleanup-failed/',
+        '--poll',
+        '100',
+      ],
+      cliEnv,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('the uploads of 1 failed file(s) removed too');
+    const left: string[] = [];
+    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(
+      'cleanup-failed/',
+    ))
+      left.push(o.key);
+    expect(left).toEqual([]);
+  }, 60_000);
+
+  it('when analyze and migrate are given --profile, then they use that saved workload login and no credentials from the environment', async () => {
+    const config = { KEYWARD_CONFIG_DIR: join(dir, 'profiles') };
+    const login = await runCli(
+      ['login', '--url', env.app.url, '--client-id', cliEnv.KEYWARD_CLIENT_ID, '--profile', 'mig'],
+      { ...config, KEYWARD_CLIENT_SECRET: cliEnv.KEYWARD_CLIENT_SECRET },
+    );
+    expect(login.code).toBe(0);
+    const bare = { ...config, KEYWARD_URL: '', KEYWARD_CLIENT_ID: '', KEYWARD_CLIENT_SECRET: '' };
+    const analyzed = await runCli(['analyze', join(dir, 'src', 'a.p7m'), '--profile', 'mig'], bare);
+    expect([analyzed.code, analyzed.stderr]).toEqual([0, '']);
+    expect(JSON.parse(analyzed.stdout)).toMatchObject({ contentType: 'signedData' });
+    const migrated = await runCli(
+      [
+        'migrate',
+        join(dir, 'src', 'nested'),
+        '--out',
+        join(dir, 'out-profile'),
+        '--profile',
+        'mig',
+        '--poll',
+        '100',
+      ],
+      bare,
+    );
+    expect(migrated.code).toBe(0);
+    expect(migrated.stdout).toContain('2 files: 2 converted');
+    // Another profile name is another login: not found, exit 2.
+    const other = await runCli(['analyze', join(dir, 'src', 'a.p7m'), '--profile', 'nobody'], bare);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('profile nobody');
+  }, 60_000);
+
   it('when configuration is missing, then the CLI says which variable and exits 2', async () => {
     const r = await runCli(['migrate', dir, '--out', join(dir, 'x')], {
+      KEYWARD_CONFIG_DIR: join(dir, 'no-config'),
       KEYWARD_URL: '',
       KEYWARD_CLIENT_ID: '',
       KEYWARD_CLIENT_SECRET: '',

@@ -109,6 +109,7 @@ interface Service {
   secrets?: string[];
   healthcheck?: { test?: string[]; disable?: boolean };
   command?: string[] | string;
+  ports?: string[];
 }
 interface Compose {
   services: Record<string, Service>;
@@ -122,6 +123,14 @@ describe('docker-compose.yml', () => {
   const secretVars = Object.values(SCHEMA)
     .filter((f) => 'secret' in f && f.secret)
     .map((f) => f.env);
+
+  it("when MinIO's ports are read, then its S3 API (9000) is published on loopback, so an archive can be loaded into the bucket from the host", () => {
+    // Before, only the web console (9001) was published: `mc cp` or `aws s3 cp` from the host had no endpoint.
+    expect(compose.services.minio.ports).toEqual(expect.arrayContaining(['127.0.0.1:9000:9000']));
+    for (const [name, s] of services)
+      for (const p of s.ports ?? [])
+        expect([name, p]).toEqual([name, expect.stringMatching(/^127\.0\.0\.1:/)]);
+  });
 
   it('when every service is read, then its image is pinned to a version (no latest, no bare name)', () => {
     for (const [name, s] of services)

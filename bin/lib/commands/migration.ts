@@ -1,0 +1,151 @@
+/**
+ * The batch migration's commands: `migrate` (a directory or bucket prefix of PKCS#7/CMS files to
+ * JOSE through the service, bin/lib/migrate.ts) and `analyze` (one file). Both authenticate as a
+ * workload: the saved login of --profile, or client credentials from the environment.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { KeywardClient } from '../client.ts';
+import { migrate, parseLocation } from '../migrate.ts';
+import { EXIT, UsageError, str, type Command, type Invocation } from '../command.ts';
+import { CredentialStore } from '../session.ts';
+import { connect, profileName } from './session.ts';
+
+function positiveInt(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`${name} must be a positive integer, got ${value}`);
+  return n;
+}
+
+/**
+ * The client of migrate and analyze: the saved login of --profile when given; else a workload's
+ * client credentials when KEYWARD_CLIENT_ID (or --client-id) is set, the secret from
+ * KEYWARD_CLIENT_SECRET (never an argument: a command line is visible to other users); else the
+ * saved login of KEYWARD_PROFILE or "default", as every other command uses.
+ */
+function workloadClient(inv: Invocation): KeywardClient {
+  if (str(inv.values, 'profile') !== undefined) return connect(inv).client;
+  const clientId = str(inv.values, 'client-id') ?? process.env.KEYWARD_CLIENT_ID;
+  if (clientId) {
+    const url = str(inv.values, 'url') ?? process.env.KEYWARD_URL;
+    const clientSecret = process.env.KEYWARD_CLIENT_SECRET;
+    if (!url) throw new UsageError('the service URL is missing: --url or KEYWARD_URL');
+    if (!clientSecret)
+      throw new UsageError(
+        'the client secret is missing: set KEYWARD_CLIENT_SECRET, or log in with `keyward login --client-id` and use --profile',
+      );
+    return new KeywardClient({ url, clientId, clientSecret });
+  }
+  if (new CredentialStore().get(profileName(inv)) === null)
+    throw new UsageError(
+      `not logged in (profile ${profileName(inv)}) and no credentials in the environment: run \`keyward login --client-id <id>\` (then --profile), or set KEYWARD_URL, KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET`,
+    );
+  return connect(inv).client;
+}
+
+const WORKLOAD_OPTIONS = {
+  'client-id': {
+    type: 'string',
+    value: '<id>',
+    help: 'workload client id (env KEYWARD_CLIENT_ID; the secret from KEYWARD_CLIENT_SECRET); without it, the login of --profile',
+  },
+} as const;
+
+export const migrateCommand: Command = {
+  name: 'migrate',
+  summary: 'Convert a directory or bucket prefix of PKCS#7/CMS files to JOSE through the service',
+  args: ['<dir | s3://bucket/prefix>'],
+  details: [
+    "s3://bucket/prefix names objects the service already holds: its own bucket, under your tenant's",
+    'area. A re-run with the same --out skips the files converted before (state in --out).',
+    'Authenticates as the login of --profile (a workload: `keyward login --client-id`), or with',
+    'KEYWARD_URL, KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET in the environment.',
+  ].join('\n'),
+  options: {
+    ...WORKLOAD_OPTIONS,
+    out: {
+      type: 'string',
+      short: 'o',
+      value: '<dir | s3://bucket/prefix>',
+      help: 'where results go (required)',
+    },
+    concurrency: {
+      type: 'string',
+      short: 'c',
+      value: '<n>',
+      help: 'files in flight at once (default 4)',
+    },
+    metadata: {
+      type: 'string',
+      value: '<json>',
+      help: 'conversion metadata, e.g. \'{"contentEncryption":"A256GCM"}\' (default {})',
+    },
+    'metadata-file': { type: 'string', value: '<file>', help: 'the same, from a file' },
+    'remote-prefix': {
+      type: 'string',
+      value: '<p>',
+      help: 'where uploads and results go in your object storage (default migrate/<hash>/)',
+    },
+    cleanup: {
+      type: 'boolean',
+      help: "once a file's results are downloaded, delete its upload and its results from the service's storage (a directory source and --out directory)",
+    },
+    poll: { type: 'string', value: '<ms>', help: 'how often job status is read (default 1000)' },
+    'progress-interval': {
+      type: 'string',
+      value: '<ms>',
+      help: 'progress line period when stderr is not a terminal (default 10000)',
+    },
+  },
+  async run(inv) {
+    const v = inv.values;
+    const target = inv.args[0];
+    const client = workloadClient(inv);
+    const outArg = str(v, 'out');
+    if (!outArg) throw new UsageError('migrate needs --out <dir | s3://bucket/prefix>');
+    let metadata: unknown = {};
+    try {
+      if (str(v, 'metadata-file'))
+        metadata = JSON.parse(readFileSync(str(v, 'metadata-file')!, 'utf8'));
+      else if (str(v, 'metadata')) metadata = JSON.parse(str(v, 'metadata')!);
+    } catch (err) {
+      throw new UsageError(`metadata is not valid JSON: ${(err as Error).message}`);
+    }
+    if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata))
+      throw new UsageError('metadata must be a JSON object');
+    const source = parseLocation(target);
+    const out = parseLocation(outArg);
+    if (source.kind === 'dir' && !statSync(source.path, { throwIfNoEntry: false })?.isDirectory())
+      throw new UsageError(`${target} is not a directory`);
+    if (source.kind === 's3' && out.kind === 's3' && out.bucket !== source.bucket)
+      throw new UsageError(
+        'with an s3:// source the output must be in the same bucket (the service writes only to its own)',
+      );
+    return migrate(client, {
+      source,
+      out,
+      concurrency: positiveInt(str(v, 'concurrency'), '--concurrency', 4),
+      metadata: metadata as Record<string, unknown>,
+      remotePrefix: str(v, 'remote-prefix'),
+      cleanup: v.cleanup === true,
+      pollMs: positiveInt(str(v, 'poll'), '--poll', 1000),
+      progressIntervalMs: positiveInt(str(v, 'progress-interval'), '--progress-interval', 10_000),
+      stderr: process.stderr,
+      stdout: process.stdout,
+    });
+  },
+};
+
+export const analyzeCommand: Command = {
+  name: 'analyze',
+  summary: 'Ask the service what a PKCS#7/CMS file holds and whether it converts (JSON)',
+  args: ['<file>'],
+  options: WORKLOAD_OPTIONS,
+  async run(inv) {
+    const client = workloadClient(inv);
+    const answer = await client.analyze(inv.args[0], statSync(inv.args[0]).size);
+    inv.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    return EXIT.ok;
+  },
+};
