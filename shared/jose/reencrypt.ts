@@ -158,19 +158,36 @@ export async function reencryptStream(
   const source = await keyByKid(opts.resolver, head.header.kid as string, 'encrypt');
   const target = await keyByKid(opts.resolver, opts.targetKid, 'encrypt');
   // Re-encrypting opens the content key: the caller must be admitted to decrypt with the source.
+  // Its point of the budget is kept on a failed decryption and given back otherwise.
   await opts.resolver.admitDecryption?.(source.kid);
-  const cek = unwrapContentKey(source, head.header, head.encryptedKey, spec.cek);
-  const second = await reader.next();
-  if (!second || second.contentType.split(';')[0] !== OCTET)
-    throw malformed('the second part must be application/octet-stream');
-
+  let settled = false;
+  const settle = async (failed: boolean) => {
+    if (settled) return;
+    settled = true;
+    const r = opts.resolver;
+    await (failed ? r.decryptionFailed?.(source.kid) : r.decryptionSucceeded?.(source.kid))?.catch(
+      () => {},
+    );
+  };
+  let cek: Buffer;
+  let second: Awaited<ReturnType<MixedReader['next']>>;
+  let open: Opener;
+  let fresh: ContentEncryptor | null;
+  let recipient: ReturnType<typeof wrapContentKey>;
   const rotate = opts.rotateContentKey;
-  const open = opener(head, cek, rotate);
   const protectedB64 = rotate ? protectedHeader(spec.gcm) : head.protectedB64;
-  const fresh: ContentEncryptor | null = rotate
-    ? gcmEncryptor(spec.gcm, Buffer.from(protectedB64, 'ascii'))
-    : null;
-  const recipient = wrapContentKey(target, fresh ? fresh.cek : cek);
+  try {
+    cek = unwrapContentKey(source, head.header, head.encryptedKey, spec.cek);
+    second = await reader.next();
+    if (!second || second.contentType.split(';')[0] !== OCTET)
+      throw malformed('the second part must be application/octet-stream');
+    open = opener(head, cek, rotate);
+    fresh = rotate ? gcmEncryptor(spec.gcm, Buffer.from(protectedB64, 'ascii')) : null;
+    recipient = wrapContentKey(target, fresh ? fresh.cek : cek);
+  } catch (err) {
+    await settle(false); // a key of the wrong kind or a malformed form: nothing was decrypted
+    throw err;
+  }
   const header = JSON.stringify({
     protected: protectedB64,
     recipients: [recipient],
@@ -223,10 +240,10 @@ export async function reencryptStream(
       done = true;
       yield mp.close();
     } catch (err) {
-      if (err instanceof AppError && err.code === 'decryption_failed')
-        await opts.resolver.decryptionFailed?.(source.kid).catch(() => {});
+      await settle(err instanceof AppError && err.code === 'decryption_failed');
       throw err;
     } finally {
+      await settle(false);
       if (!done) await reader.close().catch(() => {});
     }
   }

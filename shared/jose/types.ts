@@ -38,6 +38,11 @@ export interface KidResolver {
    * a resolver without it (tests of the engines alone) admits everything.
    */
   admitDecryption?(kid?: string): Promise<void>;
-  /** Counts a failed decryption of content with `kid` against the caller's budget. */
+  /**
+   * Admitting with a kid reserves a point of the caller's budget; exactly one of these two ends
+   * it: a failed decryption keeps the point (and counts in the metrics), a decryption that
+   * succeeded (or was abandoned before its end) gives it back.
+   */
   decryptionFailed?(kid: string): Promise<void>;
+  decryptionSucceeded?(kid: string): Promise<void>;
 }

@@ -105,11 +105,14 @@ export function tenantKeyResolver(
     byCmsRef: byRef,
     byKid: (kid, purpose, version) => resolve(kid, purpose, version),
     keyTypes,
+    // Streaming decryptions reserve a point of the budget per kid (shared/keys/decryption-budget.ts).
     admitDecryption: async (kid) => {
       if (!decryption) throw decryptionNotAllowed();
-      await decryption.budget.admit(decryption.caller, kid);
+      if (kid === undefined) return decryption.budget.admit(decryption.caller);
+      await decryption.budget.reserve(decryption.caller, kid);
     },
     decryptionFailed: async (kid) =>
-      decryption?.budget.failed(decryption.caller, kid, decryption.source),
+      decryption?.budget.failed(decryption.caller, kid, decryption.source, true),
+    decryptionSucceeded: async (kid) => decryption?.budget.release(decryption.caller, kid),
   };
 }

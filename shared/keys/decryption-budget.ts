@@ -55,6 +55,8 @@ export interface DecryptionBudgetOptions {
 export class DecryptionBudget {
   readonly #limiter: RateLimiterAbstract;
   readonly #opts: DecryptionBudgetOptions;
+  /** Pairs reported spent, until their window ends: one report per window. */
+  readonly #reported = new Map<string, number>();
 
   constructor(opts: DecryptionBudgetOptions) {
     this.#opts = opts;
@@ -79,7 +81,9 @@ export class DecryptionBudget {
 
   /**
    * Refuses a caller that may not decrypt (403, before any byte is decrypted) and, given a kid, a
-   * pair whose budget is spent (429 with Retry-After).
+   * pair whose budget is spent (429 with Retry-After). Check-then-count, for the runtime API,
+   * whose AES-GCM and OAEP ciphertexts have no padding to probe: concurrent requests may each pass
+   * the check before their failures are counted (reserve() closes that for the streaming paths).
    */
   async admit(caller: DecryptingCaller, kid?: string): Promise<void> {
     if (!caller.mayDecrypt) throw decryptionNotAllowed();
@@ -88,26 +92,59 @@ export class DecryptionBudget {
     if (state && state.consumedPoints >= this.#opts.failures) throw spent(state);
   }
 
-  /** Counts one failed decryption of the pair; the failure that spends the budget is reported. */
-  async failed(caller: DecryptingCaller, kid: string, source: DecryptionSource): Promise<void> {
-    this.#opts.onFailure?.(source);
-    let state: RateLimiterRes;
+  /**
+   * Reserves one failure of the pair before a streaming decryption (conversion, stream
+   * re-encrypt, jobs): the point is spent now and given back by release() when the decryption
+   * succeeds or the client leaves before its end, so N attempts in flight at once spend N points
+   * and no burst of parallel guesses gets past the budget. 429 once nothing is left.
+   */
+  async reserve(caller: DecryptingCaller, kid: string): Promise<void> {
+    if (!caller.mayDecrypt) throw decryptionNotAllowed();
     try {
-      state = await this.#limiter.consume(this.#key(caller, kid));
+      await this.#limiter.consume(this.#key(caller, kid));
     } catch (err) {
-      if (err instanceof RateLimiterRes) return; // already spent and reported
+      if (err instanceof RateLimiterRes) throw spent(err);
       throw err;
     }
-    if (state.consumedPoints === this.#opts.failures) {
-      this.#opts.onExhausted?.({
-        tenantId: caller.tenantId,
-        principal: caller.principal,
-        kid,
-        source,
-        failures: state.consumedPoints,
-        windowSeconds: this.#opts.windowSeconds,
-      });
+  }
+
+  /** Gives back a reserved point: the decryption succeeded, or ended before it could tell. */
+  async release(caller: DecryptingCaller, kid: string): Promise<void> {
+    await this.#limiter.reward(this.#key(caller, kid), 1);
+  }
+
+  /**
+   * A failed decryption of the pair: counted (unless `reserved`, whose point is already spent);
+   * the failure that finds the budget spent is reported, once per window in this process.
+   */
+  async failed(
+    caller: DecryptingCaller,
+    kid: string,
+    source: DecryptionSource,
+    reserved = false,
+  ): Promise<void> {
+    this.#opts.onFailure?.(source);
+    const key = this.#key(caller, kid);
+    let state: RateLimiterRes | null;
+    try {
+      state = reserved ? await this.#limiter.get(key) : await this.#limiter.consume(key);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      state = err;
     }
+    if (!state || state.consumedPoints < this.#opts.failures) return;
+    const now = Date.now();
+    if ((this.#reported.get(key) ?? 0) > now) return;
+    for (const [k, until] of this.#reported) if (until <= now) this.#reported.delete(k);
+    this.#reported.set(key, now + state.msBeforeNext);
+    this.#opts.onExhausted?.({
+      tenantId: caller.tenantId,
+      principal: caller.principal,
+      kid,
+      source,
+      failures: this.#opts.failures,
+      windowSeconds: this.#opts.windowSeconds,
+    });
   }
 }
 

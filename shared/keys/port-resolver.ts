@@ -9,7 +9,13 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CmsKeyRef, KeyResolver, ResolvedKey } from '../pkcs7/types.ts';
 import { errorFromData, errorToData, type ErrorData } from '../errors/index.ts';
 
-type Op = 'byKid' | 'byCmsRef' | 'keyTypes' | 'admitDecryption' | 'decryptionFailed';
+type Op =
+  | 'byKid'
+  | 'byCmsRef'
+  | 'keyTypes'
+  | 'admitDecryption'
+  | 'decryptionFailed'
+  | 'decryptionSucceeded';
 /** A lookup request, from the thread converting. */
 export interface KeyRequest {
   key: number;
@@ -50,6 +56,7 @@ export async function answerKeyRequest(
       if (!resolver.admitDecryption) throw new Error('this resolver cannot admit decryptions');
       await resolver.admitDecryption(args[0] as string | undefined);
     } else if (op === 'decryptionFailed') await resolver.decryptionFailed?.(args[0] as string);
+    else if (op === 'decryptionSucceeded') await resolver.decryptionSucceeded?.(args[0] as string);
     else value = await resolver.keyTypes?.();
     answer = { key, value };
   } catch (err) {
@@ -90,6 +97,7 @@ export function portResolver(
       // Always asked of the owning side: the thread never decides who may decrypt.
       admitDecryption: async (kid) => void (await ask('admitDecryption', [kid])),
       decryptionFailed: async (kid) => void (await ask('decryptionFailed', [kid])),
+      decryptionSucceeded: async (kid) => void (await ask('decryptionSucceeded', [kid])),
     },
     receive(m) {
       const a = m as KeyAnswer;

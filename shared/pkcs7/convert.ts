@@ -28,7 +28,7 @@ import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
 import { OID, oidName } from '../asn1/oids.ts';
-import { recoverContentKey } from './recipients.ts';
+import { openContentKey, recipientKeyOf } from './recipients.ts';
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
@@ -42,7 +42,7 @@ import {
 } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
-import { decryptionFailed, problem } from '../errors/index.ts';
+import { AppError, decryptionFailed, problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
@@ -212,9 +212,9 @@ async function convertSigned(
 }
 
 /**
- * Errors of the outer structure (the ciphertext's framing: truncation, a bad tail): they say
- * nothing of the plaintext, so they are told as they are; every other failure after the content
- * key is recovered is the opaque decryption-failed.
+ * Errors of the outer structure (the ciphertext's framing: truncation, a broken wrapper, a bad
+ * tail), marked as they leave the outer reader: told as they are (counted all the same); every
+ * other failure after the content key is opened is the opaque decryption-failed.
  */
 const outerErrors = new WeakSet<object>();
 
@@ -279,52 +279,93 @@ async function convertEnveloped(
       'preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data',
     );
   }
-  const {
-    cek: cmsKey,
-    key: recipientKey,
-    rejected,
-  } = await recoverContentKey(
-    head.recipientInfos[0],
-    resolver,
-    metadata.recipientKid,
-    cc.spec.keyLength,
-  );
+  // Everything the plaintext does not decide is settled before the content key is opened, so
+  // its problems stay specific: keys, target, key management, the signer of a
+  // SignedAndEnvelopedData (its algorithms are in the outer head).
+  const ri = head.recipientInfos[0];
+  const recipientKey = await recipientKeyOf(ri, resolver, metadata.recipientKid);
   const target = metadata.targetKid
     ? await keyByKid(resolver, metadata.targetKid, 'target')
     : recipientKey;
   const keyManagement = metadata.keyManagement ?? defaultKeyManagement(target);
   const signerKey = await signerKeyOf(opts);
   const b64 = metadata.b64 ?? false;
+  const enc: JweEnc = preserve
+    ? preservingEnc(cc.spec.keyLength)
+    : ((metadata.contentEncryption as JweEnc | undefined) ??
+      (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM'));
+  const aad = Buffer.from(protectedHeader(enc), 'ascii');
+  const fresh = preserve ? null : gcmEncryptor(enc, aad);
+  // A target or key management that cannot carry the JWE key is a plain problem, found now.
+  let recipient = wrapContentKey(
+    target,
+    fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength),
+    keyManagement,
+  );
+  let seSigner: { cmsHash: string; jws: DetachedJwsSigner } | null = null;
+  if (head.type === 'signedAndEnvelopedData') {
+    const cmsHash = cmsHashOf(head);
+    seSigner = {
+      cmsHash,
+      jws: new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
+        b64,
+        key: signerKey,
+      }),
+    };
+  }
+
+  const kid = recipientKey.kid;
+  const { cek: cmsKey, rejected } = await openContentKey(
+    ri,
+    recipientKey,
+    resolver,
+    cc.spec.keyLength,
+  );
+  // From here on the plaintext is read: every failure of it is the one opaque decryption-failed,
+  // and every failure at all keeps the reserved point of the caller's budget. A failure of the
+  // ciphertext's own framing (truncation, a broken PEM or MIME wrapper, a bad tail) keeps its
+  // problem, as it says nothing the caller did not send, but is counted too: which comes first,
+  // it or a failure inside a nested plaintext, can depend on the plaintext. Only an input that
+  // broke off (the client or the storage went away: not an AppError) is no answer and not counted.
+  let settled = false;
+  const opaque = async (err: unknown): Promise<unknown> => {
+    if (settled) return err;
+    settled = true;
+    const framing = err !== null && typeof err === 'object' && outerErrors.has(err);
+    if (framing && !(err instanceof AppError)) {
+      await resolver.decryptionSucceeded?.(kid).catch(() => {});
+      return err;
+    }
+    await resolver.decryptionFailed?.(kid).catch(() => {});
+    if (framing) return err;
+    return decryptionFailed(rejected ? new Error(rejected.message, { cause: err }) : err);
+  };
 
   let encryptor: ContentEncryptor;
-  let enc: JweEnc;
   let source: AsyncIterable<Buffer>;
   let signing: Signing | null = null;
   let inner: BerReader | null = null;
-
-  // Everything below reads plaintext: any failure of it is the one opaque decryption-failed,
-  // counted against the caller's budget, unless it came from the outer (ciphertext) structure.
-  const opaque = async (err: unknown): Promise<unknown> => {
-    if (err !== null && typeof err === 'object' && outerErrors.has(err)) return err;
-    await resolver.decryptionFailed?.(recipientKey.kid).catch(() => {});
-    return decryptionFailed(rejected ? new Error(rejected.message, { cause: err }) : err);
-  };
-  if (preserve) {
-    // The ciphertext is kept as it is, whatever it holds: nothing of the plaintext is looked at
-    // before the end, where the final block's padding is checked (a nested SignedData stays
-    // inside, unverified, as preserve means).
-    enc = preservingEnc(cmsKey.length);
-    encryptor = cbcPassThrough(cmsKey, cc.iv, Buffer.from(protectedHeader(enc), 'ascii'));
-    source = (async function* () {
-      yield* outer(reader.octets(head.content!));
-      await outerStep(readTail(reader, head));
-    })();
-  } else {
-    try {
+  /** Set just before the last piece of plaintext is handed on, once padding and tag checked out. */
+  let finalReached = false;
+  try {
+    if (preserve) {
+      // The ciphertext is kept as it is, whatever it holds: nothing of the plaintext is looked at
+      // before the end, where the final block's padding is checked (a nested SignedData stays
+      // inside, unverified, as preserve means).
+      encryptor = cbcPassThrough(cmsKey, cc.iv, aad);
+      recipient = wrapContentKey(target, encryptor.cek, keyManagement);
+      source = (async function* () {
+        yield* outer(reader.octets(head.content!));
+        await outerStep(readTail(reader, head));
+      })();
+    } else {
+      encryptor = fresh!;
       const decipher = contentDecipher(cc, cmsKey);
       let outerTail: CmsTail | null = null;
       const plain = new Peekable(
         (async function* () {
+          // OpenSSL keeps the last CBC block until final() has checked its padding (GCM's tag
+          // is checked there too): nothing of the end passes before the check does.
           for await (const c of outer(reader.octets(head.content!, { reuse: true }))) {
             const p = decipher.update(c); // consumed here, before the next chunk
             if (p.length) yield p;
@@ -336,6 +377,7 @@ async function convertEnveloped(
               problem('cms_unsupported', 'AuthEnvelopedData with authAttrs is not supported'),
             );
           const last = decipher.final(outerTail.mac);
+          finalReached = true;
           if (last.length) yield last;
         })(),
       );
@@ -343,41 +385,56 @@ async function convertEnveloped(
         head.type !== 'signedAndEnvelopedData' &&
         (head.contentType === OID.signedData ||
           (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))));
-      enc =
-        (metadata.contentEncryption as JweEnc | undefined) ??
-        (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM');
-      encryptor = gcmEncryptor(enc, Buffer.from(protectedHeader(enc), 'ascii'));
       if (nested) {
         const r = (inner = new BerReader(plain));
-        const innerHead = await readHead(r);
-        if (innerHead.type !== 'signedData' || !innerHead.content)
-          throw problem(
-            'cms_unsupported',
-            'the encrypted content is not a SignedData with its content',
-          );
-        source = r.octets(innerHead.content);
-        const cmsHash = cmsHashOf(innerHead);
-        const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-        const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-          b64,
-          key: signerKey,
-        });
-        signing = {
-          update: (c) => {
-            digests.update(c);
-            jws.update(c);
-          },
-          finish: async () =>
-            finishSignature({
-              tail: await readTail(r, innerHead),
-              eContentType: innerHead.contentType,
-              digests: digests.digest(),
-              jws,
-              key: signerKey,
-              resolver,
-              cmsHash,
-            }),
-        };
+        try {
+          const innerHead = await readHead(r);
+          if (innerHead.type !== 'signedData' || !innerHead.content)
+            throw problem(
+              'cms_unsupported',
+              'the encrypted content is not a SignedData with its content',
+            );
+          const content = innerHead.content;
+          source = (async function* () {
+            try {
+              yield* r.octets(content);
+            } catch (err) {
+              // A failure inside the nested content is told at the end too.
+              for await (const _ of plain) void _;
+              throw err;
+            }
+          })();
+          const cmsHash = cmsHashOf(innerHead);
+          const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
+          const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
+            b64,
+            key: signerKey,
+          });
+          signing = {
+            update: (c) => {
+              digests.update(c);
+              jws.update(c);
+            },
+            finish: async () =>
+              finishSignature({
+                tail: await readTail(r, innerHead),
+                eContentType: innerHead.contentType,
+                digests: digests.digest(),
+                jws,
+                key: signerKey,
+                resolver,
+                cmsHash,
+              }),
+          };
+        } catch (err) {
+          // Told at the end, as every other failure is: the rest is read (and its padding
+          // checked) without passing anything on.
+          source = (async function* () {
+            for await (const _ of plain) void _;
+            yield* []; // nothing of it is passed on
+            throw err;
+          })();
+        }
       } else {
         source = plain;
         if (
@@ -389,13 +446,9 @@ async function convertEnveloped(
           // entity as the CMS carries it; its signature is verified and a JWS of the signed part
           // is added as for a nested SignedData (contract 5).
           signing = clearSignedVerifier(opts);
-        } else if (head.type === 'signedAndEnvelopedData') {
-          const cmsHash = cmsHashOf(head);
+        } else if (seSigner) {
+          const { cmsHash, jws } = seSigner;
           const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-          const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-            b64,
-            key: signerKey,
-          });
           const decryptSignature = (sig: Buffer) => {
             const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
             return Buffer.concat([d.update(sig), d.final()]);
@@ -419,37 +472,47 @@ async function convertEnveloped(
           };
         }
       }
-    } catch (err) {
-      throw await opaque(err);
     }
+  } catch (err) {
+    throw await opaque(err);
   }
 
-  const protectedB64 = protectedHeader(enc);
-  const recipient = wrapContentKey(target, encryptor.cek, keyManagement);
   const header = JSON.stringify({
-    protected: protectedB64,
+    protected: protectedHeader(enc),
     recipients: [recipient],
     iv: encryptor.iv.toString('base64url'),
   });
   const mp = new Multipart();
   const innerReader = inner as BerReader | null;
   const sign = signing as Signing | null;
+  const ending = () => finalReached;
   async function* body(): AsyncGenerator<Buffer> {
     let done = false;
     try {
       yield Buffer.concat([mp.part(JOSE), Buffer.from(header), mp.part(OCTET)]);
+      // With a signature to check, the last piece's output waits for it too: a bad padding and a
+      // bad signature then end the answer at the same byte.
+      // A signature that fails on the way is told at the end, where a bad padding is.
+      let last: Buffer | null = null;
+      let failed: { err: unknown } | null = null;
       for await (const chunk of source) {
-        if (sign) {
-          const pending = sign.update(chunk);
-          if (pending) await pending;
+        if (sign && !failed) {
+          try {
+            const pending = sign.update(chunk);
+            if (pending) await pending;
+          } catch (err) {
+            failed = { err };
+          }
         }
         const out = encryptor.update(chunk);
-        if (out.length) yield out;
+        if (sign && ending()) last = out;
+        else if (out.length) yield out;
       }
+      if (failed) throw failed.err;
       // The CMS signature, padding and tag are all checked before the JWE tag exists.
       const jws = sign ? await sign.finish() : null;
       const { rest, tag } = encryptor.final();
-      yield Buffer.concat([rest, tag]);
+      yield Buffer.concat([...(last ? [last] : []), rest, tag]);
       if (jws) yield Buffer.concat([mp.part(JOSE), Buffer.from(JSON.stringify(jws))]);
       done = true;
       yield mp.close();
@@ -465,6 +528,12 @@ async function convertEnveloped(
       yield* body();
     } catch (err) {
       throw await opaque(err);
+    } finally {
+      // Completed, or left by the client before its end: no failure to count, the point goes back.
+      if (!settled) {
+        settled = true;
+        await resolver.decryptionSucceeded?.(kid).catch(() => {});
+      }
     }
   }
   return { contentType: mp.contentType, body: guarded() };

@@ -284,45 +284,61 @@ function unwrapKtri(ri: RecipientInfo, key: ResolvedKey): Buffer {
   }
 }
 
-/**
- * Recovers the content-encryption key of the recipient, admitted by the resolver first (403
- * without crypto.decrypt, 429 past the decryption-failure budget) so nothing is decrypted for a
- * caller who may not. A key that cannot be unwrapped (bad PKCS#1 v1.5 or OAEP padding, an AES key
- * wrap integrity failure) or has the wrong length is replaced by a random key of the right
- * length (RFC 3218 section 2.3.2, as shared/jose/keys.ts does for JOSE): every failure then
- * surfaces where a content failure does, as the one decryption-failed (contract 10). `rejected`
- * keeps the cause for the log.
- */
-export async function recoverContentKey(
+/** The tenant's key for the recipient (recipientKid picks); nothing is decrypted yet. */
+export async function recipientKeyOf(
   ri: RecipientInfo,
   resolver: KeyResolver,
   recipientKid: string | undefined,
-  keyLength: number,
-): Promise<{ cek: Buffer; key: ResolvedKey; rejected?: Error }> {
+): Promise<ResolvedKey> {
   const d = describeRecipient(ri);
   if (d.unsupported) throw problem('cms_unsupported', `${d.unsupported} is not supported`);
-  const key = await findRecipientKey(d, resolver, recipientKid);
+  return findRecipientKey(d, resolver, recipientKid);
+}
+
+/**
+ * Opens the content-encryption key with the recipient's key, admitted by the resolver first (403
+ * without crypto.decrypt, 429 past the decryption-failure budget, whose point it reserves) so
+ * nothing is decrypted for a caller who may not. A key that cannot be unwrapped (bad PKCS#1 v1.5
+ * or OAEP padding, an AES key wrap integrity failure) or has the wrong length is replaced by a
+ * random key of the right length (RFC 3218 section 2.3.2, as shared/jose/keys.ts does for JOSE):
+ * every failure then surfaces where a content failure does, as the one decryption-failed
+ * (contract 10). `rejected` keeps the cause for the log.
+ */
+export async function openContentKey(
+  ri: RecipientInfo,
+  key: ResolvedKey,
+  resolver: KeyResolver,
+  keyLength: number,
+): Promise<{ cek: Buffer; rejected?: Error }> {
+  if (ri.kekri && !key.secretKey)
+    throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
+  if ((ri.ktri || ri.kari) && !key.privateKey)
+    throw problem('cms_key_unusable', `key ${key.kid} has no private part`);
+  if (ri.ktri && key.privateKey!.asymmetricKeyType !== 'rsa')
+    throw problem('cms_key_unusable', `key ${key.kid} is not an RSA key`);
   await resolver.admitDecryption?.(key.kid);
   let cek: Buffer;
   try {
     if (ri.ktri) cek = unwrapKtri(ri, key);
     else if (ri.kari) cek = unwrapKari(ri.kari, key);
-    else {
-      if (!key.secretKey)
-        throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
+    else
       cek = keyUnwrap(
         ri.kekri!.keyEncryptionAlgorithm.algorithm,
-        key.secretKey.export(),
+        key.secretKey!.export(),
         Buffer.from(ri.kekri!.encryptedKey.buffer),
       );
-    }
   } catch (err) {
-    if (!(err instanceof AppError && err.code === 'decryption_failed')) throw err;
-    return { cek: randomBytes(keyLength), key, rejected: err };
+    // Anything else (a malformed or unsupported wrap, a key of the wrong kind) is no decryption:
+    // the reserved point goes back with the problem.
+    if (!(err instanceof AppError && err.code === 'decryption_failed')) {
+      await resolver.decryptionSucceeded?.(key.kid).catch(() => {});
+      throw err;
+    }
+    return { cek: randomBytes(keyLength), rejected: err };
   }
   if (cek.length !== keyLength) {
     const rejected = new Error(`content key of ${cek.length} bytes, expected ${keyLength}`);
-    return { cek: randomBytes(keyLength), key, rejected };
+    return { cek: randomBytes(keyLength), rejected };
   }
-  return { cek, key };
+  return { cek };
 }

@@ -110,8 +110,9 @@ export function convertJobId(
     output: { key: string };
   },
 ): string {
-  // A submitter who may not decrypt gets a job of its own, never one that decrypts.
-  const may = data.decrypt ? [] : ['no-decrypt'];
+  // The job decrypts as its submitter may, against the submitter's budget: each principal gets a
+  // job of its own, so nobody runs (or spends the budget of) another's.
+  const may = data.decrypt ? ['decrypt', data.decrypt.principal] : ['no-decrypt'];
   return `cv-${digest(['convert/v1', data.tenantId, data.source.key, data.sourceVersion, canonicalJson(data.metadata), data.output.key, ...may])}`;
 }
 

@@ -3,8 +3,9 @@
  * that ask for `application/jose+json` instead of the streamed multipart/mixed of contract 5:
  * the engine's multipart answer is read back part by part (the one multipart/mixed reader) and
  * re-serialized with the ciphertext and tag in base64url. That needs the whole ciphertext in
- * memory, so it is capped: past `maxBytes` the conversion is stopped and the answer is 413,
- * before any byte of it is sent. A result with a JWS part (signed and enveloped input) has no
+ * memory, so it is capped: past `maxBytes` nothing more is kept, the conversion still runs to
+ * its end (so a decryption failure answers as every other), and the answer is 413, before any
+ * byte of it is sent. A result with a JWS part (signed and enveloped input) has no
  * flattened form and answers 406.
  */
 import { problem } from '../../../shared/errors/index.ts';
@@ -43,13 +44,16 @@ export async function flattenedJwe(result: ConvertResult, maxBytes: number): Pro
     let n = 0;
     for await (const c of part.body) {
       n += c.length;
-      if (n > maxBytes)
-        throw problem(
-          'payload_too_large',
-          `the content is larger than ${maxBytes} bytes (CONVERT_JSON_MAX_BYTES), the most answered as one JSON JWE; ask for multipart/mixed, which streams any size`,
-        );
-      chunks.push(Buffer.from(c));
+      // Past the cap nothing more is kept, but the rest is still read to its end: a decryption
+      // failure must answer decryption-failed, never 413 or 400 depending on where the final
+      // block fell (issue 24).
+      if (n <= maxBytes) chunks.push(Buffer.from(c));
     }
+    if (n > maxBytes)
+      throw problem(
+        'payload_too_large',
+        `the content is larger than ${maxBytes} bytes (CONVERT_JSON_MAX_BYTES), the most answered as one JSON JWE; ask for multipart/mixed, which streams any size`,
+      );
     if (await reader.next())
       throw problem(
         'not_acceptable',

@@ -455,6 +455,88 @@ describe(`the padding-oracle attack on convert (${TEST_ENGINE})`, () => {
   }, 600_000);
 });
 
+describe(`the budget under a burst (${TEST_ENGINE})`, () => {
+  it(`when 128 wrong guesses arrive at once, then at most ${BUDGET} are tried and the rest answer 429 (a point is reserved before each decryption)`, async () => {
+    const who = await caller([...BASE, 'crypto.decrypt']);
+    const cbc = enveloped(randomBytes(64));
+    // 256 inputs that all fail: the final block's last byte flipped to every other value.
+    const inputs = Array.from({ length: 128 }, (_, i) => {
+      const out = Buffer.from(cbc);
+      out[out.length - 17] ^= i + 1;
+      return out;
+    });
+    const answers = await Promise.all(inputs.map((f) => convert(app, who.v3, f, {})));
+    const statuses: Record<number, number> = {};
+    for (const a of answers) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+    expect(statuses[200] ?? 0).toBeLessThanOrEqual(1); // a flip may still pad well (1/256)
+    expect(statuses[400]).toBeLessThanOrEqual(BUDGET);
+    expect((statuses[400] ?? 0) + (statuses[200] ?? 0) + (statuses[429] ?? 0)).toBe(128);
+    expect(statuses[429]).toBeGreaterThanOrEqual(128 - BUDGET - 1);
+  }, 300_000);
+});
+
+describe(`signed-then-encrypted mail (${TEST_ENGINE})`, () => {
+  it('when the padding is bad or the inner signature is, then both answers are the same status, cut before the JWE tag', async () => {
+    const who = await caller([...BASE, 'crypto.decrypt']);
+    const signer = makeKey(ssl, 'oracle-mail-signer', 'rsa-2048');
+    const admin = await userToken(app, tenant);
+    await importKey(app, { tenant, user: admin, workload: '' }, ssl, signer, 'sign');
+    const lines = Array.from({ length: 6000 }, (_, i) => `line ${i} of a long confidential mail`);
+    ssl.write('mail.txt', Buffer.from(lines.join('\r\n') + '\r\n'));
+    const signed = ssl.run([
+      'cms',
+      '-sign',
+      '-in',
+      'mail.txt',
+      '-signer',
+      signer.certFile,
+      '-inkey',
+      signer.keyFile,
+    ]);
+    const encrypt = (entity: Buffer) => {
+      ssl.write('entity.eml', entity);
+      return ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        'entity.eml',
+        '-outform',
+        'DER',
+        rsa.certFile,
+      ]);
+    };
+    const good = encrypt(signed);
+    const altered = Buffer.from(signed);
+    const at = altered.indexOf('line 4000 of');
+    altered[at] = 'L'.charCodeAt(0);
+    const answers = {
+      valid: await convert(app, who.v3, good, {}),
+      'bad padding': await convert(app, who.v3, flipped(good, -17), {}),
+      'bad signature': await convert(app, who.v3, encrypt(altered), {}),
+    };
+    expect({ status: answers.valid.status, cut: answers.valid.cut }).toEqual({
+      status: 200,
+      cut: false,
+    });
+    const seen = {
+      'bad padding': {
+        status: answers['bad padding'].status,
+        cut: answers['bad padding'].cut,
+        bytes: answers['bad padding'].body.length,
+      },
+      'bad signature': {
+        status: answers['bad signature'].status,
+        cut: answers['bad signature'].cut,
+        bytes: answers['bad signature'].body.length,
+      },
+    };
+    expect(seen['bad padding']).toMatchObject({ status: 200, cut: true });
+    expect(seen['bad signature']).toMatchObject({ status: 200, cut: true });
+  });
+});
+
 describe(`the decryption-failure budget (${TEST_ENGINE})`, () => {
   it('when a principal spends it on a key, then even a good ciphertext answers 429 with Retry-After, another principal is not refused, and the exhaustion is audited', async () => {
     const spender = await caller([...BASE, 'crypto.decrypt']);
