@@ -15,6 +15,8 @@ import {
   GenerateMacCommand,
   GenerateRandomCommand,
   GetPublicKeyCommand,
+  ListKeyRotationsCommand,
+  RotateKeyOnDemandCommand,
   KMSClient,
   ReEncryptCommand,
   SignCommand,
@@ -218,6 +220,18 @@ describe('AWS KMS API with @aws-sdk/client-kms v3', () => {
     }
     await expect(kms.send(new GetPublicKeyCommand({ KeyId: aes }))).rejects.toMatchObject({
       name: 'UnsupportedOperationException',
+    });
+  });
+
+  it('when a key is rotated on demand, then the rotation is listed and old ciphertext still decrypts', async () => {
+    const e = await kms.send(new EncryptCommand({ KeyId: aes, Plaintext: enc('before') }));
+    await kms.send(new RotateKeyOnDemandCommand({ KeyId: aes }));
+    const r = await kms.send(new ListKeyRotationsCommand({ KeyId: aes }));
+    expect(r.Rotations).toHaveLength(1);
+    const d = await kms.send(new DecryptCommand({ CiphertextBlob: e.CiphertextBlob }));
+    expect(Buffer.from(d.Plaintext!).toString()).toBe('before');
+    await expect(kms.send(new RotateKeyOnDemandCommand({ KeyId: 'nope' }))).rejects.toMatchObject({
+      name: 'NotFoundException',
     });
   });
 
