@@ -102,13 +102,6 @@ export async function awsAnswer(
       );
     });
     verifySignature(cred, holder.secret, req.method ?? 'POST', req.url ?? '/', req.headers, body);
-    let seen = seenSets.get(ctx);
-    if (!seen) seenSets.set(ctx, (seen = seenSignatures(ctx.redis)));
-    if (!(await seen.first(cred.signature)))
-      throw new AwsError(
-        'InvalidSignatureException',
-        'The request signature has been used already; sign every request anew.',
-      );
     const target = req.headers['x-amz-target'];
     const name =
       typeof target === 'string' && target.startsWith('TrentService.') ? target.slice(13) : '';
@@ -119,6 +112,17 @@ export async function awsAnswer(
         'The operation is not known to this service.',
       );
     action = operation.action;
+    // A reading operation repeated in the same second signs identically (SDKs retry and poll),
+    // so only operations that change state or use a key are held to one use of a signature.
+    if (!operation.permissions.every((p) => p === 'crypto.keys.read')) {
+      let seen = seenSets.get(ctx);
+      if (!seen) seenSets.set(ctx, (seen = seenSignatures(ctx.redis)));
+      if (!(await seen.first(cred.signature)))
+        throw new AwsError(
+          'InvalidSignatureException',
+          'The request signature has been used already; sign every request anew.',
+        );
+    }
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== AMZ_JSON)
       throw new AwsError('UnknownOperationException', `Content-Type must be ${AMZ_JSON}`);

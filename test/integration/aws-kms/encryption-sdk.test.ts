@@ -29,7 +29,7 @@ describe('AWS KMS API with the AWS Encryption SDK (streaming, 10 MB)', () => {
       credentials: { accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey },
       maxAttempts: 1,
     });
-    const bootstrap = clientProvider('eu-central-1');
+    const bootstrap = clientProvider('eu-central-1') as KMS;
     const created = await bootstrap.createKey({});
     const arn = created.KeyMetadata!.Arn!;
     const keyring = new KmsKeyringNode({ generatorKeyId: arn, clientProvider });
@@ -41,7 +41,7 @@ describe('AWS KMS API with the AWS Encryption SDK (streaming, 10 MB)', () => {
     const chunks: Buffer[] = [];
     await pipeline(
       Readable.from([file.subarray(0, 5_000_000), file.subarray(5_000_000)]),
-      encryptStream(keyring, { encryptionContext: context, suite: 0x0478 }),
+      encryptStream(keyring, { encryptionContext: context, suiteId: 0x0478 }),
       new Writable({
         write(c, _e, cb) {
           chunks.push(c);

@@ -92,7 +92,7 @@ describe('AWS KMS API with @aws-sdk/client-kms v3', () => {
     const wp = await kms.send(
       new GenerateDataKeyWithoutPlaintextCommand({ KeyId: aes, NumberOfBytes: 24 }),
     );
-    expect((wp as Record<string, unknown>).Plaintext).toBeUndefined();
+    expect((wp as unknown as Record<string, unknown>).Plaintext).toBeUndefined();
     const other = (await kms.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
     const re = await kms.send(
       new ReEncryptCommand({ CiphertextBlob: wp.CiphertextBlob, DestinationKeyId: other }),
