@@ -15,13 +15,7 @@ import { consumeApiBudget } from '../middleware/rate-limit.ts';
 import { runRuntime } from '../services/crypto/batch.ts';
 import { AwsError, toAwsError } from '../services/aws-kms/errors.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
-import {
-  checkScope,
-  parseAuthorization,
-  seenSignatures,
-  verifySignature,
-  type SeenSignatures,
-} from './sigv4.ts';
+import { checkScope, parseAuthorization, verifySignature } from './sigv4.ts';
 import { readCappedBytes } from './json-body.ts';
 
 /** The AWS protocol's media type (awsJson1_1). */
@@ -33,8 +27,6 @@ export interface AwsAnswer {
   headers: Readonly<Record<string, string>>;
   body: string;
 }
-
-const seenSets = new WeakMap<AppContext, SeenSignatures>();
 
 /** AWS_KMS_REGIONS as a list; empty accepts any region. */
 const regionsOf = (ctx: AppContext): string[] =>
@@ -112,17 +104,10 @@ export async function awsAnswer(
         'The operation is not known to this service.',
       );
     action = operation.action;
-    // A reading operation repeated in the same second signs identically (SDKs retry and poll),
-    // so only operations that change state or use a key are held to one use of a signature.
-    if (!operation.permissions.every((p) => p === 'crypto.keys.read')) {
-      let seen = seenSets.get(ctx);
-      if (!seen) seenSets.set(ctx, (seen = seenSignatures(ctx.redis)));
-      if (!(await seen.first(cred.signature)))
-        throw new AwsError(
-          'InvalidSignatureException',
-          'The request signature has been used already; sign every request anew.',
-        );
-    }
+    // No seen-set of signatures: SigV4 signs whole seconds, so two identical requests in one
+    // second (an SDK's retry, a poll, the same call twice) carry the same signature and are both
+    // legitimate. As AWS KMS does, a captured request is refused once its X-Amz-Date leaves the
+    // 5-minute window (checkScope), and any change to it breaks the signature (docs/aws-kms.md).
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== AMZ_JSON)
       throw new AwsError('UnknownOperationException', `Content-Type must be ${AMZ_JSON}`);

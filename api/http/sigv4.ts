@@ -2,12 +2,12 @@
  * AWS Signature Version 4 verification (AWS General Reference, "Signature Version 4 signing
  * process") for the AWS KMS API: the Authorization header form only (awsJson clients never
  * presign). The canonical request is rebuilt from what arrived; the signature is compared in
- * constant time; a request is accepted once (a seen-set of signatures for the clock window).
+ * constant time; a request is accepted while its X-Amz-Date is within 5 minutes of the clock,
+ * as AWS accepts it (no seen-set: identical requests in one second sign identically).
  * Each refusal is the exception an AWS client expects, as AWS KMS answers it.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Redis } from 'ioredis';
 import { AwsError } from '../services/aws-kms/errors.ts';
 
 /** How far X-Amz-Date may be from the server's clock (AWS: 5 minutes). */
@@ -186,37 +186,4 @@ export function verifySignature(
     throw invalid(
       'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
     );
-}
-
-/** Signatures seen within the clock window: a signature is accepted once (replay protection). */
-export interface SeenSignatures {
-  /** True the first time a signature is offered within its window, false after. */
-  first(signature: string): Promise<boolean>;
-}
-
-/** In Redis when the process has it (every instance sees the same set), else in memory. */
-export function seenSignatures(redis?: Redis): SeenSignatures {
-  // Twice the window: a date 5 minutes ahead stays acceptable for 10.
-  const ttl = 2 * CLOCK_WINDOW_MS;
-  if (redis)
-    return {
-      async first(signature) {
-        return (await redis.set(`keyward:sigv4:${signature}`, '1', 'PX', ttl, 'NX')) === 'OK';
-      },
-    };
-  const seen = new Map<string, number>();
-  let sweptAt = Date.now();
-  return {
-    async first(signature) {
-      const now = Date.now();
-      if (now - sweptAt > 10_000) {
-        for (const [s, until] of seen) if (until < now) seen.delete(s);
-        sweptAt = now;
-      }
-      const until = seen.get(signature);
-      if (until !== undefined && until >= now) return false;
-      seen.set(signature, now + ttl);
-      return true;
-    },
-  };
 }

@@ -23,7 +23,6 @@ def err(fn, **kw):
 
 kid = kms.create_key(Description="boto3", Tags=[{"TagKey": "team", "TagValue": "a"}])["KeyMetadata"]["KeyId"]
 kms.create_alias(AliasName="alias/boto3", TargetKeyId=kid)
-# Another request than the first (an identical one in the same second is a replay).
 out["alias_dup"] = err(kms.create_alias, AliasName="alias/boto3", TargetKeyId="key/" + kid)
 ct = kms.encrypt(KeyId="alias/boto3", Plaintext=b"via alias", EncryptionContext={"a": "b"})["CiphertextBlob"]
 out["decrypted"] = kms.decrypt(CiphertextBlob=ct, EncryptionContext={"a": "b"})["Plaintext"].decode()
