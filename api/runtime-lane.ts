@@ -138,7 +138,10 @@ export function createRuntimeLane(
   return (req, res) => {
     if (req.method !== 'POST') return false;
     // The AWS KMS API (contract 10): POST / with X-Amz-Target, on the hot path like /crypto.
-    const lane = req.url === '/' ? 'aws' : routes.get(req.url ?? '');
+    // With a query string too: SigV4 signs the query, and every answer of this API, a refusal
+    // of hostile query input included, must be the AWS error shape, not Express's problem+json.
+    const url = req.url ?? '';
+    const lane = url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url);
     if (!lane) return false;
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();

@@ -1,7 +1,7 @@
 /**
  * The AWS KMS API's transport (contract 10): `POST /` with `X-Amz-Target: TrentService.<Op>`
  * and `Content-Type: application/x-amz-json-1.1`. Served by the runtime lane (api/runtime-lane.ts)
- * and, for what the lane leaves (a query string), by Express, with this one core: SigV4 against
+ * (Express's route, api/routes/aws-kms.ts, for an app without the lane), with this one core: SigV4 against
  * the workload's access key, then the request acts as the workload does with its OAuth tokens
  * (the same AccessClaims: tenant, permissions, rate budget, audit actor). Every refusal is the
  * AWS shape `{"__type", "message"}`; once a workload is identified, it is audited too.

@@ -1,6 +1,7 @@
 /**
- * The AWS KMS API (contract 10) at POST /, for what the runtime lane leaves to Express (a
- * request target with a query string): the same core (api/http/aws-kms.ts). No 405 helper here:
+ * The AWS KMS API (contract 10) at POST /, on Express for an app built without the runtime lane
+ * (createApp alone; the listener's lane serves every POST / first): the same core
+ * (api/http/aws-kms.ts). No 405 helper here:
  * GET / is the service's landing page, served by another router.
  */
 import { Router } from 'express';
