@@ -6,7 +6,8 @@
  * known. Requests are signed by hand (support.ts) so they can be what no SDK sends.
  */
 import { startTestApp, type TestApp } from '../../support/app.ts';
-import { awsTenant, signedRequest, type AwsTenant, type SignOptions } from './support.ts';
+import { signedRequest, type SignOptions } from '../../support/sigv4.ts';
+import { awsTenant, type AwsTenant } from './support.ts';
 
 /** "At once": an answer slower than this is a finding. */
 const AT_ONCE_MS = 2_000;
