@@ -186,16 +186,33 @@ function createResolver(ctx: AppContext): AccessKeyResolver {
     };
   }
 
+  // One load per access key at a time: when an entry expires under load, every request in
+  // flight for it would otherwise query the database and open the sealed secret at once.
+  // A load started before a change (a revocation) is never joined after it.
+  const loading = new Map<string, { generation: number; load: Promise<AccessKeyHolder | null> }>();
+
+  async function refresh(accessKeyId: string): Promise<AccessKeyHolder | null> {
+    const startedAt = generation;
+    try {
+      const fresh = await load(ctx.db, accessKeyId);
+      if (fresh && generation === startedAt) cache.set(accessKeyId, fresh);
+      else cache.delete(accessKeyId);
+      return fresh;
+    } finally {
+      if (loading.get(accessKeyId)?.generation === startedAt) loading.delete(accessKeyId);
+    }
+  }
+
   return {
     async lookup(accessKeyId) {
       if (!ACCESS_KEY_ID.test(accessKeyId)) return null;
       const hit = cache.get(accessKeyId);
       if (hit && Date.now() - hit.loadedAt < CACHE_TTL_MS) return hit;
-      const startedAt = generation;
-      const fresh = await load(ctx.db, accessKeyId);
-      if (fresh && generation === startedAt) cache.set(accessKeyId, fresh);
-      else cache.delete(accessKeyId);
-      return fresh;
+      const pending = loading.get(accessKeyId);
+      if (pending && pending.generation === generation) return pending.load;
+      const started = { generation, load: refresh(accessKeyId) };
+      loading.set(accessKeyId, started);
+      return started.load;
     },
   };
 }
