@@ -6,6 +6,7 @@
  * known. Requests are signed by hand (support.ts) so they can be what no SDK sends.
  */
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { api } from '../../support/auth.ts';
 import { signedRequest, type SignOptions } from '../../support/sigv4.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
@@ -302,6 +303,24 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
     expect((await messageOf(kidB)).replace(kidB, '<id>')).toBe(never);
     expect((await messageOf('alias/b-only')).replace('alias/b-only', '<id>')).toBe(never);
     expect((await messageOf(arnB)).replace(arnB, '<id>')).toBe(never);
+  });
+
+  it('when an access key is deleted, then its next request is UnrecognizedClientException at once', async () => {
+    const base = `/api/v3/admin/tenants/${a.tenantId}/workloads/${a.workloadId}/access-keys`;
+    const created = await api(app, 'POST', base, a.admin, {});
+    const key = created.body as { accessKeyId: string; secretAccessKey: string };
+    const random = json({ NumberOfBytes: 8 });
+    const send = () => {
+      const { headers, body } = signedRequest(app.url, key, 'TrentService.GenerateRandom', random);
+      return fetch(app.url, { method: 'POST', headers, body });
+    };
+    expect((await send()).status).toBe(200);
+    expect((await api(app, 'DELETE', `${base}/${key.accessKeyId}`, a.admin)).status).toBe(204);
+    const res = await send();
+    expect([res.status, ((await res.json()) as { __type: string }).__type]).toEqual([
+      400,
+      'UnrecognizedClientException',
+    ]);
   });
 
   it('when the same signed request is sent twice in the same second, then both succeed (AWS has no seen-set)', async () => {
