@@ -32,6 +32,7 @@ import {
 import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
+import { awsAnswer } from './http/aws-kms.ts';
 
 const SAFE_ID = /^[\w.:-]{1,128}$/;
 
@@ -94,11 +95,12 @@ export function createRuntimeLane(
   }
 
   async function serve(
-    lane: LaneRoute,
+    lane: LaneRoute | 'aws',
     req: IncomingMessage,
     res: ServerResponse,
     id: string,
   ): Promise<void> {
+    const path = lane === 'aws' ? '/' : lane.path;
     const start = performance.now();
     const at = socketBytes(req);
     let status = 200;
@@ -107,7 +109,7 @@ export function createRuntimeLane(
     res.once('close', () => {
       logAccess(ctx.accessLog, ctx.metrics, {
         method: 'POST',
-        route: lane.path,
+        route: path,
         status,
         reqId: id,
         claims,
@@ -117,9 +119,11 @@ export function createRuntimeLane(
       });
     });
     const answer =
-      lane.kind === 'runtime'
-        ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
-        : await oauthAnswer(lane, req, id);
+      lane === 'aws'
+        ? await awsAnswer(ctx, req, id, (c) => (claims = c))
+        : lane.kind === 'runtime'
+          ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
+          : await oauthAnswer(lane, req, id);
     status = answer.status;
     // An unread body must not be taken for the next request on this connection.
     if (status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
@@ -133,7 +137,11 @@ export function createRuntimeLane(
 
   return (req, res) => {
     if (req.method !== 'POST') return false;
-    const lane = routes.get(req.url ?? '');
+    // The AWS KMS API (contract 10): POST / with X-Amz-Target, on the hot path like /crypto.
+    // With a query string too: SigV4 signs the query, and every answer of this API, a refusal
+    // of hostile query input included, must be the AWS error shape, not Express's problem+json.
+    const url = req.url ?? '';
+    const lane = url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url);
     if (!lane) return false;
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();

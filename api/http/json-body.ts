@@ -63,7 +63,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   if (coding !== undefined && coding.trim().toLowerCase() !== 'identity')
     throw problem('unsupported_media_type', 'a JSON body is sent without a content coding');
   if (declaredTooLarge(req, limit)) throw problem('payload_too_large', TOO_LARGE);
-  const text = await readCapped(req, limit);
+  const text = (await readCappedBytes(req, limit)).toString('utf8');
   if (text.length === 0) return undefined;
   let value: unknown;
   try {
@@ -78,8 +78,8 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   return value;
 }
 
-/** The body as UTF-8 text, up to `limit` bytes; the rest of a larger body is discarded. */
-function readCapped(req: IncomingMessage, limit: number): Promise<string> {
+/** The body's bytes, up to `limit`; payload-too-large (the rest discarded) for a larger body. */
+export function readCappedBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // A client gone before this reader started (during authentication) left a request that will never end.
     if (req.destroyed) {
@@ -101,7 +101,7 @@ function readCapped(req: IncomingMessage, limit: number): Promise<string> {
     };
     const onEnd = () => {
       done();
-      resolve(Buffer.concat(chunks, size).toString('utf8'));
+      resolve(Buffer.concat(chunks, size));
     };
     const onError = () => {
       done();

@@ -61,6 +61,19 @@ const Workload = withExample(
   }),
   WORKLOAD_EXAMPLE,
 );
+const ACCESS_KEY_EXAMPLE = {
+  accessKeyId: 'KWAKJ7Q2M4XRZB6T3N5P',
+  workloadId: WORKLOAD_EXAMPLE.id,
+  createdAt: AT,
+};
+const AccessKey = withExample(
+  obj({
+    accessKeyId: { type: 'string', pattern: '^KWAK[A-Z2-7]{16}$' },
+    workloadId: uuid,
+    createdAt: time,
+  }),
+  ACCESS_KEY_EXAMPLE,
+);
 const Role = withExample(
   obj({ id: uuid, tenantId: uuid, name: str, permissions: { type: 'array', items: str } }),
   {
@@ -696,6 +709,62 @@ const identities = {
         ),
       },
       errors: [400, 404, 415],
+    }),
+  },
+  [`${T}/workloads/{id}/access-keys`]: {
+    get: op('workloads', {
+      id: 'listAccessKeys',
+      summary: "List a workload's AWS access keys (never their secrets)",
+      permission: 'admin.workloads.read',
+      parameters: [TENANT, ID('workload')],
+      responses: {
+        200: ok(
+          'the access keys, oldest first',
+          obj({ items: { type: 'array', items: AccessKey } }),
+          { items: [ACCESS_KEY_EXAMPLE] },
+        ),
+      },
+      errors: [404],
+    }),
+    post: op('workloads', {
+      id: 'createAccessKey',
+      summary:
+        'Create an AWS access key for the AWS KMS API (SigV4); the secret is returned only here',
+      description:
+        'The secret is stored sealed under the master key (SigV4 needs it to verify) and never shown again. At most 5 per workload.',
+      permission: 'admin.workloads.rotate-secret',
+      parameters: [TENANT, ID('workload')],
+      requestBody: optionalBody(obj({}, [])),
+      responses: {
+        201: ok(
+          'the access key with its secretAccessKey, shown once',
+          { allOf: [AccessKey, obj({ secretAccessKey: str })] },
+          { ...ACCESS_KEY_EXAMPLE, secretAccessKey: 'c2VjcmV0IGFjY2VzcyBrZXkgc2hvd24gb25jZQ==' },
+        ),
+      },
+      errors: [400, 404, 409, 415],
+      errorText: { 409: 'conflict: the workload has 5 access keys already' },
+    }),
+  },
+  [`${T}/workloads/{id}/access-keys/{accessKeyId}`]: {
+    delete: op('workloads', {
+      id: 'deleteAccessKey',
+      summary: 'Revoke an AWS access key on every instance',
+      permission: 'admin.workloads.rotate-secret',
+      parameters: [
+        TENANT,
+        ID('workload'),
+        {
+          name: 'accessKeyId',
+          in: 'path',
+          required: true,
+          schema: { type: 'string', pattern: '^KWAK[A-Z2-7]{16}$' },
+          description: 'the access key id',
+          example: ACCESS_KEY_EXAMPLE.accessKeyId,
+        },
+      ],
+      responses: { 204: { description: 'revoked' } },
+      errors: [404],
     }),
   },
   [`${T}/roles`]: {

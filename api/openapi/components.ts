@@ -70,8 +70,28 @@ export const components = {
       description:
         'Client authentication at the token and introspection endpoints (client_secret_basic, RFC 6749 section 2.3.1): base64 of urlencode(client_id):urlencode(client_secret)',
     },
+    awsSigV4: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'Authorization',
+      description:
+        'AWS Signature Version 4 (AWS4-HMAC-SHA256, service `kms`) with a workload access key; X-Amz-Date within 5 minutes. Only for the AWS KMS API (POST /).',
+    },
   },
   schemas: {
+    // The AWS KMS API's errors (awsJson1_1); the exception name is also `x-amzn-ErrorType`.
+    AwsError: {
+      type: 'object',
+      required: ['__type', 'message'],
+      properties: {
+        __type: {
+          type: 'string',
+          description: 'the AWS exception name',
+          examples: ['NotFoundException'],
+        },
+        message: { type: 'string' },
+      },
+    },
     Problem: {
       type: 'object',
       required: ['type', 'title', 'status'],

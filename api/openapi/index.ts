@@ -55,6 +55,10 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
           "Runtime cryptography with the token's tenant keys (`service-core` token): single requests or batches of up to 1000, and the streaming re-encrypt and re-sign of migration results.",
         ],
         [
+          'aws-kms',
+          'The AWS KMS API (awsJson1_1, SigV4 with workload access keys) for AWS CLI, SDK and Encryption SDK clients.',
+        ],
+        [
           'pqc',
           'Post-quantum operations: ML-KEM and X-Wing encapsulation, ML-DSA and SLH-DSA signatures.',
         ],

@@ -1,6 +1,7 @@
 /** OpenAPI paths of the operational endpoints: health, readiness, metrics and the documentation itself. */
 import { PROBLEMS } from '../../shared/errors/index.ts';
 import { jsonResponse, problems } from './components.ts';
+import { awsKmsOperation } from './aws-kms.ts';
 
 const open = { security: [] };
 const tags = ['system'];
@@ -50,6 +51,8 @@ export const systemPaths = {
         },
       },
     },
+    // The AWS KMS API (contract 10): POST / with X-Amz-Target, on the service's own port.
+    post: awsKmsOperation,
   },
   '/problems/{slug}': {
     get: {

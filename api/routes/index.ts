@@ -10,6 +10,7 @@ import type { OAuthRoute, RuntimeRoute } from '../http/runtime-route.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { createHealthRouter } from './health.ts';
+import { createAwsKmsRouter } from './aws-kms.ts';
 import { createMetricsRouter } from './metrics.ts';
 import { createDocsRouter } from './docs.ts';
 import { createConsoleRouter } from './console.ts';
@@ -73,6 +74,9 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: null,
     mounts: [
       { path: '', router: createHealthRouter },
+      // POST / with X-Amz-Target (contract 10), ahead of the landing page's 405 for POST /;
+      // the runtime lane serves it first.
+      { path: '', router: createAwsKmsRouter },
       { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
       { path: '', router: createConsoleRouter },
     ],

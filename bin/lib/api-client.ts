@@ -69,6 +69,11 @@ export interface Workload {
   disabled: boolean;
   createdAt?: string;
 }
+export interface AccessKey {
+  accessKeyId: string;
+  workloadId: string;
+  createdAt: string;
+}
 export interface Role {
   id: string;
   tenantId: string;
@@ -179,6 +184,15 @@ export const operations = {
     { graceSeconds?: number },
     { clientId: string; clientSecret: string; previousValidUntil: string }
   >()('POST', `${T}/workloads/{id}/secret`),
+  listAccessKeys: def<never, { items: AccessKey[] }>()('GET', `${T}/workloads/{id}/access-keys`),
+  createAccessKey: def<Record<string, never>, AccessKey & { secretAccessKey: string }>()(
+    'POST',
+    `${T}/workloads/{id}/access-keys`,
+  ),
+  deleteAccessKey: def<never, Record<string, never>>()(
+    'DELETE',
+    `${T}/workloads/{id}/access-keys/{accessKeyId}`,
+  ),
 
   listRoles: def<never, Page<Role>, PageQuery>()('GET', `${T}/roles`),
   createRole: def<{ name: string; permissions: string[] }, Role>()('POST', `${T}/roles`),

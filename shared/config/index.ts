@@ -198,6 +198,11 @@ export const SCHEMA = {
     default: '65536',
     min: 1024,
   },
+  awsKmsRegions: {
+    env: 'AWS_KMS_REGIONS',
+    doc: 'Comma-separated regions the AWS KMS API accepts in SigV4 credential scopes; unset accepts any',
+    kind: 'string',
+  },
   accessTokenTtl: {
     env: 'ACCESS_TOKEN_TTL',
     doc: 'Lifetime in seconds of client_credentials access tokens',

@@ -2,7 +2,7 @@
  * Admin commands (a person's login, audience service-admin): tenants (platform), workloads,
  * roles and users of a tenant (`--tenant`, default the login's).
  */
-import type { Page, PageQuery, Role, Tenant, User, Workload } from '../api-client.ts';
+import type { AccessKey, Page, PageQuery, Role, Tenant, User, Workload } from '../api-client.ts';
 import {
   EXIT,
   UsageError,
@@ -148,6 +148,61 @@ const workloadAction = (name: 'disable' | 'enable', summary: string): Command =>
   },
 });
 
+const ACCESS_KEY_COLUMNS: Array<[string, (k: AccessKey) => unknown]> = [
+  ['accessKeyId', (k) => k.accessKeyId],
+  ['createdAt', (k) => k.createdAt],
+];
+
+/** `keyward workloads access-keys ...`: the SigV4 credentials of the AWS KMS API (contract 10). */
+const accessKeysCommand: Command = {
+  name: 'access-keys',
+  summary: "A workload's AWS access keys, for AWS CLIs and SDKs (the AWS KMS API)",
+  subcommands: [
+    {
+      name: 'list',
+      summary: "List a workload's access keys (never their secrets)",
+      args: ['<workloadId>'],
+      run: async (inv) => {
+        const c = connect(inv);
+        const page = await c.api.listAccessKeys({ tenantId: c.tenantId, id: inv.args[0] });
+        print(inv, page, () => table(page.items, ACCESS_KEY_COLUMNS));
+        return EXIT.ok;
+      },
+    },
+    {
+      name: 'create',
+      summary: 'Create an access key; its secret is shown once, here',
+      args: ['<workloadId>'],
+      async run(inv) {
+        const c = connect(inv);
+        const key = await c.api.createAccessKey({
+          tenantId: c.tenantId,
+          id: inv.args[0],
+          body: {},
+        });
+        inv.stderr.write(
+          'The secret access key is shown only now: store it (e.g. as AWS_SECRET_ACCESS_KEY in a secret manager) before closing this terminal.\n',
+        );
+        return shown(inv, key);
+      },
+    },
+    {
+      name: 'delete',
+      summary: 'Revoke an access key on every instance',
+      args: ['<workloadId>', '<accessKeyId>'],
+      async run(inv) {
+        const c = connect(inv);
+        await c.api.deleteAccessKey({
+          tenantId: c.tenantId,
+          id: inv.args[0],
+          accessKeyId: inv.args[1],
+        });
+        return shown(inv, { accessKeyId: inv.args[1], deleted: true });
+      },
+    },
+  ],
+};
+
 export const workloadsCommand: Command = {
   name: 'workloads',
   summary: 'Workloads (applications) of a tenant',
@@ -186,6 +241,7 @@ export const workloadsCommand: Command = {
         return shown(inv, w);
       },
     },
+    accessKeysCommand,
     workloadAction('disable', 'Disable a workload: its logins answer invalid_client'),
     workloadAction('enable', 'Enable a disabled workload'),
     {

@@ -35,6 +35,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${T}/workloads/{id}/disable` },
   { method: 'POST', path: `${T}/workloads/{id}/enable` },
   { method: 'POST', path: `${T}/workloads/{id}/secret`, body: { graceSeconds: 0 } },
+  { method: 'GET', path: `${T}/workloads/{id}/access-keys` },
+  { method: 'POST', path: `${T}/workloads/{id}/access-keys`, body: {} },
+  { method: 'DELETE', path: `${T}/workloads/{id}/access-keys/{accessKeyId}` },
 
   { method: 'GET', path: `${T}/roles` },
   {

@@ -20,6 +20,7 @@ interface Ids {
   exchange: string;
   kid: string;
   operationId: string;
+  accessKeyId: string;
 }
 
 /** The route with its placeholders filled: the path's tenant is `pathTenant`, every other id is the victim's. */
@@ -30,7 +31,8 @@ function fill(r: AdminRoute, pathTenant: string, victim: Ids): { path: string; b
     .replace('{tenantId}', pathTenant)
     .replace('{id}', id)
     .replace('{kid}', victim.kid)
-    .replace('{operationId}', victim.operationId);
+    .replace('{operationId}', victim.operationId)
+    .replace('{accessKeyId}', victim.accessKeyId);
   const body =
     r.body === undefined
       ? undefined
@@ -66,6 +68,9 @@ describe(`admin isolation matrix (${TEST_ENGINE})`, () => {
       self: await get(t),
       workloads,
       workloadDetails: await Promise.all(workloads.map((w) => get(`${t}/workloads/${w.id}`))),
+      accessKeys: await Promise.all(
+        workloads.map((w) => get(`${t}/workloads/${w.id}/access-keys`)),
+      ),
       roles: await get(`${t}/roles`),
       users: await get(`${t}/users`),
       policy: await get(`${t}/policies/effective`),
@@ -109,6 +114,14 @@ describe(`admin isolation matrix (${TEST_ENGINE})`, () => {
       roleId: b.roleId,
     });
     const workload = await app.ctx.db('workloads').where({ tenant_id: b.tenantId }).first('id');
+    const accessKey = await api(
+      app,
+      'POST',
+      `${tb}/workloads/${workload.id}/access-keys`,
+      tokenB,
+      {},
+    );
+    expect(accessKey.status).toBe(201);
     const exchange = await api(app, 'POST', `${tb}/cryptographic-exchanges`, tokenB, {
       kid: 'b-only-key',
       toTenantId: c.tenantId,
@@ -123,6 +136,7 @@ describe(`admin isolation matrix (${TEST_ENGINE})`, () => {
       exchange: exchange.body.id as string,
       kid: 'b-only-key',
       operationId: crypto.randomUUID(),
+      accessKeyId: accessKey.body.accessKeyId as string,
     };
   });
   afterAll(async () => {

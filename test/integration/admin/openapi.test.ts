@@ -12,7 +12,13 @@ import { openApiDocument } from '../../../api/openapi/index.ts';
 import { slugsNamed } from '../../../api/openapi/problem-examples.ts';
 import { REDOC_BUNDLE_PATH } from '../../../api/routes/docs.ts';
 import { PROBLEMS } from '../../../shared/errors/index.ts';
-import { expressRoutes, laneRoutes, openApiPath } from '../hardening/route-table.ts';
+import {
+  AMZ_JSON,
+  AWS_SHAPED,
+  expressRoutes,
+  laneRoutes,
+  openApiPath,
+} from '../hardening/route-table.ts';
 import { ADMIN_ROUTES, OTHER_ROUTES } from './admin-routes.ts';
 
 type Json = Record<string, unknown>;
@@ -173,16 +179,18 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
         for (const [media, m] of Object.entries(r.content ?? {}))
           if (!m.schema) missing.push(`${key}: ${status} ${media} without a schema`);
         if (!/^[45]/.test(status)) continue;
-        const shape = OAUTH_SHAPED.test(path)
-          ? JSON.stringify(r.content?.['application/json']?.schema ?? {}).includes(
-              '#/components/schemas/OAuthError',
-            )
-          : r.content?.['application/problem+json']?.schema?.$ref ===
-            '#/components/schemas/Problem';
+        const shape = AWS_SHAPED.has(key)
+          ? r.content?.[AMZ_JSON]?.schema?.$ref === '#/components/schemas/AwsError'
+          : OAUTH_SHAPED.test(path)
+            ? JSON.stringify(r.content?.['application/json']?.schema ?? {}).includes(
+                '#/components/schemas/OAuthError',
+              )
+            : r.content?.['application/problem+json']?.schema?.$ref ===
+              '#/components/schemas/Problem';
         // /readyz answers 503 with its checks, not a problem: the body says which dependency is down.
         if (!shape && key !== 'GET /readyz')
           missing.push(
-            `${key}: ${status} is not ${OAUTH_SHAPED.test(path) ? 'the OAuth error' : 'a problem'}`,
+            `${key}: ${status} is not ${AWS_SHAPED.has(key) ? 'the AWS error' : OAUTH_SHAPED.test(path) ? 'the OAuth error' : 'a problem'}`,
           );
       }
     }

@@ -190,6 +190,31 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect(verified.stdout).toMatch(/^valid audit chain: \d+ events checked/);
   }, 90_000);
 
+  it('when an operator creates, lists and deletes a workload access key, then the secret is shown once and never listed', async () => {
+    const list = await runCli(
+      ['workloads', 'list', '--tenant', tenantId, '--output', 'json'],
+      admin,
+    );
+    const workloadId = (JSON.parse(list.stdout).items as Array<{ id: string }>)[0].id;
+    const keys = (...args: string[]) =>
+      runCli(['workloads', 'access-keys', ...args, '--tenant', tenantId], admin);
+    const created = await keys('create', workloadId, '--output', 'json');
+    expect(created.code).toBe(0);
+    expect(created.stderr).toContain('shown only now');
+    const { accessKeyId, secretAccessKey } = JSON.parse(created.stdout);
+    expect(accessKeyId).toMatch(/^KWAK[A-Z2-7]{16}$/);
+    expect(secretAccessKey).toHaveLength(40);
+    const listed = await keys('list', workloadId);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(accessKeyId);
+    expect(listed.stdout).not.toContain(secretAccessKey);
+    expect((await keys('delete', workloadId, accessKeyId)).code).toBe(0);
+    expect(JSON.parse((await keys('list', workloadId, '--output', 'json')).stdout)).toEqual({
+      items: [],
+    });
+    expect((await keys('delete', workloadId, accessKeyId)).code).toBe(1);
+  });
+
   it('when a key does not exist, a command line is wrong, or a subcommand is asked for help, then the exit code says which (1, 2, 0)', async () => {
     const missing = await runCli(['keys', 'show', 'no-such-key', '--tenant', tenantId], admin);
     expect(missing.code).toBe(1);

@@ -16,6 +16,8 @@ import { createApp } from '../../../api/app.ts';
 import { openApiDocument } from '../../../api/openapi/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';
 import {
+  AMZ_JSON,
+  AWS_SHAPED,
   GENERIC_FIELDS,
   ROUTE_FIELDS,
   expressRoutes,
@@ -212,6 +214,13 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
       body = JSON.parse(text);
     } catch {
       return `a ${status} body that is not JSON (${type})`;
+    }
+    if (AWS_SHAPED.has(`${route.method} ${route.path}`)) {
+      return type.startsWith(AMZ_JSON) &&
+        typeof body.__type === 'string' &&
+        typeof body.message === 'string'
+        ? ''
+        : `not the AWS error shape (${type}, ${text.slice(0, 120)})`;
     }
     if (OAUTH_SHAPED.test(route.path)) {
       return typeof body.error === 'string' && type.startsWith('application/json')

@@ -72,6 +72,16 @@ export const pathParams = (path: string) => [...path.matchAll(/[:*](\w+)/g)].map
  */
 export const ROUTE_FIELDS: Record<string, Field[]> = {};
 
+/**
+ * Routes that speak another protocol's error shape than problem+json, declared once for the
+ * hostile matrix and the OpenAPI test: the AWS KMS API (contract 10) answers every error as
+ * awsJson1_1 `{"__type", "message"}`, because that is what AWS clients parse.
+ */
+export const AWS_SHAPED: ReadonlySet<string> = new Set(['POST /']);
+
+/** The AWS protocol's media type, of its errors too. */
+export const AMZ_JSON = 'application/x-amz-json-1.1';
+
 /** Names tried on every route besides its own fields, in its query and body. */
 export const GENERIC_FIELDS = ['id', 'tenantId', 'kid', 'name'];
 

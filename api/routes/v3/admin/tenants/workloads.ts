@@ -14,10 +14,16 @@ import {
   rotateWorkloadSecret,
   setWorkloadDisabled,
 } from '../../../../services/admin/workloads.ts';
+import {
+  createAccessKey,
+  deleteAccessKey,
+  listAccessKeys,
+} from '../../../../services/auth/access-keys.ts';
 import { onlyKnown } from '../../../../../shared/validation/members.ts';
 
 const WORKLOAD_MEMBERS: ReadonlySet<string> = new Set(['name', 'roleId']);
 const SECRET_MEMBERS: ReadonlySet<string> = new Set(['graceSeconds']);
+const NO_MEMBERS: ReadonlySet<string> = new Set();
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/workloads. */
 export function createWorkloadsRouter(ctx: AppContext): Router {
@@ -93,6 +99,36 @@ export function createWorkloadsRouter(ctx: AppContext): Router {
         );
         auditChange(ctx, req, 'workload.secret.rotate', param(req, 'id'));
         res.status(201).json(r);
+      },
+    ],
+  });
+  // AWS KMS API credentials (contract 10): the secret is answered once, by the POST.
+  route(router, '/:id/access-keys', {
+    get: [
+      authorize(ctx, 'admin.workloads.read'),
+      async (req, res) => {
+        res.json(await listAccessKeys(ctx, tenantParam(req), param(req, 'id')));
+      },
+    ],
+    post: [
+      authorize(ctx, 'admin.workloads.rotate-secret'),
+      ...json,
+      async (req, res) => {
+        onlyKnown(req.body ?? {}, NO_MEMBERS);
+        const key = await createAccessKey(ctx, tenantParam(req), param(req, 'id'));
+        auditChange(ctx, req, 'workload.access-key.create', key.accessKeyId);
+        res.status(201).json(key);
+      },
+    ],
+  });
+  route(router, '/:id/access-keys/:accessKeyId', {
+    delete: [
+      authorize(ctx, 'admin.workloads.rotate-secret'),
+      async (req, res) => {
+        const accessKeyId = param(req, 'accessKeyId');
+        await deleteAccessKey(ctx, tenantParam(req), param(req, 'id'), accessKeyId);
+        auditChange(ctx, req, 'workload.access-key.delete', accessKeyId);
+        res.status(204).end();
       },
     ],
   });

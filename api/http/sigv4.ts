@@ -1,0 +1,189 @@
+/**
+ * AWS Signature Version 4 verification (AWS General Reference, "Signature Version 4 signing
+ * process") for the AWS KMS API: the Authorization header form only (awsJson clients never
+ * presign). The canonical request is rebuilt from what arrived; the signature is compared in
+ * constant time; a request is accepted while its X-Amz-Date is within 5 minutes of the clock,
+ * as AWS accepts it (no seen-set: identical requests in one second sign identically).
+ * Each refusal is the exception an AWS client expects, as AWS KMS answers it.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { AwsError } from '../services/aws-kms/errors.ts';
+
+/** How far X-Amz-Date may be from the server's clock (AWS: 5 minutes). */
+export const CLOCK_WINDOW_MS = 5 * 60_000;
+const ALGORITHM = 'AWS4-HMAC-SHA256';
+const AMZ_DATE = /^(\d{8})T(\d{6})Z$/;
+
+/** The parsed Authorization header. */
+export interface SigV4Credential {
+  accessKeyId: string;
+  date: string;
+  region: string;
+  service: string;
+  signedHeaders: string[];
+  signature: string;
+}
+
+const incomplete = (message: string) => new AwsError('IncompleteSignatureException', message);
+const invalid = (message: string) => new AwsError('InvalidSignatureException', message);
+
+/**
+ * The credential of an Authorization header; MissingAuthenticationTokenException without one,
+ * IncompleteSignatureException when a part is missing or malformed (a half-signed request).
+ */
+export function parseAuthorization(header: string | undefined): SigV4Credential {
+  if (!header)
+    throw new AwsError('MissingAuthenticationTokenException', 'Missing Authentication Token');
+  if (!header.startsWith(`${ALGORITHM} `))
+    throw incomplete(`Authorization header requires the ${ALGORITHM} algorithm`);
+  const parts = new Map<string, string>();
+  for (const part of header.slice(ALGORITHM.length + 1).split(',')) {
+    const at = part.indexOf('=');
+    if (at > 0) parts.set(part.slice(0, at).trim(), part.slice(at + 1).trim());
+  }
+  const missing = ['Credential', 'SignedHeaders', 'Signature'].filter((p) => !parts.get(p));
+  if (missing.length > 0)
+    throw incomplete(
+      missing.map((p) => `Authorization header requires '${p}' parameter.`).join(' '),
+    );
+  const scope = parts.get('Credential')!.split('/');
+  if (scope.length !== 5 || scope[4] !== 'aws4_request' || !/^\d{8}$/.test(scope[1]))
+    throw incomplete(
+      "Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/aws4_request, got '" +
+        parts.get('Credential')!.slice(0, 200) +
+        "'",
+    );
+  const signature = parts.get('Signature')!;
+  if (!/^[0-9a-f]{64}$/.test(signature)) throw incomplete('Signature must be 64 hex characters');
+  return {
+    accessKeyId: scope[0],
+    date: scope[1],
+    region: scope[2],
+    service: scope[3],
+    signedHeaders: parts.get('SignedHeaders')!.split(';'),
+    signature,
+  };
+}
+
+/** Checks what can be checked without the secret: service, region, signed headers and date. */
+export function checkScope(
+  cred: SigV4Credential,
+  headers: IncomingHttpHeaders,
+  regions: readonly string[],
+  now: number,
+): void {
+  if (cred.service !== 'kms')
+    throw invalid(`Credential should be scoped to correct service: 'kms'.`);
+  if (
+    !/^[a-z0-9-]{1,32}$/.test(cred.region) ||
+    (regions.length > 0 && !regions.includes(cred.region))
+  )
+    throw invalid(`Credential should be scoped to a valid region.`);
+  const signed = new Set(cred.signedHeaders);
+  if (!signed.has('host'))
+    throw invalid("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+  const amzDate = headers['x-amz-date'];
+  if (typeof amzDate !== 'string' || !signed.has('x-amz-date'))
+    throw incomplete(
+      "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.",
+    );
+  const m = AMZ_DATE.exec(amzDate);
+  if (!m)
+    throw incomplete(
+      `X-Amz-Date must be in the ISO 8601 basic format, got '${amzDate.slice(0, 40)}'`,
+    );
+  if (m[1] !== cred.date)
+    throw invalid(
+      'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP',
+    );
+  const at = Date.parse(
+    `${m[1].slice(0, 4)}-${m[1].slice(4, 6)}-${m[1].slice(6)}T${m[2].slice(0, 2)}:${m[2].slice(2, 4)}:${m[2].slice(4)}Z`,
+  );
+  if (!Number.isFinite(at) || Math.abs(now - at) > CLOCK_WINDOW_MS)
+    throw invalid(
+      `Signature expired: ${amzDate} is now earlier than or later than the 5 minute window of ${new Date(now).toISOString()}.`,
+    );
+}
+
+const hmac = (key: Buffer | string, data: string) =>
+  createHmac('sha256', key).update(data).digest();
+
+/** The canonical request's header block: signed headers in order, values trimmed and folded. */
+function canonicalHeaders(headers: IncomingHttpHeaders, names: readonly string[]): string {
+  let out = '';
+  for (const name of names) {
+    const raw = headers[name];
+    if (raw === undefined)
+      throw invalid(`Signed header ${name.slice(0, 64)} is missing from the request.`);
+    const value = Array.isArray(raw) ? raw.join(',') : raw;
+    out += `${name}:${value.trim().replace(/\s+/g, ' ')}\n`;
+  }
+  return out;
+}
+
+/** The canonical query string of a request target (sorted, RFC 3986 encoded). */
+function canonicalQuery(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return '';
+  const pairs = [...new URLSearchParams(url.slice(at + 1))].map(([k, v]) => [
+    encodeURIComponent(k).replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    ),
+    encodeURIComponent(v).replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    ),
+  ]);
+  pairs.sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0));
+  return pairs.map(([k, v]) => `${k}=${v}`).join('&');
+}
+
+// Signing keys change once a day per access key and region: cached, as SDKs cache them.
+const signingKeys = new Map<string, Buffer>();
+
+function signingKey(secret: Buffer, cred: SigV4Credential): Buffer {
+  const id = `${cred.accessKeyId}/${cred.date}/${cred.region}/${createHash('sha256').update(secret).digest('hex')}`;
+  let key = signingKeys.get(id);
+  if (!key) {
+    key = hmac(
+      hmac(hmac(hmac(`AWS4${secret.toString()}`, cred.date), cred.region), 'kms'),
+      'aws4_request',
+    );
+    if (signingKeys.size > 10_000) signingKeys.clear();
+    signingKeys.set(id, key);
+  }
+  return key;
+}
+
+/** Verifies the signature of a request with the access key's secret; InvalidSignatureException otherwise. */
+export function verifySignature(
+  cred: SigV4Credential,
+  secret: Buffer,
+  method: string,
+  url: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+): void {
+  const path = url.split('?')[0] || '/';
+  const canonical = [
+    method,
+    path,
+    canonicalQuery(url),
+    canonicalHeaders(headers, cred.signedHeaders),
+    cred.signedHeaders.join(';'),
+    createHash('sha256').update(body).digest('hex'),
+  ].join('\n');
+  const toSign = [
+    ALGORITHM,
+    headers['x-amz-date'] as string,
+    `${cred.date}/${cred.region}/kms/aws4_request`,
+    createHash('sha256').update(canonical).digest('hex'),
+  ].join('\n');
+  const expected = createHmac('sha256', signingKey(secret, cred)).update(toSign).digest();
+  if (!timingSafeEqual(expected, Buffer.from(cred.signature, 'hex')))
+    throw invalid(
+      'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
+    );
+}

@@ -1,0 +1,218 @@
+/**
+ * Workload access keys (issue 27, contract 10): the AWS-style credential pair a workload signs
+ * AWS KMS API requests with (SigV4). SigV4 is an HMAC keyed by the secret itself, so unlike a
+ * client secret it cannot be kept as a hash: it is sealed under the master key as key material
+ * is (AES-256-GCM, bound to tenant and access key id) and shown once, at creation.
+ *
+ * The hot path resolves an access key id to its workload through a small cache. Revoking a key,
+ * or disabling, deleting or re-roling its workload, records a `client` change for the workload's
+ * client id (the change feed every instance reads), and every instance drops that workload's
+ * cached access keys; an entry is never used longer than CACHE_TTL_MS either.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { AppContext } from '../../context.ts';
+import { problem } from '../../../shared/errors/index.ts';
+import { Role } from '../../../shared/db/models/identities.ts';
+import { findWorkload } from '../admin/workloads.ts';
+
+/** An access key as the API lists it (never the secret). */
+export interface AccessKeyView {
+  accessKeyId: string;
+  workloadId: string;
+  createdAt: string;
+}
+
+/** What a verified access key stands for: its workload, as its OAuth tokens carry it. */
+export interface AccessKeyHolder {
+  accessKeyId: string;
+  secret: Buffer;
+  tenantId: string;
+  workloadId: string;
+  clientId: string;
+  permissions: string[];
+  usable: boolean;
+  loadedAt: number;
+}
+
+/** At most this many access keys per workload (AWS allows two per user; rotation needs room). */
+const MAX_KEYS_PER_WORKLOAD = 5;
+const CACHE_TTL_MS = 5_000;
+/** AWS access key ids: 20 upper-case base32 characters; Keyward's begin with KWAK. */
+export const ACCESS_KEY_ID = /^KWAK[A-Z2-7]{16}$/;
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+const sealContext = (tenantId: string, accessKeyId: string) => ({
+  tenantId,
+  kid: `access-key:${accessKeyId}`,
+  version: 0,
+});
+
+function newAccessKeyId(): string {
+  const bytes = randomBytes(16);
+  let id = 'KWAK';
+  for (const b of bytes) id += BASE32[b & 31];
+  return id;
+}
+
+const view = (row: Record<string, unknown>): AccessKeyView => ({
+  accessKeyId: row.id as string,
+  workloadId: row.workload_id as string,
+  createdAt: new Date(row.created_at as string).toISOString(),
+});
+
+/** Creates an access key for a workload of the tenant; the secret is answered only here. */
+export async function createAccessKey(
+  ctx: AppContext,
+  tenantId: string,
+  workloadId: string,
+): Promise<AccessKeyView & { secretAccessKey: string }> {
+  await findWorkload(ctx.db, tenantId, workloadId);
+  const [{ count }] = await ctx
+    .db('access_keys')
+    .where({ workload_id: workloadId })
+    .count<{ count: string | number }[]>({ count: '*' });
+  if (Number(count) >= MAX_KEYS_PER_WORKLOAD)
+    throw problem(
+      'conflict',
+      `this workload has ${MAX_KEYS_PER_WORKLOAD} access keys already; delete one first`,
+    );
+  const accessKeyId = newAccessKeyId();
+  // 40 characters, as AWS secret access keys are; base64 of 30 random bytes.
+  const secretAccessKey = randomBytes(30).toString('base64');
+  const row = {
+    id: accessKeyId,
+    tenant_id: tenantId,
+    workload_id: workloadId,
+    secret: ctx.masterKey.seal(Buffer.from(secretAccessKey), sealContext(tenantId, accessKeyId)),
+    created_at: new Date(),
+  };
+  await ctx.db('access_keys').insert(row);
+  return { ...view(row), secretAccessKey };
+}
+
+/** The access keys of a workload of the tenant, oldest first, without secrets. */
+export async function listAccessKeys(
+  ctx: AppContext,
+  tenantId: string,
+  workloadId: string,
+): Promise<{ items: AccessKeyView[] }> {
+  await findWorkload(ctx.db, tenantId, workloadId);
+  const rows = await ctx
+    .db('access_keys')
+    .where({ tenant_id: tenantId, workload_id: workloadId })
+    .orderBy('created_at', 'asc');
+  return { items: rows.map(view) };
+}
+
+/** Revokes an access key on every instance (the workload's `client` change); 404 when there is none. */
+export async function deleteAccessKey(
+  ctx: AppContext,
+  tenantId: string,
+  workloadId: string,
+  accessKeyId: string,
+): Promise<void> {
+  const workload = await findWorkload(ctx.db, tenantId, workloadId);
+  const deleted = ACCESS_KEY_ID.test(accessKeyId)
+    ? await ctx
+        .db('access_keys')
+        .where({ id: accessKeyId, tenant_id: tenantId, workload_id: workloadId })
+        .delete()
+    : 0;
+  if (deleted === 0) throw problem('not_found', 'no such access key');
+  await ctx.auth.secrets.invalidate(workload.client_id);
+}
+
+/** The per-process resolver of access key ids. */
+export interface AccessKeyResolver {
+  /** The holder of an access key id, or null when there is none. */
+  lookup(accessKeyId: string): Promise<AccessKeyHolder | null>;
+}
+
+const resolvers = new WeakMap<AppContext, AccessKeyResolver>();
+
+/** The context's resolver, created on first use with its change-feed listeners. */
+export function accessKeys(ctx: AppContext): AccessKeyResolver {
+  let r = resolvers.get(ctx);
+  if (!r) {
+    r = createResolver(ctx);
+    resolvers.set(ctx, r);
+  }
+  return r;
+}
+
+function createResolver(ctx: AppContext): AccessKeyResolver {
+  const cache = new Map<string, AccessKeyHolder>();
+  let generation = 0;
+  ctx.changes.on('client', (c) => {
+    generation += 1;
+    for (const [id, holder] of cache) if (holder.clientId === c.ref) cache.delete(id);
+  });
+  ctx.changes.onResync(() => {
+    generation += 1;
+    cache.clear();
+  });
+
+  async function load(db: Knex, accessKeyId: string): Promise<AccessKeyHolder | null> {
+    const row = await db('access_keys as k')
+      .join('workloads as w', 'w.id', 'k.workload_id')
+      .join('roles as r', 'r.id', 'w.role_id')
+      .join('tenants as t', 't.id', 'k.tenant_id')
+      .where('k.id', accessKeyId)
+      .first(
+        'k.id',
+        'k.tenant_id',
+        'k.secret',
+        'w.id as workload_id',
+        'w.client_id',
+        'w.disabled',
+        'r.permissions',
+        't.status',
+      );
+    if (!row) return null;
+    const { permissions } = Role.fromDatabaseJson({ permissions: row.permissions });
+    return {
+      accessKeyId,
+      secret: ctx.masterKey.open(
+        Buffer.from(row.secret),
+        sealContext(row.tenant_id as string, accessKeyId),
+      ),
+      tenantId: row.tenant_id,
+      workloadId: row.workload_id,
+      clientId: row.client_id,
+      permissions,
+      usable: !row.disabled && row.status === 'active',
+      loadedAt: Date.now(),
+    };
+  }
+
+  // One load per access key at a time: when an entry expires under load, every request in
+  // flight for it would otherwise query the database and open the sealed secret at once.
+  // A load started before a change (a revocation) is never joined after it.
+  const loading = new Map<string, { generation: number; load: Promise<AccessKeyHolder | null> }>();
+
+  async function refresh(accessKeyId: string): Promise<AccessKeyHolder | null> {
+    const startedAt = generation;
+    try {
+      const fresh = await load(ctx.db, accessKeyId);
+      if (fresh && generation === startedAt) cache.set(accessKeyId, fresh);
+      else cache.delete(accessKeyId);
+      return fresh;
+    } finally {
+      if (loading.get(accessKeyId)?.generation === startedAt) loading.delete(accessKeyId);
+    }
+  }
+
+  return {
+    async lookup(accessKeyId) {
+      if (!ACCESS_KEY_ID.test(accessKeyId)) return null;
+      const hit = cache.get(accessKeyId);
+      if (hit && Date.now() - hit.loadedAt < CACHE_TTL_MS) return hit;
+      const pending = loading.get(accessKeyId);
+      if (pending && pending.generation === generation) return pending.load;
+      const started = { generation, load: refresh(accessKeyId) };
+      loading.set(accessKeyId, started);
+      return started.load;
+    },
+  };
+}

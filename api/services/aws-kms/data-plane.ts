@@ -1,0 +1,409 @@
+/**
+ * The AWS KMS data plane (contract 10) over the runtime's own seal and unseal, sign, verify and
+ * MAC: the JWE, the context binding (contextDigest: HMAC of the JSON of the sorted pairs, so
+ * `{"ab":"c"}` and `{"a":"bc"}` differ), the key states and the decryption-failure budget are the
+ * Core API's. Each operation answers the AWS members plus `kid` (the audit target, dropped before
+ * the answer is written).
+ *
+ * CiphertextBlob is Keyward's own format, versioned and self-describing: `KWC` 0x01, then the
+ * compact JWE whose protected header names `<kid>#<version>` and binds the context digest. Decrypt
+ * needs no KeyId; every failure to open one is the same InvalidCiphertextException.
+ */
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../../shared/errors/index.ts';
+import { parseCompact } from '../../../shared/jose/compact-jwe.ts';
+import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
+import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
+import { encryptionContext, seal, sign, unseal, usableKey, verify } from '../crypto/runtime.ts';
+import { generateMac, verifyMac } from '../crypto/mac.ts';
+import { AwsError, invalidCiphertext } from './errors.ts';
+import { keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
+import { awsSigningAlgorithm } from './specs.ts';
+
+type Input = Record<string, unknown>;
+type Answer = Promise<Record<string, unknown>>;
+
+const BLOB_MAGIC = Buffer.from([0x4b, 0x57, 0x43, 0x01]);
+/** AWS KMS's CiphertextBlob bound; our JWE is longer than AWS's blob, so the bound is ours. */
+const MAX_BLOB_BYTES = 16_384;
+const MAX_PLAINTEXT_BYTES = 4096;
+
+/** A base64 member as bytes, within `max` bytes; ValidationException naming it otherwise. */
+export function blob(
+  input: Input,
+  field: string,
+  max: number,
+  required = true,
+): Buffer | undefined {
+  const v = input[field];
+  if (v === undefined && !required) return undefined;
+  if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0)
+    throw new AwsError('ValidationException', `${field} must be a base64-encoded blob`);
+  const bytes = Buffer.from(v, 'base64');
+  if (bytes.length === 0 || bytes.length > max)
+    throw new AwsError('ValidationException', `${field} must be 1 to ${max} bytes`);
+  return bytes;
+}
+
+const b64 = (b: Buffer) => b.toString('base64');
+const toBlob = (jwe: string) => b64(Buffer.concat([BLOB_MAGIC, Buffer.from(jwe, 'latin1')]));
+
+/** The compact JWE inside a CiphertextBlob; InvalidCiphertextException for anything else. */
+function fromBlob(bytes: Buffer): string {
+  if (bytes.length <= BLOB_MAGIC.length || !bytes.subarray(0, 4).equals(BLOB_MAGIC))
+    throw invalidCiphertext();
+  return bytes.subarray(4).toString('latin1');
+}
+
+/** The context digest of an EncryptionContext member (a string map), or undefined. */
+const contextOf = (ctx: AppContext, input: Input, field: string) => {
+  try {
+    return encryptionContext(ctx, input[field], field);
+  } catch (err) {
+    throw new AwsError('ValidationException', (err as Error).message);
+  }
+};
+
+/** Opens a blob of the tenant: any failure but a key state or an exhausted budget is InvalidCiphertext. */
+async function open(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  keyIdField: string,
+  contextField: string,
+) {
+  const jwe = fromBlob(blob(input, 'CiphertextBlob', MAX_BLOB_BYTES)!);
+  const context = contextOf(ctx, input, contextField);
+  if (input[keyIdField] !== undefined) {
+    const named = await resolveKeyId(ctx, c, input[keyIdField]);
+    let kid: string;
+    try {
+      kid = parseCompact(jwe).kid;
+    } catch {
+      throw invalidCiphertext();
+    }
+    if (kid !== named)
+      throw new AwsError(
+        'IncorrectKeyException',
+        'The key ID in the request does not identify a KMS key that can perform this operation.',
+      );
+  }
+  try {
+    return await unseal(ctx, c.tenantId, jwe, context);
+  } catch (err) {
+    if (
+      err instanceof AppError &&
+      ['key_suspended', 'key_revoked', 'rate_limited', 'pool_busy', 'unavailable'].includes(
+        err.code,
+      )
+    )
+      throw err;
+    if (err instanceof AppError && err.status >= 500) throw err;
+    throw invalidCiphertext();
+  }
+}
+
+/** The encryption algorithm named, checked against the AWS names we serve. */
+function encryptionAlgorithm(input: Input, field = 'EncryptionAlgorithm'): string {
+  const v = input[field] ?? 'SYMMETRIC_DEFAULT';
+  if (v !== 'SYMMETRIC_DEFAULT' && v !== 'RSAES_OAEP_SHA_256')
+    throw new AwsError(
+      'ValidationException',
+      `${field} must be SYMMETRIC_DEFAULT or RSAES_OAEP_SHA_256`,
+    );
+  return v;
+}
+
+async function key(ctx: AppContext, c: AwsCaller, input: Input, field = 'KeyId') {
+  return usableKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input[field]));
+}
+
+/** Encrypt: `{KeyId, Plaintext, EncryptionContext?}` → `{CiphertextBlob, KeyId, EncryptionAlgorithm}`. */
+export async function encrypt(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const algorithm = encryptionAlgorithm(input);
+  const plaintext = blob(input, 'Plaintext', MAX_PLAINTEXT_BYTES)!;
+  const context = contextOf(ctx, input, 'EncryptionContext');
+  const sealed = await seal(ctx, await key(ctx, c, input), plaintext, context);
+  return {
+    kid: sealed.kid,
+    CiphertextBlob: toBlob(sealed.ciphertext),
+    KeyId: keyArn(c, sealed.kid),
+    EncryptionAlgorithm: algorithm,
+  };
+}
+
+/** Decrypt: `{CiphertextBlob, EncryptionContext?, KeyId?}` → `{KeyId, Plaintext, EncryptionAlgorithm}`. */
+export async function decrypt(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const algorithm = encryptionAlgorithm(input);
+  const { key: k, plaintext } = await open(ctx, c, input, 'KeyId', 'EncryptionContext');
+  try {
+    return {
+      kid: k.kid,
+      KeyId: keyArn(c, k.kid),
+      Plaintext: b64(plaintext),
+      EncryptionAlgorithm: algorithm,
+    };
+  } finally {
+    plaintext.fill(0);
+  }
+}
+
+/** ReEncrypt: opens under the source context, seals to DestinationKeyId under the destination context. */
+export async function reEncrypt(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const destination = await key(ctx, c, input, 'DestinationKeyId');
+  const context = contextOf(ctx, input, 'DestinationEncryptionContext');
+  const source = await open(ctx, c, input, 'SourceKeyId', 'SourceEncryptionContext');
+  try {
+    const sealed = await seal(ctx, destination, source.plaintext, context);
+    return {
+      kid: sealed.kid,
+      CiphertextBlob: toBlob(sealed.ciphertext),
+      SourceKeyId: keyArn(c, source.key.kid),
+      KeyId: keyArn(c, sealed.kid),
+      SourceEncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+      DestinationEncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+    };
+  } finally {
+    source.plaintext.fill(0);
+  }
+}
+
+const DATA_KEY_BYTES = new Map<unknown, number>([
+  ['AES_256', 32],
+  ['AES_128', 16],
+]);
+
+/** The size of a data key: KeySpec or NumberOfBytes (1 to 1024), exactly one. */
+function dataKeyBytes(input: Input): number {
+  if ((input.KeySpec === undefined) === (input.NumberOfBytes === undefined))
+    throw new AwsError('ValidationException', 'Specify exactly one of KeySpec and NumberOfBytes');
+  if (input.KeySpec !== undefined) {
+    const n = DATA_KEY_BYTES.get(input.KeySpec);
+    if (n === undefined)
+      throw new AwsError('ValidationException', 'KeySpec must be AES_256 or AES_128');
+    return n;
+  }
+  return count(input.NumberOfBytes, 'NumberOfBytes');
+}
+
+function count(v: unknown, field: string): number {
+  if (!Number.isSafeInteger(v) || (v as number) < 1 || (v as number) > 1024)
+    throw new AwsError('ValidationException', `${field} must be an integer from 1 to 1024`);
+  return v as number;
+}
+
+/** GenerateDataKey: a fresh key, in the clear and sealed under KeyId. */
+export async function generateDataKey(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const size = dataKeyBytes(input);
+  const context = contextOf(ctx, input, 'EncryptionContext');
+  const k = await key(ctx, c, input);
+  const plaintext = randomBytes(size);
+  try {
+    const sealed = await seal(ctx, k, plaintext, context);
+    return {
+      kid: sealed.kid,
+      CiphertextBlob: toBlob(sealed.ciphertext),
+      Plaintext: b64(plaintext),
+      KeyId: keyArn(c, sealed.kid),
+    };
+  } finally {
+    plaintext.fill(0);
+  }
+}
+
+/** GenerateDataKeyWithoutPlaintext: as GenerateDataKey, the sealed key only. */
+export async function generateDataKeyWithoutPlaintext(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+): Answer {
+  const { Plaintext: _dropped, ...rest } = await generateDataKey(ctx, c, input);
+  return rest;
+}
+
+const generatePair = promisify(generateKeyPair);
+const PAIR_SPECS = new Map<unknown, [type: 'rsa' | 'ec', size: number | string]>([
+  ['RSA_2048', ['rsa', 2048]],
+  ['RSA_3072', ['rsa', 3072]],
+  ['RSA_4096', ['rsa', 4096]],
+  ['ECC_NIST_P256', ['ec', 'P-256']],
+  ['ECC_NIST_P384', ['ec', 'P-384']],
+  ['ECC_NIST_P521', ['ec', 'P-521']],
+  ['ECC_SECG_P256K1', ['ec', 'secp256k1']],
+]);
+
+/** GenerateDataKeyPair: a fresh RSA or EC pair (PKCS#8 and SPKI DER), the private key sealed under KeyId. */
+export async function generateDataKeyPair(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const spec = PAIR_SPECS.get(input.KeyPairSpec);
+  if (!spec)
+    throw new AwsError(
+      'ValidationException',
+      `KeyPairSpec must be one of ${[...PAIR_SPECS.keys()].join(', ')}`,
+    );
+  const context = contextOf(ctx, input, 'EncryptionContext');
+  const k = await key(ctx, c, input);
+  // Generated on libuv's threads (RSA-4096 takes hundreds of ms), never on the event loop.
+  const pair =
+    spec[0] === 'rsa'
+      ? await generatePair('rsa', { modulusLength: spec[1] as number })
+      : await generatePair('ec', { namedCurve: spec[1] as string });
+  const privateDer = pair.privateKey.export({ type: 'pkcs8', format: 'der' });
+  try {
+    const sealed = await seal(ctx, k, privateDer, context);
+    return {
+      kid: sealed.kid,
+      PrivateKeyCiphertextBlob: toBlob(sealed.ciphertext),
+      PrivateKeyPlaintext: b64(privateDer),
+      PublicKey: b64(pair.publicKey.export({ type: 'spki', format: 'der' })),
+      KeyId: keyArn(c, sealed.kid),
+      KeyPairSpec: input.KeyPairSpec,
+    };
+  } finally {
+    privateDer.fill(0);
+  }
+}
+
+/** GenerateDataKeyPairWithoutPlaintext: the public key and the sealed private key. */
+export async function generateDataKeyPairWithoutPlaintext(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+): Answer {
+  const { PrivateKeyPlaintext: _dropped, ...rest } = await generateDataKeyPair(ctx, c, input);
+  return rest;
+}
+
+/** GenerateRandom: `{NumberOfBytes}` → `{Plaintext}`. */
+export async function generateRandom(_ctx: AppContext, _c: AwsCaller, input: Input): Answer {
+  return { Plaintext: b64(randomBytes(count(input.NumberOfBytes, 'NumberOfBytes'))) };
+}
+
+/** The MacAlgorithm named, which must be the key's (HMAC_SHA_<bits>). */
+function macAlgorithmOf(type: string, input: Input): string {
+  const spec = keyTypeSpec(type);
+  const name = `HMAC_SHA_${spec.bits}`;
+  if (spec.family !== 'hmac')
+    throw new AwsError(
+      'InvalidKeyUsageException',
+      'The key is not an HMAC key; its usage is not GENERATE_VERIFY_MAC',
+    );
+  if (input.MacAlgorithm !== name)
+    throw new AwsError('InvalidKeyUsageException', `The key's MAC algorithm is ${name}`);
+  return name;
+}
+
+/** GenerateMac: `{KeyId, Message, MacAlgorithm}` → `{Mac, MacAlgorithm, KeyId}`. */
+export async function generateMacOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const message = blob(input, 'Message', MAX_PLAINTEXT_BYTES)!;
+  const k = await key(ctx, c, input);
+  const algorithm = macAlgorithmOf(k.type, input);
+  const r = await generateMac(ctx, c.tenantId, { kid: k.kid, data: b64(message) });
+  return { kid: k.kid, Mac: r.mac, MacAlgorithm: algorithm, KeyId: keyArn(c, k.kid) };
+}
+
+/** VerifyMac: `{MacValid: true}` or KMSInvalidMacException. */
+export async function verifyMacOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const message = blob(input, 'Message', MAX_PLAINTEXT_BYTES)!;
+  const mac = blob(input, 'Mac', 64)!;
+  const k = await key(ctx, c, input);
+  const algorithm = macAlgorithmOf(k.type, input);
+  const invalidMac = new AwsError('KMSInvalidMacException', 'The MAC does not verify.');
+  let valid = false;
+  try {
+    valid = Boolean(
+      (await verifyMac(ctx, c.tenantId, { kid: k.kid, data: b64(message), mac: b64(mac) })).valid,
+    );
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'validation_failed') throw invalidMac;
+    throw err;
+  }
+  if (!valid) throw invalidMac;
+  return { kid: k.kid, KeyId: keyArn(c, k.kid), MacValid: true, MacAlgorithm: algorithm };
+}
+
+/** The signed input: RAW (at most 4096 bytes) or DIGEST. */
+function signedInput(input: Input): Record<string, string> {
+  const message = blob(input, 'Message', MAX_PLAINTEXT_BYTES)!;
+  const type = input.MessageType ?? 'RAW';
+  if (type === 'RAW') return { data: b64(message) };
+  if (type === 'DIGEST') return { digest: b64(message) };
+  throw new AwsError('ValidationException', 'MessageType must be RAW or DIGEST');
+}
+
+function signingAlgorithm(input: Input): string {
+  if (typeof input.SigningAlgorithm !== 'string')
+    throw new AwsError('ValidationException', 'SigningAlgorithm is required');
+  return input.SigningAlgorithm;
+}
+
+/** One DER INTEGER of an unsigned big-endian value. */
+function derInteger(v: Buffer): Buffer {
+  let i = 0;
+  while (i < v.length - 1 && v[i] === 0) i += 1;
+  let body: Buffer = v.subarray(i);
+  if (body[0] & 0x80) body = Buffer.concat([Buffer.from([0]), body]);
+  return Buffer.concat([Buffer.from([0x02, body.length]), body]);
+}
+
+/** ECDSA r || s as DER (AWS KMS answers the DER form, RFC 3279 Ecdsa-Sig-Value). */
+function p1363ToDer(sig: Buffer): Buffer {
+  const half = sig.length / 2;
+  const body = Buffer.concat([derInteger(sig.subarray(0, half)), derInteger(sig.subarray(half))]);
+  const len = body.length < 0x80 ? Buffer.from([body.length]) : Buffer.from([0x81, body.length]);
+  return Buffer.concat([Buffer.from([0x30]), len, body]);
+}
+
+const ecSize = (type: string) => Math.ceil(keyTypeSpec(type).bits / 8);
+
+/** Sign: `{KeyId, Message, MessageType, SigningAlgorithm}` → `{KeyId, Signature, SigningAlgorithm}`. */
+export async function signOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const algorithm = signingAlgorithm(input);
+  const data = signedInput(input);
+  const k = await key(ctx, c, input);
+  const r = await sign(ctx, c.tenantId, { kid: k.kid, ...data, algorithm });
+  let signature: Buffer = Buffer.from(r.signature, 'base64');
+  if (keyTypeSpec(k.type).family === 'ec') signature = p1363ToDer(signature);
+  return {
+    kid: k.kid,
+    KeyId: keyArn(c, k.kid),
+    Signature: b64(signature),
+    SigningAlgorithm: awsSigningAlgorithm(r.algorithm),
+  };
+}
+
+/** Verify: `{SignatureValid: true}` or KMSInvalidSignatureException. */
+export async function verifyOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const algorithm = signingAlgorithm(input);
+  const data = signedInput(input);
+  let signature: Buffer = blob(input, 'Signature', 8192)!;
+  const k = await key(ctx, c, input);
+  const invalidSignature = new AwsError(
+    'KMSInvalidSignatureException',
+    'The signature does not verify.',
+  );
+  if (keyTypeSpec(k.type).family === 'ec') {
+    try {
+      signature = derToP1363(signature, ecSize(k.type));
+    } catch {
+      throw invalidSignature;
+    }
+  }
+  const r = await verify(ctx, c.tenantId, {
+    kid: k.kid,
+    ...data,
+    signature: b64(signature),
+    algorithm,
+  });
+  if (!r.valid) throw invalidSignature;
+  return {
+    kid: k.kid,
+    KeyId: keyArn(c, k.kid),
+    SignatureValid: true,
+    SigningAlgorithm: awsSigningAlgorithm(
+      // The JOSE name back to AWS's; the request's name when it already was AWS's.
+      algorithm,
+    ),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * The AWS KMS API's operations (contract 10, docs/aws-kms.md): each X-Amz-Target operation with
+ * the Keyward permissions it needs, its audit action and rate-limit endpoint, and whether it is a
+ * runtime operation (run through runRuntime: the metrics, the tallied audit and the
+ * decryption-failure budget of the Core API) or a control-plane one (audited as a change).
+ */
+import type { AppContext } from '../../context.ts';
+import type { AwsCaller } from './ids.ts';
+import * as data from './data-plane.ts';
+import * as control from './control-plane.ts';
+
+/** One operation: the caller, its request members and its audit actor → the answer plus `kid`. */
+export type AwsRun = (
+  ctx: AppContext,
+  caller: AwsCaller,
+  input: Record<string, unknown>,
+  actor: string,
+) => Promise<Record<string, unknown>>;
+
+export interface AwsOperation {
+  permissions: readonly string[];
+  /** Audit action and rate-limit endpoint. */
+  action: string;
+  /** A runtime operation (tallied audit, budget, metrics) rather than a control-plane change. */
+  runtime: boolean;
+  run: AwsRun;
+}
+
+const op = (permissions: string | readonly string[], run: AwsRun, runtime = true) => ({
+  permissions: typeof permissions === 'string' ? [permissions] : permissions,
+  run,
+  runtime,
+});
+
+const READ = 'crypto.keys.read';
+
+// A Map, not an object literal: the target is request input (conventions rule 14).
+const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
+  ['Encrypt', op('crypto.encrypt', data.encrypt)],
+  ['Decrypt', op('crypto.decrypt', data.decrypt)],
+  ['ReEncrypt', op(['crypto.decrypt', 'crypto.encrypt'], data.reEncrypt)],
+  ['GenerateDataKey', op('crypto.generate-data-key', data.generateDataKey)],
+  [
+    'GenerateDataKeyWithoutPlaintext',
+    op('crypto.generate-data-key', data.generateDataKeyWithoutPlaintext),
+  ],
+  ['GenerateDataKeyPair', op('crypto.generate-data-key', data.generateDataKeyPair)],
+  [
+    'GenerateDataKeyPairWithoutPlaintext',
+    op('crypto.generate-data-key', data.generateDataKeyPairWithoutPlaintext),
+  ],
+  ['GenerateRandom', op('crypto.generate-data-key', data.generateRandom)],
+  ['GenerateMac', op('crypto.sign', data.generateMacOp)],
+  ['VerifyMac', op('crypto.verify', data.verifyMacOp)],
+  ['Sign', op('crypto.sign', data.signOp)],
+  ['Verify', op('crypto.verify', data.verifyOp)],
+  ['GetPublicKey', op(READ, control.getPublicKey)],
+  ['DescribeKey', op(READ, control.describeKey, false)],
+  ['ListKeys', op(READ, control.listKeys, false)],
+  ['ListAliases', op(READ, control.listAliases, false)],
+  ['GetKeyRotationStatus', op(READ, control.getKeyRotationStatus, false)],
+  ['ListKeyRotations', op(READ, control.listKeyRotations, false)],
+  ['ListResourceTags', op(READ, control.listResourceTags, false)],
+  ['EnableKeyRotation', op('admin.keys.update', control.enableKeyRotation, false)],
+  ['DisableKeyRotation', op('admin.keys.update', control.disableKeyRotation, false)],
+  ['RotateKeyOnDemand', op('admin.keys.rotate', control.rotateKeyOnDemand, false)],
+  ['CreateKey', op('admin.keys.create', control.createKeyOp, false)],
+  ['CreateAlias', op('admin.keys.update', control.createAlias, false)],
+  ['DeleteAlias', op('admin.keys.update', control.deleteAlias, false)],
+  ['TagResource', op('admin.keys.update', control.tagResource, false)],
+  ['UntagResource', op('admin.keys.update', control.untagResource, false)],
+  ['ScheduleKeyDeletion', op('admin.keys.revoke', control.scheduleKeyDeletion, false)],
+  ['CancelKeyDeletion', op('admin.keys.resume', control.cancelKeyDeletion, false)],
+];
+
+/** Every operation by its X-Amz-Target name (`TrentService.<name>`). */
+export const AWS_OPERATIONS: ReadonlyMap<string, AwsOperation> = new Map(
+  TABLE.map(([name, o]) => [name, { ...o, action: `aws-kms.${name}` }]),
+);

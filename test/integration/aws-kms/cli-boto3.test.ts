@@ -1,0 +1,125 @@
+/**
+ * The AWS CLI (Debian's awscli) and boto3 (python3-boto3) against Keyward's AWS KMS API, with
+ * credentials from the environment only (no config files, no instance metadata).
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestApp, type TestApp } from '../../support/app.ts';
+import { awsTenant, type AwsTenant } from './support.ts';
+
+const run = promisify(execFile);
+const REGION = 'us-east-2';
+
+describe('AWS KMS API with the AWS CLI and boto3', () => {
+  let app: TestApp;
+  let t: AwsTenant;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    t = await awsTenant(app);
+    env = {
+      PATH: process.env.PATH,
+      HOME: mkdtempSync(join(tmpdir(), 'aws-home-')),
+      AWS_ACCESS_KEY_ID: t.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: t.secretAccessKey,
+      AWS_DEFAULT_REGION: REGION,
+      AWS_CONFIG_FILE: '/dev/null',
+      AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_PAGER: '',
+    };
+  });
+  afterAll(async () => {
+    await app?.stop();
+  });
+
+  const aws = (...args: string[]) =>
+    run('/usr/bin/aws', ['--endpoint-url', app.url, '--output', 'json', 'kms', ...args], { env });
+
+  it('when the CLI creates a key, encrypts a file and decrypts it, then the file comes back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aws-cli-'));
+    writeFileSync(join(dir, 'in.txt'), 'invoice 42');
+    const key = JSON.parse((await aws('create-key', '--description', 'cli')).stdout);
+    const kid = key.KeyMetadata.KeyId as string;
+    const e = JSON.parse(
+      (
+        await aws(
+          'encrypt',
+          '--key-id',
+          kid,
+          '--plaintext',
+          `fileb://${join(dir, 'in.txt')}`,
+          '--encryption-context',
+          'purpose=test',
+        )
+      ).stdout,
+    );
+    writeFileSync(join(dir, 'ct.bin'), Buffer.from(e.CiphertextBlob, 'base64'));
+    const d = JSON.parse(
+      (
+        await aws(
+          'decrypt',
+          '--ciphertext-blob',
+          `fileb://${join(dir, 'ct.bin')}`,
+          '--encryption-context',
+          'purpose=test',
+        )
+      ).stdout,
+    );
+    expect(Buffer.from(d.Plaintext, 'base64').toString()).toBe(
+      readFileSync(join(dir, 'in.txt'), 'utf8'),
+    );
+    const random = JSON.parse((await aws('generate-random', '--number-of-bytes', '16')).stdout);
+    expect(Buffer.from(random.Plaintext, 'base64')).toHaveLength(16);
+  });
+
+  it('when the CLI decrypts under another context or names an unknown key, then it fails with the AWS exception', async () => {
+    const key = JSON.parse((await aws('create-key')).stdout).KeyMetadata.KeyId as string;
+    const e = JSON.parse(
+      (await aws('encrypt', '--key-id', key, '--plaintext', 'aGk=', '--encryption-context', 'a=b'))
+        .stdout,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'aws-cli-'));
+    writeFileSync(join(dir, 'ct.bin'), Buffer.from(e.CiphertextBlob, 'base64'));
+    await expect(
+      aws(
+        'decrypt',
+        '--ciphertext-blob',
+        `fileb://${join(dir, 'ct.bin')}`,
+        '--encryption-context',
+        'a=c',
+      ),
+    ).rejects.toMatchObject({ stderr: expect.stringContaining('InvalidCiphertextException') });
+    await expect(aws('describe-key', '--key-id', 'alias/none')).rejects.toMatchObject({
+      stderr: expect.stringContaining('NotFoundException'),
+    });
+  });
+
+  it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion), then each answer is what AWS gives', async () => {
+    const script = fileURLToPath(new URL('./boto3_client.py', import.meta.url));
+    const { stdout } = await run('/usr/bin/python3', [script, app.url, REGION], { env });
+    const out = JSON.parse(stdout);
+    expect(out).toEqual({
+      alias_dup: ['AlreadyExistsException', 400],
+      decrypted: 'via alias',
+      aliases: ['alias/boto3'],
+      alias_gone: ['NotFoundException', 400],
+      keys: true,
+      rotation: true,
+      rotation_off: ['UnsupportedOperationException', 400],
+      tags: [{ TagKey: 'env', TagValue: 'prod' }],
+      scheduled: 'PendingDeletion',
+      pending_describe: 'PendingDeletion',
+      encrypt_pending: ['DisabledException', 400],
+      window_bad: ['ValidationException', 400],
+      cancelled: 'Disabled',
+      cancel_again: ['KMSInvalidStateException', 400],
+      unknown_key: ['NotFoundException', 400],
+    });
+  });
+});
