@@ -6,6 +6,11 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config/index.ts';
 import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
+import {
+  checkKeyring,
+  loadMasterSecrets,
+  type MasterSecrets,
+} from '../shared/keys/sealed-items.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { createPool, type WorkPool } from '../workers/pool.ts';
 import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
@@ -37,6 +42,8 @@ export interface AppContext {
   /** Where streamed conversions run: the event loop or the conversion threads (CONVERT_THREADS). */
   conversions: ConversionRunner;
   masterKey: MasterKey;
+  /** Secrets once derived from the master key, stored sealed so they outlive a rotation. */
+  masterSecrets: MasterSecrets;
   metrics: Metrics;
   audit: AuditLog;
   auth: AuthServices;
@@ -87,6 +94,8 @@ export async function createContext(
     databaseUrl: config.databaseUrl,
     dataDir: opts.inMemoryDatabase ? null : config.dataDir,
     onStep: (step, ms) => logger.info({ startup: step, ms }, `start-up: ${step} done`),
+    // Before anything is migrated, served or written: a wrong keyring stops the start here.
+    beforeMigrate: (conn) => checkKeyring(conn, master.key),
     onEmbeddedExit: ({ code, signal, restarting }) =>
       logger.error(
         { code, signal, restarting },
@@ -95,6 +104,13 @@ export async function createContext(
           : 'the in-memory embedded database process ended unexpectedly; its data is gone',
       ),
   });
+  let masterSecrets: MasterSecrets;
+  try {
+    masterSecrets = await loadMasterSecrets(db, master.key);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
@@ -129,6 +145,7 @@ export async function createContext(
     config,
     db,
     master.key,
+    masterSecrets,
     logger,
     changes,
     tokenSigner.sign,
@@ -148,6 +165,7 @@ export async function createContext(
     pool,
     conversions,
     masterKey: master.key,
+    masterSecrets,
     metrics,
     audit,
     auth,

@@ -9,6 +9,7 @@ import * as keyOperations from './003_key_operations.ts';
 import * as changeLog from './004_change_log.ts';
 import * as auditHead from './005_audit_head.ts';
 import * as keySettings from './006_key_settings.ts';
+import * as masterSecrets from './007_master_secrets.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,6 +23,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['004_change_log', changeLog],
   ['005_audit_head', auditHead],
   ['006_key_settings', keySettings],
+  ['007_master_secrets', masterSecrets],
 ];
 
 /** knex migration source over the static list. */
