@@ -25,6 +25,7 @@ import { createChangeFeed, type ChangeFeed } from '../shared/fanout/change-feed.
 import { connectRedis } from '../shared/redis.ts';
 import { createFanoutBus, type FanoutBus } from '../shared/fanout/bus.ts';
 import { createBackgroundTasks, type BackgroundTasks } from './background.ts';
+import { createRewrapper, type Rewrapper } from '../shared/keys/rewrap.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -59,6 +60,8 @@ export interface AppContext {
   fanout: FanoutBus;
   /** Work requests start after answering (reset mails); shutdown waits for it. */
   background: BackgroundTasks;
+  /** This instance's master-key rewrap (issue 28). */
+  rewrap: Rewrapper;
   /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
   /** Closers run in reverse order of registration by closeContext. */
@@ -156,6 +159,8 @@ export async function createContext(
   const background = createBackgroundTasks(logger);
   closers.push({ name: 'background tasks', close: () => background.close() });
   const keys = createKeyCache(db, master.key, changes, logger);
+  const rewrap = createRewrapper(db, master.key, { logger, metrics: metrics.domain });
+  closers.push({ name: 'master-key rewrap', close: () => rewrap.close() });
   // Every listener is registered: from here on no change is missed.
   changes.start();
   const ctx: AppContext = {
@@ -175,6 +180,7 @@ export async function createContext(
     redis,
     fanout,
     background,
+    rewrap,
     closers,
   };
   return ctx;

@@ -7,12 +7,7 @@
  */
 import type { Knex } from 'knex';
 import { ConfigError } from '../config/index.ts';
-import {
-  IntegrityError,
-  UnknownKeyIdError,
-  type MasterKey,
-  type SealContext,
-} from '../crypto/master-key.ts';
+import { IntegrityError, type MasterKey, type SealContext } from '../crypto/master-key.ts';
 
 /** The seal context's tenant of the token signing keys (api/services/auth/signing-keys.ts). */
 export const SIGNING_KEYS_SEAL_TENANT = 'platform-signing-keys';
@@ -205,9 +200,4 @@ async function legacyKeyId(db: Knex, master: MasterKey): Promise<string> {
     if (row) return master.openWithId(row.material as Buffer, source.context(row)).id;
   }
   return master.newestId;
-}
-
-/** True when `err` means an item does not open under this keyring. */
-export function isUnopenable(err: unknown): boolean {
-  return err instanceof IntegrityError || err instanceof UnknownKeyIdError;
 }

@@ -10,6 +10,7 @@ import { actorOf, authorize } from '../../../middleware/authenticate.ts';
 import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
 import { jsonBody } from '../../../middleware/body.ts';
 import { onlyKnown } from '../../../../shared/validation/members.ts';
+import { masterKeyStatus, startRewrap } from '../../../services/platform/master-key.ts';
 
 const FORCE_REVOKE_MEMBERS: ReadonlySet<string> = new Set(['jti', 'token', 'reason']);
 
@@ -70,6 +71,25 @@ export function createPlatformRouter(ctx: AppContext): Router {
           target: kid,
         });
         res.status(201).json({ kid });
+      },
+    ],
+  });
+  // The master keyring (issue 28). The catalogue stays the spec's 82 permissions: the signing-key
+  // pair already means "the platform's root key material", which the master key is the root of.
+  route(router, '/master-key', {
+    get: [
+      authorize(ctx, 'admin.platform.signing-keys.read'),
+      async (_req, res) => {
+        res.json(await masterKeyStatus(ctx));
+      },
+    ],
+  });
+
+  route(router, '/master-key/rewrap', {
+    post: [
+      authorize(ctx, 'admin.platform.signing-keys.rotate'),
+      (req, res) => {
+        res.status(202).json(startRewrap(ctx, req.auth.tenantId, actorOf(req)));
       },
     ],
   });
