@@ -20,6 +20,7 @@ import {
   workloadsCommand,
 } from './lib/commands/admin.ts';
 import { keysCommand } from './lib/commands/keys.ts';
+import { adminCommand } from './lib/commands/platform.ts';
 import { cryptoCommands } from './lib/commands/crypto.ts';
 import { localJoseCommands } from './lib/commands/local-jose.ts';
 
@@ -171,6 +172,7 @@ const root: Command = {
     rolesCommand,
     usersCommand,
     keysCommand,
+    adminCommand,
     ...cryptoCommands,
     ...localJoseCommands,
     migrateCommand,
