@@ -21,6 +21,7 @@ import {
 } from './lib/commands/admin.ts';
 import { keysCommand } from './lib/commands/keys.ts';
 import { adminCommand } from './lib/commands/platform.ts';
+import { backupCommand, restoreCommand } from './lib/commands/backup.ts';
 import { cryptoCommands } from './lib/commands/crypto.ts';
 import { localJoseCommands } from './lib/commands/local-jose.ts';
 
@@ -173,6 +174,8 @@ const root: Command = {
     usersCommand,
     keysCommand,
     adminCommand,
+    backupCommand,
+    restoreCommand,
     ...cryptoCommands,
     ...localJoseCommands,
     migrateCommand,

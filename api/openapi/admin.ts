@@ -655,6 +655,21 @@ const platform = {
       responses: { 200: ok('the keyring status', MasterKeyStatus, MASTER_KEY_STATUS_EXAMPLE) },
     }),
   },
+  [`${P}/backup`]: {
+    get: op('platform', {
+      id: 'backupPlatform',
+      summary: 'A consistent snapshot of every table, streamed (what `keyward backup` encrypts)',
+      permission: 'admin.platform.cross-tenant',
+      description:
+        'One REPEATABLE READ transaction, streamed in constant memory as NDJSON: a header line naming the schema (`migrations`), then per table a `table` line, one `{"r": row}` line per row and an `end` line with the count, and a last `done` line. Key material stays sealed under the master keyring, which is never in it. Use `keyward backup --out FILE`, which encrypts it under a passphrase as it writes.',
+      responses: {
+        200: {
+          description: 'the snapshot',
+          content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+        },
+      },
+    }),
+  },
   [`${P}/master-key/rewrap`]: {
     post: op('platform', {
       id: 'rewrapMasterKey',

@@ -22,6 +22,8 @@ const profileName = (inv: Invocation) =>
 /** What a command works with: the typed API of the login, and the tenant it acts on. */
 export interface Connection {
   api: Api;
+  /** The client under `api`, for streamed requests (the backup). */
+  client: KeywardClient;
   session: Session;
   /** `--tenant`, else KEYWARD_TENANT, else the login's tenant. */
   tenantId: string;
@@ -38,6 +40,7 @@ export function connect(inv: Invocation): Connection {
   const client = new KeywardClient({ url: session.profile.url, tokens: session });
   return {
     api: createApi(client),
+    client,
     session,
     tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId,
   };

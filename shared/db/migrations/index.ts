@@ -26,6 +26,9 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['007_master_secrets', masterSecrets],
 ];
 
+/** The migrations' names in order: the schema a backup names (shared/backup). */
+export const MIGRATION_NAMES: readonly string[] = MIGRATIONS.map(([name]) => name);
+
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
   getMigrations: async () => MIGRATIONS,

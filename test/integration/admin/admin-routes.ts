@@ -27,6 +27,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${P}/signing-keys/rotate` },
   { method: 'GET', path: `${P}/master-key` },
   { method: 'POST', path: `${P}/master-key/rewrap` },
+  { method: 'GET', path: `${P}/backup` },
 
   { method: 'GET', path: T },
 
