@@ -58,7 +58,7 @@ function nonce(prefix: Buffer, i: number, last: boolean): Buffer {
 
 /** Encrypts a stream of plaintext bytes under `passphrase`, yielding the file's bytes. */
 export async function* encryptBackup(
-  plaintext: AsyncIterable<Buffer | string>,
+  plaintext: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
   passphrase: string,
 ): AsyncGenerator<Buffer> {
   const salt = randomBytes(16);
