@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
@@ -21,7 +21,12 @@ import {
 } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, workloadToken } from '../../support/auth.ts';
 import { ConfigError, SCHEMA } from '../../../shared/config/index.ts';
-import { createKeyring, sealedBy } from '../../../shared/crypto/master-key.ts';
+import {
+  createKeyring,
+  createMasterKey,
+  sealedBy,
+  type SealContext,
+} from '../../../shared/crypto/master-key.ts';
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';
 import { freePort } from '../../support/free-port.ts';
 
@@ -30,6 +35,15 @@ const B = randomBytes(32).toString('base64');
 const C = randomBytes(32).toString('base64');
 const ring = (...entries: string[]) => ({ KEYWARD_MASTER_KEY: entries.join(',') });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A blob as the single-key version sealed it: 0x01 | iv | ciphertext | tag, AAD without an id. */
+function sealV1(key: Buffer, plaintext: Buffer, ctx: SealContext): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(`keyward:v1:${ctx.tenantId}:${ctx.kid}:${ctx.version}`));
+  const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([Buffer.of(1), iv, body, cipher.getAuthTag()]);
+}
 
 /** Every sealed item with the id it names ('' for v1). */
 async function sealedIds(db: Knex): Promise<string[]> {
@@ -187,6 +201,75 @@ describe(`master keyring and online rotation (${TEST_ENGINE})`, () => {
       expect(wrong).toBeInstanceOf(ConfigError);
       expect(wrong!.message).toContain('ids whose key does not open their material: k2');
     }, 60_000);
+  });
+
+  describe('a database from before the keyring', () => {
+    let db: TestDatabase;
+    let dataDir: string;
+    const shared = () => (db.url ? { databaseUrl: db.url, dataDir } : { dataDir });
+    beforeAll(async () => {
+      db = await createTestDatabase();
+      dataDir = mkdtempSync(join(tmpdir(), 'keyward-mk-v1-'));
+    });
+    afterAll(async () => {
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it('when its blobs are v1 and its secrets were derived on every start, then after the upgrade, a rotation and the removal of the old key, workloads still log in and context-bound ciphertexts decrypt', async () => {
+      const app1 = await startTestApp({ KEYWARD_MASTER_KEY: A }, shared());
+      const t = await makeTenant(app1, ['crypto.encrypt', 'crypto.decrypt', 'admin.keys.create']);
+      const r = await api(
+        app1,
+        'POST',
+        `/api/v3/admin/tenants/${t.tenantId}/keys`,
+        await userToken(app1, t),
+        {
+          kid: 'aes',
+          type: 'aes-256',
+        },
+      );
+      expect(r.status).toBe(201);
+      const core = await workloadToken(app1, t);
+      const data = Buffer.from('old data').toString('base64');
+      const context = { purpose: 'ledger' };
+      const enc = await api(app1, 'POST', '/api/v3/crypto/encrypt', core, {
+        kid: 'aes',
+        data,
+        context,
+      });
+      expect(enc.status).toBe(200);
+      // Turn the database into what the single-key version left: v1 blobs, no stored secrets.
+      const dbh = app1.ctx.db;
+      const single = createMasterKey(Buffer.from(A, 'base64'));
+      for (const s of SEALED_SOURCES.filter((x) => x.table !== 'master_secrets'))
+        for (const row of (await s.select(dbh)) as Array<Record<string, unknown>>) {
+          const plain = single.open(row.material as Buffer, s.context(row));
+          await dbh(s.table)
+            .update({ [s.column]: sealV1(Buffer.from(A, 'base64'), plain, s.context(row)) })
+            .where(s.pk, row.pk as string);
+        }
+      await dbh('master_secrets').delete();
+      await app1.stop();
+
+      const app2 = await startTestApp(ring(`k2:${B}`, A), shared());
+      const platform = await adminToken(app2);
+      const status = await api(app2, 'GET', '/api/v3/admin/platform/master-key', platform);
+      expect(status.body.unversioned).toBeGreaterThan(0);
+      await api(app2, 'POST', '/api/v3/admin/platform/master-key/rewrap', platform);
+      const after = await waitForRewrap(app2, platform);
+      expect([after.unversioned, after.complete]).toEqual([0, true]);
+      await app2.stop();
+
+      const app3 = await startTestApp(ring(`k2:${B}`), shared());
+      expect(await workloadToken(app3, t)).toEqual(expect.any(String));
+      const dec = await api(app3, 'POST', '/api/v3/crypto/decrypt', core, {
+        ciphertext: enc.body.ciphertext,
+        context,
+      });
+      expect(dec.status).toBe(200);
+      await app3.stop();
+    }, 120_000);
   });
 
   describe('two instances and a kill -9 (Postgres)', () => {
