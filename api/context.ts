@@ -109,6 +109,8 @@ export async function createContext(
   });
   let masterSecrets: MasterSecrets;
   try {
+    // The database opened under the generated key (it is new): from here on the key is kept.
+    master.persist?.();
     masterSecrets = await loadMasterSecrets(db, master.key);
   } catch (err) {
     await db.destroy();

@@ -161,12 +161,14 @@ export function createKeyring(entries: readonly KeyringEntry[]): MasterKey {
 /**
  * Loads the master keyring: KEYWARD_MASTER_KEY (or its _FILE) when configured, else
  * DATA_DIR/master.key (same text form), generated once with one key and mode 0600. `generated`
- * tells the caller to warn that production must set it.
+ * tells the caller to warn that production must set it; a generated key is written by `persist`,
+ * which the caller runs once the database proved to be new (a restored database started without
+ * its keyring must not leave a stray key file behind).
  */
 export function loadMasterKey(
   configured: readonly KeyringEntry[] | undefined,
   dataDir: string,
-): { key: MasterKey; generated: boolean; path?: string } {
+): { key: MasterKey; generated: boolean; path?: string; persist?: () => void } {
   if (configured) return { key: createKeyring(configured), generated: false };
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, 'master.key');
@@ -178,7 +180,9 @@ export function loadMasterKey(
     };
   }
   const raw = randomBytes(32);
-  writeFileSync(path, raw.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
-  chmodSync(path, 0o600);
-  return { key: createMasterKey(raw), generated: true, path };
+  const persist = () => {
+    writeFileSync(path, raw.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+    chmodSync(path, 0o600);
+  };
+  return { key: createMasterKey(raw), generated: true, path, persist };
 }

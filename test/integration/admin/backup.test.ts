@@ -4,7 +4,7 @@
  * signatures verify, audit chains verify, workloads log in with their secrets and tokens issued
  * before the backup still verify. Each bad backup or target is refused with nothing written.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +175,13 @@ describe('backup and restore across engines', () => {
       passphrase: PASSPHRASE,
       target: { dataDir: target },
     });
+    // Started without its keyring, it stops naming the ids, and leaves no generated key behind.
+    const keyless = await startTestApp(
+      { KEYWARD_MASTER_KEY: undefined as unknown as string },
+      { dataDir: target },
+    ).catch((e: Error) => e);
+    expect((keyless as Error).message).toContain('ids still in use but not in the keyring: k1');
+    expect(existsSync(join(target, 'master.key'))).toBe(false);
     const restored = await startTestApp(ENV, { dataDir: target });
     try {
       await expectIntact(restored, fx);
