@@ -8,6 +8,11 @@ import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { createAccessLog, type AccessLog } from './middleware/access-log.ts';
+import {
+  checkKeyring,
+  loadMasterSecrets,
+  type MasterSecrets,
+} from '../shared/keys/sealed-items.ts';
 import { createPool, type WorkPool } from '../workers/pool.ts';
 import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
 import { createMetrics, type Metrics } from './middleware/metrics.ts';
@@ -21,6 +26,7 @@ import { createChangeFeed, type ChangeFeed } from '../shared/fanout/change-feed.
 import { connectRedis } from '../shared/redis.ts';
 import { createFanoutBus, type FanoutBus } from '../shared/fanout/bus.ts';
 import { createBackgroundTasks, type BackgroundTasks } from './background.ts';
+import { createRewrapper, type Rewrapper } from '../shared/keys/rewrap.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -40,6 +46,8 @@ export interface AppContext {
   /** Where streamed conversions run: the event loop or the conversion threads (CONVERT_THREADS). */
   conversions: ConversionRunner;
   masterKey: MasterKey;
+  /** Secrets once derived from the master key, stored sealed so they outlive a rotation. */
+  masterSecrets: MasterSecrets;
   metrics: Metrics;
   audit: AuditLog;
   auth: AuthServices;
@@ -55,6 +63,8 @@ export interface AppContext {
   fanout: FanoutBus;
   /** Work requests start after answering (reset mails); shutdown waits for it. */
   background: BackgroundTasks;
+  /** This instance's master-key rewrap (issue 28). */
+  rewrap: Rewrapper;
   /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
   /** Closers run in reverse order of registration by closeContext. */
@@ -90,6 +100,8 @@ export async function createContext(
     databaseUrl: config.databaseUrl,
     dataDir: opts.inMemoryDatabase ? null : config.dataDir,
     onStep: (step, ms) => logger.info({ startup: step, ms }, `start-up: ${step} done`),
+    // Before anything is migrated, served or written: a wrong keyring stops the start here.
+    beforeMigrate: (conn) => checkKeyring(conn, master.key),
     onEmbeddedExit: ({ code, signal, restarting }) =>
       logger.error(
         { code, signal, restarting },
@@ -98,6 +110,15 @@ export async function createContext(
           : 'the in-memory embedded database process ended unexpectedly; its data is gone',
       ),
   });
+  let masterSecrets: MasterSecrets;
+  try {
+    // The database opened under the generated key (it is new): from here on the key is kept.
+    master.persist?.();
+    masterSecrets = await loadMasterSecrets(db, master.key);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
   const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
   const metrics = createMetrics(pool);
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
@@ -132,6 +153,7 @@ export async function createContext(
     config,
     db,
     master.key,
+    masterSecrets,
     logger,
     changes,
     tokenSigner.sign,
@@ -142,6 +164,8 @@ export async function createContext(
   const background = createBackgroundTasks(logger);
   closers.push({ name: 'background tasks', close: () => background.close() });
   const keys = createKeyCache(db, master.key, changes, logger);
+  const rewrap = createRewrapper(db, master.key, { logger, metrics: metrics.domain });
+  closers.push({ name: 'master-key rewrap', close: () => rewrap.close() });
   // Every listener is registered: from here on no change is missed.
   changes.start();
   const ctx: AppContext = {
@@ -156,6 +180,7 @@ export async function createContext(
     pool,
     conversions,
     masterKey: master.key,
+    masterSecrets,
     metrics,
     audit,
     auth,
@@ -165,6 +190,7 @@ export async function createContext(
     redis,
     fanout,
     background,
+    rewrap,
     closers,
   };
   return ctx;

@@ -18,6 +18,7 @@ import { configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { openDatabase } from '../shared/db/knex.ts';
 import { loadMasterKey } from '../shared/crypto/master-key.ts';
+import { checkKeyring } from '../shared/keys/sealed-items.ts';
 import {
   createObjectStore,
   FsObjectStore,
@@ -89,9 +90,12 @@ async function openObjectStore(config: Config, logger: Logger): Promise<ObjectSt
 async function start(config: Config, settings: QueueSettings): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
   const closers: Closer[] = [];
-  const db = await openDatabase({ databaseUrl: config.databaseUrl });
-  closers.push({ name: 'database', close: () => db.destroy() });
   const master = loadMasterKey(config.masterKey, config.dataDir);
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    beforeMigrate: (conn) => checkKeyring(conn, master.key),
+  });
+  closers.push({ name: 'database', close: () => db.destroy() });
   const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });

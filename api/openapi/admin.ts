@@ -474,6 +474,47 @@ const ID = (what: string) => path('id', `the ${what} id`);
 const KID = path('kid', 'the key identifier');
 const EXID = path('id', 'the exchange id');
 
+const RewrapProgress = obj({
+  state: { enum: ['idle', 'running', 'done', 'failed', 'stopped'] },
+  targetId: str,
+  startedAt: { type: ['string', 'null'], format: 'date-time' },
+  finishedAt: { type: ['string', 'null'], format: 'date-time' },
+  rewrapped: { type: 'integer' },
+  raced: { type: 'integer', description: 'items another instance re-sealed first' },
+  unopenable: { type: 'integer' },
+  error: { type: ['string', 'null'] },
+});
+const idItems = obj({ id: str, items: { type: 'integer' } });
+const MasterKeyStatus = obj({
+  keyring: {
+    type: 'array',
+    items: obj({ id: str, newest: { type: 'boolean' }, items: { type: 'integer' } }),
+  },
+  unversioned: { type: 'integer' },
+  unknown: { type: 'array', items: idItems },
+  complete: { type: 'boolean' },
+  rewrap: RewrapProgress,
+});
+const MASTER_KEY_STATUS_EXAMPLE = {
+  keyring: [
+    { id: 'k2026', newest: true, items: 1210 },
+    { id: 'k2025', newest: false, items: 0 },
+  ],
+  unversioned: 0,
+  unknown: [],
+  complete: true,
+  rewrap: {
+    state: 'done',
+    targetId: 'k2026',
+    startedAt: AT,
+    finishedAt: '2026-11-23T16:00:04.000Z',
+    rewrapped: 1207,
+    raced: 0,
+    unopenable: 0,
+    error: null,
+  },
+};
+
 const platform = {
   [`${P}/tenants`]: {
     get: op('platform', {
@@ -614,6 +655,44 @@ const platform = {
       summary: 'Rotate the token signing key now',
       permission: 'admin.platform.signing-keys.rotate',
       responses: { 201: ok('the new signing key id', obj({ kid: str }), { kid: 'sk-2026-11-23' }) },
+    }),
+  },
+  [`${P}/master-key`]: {
+    get: op('platform', {
+      id: 'getMasterKeyStatus',
+      summary:
+        "The master keyring's ids, the sealed items each still seals, and this instance's rewrap",
+      permission: 'admin.platform.signing-keys.read',
+      description:
+        'An id whose `items` is 0 (and `complete` true) may be removed from KEYWARD_MASTER_KEY. `unversioned` counts items sealed before the keyring existed; `unknown` lists ids the database names that this instance does not hold.',
+      responses: { 200: ok('the keyring status', MasterKeyStatus, MASTER_KEY_STATUS_EXAMPLE) },
+    }),
+  },
+  [`${P}/backup`]: {
+    get: op('platform', {
+      id: 'backupPlatform',
+      summary: 'A consistent snapshot of every table, streamed (what `keyward backup` encrypts)',
+      permission: 'admin.platform.cross-tenant',
+      description:
+        'One REPEATABLE READ transaction, streamed in constant memory as NDJSON: a header line naming the schema (`migrations`), then per table a `table` line, one `{"r": row}` line per row and an `end` line with the count, and a last `done` line. Key material stays sealed under the master keyring, which is never in it. Use `keyward backup --out FILE`, which encrypts it under a passphrase as it writes.',
+      responses: {
+        200: {
+          description: 'the snapshot',
+          content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+        },
+      },
+    }),
+  },
+  [`${P}/master-key/rewrap`]: {
+    post: op('platform', {
+      id: 'rewrapMasterKey',
+      summary: 'Re-seal every sealed item under the newest master key, in the background',
+      permission: 'admin.platform.signing-keys.rotate',
+      description:
+        'Idempotent: answers the running rewrap when one runs on this instance. Each item is rewritten with a compare-and-set on its old blob, so an interrupted run leaves every item readable and a second run (or another instance) finishes the rest. Audited as `platform.master-key.rewrap-start` and `platform.master-key.rewrap`.',
+      responses: {
+        202: ok('the rewrap progress', RewrapProgress, MASTER_KEY_STATUS_EXAMPLE.rewrap),
+      },
     }),
   },
 };

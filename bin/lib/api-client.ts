@@ -143,6 +143,23 @@ export interface AuditEvent {
   target: string | null;
   details?: Record<string, unknown>;
 }
+export interface RewrapProgress {
+  state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
+  targetId: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  rewrapped: number;
+  raced: number;
+  unopenable: number;
+  error: string | null;
+}
+export interface MasterKeyStatus {
+  keyring: Array<{ id: string; newest: boolean; items: number }>;
+  unversioned: number;
+  unknown: Array<{ id: string; items: number }>;
+  complete: boolean;
+  rewrap: RewrapProgress;
+}
 export interface AuditVerdict {
   valid: boolean;
   checked: number;
@@ -172,6 +189,8 @@ export const operations = {
   getTenant: def<never, Tenant>()('GET', `${P}/tenants/{id}`),
   suspendTenant: def<never, Tenant>()('POST', `${P}/tenants/{id}/suspend`),
   resumeTenant: def<never, Tenant>()('POST', `${P}/tenants/{id}/resume`),
+  getMasterKeyStatus: def<never, MasterKeyStatus>()('GET', `${P}/master-key`),
+  rewrapMasterKey: def<never, RewrapProgress>()('POST', `${P}/master-key/rewrap`),
 
   listWorkloads: def<never, Page<Workload>, PageQuery>()('GET', `${T}/workloads`),
   createWorkload: def<{ name: string; roleId: string }, Workload & { clientSecret: string }>()(

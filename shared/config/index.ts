@@ -5,8 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { parseKeyring, type KeyringEntry } from '../crypto/keyring.ts';
 
-type Kind = 'string' | 'int' | 'bool' | 'url' | 'base64-32' | 'enum' | 'fraction';
+type Kind = 'string' | 'int' | 'bool' | 'url' | 'keyring' | 'enum' | 'fraction';
 
 interface Field {
   env: string;
@@ -75,8 +76,8 @@ export const SCHEMA = {
   },
   masterKey: {
     env: 'KEYWARD_MASTER_KEY',
-    doc: 'Base64 of 32 bytes: wraps all key material at rest; generated into DATA_DIR when unset',
-    kind: 'base64-32',
+    doc: 'The master keyring that wraps all key material at rest: base64 of 32 bytes, or several `id:base64` entries separated by commas, newest first (new material is sealed under the first); generated into DATA_DIR when unset',
+    kind: 'keyring',
     secret: true,
   },
   bootstrapTenantId: {
@@ -484,8 +485,8 @@ type ValueOf<F extends Field> = F['kind'] extends 'int' | 'fraction'
   ? number
   : F['kind'] extends 'bool'
     ? boolean
-    : F['kind'] extends 'base64-32'
-      ? Buffer
+    : F['kind'] extends 'keyring'
+      ? readonly KeyringEntry[]
       : string;
 type HasDefault<F> = F extends { default: string } | { derived: true } ? true : false;
 
@@ -524,14 +525,12 @@ function parseField(field: Field, raw: string): unknown {
     case 'url':
       if (!URL.canParse(raw)) throw new ConfigError(`${field.env} must be a URL, got "${raw}"`);
       return raw.replace(/\/+$/, '');
-    case 'base64-32': {
-      const buf = Buffer.from(raw, 'base64');
-      if (buf.length !== 32)
-        throw new ConfigError(
-          `${field.env} must be base64 of exactly 32 bytes (got ${buf.length} bytes)`,
-        );
-      return buf;
-    }
+    case 'keyring':
+      try {
+        return Object.freeze(parseKeyring(raw, field.env));
+      } catch (err) {
+        throw new ConfigError((err as Error).message);
+      }
     case 'enum':
       if (!field.values?.includes(raw))
         throw new ConfigError(

@@ -17,6 +17,8 @@ export interface DbOptions {
   onStep?: (step: string, ms: number) => void;
   /** Told when the embedded database's process died on its own. */
   onEmbeddedExit?: EmbeddedOptions['onExit'];
+  /** Runs once the database is reachable and before its migrations (the master keyring's check). */
+  beforeMigrate?: (db: Knex) => Promise<void>;
 }
 
 /**
@@ -63,6 +65,14 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     };
     onStep('embedded database open', Math.round(performance.now() - t0));
     t0 = performance.now();
+  }
+  if (opts.beforeMigrate) {
+    try {
+      await opts.beforeMigrate(db);
+    } catch (err) {
+      await db.destroy();
+      throw err;
+    }
   }
   await db.migrate.latest({ migrationSource });
   onStep('migrations', Math.round(performance.now() - t0));

@@ -59,6 +59,8 @@ export interface DomainMetrics {
   decryptionFailure(source: string): void;
   /** A principal spent its decryption-failure budget on a key (once per window). */
   decryptionBudgetExhausted(source: string): void;
+  /** A sealed item a master-key rewrap handled: rewrapped, raced (another writer won), unopenable. */
+  rewrapItem(outcome: 'rewrapped' | 'raced' | 'unopenable'): void;
 }
 
 /** A label value as it may appear: a short code-like word, else 'other' (defence in depth). */
@@ -125,7 +127,16 @@ export function createDomainMetrics(registry: Registry): DomainMetrics {
     labelNames: ['source'],
     registers,
   });
+  const rewrapItems = new Counter({
+    name: `${METRIC_PREFIX}master_key_rewrap_items_total`,
+    help: 'Sealed items a master-key rewrap handled: rewrapped under the newest key, raced (another instance rewrapped it first) or unopenable',
+    labelNames: ['outcome'],
+    registers,
+  });
   return {
+    rewrapItem(outcome) {
+      rewrapItems.inc({ outcome });
+    },
     decryptionFailure(source) {
       decryptionFailures.inc({ source: bounded(source) });
     },

@@ -88,10 +88,46 @@ describe('configuration', () => {
     expect(err!.message).toContain(variable);
   });
 
-  it('when KEYWARD_MASTER_KEY is base64 of 32 bytes, then it loads as those bytes', () => {
+  it('when KEYWARD_MASTER_KEY is base64 of 32 bytes, then it loads as a keyring of that key under its fingerprint id', () => {
     const key = Buffer.alloc(32, 9);
-    expect(loadConfig({ KEYWARD_MASTER_KEY: key.toString('base64') }).masterKey).toEqual(key);
+    const ring = loadConfig({ KEYWARD_MASTER_KEY: key.toString('base64') }).masterKey!;
+    expect(ring).toHaveLength(1);
+    expect(ring[0].key).toEqual(key);
+    expect(ring[0].id).toMatch(/^k-[0-9a-f]{8}$/);
   });
+
+  it('when KEYWARD_MASTER_KEY lists id:base64 entries, then they load newest first with their ids', () => {
+    const a = Buffer.alloc(32, 1);
+    const b = Buffer.alloc(32, 2);
+    const ring = loadConfig({
+      KEYWARD_MASTER_KEY: `k2:${b.toString('base64')}, k1:${a.toString('base64')}`,
+    }).masterKey!;
+    expect(ring.map((e) => e.id)).toEqual(['k2', 'k1']);
+    expect(ring[1].key).toEqual(a);
+  });
+
+  it.each([
+    [
+      'a repeated id',
+      `k1:${Buffer.alloc(32, 1).toString('base64')},k1:${Buffer.alloc(32, 2).toString('base64')}`,
+      'appears twice',
+    ],
+    [
+      'a repeated key',
+      `k1:${Buffer.alloc(32, 1).toString('base64')},k2:${Buffer.alloc(32, 1).toString('base64')}`,
+      'appears twice',
+    ],
+    ['a short key', `k1:${Buffer.alloc(16, 1).toString('base64')}`, '32 bytes'],
+    ['a bad id', `k 1:${Buffer.alloc(32, 1).toString('base64')}`, 'KEYWARD_MASTER_KEY'],
+  ])(
+    'when KEYWARD_MASTER_KEY has %s, then a ConfigError names the variable',
+    (_what, value, text) => {
+      const err = configErrorOf({ KEYWARD_MASTER_KEY: value });
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err!.message).toContain('KEYWARD_MASTER_KEY');
+      expect(err!.message).toContain(text);
+    },
+  );
 
   it('when S3_ENDPOINT comes with both keys, then it loads', () => {
     const config = loadConfig({
@@ -187,7 +223,7 @@ describe('configuration', () => {
       const second = start(randomBytes(32));
       expect(await second.closed).toBe(2);
       expect(second.out.stderr).toContain(
-        'keyward: invalid configuration: KEYWARD_MASTER_KEY does not open the key material in this database',
+        "keyward: invalid configuration: KEYWARD_MASTER_KEY cannot open this database's key material",
       );
       expect(second.out.stderr).not.toContain('    at '); // no stack trace
     } finally {

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 import type { Config } from '../../../shared/config/index.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
+import type { MasterSecrets } from '../../../shared/keys/sealed-items.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
 import {
@@ -64,6 +65,7 @@ export async function createAuthServices(
   config: Config,
   db: Knex,
   master: MasterKey,
+  masterSecrets: MasterSecrets,
   logger: Logger,
   feed: ChangeFeed,
   signer: TokenSigner,
@@ -72,7 +74,7 @@ export async function createAuthServices(
   const signingKeys = await createSigningKeys(db, master, feed);
   const revocation = await createRevocationList(db, logger, feed);
   const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation, signer);
-  const secrets = createClientSecrets(db, master.derive('client-secret-pepper'), feed);
+  const secrets = createClientSecrets(db, masterSecrets.get('client-secret-pepper'), feed);
   const maxTokenLifetime = Math.max(
     config.accessTokenTtl,
     config.humanTokenTtl,

@@ -16,10 +16,11 @@ import type { Knex } from 'knex';
 import { IntegrityError, type MasterKey } from '../../../shared/crypto/master-key.ts';
 import { ConfigError } from '../../../shared/config/index.ts';
 import { SigningKey } from '../../../shared/db/models/tokens.ts';
+import { SIGNING_KEYS_SEAL_TENANT } from '../../../shared/keys/sealed-items.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const ALG = 'ES256';
-const SEAL_TENANT = 'platform-signing-keys';
+const SEAL_TENANT = SIGNING_KEYS_SEAL_TENANT;
 
 interface LoadedKey {
   kid: string;

@@ -108,11 +108,11 @@ function versionMember(value: unknown): number {
 }
 
 const contextKeys = new WeakMap<AppContext, KeyObject>();
-/** The process's key for context digests, derived once from the master key (same on every instance). */
+/** The process's key for context digests, a sealed master secret (same on every instance, kept across master-key rotations). */
 function contextKeyOf(ctx: AppContext): KeyObject {
   let key = contextKeys.get(ctx);
   if (!key) {
-    key = createSecretKey(ctx.masterKey.derive('encryption-context'));
+    key = createSecretKey(ctx.masterSecrets.get('encryption-context'));
     contextKeys.set(ctx, key);
   }
   return key;

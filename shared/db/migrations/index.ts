@@ -10,6 +10,7 @@ import * as changeLog from './004_change_log.ts';
 import * as auditHead from './005_audit_head.ts';
 import * as keySettings from './006_key_settings.ts';
 import * as awsKms from './007_aws_kms.ts';
+import * as masterSecrets from './007_master_secrets.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -24,7 +25,11 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['005_audit_head', auditHead],
   ['006_key_settings', keySettings],
   ['007_aws_kms', awsKms],
+  ['007_master_secrets', masterSecrets],
 ];
+
+/** The migrations' names in order: the schema a backup names (shared/backup). */
+export const MIGRATION_NAMES: readonly string[] = MIGRATIONS.map(([name]) => name);
 
 /** knex migration source over the static list. */
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

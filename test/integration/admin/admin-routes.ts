@@ -25,6 +25,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'POST', path: `${P}/tokens/revoke`, body: { jti: 'some-jti' } },
   { method: 'GET', path: `${P}/tokens/revoked` },
   { method: 'POST', path: `${P}/signing-keys/rotate` },
+  { method: 'GET', path: `${P}/master-key` },
+  { method: 'POST', path: `${P}/master-key/rewrap` },
+  { method: 'GET', path: `${P}/backup` },
 
   { method: 'GET', path: T },
 

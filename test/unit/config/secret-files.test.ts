@@ -32,7 +32,7 @@ describe('secret variables from files (NAME_FILE)', () => {
   it('when KEYWARD_MASTER_KEY_FILE names a file ending in a newline, then the key is its content without the newline', () => {
     const key = Buffer.alloc(32, 5);
     const path = secretFile('master.key', `${key.toString('base64')}\n`);
-    expect(loadConfig({ KEYWARD_MASTER_KEY_FILE: path }).masterKey).toEqual(key);
+    expect(loadConfig({ KEYWARD_MASTER_KEY_FILE: path }).masterKey?.[0].key).toEqual(key);
   });
 
   it('when the bootstrap password, S3 secret key, DATABASE_URL and REDIS_URL come from files, then each loads as its file says', () => {

@@ -10,6 +10,8 @@ import { actorOf, authorize } from '../../../middleware/authenticate.ts';
 import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
 import { jsonBody } from '../../../middleware/body.ts';
 import { onlyKnown } from '../../../../shared/validation/members.ts';
+import { masterKeyStatus, startRewrap } from '../../../services/platform/master-key.ts';
+import { writeBackup } from '../../../services/platform/backup.ts';
 
 const FORCE_REVOKE_MEMBERS: ReadonlySet<string> = new Set(['jti', 'token', 'reason']);
 
@@ -70,6 +72,44 @@ export function createPlatformRouter(ctx: AppContext): Router {
           target: kid,
         });
         res.status(201).json({ kid });
+      },
+    ],
+  });
+  // The master keyring (issue 28). The catalogue stays the spec's 82 permissions: the signing-key
+  // pair already means "the platform's root key material", which the master key is the root of.
+  route(router, '/master-key', {
+    get: [
+      authorize(ctx, 'admin.platform.signing-keys.read'),
+      async (_req, res) => {
+        res.json(await masterKeyStatus(ctx));
+      },
+    ],
+  });
+
+  route(router, '/master-key/rewrap', {
+    post: [
+      authorize(ctx, 'admin.platform.signing-keys.rotate'),
+      (req, res) => {
+        res.status(202).json(startRewrap(ctx, req.auth.tenantId, actorOf(req)));
+      },
+    ],
+  });
+  // Every tenant's data, so the cross-tenant permission; the CLI encrypts it (issue 28).
+  route(router, '/backup', {
+    get: [
+      authorize(ctx, 'admin.platform.cross-tenant'),
+      async (req, res) => {
+        res.setHeader('content-type', 'application/x-ndjson');
+        res.setHeader('cache-control', 'no-store');
+        const counts = await writeBackup(ctx, res);
+        ctx.audit.record({
+          tenantId: req.auth.tenantId,
+          actor: actorOf(req),
+          action: 'platform.backup',
+          outcome: 'success',
+          target: null,
+          details: { rows: Object.values(counts).reduce((a, b) => a + b, 0) },
+        });
       },
     ],
   });

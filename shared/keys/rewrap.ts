@@ -1,0 +1,160 @@
+/**
+ * Online master-key rotation (issue 28): re-seals every sealed item under the newest key of the
+ * keyring, in batches, while the service serves. Each item is one UPDATE that compares the blob
+ * it read (compare-and-set), its own transaction: a kill -9 leaves every item either as it was or
+ * rewrapped, both readable; two instances never overwrite each other's work, so no item is
+ * sealed twice under different keys; a later run finishes what is left. Only items sealed under
+ * an older id of this keyring (or v1 blobs) are touched: an id this instance does not know is
+ * counted, never guessed at.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from '../logger.ts';
+import type { DomainMetrics } from '../metrics/index.ts';
+import { IntegrityError, type MasterKey } from '../crypto/master-key.ts';
+import { SEALED_SOURCES, sealedIdSql, type SealedSource } from './sealed-items.ts';
+
+/** What a rewrap did so far. */
+export interface RewrapProgress {
+  state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
+  /** The id items are sealed under by this run. */
+  targetId: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** Items this run re-sealed. */
+  rewrapped: number;
+  /** Items another writer re-sealed first (compare-and-set lost): left as that writer sealed them. */
+  raced: number;
+  /** Items that do not open under this keyring (named ids not held, or tampered). */
+  unopenable: number;
+  error: string | null;
+}
+
+/** A rewrap runner, one per process. */
+export interface Rewrapper {
+  /** Starts a run unless one is running (then `onFinish` is not kept); answers the progress. */
+  start(onFinish?: (progress: RewrapProgress) => void): RewrapProgress;
+  /** Runs to the end (tests, bench, the start of a run). */
+  run(): Promise<RewrapProgress>;
+  progress(): RewrapProgress;
+  /** Stops a running pass between items and waits for it. */
+  close(): Promise<void>;
+}
+
+export interface RewrapOptions {
+  logger: Logger;
+  metrics?: DomainMetrics;
+  /** Items read per query. */
+  batchSize?: number;
+}
+
+/** Creates the runner over `db` with the process's keyring. */
+export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions): Rewrapper {
+  const batchSize = opts.batchSize ?? 200;
+  // Ids this run may re-seal from: the older ids of this keyring and v1 ('').
+  const older = ['', ...master.ids.slice(1)];
+  let progress: RewrapProgress = fresh('idle');
+  let running: Promise<RewrapProgress> | null = null;
+  let stopping = false;
+
+  function fresh(state: RewrapProgress['state']): RewrapProgress {
+    return {
+      state,
+      targetId: master.newestId,
+      startedAt: state === 'idle' ? null : new Date().toISOString(),
+      finishedAt: null,
+      rewrapped: 0,
+      raced: 0,
+      unopenable: 0,
+      error: null,
+    };
+  }
+
+  async function source(s: SealedSource): Promise<void> {
+    const alias = s.table === 'key_versions' ? 'kv.' : '';
+    const idOf = sealedIdSql(`${alias}${s.column}`);
+    let cursor: string | null = null;
+    for (;;) {
+      if (stopping) return;
+      const q = s
+        .select(db)
+        .whereRaw(`${idOf} in (${older.map(() => '?').join(', ')})`, older)
+        .orderBy(`${alias}${s.pk}`)
+        .limit(batchSize);
+      if (cursor !== null) q.where(`${alias}${s.pk}`, '>', cursor);
+      const rows = (await q) as Array<Record<string, unknown>>;
+      if (rows.length === 0) return;
+      for (const row of rows) {
+        if (stopping) return;
+        cursor = row.pk as string;
+        await item(s, row);
+      }
+    }
+  }
+
+  async function item(s: SealedSource, row: Record<string, unknown>): Promise<void> {
+    const old = row.material as Buffer;
+    const ctx = s.context(row);
+    let sealed: Buffer;
+    try {
+      const plaintext = master.open(old, ctx);
+      sealed = master.seal(plaintext, ctx);
+      plaintext.fill(0);
+    } catch (err) {
+      if (!(err instanceof IntegrityError)) throw err;
+      progress.unopenable++;
+      opts.metrics?.rewrapItem('unopenable');
+      opts.logger.error({ source: s.name, item: row.pk }, 'rewrap: a sealed item does not open');
+      return;
+    }
+    // Compare-and-set: written only if the blob is still the one that was read.
+    const n = await db(s.table)
+      .update({ [s.column]: sealed })
+      .where(s.pk, row.pk as string)
+      .where(s.column, old);
+    if (n === 1) {
+      progress.rewrapped++;
+      opts.metrics?.rewrapItem('rewrapped');
+    } else {
+      progress.raced++;
+      opts.metrics?.rewrapItem('raced');
+    }
+  }
+
+  async function pass(onFinish?: (p: RewrapProgress) => void): Promise<RewrapProgress> {
+    progress = fresh('running');
+    opts.logger.info({ targetId: master.newestId }, 'master-key rewrap started');
+    try {
+      for (const s of SEALED_SOURCES) await source(s);
+      progress.state = stopping ? 'stopped' : 'done';
+    } catch (err) {
+      progress.state = 'failed';
+      progress.error = (err as Error).message;
+      opts.logger.error({ err: (err as Error).message }, 'master-key rewrap failed');
+    }
+    progress.finishedAt = new Date().toISOString();
+    opts.logger.info({ ...progress }, `master-key rewrap ${progress.state}`);
+    onFinish?.({ ...progress });
+    return { ...progress };
+  }
+
+  return {
+    start(onFinish) {
+      if (!running) {
+        stopping = false;
+        running = pass(onFinish).finally(() => {
+          running = null;
+        });
+      }
+      return { ...progress };
+    },
+    async run() {
+      this.start();
+      return running ?? { ...progress };
+    },
+    progress: () => ({ ...progress }),
+    async close() {
+      stopping = true;
+      await running;
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import {
+  BackupFileError,
+  decryptBackup,
+  encryptBackup,
+} from '../../../shared/backup/sealed-file.ts';
+
+const PASS = 'correct horse battery staple';
+
+async function encrypt(plain: Buffer): Promise<Buffer> {
+  const out: Buffer[] = [];
+  // Fed in odd-sized pieces, as a network stream would.
+  const pieces = async function* () {
+    for (let i = 0; i < plain.length; i += 7777) yield plain.subarray(i, i + 7777);
+  };
+  for await (const c of encryptBackup(pieces(), PASS)) out.push(c);
+  return Buffer.concat(out);
+}
+
+async function decrypt(file: Buffer, pass = PASS): Promise<Buffer> {
+  const out: Buffer[] = [];
+  const source = async function* () {
+    for (let i = 0; i < file.length; i += 5000) yield file.subarray(i, i + 5000);
+  };
+  for await (const c of decryptBackup(source(), pass)) out.push(c);
+  return Buffer.concat(out);
+}
+
+describe('the backup file encryption', () => {
+  const plain = randomBytes(200_000);
+  let file: Buffer;
+  beforeAll(async () => {
+    file = await encrypt(plain);
+  });
+
+  it('when a file of several chunks is decrypted, then it gives back the plaintext', async () => {
+    expect((await decrypt(file)).equals(plain)).toBe(true);
+  });
+
+  it('when the file is cut exactly after a whole chunk, then it is refused as truncated', async () => {
+    const firstChunkEnd = 51 + 4 + 65_536 + 16;
+    await expect(decrypt(file.subarray(0, firstChunkEnd))).rejects.toThrow(/last chunk is missing/);
+  });
+
+  it('when two chunks are swapped, then it is refused', async () => {
+    const h = 51;
+    const c = 4 + 65_536 + 16;
+    const swapped = Buffer.concat([
+      file.subarray(0, h),
+      file.subarray(h + c, h + 2 * c),
+      file.subarray(h, h + c),
+      file.subarray(h + 2 * c),
+    ]);
+    await expect(decrypt(swapped)).rejects.toThrow(BackupFileError);
+  });
+
+  it('when the passphrase is wrong, then the error says so', async () => {
+    await expect(decrypt(file, 'another passphrase')).rejects.toThrow(/passphrase is wrong/);
+  });
+
+  it('when an empty plaintext is encrypted, then it still ends with an authenticated last chunk', async () => {
+    expect((await decrypt(await encrypt(Buffer.alloc(0)))).length).toBe(0);
+  });
+});
