@@ -38,18 +38,18 @@ export const COMMANDS: Command[] = [
     admin().then((m) => m.rolesCommand),
   ),
   lazy('users', 'People (password logins) of a tenant', () => admin().then((m) => m.usersCommand)),
-  lazy(
-    'admin',
-    'Platform administration: the master keyring (a platform administrator login)',
-    () => import('./platform.ts').then((m) => m.adminCommand),
+  lazy('admin', 'Platform administration (a platform administrator login)', () =>
+    import('./platform.ts').then((m) => m.adminCommand),
   ),
   lazy(
     'backup',
-    'Write an encrypted snapshot of all state to a file (passphrase from KEYWARD_BACKUP_PASSPHRASE or a prompt)',
+    'Write an encrypted snapshot of all state to a file (passphrase: KEYWARD_BACKUP_PASSPHRASE or a prompt)',
     () => import('./backup.ts').then((m) => m.backupCommand),
   ),
-  lazy('restore', 'Restore a backup into an empty database, the service stopped', () =>
-    import('./backup.ts').then((m) => m.restoreCommand),
+  lazy(
+    'restore',
+    'Restore a backup into an empty database, the service stopped (checks the whole file first)',
+    () => import('./backup.ts').then((m) => m.restoreCommand),
   ),
   lazy('permissions', 'The permission catalogue, one permission a line (no login needed)', () =>
     import('./permissions.ts').then((m) => m.permissionsCommand),
