@@ -509,6 +509,9 @@ async function convertEnveloped(
         else if (out.length) yield out;
       }
       if (failed) throw failed.err;
+      // A content key that stood in for one that could not be unwrapped fails here, at the end
+      // like a bad padding, even when its garbage happened to pad well (1 in 256 for CBC).
+      if (rejected) throw decryptionFailed(rejected);
       // The CMS signature, padding and tag are all checked before the JWE tag exists.
       const jws = sign ? await sign.finish() : null;
       const { rest, tag } = encryptor.final();
