@@ -6,7 +6,13 @@
  * as AWS accepts it (no seen-set: identical requests in one second sign identically).
  * Each refusal is the exception an AWS client expects, as AWS KMS answers it.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  createHash,
+  createHmac,
+  createSecretKey,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { AwsError } from '../services/aws-kms/errors.ts';
 
@@ -140,19 +146,31 @@ function canonicalQuery(url: string): string {
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
 
-// Signing keys change once a day per access key and region: cached, as SDKs cache them.
-const signingKeys = new Map<string, Buffer>();
+// Signing keys change once a day per access key and region: derived once per secret (the
+// holder's Buffer, so an entry goes with the access-key cache entry that holds it) and scope, and
+// kept as KeyObjects: createHmac with a Buffer key re-imports it on every call (about 60 µs
+// against 11 µs on Node 24, the larger part of an AWS request's SigV4 work).
+const signingKeys = new WeakMap<Buffer, Map<string, KeyObject>>();
+/** Scopes kept per secret: a region is any name when AWS_KMS_REGIONS is empty. */
+const MAX_SCOPES = 16;
 
-function signingKey(secret: Buffer, cred: SigV4Credential): Buffer {
-  const id = `${cred.accessKeyId}/${cred.date}/${cred.region}/${createHash('sha256').update(secret).digest('hex')}`;
-  let key = signingKeys.get(id);
+function signingKey(secret: Buffer, cred: SigV4Credential): KeyObject {
+  let scopes = signingKeys.get(secret);
+  if (!scopes) {
+    scopes = new Map();
+    signingKeys.set(secret, scopes);
+  }
+  const scope = `${cred.date}/${cred.region}`;
+  let key = scopes.get(scope);
   if (!key) {
-    key = hmac(
-      hmac(hmac(hmac(`AWS4${secret.toString()}`, cred.date), cred.region), 'kms'),
-      'aws4_request',
+    key = createSecretKey(
+      hmac(
+        hmac(hmac(hmac(`AWS4${secret.toString()}`, cred.date), cred.region), 'kms'),
+        'aws4_request',
+      ),
     );
-    if (signingKeys.size > 10_000) signingKeys.clear();
-    signingKeys.set(id, key);
+    if (scopes.size >= MAX_SCOPES) scopes.clear();
+    scopes.set(scope, key);
   }
   return key;
 }
