@@ -28,7 +28,7 @@ for (const redis of [true, false]) {
     let a: TestApp;
     let b: TestApp;
     let t: AwsTenant;
-    const env = redis ? { REDIS_URL: TEST_REDIS_URL } : {};
+    const env: Record<string, string> = redis ? { REDIS_URL: TEST_REDIS_URL } : {};
 
     beforeAll(async () => {
       db = await createPostgresDatabase(SHARED_POSTGRES_URL);
