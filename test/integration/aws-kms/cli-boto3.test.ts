@@ -100,7 +100,7 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     });
   });
 
-  it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion), then each answer is what AWS gives', async () => {
+  it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion) and the error path of every operation the other clients call only with success, then each answer is what AWS gives', async () => {
     const script = fileURLToPath(new URL('./boto3_client.py', import.meta.url));
     const { stdout } = await run('/usr/bin/python3', [script, app.url, REGION], { env });
     const out = JSON.parse(stdout);
@@ -120,6 +120,22 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       cancelled: 'Disabled',
       cancel_again: ['KMSInvalidStateException', 400],
       unknown_key: ['NotFoundException', 400],
+      errors: {
+        re_encrypt: ['NotFoundException', 400],
+        data_key_without_plaintext: ['InvalidKeyUsageException', 400],
+        data_key_pair_without_plaintext: ['NotFoundException', 400],
+        sign: ['InvalidKeyUsageException', 400],
+        random: ['ValidationException', 400],
+        list_keys: ['ValidationException', 400],
+        list_aliases: ['InvalidMarkerException', 400],
+        rotation_status: ['NotFoundException', 400],
+        enable_rotation: ['UnsupportedOperationException', 400],
+        create_key: ['ValidationException', 400],
+        delete_alias: ['NotFoundException', 400],
+        tag: ['NotFoundException', 400],
+        untag: ['NotFoundException', 400],
+        list_tags: ['NotFoundException', 400],
+      },
     });
   });
 });
