@@ -78,6 +78,25 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(Buffer.from(random.Plaintext, 'base64')).toHaveLength(16);
   });
 
+  it("when the README's AWS CLI example is run as written, with the endpoint and access key from the environment, then it prints the plaintext", async () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
+    const block = /The AWS CLI:\n\n```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block).toContain('aws kms decrypt');
+    // Its exports name placeholders (KWAK..., the example URL): this test's values stand in.
+    const exported = block!.split('\n').filter((l) => l.startsWith('export '));
+    expect(exported.join(' ')).toMatch(/AWS_ACCESS_KEY_ID=.*AWS_ENDPOINT_URL_KMS=/s);
+    const script = block!
+      .split('\n')
+      .filter((l) => !l.startsWith('export '))
+      .join('\n');
+    const { stdout } = await run('/bin/bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...env, AWS_ENDPOINT_URL_KMS: app.url, AWS_DEFAULT_REGION: REGION },
+      cwd: mkdtempSync(join(tmpdir(), 'aws-readme-')),
+    });
+    expect(stdout.trimEnd().split('\n').pop()).toBe('invoice 42');
+  });
+
   it('when the CLI decrypts under another context or names an unknown key, then it fails with the AWS exception', async () => {
     const key = JSON.parse((await aws('create-key')).stdout).KeyMetadata.KeyId as string;
     const e = JSON.parse(
