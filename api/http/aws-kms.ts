@@ -28,12 +28,19 @@ export interface AwsAnswer {
   body: string;
 }
 
-/** AWS_KMS_REGIONS as a list; empty accepts any region. */
-const regionsOf = (ctx: AppContext): string[] =>
-  (ctx.config.awsKmsRegions ?? '')
-    .split(',')
-    .map((r) => r.trim())
-    .filter(Boolean);
+/** AWS_KMS_REGIONS as a list; empty accepts any region. Split once per configuration. */
+const regionLists = new WeakMap<AppContext['config'], string[]>();
+function regionsOf(ctx: AppContext): string[] {
+  let list = regionLists.get(ctx.config);
+  if (!list) {
+    list = (ctx.config.awsKmsRegions ?? '')
+      .split(',')
+      .map((r) => r.trim())
+      .filter(Boolean);
+    regionLists.set(ctx.config, list);
+  }
+  return list;
+}
 
 function answerOf(status: number, body: unknown, id: string, errorType?: string): AwsAnswer {
   return {

@@ -6,7 +6,7 @@
  * as AWS accepts it (no seen-set: identical requests in one second sign identically).
  * Each refusal is the exception an AWS client expects, as AWS KMS answers it.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { AwsError } from '../services/aws-kms/errors.ts';
 
@@ -25,6 +25,10 @@ export interface SigV4Credential {
   signature: string;
 }
 
+/** The header as the AWS SDKs and CLI write it, read in one match; any other form takes the long way. */
+const SDK_FORM =
+  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request, ?SignedHeaders=([^,\s]+), ?Signature=([0-9a-f]{64})$/;
+
 const incomplete = (message: string) => new AwsError('IncompleteSignatureException', message);
 const invalid = (message: string) => new AwsError('InvalidSignatureException', message);
 
@@ -35,6 +39,16 @@ const invalid = (message: string) => new AwsError('InvalidSignatureException', m
 export function parseAuthorization(header: string | undefined): SigV4Credential {
   if (!header)
     throw new AwsError('MissingAuthenticationTokenException', 'Missing Authentication Token');
+  const sdk = SDK_FORM.exec(header);
+  if (sdk)
+    return {
+      accessKeyId: sdk[1],
+      date: sdk[2],
+      region: sdk[3],
+      service: sdk[4],
+      signedHeaders: sdk[5].split(';'),
+      signature: sdk[6],
+    };
   if (!header.startsWith(`${ALGORITHM} `))
     throw incomplete(`Authorization header requires the ${ALGORITHM} algorithm`);
   const parts = new Map<string, string>();
@@ -140,19 +154,31 @@ function canonicalQuery(url: string): string {
   return pairs.map(([k, v]) => `${k}=${v}`).join('&');
 }
 
-// Signing keys change once a day per access key and region: cached, as SDKs cache them.
-const signingKeys = new Map<string, Buffer>();
+// Signing keys change once a day per access key and region: derived once per secret (the
+// holder's Buffer, so an entry goes with the access-key cache entry that holds it) and scope, and
+// kept as KeyObjects: createHmac with a Buffer key re-imports it on every call (about 60 µs
+// against 11 µs on Node 24, the larger part of an AWS request's SigV4 work).
+const signingKeys = new WeakMap<Buffer, Map<string, KeyObject>>();
+/** Scopes kept per secret: a region is any name when AWS_KMS_REGIONS is empty. */
+const MAX_SCOPES = 16;
 
-function signingKey(secret: Buffer, cred: SigV4Credential): Buffer {
-  const id = `${cred.accessKeyId}/${cred.date}/${cred.region}/${createHash('sha256').update(secret).digest('hex')}`;
-  let key = signingKeys.get(id);
+function signingKey(secret: Buffer, cred: SigV4Credential): KeyObject {
+  let scopes = signingKeys.get(secret);
+  if (!scopes) {
+    scopes = new Map();
+    signingKeys.set(secret, scopes);
+  }
+  const scope = `${cred.date}/${cred.region}`;
+  let key = scopes.get(scope);
   if (!key) {
-    key = hmac(
-      hmac(hmac(hmac(`AWS4${secret.toString()}`, cred.date), cred.region), 'kms'),
-      'aws4_request',
+    key = createSecretKey(
+      hmac(
+        hmac(hmac(hmac(`AWS4${secret.toString()}`, cred.date), cred.region), 'kms'),
+        'aws4_request',
+      ),
     );
-    if (signingKeys.size > 10_000) signingKeys.clear();
-    signingKeys.set(id, key);
+    if (scopes.size >= MAX_SCOPES) scopes.clear();
+    scopes.set(scope, key);
   }
   return key;
 }
@@ -173,13 +199,13 @@ export function verifySignature(
     canonicalQuery(url),
     canonicalHeaders(headers, cred.signedHeaders),
     cred.signedHeaders.join(';'),
-    createHash('sha256').update(body).digest('hex'),
+    hash('sha256', body, 'hex'),
   ].join('\n');
   const toSign = [
     ALGORITHM,
     headers['x-amz-date'] as string,
     `${cred.date}/${cred.region}/kms/aws4_request`,
-    createHash('sha256').update(canonical).digest('hex'),
+    hash('sha256', canonical, 'hex'),
   ].join('\n');
   const expected = createHmac('sha256', signingKey(secret, cred)).update(toSign).digest();
   if (!timingSafeEqual(expected, Buffer.from(cred.signature, 'hex')))

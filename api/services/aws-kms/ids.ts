@@ -15,10 +15,20 @@ export interface AwsCaller {
   region: string;
 }
 
+/** Account numbers by tenant id: every answer names keys by ARN, so each request needs one. */
+const accounts = new Map<string, string>();
+const MAX_ACCOUNTS = 10_000;
+
 /** The tenant's AWS account number: 12 digits, stable, derived from the tenant id. */
 export function accountOf(tenantId: string): string {
-  const digest = createHash('sha256').update(`keyward-aws-account:${tenantId}`).digest();
-  return (digest.readBigUInt64BE(0) % 10n ** 12n).toString().padStart(12, '0');
+  let account = accounts.get(tenantId);
+  if (account === undefined) {
+    const digest = createHash('sha256').update(`keyward-aws-account:${tenantId}`).digest();
+    account = (digest.readBigUInt64BE(0) % 10n ** 12n).toString().padStart(12, '0');
+    if (accounts.size >= MAX_ACCOUNTS) accounts.clear();
+    accounts.set(tenantId, account);
+  }
+  return account;
 }
 
 export const keyArn = (c: AwsCaller, kid: string): string =>

@@ -1,4 +1,5 @@
-"""boto3 against Keyward's AWS KMS API: the control plane, success and error paths.
+"""boto3 against Keyward's AWS KMS API: the control plane, success and error paths, and the error
+path of every operation whose other clients' tests call only its success path.
 
 Prints one JSON line of results for the jest test that spawns it (aws-kms/cli-boto3.test.ts).
 """
@@ -48,4 +49,30 @@ kms.cancel_key_deletion(KeyId=kid)
 out["cancelled"] = kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"]
 out["cancel_again"] = err(kms.cancel_key_deletion, KeyId=kid)
 out["unknown_key"] = err(kms.describe_key, KeyId="nope")
+
+# Error paths: one for each operation the other tests call only with success (issue 27: every
+# operation with success and error paths, through a client made by AWS).
+aes = kms.create_key()["KeyMetadata"]["KeyId"]
+signer = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+blob = kms.encrypt(KeyId=aes, Plaintext=b"x")["CiphertextBlob"]
+out["errors"] = {
+    "re_encrypt": err(kms.re_encrypt, CiphertextBlob=blob, DestinationKeyId="nope"),
+    "data_key_without_plaintext": err(
+        kms.generate_data_key_without_plaintext, KeyId=signer, KeySpec="AES_256"
+    ),
+    "data_key_pair_without_plaintext": err(
+        kms.generate_data_key_pair_without_plaintext, KeyId="nope", KeyPairSpec="RSA_2048"
+    ),
+    "sign": err(kms.sign, KeyId=aes, Message=b"m", SigningAlgorithm="ECDSA_SHA_256"),
+    "random": err(kms.generate_random, NumberOfBytes=2048),
+    "list_keys": err(kms.list_keys, Limit=1001),
+    "list_aliases": err(kms.list_aliases, Marker="not-ours"),
+    "rotation_status": err(kms.get_key_rotation_status, KeyId="alias/none"),
+    "enable_rotation": err(kms.enable_key_rotation, KeyId=signer),
+    "create_key": err(kms.create_key, KeySpec="HMAC_999"),
+    "delete_alias": err(kms.delete_alias, AliasName="alias/none"),
+    "tag": err(kms.tag_resource, KeyId="nope", Tags=[{"TagKey": "a", "TagValue": "b"}]),
+    "untag": err(kms.untag_resource, KeyId="nope", TagKeys=["a"]),
+    "list_tags": err(kms.list_resource_tags, KeyId="nope"),
+}
 print(json.dumps(out))

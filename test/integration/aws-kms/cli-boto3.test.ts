@@ -78,6 +78,25 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(Buffer.from(random.Plaintext, 'base64')).toHaveLength(16);
   });
 
+  it("when the README's AWS CLI example is run as written, with the endpoint and access key from the environment, then it prints the plaintext", async () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
+    const block = /The AWS CLI:\n\n```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block).toContain('aws kms decrypt');
+    // Its exports name placeholders (KWAK..., the example URL): this test's values stand in.
+    const exported = block!.split('\n').filter((l) => l.startsWith('export '));
+    expect(exported.join(' ')).toMatch(/AWS_ACCESS_KEY_ID=.*AWS_ENDPOINT_URL_KMS=/s);
+    const script = block!
+      .split('\n')
+      .filter((l) => !l.startsWith('export '))
+      .join('\n');
+    const { stdout } = await run('/bin/bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...env, AWS_ENDPOINT_URL_KMS: app.url, AWS_DEFAULT_REGION: REGION },
+      cwd: mkdtempSync(join(tmpdir(), 'aws-readme-')),
+    });
+    expect(stdout.trimEnd().split('\n').pop()).toBe('invoice 42');
+  });
+
   it('when the CLI decrypts under another context or names an unknown key, then it fails with the AWS exception', async () => {
     const key = JSON.parse((await aws('create-key')).stdout).KeyMetadata.KeyId as string;
     const e = JSON.parse(
@@ -100,7 +119,7 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     });
   });
 
-  it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion), then each answer is what AWS gives', async () => {
+  it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion) and the error path of every operation the other clients call only with success, then each answer is what AWS gives', async () => {
     const script = fileURLToPath(new URL('./boto3_client.py', import.meta.url));
     const { stdout } = await run('/usr/bin/python3', [script, app.url, REGION], { env });
     const out = JSON.parse(stdout);
@@ -120,6 +139,22 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       cancelled: 'Disabled',
       cancel_again: ['KMSInvalidStateException', 400],
       unknown_key: ['NotFoundException', 400],
+      errors: {
+        re_encrypt: ['NotFoundException', 400],
+        data_key_without_plaintext: ['InvalidKeyUsageException', 400],
+        data_key_pair_without_plaintext: ['NotFoundException', 400],
+        sign: ['InvalidKeyUsageException', 400],
+        random: ['ValidationException', 400],
+        list_keys: ['ValidationException', 400],
+        list_aliases: ['InvalidMarkerException', 400],
+        rotation_status: ['NotFoundException', 400],
+        enable_rotation: ['UnsupportedOperationException', 400],
+        create_key: ['ValidationException', 400],
+        delete_alias: ['NotFoundException', 400],
+        tag: ['NotFoundException', 400],
+        untag: ['NotFoundException', 400],
+        list_tags: ['NotFoundException', 400],
+      },
     });
   });
 });

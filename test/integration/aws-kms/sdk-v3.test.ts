@@ -233,6 +233,10 @@ describe('AWS KMS API with @aws-sdk/client-kms v3', () => {
     await expect(kms.send(new RotateKeyOnDemandCommand({ KeyId: 'nope' }))).rejects.toMatchObject({
       name: 'NotFoundException',
     });
+    // Debian's boto3 predates ListKeyRotations: its error path is here.
+    await expect(kms.send(new ListKeyRotationsCommand({ KeyId: 'nope' }))).rejects.toMatchObject({
+      name: 'NotFoundException',
+    });
   });
 
   it('when a KeyId is unknown, of another account, or the credentials are wrong, then NotFound or UnrecognizedClient', async () => {
