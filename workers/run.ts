@@ -1,6 +1,7 @@
 /**
  * The worker process (`npm run worker`): consumes the `convert` queue. Opens only what a
- * conversion needs: the database and master key (tenant keys, through the same key cache and
+ * conversion needs: the database (DATABASE_URL, else the embedded database of the API started
+ * with the same DATA_DIR) and master key (tenant keys, through the same key cache and
  * resolver as the API: shared/keys), the object store and Redis, with one subscriber connection
  * (shared/fanout/bus.ts) for both the change feed and the cancel channel. Any number of these
  * processes may run on any number of machines; BullMQ hands each job to one of them and, when a
@@ -57,10 +58,6 @@ function fail(message: string): never {
 function requireSetup(config: Config): void {
   if (!config.redisUrl)
     fail('REDIS_URL is required: the worker consumes the BullMQ queue on Redis');
-  if (!config.databaseUrl)
-    fail(
-      'DATABASE_URL is required: the worker reads tenant keys from the same Postgres as the API (the embedded PGlite belongs to the API process)',
-    );
   if (!config.masterKey && !existsSync(join(config.dataDir, 'master.key'))) {
     fail(
       'KEYWARD_MASTER_KEY is required (or DATA_DIR/master.key shared with the API): it unlocks the tenant keys',
@@ -91,8 +88,12 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
   const closers: Closer[] = [];
   const master = loadMasterKey(config.masterKey, config.dataDir);
+  // Without DATABASE_URL the worker uses the embedded database of the API of its DATA_DIR,
+  // through that database's socket (shared/db/embedded.ts), taking turns with the API.
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    attachEmbedded: !config.databaseUrl,
     beforeMigrate: (conn) => checkKeyring(conn, master.key),
   });
   closers.push({ name: 'database', close: () => db.destroy() });
