@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { configOrExit, type Config } from '../shared/config/index.ts';
+import { ConfigError, configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { openDatabase } from '../shared/db/knex.ts';
 import { loadMasterKey } from '../shared/crypto/master-key.ts';
@@ -312,6 +312,12 @@ requireSetup(config);
 try {
   await start(config, settings);
 } catch (err) {
+  // A variable that does not fit the data (a keyring that cannot open the database): exit 2,
+  // as the API does; a restart would not help.
+  if (err instanceof ConfigError) {
+    console.error(`keyward worker: invalid configuration: ${err.message}`);
+    process.exit(2);
+  }
   // A dependency refused at start (database, Redis): say which, and let the supervisor restart us.
   console.error(`keyward worker: could not start: ${(err as Error).message}`);
   process.exit(1);

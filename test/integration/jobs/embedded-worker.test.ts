@@ -112,6 +112,16 @@ describe('when the API runs on the embedded default and a worker is started besi
     expect(worker.process.exitCode).toBeNull();
   }, 120_000);
 
+  it('then a worker whose keyring cannot open the database exits 2 naming the ids, before it takes a job', async () => {
+    const wrong = `k9:${randomBytes(32).toString('base64')}`;
+    const refused = await spawnWorker({ ...workerEnv(), KEYWARD_MASTER_KEY: wrong }, 30_000).catch(
+      (err: Error) => err.message,
+    );
+    expect(refused).toMatch(/exited with 2/);
+    expect(refused).toMatch(/KEYWARD_MASTER_KEY cannot open this database's key material/);
+    expect(refused).toMatch(/the keyring holds k9/);
+  }, 60_000);
+
   it('then a worker whose DATA_DIR has no API running exits naming DATA_DIR and DATABASE_URL', async () => {
     const other = mkdtempSync(join(tmpdir(), 'keyward-embedded-none-'));
     try {
