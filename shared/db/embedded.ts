@@ -16,6 +16,7 @@
  * database-unavailable, and it is started again on the same directory (Postgres recovery).
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { createConnection } from 'node:net';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,11 +70,32 @@ export interface EmbeddedOptions {
   onExit?: (info: { code: number | null; signal: string | null; restarting: boolean }) => void;
 }
 
+/** True when a server answers on the Unix socket `path` (an API already serving this DATA_DIR). */
+function listening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(2_000, () => done(true));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 /** Starts the embedded database's process and resolves once it accepts connections. */
 export async function startEmbeddedDatabase(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const shared = opts.dataDir === null ? null : embeddedSocketDir(opts.dataDir);
   const socketDir = shared ?? mkdtempSync(join(privateTempDir('keyward-db') ?? tmpdir(), 'run-'));
-  if (shared) mkdirSync(shared, { recursive: true, mode: 0o700 });
+  if (shared) {
+    mkdirSync(shared, { recursive: true, mode: 0o700 });
+    // A second process on the same directory would corrupt it and take the first one's socket.
+    if (await listening(join(shared, `.s.PGSQL.${EMBEDDED_PORT}`)))
+      throw new Error(
+        `the embedded database of ${opts.dataDir} is in use by another process (a running Keyward API, or a restore): stop it first`,
+      );
+  }
   const socketPath = join(socketDir, `.s.PGSQL.${EMBEDDED_PORT}`);
   let child: ChildProcess | null = null;
   let closing = false;

@@ -139,6 +139,10 @@ describe('the embedded database process', () => {
         await db.raw('create table seen (v int)');
         await attached.raw('insert into seen values (5)');
         expect((await db.raw('select v from seen')).rows).toEqual([{ v: 5 }]);
+        // A second start on the same directory (another API, a restore) is refused.
+        await expect(openDatabase({ dataDir: dir })).rejects.toThrow(
+          /is in use by another process/,
+        );
       } finally {
         await attached.destroy();
       }
