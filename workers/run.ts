@@ -1,6 +1,7 @@
 /**
  * The worker process (`npm run worker`): consumes the `convert` queue. Opens only what a
- * conversion needs: the database and master key (tenant keys, through the same key cache and
+ * conversion needs: the database (DATABASE_URL, else the embedded database of the API started
+ * with the same DATA_DIR) and master key (tenant keys, through the same key cache and
  * resolver as the API: shared/keys), the object store and Redis, with one subscriber connection
  * (shared/fanout/bus.ts) for both the change feed and the cancel channel. Any number of these
  * processes may run on any number of machines; BullMQ hands each job to one of them and, when a
@@ -14,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { configOrExit, type Config } from '../shared/config/index.ts';
+import { ConfigError, configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { openDatabase } from '../shared/db/knex.ts';
 import { loadMasterKey } from '../shared/crypto/master-key.ts';
@@ -57,10 +58,6 @@ function fail(message: string): never {
 function requireSetup(config: Config): void {
   if (!config.redisUrl)
     fail('REDIS_URL is required: the worker consumes the BullMQ queue on Redis');
-  if (!config.databaseUrl)
-    fail(
-      'DATABASE_URL is required: the worker reads tenant keys from the same Postgres as the API (the embedded PGlite belongs to the API process)',
-    );
   if (!config.masterKey && !existsSync(join(config.dataDir, 'master.key'))) {
     fail(
       'KEYWARD_MASTER_KEY is required (or DATA_DIR/master.key shared with the API): it unlocks the tenant keys',
@@ -91,8 +88,12 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
   const closers: Closer[] = [];
   const master = loadMasterKey(config.masterKey, config.dataDir);
+  // Without DATABASE_URL the worker uses the embedded database of the API of its DATA_DIR,
+  // through that database's socket (shared/db/embedded.ts), taking turns with the API.
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    attachEmbedded: !config.databaseUrl,
     beforeMigrate: (conn) => checkKeyring(conn, master.key),
   });
   closers.push({ name: 'database', close: () => db.destroy() });
@@ -311,6 +312,12 @@ requireSetup(config);
 try {
   await start(config, settings);
 } catch (err) {
+  // A variable that does not fit the data (a keyring that cannot open the database): exit 2,
+  // as the API does; a restart would not help.
+  if (err instanceof ConfigError) {
+    console.error(`keyward worker: invalid configuration: ${err.message}`);
+    process.exit(2);
+  }
   // A dependency refused at start (database, Redis): say which, and let the supervisor restart us.
   console.error(`keyward worker: could not start: ${(err as Error).message}`);
   process.exit(1);

@@ -16,9 +16,11 @@
  * database-unavailable, and it is started again on the same directory (Postgres recovery).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { SERVICE_NODE_FLAGS, serviceChildEnv } from '../node-flags.ts';
 import { privateTempDir } from '../private-dir.ts';
 
@@ -37,6 +39,24 @@ const HEALTHY_AFTER_MS = 60_000;
 export const restartDelay = (failures: number): number =>
   Math.min(RESTART_MAX_MS, RESTART_DELAY_MS * 2 ** Math.max(0, failures - 1));
 
+/**
+ * Where the embedded database of `dataDir` listens: a directory named after the data
+ * directory's real path, inside this user's private temp directory (mode 0700, shared/private-dir.ts),
+ * so a worker started with the same DATA_DIR finds the API's database (`npm run worker` beside
+ * `npm start`) and no other local user can reach it. Null when there is no private directory to trust.
+ */
+export function embeddedSocketDir(dataDir: string): string | null {
+  const base = privateTempDir('keyward-db');
+  if (!base) return null;
+  let path = resolve(dataDir);
+  try {
+    path = realpathSync(path);
+  } catch {
+    // Not made yet: the API makes it before its database starts.
+  }
+  return join(base, `data-${createHash('sha256').update(path).digest('hex').slice(0, 16)}`);
+}
+
 export interface EmbeddedDatabase {
   /** The socket's directory: `pg`'s `host` for a Unix socket. */
   socketDir: string;
@@ -50,10 +70,32 @@ export interface EmbeddedOptions {
   onExit?: (info: { code: number | null; signal: string | null; restarting: boolean }) => void;
 }
 
+/** True when a server answers on the Unix socket `path` (an API already serving this DATA_DIR). */
+function listening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(2_000, () => done(true));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 /** Starts the embedded database's process and resolves once it accepts connections. */
 export async function startEmbeddedDatabase(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const base = privateTempDir('keyward-db') ?? tmpdir();
-  const socketDir = mkdtempSync(join(base, 'run-'));
+  const shared = opts.dataDir === null ? null : embeddedSocketDir(opts.dataDir);
+  const socketDir = shared ?? mkdtempSync(join(privateTempDir('keyward-db') ?? tmpdir(), 'run-'));
+  if (shared) {
+    mkdirSync(shared, { recursive: true, mode: 0o700 });
+    // A second process on the same directory would corrupt it and take the first one's socket.
+    if (await listening(join(shared, `.s.PGSQL.${EMBEDDED_PORT}`)))
+      throw new Error(
+        `the embedded database of ${opts.dataDir} is in use by another process (a running Keyward API, or a restore): stop it first`,
+      );
+  }
   const socketPath = join(socketDir, `.s.PGSQL.${EMBEDDED_PORT}`);
   let child: ChildProcess | null = null;
   let closing = false;

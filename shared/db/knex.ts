@@ -5,7 +5,12 @@
  */
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.ts';
-import { EMBEDDED_PORT, startEmbeddedDatabase, type EmbeddedOptions } from './embedded.ts';
+import {
+  EMBEDDED_PORT,
+  embeddedSocketDir,
+  startEmbeddedDatabase,
+  type EmbeddedOptions,
+} from './embedded.ts';
 
 export type Db = Knex;
 
@@ -19,6 +24,27 @@ export interface DbOptions {
   onEmbeddedExit?: EmbeddedOptions['onExit'];
   /** Runs once the database is reachable and before its migrations (the master keyring's check). */
   beforeMigrate?: (db: Knex) => Promise<void>;
+  /**
+   * Without `databaseUrl`: connect to the embedded database that the API of `dataDir` serves
+   * (embeddedSocketDir) instead of starting one; its migrations are the API's. The worker's way.
+   */
+  attachEmbedded?: boolean;
+}
+
+/** The `pg` connection to an embedded database's socket; one connection, as PGlite is one backend. */
+function embeddedKnex(socketDir: string): Knex {
+  return knexFactory({
+    client: 'pg',
+    connection: {
+      host: socketDir,
+      port: EMBEDDED_PORT,
+      user: 'postgres',
+      database: 'postgres',
+      connectionTimeoutMillis: 5_000,
+    },
+    pool: { min: 1, max: 1 },
+    acquireConnectionTimeout: 10_000,
+  });
 }
 
 /**
@@ -37,24 +63,27 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
       pool: { min: 0, max: 10 },
       acquireConnectionTimeout: 10_000,
     });
+  } else if (opts.attachEmbedded) {
+    const socketDir = opts.dataDir ? embeddedSocketDir(opts.dataDir) : null;
+    if (!socketDir) throw new Error('no private directory for the embedded database socket');
+    db = embeddedKnex(socketDir);
+    try {
+      await db.raw('select 1');
+    } catch (err) {
+      await db.destroy();
+      throw new Error(
+        `the embedded database of DATA_DIR ${opts.dataDir} is not reachable (${(err as Error).message}): start the API (npm start) with the same DATA_DIR first, or set DATABASE_URL`,
+      );
+    }
+    if (opts.beforeMigrate) await checkedBefore(db, opts.beforeMigrate);
+    return db;
   } else {
     const embedded = await startEmbeddedDatabase({
       dataDir: opts.dataDir ?? null,
       onExit: opts.onEmbeddedExit,
     });
-    // PGlite is one backend, so one connection; the process ends after the pool.
-    db = knexFactory({
-      client: 'pg',
-      connection: {
-        host: embedded.socketDir,
-        port: EMBEDDED_PORT,
-        user: 'postgres',
-        database: 'postgres',
-        connectionTimeoutMillis: 5_000,
-      },
-      pool: { min: 1, max: 1 },
-      acquireConnectionTimeout: 10_000,
-    });
+    // The process ends after the pool.
+    db = embeddedKnex(embedded.socketDir);
     // `db.destroy()` ends the client's pool, then the process (knex's own property is read-only).
     const client = db.client as { destroy(cb?: () => void): Promise<void> };
     const destroyPool = client.destroy.bind(client);
@@ -66,17 +95,20 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     onStep('embedded database open', Math.round(performance.now() - t0));
     t0 = performance.now();
   }
-  if (opts.beforeMigrate) {
-    try {
-      await opts.beforeMigrate(db);
-    } catch (err) {
-      await db.destroy();
-      throw err;
-    }
-  }
+  if (opts.beforeMigrate) await checkedBefore(db, opts.beforeMigrate);
   await db.migrate.latest({ migrationSource });
   onStep('migrations', Math.round(performance.now() - t0));
   return db;
+}
+
+/** Runs `check` on an open database, closing it when the check fails. */
+async function checkedBefore(db: Knex, check: (db: Knex) => Promise<void>): Promise<void> {
+  try {
+    await check(db);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
 }
 
 /** True when the database answers a trivial query. */

@@ -6,9 +6,13 @@
  * it listens, `{ error }` if it cannot start, and ends when told `close` or when its parent
  * goes (the IPC channel closes), so it never outlives the API.
  *
- * PGlite is one backend: it serves one connection at a time (the API's pool holds one), and a
- * second connection waits until the first has gone. A connection that goes inside a
- * transaction has it rolled back before the next is served.
+ * PGlite is one backend, shared by every connection in turn: a connection holds it from its
+ * first message until PGlite is ready for a query outside a transaction again (after a Sync or
+ * a simple Query), then the next waiting connection has its turn. So the API's connection and a
+ * worker's (`npm run worker` beside `npm start`, shared/db/knex.ts) interleave between
+ * transactions, never inside one; Keyward keeps no session state (no SET, no session locks, no
+ * named statements) that one connection could see of another's. A connection that goes inside
+ * a transaction has it rolled back before the next is served.
  */
 import { createServer, type Socket } from 'node:net';
 import { unlinkSync } from 'node:fs';
@@ -33,6 +37,33 @@ interface Connection {
   wake: (() => void) | null;
 }
 
+/**
+ * The backend's turn: the connection holding it, and the ones waiting, first come first served.
+ * A connection waits only with a message in hand; its turn ends at an idle ReadyForQuery.
+ */
+let holder: Connection | null = null;
+const waiting: Array<{ conn: Connection; resolve: () => void }> = [];
+
+function take(conn: Connection): Promise<void> | undefined {
+  if (holder === conn) return undefined;
+  if (holder === null) {
+    holder = conn;
+    return undefined;
+  }
+  return new Promise((resolve) => waiting.push({ conn, resolve }));
+}
+
+function release(conn: Connection): void {
+  if (holder !== conn) return;
+  const next = waiting.shift();
+  holder = next?.conn ?? null;
+  next?.resolve();
+}
+
+const SYNC = new Uint8Array([0x53, 0, 0, 0, 4]);
+/** Sync ('S') and simple Query ('Q') end with a ReadyForQuery; the startup message too. */
+const ENDS_WITH_READY = new Set([0x53, 0x51]);
+
 /** Starts buffering a connection at once, so nothing it sends or its end is missed while it waits. */
 function accept(socket: Socket): Connection {
   const conn: Connection = { socket, queue: [], ended: false, wake: null };
@@ -54,6 +85,8 @@ async function serve(pg: PGlite, conn: Connection): Promise<void> {
   const { socket, queue } = conn;
   let pending: Buffer = Buffer.alloc(0);
   let started = false;
+  /** True once the startup message has been answered. */
+  let ready = false;
   // PGlite hands out views of its WASM memory, which its next message overwrites; a socket
   // keeps what it cannot send at once by reference, so each answer is copied before it is
   // queued (without the copy, a 400 KB answer reached the client corrupted and it hung).
@@ -97,11 +130,21 @@ async function serve(pg: PGlite, conn: Connection): Promise<void> {
           socket.end();
           return;
         }
+        const startup = started && !ready;
+        await take(conn);
         await pg.execProtocolRawStream(new Uint8Array(message), { onRawData: write });
+        ready = true;
+        if ((startup || ENDS_WITH_READY.has(message[0])) && !pg.isInTransaction()) release(conn);
       }
     }
   } finally {
-    if (pg.isInTransaction()) await pg.exec('ROLLBACK').catch(() => undefined);
+    // Gone during its turn: a Sync ends an extended query it left half sent (its answer is
+    // nobody's), then its transaction is rolled back, before the next connection is served.
+    if (holder === conn) {
+      await pg.execProtocolRaw(SYNC).catch(() => undefined);
+      if (pg.isInTransaction()) await pg.exec('ROLLBACK').catch(() => undefined);
+      release(conn);
+    }
   }
 }
 
@@ -117,22 +160,22 @@ function frameSize(buf: Buffer, started: boolean): number | null {
 async function main(): Promise<void> {
   if (!socketPath) throw new Error('usage: pglite-server.ts <dataDir|""> <socket path>');
   const pg = await openPglite(dataDirArg ? dataDirArg : null);
-  // One connection at a time: the next waits for the one before to end.
-  let turn = Promise.resolve();
+  // Every connection is served at once; they take turns on the backend (take/release).
+  const serving = new Set<Promise<void>>();
   const server = createServer({ allowHalfOpen: false }, (socket) => {
-    const conn = accept(socket);
-    turn = turn
-      .then(() => serve(pg, conn))
+    const done = serve(pg, accept(socket))
       .catch(() => {
         socket.destroy();
-      });
+      })
+      .finally(() => serving.delete(done));
+    serving.add(done);
   });
   let closing = false;
   const close = async () => {
     if (closing) return;
     closing = true;
     server.close();
-    await turn;
+    await Promise.all(serving);
     await pg.close().catch(() => undefined);
     process.exit(0);
   };

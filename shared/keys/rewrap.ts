@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import type { DomainMetrics } from '../metrics/index.ts';
 import { IntegrityError, type MasterKey } from '../crypto/master-key.ts';
+import { isDatabaseUnavailable } from '../db/knex.ts';
 import { SEALED_SOURCES, sealedIdSql, type SealedSource } from './sealed-items.ts';
 
 /** What a rewrap did so far. */
@@ -128,8 +129,14 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
       progress.state = stopping ? 'stopped' : 'done';
     } catch (err) {
       progress.state = 'failed';
-      progress.error = (err as Error).message;
-      opts.logger.error({ err: (err as Error).message }, 'master-key rewrap failed');
+      // Every item is as it was or re-sealed (each is its own compare-and-set): nothing to undo.
+      progress.error = isDatabaseUnavailable(err)
+        ? `the database became unavailable (${(err as Error).message}); every item is still readable: run the rewrap again once it is back`
+        : (err as Error).message;
+      opts.logger.error(
+        { err: (err as Error).message, rewrapped: progress.rewrapped },
+        `master-key rewrap failed: ${progress.error}`,
+      );
     }
     progress.finishedAt = new Date().toISOString();
     opts.logger.info({ ...progress }, `master-key rewrap ${progress.state}`);

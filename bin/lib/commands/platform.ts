@@ -21,7 +21,7 @@ function statusText(s: MasterKeyStatus): string {
       ['role', (x) => x.role],
       ['items', (x) => x.items],
     ]),
-    `rewrap: ${r.state}${r.state === 'idle' ? '' : ` (${r.rewrapped} rewrapped, ${r.raced} by another instance, ${r.unopenable} unopenable)`}`,
+    `rewrap: ${r.state}${r.state === 'idle' ? '' : ` (${r.rewrapped} rewrapped, ${r.raced} by another instance, ${r.unopenable} unopenable)`}${r.error ? `: ${r.error}` : ''}`,
     s.complete
       ? 'every item is sealed under the newest id: the older ids may be removed from KEYWARD_MASTER_KEY'
       : 'items are still sealed under older ids: run `keyward admin master-key rewrap`',

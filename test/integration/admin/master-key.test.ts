@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
@@ -24,10 +24,10 @@ import { ConfigError, SCHEMA } from '../../../shared/config/index.ts';
 import {
   createKeyring,
   createMasterKey,
-  sealedBy,
   type SealContext,
 } from '../../../shared/crypto/master-key.ts';
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';
+import { addVersions, sealedIds } from './sealed-items.ts';
 import { freePort } from '../../support/free-port.ts';
 
 const A = randomBytes(32).toString('base64');
@@ -43,38 +43,6 @@ function sealV1(key: Buffer, plaintext: Buffer, ctx: SealContext): Buffer {
   cipher.setAAD(Buffer.from(`keyward:v1:${ctx.tenantId}:${ctx.kid}:${ctx.version}`));
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return Buffer.concat([Buffer.of(1), iv, body, cipher.getAuthTag()]);
-}
-
-/** Every sealed item with the id it names ('' for v1). */
-async function sealedIds(db: Knex): Promise<string[]> {
-  const out: string[] = [];
-  for (const s of SEALED_SOURCES)
-    for (const row of (await s.select(db)) as Array<{ material: Buffer }>)
-      out.push(sealedBy(row.material) ?? '');
-  return out;
-}
-
-/** Adds `n` versions to a key, sealed under `id:key` as the store would (rewrap load). */
-async function addVersions(
-  db: Knex,
-  tenantId: string,
-  kid: string,
-  n: number,
-  id: string,
-  key: string,
-) {
-  const keyring = createKeyring([{ id, key: Buffer.from(key, 'base64') }]);
-  const row = await db('keys').where({ tenant_id: tenantId, kid }).first();
-  const rows = [];
-  for (let v = 1000; v < 1000 + n; v++)
-    rows.push({
-      id: randomUUID(),
-      key_id: row.id,
-      version: v,
-      material: keyring.seal(randomBytes(32), { tenantId, kid, version: v }),
-    });
-  for (let i = 0; i < rows.length; i += 500)
-    await db('key_versions').insert(rows.slice(i, i + 500));
 }
 
 async function waitForRewrap(app: TestApp, token: string) {

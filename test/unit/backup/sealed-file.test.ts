@@ -54,6 +54,26 @@ describe('the backup file encryption', () => {
     await expect(decrypt(swapped)).rejects.toThrow(BackupFileError);
   });
 
+  it('when any one byte is changed (each header byte, each chunk length and tag, bytes all along the file), then it is refused', async () => {
+    const c = 4 + 65_536 + 16;
+    const positions = new Set<number>();
+    for (let i = 0; i < 51; i++) positions.add(i);
+    for (let at = 51; at < file.length; at += c) {
+      for (let i = 0; i < 4; i++) positions.add(at + i);
+      positions.add(Math.min(at + c, file.length) - 1);
+    }
+    for (let i = 51; i < file.length; i += 16_001) positions.add(i);
+    positions.add(file.length - 1);
+    for (const at of positions) {
+      const bad = Buffer.from(file);
+      bad[at] ^= 0x01;
+      await expect([at, await decrypt(bad).catch((err: unknown) => err)]).toEqual([
+        at,
+        expect.any(BackupFileError),
+      ]);
+    }
+  }, 120_000);
+
   it('when the passphrase is wrong, then the error says so', async () => {
     await expect(decrypt(file, 'another passphrase')).rejects.toThrow(/passphrase is wrong/);
   });

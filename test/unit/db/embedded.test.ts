@@ -103,6 +103,55 @@ describe('the embedded database process', () => {
     }
   }, 60_000);
 
+  it('when two clients stay connected, then they take turns between transactions and each sees what the other committed', async () => {
+    const embedded = await startEmbeddedDatabase({ dataDir: null });
+    const connect = () =>
+      new pg.Client({ host: embedded.socketDir, port: EMBEDDED_PORT, user: 'postgres' });
+    const a = connect();
+    const b = connect();
+    try {
+      await a.connect();
+      await b.connect();
+      await a.query('create table t (v int)');
+      await b.query('insert into t values (1)');
+      await a.query('begin');
+      await a.query('insert into t values (2)');
+      const bCount = b.query('select count(*)::int as n from t');
+      await a.query('commit');
+      expect((await bCount).rows[0].n).toBe(2);
+      const both = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).query(`select ${i}::int as i`)),
+      );
+      expect(both.map((r) => r.rows[0].i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    } finally {
+      await a.end();
+      await b.end();
+      await embedded.close();
+    }
+  }, 60_000);
+
+  it('when a data directory is given, then its socket lies where a worker of the same DATA_DIR finds it', async () => {
+    const dir = join(root, 'shared-socket');
+    const db: Db = await openDatabase({ dataDir: dir });
+    try {
+      const attached: Db = await openDatabase({ dataDir: dir, attachEmbedded: true });
+      try {
+        await db.raw('create table seen (v int)');
+        await attached.raw('insert into seen values (5)');
+        expect((await db.raw('select v from seen')).rows).toEqual([{ v: 5 }]);
+        // A second start on the same directory (another API, a restore) is refused.
+        await expect(openDatabase({ dataDir: dir })).rejects.toThrow(
+          /is in use by another process/,
+        );
+      } finally {
+        await attached.destroy();
+      }
+      expect((await db.raw('select count(*)::int as n from seen')).rows[0].n).toBe(1);
+    } finally {
+      await db.destroy();
+    }
+  }, 60_000);
+
   it('when the process dies, then queries answer unavailable, and after its restart the data is still there', async () => {
     const exits: boolean[] = [];
     const before = serverChildren();
