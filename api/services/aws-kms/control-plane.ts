@@ -7,7 +7,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
-import { keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
+import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { changeKey, createKey } from '../keys/store.ts';
 import { applySettings, settingsView } from '../keys/settings.ts';
@@ -166,7 +166,12 @@ export async function listKeys(ctx: AppContext, c: AwsCaller, input: Input, acto
 export async function listAliases(ctx: AppContext, c: AwsCaller, input: Input): Answer {
   const { limit, offset } = paging(input);
   const q = ctx.db('key_aliases').where({ tenant_id: c.tenantId });
-  if (input.KeyId !== undefined) q.andWhere({ kid: await resolveKeyId(ctx, c, input.KeyId) });
+  if (input.KeyId !== undefined) {
+    // As AWS: a KeyId that names no key of the account is NotFoundException, not an empty list.
+    const kid = await resolveKeyId(ctx, c, input.KeyId);
+    if (!(await findKeyRow(ctx.db, c.tenantId, kid))) throw keyNotFound(String(input.KeyId));
+    q.andWhere({ kid });
+  }
   const rows = await q
     .orderBy('name', 'asc')
     .offset(offset)

@@ -67,6 +67,7 @@ out["errors"] = {
     "random": err(kms.generate_random, NumberOfBytes=2048),
     "list_keys": err(kms.list_keys, Limit=1001),
     "list_aliases": err(kms.list_aliases, Marker="not-ours"),
+    "list_aliases_unknown_key": err(kms.list_aliases, KeyId="nope"),
     "rotation_status": err(kms.get_key_rotation_status, KeyId="alias/none"),
     "enable_rotation": err(kms.enable_key_rotation, KeyId=signer),
     "create_key": err(kms.create_key, KeySpec="HMAC_999"),

@@ -147,6 +147,7 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
         random: ['ValidationException', 400],
         list_keys: ['ValidationException', 400],
         list_aliases: ['InvalidMarkerException', 400],
+        list_aliases_unknown_key: ['NotFoundException', 400],
         rotation_status: ['NotFoundException', 400],
         enable_rotation: ['UnsupportedOperationException', 400],
         create_key: ['ValidationException', 400],
