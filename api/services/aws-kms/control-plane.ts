@@ -264,6 +264,12 @@ export async function getKeyRotationStatus(
   actor: string,
 ): Answer {
   const { kid, row } = await keyOf(ctx, c, input, actor);
+  // As AWS KMS answers for asymmetric, HMAC and imported keys: only generated symmetric keys rotate here.
+  if (!rotatesInAws(row))
+    throw new AwsError(
+      'UnsupportedOperationException',
+      'Only symmetric keys with generated material rotate.',
+    );
   const { effective } = await tenantPolicy(ctx, c.tenantId);
   const s = settingsView(row, effective.rotationPeriodDays);
   return {
@@ -275,12 +281,16 @@ export async function getKeyRotationStatus(
   };
 }
 
+/** Whether a key takes part in the AWS rotation operations: generated symmetric material. */
+const rotatesInAws = (row: { source: unknown; type: unknown }) =>
+  row.source === 'generated' && String(row.type).startsWith('aes-');
+
 const policyPeriod = (ctx: AppContext) => async (t: string) =>
   (await tenantPolicy(ctx, t)).effective.rotationPeriodDays;
 
 async function symmetricGenerated(ctx: AppContext, c: AwsCaller, input: Input, actor: string) {
   const k = await keyOf(ctx, c, input, actor);
-  if (k.row.source !== 'generated' || !(k.row.type as string).startsWith('aes-'))
+  if (!rotatesInAws(k.row))
     throw new AwsError(
       'UnsupportedOperationException',
       'Only symmetric keys with generated material rotate.',

@@ -69,6 +69,7 @@ out["errors"] = {
     "list_aliases": err(kms.list_aliases, Marker="not-ours"),
     "list_aliases_unknown_key": err(kms.list_aliases, KeyId="nope"),
     "rotation_status": err(kms.get_key_rotation_status, KeyId="alias/none"),
+    "rotation_status_asymmetric": err(kms.get_key_rotation_status, KeyId=signer),
     "enable_rotation": err(kms.enable_key_rotation, KeyId=signer),
     "create_key": err(kms.create_key, KeySpec="HMAC_999"),
     "delete_alias": err(kms.delete_alias, AliasName="alias/none"),

@@ -149,6 +149,7 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
         list_aliases: ['InvalidMarkerException', 400],
         list_aliases_unknown_key: ['NotFoundException', 400],
         rotation_status: ['NotFoundException', 400],
+        rotation_status_asymmetric: ['UnsupportedOperationException', 400],
         enable_rotation: ['UnsupportedOperationException', 400],
         create_key: ['ValidationException', 400],
         delete_alias: ['NotFoundException', 400],
