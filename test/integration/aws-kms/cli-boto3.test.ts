@@ -97,6 +97,31 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(stdout.trimEnd().split('\n').pop()).toBe('invoice 42');
   });
 
+  it("when the README's JavaScript SDK example is run as written, with this test's endpoint and access key, then it prints the plaintext", async () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
+    const block = /`@aws-sdk\/client-kms`\):\n\n```js\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block).toContain('new DecryptCommand');
+    // The example names placeholders (the example URL, KWAK...): this test's values stand in.
+    const script = block!
+      .replace("'http://127.0.0.1:8080'", JSON.stringify(app.url))
+      .replace("'eu-west-1'", JSON.stringify(REGION))
+      .replace("'KWAK...'", JSON.stringify(t.accessKeyId));
+    expect(script).not.toContain('KWAK...');
+    // The example encrypts under alias/invoices, which the CLI example creates.
+    await aws('describe-key', '--key-id', 'alias/invoices').catch(async () => {
+      const kid = JSON.parse((await aws('create-key')).stdout).KeyMetadata.KeyId as string;
+      await aws('create-alias', '--alias-name', 'alias/invoices', '--target-key-id', kid);
+    });
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const { stdout } = await run(
+      process.execPath,
+      ['--input-type=module', '--no-warnings', '-e', script],
+      { cwd: root, env: { PATH: process.env.PATH, KEYWARD_AWS_SECRET: t.secretAccessKey } },
+    );
+    expect(stdout.trimEnd()).toBe('invoice 42');
+  });
+
   it('when the CLI decrypts under another context or names an unknown key, then it fails with the AWS exception', async () => {
     const key = JSON.parse((await aws('create-key')).stdout).KeyMetadata.KeyId as string;
     const e = JSON.parse(
