@@ -14,6 +14,9 @@ import { OID, oidName } from '../asn1/oids.ts';
 import { Pbkdf2Params } from '../keystore/schemas.ts';
 import { decryptionFailed, problem } from '../errors/index.ts';
 
+/** The key type of the stand-in ResolvedKey that carries `metadata.password` to a PWRI recipient. */
+export const PASSWORD_KEY_TYPE = 'password';
+
 /** The ciphers id-alg-PWRI-KEK wraps with (RFC 3211 section 2.3, with the AES OIDs OpenSSL writes). */
 const KEK_CIPHERS: ReadonlyMap<string, { cipher: string; keyLength: number; block: number }> =
   new Map([
