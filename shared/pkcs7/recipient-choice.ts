@@ -81,8 +81,9 @@ export async function chooseRecipient(
     return {
       ri: infos[i],
       key: {
-        // The kid is the caller's budget for password guesses: every failure counts against it.
-        kid: PASSWORD_KEY_TYPE,
+        // The kid names the caller's budget for password guesses (every failure counts against
+        // it); parentheses never occur in a tenant kid (shared/ids.ts), so no key shares it.
+        kid: '(password)',
         version: 0,
         type: PASSWORD_KEY_TYPE,
         secretKey: opts.password,
