@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { generalDecrypt } from 'jose';
-import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import type { ConvertMetadata } from '../../../shared/pkcs7/index.ts';
 import {
   OpenSslDir,
@@ -135,6 +135,19 @@ describe('several CMS recipients', () => {
       message: wrongKey.message,
     });
     expect(wrongKey).toEqual(wrongContent);
+  });
+});
+
+describe('analyze of several recipients', () => {
+  it('when one recipient is held, then convertible with its kid named', async () => {
+    const a = await analyzePkcs7(chunked(twoRecipients, 500), resolverFor([keys.p256]));
+    expect(a.recipients.map((r) => r.kid)).toEqual([null, 'mail-p256']);
+    expect(a.convertible).toBe(true);
+  });
+
+  it('when none is held, then not convertible, and the reason says so', async () => {
+    const a = await analyzePkcs7(chunked(twoRecipients, 500), resolverFor([keys.archive]));
+    expect(a).toMatchObject({ convertible: false, reason: 'no recipient key is imported' });
   });
 });
 
