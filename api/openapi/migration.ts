@@ -111,9 +111,23 @@ const Metadata = obj(
     },
     recipientKid: {
       type: 'string',
-      description: 'the CMS recipient key; default: found by the RecipientInfo identifier',
+      description:
+        'the CMS recipient key, picking one of several recipients; default: the first recipient, in file order, whose key the tenant holds (found by the RecipientInfo identifiers)',
     },
-    targetKid: { type: 'string', description: 'who the new JWE is for; default the recipient key' },
+    targetKid: {
+      oneOf: [
+        { type: 'string' },
+        { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 16, uniqueItems: true },
+      ],
+      description:
+        'who the new JWE is for; default the recipient key. A list of 1 to 16 distinct encryption keys gives part 1 in General JSON Serialization with one recipient per target (one content key wrapped for each)',
+    },
+    password: {
+      type: 'string',
+      format: 'password',
+      description:
+        'opens a password recipient (RFC 3211 PWRI); needs targetKid; never logged or stored; jobs refuse it. A wrong password is decryption-failed',
+    },
     contentEncryption: {
       enum: ['A128GCM', 'A192GCM', 'A256GCM', 'preserve'],
       description:
@@ -206,11 +220,11 @@ const COMMON = {
   429: 'rate-limited (Retry-After)',
 };
 const CMS_ERRORS = {
-  400: 'cms-malformed (the detail names what the input looks like), cms-truncated, cms-base64-invalid, cms-base64-truncated, cms-pem-unterminated, cms-mime-no-body, cms-mime-too-deep, cms-multipart-signed-malformed, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
+  400: 'cms-malformed (the detail names what the input looks like), cms-truncated, cms-base64-invalid, cms-base64-truncated, cms-pem-unterminated, cms-pem-end-mismatch (an armour END line of another label), cms-mime-no-body, cms-mime-too-deep, cms-multipart-signed-malformed, cms-bad-metadata, decryption-failed (a small input whose padding or tag fails before the answer begins), validation-failed (missing or misplaced part), bad-request (malformed multipart)',
   404: 'cms-key-not-imported: a signer or recipient key (or a kid of the metadata) is not imported in this tenant',
   409: 'key-suspended, key-revoked: the matching imported key is not active',
   413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (a flattened JSON JWE over CONVERT_JSON_MAX_BYTES) (metadata part over 64 KiB)',
-  415: 'cms-unsupported (type, algorithm, several signers or recipients), unsupported-media-type',
+  415: 'cms-unsupported (type, algorithm, several signers, no recipient the engine can open), unsupported-media-type',
   422: 'cms-signature-invalid, cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 

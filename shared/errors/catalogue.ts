@@ -286,7 +286,13 @@ const CMS = {
     status: 400,
     slug: 'cms-pem-unterminated',
     title: 'PEM Without End Line',
-    help: 'The PEM armour opened by -----BEGIN PKCS7----- or -----BEGIN CMS----- has no matching -----END line: the file was cut. Send the whole file again.',
+    help: 'The PEM armour opened by -----BEGIN PKCS7----- (or CMS, SIGNED MESSAGE, ENCRYPTED MESSAGE...) has no matching -----END line: the file was cut. Send the whole file again.',
+  },
+  cms_pem_end_mismatch: {
+    status: 400,
+    slug: 'cms-pem-end-mismatch',
+    title: 'PEM End Line Of Another Label',
+    help: 'The armour ends with an -----END line whose label is not the one its -----BEGIN line opened (RFC 7468 section 2): two files were joined or the armour was edited. Send the file as its producer wrote it.',
   },
   cms_mime_no_body: {
     status: 400,

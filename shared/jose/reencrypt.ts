@@ -17,7 +17,7 @@ import { ENCS, Multipart, cbcHsTag, gcmEncryptor, protectedHeader } from './jwe.
 import type { ContentEncryptor } from './jwe.ts';
 import { keyByKid, unwrapContentKey, wrapContentKey } from './keys.ts';
 import type { MixedReader } from './mixed-reader.ts';
-import type { KidResolver } from './types.ts';
+import type { KidResolver, ResolvedKey } from './types.ts';
 
 const JOSE = 'application/jose+json';
 const OCTET = 'application/octet-stream';
@@ -47,12 +47,15 @@ function b64u(v: unknown, what: string): Buffer {
 interface JweHead {
   protectedB64: string;
   enc: string;
-  header: Record<string, unknown>;
-  encryptedKey: Buffer;
+  /** One per recipient, in order: the joint header (protected and per-recipient) and its key. */
+  recipients: Array<{ header: Record<string, unknown>; encryptedKey: Buffer }>;
   iv: Buffer;
 }
 
-/** Part 1 of the layout: `{protected, recipients: [one], iv}` (RFC 7516 section 7.2.1). */
+/** At most this many recipients are read (what convert writes for a targetKid list). */
+const MAX_RECIPIENTS = 16;
+
+/** Part 1 of the layout: `{protected, recipients: [...], iv}` (RFC 7516 section 7.2.1). */
 function parseHead(data: Buffer): JweHead {
   let o: Record<string, unknown>;
   try {
@@ -65,8 +68,8 @@ function parseHead(data: Buffer): JweHead {
   if (o.aad !== undefined || o.unprotected !== undefined)
     throw problem('jose_unsupported', 'aad and unprotected headers are not supported');
   const recipients = o.recipients;
-  if (!Array.isArray(recipients) || recipients.length !== 1)
-    throw problem('jose_unsupported', 'exactly one recipient is supported');
+  if (!Array.isArray(recipients) || recipients.length < 1 || recipients.length > MAX_RECIPIENTS)
+    throw problem('jose_unsupported', `1 to ${MAX_RECIPIENTS} recipients are supported`);
   let prot: Record<string, unknown>;
   try {
     prot = JSON.parse(b64u(o.protected, 'protected').toString('utf8'));
@@ -79,19 +82,41 @@ function parseHead(data: Buffer): JweHead {
   // RFC 7516 section 4.1.13: a crit we do not understand, or compression, cannot be honoured.
   if (prot.zip !== undefined || prot.crit !== undefined)
     throw problem('jose_unsupported', 'zip and crit are not supported');
-  const r = recipients[0] as Record<string, unknown>;
-  const header = { ...prot, ...((r?.header as Record<string, unknown>) ?? {}) };
   const enc = String(prot.enc);
   // hasOwn: the header is the sender's, and "constructor" must not find Object's.
   if (!ENCS.has(enc)) throw problem('jose_unsupported', `enc ${enc.slice(0, 32)} is not supported`);
-  if (typeof header.kid !== 'string' || !header.kid) throw malformed('the recipient names no kid');
   return {
     protectedB64: o.protected as string,
     enc,
-    header,
-    encryptedKey: b64u(r.encrypted_key, 'encrypted_key'),
+    recipients: recipients.map((x: unknown) => {
+      const r = (x ?? {}) as Record<string, unknown>;
+      const header = { ...prot, ...((r.header as Record<string, unknown>) ?? {}) };
+      if (typeof header.kid !== 'string' || !header.kid)
+        throw malformed('a recipient names no kid');
+      return { header, encryptedKey: b64u(r.encrypted_key, 'encrypted_key') };
+    }),
     iv: b64u(o.iv, 'iv'),
   };
+}
+
+/**
+ * The first recipient, in order, whose key the tenant holds, chosen by kid alone (nothing is
+ * tried, so a failure says nothing of which recipient it was); none: the last one's key-not-found.
+ */
+async function heldRecipient(
+  head: JweHead,
+  resolver: ReencryptOptions['resolver'],
+): Promise<{ recipient: JweHead['recipients'][number]; source: ResolvedKey }> {
+  for (const [i, recipient] of head.recipients.entries()) {
+    try {
+      const source = await keyByKid(resolver, recipient.header.kid as string, 'encrypt');
+      return { recipient, source };
+    } catch (err) {
+      if (i === head.recipients.length - 1 || (err as { code?: string }).code !== 'key_not_found')
+        throw err;
+    }
+  }
+  throw new Error('unreachable: a head has at least one recipient');
 }
 
 /** Checks (and on rotation decrypts) the old ciphertext as it streams by; final() checks the tag. */
@@ -155,7 +180,7 @@ export async function reencryptStream(
     throw malformed('the first part must be application/jose+json');
   const head = parseHead(first.data);
   const spec = ENCS.get(head.enc)!;
-  const source = await keyByKid(opts.resolver, head.header.kid as string, 'encrypt');
+  const { recipient: from, source } = await heldRecipient(head, opts.resolver);
   const target = await keyByKid(opts.resolver, opts.targetKid, 'encrypt');
   // Re-encrypting opens the content key: the caller must be admitted to decrypt with the source.
   // Its point of the budget is kept on a failed decryption and given back otherwise.
@@ -177,7 +202,7 @@ export async function reencryptStream(
   const rotate = opts.rotateContentKey;
   const protectedB64 = rotate ? protectedHeader(spec.gcm) : head.protectedB64;
   try {
-    cek = unwrapContentKey(source, head.header, head.encryptedKey, spec.cek);
+    cek = unwrapContentKey(source, from.header, from.encryptedKey, spec.cek);
     second = await reader.next();
     if (!second || second.contentType.split(';')[0] !== OCTET)
       throw malformed('the second part must be application/octet-stream');

@@ -80,10 +80,14 @@ export async function analyzePkcs7(
       });
     }
     const recipients: RecipientSummary[] = [];
+    // Several recipients convert when one of them can (contract 10): which, the converter says.
+    const unusable: string[] = [];
+    const usable: boolean[] = [];
     for (const ri of head.recipientInfos) {
       const d = describeRecipient(ri);
       const key = resolver && d.ref ? await resolver.byCmsRef(d.ref) : null;
-      if (d.unsupported) reasons.push(`${d.unsupported} is not supported`);
+      if (d.unsupported) unusable.push(`${d.unsupported} is not supported`);
+      else usable.push(d.type === 'password' || !!key);
       recipients.push({
         type: d.type,
         identifier: d.identifier,
@@ -96,8 +100,7 @@ export async function analyzePkcs7(
 
     if (signed && signers.length !== 1)
       reasons.push(`${signers.length} signers; exactly one is supported`);
-    if (enveloped && recipients.length !== 1)
-      reasons.push(`${recipients.length} recipients; exactly one is supported`);
+    if (enveloped && usable.length === 0) reasons.push(...unusable);
     if (enveloped) {
       const alg = head.contentEncryption!.algorithm;
       const spec = CONTENT_CIPHERS[alg];
@@ -109,8 +112,12 @@ export async function analyzePkcs7(
     if (resolver) {
       if (signed && signers.length === 1 && !signers[0].kid)
         reasons.push('the signer key is not imported');
-      if (enveloped && recipients.length === 1 && !recipients[0].kid)
-        reasons.push('the recipient key is not imported');
+      if (enveloped && usable.length > 0 && !usable.includes(true))
+        reasons.push(
+          recipients.length === 1
+            ? 'the recipient key is not imported'
+            : 'no recipient key is imported',
+        );
     }
     // What follows the CMS object in an archive form is not read; the input is released.
     await container.close().catch(() => {});

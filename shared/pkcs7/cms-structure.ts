@@ -4,13 +4,15 @@
  * stream it; readTail reads what follows it. Every small element is captured with a size cap and
  * decoded with the @peculiar/asn1-cms classes.
  */
-import { RecipientInfo, SignerInfo } from '@peculiar/asn1-cms';
+import { SignerInfo } from '@peculiar/asn1-cms';
+import type { RecipientInfo } from '@peculiar/asn1-cms';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import { TAG, isContext, isUniversal, type BerHeader } from '../asn1/ber-header.ts';
 import type { BerReader } from '../asn1/ber-reader.ts';
 import { decodeOid, parseAsn, walk } from '../asn1/der.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { problem } from '../errors/index.ts';
+import { parseRecipientInfo } from './password-recipient.ts';
 
 /** Cap on each captured element: a SignerInfo, a RecipientInfo, a certificate, an attribute set. */
 export const ELEMENT_CAP = 1024 * 1024;
@@ -197,9 +199,7 @@ export async function readHead(r: BerReader): Promise<CmsHead> {
   }
   if (!isUniversal(h, TAG.SET))
     throw problem('cms_malformed', `expected recipientInfos at byte ${h.offset}`);
-  head.recipientInfos = (await captureItems(r, h, 'recipients')).map((b) =>
-    parseAsn(b, RecipientInfo, 'RecipientInfo', 'cms_malformed'),
-  );
+  head.recipientInfos = (await captureItems(r, h, 'recipients')).map(parseRecipientInfo);
   if (type === 'signedAndEnvelopedData') {
     head.digestAlgorithms = parseAlgorithms(
       await captureItems(

@@ -48,7 +48,22 @@ export const MAX_DEPTH = 4;
 /** Longest PEM BEGIN line, and longest text skipped before it or before base64. */
 const MAX_LINE = 128;
 const MAX_LEADING_SPACE = 1024;
-const PEM_LABELS = new Set(['PKCS7', 'CMS']);
+/**
+ * Armour labels that hold a CMS object: RFC 7468's PKCS7 and CMS, the "PKCS #7 SIGNED DATA" and
+ * similar labels older toolkits write, and gpgsm's `--armor` ("SIGNED MESSAGE", "ENCRYPTED
+ * MESSAGE"). A Set: the label is the sender's.
+ */
+const PEM_LABELS: ReadonlySet<string> = new Set([
+  'PKCS7',
+  'CMS',
+  'PKCS #7',
+  'PKCS#7',
+  'PKCS #7 SIGNED DATA',
+  'PKCS7 SIGNED DATA',
+  'PKCS #7 ENVELOPED DATA',
+  'SIGNED MESSAGE',
+  'ENCRYPTED MESSAGE',
+]);
 const PKCS7_MIME = new Set(['application/pkcs7-mime', 'application/x-pkcs7-mime']);
 const PKCS7_SIGNATURE = new Set(['application/pkcs7-signature', 'application/x-pkcs7-signature']);
 
@@ -117,7 +132,7 @@ export function describeInput(head: Buffer): string {
   if (t.startsWith('-----BEGIN ')) {
     const label = /^-----BEGIN ([^-\r\n]{0,40})-----/.exec(t)?.[1];
     return label !== undefined
-      ? `the input is a PEM "${printable(label)}" block; only PKCS7 and CMS blocks hold a CMS object`
+      ? `the input is a PEM "${printable(label)}" block; only ${[...PEM_LABELS].join(', ')} blocks hold a CMS object`
       : 'the input starts like PEM, but its BEGIN line is malformed';
   }
   if (t[0] === '{' || t[0] === '[') return 'the input looks like JSON, not a CMS object';
@@ -178,7 +193,12 @@ async function pem(src: ByteSource, skip: number, text: string): Promise<Found> 
   await dropBytes(src, skip + m[0].length);
   const end = Buffer.from(`-----END ${label}-----`, 'latin1');
   let rest: Buffer | null = null;
-  const body = decodeBase64(src, {
+  // The decoder stops at the END line's first dash; a view of src it cannot close keeps the rest
+  // of that line readable when a chunk ends inside it.
+  const view = (async function* () {
+    for (let c = await src.pull(); c; c = await src.pull()) yield c;
+  })();
+  const body = decodeBase64(view, {
     fault: base64Problem('PEM block'),
     onDash: (r) => (rest = r),
   });
@@ -187,18 +207,25 @@ async function pem(src: ByteSource, skip: number, text: string): Promise<Found> 
     const tail = rest as Buffer | null;
     if (!tail)
       throw problem('cms_pem_unterminated', `the PEM block has no "-----END ${label}-----" line`);
-    // The END line may be split across chunks: read just enough of it.
+    // The END line may be split across chunks: read enough of it to name another label too.
     let got: Buffer = tail;
-    while (got.length < end.length) {
+    while (got.length < end.length + MAX_LINE) {
       const c = await src.pull();
       if (!c) break;
-      got = Buffer.concat([got, c.subarray(0, end.length - got.length)]);
+      got = Buffer.concat([got, c.subarray(0, end.length + MAX_LINE - got.length)]);
     }
-    if (!got.subarray(0, end.length).equals(end))
+    if (got.subarray(0, end.length).equals(end)) return;
+    // RFC 7468 section 2: the END label must be the BEGIN one; another is not a cut file.
+    const other = /^-----END ([A-Z0-9 #]{0,40})-----/.exec(got.toString('latin1'));
+    if (other)
       throw problem(
-        'cms_pem_unterminated',
-        `the PEM block has no "-----END ${label}-----" line where its base64 ends`,
+        'cms_pem_end_mismatch',
+        `the armour opened with "-----BEGIN ${label}-----" ends with "-----END ${printable(other[1])}-----"`,
       );
+    throw problem(
+      'cms_pem_unterminated',
+      `the PEM block has no "-----END ${label}-----" line where its base64 ends`,
+    );
   }
   return { form: 'pem', cms: cms() };
 }

@@ -10,7 +10,7 @@
  * SignedData output is one small JSON object after the whole content, so that conversion runs to
  * its end before returning and every SignedData failure is a plain problem.
  */
-import { createDecipheriv } from 'node:crypto';
+import { createDecipheriv, createSecretKey } from 'node:crypto';
 import { BerReader } from '../asn1/ber-reader.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
@@ -28,7 +28,8 @@ import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
 import { OID, oidName } from '../asn1/oids.ts';
-import { openContentKey, recipientKeyOf } from './recipients.ts';
+import { openContentKey } from './recipients.ts';
+import { checkTargetKids, chooseRecipient, targetKeysOf } from './recipient-choice.ts';
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
@@ -36,7 +37,6 @@ import {
   candidatesFor,
   cmsHashOf,
   finishSignature,
-  keyByKid,
   signedResult,
   signerKeyOf,
 } from './resigning.ts';
@@ -128,10 +128,13 @@ function checkMetadata(m: ConvertMetadata): void {
   }
   if (m.b64 !== undefined && typeof m.b64 !== 'boolean')
     throw problem('cms_bad_metadata', 'b64 must be a boolean');
-  for (const k of ['signerKid', 'recipientKid', 'targetKid', 'keyManagement'] as const) {
+  for (const k of ['signerKid', 'recipientKid', 'keyManagement'] as const) {
     if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === ''))
       throw problem('cms_bad_metadata', `${k} must be a non-empty string`);
   }
+  if (m.targetKid !== undefined) checkTargetKids(m.targetKid);
+  if (m.password !== undefined && (typeof m.password !== 'string' || m.password === ''))
+    throw problem('cms_bad_metadata', 'password must be a non-empty string');
 }
 
 /** What is needed to verify the CMS signer and re-sign at the end of the content. */
@@ -240,11 +243,8 @@ async function outerStep<T>(p: Promise<T>): Promise<T> {
 }
 
 function checkEnvelope(head: CmsHead, cc: ContentCipher): void {
-  if (head.recipientInfos.length !== 1)
-    throw problem(
-      'cms_unsupported',
-      `${head.recipientInfos.length} recipients; exactly one is supported`,
-    );
+  if (head.recipientInfos.length === 0)
+    throw problem('cms_malformed', 'an encrypted message without recipients');
   if (!head.content)
     throw problem(
       'cms_unsupported',
@@ -282,12 +282,15 @@ async function convertEnveloped(
   // Everything the plaintext does not decide is settled before the content key is opened, so
   // its problems stay specific: keys, target, key management, the signer of a
   // SignedAndEnvelopedData (its algorithms are in the outer head).
-  const ri = head.recipientInfos[0];
-  const recipientKey = await recipientKeyOf(ri, resolver, metadata.recipientKid);
-  const target = metadata.targetKid
-    ? await keyByKid(resolver, metadata.targetKid, 'target')
-    : recipientKey;
-  const keyManagement = metadata.keyManagement ?? defaultKeyManagement(target);
+  const { ri, key: recipientKey } = await chooseRecipient(head.recipientInfos, resolver, {
+    recipientKid: metadata.recipientKid,
+    password:
+      metadata.password === undefined ? undefined : createSecretKey(metadata.password, 'utf8'),
+  });
+  const targets = await targetKeysOf(resolver, metadata.targetKid, recipientKey);
+  // One content key, wrapped for each target (RFC 7516 section 7.2.1, one recipient each).
+  const wrapFor = (cek: Buffer) =>
+    targets.map((t) => wrapContentKey(t, cek, metadata.keyManagement ?? defaultKeyManagement(t)));
   const signerKey = await signerKeyOf(opts);
   const b64 = metadata.b64 ?? false;
   const enc: JweEnc = preserve
@@ -297,11 +300,7 @@ async function convertEnveloped(
   const aad = Buffer.from(protectedHeader(enc), 'ascii');
   const fresh = preserve ? null : gcmEncryptor(enc, aad);
   // A target or key management that cannot carry the JWE key is a plain problem, found now.
-  let recipient = wrapContentKey(
-    target,
-    fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength),
-    keyManagement,
-  );
+  let recipients = wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength));
   let seSigner: { cmsHash: string; jws: DetachedJwsSigner } | null = null;
   if (head.type === 'signedAndEnvelopedData') {
     const cmsHash = cmsHashOf(head);
@@ -353,7 +352,7 @@ async function convertEnveloped(
       // before the end, where the final block's padding is checked (a nested SignedData stays
       // inside, unverified, as preserve means).
       encryptor = cbcPassThrough(cmsKey, cc.iv, aad);
-      recipient = wrapContentKey(target, encryptor.cek, keyManagement);
+      recipients = wrapFor(encryptor.cek);
       source = (async function* () {
         yield* outer(reader.octets(head.content!));
         await outerStep(readTail(reader, head));
@@ -479,7 +478,7 @@ async function convertEnveloped(
 
   const header = JSON.stringify({
     protected: protectedHeader(enc),
-    recipients: [recipient],
+    recipients,
     iv: encryptor.iv.toString('base64url'),
   });
   const mp = new Multipart();

@@ -2,7 +2,8 @@
  * Recipient side of EnvelopedData (RFC 5652 section 6.2): who a RecipientInfo names, and the
  * recovery of the content-encryption key for key transport (RSA PKCS#1 v1.5, RSA-OAEP), key
  * agreement (ECDH with the X9.63 KDF and AES key wrap, RFC 5753) and previously distributed
- * symmetric keys (KEKRecipientInfo with AES key wrap, RFC 3394).
+ * symmetric keys (KEKRecipientInfo with AES key wrap, RFC 3394), passwords (RFC 3211, in
+ * password-recipient.ts). Which of several recipients decrypts: recipient-choice.ts.
  */
 import {
   constants,
@@ -22,6 +23,7 @@ import { encodeOid, parseAsn, tlv, walk } from '../asn1/der.ts';
 import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
 import { ECDH_KDF, KEY_WRAPS } from './algorithms.ts';
 import { issuerSerialRef, skiRef } from './identifiers.ts';
+import { PASSWORD_KEY_TYPE, pwriUnsupported, pwriUnwrap } from './password-recipient.ts';
 import type {
   AlgorithmSummary,
   CmsKeyRef,
@@ -115,12 +117,13 @@ export function describeRecipient(ri: RecipientInfo): RecipientDescription {
     };
   }
   if (ri.pwri) {
+    const why = pwriUnsupported(ri.pwri);
     return {
       type: 'password',
       ref: null,
       identifier: { type: 'other' },
       keyEncryptionAlgorithm: alg(ri.pwri.keyEncryptionAlgorithm.algorithm),
-      unsupported: 'password recipients',
+      ...(why ? { unsupported: why } : {}),
     };
   }
   return {
@@ -310,6 +313,8 @@ export async function openContentKey(
   resolver: KeyResolver,
   keyLength: number,
 ): Promise<{ cek: Buffer; rejected?: Error }> {
+  if (!!ri.pwri !== (key.type === PASSWORD_KEY_TYPE))
+    throw problem('cms_key_unusable', 'a password recipient opens with metadata.password only');
   if (ri.kekri && !key.secretKey)
     throw problem('cms_key_unusable', `key ${key.kid} is not a symmetric key`);
   if ((ri.ktri || ri.kari) && !key.privateKey)
@@ -321,6 +326,7 @@ export async function openContentKey(
   try {
     if (ri.ktri) cek = unwrapKtri(ri, key);
     else if (ri.kari) cek = unwrapKari(ri.kari, key);
+    else if (ri.pwri) cek = pwriUnwrap(ri.pwri, key.secretKey!);
     else
       cek = keyUnwrap(
         ri.kekri!.keyEncryptionAlgorithm.algorithm,

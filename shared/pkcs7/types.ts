@@ -28,8 +28,10 @@ export interface KeyResolver extends KidResolver {
 export interface ConvertMetadata {
   signerKid?: string;
   recipientKid?: string;
-  /** Who the new JWE is for; default the CMS recipient key. */
-  targetKid?: string;
+  /** Who the new JWE is for (a list: one JWE recipient each); default the CMS recipient key. */
+  targetKid?: string | string[];
+  /** Opens a password recipient (RFC 3211); never logged or stored. */
+  password?: string;
   contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
   keyManagement?: string;
   /** RFC 7797 unencoded payload when false (the default). */

@@ -58,6 +58,12 @@ export function parseSubmit(body: unknown): SubmitRequest {
   const { source, output } = body;
   const metadata = body.metadata ?? {};
   if (!isObject(metadata)) throw invalid('metadata must be a JSON object (contract 5)', 'metadata');
+  // A job's metadata is stored with the job and shown by GET: a password must never be (contract 10).
+  if ('password' in metadata)
+    throw invalid(
+      'metadata.password is not accepted by jobs, which store their metadata: convert a password-encrypted file with POST /api/v3/migration/stream/convert-pkcs7-to-jose',
+      'metadata.password',
+    );
   if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES)
     throw invalid(`metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`, 'metadata');
   if (!isObject(output) || typeof output.prefix !== 'string')

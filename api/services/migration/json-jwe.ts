@@ -5,7 +5,8 @@
  * re-serialized with the ciphertext and tag in base64url. That needs the whole ciphertext in
  * memory, so it is capped: past `maxBytes` nothing more is kept, the conversion still runs to
  * its end (so a decryption failure answers as every other), and the answer is 413, before any
- * byte of it is sent. A result with a JWS part (signed and enveloped input) has no
+ * byte of it is sent. With several targets it is the General JSON serialization (section 7.2.1),
+ * with a `recipients` array. A result with a JWS part (signed and enveloped input) has no
  * flattened form and answers 406.
  */
 import { problem } from '../../../shared/errors/index.ts';
@@ -63,11 +64,15 @@ export async function flattenedJwe(result: ConvertResult, maxBytes: number): Pro
     const body = Buffer.concat(chunks);
     const tagBytes = TAG_BYTES.get(enc) ?? 16;
     const [recipient] = header.recipients;
+    // Several targets (a targetKid list) have no flattened form: the General JSON one (section 7.2.1).
+    const who =
+      header.recipients.length === 1
+        ? { header: recipient.header, encrypted_key: recipient.encrypted_key }
+        : { recipients: header.recipients };
     return Buffer.from(
       JSON.stringify({
         protected: header.protected,
-        header: recipient.header,
-        encrypted_key: recipient.encrypted_key,
+        ...who,
         iv: header.iv,
         ciphertext: body.subarray(0, body.length - tagBytes).toString('base64url'),
         tag: body.subarray(body.length - tagBytes).toString('base64url'),

@@ -9,7 +9,7 @@
  */
 import { createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { flattenedDecrypt, flattenedVerify } from 'jose';
+import { flattenedDecrypt, flattenedVerify, generalDecrypt } from 'jose';
 import { parseKeystore } from '../../../shared/keystore/index.ts';
 import { MixedReader } from '../../../shared/jose/mixed-reader.ts';
 import {
@@ -34,6 +34,7 @@ interface FlatJwe {
   protected: string;
   header?: Record<string, unknown>;
   encrypted_key?: string;
+  recipients?: Array<{ header?: Record<string, unknown>; encrypted_key?: string }>;
   iv: string;
   ciphertext: string;
   tag: string;
@@ -61,8 +62,13 @@ async function readResult(data: Buffer): Promise<{ jwe: FlatJwe; jws: FlatJws | 
   return {
     jwe: {
       protected: general.protected,
-      header: general.recipients[0].header,
-      encrypted_key: general.recipients[0].encrypted_key,
+      // Several targets (a targetKid list): General JSON, which jose opens with any one's key.
+      ...(general.recipients.length === 1
+        ? {
+            header: general.recipients[0].header,
+            encrypted_key: general.recipients[0].encrypted_key,
+          }
+        : { recipients: general.recipients }),
       iv: general.iv,
       ciphertext: ct.subarray(0, ct.length - tagBytes).toString('base64url'),
       tag: ct.subarray(ct.length - tagBytes).toString('base64url'),
@@ -145,7 +151,11 @@ const openCommand: Command = {
     const key = await loadKey(keyFile);
     let plaintext: Uint8Array;
     try {
-      plaintext = (await flattenedDecrypt(jwe, key)).plaintext;
+      plaintext = (
+        jwe.recipients
+          ? await generalDecrypt({ ...jwe, recipients: jwe.recipients }, key)
+          : await flattenedDecrypt(jwe, key)
+      ).plaintext;
     } catch (err) {
       inv.stderr.write(`keyward: the JWE does not open with this key: ${(err as Error).message}\n`);
       return EXIT.invalid;

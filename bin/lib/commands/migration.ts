@@ -82,6 +82,12 @@ export const migrateCommand: Command = {
       help: 'conversion metadata, e.g. \'{"contentEncryption":"A256GCM"}\' (default {})',
     },
     'metadata-file': { type: 'string', value: '<file>', help: 'the same, from a file' },
+    'target-kid': {
+      type: 'string',
+      multiple: true,
+      value: '<kid[,kid...]>',
+      help: 'who the results are for (metadata.targetKid): several kids give one JWE recipient each',
+    },
     'remote-prefix': {
       type: 'string',
       value: '<p>',
@@ -114,6 +120,12 @@ export const migrateCommand: Command = {
     }
     if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata))
       throw new UsageError('metadata must be a JSON object');
+    const targets = ((v['target-kid'] as string[] | undefined) ?? []).flatMap((t) =>
+      t.split(',').map((k) => k.trim()),
+    );
+    if (targets.some((k) => !k)) throw new UsageError('--target-kid names an empty kid');
+    if (targets.length)
+      (metadata as Record<string, unknown>).targetKid = targets.length === 1 ? targets[0] : targets;
     const source = parseLocation(target);
     const out = parseLocation(outArg);
     if (source.kind === 'dir' && !statSync(source.path, { throwIfNoEntry: false })?.isDirectory())

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { flattenedVerify } from 'jose';
+import { flattenedVerify, generalDecrypt } from 'jose';
 import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
@@ -341,6 +341,49 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('KEYWARD_URL');
   });
+
+  it('when --target-kid names two keys, then each result opens with either key (jose, and keyward open)', async () => {
+    const a = makeKey(ssl, 'cli-target-a', 'rsa-2048');
+    const b = makeKey(ssl, 'cli-target-b', 'ec-p256');
+    for (const k of [a, b])
+      await importKeystore(env.app.ctx, tenantId, {
+        data: Buffer.concat([ssl.read(k.keyFile), ssl.read(k.certFile)]),
+        kid: k.kid,
+        usage: 'encrypt',
+      });
+    const src = join(dir, 'src-targets');
+    mkdirSync(src);
+    writeFileSync(
+      join(src, 'mail.p7m'),
+      ssl.run(['cms', '-encrypt', '-binary', '-in', 'content.bin', '-outform', 'DER', a.certFile]),
+    );
+    const out = join(dir, 'out-targets');
+    const r = await runCli(
+      ['migrate', src, '--out', out, '--poll', '100', '--target-kid', 'cli-target-a,cli-target-b'],
+      cliEnv,
+    );
+    expect(r.code).toBe(0);
+    const result = join(out, 'mail.p7m.jwe');
+    const stored = readFileSync(result);
+    const boundary = /^--([^\r\n]+)\r\n/.exec(stored.toString('latin1'))![1];
+    const parts = stored.toString('latin1').split(`--${boundary}`);
+    const header = JSON.parse(parts[1].split('\r\n\r\n')[1].trimEnd());
+    expect(header.recipients).toHaveLength(2);
+    const body = Buffer.from(parts[2].slice(parts[2].indexOf('\r\n\r\n') + 4, -2), 'latin1');
+    const jwe = {
+      ...header,
+      ciphertext: body.subarray(0, body.length - 16).toString('base64url'),
+      tag: body.subarray(body.length - 16).toString('base64url'),
+    };
+    for (const k of [a, b])
+      expect(Buffer.from((await generalDecrypt(jwe, k.privateKey)).plaintext).equals(content)).toBe(
+        true,
+      );
+    const opened = join(dir, 'opened.bin');
+    const o = await runCli(['open', result, '--key', ssl.path(b.keyFile), '--out', opened], {});
+    expect(o.code).toBe(0);
+    expect(readFileSync(opened).equals(content)).toBe(true);
+  }, 60_000);
 });
 
 describe('CLI token renewal (spec 5.8: 60 s before expiry or on a 401)', () => {

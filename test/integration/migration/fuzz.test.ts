@@ -152,6 +152,14 @@ beforeAll(async () => {
     encrypt(['-aes-128-cbc', '-stream']),
     encrypt(['-aes-256-cbc'], 'signed.der'),
     encrypt(['-aes-256-cbc', '-stream'], 'large.bin'),
+    // Several recipients, a password recipient beside the key one, gpgsm's armour label (issue 26).
+    encrypt(['-aes-256-cbc', ec.certFile]),
+    encrypt(['-aes-256-cbc', '-pwri_password', 'fuzz']),
+    Buffer.from(
+      `-----BEGIN ENCRYPTED MESSAGE-----\n${encrypt(['-aes-128-cbc'])
+        .toString('base64')
+        .replace(/.{64}/g, '$&\n')}\n-----END ENCRYPTED MESSAGE-----\n`,
+    ),
     ...archiveSeeds(ssl, rsa, ec),
   ];
 });

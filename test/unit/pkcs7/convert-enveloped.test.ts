@@ -149,6 +149,21 @@ const cases: {
     enc: 'A256GCM',
     alg: 'RSA-OAEP-256',
   },
+  ...['sha384', 'sha512'].map((md) => ({
+    name: `RSA-OAEP with ${md.toUpperCase()} (OAEP and MGF1)`,
+    recipient: 'rsa',
+    args: [
+      '-aes-256-cbc',
+      '-keyopt',
+      'rsa_padding_mode:oaep',
+      '-keyopt',
+      `rsa_oaep_md:${md}`,
+      '-keyopt',
+      `rsa_mgf1_md:${md}`,
+    ],
+    enc: 'A256GCM',
+    alg: 'RSA-OAEP-256',
+  })),
   {
     name: 'ECDH P-256 with the SHA-1 KDF',
     recipient: 'p256',
