@@ -1,8 +1,8 @@
 /**
  * Online master-key rotation (issue 28): re-seals every sealed item under the newest key of the
  * keyring, in batches, while the service serves. Each item is one UPDATE that compares the blob
- * it read (compare-and-set), its own transaction: a kill -9 leaves every item either as it was or
- * rewrapped, both readable; two instances never overwrite each other's work, so no item is
+ * it read (compare-and-set), and each batch one transaction: a kill -9 leaves every item either as
+ * it was or rewrapped, both readable; two instances never overwrite each other's work, so no item is
  * sealed twice under different keys; a later run finishes what is left. Only items sealed under
  * an older id of this keyring (or v1 blobs) are touched: an id this instance does not know is
  * counted, never guessed at.
@@ -84,15 +84,38 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
       if (cursor !== null) q.where(`${alias}${s.pk}`, '>', cursor);
       const rows = (await q) as Array<Record<string, unknown>>;
       if (rows.length === 0) return;
-      for (const row of rows) {
-        if (stopping) return;
-        cursor = row.pk as string;
-        await item(s, row);
-      }
+      cursor = rows[rows.length - 1].pk as string;
+      await batch(s, rows);
     }
   }
 
-  async function item(s: SealedSource, row: Record<string, unknown>): Promise<void> {
+  /**
+   * One batch in one transaction: each item is still its own compare-and-set, but the batch
+   * commits once (a commit per item made 100,000 key versions a 25-minute run on the embedded
+   * database). A kill -9 or an outage rolls the open batch back, so its items stay as they were,
+   * readable under the older id. Two instances walk the same order, so their row locks never
+   * wait on each other in a circle; the later UPDATE sees the first one's blob and loses.
+   */
+  async function batch(s: SealedSource, rows: Array<Record<string, unknown>>): Promise<void> {
+    const tally = { rewrapped: 0, raced: 0, unopenable: 0 };
+    await db.transaction(async (trx) => {
+      for (const row of rows) {
+        if (stopping) break;
+        tally[await item(trx, s, row)]++;
+      }
+    });
+    progress.rewrapped += tally.rewrapped;
+    progress.raced += tally.raced;
+    progress.unopenable += tally.unopenable;
+    for (const outcome of ['rewrapped', 'raced', 'unopenable'] as const)
+      for (let i = 0; i < tally[outcome]; i++) opts.metrics?.rewrapItem(outcome);
+  }
+
+  async function item(
+    trx: Knex.Transaction,
+    s: SealedSource,
+    row: Record<string, unknown>,
+  ): Promise<'rewrapped' | 'raced' | 'unopenable'> {
     const old = row.material as Buffer;
     const ctx = s.context(row);
     let sealed: Buffer;
@@ -102,23 +125,15 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
       plaintext.fill(0);
     } catch (err) {
       if (!(err instanceof IntegrityError)) throw err;
-      progress.unopenable++;
-      opts.metrics?.rewrapItem('unopenable');
       opts.logger.error({ source: s.name, item: row.pk }, 'rewrap: a sealed item does not open');
-      return;
+      return 'unopenable';
     }
     // Compare-and-set: written only if the blob is still the one that was read.
-    const n = await db(s.table)
+    const n = await trx(s.table)
       .update({ [s.column]: sealed })
       .where(s.pk, row.pk as string)
       .where(s.column, old);
-    if (n === 1) {
-      progress.rewrapped++;
-      opts.metrics?.rewrapItem('rewrapped');
-    } else {
-      progress.raced++;
-      opts.metrics?.rewrapItem('raced');
-    }
+    return n === 1 ? 'rewrapped' : 'raced';
   }
 
   async function pass(onFinish?: (p: RewrapProgress) => void): Promise<RewrapProgress> {

@@ -282,7 +282,7 @@ export async function getKeyRotationStatus(
 }
 
 /** Whether a key takes part in the AWS rotation operations: generated symmetric material. */
-const rotatesInAws = (row: { source: unknown; type: unknown }) =>
+const rotatesInAws = (row: Row) =>
   row.source === 'generated' && String(row.type).startsWith('aes-');
 
 const policyPeriod = (ctx: AppContext) => async (t: string) =>
