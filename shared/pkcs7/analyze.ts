@@ -65,11 +65,26 @@ export async function analyzePkcs7(
       })
       .filter((c): c is ParsedCertificate => c !== null);
     const signers: SignerSummary[] = [];
+    const ownKids: string[] = [];
     for (const s of tail.signers) {
       const d = describeSigner(s);
       const cert = matchCertificate(certs, d.ref);
       const key = resolver ? await resolver.byCmsRef(d.ref) : null;
       if (d.unsupported) reasons.push(`${d.unsupported} is not supported`);
+      const verifiedWith = key ? 'tenant-key' : cert ? 'embedded-certificate' : null;
+      if (resolver && !verifiedWith)
+        reasons.push(
+          certs.length
+            ? 'no certificate matches the signer identifier (cms-signer-certificate-mismatch)'
+            : "the signer's certificate is neither in the file nor imported",
+        );
+      if (resolver) {
+        const own = key?.privateKey
+          ? key
+          : await resolver.byCmsRef(d.ref, 'sign').catch(() => null);
+        if (own?.privateKey && !ownKids.includes(own.kid)) ownKids.push(own.kid);
+        else if (!own?.privateKey) ownKids.push('');
+      }
       signers.push({
         identifier: d.identifier,
         digestAlgorithm: { oid: d.digestOid, name: oidName(d.digestOid) },
@@ -77,7 +92,21 @@ export async function analyzePkcs7(
         signedAttributes: d.signedAttrs !== null,
         certificate: cert ? certificateSummary(cert) : summaryOf(key?.certificate),
         kid: key?.kid ?? null,
+        verifiedWith,
       });
+    }
+    // Who will sign the JWS without signerKid (contract 10): the archive key, else each signer's own.
+    let signing: Analysis['signing'] = null;
+    if (signed && resolver) {
+      const archive = (await resolver.archiveSigningKey?.()) ?? null;
+      if (archive) signing = { path: 'archive-key', kids: [archive.kid] };
+      else {
+        signing = { path: 'signer-key', kids: ownKids.filter((k) => k !== '') };
+        if (ownKids.includes(''))
+          reasons.push(
+            "no key to re-sign with: a signer's private key is not imported and the tenant has no archive signing key",
+          );
+      }
     }
     const recipients: RecipientSummary[] = [];
     for (const ri of head.recipientInfos) {
@@ -94,8 +123,7 @@ export async function analyzePkcs7(
       });
     }
 
-    if (signed && signers.length !== 1)
-      reasons.push(`${signers.length} signers; exactly one is supported`);
+    if (signed && signers.length === 0) reasons.push('the SignedData has no signer');
     if (enveloped && recipients.length !== 1)
       reasons.push(`${recipients.length} recipients; exactly one is supported`);
     if (enveloped) {
@@ -107,8 +135,6 @@ export async function analyzePkcs7(
       if (tail.authAttrs) reasons.push('authAttrs are not supported');
     }
     if (resolver) {
-      if (signed && signers.length === 1 && !signers[0].kid)
-        reasons.push('the signer key is not imported');
       if (enveloped && recipients.length === 1 && !recipients[0].kid)
         reasons.push('the recipient key is not imported');
     }
@@ -122,6 +148,7 @@ export async function analyzePkcs7(
       detached: head.content === null,
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
       signers,
+      ...(signed && resolver ? { signing } : {}),
       recipients,
       contentEncryption: head.contentEncryption
         ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }

@@ -24,22 +24,15 @@ import {
   protectedHeader,
 } from '../jose/jwe.ts';
 import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
-import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
+import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey, recipientKeyOf } from './recipients.ts';
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
-import {
-  candidatesFor,
-  cmsHashOf,
-  finishSignature,
-  keyByKid,
-  signedResult,
-  signerKeyOf,
-} from './resigning.ts';
+import { finishSignature, keyByKid, signedResult, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
 import { AppError, decryptionFailed, problem } from '../errors/index.ts';
@@ -128,6 +121,8 @@ function checkMetadata(m: ConvertMetadata): void {
   }
   if (m.b64 !== undefined && typeof m.b64 !== 'boolean')
     throw problem('cms_bad_metadata', 'b64 must be a boolean');
+  if (m.verify !== undefined && m.verify !== 'signature' && m.verify !== 'chain')
+    throw problem('cms_bad_metadata', 'verify must be signature or chain');
   for (const k of ['signerKid', 'recipientKid', 'targetKid', 'keyManagement'] as const) {
     if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === ''))
       throw problem('cms_bad_metadata', `${k} must be a non-empty string`);
@@ -138,7 +133,7 @@ function checkMetadata(m: ConvertMetadata): void {
 interface Signing {
   /** Takes the next content chunk (a promise when the chunk goes to a reader beside the JWE). */
   update(chunk: Buffer): void | Promise<void>;
-  finish(): Promise<DetachedJws>;
+  finish(): Promise<DetachedJws | GeneralJws>;
 }
 
 async function convertSigned(
@@ -147,10 +142,8 @@ async function convertSigned(
   opts: ConvertOptions,
 ): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
-  const cmsHash = cmsHashOf(head);
-  let key = await signerKeyOf(opts);
+  const key = await signerKeyOf(opts);
   let tail: CmsTail | null = null;
-  let jws: DetachedJwsSigner;
   let source: AsyncIterable<Buffer>;
   if (head.content) {
     if (opts.content)
@@ -160,53 +153,43 @@ async function convertSigned(
       );
     // Only hashed below, unless the content is handed on as well (then each chunk is its own).
     source = reader.octets(head.content, { reuse: !opts.withContent });
-    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), {
-      b64: metadata.b64 ?? false,
-      key,
-    });
   } else {
     if (!opts.content)
       throw problem(
         'cms_bad_metadata',
         'a detached SignedData needs the signed content as the content part',
       );
-    // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
+    // Detached: the SignerInfos are known before the content, so unusable ones fail at once.
     tail = await readTail(reader, head);
-    if (tail.signers.length !== 1)
-      throw problem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
-    const desc = describeSigner(tail.signers[0]);
-    if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-    key ??= await resolver.byCmsRef(desc.ref, 'sign');
-    if (!key)
-      throw problem('cms_key_not_imported', 'the signer key is not imported', {
-        details: { identifier: desc.identifier },
-      });
-    if (!key.privateKey)
-      throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], {
-      b64: metadata.b64 ?? false,
-      key,
-    });
+    for (const s of tail.signers) {
+      const desc = describeSigner(s);
+      if (desc.unsupported)
+        throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
+    }
     source = buffers(opts.content);
   }
+  const jws = new SpooledJwsSigner({ b64: metadata.b64 ?? false });
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-  const signer = jws;
   const known = tail;
-  async function* run(): AsyncGenerator<Buffer, DetachedJws> {
-    for await (const chunk of source) {
-      digests.update(chunk);
-      signer.update(chunk);
-      yield chunk;
+  async function* run(): AsyncGenerator<Buffer, DetachedJws | GeneralJws> {
+    try {
+      for await (const chunk of source) {
+        digests.update(chunk);
+        await jws.update(chunk);
+        yield chunk;
+      }
+      return await finishSignature({
+        tail: known ?? (await readTail(reader, head)),
+        eContentType: head.contentType,
+        digests: digests.digest(),
+        jws,
+        key,
+        resolver,
+        verify: metadata.verify,
+      });
+    } finally {
+      await jws.close();
     }
-    return finishSignature({
-      tail: known ?? (await readTail(reader, head)),
-      eContentType: head.contentType,
-      digests: digests.digest(),
-      jws: signer,
-      key,
-      resolver,
-      cmsHash,
-    });
   }
   return signedResult(run(), opts.withContent === true, () => reader.close());
 }
@@ -302,17 +285,8 @@ async function convertEnveloped(
     fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength),
     keyManagement,
   );
-  let seSigner: { cmsHash: string; jws: DetachedJwsSigner } | null = null;
-  if (head.type === 'signedAndEnvelopedData') {
-    const cmsHash = cmsHashOf(head);
-    seSigner = {
-      cmsHash,
-      jws: new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-        b64,
-        key: signerKey,
-      }),
-    };
-  }
+  let seSigner: { jws: SpooledJwsSigner } | null = null;
+  if (head.type === 'signedAndEnvelopedData') seSigner = { jws: new SpooledJwsSigner({ b64 }) };
 
   const kid = recipientKey.kid;
   const { cek: cmsKey, rejected } = await openContentKey(
@@ -404,16 +378,12 @@ async function convertEnveloped(
               throw err;
             }
           })();
-          const cmsHash = cmsHashOf(innerHead);
           const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-          const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-            b64,
-            key: signerKey,
-          });
+          const jws = new SpooledJwsSigner({ b64 });
           signing = {
             update: (c) => {
               digests.update(c);
-              jws.update(c);
+              return jws.update(c);
             },
             finish: async () =>
               finishSignature({
@@ -423,7 +393,7 @@ async function convertEnveloped(
                 jws,
                 key: signerKey,
                 resolver,
-                cmsHash,
+                verify: metadata.verify,
               }),
           };
         } catch (err) {
@@ -447,7 +417,7 @@ async function convertEnveloped(
           // is added as for a nested SignedData (contract 5).
           signing = clearSignedVerifier(opts);
         } else if (seSigner) {
-          const { cmsHash, jws } = seSigner;
+          const { jws } = seSigner;
           const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
           const decryptSignature = (sig: Buffer) => {
             const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
@@ -456,7 +426,7 @@ async function convertEnveloped(
           signing = {
             update: (c) => {
               digests.update(c);
-              jws.update(c);
+              return jws.update(c);
             },
             finish: async () =>
               finishSignature({
@@ -466,7 +436,7 @@ async function convertEnveloped(
                 jws,
                 key: signerKey,
                 resolver,
-                cmsHash,
+                verify: metadata.verify,
                 decryptSignature,
               }),
           };
