@@ -213,7 +213,7 @@ describe('keyward verify <jws> --content --cert', () => {
     ]);
     expect(ok.code).toBe(0);
     expect(ok.stdout.toString()).toMatch(
-      /^valid JWS \(ES256, archive signature by open-signer#1\)\n  original signer: CN=open-signer, O=Keyward Tests; sha256; signed \d{4}-.*; verified: signature\n$/,
+      /^valid JWS \(ES256, archive signature by open-signer#1\)\n {2}original signer: CN=open-signer, O=Keyward Tests; sha256; signed \d{4}-.*; verified: signature\n$/,
     );
     writeFileSync(content, Buffer.concat([TEXT, Buffer.from('x')]));
     const bad = await cli([
