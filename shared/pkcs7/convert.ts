@@ -134,6 +134,8 @@ interface Signing {
   /** Takes the next content chunk (a promise when the chunk goes to a reader beside the JWE). */
   update(chunk: Buffer): void | Promise<void>;
   finish(): Promise<DetachedJws | GeneralJws>;
+  /** Drops what was spooled for the JWS, when the answer ends before finish. */
+  close?(): Promise<void>;
 }
 
 async function convertSigned(
@@ -385,6 +387,7 @@ async function convertEnveloped(
               digests.update(c);
               return jws.update(c);
             },
+            close: () => jws.close(),
             finish: async () =>
               finishSignature({
                 tail: await readTail(r, innerHead),
@@ -428,6 +431,7 @@ async function convertEnveloped(
               digests.update(c);
               return jws.update(c);
             },
+            close: () => jws.close(),
             finish: async () =>
               finishSignature({
                 tail: outerTail!,
@@ -493,6 +497,7 @@ async function convertEnveloped(
       if (!done) {
         await innerReader?.close().catch(() => {});
         await reader.close().catch(() => {});
+        await signing?.close?.().catch(() => {});
       }
     }
   }
