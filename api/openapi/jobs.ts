@@ -137,7 +137,7 @@ const Submit = obj(
     metadata: {
       type: 'object',
       description:
-        'conversion metadata of contract 5 (signerKid, recipientKid, targetKid, contentEncryption, keyManagement, b64); default {}',
+        'conversion metadata of contract 5 (signerKid, recipientKid, targetKid, contentEncryption, keyManagement, b64) and contract 10 (verify: signature or chain); default {}',
     },
     output: obj({
       prefix: {

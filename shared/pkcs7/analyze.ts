@@ -5,7 +5,7 @@
 import { BerReader } from '../asn1/ber-reader.ts';
 import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
-import { readHead, readTail } from './cms-structure.ts';
+import { readHead, readTail, signedContent } from './cms-structure.ts';
 import { openContainer } from './container.ts';
 import { oidName } from '../asn1/oids.ts';
 import { CONTENT_CIPHERS } from './algorithms.ts';
@@ -49,7 +49,10 @@ export async function analyzePkcs7(
     const head = await readHead(reader);
     let contentLength = signedLength;
     if (head.content)
-      for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
+      for await (const c of head.type === 'signedData'
+        ? signedContent(reader, head, { reuse: true })
+        : reader.octets(head.content, { reuse: true }))
+        contentLength += c.length;
     const tail = await readTail(reader, head);
     const reasons: string[] = [];
     const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';

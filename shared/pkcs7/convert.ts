@@ -12,7 +12,7 @@
  */
 import { createDecipheriv } from 'node:crypto';
 import { BerReader } from '../asn1/ber-reader.ts';
-import { readHead, readTail } from './cms-structure.ts';
+import { readHead, readTail, signedContent } from './cms-structure.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
 import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
 import type { ContentCipher } from './content-decrypt.ts';
@@ -154,7 +154,7 @@ async function convertSigned(
         'a content part was given for a SignedData that carries its content',
       );
     // Only hashed below, unless the content is handed on as well (then each chunk is its own).
-    source = reader.octets(head.content, { reuse: !opts.withContent });
+    source = signedContent(reader, head, { reuse: !opts.withContent });
   } else {
     if (!opts.content)
       throw problem(

@@ -1,12 +1,16 @@
 /**
- * Signed forms of other producers (issue 26): an RFC 3161 time-stamp token made by `openssl ts`
- * with a P-256 key over a SHA-384 digest and no certificates, converted with `{}` by the tenant's
- * archive signing key (contract 10: the alg follows the signing key, never the input's digest).
- * The JWS is checked with jose against the TSTInfo bytes the TSA signed.
+ * Signed forms of other producers (issue 26), converted with `{}` by the tenant's archive signing
+ * key (contract 10: the alg follows the signing key, never the input's digest): an RFC 3161
+ * time-stamp token made by `openssl ts` with a P-256 key over SHA-384 and no certificates; an
+ * Authenticode signature by osslsigncode (PKCS#7 v1.5 content that is not an OCTET STRING, signed
+ * over its DER value, RFC 2315 section 9.3); a jar signature block by jarsigner (detached, over
+ * the .SF file). Every JWS is checked with jose against the bytes the producer signed.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { flattenedVerify } from 'jose';
 import {
+  ANALYZE,
   OpenSslDir,
   PERMISSIONS,
   convert,
@@ -14,6 +18,7 @@ import {
   makeActor,
   makeKey,
   postParts,
+  postRaw,
   protectedOf,
   publicOf,
   startTestApp,
@@ -24,6 +29,10 @@ let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
 let archive: TestKey;
+
+/** Runs a producer in the test directory. */
+const run = (cmd: string, args: string[]) =>
+  execFileSync(cmd, args, { cwd: ssl.dir, stdio: ['ignore', 'pipe', 'pipe'] });
 
 const TSA_CONFIG = `[ tsa ]
 default_tsa = tsa_config1
@@ -137,5 +146,114 @@ describe('time-stamp token by openssl ts', () => {
       { digestAlg: 'sha384', verified: 'signature' },
     ]);
     await flattenedVerify({ ...jws, payload: ssl.read('tstinfo.der') }, publicOf(archive));
+  });
+});
+
+describe('code signing', () => {
+  it('when osslsigncode signed a script, then the SpcIndirectDataContent value is what the JWS covers', async () => {
+    ssl.write('script.ps1', Buffer.from('Write-Host "archived"\r\n'));
+    const cs = makeKey(ssl, 'authenticode', 'rsa-2048');
+    run('osslsigncode', [
+      'sign',
+      '-certs',
+      cs.certFile,
+      '-key',
+      cs.keyFile,
+      '-in',
+      'script.ps1',
+      '-out',
+      'signed.ps1',
+    ]);
+    run('osslsigncode', ['extract-signature', '-in', 'signed.ps1', '-out', 'authenticode.p7']);
+    const p7 = ssl.read('authenticode.p7');
+    // The signed bytes: the value of the SEQUENCE inside eContent [0] (RFC 2315 section 9.3).
+    const asn = ssl.run(['asn1parse', '-inform', 'DER', '-in', 'authenticode.p7']).toString();
+    const line = asn.split('\n').find((l) => /d=5 +hl=(\d+) l= *(\d+) cons: SEQUENCE/.test(l))!;
+    const [, off, hl, len] = /^ *(\d+):d=5 +hl=(\d+) l= *(\d+)/.exec(line)!.map(Number);
+    const signed = p7.subarray(off + hl, off + hl + len);
+
+    const analysis = await postRaw(app, ANALYZE, actor.user, p7, 'application/pkcs7-mime');
+    expect(analysis.json()).toMatchObject({
+      contentLength: signed.length,
+      innerContentType: { oid: '1.3.6.1.4.1.311.2.1.4' },
+      convertible: true,
+    });
+    const r = await convert(app, actor.user, p7);
+    expect(r.status).toBe(200);
+    const jws = r.json<Jws>();
+    expect(protectedOf(jws).kw_signers).toMatchObject([{ verified: 'signature' }]);
+    await flattenedVerify({ ...jws, payload: signed }, publicOf(archive));
+  });
+
+  it('when jarsigner signed a jar, then its detached signature block converts over the .SF file', async () => {
+    ssl.write('a.txt', Buffer.from('inside the jar\n'));
+    run('jar', ['cf', 'app.jar', 'a.txt']);
+    run('keytool', [
+      '-genkeypair',
+      '-keystore',
+      'jar.p12',
+      '-storetype',
+      'PKCS12',
+      '-storepass',
+      'changeit',
+      '-alias',
+      'signer',
+      '-keyalg',
+      'EC',
+      '-groupname',
+      'secp256r1',
+      '-dname',
+      'CN=jarsigner',
+      '-validity',
+      '30',
+    ]);
+    run('jarsigner', ['-keystore', 'jar.p12', '-storepass', 'changeit', 'app.jar', 'signer']);
+    const block = run('unzip', ['-p', 'app.jar', 'META-INF/SIGNER.EC']);
+    const sf = run('unzip', ['-p', 'app.jar', 'META-INF/SIGNER.SF']);
+    const r = await convert(app, actor.user, block, {}, sf);
+    expect(r.status).toBe(200);
+    const jws = r.json<Jws>();
+    expect(protectedOf(jws).kw_signers).toMatchObject([{ verified: 'signature' }]);
+    await flattenedVerify({ ...jws, payload: sf }, publicOf(archive));
+  });
+});
+
+describe('bad v1.5 content', () => {
+  it('when a v1.5 content that is not an OCTET STRING has no length, then cms-content-indefinite at once, before its 100 MB are read', async () => {
+    // ContentInfo(signedData) [0] SignedData with eContent [0] SEQUENCE of indefinite length,
+    // sent as a stream that would go on for 100 MB.
+    const head = Buffer.from(
+      '3080' +
+        '06092a864886f70d010702' +
+        'a080' +
+        '3080' +
+        '020101' +
+        '3100' +
+        '3080' +
+        '060a2b060104018237020104' +
+        'a080' +
+        '3080',
+      'hex',
+    );
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent === 0) c.enqueue(head);
+        else if (sent < 100 * 1024 * 1024) c.enqueue(new Uint8Array(1024 * 1024).fill(0x05));
+        else return c.close();
+        sent += sent === 0 ? head.length : 1024 * 1024;
+      },
+    });
+    const res = await fetch(`${app.url}/api/v3/migration/stream/analyze-pkcs7`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${actor.user}`, 'content-type': 'application/pkcs7-mime' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(415);
+    expect(((await res.json()) as { type: string }).type).toMatch(
+      /\/problems\/cms-content-indefinite$/,
+    );
+    expect(sent).toBeLessThan(100 * 1024 * 1024);
   });
 });
