@@ -75,6 +75,12 @@ const Analysis = obj(
         },
       }),
     },
+    certificatesOnly: {
+      type: 'boolean',
+      description:
+        'present (true) for a certificates-only SignedData (.p7b): no signers and no content; it converts to a JWK Set of its certificates',
+    },
+    certificateCount: { type: 'integer', description: 'with certificatesOnly' },
     signing: {
       type: ['object', 'null'],
       description:
@@ -331,11 +337,14 @@ export const migrationPaths = {
       },
       responses: {
         200: {
-          description: `SignedData: the detached JWS object (application/octet-stream, or application/json when asked for). EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData: ${JWE_LAYOUT}`,
+          description: `SignedData: the detached JWS object (application/octet-stream, or application/json when asked for); a certificates-only SignedData (.p7b): a JWK Set of its certificates (application/jwk-set+json, each key with its certificate as x5c; jobs and Accept: multipart/mixed answer 415 cms-unsupported for it). EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData: ${JWE_LAYOUT}`,
           content: {
             'application/octet-stream': { schema: Jws },
             'application/json': { schema: Jws, example: JWS_EXAMPLE },
             'multipart/mixed': { schema: binary, example: JWE_EXAMPLE },
+            'application/jwk-set+json': {
+              schema: obj({ keys: { type: 'array', items: { type: 'object' } } }, ['keys']),
+            },
             'application/jose+json': {
               schema: {
                 description:

@@ -98,9 +98,11 @@ export async function analyzePkcs7(
         verifiedWith,
       });
     }
+    // A certificates-only SignedData (.p7b) converts to a JWK Set of its certificates.
+    const certificatesOnly = head.type === 'signedData' && signers.length === 0 && !head.content;
     // Who will sign the JWS without signerKid (contract 10): the archive key, else each signer's own.
     let signing: Analysis['signing'] = null;
-    if (signed && resolver) {
+    if (signed && resolver && !certificatesOnly) {
       const archive = (await resolver.archiveSigningKey?.()) ?? null;
       if (archive) signing = { path: 'archive-key', kids: [archive.kid] };
       else {
@@ -126,7 +128,8 @@ export async function analyzePkcs7(
       });
     }
 
-    if (signed && signers.length === 0) reasons.push('the SignedData has no signer');
+    if (signed && signers.length === 0 && !certificatesOnly)
+      reasons.push('the SignedData has no signer');
     if (enveloped && recipients.length !== 1)
       reasons.push(`${recipients.length} recipients; exactly one is supported`);
     if (enveloped) {
@@ -151,7 +154,8 @@ export async function analyzePkcs7(
       detached: head.content === null,
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
       signers,
-      ...(signed && resolver ? { signing } : {}),
+      ...(certificatesOnly ? { certificatesOnly: true, certificateCount: certs.length } : {}),
+      ...(signed && resolver && !certificatesOnly ? { signing } : {}),
       recipients,
       contentEncryption: head.contentEncryption
         ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }

@@ -121,3 +121,25 @@ export function certificatePath(
   }
   return { path: path.map((c) => c.raw), anchored: false };
 }
+
+/**
+ * A certificates-only SignedData (a `.p7b`: no signers, no content) as a JWK Set (RFC 7517
+ * section 5): one public JWK per X.509 certificate, with the certificate as its `x5c`, in file
+ * order. Other CertificateChoices are skipped.
+ */
+export function certificatesJwkSet(certificates: Buffer[]): { keys: Record<string, unknown>[] } {
+  const keys: Record<string, unknown>[] = [];
+  for (const der of certificates) {
+    const cert = x509(der);
+    if (!cert) continue;
+    let jwk: Record<string, unknown>;
+    try {
+      jwk = cert.publicKey.export({ format: 'jwk' }) as Record<string, unknown>;
+    } catch {
+      // A key type JWK cannot express (DSA, say): the certificate alone still says who it is.
+      jwk = {};
+    }
+    keys.push({ ...jwk, x5c: [cert.raw.toString('base64')] });
+  }
+  return { keys };
+}

@@ -13,6 +13,7 @@
 import { createDecipheriv } from 'node:crypto';
 import { BerReader } from '../asn1/ber-reader.ts';
 import { readHead, readTail, signedContent } from './cms-structure.ts';
+import { certificatesJwkSet } from './certificates.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
 import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
 import type { ContentCipher } from './content-decrypt.ts';
@@ -42,6 +43,10 @@ const JOSE = 'application/jose+json';
 const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
 /** How much decrypted content is looked at for a clear-signed entity's header block. */
 const CLEAR_SIGNED_PEEK = 16 * 1024;
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
 
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
   for await (const c of input)
@@ -156,13 +161,25 @@ async function convertSigned(
     // Only hashed below, unless the content is handed on as well (then each chunk is its own).
     source = signedContent(reader, head, { reuse: !opts.withContent });
   } else {
+    tail = await readTail(reader, head);
+    // A certificates-only SignedData (.p7b) signs nothing: its certificates as a JWK Set (contract 10).
+    if (tail.signers.length === 0 && !opts.content) {
+      await reader.close();
+      // A JWK Set has no content to stream beside it (jobs, Accept: multipart/mixed).
+      if (opts.withContent)
+        throw problem(
+          'cms_unsupported',
+          'a certificates-only SignedData (.p7b) signs no content; the streaming convert endpoint answers its certificates as a JWK Set',
+        );
+      const set = Buffer.from(JSON.stringify(certificatesJwkSet(tail.certificates)));
+      return { contentType: 'application/jwk-set+json', body: once(set) };
+    }
     if (!opts.content)
       throw problem(
         'cms_bad_metadata',
         'a detached SignedData needs the signed content as the content part',
       );
     // Detached: the SignerInfos are known before the content, so unusable ones fail at once.
-    tail = await readTail(reader, head);
     for (const s of tail.signers) {
       const desc = describeSigner(s);
       if (desc.unsupported)

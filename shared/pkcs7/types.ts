@@ -128,6 +128,9 @@ export interface Analysis {
    * each signer's own key (`kids` lists those the tenant holds). Present when keys were looked up.
    */
   signing?: { path: 'archive-key' | 'signer-key'; kids: string[] } | null;
+  /** A certificates-only SignedData (`.p7b`): it converts to a JWK Set of its certificates. */
+  certificatesOnly?: true;
+  certificateCount?: number;
   recipients: RecipientSummary[];
   contentEncryption: AlgorithmSummary | null;
   convertible: boolean;

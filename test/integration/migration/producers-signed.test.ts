@@ -257,3 +257,41 @@ describe('bad v1.5 content', () => {
     expect(sent).toBeLessThan(100 * 1024 * 1024);
   });
 });
+
+describe('certificates-only SignedData', () => {
+  it('when a .p7b made by openssl crl2pkcs7 is analysed and converted, then it is named and answers a JWK Set of its certificates with x5c', async () => {
+    const a = makeKey(ssl, 'p7b-a', 'ec-p256');
+    const b = makeKey(ssl, 'p7b-b', 'rsa-2048');
+    const p7b = ssl.run([
+      'crl2pkcs7',
+      '-nocrl',
+      '-certfile',
+      a.certFile,
+      '-certfile',
+      b.certFile,
+      '-outform',
+      'DER',
+    ]);
+    const analysis = await postRaw(app, ANALYZE, actor.user, p7b, 'application/pkcs7-mime');
+    expect(analysis.json()).toMatchObject({
+      certificatesOnly: true,
+      certificateCount: 2,
+      convertible: true,
+    });
+    const r = await convert(app, actor.user, p7b);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^application\/jwk-set\+json/);
+    const set = r.json<{ keys: Array<{ kty: string; x5c: string[] }> }>();
+    expect(set.keys.map((k) => k.kty)).toEqual(['EC', 'RSA']);
+    expect(set.keys.map((k) => k.x5c[0])).toEqual([
+      a.certificate.toString('base64'),
+      b.certificate.toString('base64'),
+    ]);
+    // The JWKs are the certificates' keys, as jose reads them.
+    const { importJWK, exportSPKI } = await import('jose');
+    const spki = await exportSPKI(
+      (await importJWK(set.keys[0], 'ES256')) as Parameters<typeof exportSPKI>[0],
+    );
+    expect(spki.trim()).toBe(String(publicOf(a).export({ format: 'pem', type: 'spki' })).trim());
+  });
+});
