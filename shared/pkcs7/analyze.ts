@@ -82,9 +82,7 @@ export async function analyzePkcs7(
             : "the signer's certificate is neither in the file nor imported",
         );
       if (resolver) {
-        const own = key?.privateKey
-          ? key
-          : await resolver.byCmsRef(d.ref, 'sign').catch(() => null);
+        const own = await resolver.byCmsRef(d.ref, 'sign').catch(() => null);
         if (own?.privateKey && !ownKids.includes(own.kid)) ownKids.push(own.kid);
         else if (!own?.privateKey) ownKids.push('');
       }

@@ -84,7 +84,8 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws | Gene
       anyPss ||= pss;
       recorded.push(await original(a, desc, certificate));
       if (a.key) continue;
-      const own = held?.privateKey ? held : await a.resolver.byCmsRef(desc.ref, 'sign');
+      // Looked up for signing: the identifier may also name the same certificate's encrypt key.
+      const own = await a.resolver.byCmsRef(desc.ref, 'sign');
       if (!own?.privateKey)
         throw problem(
           'cms_key_not_imported',
