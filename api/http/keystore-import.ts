@@ -22,11 +22,17 @@ export async function importFromRequest(
     (form.fields.keystore ? { data: Buffer.from(form.fields.keystore, 'utf8') } : undefined);
   if (!keystore)
     throw problem('validation_failed', 'the keystore part is required (PKCS#12 file or PEM)');
+  const anchor = form.fields.trustAnchor;
+  if (anchor !== undefined && anchor !== 'true' && anchor !== 'false')
+    throw problem('validation_failed', 'trustAnchor must be true or false', {
+      details: { field: 'trustAnchor' },
+    });
   const keys = await importKeystore(ctx, tenantId, {
     data: keystore.data,
     password: form.fields.password,
     kid: form.fields.kid,
     usage: form.fields.usage,
+    trustAnchor: anchor === 'true',
   });
   for (const k of keys)
     ctx.audit.record({

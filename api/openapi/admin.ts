@@ -159,7 +159,11 @@ const Key = withExample(
         description:
           'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768',
       },
-      usage: { enum: ['encrypt', 'sign', 'mac'] },
+      usage: {
+        enum: ['encrypt', 'sign', 'mac', 'verify'],
+        description:
+          'verify: a certificate imported without its private key (an outside signer, or a CA as trust anchor); it only verifies CMS signers and is never used to sign or decrypt',
+      },
       state: KeyState,
       currentVersion: { type: 'integer' },
       source: { enum: ['generated', 'imported', 'exchange'] },
@@ -195,6 +199,15 @@ const Key = withExample(
         description:
           'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them',
       },
+      archiveSigning: {
+        type: 'boolean',
+        description:
+          "the tenant's default archive signing key: it signs the JWS of a SignedData conversion without signerKid, whoever the CMS signers are (contract 10); one key per tenant",
+      },
+      trustAnchor: {
+        type: 'boolean',
+        description: 'a verify-only certificate that verify: chain validates CMS signers to',
+      },
     },
     ['kid', 'type', 'usage', 'state', 'currentVersion', 'source'],
   ),
@@ -215,6 +228,15 @@ const KeySettings = {
         type: 'integer',
         minimum: 1,
         description: 'at most the current version',
+      },
+      archiveSigning: {
+        type: 'boolean',
+        description:
+          "true makes this active signing key the tenant's archive signing key (the key that held it loses it, in the same transaction); 409 invalid-transition for a key that is not an active sign key",
+      },
+      trustAnchor: {
+        type: 'boolean',
+        description: 'verify-only keys: a trust anchor for verify: chain (409 for other keys)',
       },
     },
     [],
@@ -1078,7 +1100,7 @@ const keys = {
       permission: 'admin.keys.import',
       parameters: [TENANT],
       description:
-        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Every key pair is checked for consistency. A failure stores nothing.",
+        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
       requestBody: {
         required: true,
         content: {
@@ -1088,7 +1110,12 @@ const keys = {
                 keystore: { type: 'string', format: 'binary' },
                 password: str,
                 kid: str,
-                usage: { enum: ['encrypt', 'sign'] },
+                usage: { enum: ['encrypt', 'sign', 'verify'] },
+                trustAnchor: {
+                  enum: ['true', 'false'],
+                  description:
+                    'certificates without a private key only: mark them as trust anchors for verify: chain',
+                },
               },
               ['keystore'],
             ),

@@ -137,7 +137,7 @@ const Submit = obj(
     metadata: {
       type: 'object',
       description:
-        'conversion metadata of contract 5 (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64); default {}. password is refused (400 validation-failed): a job stores its metadata',
+        'conversion metadata of contract 5 (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64) and contract 10 (verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
     },
     output: obj({
       prefix: {

@@ -68,7 +68,27 @@ const Analysis = obj(
         signedAttributes: { type: 'boolean' },
         certificate: Certificate,
         kid,
+        verifiedWith: {
+          enum: ['tenant-key', 'embedded-certificate', null],
+          description:
+            'what verifies this signer (contract 10): a tenant key of its identifier (its own key pair, or a certificate imported to verify only), else the certificate the file carries; null: neither (the conversion answers cms-key-not-imported or cms-signer-certificate-mismatch)',
+        },
       }),
+    },
+    certificatesOnly: {
+      type: 'boolean',
+      description:
+        'present (true) for a certificates-only SignedData (.p7b): no signers and no content; it converts to a JWK Set of its certificates',
+    },
+    certificateCount: { type: 'integer', description: 'with certificatesOnly' },
+    signing: {
+      type: ['object', 'null'],
+      description:
+        "who signs the JWS when the metadata names no signerKid (contract 10): `archive-key`, the tenant's archive signing key (key setting archiveSigning), else `signer-key`, each signer's own key, `kids` listing those the tenant holds. Absent for an enveloped-only file",
+      properties: {
+        path: { enum: ['archive-key', 'signer-key'] },
+        kids: { type: 'array', items: { type: 'string' } },
+      },
     },
     recipients: {
       type: 'array',
@@ -107,7 +127,13 @@ const Metadata = obj(
     signerKid: {
       type: 'string',
       description:
-        'the CMS signer key (also the re-signing key); default: found by the SignerInfo identifier',
+        "the key that signs the JWS (a signing key of the tenant). Default: the tenant's archive signing key (key setting archiveSigning), else each CMS signer's own key found by its SignerInfo identifier. The CMS signers are always verified with their own certificates (carried in the file, or imported to verify only), never with this key",
+    },
+    verify: {
+      enum: ['signature', 'chain'],
+      default: 'signature',
+      description:
+        "signature: each CMS signer's signature is checked with its certificate. chain: the certificate must also lead, through the file's certificates, to one of the tenant's trust anchors (verify-only certificates with trustAnchor); otherwise 422 cms-signer-untrusted. Validity periods are not checked (archived signatures outlive their certificates)",
     },
     recipientKid: {
       type: 'string',
@@ -146,10 +172,34 @@ const Metadata = obj(
   [],
 );
 
-const Jws = obj({ protected: b64u, signature: b64u, header: obj({ kid: str }) }, [
-  'protected',
-  'signature',
-]);
+const FlatJws = obj(
+  {
+    protected: {
+      ...b64u,
+      description:
+        'BASE64URL of the protected header: alg (follows the signing key: RS256/PS256 for RSA, ES256/384/512 by curve, EdDSA), kid `<kid>#<version>`, b64 and crit when b64 is false, and `kw_signers`: one entry per original CMS signer, `{x5c, signingTime, digestAlg, verified}`, x5c being the signer certificate first then the chain found (base64 DER), signingTime ISO 8601 or null, digestAlg the CMS digest (sha256...), verified `signature` or `chain`. The JWS has no x5c of its own',
+    },
+    signature: b64u,
+    header: obj({ kid: str }),
+  },
+  ['protected', 'signature'],
+);
+const Jws = {
+  oneOf: [
+    FlatJws,
+    obj(
+      {
+        signatures: {
+          type: 'array',
+          items: FlatJws,
+          description:
+            'General JSON Serialization (RFC 7515 section 7.2.1, payload detached): one signature per signing key, when the CMS signers are verified and signed with their own keys and more than one key signs',
+        },
+      },
+      ['signatures'],
+    ),
+  ],
+};
 const JWE_LAYOUT =
   'multipart/mixed with boundary `----service-<UUID>`, CRLF lines: part 1 `application/jose+json` `{protected, recipients: [{header: {alg, kid}, encrypted_key}], iv}` (AAD = ASCII(protected)); part 2 `application/octet-stream` the ciphertext followed by the tag; for SignedAndEnvelopedData and EnvelopedData of SignedData a part 3 `application/jose+json` with the detached JWS over the content; then the closing delimiter. A response cut off without the closing delimiter is not a result: the input turned out bad after the body began.';
 const binary = { type: 'string', format: 'binary' };
@@ -224,8 +274,8 @@ const CMS_ERRORS = {
   404: 'cms-key-not-imported: a signer or recipient key (or a kid of the metadata) is not imported in this tenant',
   409: 'key-suspended, key-revoked: the matching imported key is not active',
   413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (a flattened JSON JWE over CONVERT_JSON_MAX_BYTES) (metadata part over 64 KiB)',
-  415: 'cms-unsupported (type, algorithm, several signers, no recipient the engine can open), unsupported-media-type',
-  422: 'cms-signature-invalid, cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
+  415: 'cms-unsupported (type, algorithm, no recipient the engine can open), cms-content-indefinite (a PKCS#7 v1.5 content that is not an OCTET STRING, without a length), unsupported-media-type',
+  422: 'cms-signature-invalid, cms-signer-untrusted (verify: chain, and no trust anchor leads to the signer), cms-signer-certificate-mismatch (the carried certificates name someone other than the signer), cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 
 const analyze = (operationId: string, summary: string) => ({
@@ -301,11 +351,14 @@ export const migrationPaths = {
       },
       responses: {
         200: {
-          description: `SignedData: the detached JWS object (application/octet-stream, or application/json when asked for). EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData: ${JWE_LAYOUT}`,
+          description: `SignedData: the detached JWS object (application/octet-stream, or application/json when asked for); a certificates-only SignedData (.p7b): a JWK Set of its certificates (application/jwk-set+json, each key with its certificate as x5c; jobs and Accept: multipart/mixed answer 415 cms-unsupported for it). EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData: ${JWE_LAYOUT}`,
           content: {
             'application/octet-stream': { schema: Jws },
             'application/json': { schema: Jws, example: JWS_EXAMPLE },
             'multipart/mixed': { schema: binary, example: JWE_EXAMPLE },
+            'application/jwk-set+json': {
+              schema: obj({ keys: { type: 'array', items: { type: 'object' } } }, ['keys']),
+            },
             'application/jose+json': {
               schema: {
                 description:

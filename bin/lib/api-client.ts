@@ -228,7 +228,13 @@ export const operations = {
   createKey: def<{ type: string; usage?: string; kid?: string }, Key>()('POST', `${T}/keys`),
   getKey: def<never, Key>()('GET', `${T}/keys/{kid}`),
   updateKey: def<
-    { description?: string; rotationPeriodDays?: number | null; minDecryptionVersion?: number },
+    {
+      description?: string;
+      rotationPeriodDays?: number | null;
+      minDecryptionVersion?: number;
+      archiveSigning?: boolean;
+      trustAnchor?: boolean;
+    },
     Key
   >()('PATCH', `${T}/keys/{kid}`),
   rotateKey: def<never, Key>()('POST', `${T}/keys/{kid}/rotate`),

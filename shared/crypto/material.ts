@@ -194,8 +194,10 @@ export function publicJwk(
   }
   if (opts.kid !== undefined) jwk.kid = opts.kid;
   if (opts.usage !== undefined) {
-    jwk.use = opts.usage === 'sign' ? 'sig' : 'enc';
-    const alg = opts.usage === 'sign' ? spec.jws?.[0] : spec.jwe?.alg;
+    // A verify-only certificate (contract 10) checks signatures: `sig`, with no alg of its own.
+    const signs = opts.usage === 'sign' || opts.usage === 'verify';
+    jwk.use = signs ? 'sig' : 'enc';
+    const alg = opts.usage === 'sign' ? spec.jws?.[0] : signs ? undefined : spec.jwe?.alg;
     if (alg !== undefined) jwk.alg = alg;
   }
   return jwk;

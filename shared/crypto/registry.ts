@@ -8,8 +8,12 @@ import { problem } from '../errors/index.ts';
 
 export type KeyFamily =
   'aes' | 'hmac' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
-/** What a key may do: encrypt (and unwrap), sign (and verify), or compute and check MACs. */
-export type KeyUsage = 'encrypt' | 'sign' | 'mac';
+/**
+ * What a key may do: encrypt (and unwrap), sign (and verify), or compute and check MACs; `verify`
+ * is a certificate imported without its private key (an outside signer's, contract 10): it only
+ * verifies, and is never offered for signing or decrypting.
+ */
+export type KeyUsage = 'encrypt' | 'sign' | 'mac' | 'verify';
 
 /** JOSE names of the signature algorithms (RFC 7518 section 3, draft-ietf-cose-dilithium, draft-ietf-cose-sphincs-plus). */
 export type SignatureAlgorithm =
@@ -293,7 +297,9 @@ export function assertUsage(
   key: { type: KeyType; usage: KeyUsage; kid?: string },
   needed: KeyUsage,
 ): void {
-  if (key.usage !== needed || !KEY_TYPE_SPECS[key.type].usages.includes(needed)) {
+  const spec = KEY_TYPE_SPECS[key.type];
+  const allowed = needed === 'verify' ? spec.symmetric !== true : spec.usages.includes(needed);
+  if (key.usage !== needed || !allowed) {
     throw problem(
       'key_usage_mismatch',
       `key ${key.kid ?? key.type} has usage ${key.usage}, not ${needed}`,

@@ -258,6 +258,24 @@ const CMS = {
     title: 'CMS Signature Invalid',
     help: 'The CMS signature does not verify against its content and signer certificate. The data or signature was altered, or the signer differs.',
   },
+  cms_content_indefinite: {
+    status: 415,
+    slug: 'cms-content-indefinite',
+    title: 'PKCS#7 Content Without a Length',
+    help: 'A PKCS#7 v1.5 content of a type other than OCTET STRING is signed over its DER value (RFC 2315 section 9.3); with an indefinite (BER) length it would have to be re-encoded whole first. Re-encode the file as DER.',
+  },
+  cms_signer_untrusted: {
+    status: 422,
+    slug: 'cms-signer-untrusted',
+    title: 'CMS Signer Untrusted',
+    help: "The CMS signature verifies, but verify: chain was asked and the signer's certificate leads to none of the tenant's trust anchors (verify-only certificates with trustAnchor).",
+  },
+  cms_signer_certificate_mismatch: {
+    status: 422,
+    slug: 'cms-signer-certificate-mismatch',
+    title: 'CMS Signer Certificate Mismatch',
+    help: "None of the certificates the SignedData carries matches its signer identifier, and the tenant holds no key or verify-only certificate for it. Import the signer's certificate.",
+  },
   cms_eddsa_too_large: {
     status: 422,
     slug: 'cms-eddsa-content-too-large',

@@ -91,6 +91,9 @@ export function tenantKeyResolver(
     // One certificate may be imported once per usage: the key of the wanted usage comes first, and
     // a key of the other usage only when there is none, so resolve refuses it by name.
     if (purpose) q.orderByRaw('case when k.usage = ? then 0 else 1 end', [purpose]);
+    // A verify-only certificate never signs or decrypts (contract 10); without a purpose it is
+    // the public key that checks a signer.
+    if (purpose) q.whereNot('k.usage', 'verify');
     const row = await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version');
     return row ? resolve(row.kid, purpose, row.version) : null;
   }
@@ -101,8 +104,33 @@ export function tenantKeyResolver(
     );
   }
 
+  async function archiveSigningKey(): Promise<ResolvedKey | null> {
+    const row = await db('keys')
+      .where({ tenant_id: tenantId, archive_signing: true, state: 'active' })
+      .first('kid');
+    return row ? resolve(row.kid as string, 'sign') : null;
+  }
+
+  async function trustAnchors(): Promise<Buffer[]> {
+    const rows = await db('key_versions as v')
+      .join('keys as k', 'k.id', 'v.key_id')
+      .where({ 'k.tenant_id': tenantId, 'k.trust_anchor': true, 'k.state': 'active' })
+      .whereRaw('v.version = k.current_version')
+      .select('v.certificate_chain');
+    return rows.flatMap((r) => {
+      const chain = (
+        typeof r.certificate_chain === 'string'
+          ? JSON.parse(r.certificate_chain)
+          : r.certificate_chain
+      ) as string[] | null;
+      return chain?.[0] ? [Buffer.from(chain[0], 'base64')] : [];
+    });
+  }
+
   return {
     byCmsRef: byRef,
+    archiveSigningKey,
+    trustAnchors,
     byKid: (kid, purpose, version) => resolve(kid, purpose, version),
     keyTypes,
     // Streaming decryptions reserve a point of the budget per kid (shared/keys/decryption-budget.ts).

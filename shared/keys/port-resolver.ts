@@ -13,6 +13,8 @@ type Op =
   | 'byKid'
   | 'byCmsRef'
   | 'keyTypes'
+  | 'archiveSigningKey'
+  | 'trustAnchors'
   | 'admitDecryption'
   | 'decryptionFailed'
   | 'decryptionSucceeded';
@@ -51,7 +53,9 @@ export async function answerKeyRequest(
         kekId: asBuffer(ref.kekId),
       };
       value = await resolver.byCmsRef(back, args[1] as Parameters<KeyResolver['byCmsRef']>[1]);
-    } else if (op === 'admitDecryption') {
+    } else if (op === 'archiveSigningKey') value = (await resolver.archiveSigningKey?.()) ?? null;
+    else if (op === 'trustAnchors') value = (await resolver.trustAnchors?.()) ?? [];
+    else if (op === 'admitDecryption') {
       // The owning side decides; a resolver without the check refuses (fails closed).
       if (!resolver.admitDecryption) throw new Error('this resolver cannot admit decryptions');
       await resolver.admitDecryption(args[0] as string | undefined);
@@ -93,6 +97,9 @@ export function portResolver(
     resolver: {
       byKid: async (kid, purpose, version) => key(await ask('byKid', [kid, purpose, version])),
       byCmsRef: async (ref, purpose) => key(await ask('byCmsRef', [ref, purpose])),
+      archiveSigningKey: async () => key(await ask('archiveSigningKey', [])),
+      trustAnchors: async () =>
+        ((await ask('trustAnchors', [])) as Uint8Array[]).map((u) => asBuffer(u)!),
       ...(keyTypes ? { keyTypes: async () => (await ask('keyTypes', [])) as string[] } : {}),
       // Always asked of the owning side: the thread never decides who may decrypt.
       admitDecryption: async (kid) => void (await ask('admitDecryption', [kid])),

@@ -55,7 +55,7 @@ export function readPem(
 }
 
 /** RFC 7468 section 2: splits the text into blocks; text outside blocks is allowed and skipped. */
-function pemBlocks(text: string): PemBlock[] {
+export function pemBlocks(text: string): PemBlock[] {
   const blocks: PemBlock[] = [];
   let open: { label: string; lines: string[] } | undefined;
   for (const raw of text.split('\n')) {
@@ -94,7 +94,7 @@ function pemBlocks(text: string): PemBlock[] {
   return blocks;
 }
 
-function base64Body(block: PemBlock): Buffer {
+export function base64Body(block: PemBlock): Buffer {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(block.body) || block.body.length === 0) {
     throw problem('keystore_malformed', `PEM block '${block.label}' is not valid base64`);
   }

@@ -5,7 +5,7 @@
 import { BerReader } from '../asn1/ber-reader.ts';
 import { certificateSummary, matchCertificate, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
-import { readHead, readTail } from './cms-structure.ts';
+import { readHead, readTail, signedContent } from './cms-structure.ts';
 import { openContainer } from './container.ts';
 import { oidName } from '../asn1/oids.ts';
 import { CONTENT_CIPHERS } from './algorithms.ts';
@@ -49,7 +49,10 @@ export async function analyzePkcs7(
     const head = await readHead(reader);
     let contentLength = signedLength;
     if (head.content)
-      for await (const c of reader.octets(head.content, { reuse: true })) contentLength += c.length;
+      for await (const c of head.type === 'signedData'
+        ? signedContent(reader, head, { reuse: true })
+        : reader.octets(head.content, { reuse: true }))
+        contentLength += c.length;
     const tail = await readTail(reader, head);
     const reasons: string[] = [];
     const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';
@@ -65,11 +68,24 @@ export async function analyzePkcs7(
       })
       .filter((c): c is ParsedCertificate => c !== null);
     const signers: SignerSummary[] = [];
+    const ownKids: string[] = [];
     for (const s of tail.signers) {
       const d = describeSigner(s);
       const cert = matchCertificate(certs, d.ref);
       const key = resolver ? await resolver.byCmsRef(d.ref) : null;
       if (d.unsupported) reasons.push(`${d.unsupported} is not supported`);
+      const verifiedWith = key ? 'tenant-key' : cert ? 'embedded-certificate' : null;
+      if (resolver && !verifiedWith)
+        reasons.push(
+          certs.length
+            ? 'no certificate matches the signer identifier (cms-signer-certificate-mismatch)'
+            : "the signer's certificate is neither in the file nor imported",
+        );
+      if (resolver) {
+        const own = await resolver.byCmsRef(d.ref, 'sign').catch(() => null);
+        if (own?.privateKey && !ownKids.includes(own.kid)) ownKids.push(own.kid);
+        else if (!own?.privateKey) ownKids.push('');
+      }
       signers.push({
         identifier: d.identifier,
         digestAlgorithm: { oid: d.digestOid, name: oidName(d.digestOid) },
@@ -77,7 +93,23 @@ export async function analyzePkcs7(
         signedAttributes: d.signedAttrs !== null,
         certificate: cert ? certificateSummary(cert) : summaryOf(key?.certificate),
         kid: key?.kid ?? null,
+        verifiedWith,
       });
+    }
+    // A certificates-only SignedData (.p7b) converts to a JWK Set of its certificates.
+    const certificatesOnly = head.type === 'signedData' && signers.length === 0 && !head.content;
+    // Who will sign the JWS without signerKid (contract 10): the archive key, else each signer's own.
+    let signing: Analysis['signing'] = null;
+    if (signed && resolver && !certificatesOnly) {
+      const archive = (await resolver.archiveSigningKey?.()) ?? null;
+      if (archive) signing = { path: 'archive-key', kids: [archive.kid] };
+      else {
+        signing = { path: 'signer-key', kids: ownKids.filter((k) => k !== '') };
+        if (ownKids.includes(''))
+          reasons.push(
+            "no key to re-sign with: a signer's private key is not imported and the tenant has no archive signing key",
+          );
+      }
     }
     const recipients: RecipientSummary[] = [];
     // Several recipients convert when one of them can (contract 10): which, the converter says.
@@ -98,8 +130,8 @@ export async function analyzePkcs7(
       });
     }
 
-    if (signed && signers.length !== 1)
-      reasons.push(`${signers.length} signers; exactly one is supported`);
+    if (signed && signers.length === 0 && !certificatesOnly)
+      reasons.push('the SignedData has no signer');
     if (enveloped && usable.length === 0) reasons.push(...unusable);
     if (enveloped) {
       const alg = head.contentEncryption!.algorithm;
@@ -110,8 +142,6 @@ export async function analyzePkcs7(
       if (tail.authAttrs) reasons.push('authAttrs are not supported');
     }
     if (resolver) {
-      if (signed && signers.length === 1 && !signers[0].kid)
-        reasons.push('the signer key is not imported');
       if (enveloped && usable.length > 0 && !usable.includes(true))
         reasons.push(
           recipients.length === 1
@@ -129,6 +159,8 @@ export async function analyzePkcs7(
       detached: head.content === null,
       innerContentType: { oid: head.contentType, name: oidName(head.contentType) },
       signers,
+      ...(certificatesOnly ? { certificatesOnly: true, certificateCount: certs.length } : {}),
+      ...(signed && resolver && !certificatesOnly ? { signing } : {}),
       recipients,
       contentEncryption: head.contentEncryption
         ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }

@@ -1,4 +1,5 @@
 /** X.509 certificates carried in a CMS message: matching a signer identifier, and summaries. */
+import { X509Certificate } from 'node:crypto';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate, SubjectKeyIdentifier } from '@peculiar/asn1-x509';
 import { hex, parseAsn, unsignedInteger } from '../asn1/der.ts';
@@ -67,4 +68,78 @@ export function certificateSummary(c: ParsedCertificate): CertificateSummary {
     notBefore: tbs.validity.notBefore.getTime().toISOString(),
     notAfter: tbs.validity.notAfter.getTime().toISOString(),
   };
+}
+
+/** Most certificates a chain may have, leaf and anchor included. */
+const MAX_CHAIN = 8;
+
+const x509 = (der: Buffer): X509Certificate | null => {
+  try {
+    return new X509Certificate(der);
+  } catch {
+    return null;
+  }
+};
+
+/** True when `parent` issued `child`: its name and its signature (RFC 5280 section 6.1.3). */
+const issued = (child: X509Certificate, parent: X509Certificate): boolean => {
+  try {
+    return child.checkIssued(parent) && child.verify(parent.publicKey);
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The certificates from `leaf` towards a root through `pool`, each issued (name and signature)
+ * by the next, intermediates being CAs: the path up to and including the first of `anchors` met,
+ * with `anchored` true; without one, the path as far as the pool leads. Validity periods are not
+ * checked: an archived signature outlives its certificates (documented in docs/migration.md).
+ */
+export function certificatePath(
+  leaf: Buffer,
+  pool: Buffer[],
+  anchors: Buffer[],
+): { path: Buffer[]; anchored: boolean } {
+  const first = x509(leaf);
+  if (!first) return { path: [leaf], anchored: false };
+  const anchorCerts = anchors.map(x509).filter((c): c is X509Certificate => c !== null);
+  const poolCerts = pool.map(x509).filter((c): c is X509Certificate => c !== null);
+  const path = [first];
+  let cur = first;
+  while (path.length <= MAX_CHAIN) {
+    if (anchorCerts.some((a) => a.raw.equals(cur.raw)))
+      return { path: path.map((c) => c.raw), anchored: true };
+    const anchor = anchorCerts.find((a) => issued(cur, a));
+    if (anchor) return { path: [...path, anchor].map((c) => c.raw), anchored: true };
+    const next = poolCerts.find(
+      (c) => c.ca && !path.some((p) => p.raw.equals(c.raw)) && issued(cur, c),
+    );
+    if (!next) break;
+    path.push(next);
+    cur = next;
+  }
+  return { path: path.map((c) => c.raw), anchored: false };
+}
+
+/**
+ * A certificates-only SignedData (a `.p7b`: no signers, no content) as a JWK Set (RFC 7517
+ * section 5): one public JWK per X.509 certificate, with the certificate as its `x5c`, in file
+ * order. Other CertificateChoices are skipped.
+ */
+export function certificatesJwkSet(certificates: Buffer[]): { keys: Record<string, unknown>[] } {
+  const keys: Record<string, unknown>[] = [];
+  for (const der of certificates) {
+    const cert = x509(der);
+    if (!cert) continue;
+    let jwk: Record<string, unknown>;
+    try {
+      jwk = cert.publicKey.export({ format: 'jwk' }) as Record<string, unknown>;
+    } catch {
+      // A key type JWK cannot express (DSA, say): the certificate alone still says who it is.
+      jwk = {};
+    }
+    keys.push({ ...jwk, x5c: [cert.raw.toString('base64')] });
+  }
+  return { keys };
 }

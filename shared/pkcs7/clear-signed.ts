@@ -1,18 +1,19 @@
 /**
  * Clear-signed mail (RFC 1847, RFC 8551 section 3.5.3) to a detached JWS: the signed MIME entity
  * comes before the signature in the message, so it is hashed as it streams, with the digests its
- * micalg parameter names (all common ones when it names none), and the JWS signing input is
- * prepared for every alg the signer could need, as for an attached SignedData. The detached
+ * micalg parameter names (all common ones when it names none), and spooled for the JWS, as for
+ * an attached SignedData (shared/jose/spooled-jws.ts). The detached
  * SignedData that follows is then read, its signer verified over those digests, and the JWS
  * signed: over the signed entity's bytes exactly as the message carries them.
  */
 import { BerReader } from '../asn1/ber-reader.ts';
 import { OID, oidName } from '../asn1/oids.ts';
-import { DetachedJwsSigner, type DetachedJws, type JwsAlg } from '../jose/jws.ts';
+import type { DetachedJws } from '../jose/jws.ts';
+import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { problem } from '../errors/index.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import { openContainer, type Container } from './container.ts';
-import { candidatesFor, finishSignature, signedResult, signerKeyOf } from './resigning.ts';
+import { finishSignature, signedResult, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertOptions, ConvertResult } from './types.ts';
 
@@ -71,23 +72,19 @@ export async function* resignClearSigned(
   container: Container,
   opts: ConvertOptions,
   handle: { close: () => Promise<void> },
-): AsyncGenerator<Buffer, DetachedJws> {
-  const { oids, hashes } = micalgDigests(container.micalg);
+): AsyncGenerator<Buffer, DetachedJws | GeneralJws> {
+  const { oids } = micalgDigests(container.micalg);
   const key = await signerKeyOf(opts);
-  const algs = new Set<JwsAlg>();
-  for (const h of new Set(hashes.filter((h) => h !== 'sha1' && h !== 'sha224')))
-    for (const a of await candidatesFor(opts.resolver, key, h)) algs.add(a);
-  if (algs.size === 0)
-    for (const a of await candidatesFor(opts.resolver, key, 'sha256')) algs.add(a);
-  const jws = new DetachedJwsSigner([...algs], { b64: opts.metadata.b64 ?? false, key });
+  const jws = new SpooledJwsSigner({ b64: opts.metadata.b64 ?? false });
+  handle.close = () => jws.close();
   const digests = new ContentDigests(oids);
   for await (const chunk of container.signedContent!) {
     digests.update(chunk);
-    jws.update(chunk);
+    await jws.update(chunk);
     yield chunk;
   }
   const reader = new BerReader(container.cms);
-  handle.close = () => reader.close();
+  handle.close = () => Promise.all([reader.close(), jws.close()]).then(() => {});
   const head = await readHead(reader);
   if (head.type !== 'signedData' || head.content)
     throw problem(
@@ -98,14 +95,14 @@ export async function* resignClearSigned(
     );
   const tail = await readTail(reader, head);
   const computed = digests.digest();
-  const cmsHash =
-    head.digestAlgorithms.map((a) => MICALG_BY_OID.get(a.algorithm)).find((h) => h) ?? 'sha256';
-  const signer = tail.signers.length === 1 ? describeSigner(tail.signers[0]) : null;
-  if (signer && !signer.unsupported && !computed.has(signer.digestOid))
-    throw problem(
-      'cms_multipart_signed_malformed',
-      `the signer digests with ${oidName(signer.digestOid)}, which the micalg parameter (${(container.micalg ?? []).join(',') || 'absent'}) does not name`,
-    );
+  for (const s of tail.signers) {
+    const signer = describeSigner(s);
+    if (!signer.unsupported && !computed.has(signer.digestOid))
+      throw problem(
+        'cms_multipart_signed_malformed',
+        `the signer digests with ${oidName(signer.digestOid)}, which the micalg parameter (${(container.micalg ?? []).join(',') || 'absent'}) does not name`,
+      );
+  }
   return await finishSignature({
     tail,
     eContentType: head.contentType,
@@ -113,7 +110,7 @@ export async function* resignClearSigned(
     jws,
     key,
     resolver: opts.resolver,
-    cmsHash,
+    verify: opts.metadata.verify,
   });
 }
 
@@ -197,7 +194,7 @@ class Feed implements AsyncIterable<Buffer> {
  */
 export function clearSignedVerifier(opts: ConvertOptions): {
   update(chunk: Buffer): Promise<void>;
-  finish(): Promise<DetachedJws>;
+  finish(): Promise<DetachedJws | GeneralJws>;
 } {
   const feed = new Feed();
   const task = (async () => {
@@ -231,9 +228,3 @@ export function clearSignedVerifier(opts: ConvertOptions): {
     },
   };
 }
-
-const MICALG_BY_OID = new Map<string, string>(
-  [...MICALG.values()]
-    .filter((v) => v.hash !== 'sha1' && v.hash !== 'sha224')
-    .map((v) => [v.oid, v.hash]),
-);

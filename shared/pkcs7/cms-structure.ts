@@ -40,6 +40,12 @@ export interface CmsHead {
   contentEncryption: AlgorithmIdentifier | null;
   /** Header of the content OCTET STRING; null when the content is absent (detached). */
   content: BerHeader | null;
+  /**
+   * A PKCS#7 v1.5 content of another type than OCTET STRING (RFC 2315 section 7, `content [0]
+   * EXPLICIT ANY`: Authenticode's SpcIndirectDataContent, for one): its signed bytes are the
+   * value of `content`, without its tag and length (RFC 2315 section 9.3). See signedContent.
+   */
+  contentRaw?: boolean;
 }
 
 /** A SignerInfo with the bytes it was captured from. */
@@ -182,12 +188,18 @@ export async function readHead(r: BerReader): Promise<CmsHead> {
     head.contentType = await readOid(r);
     if (await r.more()) {
       r.enter(await expect(r, (x) => isContext(x, 0) && x.constructed, 'the eContent [0]'));
-      // RFC 2315 allows any type here; CMS and every producer we know write an OCTET STRING.
-      head.content = await expect(
-        r,
-        (x) => isUniversal(x, TAG.OCTET_STRING),
-        'the eContent OCTET STRING',
-      );
+      // CMS writes an OCTET STRING; RFC 2315 allows any type (code signing writes a SEQUENCE).
+      head.content = await r.readHeader();
+      if (!isUniversal(head.content, TAG.OCTET_STRING)) {
+        // Its signed bytes are its DER value: an indefinite length would have to be re-encoded
+        // whole first, which no streaming conversion can do in constant memory.
+        if (head.content.length < 0)
+          throw problem(
+            'cms_content_indefinite',
+            'the PKCS#7 v1.5 content is not an OCTET STRING and has no length: its signed bytes (RFC 2315 section 9.3) are its DER encoding, which cannot be streamed from BER',
+          );
+        head.contentRaw = true;
+      }
     }
     return head;
   }
@@ -211,6 +223,28 @@ export async function readHead(r: BerReader): Promise<CmsHead> {
   }
   Object.assign(head, await readEncryptedContentInfo(r));
   return head;
+}
+
+/**
+ * The signed bytes of a SignedData's content as they stream: the OCTET STRING's octets, or the
+ * value of a PKCS#7 v1.5 content of another type (RFC 2315 section 9.3), in pieces of at most
+ * 64 KiB.
+ */
+export async function* signedContent(
+  r: BerReader,
+  head: CmsHead,
+  opts: { reuse?: boolean } = {},
+): AsyncGenerator<Buffer> {
+  const h = head.content!;
+  if (!head.contentRaw) {
+    yield* r.octets(h, opts);
+    return;
+  }
+  for (let left = h.length; left > 0;) {
+    const n = Math.min(left, 64 * 1024);
+    yield await r.read(n);
+    left -= n;
+  }
 }
 
 /** Leaves the content's enclosing elements once the content has been streamed. */

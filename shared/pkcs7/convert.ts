@@ -12,7 +12,8 @@
  */
 import { createDecipheriv, createSecretKey } from 'node:crypto';
 import { BerReader } from '../asn1/ber-reader.ts';
-import { readHead, readTail } from './cms-structure.ts';
+import { readHead, readTail, signedContent } from './cms-structure.ts';
+import { certificatesJwkSet } from './certificates.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
 import { contentCipherOf, contentDecipher } from './content-decrypt.ts';
 import type { ContentCipher } from './content-decrypt.ts';
@@ -24,8 +25,8 @@ import {
   protectedHeader,
 } from '../jose/jwe.ts';
 import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
-import { DetachedJwsSigner, algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
+import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey } from './recipients.ts';
@@ -33,13 +34,7 @@ import { checkTargetKids, chooseRecipient, targetKeysOf } from './recipient-choi
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
-import {
-  candidatesFor,
-  cmsHashOf,
-  finishSignature,
-  signedResult,
-  signerKeyOf,
-} from './resigning.ts';
+import { finishSignature, signedResult, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
 import { AppError, decryptionFailed, problem } from '../errors/index.ts';
@@ -49,6 +44,10 @@ const JOSE = 'application/jose+json';
 const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
 /** How much decrypted content is looked at for a clear-signed entity's header block. */
 const CLEAR_SIGNED_PEEK = 16 * 1024;
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
 
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
   for await (const c of input)
@@ -128,6 +127,8 @@ function checkMetadata(m: ConvertMetadata): void {
   }
   if (m.b64 !== undefined && typeof m.b64 !== 'boolean')
     throw problem('cms_bad_metadata', 'b64 must be a boolean');
+  if (m.verify !== undefined && m.verify !== 'signature' && m.verify !== 'chain')
+    throw problem('cms_bad_metadata', 'verify must be signature or chain');
   for (const k of ['signerKid', 'recipientKid', 'keyManagement'] as const) {
     if (m[k] !== undefined && (typeof m[k] !== 'string' || m[k] === ''))
       throw problem('cms_bad_metadata', `${k} must be a non-empty string`);
@@ -141,7 +142,9 @@ function checkMetadata(m: ConvertMetadata): void {
 interface Signing {
   /** Takes the next content chunk (a promise when the chunk goes to a reader beside the JWE). */
   update(chunk: Buffer): void | Promise<void>;
-  finish(): Promise<DetachedJws>;
+  finish(): Promise<DetachedJws | GeneralJws>;
+  /** Drops what was spooled for the JWS, when the answer ends before finish. */
+  close?(): Promise<void>;
 }
 
 async function convertSigned(
@@ -150,10 +153,8 @@ async function convertSigned(
   opts: ConvertOptions,
 ): Promise<ConvertResult> {
   const { metadata, resolver } = opts;
-  const cmsHash = cmsHashOf(head);
-  let key = await signerKeyOf(opts);
+  const key = await signerKeyOf(opts);
   let tail: CmsTail | null = null;
-  let jws: DetachedJwsSigner;
   let source: AsyncIterable<Buffer>;
   if (head.content) {
     if (opts.content)
@@ -162,54 +163,56 @@ async function convertSigned(
         'a content part was given for a SignedData that carries its content',
       );
     // Only hashed below, unless the content is handed on as well (then each chunk is its own).
-    source = reader.octets(head.content, { reuse: !opts.withContent });
-    jws = new DetachedJwsSigner(await candidatesFor(resolver, key, cmsHash), {
-      b64: metadata.b64 ?? false,
-      key,
-    });
+    source = signedContent(reader, head, { reuse: !opts.withContent });
   } else {
+    tail = await readTail(reader, head);
+    // A certificates-only SignedData (.p7b) signs nothing: its certificates as a JWK Set (contract 10).
+    if (tail.signers.length === 0 && !opts.content) {
+      await reader.close();
+      // A JWK Set has no content to stream beside it (jobs, Accept: multipart/mixed).
+      if (opts.withContent)
+        throw problem(
+          'cms_unsupported',
+          'a certificates-only SignedData (.p7b) signs no content; the streaming convert endpoint answers its certificates as a JWK Set',
+        );
+      const set = Buffer.from(JSON.stringify(certificatesJwkSet(tail.certificates)));
+      return { contentType: 'application/jwk-set+json', body: once(set) };
+    }
     if (!opts.content)
       throw problem(
         'cms_bad_metadata',
         'a detached SignedData needs the signed content as the content part',
       );
-    // Detached: the SignerInfo is known before the content, so the alg and kid are exact.
-    tail = await readTail(reader, head);
-    if (tail.signers.length !== 1)
-      throw problem('cms_unsupported', `${tail.signers.length} signers; exactly one is supported`);
-    const desc = describeSigner(tail.signers[0]);
-    if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-    key ??= await resolver.byCmsRef(desc.ref, 'sign');
-    if (!key)
-      throw problem('cms_key_not_imported', 'the signer key is not imported', {
-        details: { identifier: desc.identifier },
-      });
-    if (!key.privateKey)
-      throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-    jws = new DetachedJwsSigner([algForKey(key, cmsHash, desc.scheme!.kind === 'pss')], {
-      b64: metadata.b64 ?? false,
-      key,
-    });
+    // Detached: the SignerInfos are known before the content, so unusable ones fail at once.
+    for (const s of tail.signers) {
+      const desc = describeSigner(s);
+      if (desc.unsupported)
+        throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
+    }
     source = buffers(opts.content);
   }
+  const jws = new SpooledJwsSigner({ b64: metadata.b64 ?? false });
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
-  const signer = jws;
   const known = tail;
-  async function* run(): AsyncGenerator<Buffer, DetachedJws> {
-    for await (const chunk of source) {
-      digests.update(chunk);
-      signer.update(chunk);
-      yield chunk;
+  async function* run(): AsyncGenerator<Buffer, DetachedJws | GeneralJws> {
+    try {
+      for await (const chunk of source) {
+        digests.update(chunk);
+        await jws.update(chunk);
+        yield chunk;
+      }
+      return await finishSignature({
+        tail: known ?? (await readTail(reader, head)),
+        eContentType: head.contentType,
+        digests: digests.digest(),
+        jws,
+        key,
+        resolver,
+        verify: metadata.verify,
+      });
+    } finally {
+      await jws.close();
     }
-    return finishSignature({
-      tail: known ?? (await readTail(reader, head)),
-      eContentType: head.contentType,
-      digests: digests.digest(),
-      jws: signer,
-      key,
-      resolver,
-      cmsHash,
-    });
   }
   return signedResult(run(), opts.withContent === true, () => reader.close());
 }
@@ -301,17 +304,8 @@ async function convertEnveloped(
   const fresh = preserve ? null : gcmEncryptor(enc, aad);
   // A target or key management that cannot carry the JWE key is a plain problem, found now.
   let recipients = wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength));
-  let seSigner: { cmsHash: string; jws: DetachedJwsSigner } | null = null;
-  if (head.type === 'signedAndEnvelopedData') {
-    const cmsHash = cmsHashOf(head);
-    seSigner = {
-      cmsHash,
-      jws: new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-        b64,
-        key: signerKey,
-      }),
-    };
-  }
+  let seSigner: { jws: SpooledJwsSigner } | null = null;
+  if (head.type === 'signedAndEnvelopedData') seSigner = { jws: new SpooledJwsSigner({ b64 }) };
 
   const kid = recipientKey.kid;
   const { cek: cmsKey, rejected } = await openContentKey(
@@ -403,17 +397,14 @@ async function convertEnveloped(
               throw err;
             }
           })();
-          const cmsHash = cmsHashOf(innerHead);
           const digests = new ContentDigests(innerHead.digestAlgorithms.map((a) => a.algorithm));
-          const jws = new DetachedJwsSigner(await candidatesFor(resolver, signerKey, cmsHash), {
-            b64,
-            key: signerKey,
-          });
+          const jws = new SpooledJwsSigner({ b64 });
           signing = {
             update: (c) => {
               digests.update(c);
-              jws.update(c);
+              return jws.update(c);
             },
+            close: () => jws.close(),
             finish: async () =>
               finishSignature({
                 tail: await readTail(r, innerHead),
@@ -422,7 +413,7 @@ async function convertEnveloped(
                 jws,
                 key: signerKey,
                 resolver,
-                cmsHash,
+                verify: metadata.verify,
               }),
           };
         } catch (err) {
@@ -446,7 +437,7 @@ async function convertEnveloped(
           // is added as for a nested SignedData (contract 5).
           signing = clearSignedVerifier(opts);
         } else if (seSigner) {
-          const { cmsHash, jws } = seSigner;
+          const { jws } = seSigner;
           const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
           const decryptSignature = (sig: Buffer) => {
             const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
@@ -455,8 +446,9 @@ async function convertEnveloped(
           signing = {
             update: (c) => {
               digests.update(c);
-              jws.update(c);
+              return jws.update(c);
             },
+            close: () => jws.close(),
             finish: async () =>
               finishSignature({
                 tail: outerTail!,
@@ -465,7 +457,7 @@ async function convertEnveloped(
                 jws,
                 key: signerKey,
                 resolver,
-                cmsHash,
+                verify: metadata.verify,
                 decryptSignature,
               }),
           };
@@ -522,6 +514,7 @@ async function convertEnveloped(
       if (!done) {
         await innerReader?.close().catch(() => {});
         await reader.close().catch(() => {});
+        await signing?.close?.().catch(() => {});
       }
     }
   }

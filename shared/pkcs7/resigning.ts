@@ -3,26 +3,27 @@
  * envelope, clear-signed mail): which hash and algs to prepare before the signer is known, the
  * signer key lookup, and the one place the CMS signature is verified before the JWS is signed.
  */
-import { algForKey, candidateAlgs, type JwsAlg } from '../jose/jws.ts';
-import type { DetachedJws, DetachedJwsSigner } from '../jose/jws.ts';
+import type { KeyObject } from 'node:crypto';
+import { algForKey } from '../jose/jws.ts';
+import type { DetachedJws } from '../jose/jws.ts';
+import type { GeneralJws, SpooledJwsSigner } from '../jose/spooled-jws.ts';
 import { DIGESTS } from '../asn1/oids.ts';
-import type { CmsHead, CmsTail } from './cms-structure.ts';
-import { describeSigner, verificationKey, verifySigner } from './signers.ts';
-import type { ConvertOptions, ConvertResult, KeyResolver, ResolvedKey } from './types.ts';
+import type { CmsTail } from './cms-structure.ts';
+import { certificatePath } from './certificates.ts';
+import { describeSigner, signerKey, signingTimeOf, verifySigner } from './signers.ts';
+import type { SignerDescription } from './signers.ts';
+import type {
+  ConvertMetadata,
+  ConvertOptions,
+  ConvertResult,
+  KeyResolver,
+  ResolvedKey,
+} from './types.ts';
 import { Multipart } from '../jose/jwe.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
 import { problem } from '../errors/index.ts';
-
-/** The hash that sizes an RSA JWS alg: the first SHA-2 of the declared digest algorithms. */
-export function cmsHashOf(head: CmsHead): string {
-  for (const a of head.digestAlgorithms) {
-    const h = DIGESTS[a.algorithm];
-    if (h === 'sha256' || h === 'sha384' || h === 'sha512') return h;
-  }
-  return 'sha256';
-}
 
 export async function keyByKid(
   resolver: KeyResolver,
@@ -38,29 +39,74 @@ export interface FinishArgs {
   tail: CmsTail;
   eContentType: string;
   digests: Map<string, Buffer>;
-  jws: DetachedJwsSigner;
+  jws: SpooledJwsSigner;
+  /** The key that signs whatever the signers (signerKid, else the archive key); null: each signer's own. */
   key: ResolvedKey | null;
   resolver: KeyResolver;
-  cmsHash: string;
+  verify?: ConvertMetadata['verify'];
   /** RFC 2315 section 11.2: SignedAndEnvelopedData may encrypt the signature under the content key. */
   decryptSignature?: (sig: Buffer) => Buffer;
 }
 
-/** Verifies the one CMS signer, then signs the JWS with the re-signing key. */
-export async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
-  if (a.tail.signers.length !== 1)
-    throw problem('cms_unsupported', `${a.tail.signers.length} signers; exactly one is supported`);
-  const desc = describeSigner(a.tail.signers[0]);
-  if (desc.unsupported) throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-  const key = a.key ?? (await a.resolver.byCmsRef(desc.ref, 'sign'));
-  if (!key)
-    throw problem('cms_key_not_imported', 'the signer key is not imported', {
-      details: { identifier: desc.identifier },
-    });
-  if (!key.privateKey)
-    throw problem('cms_key_unusable', `key ${key.kid} has no private part to sign with`);
-  const pub = verificationKey(desc, a.tail.certificates, key);
-  const sig = Buffer.from(a.tail.signers[0].info.signature.buffer);
+/** What the JWS protected header records of one original signer, under `kw_signers` (contract 10). */
+export interface OriginalSigner {
+  /** The signer's certificate and the chain found for it, base64 DER, the signer's first. */
+  x5c: string[];
+  signingTime: string | null;
+  /** The CMS digest algorithm by name (`sha256`, ...). */
+  digestAlg: string;
+  /** `signature`: the signature verified with that certificate; `chain`: which also leads to a trust anchor. */
+  verified: 'signature' | 'chain';
+}
+
+/** The protected header member that records the original signers. */
+export const SIGNERS_MEMBER = 'kw_signers';
+
+/**
+ * Verifies every CMS signer (with its own certificate or the tenant's, contract 10), then signs
+ * the JWS with the re-signing key (`key`), else with each signer's own key, one signature per key.
+ */
+export async function finishSignature(a: FinishArgs): Promise<DetachedJws | GeneralJws> {
+  try {
+    if (a.tail.signers.length === 0)
+      throw problem('cms_malformed', 'the SignedData has no SignerInfo to verify');
+    const recorded: OriginalSigner[] = [];
+    const signing = new Map<string, { key: ResolvedKey; pss: boolean }>();
+    let anyPss = false;
+    for (const s of a.tail.signers) {
+      const desc = describeSigner(s);
+      if (desc.unsupported)
+        throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
+      const held = await a.resolver.byCmsRef(desc.ref);
+      const { pub, certificate } = signerKey(desc, a.tail.certificates, held);
+      verifyOne(a, desc, Buffer.from(s.info.signature.buffer), pub);
+      const pss = desc.scheme!.kind === 'pss';
+      anyPss ||= pss;
+      recorded.push(await original(a, desc, certificate));
+      if (a.key) continue;
+      // Looked up for signing: the identifier may also name the same certificate's encrypt key.
+      const own = await a.resolver.byCmsRef(desc.ref, 'sign');
+      if (!own?.privateKey)
+        throw problem(
+          'cms_key_not_imported',
+          "no key to re-sign with: the signer's private key is not in the tenant; give signerKid, or make a signing key the tenant's archive signing key (archiveSigning)",
+          { details: { identifier: desc.identifier } },
+        );
+      if (!signing.has(own.kid)) signing.set(own.kid, { key: own, pss });
+    }
+    if (a.key) signing.set(a.key.kid, { key: a.key, pss: anyPss });
+    // The alg follows the signing key (its curve, or SHA-256 for RSA), never the input's digest.
+    const signings = [...signing.values()].map(({ key, pss }) => ({
+      key,
+      alg: algForKey(key, 'sha256', pss),
+    }));
+    return await a.jws.finish(signings, { [SIGNERS_MEMBER]: recorded });
+  } finally {
+    await a.jws.close();
+  }
+}
+
+function verifyOne(a: FinishArgs, desc: SignerDescription, sig: Buffer, pub: KeyObject): void {
   try {
     verifySigner(desc, sig, a.digests, a.eContentType, pub);
   } catch (err) {
@@ -74,22 +120,36 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws> {
     }
     verifySigner(desc, plain, a.digests, a.eContentType, pub);
   }
-  return a.jws.finish(algForKey(key, a.cmsHash, desc.scheme!.kind === 'pss'), key);
 }
 
+async function original(
+  a: FinishArgs,
+  desc: SignerDescription,
+  certificate: Buffer | null,
+): Promise<OriginalSigner> {
+  const chain = a.verify === 'chain';
+  const anchors = chain ? ((await a.resolver.trustAnchors?.()) ?? []) : [];
+  const found = certificate
+    ? certificatePath(certificate, a.tail.certificates, anchors)
+    : { path: [], anchored: false };
+  if (chain && !found.anchored)
+    throw problem(
+      'cms_signer_untrusted',
+      "the signature verifies, but the signer's certificate leads to none of the tenant's trust anchors",
+      { details: { identifier: desc.identifier } },
+    );
+  return {
+    x5c: found.path.map((c) => c.toString('base64')),
+    signingTime: signingTimeOf(desc),
+    digestAlg: DIGESTS[desc.digestOid],
+    verified: chain ? 'chain' : 'signature',
+  };
+}
+
+/** The key that signs every JWS of a conversion when it is known before the content: signerKid, else the tenant's archive signing key. */
 export async function signerKeyOf(opts: ConvertOptions): Promise<ResolvedKey | null> {
-  return opts.metadata.signerKid
-    ? keyByKid(opts.resolver, opts.metadata.signerKid, 'signer')
-    : null;
-}
-
-/** The algs to hash the content for before the signer is known (jws.ts candidateAlgs). */
-export async function candidatesFor(
-  resolver: KeyResolver,
-  key: ResolvedKey | null,
-  cmsHash: string,
-): Promise<JwsAlg[]> {
-  return candidateAlgs(key, cmsHash, key ? undefined : await resolver.keyTypes?.());
+  if (opts.metadata.signerKid) return keyByKid(opts.resolver, opts.metadata.signerKid, 'signer');
+  return (await opts.resolver.archiveSigningKey?.()) ?? null;
 }
 
 async function* once(b: Buffer): AsyncGenerator<Buffer> {
@@ -106,11 +166,11 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
  * (keys, metadata) are plain problems either way: the first step runs before this returns.
  */
 export async function signedResult(
-  gen: AsyncGenerator<Buffer, DetachedJws>,
+  gen: AsyncGenerator<Buffer, DetachedJws | GeneralJws>,
   withContent: boolean,
   release: () => Promise<void>,
 ): Promise<ConvertResult> {
-  let step: IteratorResult<Buffer, DetachedJws>;
+  let step: IteratorResult<Buffer, DetachedJws | GeneralJws>;
   try {
     step = await gen.next();
     if (!withContent) {

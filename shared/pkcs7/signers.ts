@@ -138,10 +138,14 @@ export class ContentDigests {
 }
 
 function attributeValue(attrs: Buffer, type: string): Buffer | null {
+  return attributeNode(attrs, type)?.bytes ?? null;
+}
+
+function attributeNode(attrs: Buffer, type: string): { tag: number; bytes: Buffer } | null {
   const set = walk(attrs);
   const items = set && set.length === 1 ? walk(attrs, set[0].valueStart, set[0].end) : null;
   if (!items) throw problem('cms_malformed', 'malformed signed attributes');
-  let found: Buffer | null = null;
+  let found: { tag: number; bytes: Buffer } | null = null;
   for (const item of items) {
     const parts = walk(attrs, item.valueStart, item.end);
     if (!parts || parts.length !== 2 || parts[0].tag !== 0x06)
@@ -151,34 +155,67 @@ function attributeValue(attrs: Buffer, type: string): Buffer | null {
     // RFC 5652 section 11: content-type and message-digest hold exactly one value, once.
     if (found || !values || values.length !== 1)
       throw problem('cms_malformed', 'a signed attribute must have one value');
-    found = attrs.subarray(values[0].valueStart, values[0].end);
+    found = { tag: values[0].tag, bytes: attrs.subarray(values[0].valueStart, values[0].end) };
   }
   return found;
 }
 
+/** The public key that checks a signer, and the certificate it comes from (when one does). */
+export interface SignerKey {
+  pub: KeyObject;
+  certificate: Buffer | null;
+}
+
 /**
- * The public key that verifies the CMS signature: the tenant key that will re-sign, when known,
- * else the signer's certificate. Never a certificate from the message over the tenant key: a
- * message can carry a look-alike certificate (same issuer and serial, another key), and
- * trusting it would let anyone have the tenant key sign content of their choosing.
+ * The public key that verifies a CMS signer: a tenant key of the signer's identifier when the
+ * tenant holds one (its own key pair, or a certificate imported to verify only), else the
+ * certificate the message carries for that identifier. Never a certificate from the message over
+ * a tenant key: a message can carry a look-alike certificate (same issuer and serial, another
+ * key). A message whose certificates all name someone else is cms-signer-certificate-mismatch;
+ * one with none, for a signer the tenant does not know, cms-key-not-imported.
  */
-export function verificationKey(
+export function signerKey(
   desc: SignerDescription,
   certificates: Buffer[],
-  key: ResolvedKey | null,
-): KeyObject {
-  const own = key ? publicKeyOf(key) : null;
-  if (own) return own;
+  held: ResolvedKey | null,
+): SignerKey {
+  const own = held ? publicKeyOf(held) : null;
+  if (own) return { pub: own, certificate: held!.certificate ?? null };
   const certs = certificates
     .map(parseCertificate)
     .filter((c): c is ParsedCertificate => c !== null);
   const cert = matchCertificate(certs, desc.ref);
-  if (cert) return certificatePublicKey(cert.der);
+  if (cert) return { pub: certificatePublicKey(cert.der), certificate: cert.der };
+  if (certs.length > 0)
+    throw problem(
+      'cms_signer_certificate_mismatch',
+      `none of the ${certs.length} certificate(s) the SignedData carries matches the signer identifier, and the tenant has no key or certificate for it`,
+      { details: { identifier: desc.identifier } },
+    );
   throw problem(
     'cms_key_not_imported',
-    'no certificate or imported key to verify the CMS signature',
+    "the SignedData carries no certificate for its signer and the tenant has none: import the signer's certificate (verify-only)",
     { details: { identifier: desc.identifier } },
   );
+}
+
+const SIGNING_TIME = '1.2.840.113549.1.9.5';
+
+/** The signing-time attribute (RFC 5652 section 11.3) as an ISO instant, or null. */
+export function signingTimeOf(desc: SignerDescription): string | null {
+  if (!desc.signedAttrs) return null;
+  const v = attributeNode(desc.signedAttrs, SIGNING_TIME);
+  if (!v) return null;
+  const t = v.bytes.toString('latin1');
+  // UTCTime YYMMDDHHMMSSZ (years 1950 to 2049), GeneralizedTime YYYYMMDDHHMMSSZ.
+  const m =
+    v.tag === 0x17
+      ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(t)
+      : /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(t);
+  if (!m) return null;
+  const year = v.tag === 0x17 ? (Number(m[1]) < 50 ? 2000 : 1900) + Number(m[1]) : Number(m[1]);
+  const d = new Date(Date.UTC(year, +m[2] - 1, +m[3], +m[4], +m[5], +m[6]));
+  return Number.isNaN(d.getTime()) ? null : d.toISOString();
 }
 
 /**

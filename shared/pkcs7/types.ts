@@ -21,7 +21,15 @@ export interface CmsKeyRef {
  * The JOSE layer's lookup by kid, plus the lookup by the identifier a CMS message carries.
  */
 export interface KeyResolver extends KidResolver {
+  /**
+   * With a purpose, a key that can serve it (never a verify-only key); without one, any key of
+   * the identifier, verify-only certificates included (the public key that checks a signer).
+   */
   byCmsRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
+  /** The tenant's default archive signing key (a key setting, contract 10), if it has one. */
+  archiveSigningKey?(): Promise<ResolvedKey | null>;
+  /** DER of the tenant's trust anchors, for `verify: "chain"`. */
+  trustAnchors?(): Promise<Buffer[]>;
 }
 
 /** The `metadata` part of a conversion request (contract section 5). */
@@ -36,6 +44,11 @@ export interface ConvertMetadata {
   keyManagement?: string;
   /** RFC 7797 unencoded payload when false (the default). */
   b64?: boolean;
+  /**
+   * How far a CMS signer is checked (contract 10): `signature` (the default) against its
+   * certificate, `chain` also up to one of the tenant's trust anchors.
+   */
+  verify?: 'signature' | 'chain';
 }
 
 /** Options of convertPkcs7ToJose. */
@@ -85,6 +98,11 @@ export interface SignerSummary {
   signedAttributes: boolean;
   certificate: CertificateSummary | null;
   kid: string | null;
+  /**
+   * What verifies the signature (contract 10): a tenant key of the signer's identifier (its own
+   * key pair or a verify-only certificate), else the certificate the file carries; null: nothing.
+   */
+  verifiedWith: 'tenant-key' | 'embedded-certificate' | null;
 }
 
 export interface RecipientSummary {
@@ -107,6 +125,14 @@ export interface Analysis {
   detached: boolean;
   innerContentType: AlgorithmSummary;
   signers: SignerSummary[];
+  /**
+   * Who signs the JWS when the metadata names no signerKid: the tenant's archive signing key, else
+   * each signer's own key (`kids` lists those the tenant holds). Present when keys were looked up.
+   */
+  signing?: { path: 'archive-key' | 'signer-key'; kids: string[] } | null;
+  /** A certificates-only SignedData (`.p7b`): it converts to a JWK Set of its certificates. */
+  certificatesOnly?: true;
+  certificateCount?: number;
   recipients: RecipientSummary[];
   contentEncryption: AlgorithmSummary | null;
   convertible: boolean;

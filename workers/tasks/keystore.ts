@@ -3,13 +3,15 @@
  * and must not block the event loop. Returns plain data: PKCS#8 DER keys and DER certificates.
  */
 import { parseKeystore } from '../../shared/keystore/index.ts';
+import { readCertificatesOnly } from '../../shared/keystore/certificates-only.ts';
 import type { CertificateSummary, CertificateUsage } from '../../shared/keystore/index.ts';
 import { AppError, problem } from '../../shared/errors/index.ts';
 
 /** One parsed entry as structured-cloneable data. */
 export interface ParsedKeystoreEntry {
   type: string;
-  privateKeyDer: Uint8Array;
+  /** Absent for a certificate imported without its private key: a verify-only key (contract 10). */
+  privateKeyDer?: Uint8Array;
   publicKeyDer: Uint8Array;
   certificates: Uint8Array[];
   certificate?: CertificateSummary;
@@ -27,8 +29,18 @@ export function parseKeystoreTask(input: {
   password?: string;
 }): ParsedKeystoreEntry[] {
   try {
+    return parseEntries(input);
+  } catch (err) {
+    if (err instanceof AppError) throw err.toJSON();
+    throw problem('keystore_malformed', 'the keystore could not be read').toJSON();
+  }
+}
+
+function parseEntries(input: { data: Uint8Array; password?: string }): ParsedKeystoreEntry[] {
+  const data = Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength);
+  try {
     return parseKeystore({
-      data: Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
+      data,
       password: input.password,
     }).map((e) => ({
       type: e.type,
@@ -43,7 +55,16 @@ export function parseKeystoreTask(input: {
       friendlyName: (e as { friendlyName?: string }).friendlyName,
     }));
   } catch (err) {
-    if (err instanceof AppError) throw err.toJSON();
-    throw problem('keystore_malformed', 'the keystore could not be read').toJSON();
+    // Certificates without a private key: an outside signer's, imported to verify only.
+    if (!(err instanceof AppError) || err.code !== 'keystore_empty') throw err;
+    return readCertificatesOnly(data, input.password).map((e) => ({
+      type: e.type,
+      publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
+      certificates: e.certificates,
+      certificate: e.certificate,
+      issuerDer: e.issuerDer,
+      serialNumber: e.serialNumber,
+      subjectKeyIdentifier: e.subjectKeyIdentifier,
+    }));
   }
 }

@@ -26,10 +26,20 @@ const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLen
  * certificate) gives the type's default usage, as for generated keys.
  */
 export function importUsages(
-  e: Pick<ParsedKeystoreEntry, 'type' | 'usages'>,
+  e: Pick<ParsedKeystoreEntry, 'type' | 'usages' | 'privateKeyDer'>,
   requested?: string,
 ): KeyUsage[] {
   const type = e.type as KeyType;
+  // A certificate without its private key only verifies (contract 10), whatever it allows.
+  if (!e.privateKeyDer) {
+    if (requested !== undefined && requested !== 'verify')
+      throw problem(
+        'key_usage_mismatch',
+        `a certificate imported without its private key verifies only; it cannot ${requested}`,
+        { details: { allowed: ['verify'] } },
+      );
+    return ['verify'];
+  }
   if (requested !== undefined) {
     const usage = resolveUsage(type, requested);
     // HMAC keys are generated, never imported (contract 8): a keystore holds key pairs. The types a
@@ -40,7 +50,7 @@ export function importUsages(
         'mac keys are generated (an hmac-* key type), not imported',
         { details: { allowed: ['encrypt', 'sign'] } },
       );
-    if (e.usages && !e.usages.includes(usage)) {
+    if (e.usages && !e.usages.includes(usage as 'sign' | 'encrypt')) {
       throw problem(
         'key_usage_mismatch',
         `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`,
@@ -92,7 +102,7 @@ async function refuseDuplicate(
 export async function importKeystore(
   ctx: AppContext,
   tenantId: string,
-  input: { data: Buffer; password?: string; kid?: string; usage?: string },
+  input: { data: Buffer; password?: string; kid?: string; usage?: string; trustAnchor?: boolean },
 ): Promise<Array<KeyView & { certificate: unknown }>> {
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
   if (input.kid !== undefined && !KID.test(input.kid))
@@ -102,6 +112,12 @@ export async function importKeystore(
     password: input.password,
   });
   if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
+  if (input.trustAnchor && entries.some((e) => e.privateKeyDer))
+    throw problem(
+      'validation_failed',
+      'trustAnchor marks certificates imported without a private key (verify-only keys)',
+      { details: { field: 'trustAnchor' } },
+    );
   if (input.kid && entries.length > 1)
     throw problem(
       'validation_failed',
@@ -138,7 +154,13 @@ export async function importKeystore(
         const view = await storeKey(
           ctx,
           tenantId,
-          { kid, type: e.type, usage, source: 'imported' },
+          {
+            kid,
+            type: e.type,
+            usage,
+            source: 'imported',
+            trustAnchor: usage === 'verify' && input.trustAnchor === true,
+          },
           {
             type: e.type as KeyType,
             privateKeyDer: b(e.privateKeyDer),

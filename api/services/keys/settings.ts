@@ -26,6 +26,10 @@ export interface KeySettingsView {
   nextRotationAt: string | null;
   lastRotatedAt: string | null;
   minDecryptionVersion: number;
+  /** The tenant's default archive signing key: it re-signs what outside signers signed (contract 10). */
+  archiveSigning: boolean;
+  /** A verify-only certificate that `verify: "chain"` validates to. */
+  trustAnchor: boolean;
 }
 
 /** A change of settings, as validated from a PATCH body; null clears a value. */
@@ -33,6 +37,8 @@ export interface SettingsPatch {
   description?: string | null;
   rotationPeriodDays?: number | null;
   minDecryptionVersion?: number;
+  archiveSigning?: boolean;
+  trustAnchor?: boolean;
 }
 
 const iso = (v: unknown) => (v ? new Date(v as string).toISOString() : null);
@@ -57,6 +63,8 @@ export function settingsView(
     nextRotationAt: rotates(row) && row.state === 'active' ? iso(row.next_rotation_at) : null,
     lastRotatedAt: iso(row.last_rotated_at),
     minDecryptionVersion: Number(row.min_decryption_version ?? 1),
+    archiveSigning: row.archive_signing === true,
+    trustAnchor: row.trust_anchor === true,
   };
 }
 
@@ -97,6 +105,8 @@ const PATCH_MEMBERS: ReadonlySet<string> = new Set([
   'description',
   'rotationPeriodDays',
   'minDecryptionVersion',
+  'archiveSigning',
+  'trustAnchor',
 ]);
 
 /** Validates a PATCH body: an object of at least one known member; bounds that need the key are checked under its lock. */
@@ -120,6 +130,14 @@ export function readSettingsPatch(body: unknown): SettingsPatch {
         details: { field: 'minDecryptionVersion' },
       });
     patch.minDecryptionVersion = v as number;
+  }
+  for (const flag of ['archiveSigning', 'trustAnchor'] as const) {
+    if (!Object.hasOwn(b, flag)) continue;
+    if (typeof b[flag] !== 'boolean')
+      throw problem('validation_failed', `${flag} must be true or false`, {
+        details: { field: flag },
+      });
+    patch[flag] = b[flag];
   }
   return patch;
 }
@@ -166,6 +184,30 @@ export async function applySettings(
           new Date(key.last_rotated_at ?? key.created_at),
           patch.rotationPeriodDays ?? period!,
         );
+    }
+    if (patch.trustAnchor !== undefined) {
+      if (patch.trustAnchor && key.usage !== 'verify')
+        throw problem(
+          'invalid_transition',
+          `key ${kid} has usage ${key.usage}; trust anchors are certificates imported to verify only`,
+          { details: { field: 'trustAnchor', usage: key.usage } },
+        );
+      update.trust_anchor = patch.trustAnchor;
+    }
+    if (patch.archiveSigning !== undefined) {
+      if (patch.archiveSigning && (key.usage !== 'sign' || key.state !== 'active'))
+        throw problem(
+          'invalid_transition',
+          `key ${kid} is ${key.state} with usage ${key.usage}; the archive signing key is an active signing key`,
+          { details: { field: 'archiveSigning', usage: key.usage, state: key.state } },
+        );
+      // One per tenant: setting it moves it here from the key that held it.
+      if (patch.archiveSigning)
+        await trx('keys')
+          .where({ tenant_id: tenantId, archive_signing: true })
+          .whereNot({ id: key.id })
+          .update({ archive_signing: false, updated_at: new Date() });
+      update.archive_signing = patch.archiveSigning;
     }
     const [updated] = await trx('keys').where({ id: key.id }).update(update).returning('*');
     // The runtime caches carry minDecryptionVersion: the change commits with it, to every instance.

@@ -205,6 +205,8 @@ export interface NewKeyMeta {
   description?: string | null;
   rotationPeriodDays?: number | null;
   policyPeriodDays?: number;
+  /** A verify-only certificate that `verify: "chain"` validates to (contract 10). */
+  trustAnchor?: boolean;
 }
 
 /** Stores a new key with the given material as version 1, atomically. */
@@ -233,6 +235,8 @@ export async function storeKey(
     description: meta.description ?? null,
     rotation_period_days: meta.rotationPeriodDays ?? null,
     min_decryption_version: 1,
+    trust_anchor: meta.trustAnchor === true,
+    archive_signing: false,
     // Without a known period the scheduler gives the key its schedule on its next pass.
     next_rotation_at:
       meta.source === 'generated' && period !== undefined ? afterDays(now, period) : null,

@@ -16,6 +16,7 @@ import {
   table,
   type Command,
   type Invocation,
+  type Values,
 } from '../command.ts';
 import { PAGE_OPTIONS, pageOf, printPage } from './admin.ts';
 import { connect } from './session.ts';
@@ -140,7 +141,7 @@ export const keysCommand: Command = {
       summary: 'Import a PKCS#12 file, or a PEM key with its certificate chain',
       args: ['<file>'],
       details:
-        'The keystore password comes from KEYWARD_KEYSTORE_PASSWORD, or stdin with --password-stdin; a PEM key that is not encrypted needs none.',
+        "The keystore password comes from KEYWARD_KEYSTORE_PASSWORD, or stdin with --password-stdin; a PEM key that is not encrypted needs none. Certificates without a private key (an outside signer's, a CA's) import as verify-only keys; --trust-anchor makes them trust anchors for verify: chain.",
       options: {
         kid: { type: 'string', value: '<kid>', help: 'the key id (default: generated)' },
         usage: {
@@ -149,6 +150,10 @@ export const keysCommand: Command = {
           help: "encrypt or sign (default: the certificate's key usage)",
         },
         'password-stdin': { type: 'boolean', help: 'read the keystore password from stdin' },
+        'trust-anchor': {
+          type: 'boolean',
+          help: 'certificates without a private key: trust anchors for verify: chain',
+        },
       },
       async run(inv) {
         const file = inv.args[0];
@@ -163,6 +168,7 @@ export const keysCommand: Command = {
         if (password) form.append('password', password);
         for (const field of ['kid', 'usage'])
           if (str(inv.values, field)) form.append(field, str(inv.values, field)!);
+        if (inv.values['trust-anchor']) form.append('trustAnchor', 'true');
         const c = connect(inv);
         const answer = await c.api.importKeystore({ tenantId: c.tenantId, body: form });
         print(inv, answer, () =>
@@ -192,6 +198,16 @@ export const keysCommand: Command = {
           value: '<n>',
           help: 'older versions no longer decrypt or verify (kept until lowered again)',
         },
+        'archive-signing': {
+          type: 'string',
+          value: 'true|false',
+          help: "the tenant's archive signing key: it signs converted SignedData whatever its signers",
+        },
+        'trust-anchor': {
+          type: 'string',
+          value: 'true|false',
+          help: 'a verify-only certificate that verify: chain validates to',
+        },
       },
       async run(inv) {
         const period = str(inv.values, 'rotation-period-days');
@@ -209,10 +225,12 @@ export const keysCommand: Command = {
                     : int(inv.values, 'rotation-period-days', 1, Number.MAX_SAFE_INTEGER),
               }),
           ...(min === undefined ? {} : { minDecryptionVersion: min }),
+          ...flag(inv.values, 'archive-signing', 'archiveSigning'),
+          ...flag(inv.values, 'trust-anchor', 'trustAnchor'),
         };
         if (Object.keys(body).length === 0)
           throw new UsageError(
-            'keys settings needs --description, --rotation-period-days or --min-decryption-version',
+            'keys settings needs --description, --rotation-period-days, --min-decryption-version, --archive-signing or --trust-anchor',
           );
         const c = connect(inv);
         return showKey(
@@ -262,3 +280,16 @@ export const keysCommand: Command = {
     },
   ],
 };
+
+/** A true|false option as a body member, or nothing when it is absent. */
+function flag(
+  values: Values,
+  option: string,
+  member: 'archiveSigning' | 'trustAnchor',
+): Partial<Record<typeof member, boolean>> {
+  const v = str(values, option);
+  if (v === undefined) return {};
+  if (v !== 'true' && v !== 'false')
+    throw new UsageError(`--${option} must be true or false, got ${v}`);
+  return { [member]: v === 'true' };
+}

@@ -7,11 +7,18 @@
  * jose takes whole buffers, so both hold the result in memory: fine for archives of ordinary
  * files; the service's stream endpoints re-encrypt and re-sign results of any size.
  */
-import { createPrivateKey, createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import {
+  X509Certificate,
+  createPrivateKey,
+  createPublicKey,
+  createSecretKey,
+  type KeyObject,
+} from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { flattenedDecrypt, flattenedVerify, generalDecrypt } from 'jose';
 import { parseKeystore } from '../../../shared/keystore/index.ts';
 import { MixedReader } from '../../../shared/jose/mixed-reader.ts';
+import { openContainer } from '../../../shared/pkcs7/container.ts';
 import {
   EXIT,
   UsageError,
@@ -45,7 +52,7 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
 }
 
 /** A result file as jose's flattened JWE, plus its JWS part when the conversion added one. */
-async function readResult(data: Buffer): Promise<{ jwe: FlatJwe; jws: FlatJws | null }> {
+async function readResult(data: Buffer): Promise<{ jwe: FlatJwe; jws: AnyJws | null }> {
   if (data[0] === 0x7b) return { jwe: JSON.parse(data.toString('utf8')) as FlatJwe, jws: null };
   // A stored multipart JWE starts with its first delimiter: the boundary is on that line.
   const m = /^--([^\r\n]{1,70})\r\n/.exec(data.toString('latin1', 0, 80));
@@ -108,21 +115,100 @@ interface FlatJws {
   header?: Record<string, unknown>;
 }
 
-async function verifyJws(
-  jws: FlatJws,
-  content: Buffer,
-  key: KeyObject,
-): Promise<{ valid: boolean; alg?: string }> {
-  try {
-    const b64 = JSON.parse(Buffer.from(jws.protected, 'base64url').toString()).b64 !== false;
-    const r = await flattenedVerify(
-      { ...jws, payload: b64 ? content.toString('base64url') : content },
-      key,
-    );
-    return { valid: true, alg: r.protectedHeader?.alg };
-  } catch {
-    return { valid: false };
+/** A converted SignedData's JWS: flattened, or General JSON with one signature per key (contract 10). */
+type AnyJws = FlatJws | { signatures: FlatJws[] };
+
+/** An original CMS signer as the protected header records it (`kw_signers`, contract 10). */
+interface OriginalSigner {
+  subject: string | null;
+  signingTime: string | null;
+  digestAlg: string;
+  verified: string;
+}
+
+interface Verification {
+  valid: boolean;
+  alg?: string;
+  kid?: string;
+  signers?: OriginalSigner[];
+}
+
+function originalSigners(header: Record<string, unknown>): OriginalSigner[] {
+  const list = Array.isArray(header.kw_signers) ? header.kw_signers : [];
+  return list.map(
+    (s: { x5c?: string[]; signingTime?: string; digestAlg?: string; verified?: string }) => {
+      let subject: string | null = null;
+      try {
+        if (s.x5c?.[0])
+          subject = new X509Certificate(Buffer.from(s.x5c[0], 'base64')).subject.replace(
+            /\n/g,
+            ', ',
+          );
+      } catch {
+        subject = null;
+      }
+      return {
+        subject,
+        signingTime: s.signingTime ?? null,
+        digestAlg: String(s.digestAlg ?? ''),
+        verified: String(s.verified ?? ''),
+      };
+    },
+  );
+}
+
+/** Valid when one of the JWS's signatures verifies with `key` over `content`. */
+async function verifyJws(jws: AnyJws, content: Buffer, key: KeyObject): Promise<Verification> {
+  for (const sig of 'signatures' in jws ? jws.signatures : [jws]) {
+    try {
+      const header = JSON.parse(Buffer.from(sig.protected, 'base64url').toString());
+      const r = await flattenedVerify(
+        { ...sig, payload: header.b64 !== false ? content.toString('base64url') : content },
+        key,
+      );
+      return {
+        valid: true,
+        alg: r.protectedHeader?.alg,
+        kid: typeof header.kid === 'string' ? header.kid : undefined,
+        signers: originalSigners(header),
+      };
+    } catch {
+      // the next signature, if any
+    }
   }
+  return { valid: false };
+}
+
+/**
+ * The bytes a JWS part covers in a decrypted result: the plaintext, or, for signed-then-encrypted
+ * mail (a clear-signed entity inside the envelope), the signed MIME entity as the signature
+ * covers it (contract 5), taken with the service's own container reader.
+ */
+async function signedBytesOf(plaintext: Buffer): Promise<Buffer | null> {
+  try {
+    const container = await openContainer(once(plaintext));
+    if (!container.signedContent) {
+      await container.close();
+      return null;
+    }
+    const parts: Buffer[] = [];
+    for await (const c of container.signedContent) parts.push(Buffer.from(c));
+    await container.close();
+    return Buffer.concat(parts);
+  } catch {
+    return null;
+  }
+}
+
+function describe(v: Verification): string {
+  const lines = [
+    `${v.valid ? 'valid' : 'INVALID'} JWS${v.alg ? ` (${v.alg}` : ''}${v.kid ? `, archive signature by ${v.kid}` : ''}${v.alg ? ')' : ''}`,
+  ];
+  for (const s of v.signers ?? [])
+    lines.push(
+      `  original signer: ${s.subject ?? '(no certificate)'}; ${s.digestAlg}; signed ${s.signingTime ?? '(no signing time)'}; verified: ${s.verified}`,
+    );
+  return `${lines.join('\n')}\n`;
 }
 
 const openCommand: Command = {
@@ -162,12 +248,17 @@ const openCommand: Command = {
     }
     const certFile = str(inv.values, 'cert');
     if (jws && certFile) {
-      const v = await verifyJws(jws, Buffer.from(plaintext), loadPublic(certFile));
+      const pub = loadPublic(certFile);
+      let v = await verifyJws(jws, Buffer.from(plaintext), pub);
+      if (!v.valid) {
+        const signed = await signedBytesOf(Buffer.from(plaintext));
+        if (signed) v = await verifyJws(jws, signed, pub);
+      }
       if (!v.valid) {
         inv.stderr.write('keyward: the JWS part does not verify over the plaintext\n');
         return EXIT.invalid;
       }
-      inv.stderr.write(`JWS part verifies (${v.alg})\n`);
+      inv.stderr.write(`JWS part verifies: ${describe(v)}`);
     } else if (jws) inv.stderr.write('the result has a JWS part; --cert <pem> verifies it\n');
     writeOutput(inv, str(inv.values, 'out'), plaintext);
     return EXIT.ok;
@@ -180,9 +271,9 @@ export async function verifyLocally(inv: Invocation): Promise<number> {
   const certFile = str(inv.values, 'cert');
   if (!contentFile || !certFile)
     throw new UsageError('verify <jws> needs --content <file> and --cert <pem>');
-  const jws = JSON.parse(readFileSync(inv.args[0], 'utf8')) as FlatJws;
+  const jws = JSON.parse(readFileSync(inv.args[0], 'utf8')) as AnyJws;
   const v = await verifyJws(jws, readFileSync(contentFile), loadPublic(certFile));
-  print(inv, v, () => `${v.valid ? 'valid' : 'INVALID'} JWS${v.alg ? ` (${v.alg})` : ''}\n`);
+  print(inv, v, () => describe(v));
   return v.valid ? EXIT.ok : EXIT.invalid;
 }
 

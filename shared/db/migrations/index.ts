@@ -11,6 +11,7 @@ import * as auditHead from './005_audit_head.ts';
 import * as keySettings from './006_key_settings.ts';
 import * as awsKms from './007_aws_kms.ts';
 import * as masterSecrets from './007_master_secrets.ts';
+import * as archiveSigning from './008_archive_signing.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -26,6 +27,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['006_key_settings', keySettings],
   ['007_aws_kms', awsKms],
   ['007_master_secrets', masterSecrets],
+  ['008_archive_signing', archiveSigning],
 ];
 
 /** The migrations' names in order: the schema a backup names (shared/backup). */

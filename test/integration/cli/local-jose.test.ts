@@ -141,8 +141,46 @@ describe('keyward open', () => {
       ssl.path(signer.certFile),
     ]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain('JWS part verifies (ES256)');
+    expect(r.stderr).toContain('JWS part verifies: valid JWS (ES256');
     expect(r.stdout.equals(TEXT)).toBe(true);
+  });
+
+  it('when signed-then-encrypted mail is opened with --cert, then the JWS is checked over the signed MIME entity inside', async () => {
+    ssl.write('mail.txt', Buffer.from('Content-Type: text/plain\r\n\r\nsee you at noon\r\n'));
+    const clear = ssl.run([
+      'smime',
+      '-sign',
+      '-in',
+      'mail.txt',
+      '-signer',
+      signer.certFile,
+      '-inkey',
+      signer.keyFile,
+    ]);
+    ssl.write('clear.eml', clear);
+    const enc = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes256',
+      '-in',
+      'clear.eml',
+      rsa.certFile,
+    ]);
+    const result = ssl.write('mail.jwe', (await convert(enc)).body);
+    const r = await cli([
+      'open',
+      result,
+      '--key',
+      ssl.path(rsa.keyFile),
+      '--cert',
+      ssl.path(signer.certFile),
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(
+      /JWS part verifies: valid JWS \(ES256, archive signature by open-signer#1\)/,
+    );
+    expect(r.stderr).toMatch(/original signer: CN=open-signer/);
   });
 });
 
@@ -173,7 +211,10 @@ describe('keyward verify <jws> --content --cert', () => {
       '--cert',
       ssl.path(signer.certFile),
     ]);
-    expect([ok.code, ok.stdout.toString()]).toEqual([0, 'valid JWS (ES256)\n']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout.toString()).toMatch(
+      /^valid JWS \(ES256, archive signature by open-signer#1\)\n {2}original signer: CN=open-signer, O=Keyward Tests; sha256; signed \d{4}-.*; verified: signature\n$/,
+    );
     writeFileSync(content, Buffer.concat([TEXT, Buffer.from('x')]));
     const bad = await cli([
       'verify',
@@ -184,5 +225,46 @@ describe('keyward verify <jws> --content --cert', () => {
       ssl.path(signer.certFile),
     ]);
     expect(bad.code).toBe(4);
+  });
+
+  it('when the JWS is General JSON (two co-signers, each signing with its own key), then verify checks the signature of the given certificate', async () => {
+    const cosigner = makeKey(ssl, 'open-cosigner', 'ec-p256');
+    const signed = ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'text.txt',
+      '-signer',
+      signer.certFile,
+      '-inkey',
+      signer.keyFile,
+      '-signer',
+      cosigner.certFile,
+      '-inkey',
+      cosigner.keyFile,
+      '-outform',
+      'DER',
+    ]);
+    const r = await convertPkcs7ToJose(chunked(signed, 4096), {
+      metadata: {},
+      resolver: resolverFor([rsa, signer, cosigner]),
+    });
+    const body = await collect(r.body);
+    expect(JSON.parse(body.toString()).signatures).toHaveLength(2);
+    const jws = ssl.write('co.jws.json', body);
+    const content = ssl.write('co.content', TEXT);
+    const ok = await cli([
+      'verify',
+      jws,
+      '--content',
+      content,
+      '--cert',
+      ssl.path(cosigner.certFile),
+    ]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout.toString()).toContain('archive signature by open-cosigner#1');
+    expect(ok.stdout.toString().match(/original signer:/g)).toHaveLength(2);
   });
 });

@@ -229,7 +229,8 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   it('when the same certificate was imported for each usage, then conversion signs with the sign key and decrypts with the encrypt key', async () => {
     const signed = await convert(app, actor.user, signCms(twice));
     expect(signed.status).toBe(200);
-    expect(signed.json<Jws>().header).toEqual({ kid: 'twice-sign#1' });
+    const header = JSON.parse(Buffer.from(signed.json<Jws>().protected, 'base64url').toString());
+    expect(header.kid).toBe('twice-sign#1');
     const enveloped = await convert(app, actor.user, encryptCms(twice));
     expect(enveloped.status).toBe(200);
     expect(enveloped.body.toString('latin1')).toContain('"kid":"twice-enc#1"');

@@ -321,7 +321,13 @@ describe('POST /api/v3/crypto/stream/resign', () => {
     ]);
     expect(swapped.status).toBe(400);
     const jws = await converted(keys.rsaSigner);
-    const renamed = { ...jws, header: { kid: 'unknown-kid' } };
+    // The converter's kid is protected (with kw_signers): the renamed kid goes there.
+    const renamed = {
+      ...jws,
+      protected: Buffer.from(JSON.stringify({ ...protectedOf(jws), kid: 'unknown-kid' })).toString(
+        'base64url',
+      ),
+    };
     expect((await resign(renamed, data, keys.targetSigner.kid)).json()).toMatchObject({
       status: 404,
       type: expect.stringMatching(/key-not-found$/),

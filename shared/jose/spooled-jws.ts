@@ -1,0 +1,184 @@
+/**
+ * The JWS of a SignedData conversion (contract 10). Its protected header records the original
+ * signers, who are only known from the SignerInfos after the content, and its signing keys (the
+ * archive key, or each signer's own) decide the algs; a JWS signing input starts with that header.
+ * So the content is spooled as it streams (memory up to SPOOL_MEMORY, then an unlinked file of
+ * this user's private temp directory) and signed once the header is known: constant memory, one
+ * write and one read of the content on disk, and an alg that follows the key, never the input.
+ */
+import { open, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { constants, createSign, sign as signOneShot } from 'node:crypto';
+import type { Sign } from 'node:crypto';
+import { EDDSA_CAP, SigningInputEncoder, type DetachedJws, type JwsAlg } from './jws.ts';
+import { versionedKid } from './kid.ts';
+import type { ResolvedKey } from './types.ts';
+import { privateTempDir } from '../private-dir.ts';
+import { problem } from '../errors/index.ts';
+
+/** Content held in memory before it goes to the spool file. */
+export const SPOOL_MEMORY = 1024 * 1024;
+const READ_CHUNK = 1024 * 1024;
+
+/** A JWS in the General JSON Serialization with a detached payload (RFC 7515 section 7.2.1). */
+export interface GeneralJws {
+  signatures: DetachedJws[];
+}
+
+/** One signature to make: the key and its alg. */
+export interface JwsSigning {
+  key: ResolvedKey;
+  alg: JwsAlg;
+}
+
+const HASH: Record<string, string> = { '256': 'sha256', '384': 'sha384', '512': 'sha512' };
+
+/** Spools streamed content, then signs it with one or more keys under a header known at the end. */
+export class SpooledJwsSigner {
+  readonly b64: boolean;
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  #file: FileHandle | null = null;
+  #size = 0;
+  #closed = false;
+
+  constructor(opts: { b64: boolean }) {
+    this.b64 = opts.b64;
+  }
+
+  /** Takes the next content bytes (copied: the caller may reuse its buffer once this settles). */
+  async update(chunk: Buffer): Promise<void> {
+    if (this.#closed) throw new Error('the spool is closed');
+    if (!this.#file && this.#heldBytes + chunk.length <= SPOOL_MEMORY) {
+      this.#held.push(Buffer.from(chunk));
+      this.#heldBytes += chunk.length;
+      return;
+    }
+    if (!this.#file) {
+      this.#file = await openSpool();
+      for (const b of this.#held)
+        await writeAll(this.#file, b, this.#size + 0, (n) => (this.#size += n));
+      this.#held = [];
+    }
+    await writeAll(this.#file, chunk, this.#size, (n) => (this.#size += n));
+  }
+
+  async *#content(): AsyncGenerator<Buffer> {
+    if (!this.#file) {
+      yield* this.#held;
+      return;
+    }
+    const buf = Buffer.allocUnsafe(READ_CHUNK);
+    for (let pos = 0; pos < this.#size;) {
+      const { bytesRead } = await this.#file.read(
+        buf,
+        0,
+        Math.min(READ_CHUNK, this.#size - pos),
+        pos,
+      );
+      if (bytesRead === 0) throw new Error('the spool file is shorter than written');
+      pos += bytesRead;
+      yield buf.subarray(0, bytesRead);
+    }
+  }
+
+  /**
+   * Signs the spooled content once per key, every signature under a protected header of its alg,
+   * kid and `header`: the flattened form for one signature, the General JSON form for several.
+   */
+  async finish(
+    signings: JwsSigning[],
+    header: Record<string, unknown>,
+  ): Promise<DetachedJws | GeneralJws> {
+    const parts = signings.map(({ key, alg }) => {
+      const protectedB64 = Buffer.from(
+        JSON.stringify({
+          alg,
+          kid: versionedKid(key.kid, key.version),
+          ...(this.b64 ? {} : { b64: false, crit: ['b64'] }),
+          ...header,
+        }),
+      ).toString('base64url');
+      const prefix = Buffer.from(`${protectedB64}.`, 'ascii');
+      const s: {
+        key: ResolvedKey;
+        alg: JwsAlg;
+        protectedB64: string;
+        sign?: Sign;
+        held?: Buffer[];
+        n: number;
+      } = { key, alg, protectedB64, n: 0 };
+      if (alg === 'EdDSA') s.held = [prefix];
+      else (s.sign = createSign(HASH[alg.slice(2)])).update(prefix);
+      return s;
+    });
+    const encoder = new SigningInputEncoder(this.b64);
+    const feed = (data: Buffer) => {
+      for (const p of parts) {
+        if (p.sign) p.sign.update(data);
+        else {
+          p.n += data.length;
+          if (p.n > EDDSA_CAP)
+            throw problem(
+              'cms_eddsa_too_large',
+              `EdDSA signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
+            );
+          p.held!.push(Buffer.from(data));
+        }
+      }
+    };
+    for await (const chunk of this.#content()) feed(encoder.update(chunk));
+    feed(encoder.final());
+    const out = parts.map((p): DetachedJws => {
+      const priv = p.key.privateKey!;
+      let sig: Buffer;
+      if (p.alg === 'EdDSA') sig = signOneShot(null, Buffer.concat(p.held!), priv);
+      else if (p.alg.startsWith('PS'))
+        // RFC 7518 section 3.5: the salt is as long as the hash output.
+        sig = p.sign!.sign({
+          key: priv,
+          padding: constants.RSA_PKCS1_PSS_PADDING,
+          saltLength: Number(p.alg.slice(2)) / 8,
+        });
+      else if (p.alg.startsWith('ES')) sig = p.sign!.sign({ key: priv, dsaEncoding: 'ieee-p1363' });
+      else sig = p.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PADDING });
+      return { protected: p.protectedB64, signature: sig.toString('base64url') };
+    });
+    await this.close();
+    return out.length === 1 ? out[0] : { signatures: out };
+  }
+
+  /** Drops the spool (idempotent). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#held = [];
+    const f = this.#file;
+    this.#file = null;
+    await f?.close();
+  }
+}
+
+/** An anonymous file: created 0600 in this user's private temp directory and unlinked at once. */
+async function openSpool(): Promise<FileHandle> {
+  const dir = privateTempDir('keyward-spool');
+  if (!dir) throw problem('internal', 'no private temporary directory to spool the content in');
+  const path = join(dir, randomUUID());
+  const f = await open(path, 'wx+', 0o600);
+  await unlink(path).catch(() => {});
+  return f;
+}
+
+async function writeAll(
+  f: FileHandle,
+  b: Buffer,
+  at: number,
+  wrote: (n: number) => void,
+): Promise<void> {
+  for (let off = 0; off < b.length;) {
+    const { bytesWritten } = await f.write(b, off, b.length - off, at + off);
+    off += bytesWritten;
+    wrote(bytesWritten);
+  }
+}
