@@ -254,11 +254,12 @@ describe('POST analyze-pkcs7', () => {
       app,
       ANALYZE,
       actor.user,
-      sign(keys.rsa, ['-nodetach', '-stream']),
+      sign(keys.rsaSigner, ['-nodetach', '-stream']),
       'application/pkcs7-mime',
     );
     expect(r.status).toBe(200);
     const a = r.json();
+    // Convertible: the signer's key is imported for signing, so it re-signs (contract 10).
     expect(a).toMatchObject({
       contentType: 'signedData',
       encoding: 'ber',
@@ -270,11 +271,28 @@ describe('POST analyze-pkcs7', () => {
     const signers = a.signers as Array<Record<string, unknown>>;
     expect(signers).toHaveLength(1);
     expect(signers[0]).toMatchObject({
-      kid: keys.rsa.kid,
+      kid: keys.rsaSigner.kid,
       signedAttributes: true,
       digestAlgorithm: { oid: '2.16.840.1.101.3.4.2.1' },
     });
-    expect((signers[0].certificate as Record<string, string>).subject).toContain('mig-rsa');
+    expect(a.signing).toEqual({ path: 'signer-key', kids: [keys.rsaSigner.kid] });
+    expect((signers[0].certificate as Record<string, string>).subject).toContain(
+      keys.rsaSigner.kid,
+    );
+
+    // The same form by a certificate imported for encryption only: nothing of the tenant re-signs.
+    const enc = await postRaw(
+      app,
+      ANALYZE,
+      actor.user,
+      sign(keys.rsa, ['-nodetach']),
+      'application/pkcs7-mime',
+    );
+    expect(enc.json()).toMatchObject({
+      convertible: false,
+      reason: expect.stringMatching(/no key to re-sign with/),
+      signing: { path: 'signer-key', kids: [] },
+    });
   });
 
   it('when an EnvelopedData is sent as the file part, then the JSON names the recipient, its kid and the content encryption', async () => {
