@@ -15,6 +15,7 @@ import {
   makeActor,
   makeKey,
   openJwe,
+  postParts,
   startTestApp,
 } from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
@@ -45,6 +46,8 @@ function xdhKey(kid: string, algorithm: 'X25519' | 'X448'): TestKey {
     `${kid}.pub`,
     '-days',
     '30',
+    '-extfile',
+    'key-agreement.ext',
     '-out',
     `${kid}.crt`,
   ]);
@@ -82,16 +85,42 @@ beforeAll(async () => {
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   makeKey(ssl, 'x-ca', 'ec-p256');
+  ssl.write('key-agreement.ext', Buffer.from('keyUsage = critical, keyAgreement\n'));
   app = await startTestApp();
   actor = await makeActor(app);
   archive = makeKey(ssl, 'x-archive', 'rsa-2048');
   await importKey(app, actor, ssl, archive);
-  for (const key of [
-    xdhKey('x-25519', 'X25519'),
-    xdhKey('x-448', 'X448'),
-    xdhKey('x-other', 'X25519'),
-  ])
-    await importKey(app, actor, ssl, key, 'encrypt');
+  await importKey(app, actor, ssl, xdhKey('x-25519', 'X25519'), 'encrypt');
+  await importKey(app, actor, ssl, xdhKey('x-other', 'X25519'), 'encrypt');
+  // X448 comes as PKCS#12 (PBES2, AES-256), its usage from the certificate's keyAgreement.
+  xdhKey('x-448', 'X448');
+  ssl.run([
+    'pkcs12',
+    '-export',
+    '-inkey',
+    'x-448.key',
+    '-in',
+    'x-448.crt',
+    '-passout',
+    'pass:p12-secret',
+    '-out',
+    'x-448.p12',
+  ]);
+  const p12 = await postParts(
+    app,
+    `/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/import-keystore`,
+    actor.user,
+    [
+      [
+        'keystore',
+        { data: ssl.read('x-448.p12'), type: 'application/x-pkcs12', filename: 'x.p12' },
+      ],
+      ['password', 'p12-secret'],
+      ['kid', 'x-448'],
+    ],
+  );
+  expect(p12.status).toBe(201);
+  expect(p12.json().keys).toMatchObject([{ kid: 'x-448', type: 'x448', usage: 'encrypt' }]);
   data = randomBytes(50_000);
   ssl.write('data.bin', data);
   execFileSync(
