@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { keyTypeOf } from '../../../shared/keystore/index.ts';
+import { checkKeyPair } from '../../../shared/keystore/consistency.ts';
 import {
   KDF_IV,
   KDF_KEY,
@@ -209,6 +210,20 @@ describe('keyTypeOf', () => {
       expect(problem.message).toBe(
         `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, X25519, X448)`,
       );
+    },
+  );
+});
+
+describe('checkKeyPair for agreement keys', () => {
+  it.each(['x25519', 'x448'] as const)(
+    'when a %s private key meets its own and another public key, then only the other is keystore-key-invalid',
+    (kind) => {
+      const pair = generateKeyPairSync(kind as 'x25519');
+      const other = generateKeyPairSync(kind as 'x25519');
+      expect(() => checkKeyPair(pair.privateKey, pair.publicKey, 0)).not.toThrow();
+      expect(problemOf(() => checkKeyPair(pair.privateKey, other.publicKey, 0))).toMatchObject({
+        code: 'keystore_key_invalid',
+      });
     },
   );
 });
