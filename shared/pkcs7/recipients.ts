@@ -223,7 +223,7 @@ function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
   } catch (err) {
     throw problem(
       'cms_malformed',
-      'the originator public key is not a key of the recipient curve',
+      'the originator public key is not a usable key of the recipient curve (off it, or of small order)',
       { cause: err },
     );
   }
