@@ -146,7 +146,7 @@ const Metadata = obj(
         { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 16, uniqueItems: true },
       ],
       description:
-        'who the new JWE is for; default the recipient key. A list of 1 to 16 distinct encryption keys gives part 1 in General JSON Serialization with one recipient per target (one content key wrapped for each)',
+        'who the new JWE is for; default the recipient key (an X25519 or X448 recipient key receives no JWE: name a target). A list of 1 to 16 distinct encryption keys gives part 1 in General JSON Serialization with one recipient per target (one content key wrapped for each)',
     },
     password: {
       type: 'string',

@@ -53,7 +53,14 @@ export interface KeyTypeSpec {
   readonly slowGeneration: boolean;
   /** The `type` argument of crypto.generateKeyPair; absent for AES and the hybrid. */
   readonly nodeKeyType?:
-    'rsa' | 'ec' | 'ed25519' | `ml-kem-${number}` | `ml-dsa-${number}` | `slh-dsa-${string}`;
+    | 'rsa'
+    | 'ec'
+    | 'ed25519'
+    | 'x25519'
+    | 'x448'
+    | `ml-kem-${number}`
+    | `ml-dsa-${number}`
+    | `slh-dsa-${string}`;
   /** The JOSE curve name of EC keys. */
   readonly curve?: 'P-256' | 'P-384' | 'P-521';
   /** Default JWE algorithms for keys with the `encrypt` usage (none for ML-KEM and the hybrid: they encapsulate). */
@@ -94,6 +101,8 @@ export const KEY_TYPES = [
   'ec-p384',
   'ec-p521',
   'ed25519',
+  'x25519',
+  'x448',
   'ml-kem-768',
   'ml-kem-1024',
   'ml-dsa-44',
@@ -177,6 +186,18 @@ function ec(bits: 256 | 384 | 521): KeyTypeSpec {
   };
 }
 
+function xdh(curve: 25519 | 448): KeyTypeSpec {
+  return {
+    type: `x${curve}`,
+    family: 'okp',
+    bits: curve === 25519 ? 256 : 448,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
+    nodeKeyType: `x${curve}`,
+  };
+}
+
 function mlKem(bits: 768 | 1024): KeyTypeSpec {
   return {
     type: `ml-kem-${bits}`,
@@ -239,6 +260,9 @@ const ROWS: readonly KeyTypeSpec[] = [
     nodeKeyType: 'ed25519',
     jws: ['EdDSA'],
   },
+  // X25519 and X448 (RFC 7748) agree keys: CMS key agreement recipients (RFC 8418), no JWE of their own.
+  xdh(25519),
+  xdh(448),
   mlKem(768),
   mlKem(1024),
   mlDsa(44),

@@ -220,7 +220,9 @@ export function encryptCompact(
   if (!spec.jwe)
     throw problem(
       'key_usage_mismatch',
-      `a ${key.type} key does not encrypt JWE; use encapsulation`,
+      spec.family === 'okp'
+        ? `a ${key.type} key only receives CMS key agreement (RFC 8418); it does not encrypt JWE`
+        : `a ${key.type} key does not encrypt JWE; use encapsulation`,
     );
   if (spec.family === 'aes') {
     if (opts.enc !== undefined && opts.enc !== spec.jwe.enc)

@@ -104,7 +104,7 @@ export function defaultKeyManagement(key: ResolvedKey): string {
   if (type === 'ec') return 'ECDH-ES+A256KW';
   throw problem(
     'cms_key_unusable',
-    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC or AES key)`,
+    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC or AES key); name one in targetKid`,
   );
 }
 

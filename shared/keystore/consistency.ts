@@ -3,7 +3,14 @@
  * (or, worse, quietly work through OpenSSL's non-CRT fallback) at every later use, so it is
  * refused here with a problem that names what does not hold.
  */
-import { createPublicKey, randomBytes, sign, verify } from 'node:crypto';
+import {
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  verify,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { problem } from '../errors/index.ts';
 
@@ -36,13 +43,27 @@ export function rsaInconsistency(privateKey: KeyObject): string | null {
  * Refuses (keystore-key-invalid, 400) a private key that does not form a pair with `publicKey`
  * (its certificate's key when it has one): RSA parameters are checked arithmetically, then every
  * type signs a random message that `publicKey` must verify, which catches an EC or Ed25519
- * private scalar that does not belong to the public point it is stored with.
+ * private scalar that does not belong to the public point it is stored with; X25519 and X448 keys,
+ * which cannot sign, agree on a secret with a fresh key instead.
  */
 export function checkKeyPair(privateKey: KeyObject, publicKey: KeyObject, index: number): void {
   const which = `private key #${index + 1}`;
   if (privateKey.asymmetricKeyType === 'rsa') {
     const why = rsaInconsistency(privateKey);
     if (why) throw problem('keystore_key_invalid', `the RSA ${which} is inconsistent: ${why}`);
+  }
+  const kind = privateKey.asymmetricKeyType;
+  if (kind === 'x25519' || kind === 'x448') {
+    // Agreement keys cannot sign: the pair holds when both sides agree on one secret with a fresh key.
+    const peer = kind === 'x25519' ? generateKeyPairSync('x25519') : generateKeyPairSync('x448');
+    const agreed = (priv: KeyObject, pub: KeyObject): Buffer =>
+      diffieHellman({ privateKey: priv, publicKey: pub });
+    if (!agreed(privateKey, peer.publicKey).equals(agreed(peer.privateKey, publicKey)))
+      throw problem(
+        'keystore_key_invalid',
+        `the ${which} does not match its certificate's public key`,
+      );
+    return;
   }
   const message = randomBytes(32);
   // Ed25519 signs the message itself (RFC 8032); RSA and ECDSA over SHA-256.

@@ -34,7 +34,7 @@ const RSA_SIZES = new Set([2048, 3072, 4096]);
 
 /**
  * The service key type of an asymmetric key (contract section 3): 'rsa-2048', 'rsa-3072',
- * 'rsa-4096', 'ec-p256', 'ec-p384', 'ec-p521' or 'ed25519'; keystore-unsupported-algorithm otherwise.
+ * 'rsa-4096', 'ec-p256', 'ec-p384', 'ec-p521', 'ed25519', 'x25519' or 'x448'; keystore-unsupported-algorithm otherwise.
  * An RSA key with a weak public exponent is keystore-key-invalid: the rule is the one every load
  * applies (shared/crypto/material.ts), asked here first so that it, and not the pair check an even
  * exponent would also fail, names what is wrong.
@@ -48,7 +48,7 @@ export function keyTypeOf(key: KeyObject): string {
   }
   if (kind === 'ec' && details.namedCurve && EC_CURVES[details.namedCurve])
     return EC_CURVES[details.namedCurve];
-  if (kind === 'ed25519') return 'ed25519';
+  if (kind === 'ed25519' || kind === 'x25519' || kind === 'x448') return kind;
   const what =
     kind === 'rsa'
       ? `RSA with a ${details.modulusLength}-bit modulus`
@@ -61,7 +61,7 @@ export function keyTypeOf(key: KeyObject): string {
 function unsupportedKey(what: string): never {
   throw problem(
     'keystore_unsupported_algorithm',
-    `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`,
+    `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, X25519, X448)`,
   );
 }
 

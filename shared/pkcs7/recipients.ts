@@ -180,26 +180,40 @@ function privateKeyOf(key: ResolvedKey): KeyObject {
   return key.privateKey;
 }
 
-function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
-  const priv = privateKeyOf(key);
-  const curve = priv.asymmetricKeyType === 'ec' ? priv.asymmetricKeyDetails?.namedCurve : undefined;
-  if (!curve || !CURVE_OIDS[curve])
-    throw problem('cms_key_unusable', `key ${key.kid} is not a P-256, P-384 or P-521 key`);
-  const orig = kari.originator.originatorKey!;
-  // RFC 5753 section 7.1.3: the originator key's parameters are absent or NULL; the curve is the recipient's.
-  const spki = tlv(
+/**
+ * The originator's ephemeral key as an SPKI in the recipient's group: for EC the curve is the
+ * recipient's (RFC 5753 section 7.1.3: the originator key's parameters are absent or NULL); for
+ * X25519 and X448 the algorithm is id-X25519/id-X448 with absent parameters (RFC 8418 section 2).
+ */
+function originatorSpki(priv: KeyObject, kid: string, originatorKey: Buffer): Buffer {
+  const type = priv.asymmetricKeyType;
+  const curve = type === 'ec' ? priv.asymmetricKeyDetails?.namedCurve : undefined;
+  const algorithm =
+    type === 'x25519' || type === 'x448'
+      ? tlv(0x06, encodeOid(OID[type]))
+      : curve && CURVE_OIDS[curve]
+        ? Buffer.concat([
+            tlv(0x06, encodeOid(OID.ecPublicKey)),
+            tlv(0x06, encodeOid(CURVE_OIDS[curve])),
+          ])
+        : null;
+  if (!algorithm)
+    throw problem(
+      'cms_key_unusable',
+      `key ${kid} is not a P-256, P-384, P-521, X25519 or X448 key`,
+    );
+  return tlv(
     0x30,
     Buffer.concat([
-      tlv(
-        0x30,
-        Buffer.concat([
-          tlv(0x06, encodeOid(OID.ecPublicKey)),
-          tlv(0x06, encodeOid(CURVE_OIDS[curve])),
-        ]),
-      ),
-      tlv(0x03, Buffer.concat([Buffer.from([0]), Buffer.from(orig.publicKey)])),
+      tlv(0x30, algorithm),
+      tlv(0x03, Buffer.concat([Buffer.from([0]), originatorKey])),
     ]),
   );
+}
+
+function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
+  const priv = privateKeyOf(key);
+  const spki = originatorSpki(priv, key.kid, Buffer.from(kari.originator.originatorKey!.publicKey));
   let z: Buffer;
   try {
     z = diffieHellman({
@@ -209,7 +223,7 @@ function unwrapKari(kari: KeyAgreeRecipientInfo, key: ResolvedKey): Buffer {
   } catch (err) {
     throw problem(
       'cms_malformed',
-      'the originator public key is not a point of the recipient curve',
+      'the originator public key is not a usable key of the recipient curve (off it, or of small order)',
       { cause: err },
     );
   }

@@ -65,6 +65,9 @@ describe('key material', () => {
       if (spec.family === 'ml-kem' || spec.family === 'hybrid') {
         const { ciphertext, sharedSecret } = encapsulate(key);
         expect(decapsulate(key, ciphertext).equals(sharedSecret)).toBe(true);
+      } else if (spec.family === 'okp' && spec.defaultUsage === 'encrypt') {
+        // X25519 and X448 only receive CMS key agreement (test/integration/migration/xdh-recipients).
+        expect(() => encryptCompact(key, message)).toThrow(/does not encrypt JWE/);
       } else if (spec.defaultUsage === 'encrypt') {
         expect(decryptCompact(encryptCompact(key, message), () => key).equals(message)).toBe(true);
       } else if (spec.defaultUsage === 'mac') {

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { keyTypeOf } from '../../../shared/keystore/index.ts';
+import { checkKeyPair } from '../../../shared/keystore/consistency.ts';
 import {
   KDF_IV,
   KDF_KEY,
@@ -182,6 +183,8 @@ describe('keyTypeOf', () => {
     ['ec', { namedCurve: 'P-521' }, 'ec-p521'],
     ['ec', { namedCurve: 'P-256' }, 'ec-p256'],
     ['ed25519', {}, 'ed25519'],
+    ['x25519', {}, 'x25519'],
+    ['x448', {}, 'x448'],
   ])('when the key is %s %j, then its type is %s', (kind, options, type) => {
     const { privateKey, publicKey } = generateKeyPairSync(
       kind as 'rsa',
@@ -195,7 +198,6 @@ describe('keyTypeOf', () => {
     ['rsa', { modulusLength: 1024 }, 'RSA with a 1024-bit modulus'],
     ['ec', { namedCurve: 'secp256k1' }, 'EC on curve secp256k1'],
     ['ed448', {}, 'ed448'],
-    ['x25519', {}, 'x25519'],
   ])(
     'when the key is %s %j, then keystore-unsupported-algorithm names it',
     (kind, options, what) => {
@@ -206,8 +208,22 @@ describe('keyTypeOf', () => {
       const problem = problemOf(() => keyTypeOf(privateKey));
       expect(problem).toMatchObject({ code: 'keystore_unsupported_algorithm', status: 415 });
       expect(problem.message).toBe(
-        `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519)`,
+        `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, X25519, X448)`,
       );
+    },
+  );
+});
+
+describe('checkKeyPair for agreement keys', () => {
+  it.each(['x25519', 'x448'] as const)(
+    'when a %s private key meets its own and another public key, then only the other is keystore-key-invalid',
+    (kind) => {
+      const pair = generateKeyPairSync(kind as 'x25519');
+      const other = generateKeyPairSync(kind as 'x25519');
+      expect(() => checkKeyPair(pair.privateKey, pair.publicKey, 0)).not.toThrow();
+      expect(problemOf(() => checkKeyPair(pair.privateKey, other.publicKey, 0))).toMatchObject({
+        code: 'keystore_key_invalid',
+      });
     },
   );
 });
