@@ -23,6 +23,10 @@ export async function startS3Server(opts: { bucket?: string } = {}): Promise<Tes
   const directory = await mkdtemp(path.join(tmpdir(), 'keyward-s3rver-'));
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory });
   const { port } = await server.run();
+  // Node closes an idle keep-alive socket after 5 s; a client that picks it from its pool at that
+  // moment gets ECONNRESET (seen once in CI, a 100 MiB put on a loaded machine). A test server
+  // keeps idle sockets for the whole test instead; close() ends them.
+  if (server.httpServer) server.httpServer.keepAliveTimeout = 120_000;
   let closed = false;
   return {
     endpoint: `http://127.0.0.1:${port}`,
