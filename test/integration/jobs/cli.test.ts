@@ -4,7 +4,6 @@
  * --out, a summary, and a second run skips what the first finished. The client's token renewal
  * (60 s before expiry, or on a 401) is checked against a stub server.
  */
-import { spawn } from 'node:child_process';
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -20,6 +19,7 @@ import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   JOB_PERMISSIONS,
+  runKeywardCli,
   spawnWorker,
   startJobsEnv,
   upload,
@@ -27,28 +27,7 @@ import {
   type WorkerChild,
 } from './harness.ts';
 
-const root = new URL('../../../', import.meta.url).pathname;
-
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runCli = runKeywardCli;
 
 describe('keyward CLI against the service (real Redis, s3rver, worker process)', () => {
   let env: JobsEnv;

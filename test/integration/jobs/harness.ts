@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
@@ -270,4 +271,23 @@ export async function result(
     contentType: res.headers.get('content-type') ?? '',
     body: Buffer.from(await res.arrayBuffer()),
   };
+}
+
+/** Runs the `keyward` CLI as a user does (`node bin/keyward.js`, a child process) with `env` added. */
+export function runKeywardCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../../../bin/keyward.js', import.meta.url)), ...args],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }

@@ -6,7 +6,6 @@
  * is opened with jose by the mailbox's private key, its JWS verified with jose by the archive
  * signing key over the signed MIME entity, and every original signer's certificate is recorded.
  */
-import { spawn } from 'node:child_process';
 import { createPublicKey, X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,13 +16,13 @@ import { api, makeTenant, userToken } from '../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import {
   JOB_PERMISSIONS,
+  runKeywardCli,
   spawnWorker,
   startJobsEnv,
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
 
-const root = new URL('../../../', import.meta.url).pathname;
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
 let env: JobsEnv;
@@ -37,19 +36,7 @@ let cliEnv: Record<string, string>;
 /** Per message: its sender and the clear-signed entity the sender signed. */
 const messages = new Map<string, { sender: TestKey; signed: Buffer; text: Buffer }>();
 
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
-      env: { ...process.env, ...cliEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runCli = (args: string[]) => runKeywardCli(args, cliEnv);
 
 beforeAll(async () => {
   ssl = new OpenSslDir();
