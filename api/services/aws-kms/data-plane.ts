@@ -13,6 +13,7 @@ import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
+import { decodeBase64 } from '../../../shared/base64.ts';
 import { parseCompact } from '../../../shared/jose/compact-jwe.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
@@ -39,9 +40,8 @@ export function blob(
 ): Buffer | undefined {
   const v = input[field];
   if (v === undefined && !required) return undefined;
-  if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0)
-    throw new AwsError('ValidationException', `${field} must be a base64-encoded blob`);
-  const bytes = Buffer.from(v, 'base64');
+  const bytes = typeof v === 'string' ? decodeBase64(v, 'standard') : undefined;
+  if (!bytes) throw new AwsError('ValidationException', `${field} must be a base64-encoded blob`);
   if (bytes.length === 0 || bytes.length > max)
     throw new AwsError('ValidationException', `${field} must be 1 to ${max} bytes`);
   return bytes;

@@ -23,6 +23,7 @@ import {
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../../../shared/keys/cache.ts';
+import { decodeBase64 } from '../../../shared/base64.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
 import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
@@ -31,9 +32,9 @@ import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts
 
 /** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
 export const b64 = (s: unknown, field: string): Buffer => {
-  if (typeof s !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(s))
-    throw problem('validation_failed', `${field} must be a base64 string`);
-  return Buffer.from(s, 'base64');
+  const bytes = typeof s === 'string' ? decodeBase64(s, 'any') : undefined;
+  if (!bytes) throw problem('validation_failed', `${field} must be a base64 string`);
+  return bytes;
 };
 const u8 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
