@@ -18,12 +18,15 @@ import type { Logger } from '../logger.ts';
 import { CHANNELS, type FanoutBus } from './bus.ts';
 
 /** What changed: the listeners of a kind know how to apply its `ref`. */
-export type ChangeKind = 'token' | 'key' | 'client' | 'signing-keys' | 'tenant';
+export type ChangeKind = 'token' | 'key' | 'client' | 'signing-keys' | 'tenant' | 'alias';
 
 export interface Change {
   seq: number;
   kind: ChangeKind;
-  /** The changed thing: a jti, `<tenantId>:<kid>`, a client_id, a signing key id, a tenant id. */
+  /**
+   * The changed thing: a jti, `<tenantId>:<kid>`, a client_id, a signing key id, a tenant id,
+   * `<tenantId>:<alias name>`.
+   */
   ref: string;
   data?: Record<string, unknown>;
 }

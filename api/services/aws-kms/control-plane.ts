@@ -6,6 +6,7 @@
  * key is revoked and archived (destroyed for every operation) and answers NotFoundException.
  */
 import type { AppContext } from '../../context.ts';
+import { aliasesChanged } from './aliases.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
@@ -38,7 +39,10 @@ async function destroyDue(ctx: AppContext, tenantId: string, actor: string): Pro
   for (const { kid, state } of due) {
     if (state !== 'revoked') await changeKey(ctx, tenantId, kid, 'revoke', actor);
     await changeKey(ctx, tenantId, kid, 'archive', actor);
-    await ctx.db('key_aliases').where({ tenant_id: tenantId, kid }).delete();
+    const names = (
+      await ctx.db('key_aliases').where({ tenant_id: tenantId, kid }).delete().returning('name')
+    ).map((r: { name: string }) => r.name);
+    await aliasesChanged(ctx, tenantId, names);
   }
 }
 
@@ -208,6 +212,8 @@ export async function createAlias(
       throw new AwsError('AlreadyExistsException', `An alias with the name ${name} already exists`);
     throw err;
   }
+  // Instances that looked the name up while it named nothing forget that answer.
+  await aliasesChanged(ctx, c.tenantId, [name]);
   return { kid };
 }
 
@@ -218,6 +224,7 @@ export async function deleteAlias(ctx: AppContext, c: AwsCaller, input: Input): 
     throw new AwsError('ValidationException', 'AliasName must be alias/ followed by its name');
   const deleted = await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).delete();
   if (deleted === 0) throw new AwsError('NotFoundException', `Alias ${name} does not exist`);
+  await aliasesChanged(ctx, c.tenantId, [name]);
   return {};
 }
 

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { KID } from '../../../shared/ids.ts';
 import { AwsError, keyNotFound } from './errors.ts';
+import { aliasTarget } from './aliases.ts';
 
 /** Who a request acts for: the workload's tenant and the region its signature is scoped to. */
 export interface AwsCaller {
@@ -54,9 +55,9 @@ export async function resolveKeyId(ctx: AppContext, c: AwsCaller, keyId: unknown
   } else if (keyId.startsWith('arn:')) throw keyNotFound(keyId);
   if (name.startsWith('alias/')) {
     if (!ALIAS_NAME.test(name)) throw keyNotFound(keyId);
-    const row = await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).first('kid');
-    if (!row) throw keyNotFound(keyId);
-    return row.kid as string;
+    const kid = await aliasTarget(ctx, c.tenantId, name);
+    if (kid === null) throw keyNotFound(keyId);
+    return kid;
   }
   const kid = name.startsWith('key/') ? name.slice(4) : name;
   if (!KID.test(kid)) throw keyNotFound(keyId);

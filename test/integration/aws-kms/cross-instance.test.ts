@@ -6,7 +6,8 @@
  * workload, or suspends the tenant, and B must refuse the key. B's change feed is watched for
  * the workload's `client` change, and the first request after B applied it must be refused: the
  * refusal comes from the feed, not from the cache entry's 5-second expiry, and no fixed sleep
- * stands in for the assertion.
+ * stands in for the assertion. Aliases likewise: B keeps what an alias names (and that it names
+ * nothing) until the feed carries A's CreateAlias or DeleteAlias.
  */
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api } from '../../support/auth.ts';
@@ -60,6 +61,32 @@ for (const redis of [true, false]) {
       return [res.status, answer.__type];
     }
 
+    /** A signed call of `target` to `app` with the tenant's key: the status and the answer. */
+    async function call(
+      app: TestApp,
+      target: string,
+      input: Record<string, unknown>,
+    ): Promise<[number, Record<string, unknown>]> {
+      const { headers, body } = signedRequest(app.url, t, target, JSON.stringify(input));
+      const res = await fetch(app.url, { method: 'POST', headers, body });
+      return [res.status, (await res.json()) as Record<string, unknown>];
+    }
+
+    /** Resolves once `app` has applied the `alias` change of `ref`; rejects after FEED_BOUND_MS. */
+    function aliasApplied(app: TestApp, ref: string): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`instance B saw no alias change in ${FEED_BOUND_MS} ms`)),
+          FEED_BOUND_MS,
+        );
+        app.ctx.changes.on('alias', (c) => {
+          if (c.ref !== ref) return;
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+
     /**
      * Resolves once `app` has applied the `client` change of `clientId` (listeners run in the
      * order they were registered, and the access-key cache registered its own at B's first AWS
@@ -110,6 +137,47 @@ for (const redis of [true, false]) {
       expect((await api(a, 'POST', suspend, t.admin)).status).toBe(200);
       await seen;
       expect(await random(b, t)).toEqual([400, 'UnrecognizedClientException']);
+    }, 30_000);
+
+    it('when instance A creates, deletes and re-points an alias, then B encrypts under what the alias names once its feed carries each change', async () => {
+      const created: string[] = [];
+      for (const _ of [1, 2]) {
+        const [status, answer] = await call(a, 'TrentService.CreateKey', {});
+        expect(status).toBe(200);
+        created.push((answer.KeyMetadata as { KeyId: string }).KeyId);
+      }
+      const alias = 'alias/cross-instance';
+      const ref = `${t.tenantId}:${alias}`;
+      const encrypt = async () => {
+        const [status, answer] = await call(b, 'TrentService.Encrypt', {
+          KeyId: alias,
+          Plaintext: Buffer.from('hello').toString('base64'),
+        });
+        return status === 200 ? String(answer.KeyId).split('/').pop() : answer.__type;
+      };
+      // B learns that the alias names nothing, then A creates it.
+      expect(await encrypt()).toBe('NotFoundException');
+      let seen = aliasApplied(b, ref);
+      expect(
+        (
+          await call(a, 'TrentService.CreateAlias', { AliasName: alias, TargetKeyId: created[0] })
+        )[0],
+      ).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe(created[0]);
+      // A deletes it and points it at the other key.
+      seen = aliasApplied(b, ref);
+      expect((await call(a, 'TrentService.DeleteAlias', { AliasName: alias }))[0]).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe('NotFoundException');
+      seen = aliasApplied(b, ref);
+      expect(
+        (
+          await call(a, 'TrentService.CreateAlias', { AliasName: alias, TargetKeyId: created[1] })
+        )[0],
+      ).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe(created[1]);
     }, 30_000);
   });
 }
