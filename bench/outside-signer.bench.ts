@@ -3,7 +3,7 @@
  * -nodetach -stream`, RSA signer, its certificate in the file) converted by the engine with the
  * tenant's archive signing key (the signer's private key not held: verified with the certificate
  * the file carries), against the same file converted with the signer's own key (the peer), in
- * the same process, alternated, three rounds each. Both paths spool the content and hash it once
+ * the same process, alternated (ABBA), four rounds each. Both paths spool the content and hash it once
  * for the JWS (shared/jose/spooled-jws.ts); the figure is the ratio of the medians.
  * Target: at most 1.1. BENCH_OUTSIDE_MIB overrides the size (smoke runs).
  */
@@ -18,7 +18,7 @@ import { printResult } from './lib/result.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = Number(process.env.BENCH_OUTSIDE_MIB ?? 1024) * MiB;
-const ROUNDS = 3;
+const ROUNDS = 4;
 const work = mkdtempSync('/tmp/keyward-outside-bench-');
 
 function resolver(sign: ResolvedKey | null, archive: ResolvedKey | null): KeyResolver {
@@ -89,8 +89,13 @@ try {
   const file = join(work, 'signed.der');
   const times = { archive: [] as number[], own: [] as number[] };
   for (let i = 0; i < ROUNDS; i += 1) {
-    times.own.push(await convertOnce(file, resolver(own, null)));
-    times.archive.push(await convertOnce(file, resolver(null, archive)));
+    // ABBA: on a shared machine the load drifts, and whichever went first in every round took
+    // the drift alone (a run at load 9.6 had one round at 8.90 s against 11.92 s).
+    const order = i % 2 === 0 ? (['own', 'archive'] as const) : (['archive', 'own'] as const);
+    for (const path of order)
+      times[path].push(
+        await convertOnce(file, path === 'own' ? resolver(own, null) : resolver(null, archive)),
+      );
     process.stdout.write(
       `round ${i + 1}: own key ${times.own[i].toFixed(2)} s, archive key ${times.archive[i].toFixed(2)} s\n`,
     );
@@ -107,7 +112,7 @@ try {
     baselineValue: median(times.own),
     ratio,
     unit: 's',
-    notes: `${SIZE / MiB} MiB, ${ROUNDS} alternated rounds, in-process engine`,
+    notes: `${SIZE / MiB} MiB, ${ROUNDS} rounds alternated ABBA, in-process engine, load ${loadavg()[0].toFixed(1)}`,
   });
 } finally {
   rmSync(work, { recursive: true, force: true });
