@@ -5,9 +5,8 @@
  * 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly
  * as an unknown kid does; hostile shapes of `targetKid` and `verify` are cms-bad-metadata.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { compileJava, runJava } from '../../fixtures/bouncycastle.ts';
 import {
   CONVERT,
   OpenSslDir,
@@ -21,7 +20,6 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
 
-const JARS = ['bcprov', 'bcpkix', 'bcutil'].map((j) => `/usr/share/java/${j}.jar`);
 /** The engine's cap (shared/pkcs7/password-recipient.ts MAX_ITERATIONS). */
 const CAP = 1_000_000;
 const PASSWORDS = ['correct horse 7f3a', 'wrong battery 9c1e', 'no pwri here 42d0'];
@@ -55,31 +53,9 @@ beforeAll(async () => {
   await importKey(app, other, ssl, { ...elsewhere, kid: 'hm-elsewhere-signer' }, 'sign');
   data = randomBytes(2000);
   ssl.write('data.bin', data);
-  execFileSync(
-    '/usr/bin/javac',
-    [
-      '-d',
-      ssl.dir,
-      '-cp',
-      JARS.join(':'),
-      fileURLToPath(new URL('../../fixtures/java/PwriEnvelope.java', import.meta.url)),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  compileJava(ssl, 'PwriEnvelope');
   for (const n of [CAP, CAP + 1])
-    execFileSync(
-      '/usr/bin/java',
-      [
-        '-cp',
-        [ssl.dir, ...JARS].join(':'),
-        'PwriEnvelope',
-        PASSWORDS[0],
-        String(n),
-        'data.bin',
-        `pwri-${n}.der`,
-      ],
-      { cwd: ssl.dir, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    runJava(ssl, 'PwriEnvelope', [PASSWORDS[0], String(n), 'data.bin', `pwri-${n}.der`]);
 }, 120_000);
 
 afterAll(async () => {
