@@ -264,6 +264,12 @@ const CMS = {
     title: 'PKCS#7 Content Without a Length',
     help: 'A PKCS#7 v1.5 content of a type other than OCTET STRING is signed over its DER value (RFC 2315 section 9.3); with an indefinite (BER) length it would have to be re-encoded whole first. Re-encode the file as DER.',
   },
+  cms_nesting_too_deep: {
+    status: 415,
+    slug: 'cms-nesting-too-deep',
+    title: 'CMS Content Nested Too Deeply',
+    help: 'The CMS content types nest deeper than the converter takes (4 levels: a SignedData inside a SignedData or an EnvelopedData, and so on). Nothing was converted. Open the outer layers with the tool that made them and convert the innermost ones.',
+  },
   cms_signer_untrusted: {
     status: 422,
     slug: 'cms-signer-untrusted',

@@ -10,6 +10,7 @@ import { openContainer } from './container.ts';
 import { oidName } from '../asn1/oids.ts';
 import { CONTENT_CIPHERS } from './algorithms.ts';
 import { describeRecipient } from './recipients.ts';
+import { MAX_CMS_NESTING, NESTING_WINDOW, cmsLayersIn } from './nesting.ts';
 import { describeSigner } from './signers.ts';
 import type {
   Analysis,
@@ -48,11 +49,16 @@ export async function analyzePkcs7(
   try {
     const head = await readHead(reader);
     let contentLength = signedLength;
+    // The first bytes of a SignedData's content, for the CMS layers nested in it.
+    const start: Buffer[] = [];
     if (head.content)
       for await (const c of head.type === 'signedData'
         ? signedContent(reader, head, { reuse: true })
-        : reader.octets(head.content, { reuse: true }))
+        : reader.octets(head.content, { reuse: true })) {
+        if (head.type === 'signedData' && contentLength - signedLength < NESTING_WINDOW)
+          start.push(Buffer.from(c.subarray(0, NESTING_WINDOW - (contentLength - signedLength))));
         contentLength += c.length;
+      }
     const tail = await readTail(reader, head);
     const reasons: string[] = [];
     const signed = head.type === 'signedData' || head.type === 'signedAndEnvelopedData';
@@ -130,6 +136,8 @@ export async function analyzePkcs7(
       });
     }
 
+    if (1 + (await cmsLayersIn(Buffer.concat(start), MAX_CMS_NESTING)) > MAX_CMS_NESTING)
+      reasons.push(`the CMS content types nest deeper than ${MAX_CMS_NESTING} levels`);
     if (signed && signers.length === 0 && !certificatesOnly)
       reasons.push('the SignedData has no signer');
     if (enveloped && usable.length === 0) reasons.push(...unusable);

@@ -34,6 +34,8 @@ import { checkTargetKids, chooseRecipient, targetKeysOf } from './recipient-choi
 import { openContainer } from './container.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
 import { clearSignedVerifier, convertClearSigned, looksLikeClearSigned } from './clear-signed.ts';
+import { once, Peekable } from './peekable.ts';
+import { checkNesting } from './nesting.ts';
 import { finishSignature, signedResult, signerKeyOf } from './resigning.ts';
 import { ContentDigests, describeSigner } from './signers.ts';
 import type { ConvertMetadata, ConvertOptions, ConvertResult } from './types.ts';
@@ -45,50 +47,9 @@ const ENCS = new Set(['A128GCM', 'A192GCM', 'A256GCM', 'preserve']);
 /** How much decrypted content is looked at for a clear-signed entity's header block. */
 const CLEAR_SIGNED_PEEK = 16 * 1024;
 
-async function* once(b: Buffer): AsyncGenerator<Buffer> {
-  yield b;
-}
-
 async function* buffers(input: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
   for await (const c of input)
     yield Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
-}
-
-/** Lets the first bytes of a stream be looked at before it is handed on whole. */
-class Peekable implements AsyncIterable<Buffer> {
-  #it: AsyncIterator<Buffer>;
-  #held: Buffer[] = [];
-  #heldBytes = 0;
-  #done = false;
-
-  constructor(src: AsyncIterable<Buffer>) {
-    this.#it = src[Symbol.asyncIterator]();
-  }
-
-  /** Up to `n` first bytes (fewer when the stream is shorter). */
-  async peek(n: number): Promise<Buffer> {
-    while (this.#heldBytes < n && !this.#done) {
-      const r = await this.#it.next();
-      if (r.done) this.#done = true;
-      else {
-        this.#held.push(r.value);
-        this.#heldBytes += r.value.length;
-      }
-    }
-    return Buffer.concat(this.#held).subarray(0, n);
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
-    const held = this.#held;
-    this.#held = [];
-    yield* held;
-    if (this.#done) return;
-    for (;;) {
-      const r = await this.#it.next();
-      if (r.done) return;
-      yield r.value;
-    }
-  }
 }
 
 /**
@@ -163,7 +124,10 @@ async function convertSigned(
         'a content part was given for a SignedData that carries its content',
       );
     // Only hashed below, unless the content is handed on as well (then each chunk is its own).
-    source = signedContent(reader, head, { reuse: !opts.withContent });
+    const content = new Peekable(signedContent(reader, head, { reuse: !opts.withContent }));
+    // Refused before anything is read past its nested heads (nothing converted half-way).
+    await checkNesting(content, 1);
+    source = content;
   } else {
     tail = await readTail(reader, head);
     // A certificates-only SignedData (.p7b) signs nothing: its certificates as a JWK Set (contract 10).
@@ -189,7 +153,9 @@ async function convertSigned(
       if (desc.unsupported)
         throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
     }
-    source = buffers(opts.content);
+    const content = new Peekable(buffers(opts.content));
+    await checkNesting(content, 1);
+    source = content;
   }
   const jws = new SpooledJwsSigner({ b64: metadata.b64 ?? false });
   const digests = new ContentDigests(head.digestAlgorithms.map((a) => a.algorithm));
@@ -387,10 +353,12 @@ async function convertEnveloped(
               'cms_unsupported',
               'the encrypted content is not a SignedData with its content',
             );
-          const content = innerHead.content;
+          const content = new Peekable(r.octets(innerHead.content));
+          // Found in the plaintext, so told at the end as every failure of it is (contract 10).
+          await checkNesting(content, 2);
           source = (async function* () {
             try {
-              yield* r.octets(content);
+              yield* content;
             } catch (err) {
               // A failure inside the nested content is told at the end too.
               for await (const _ of plain) void _;

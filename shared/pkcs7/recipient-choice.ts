@@ -4,7 +4,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import type { RecipientInfo } from '@peculiar/asn1-cms';
-import { describeRecipient, recipientKeyOf } from './recipients.ts';
+import { describeRecipient, kariKeyFits, recipientKeyOf } from './recipients.ts';
 import { PASSWORD_KEY_TYPE } from './password-recipient.ts';
 import type { KeyResolver, ResolvedKey } from './types.ts';
 import { problem } from '../errors/index.ts';
@@ -49,13 +49,14 @@ export async function targetKeysOf(
 }
 
 /**
- * Whether a tenant key is of the kind a RecipientInfo needs (RSA for key transport, EC for key
- * agreement, a symmetric key for KEK): decided from the key and the RecipientInfo's form only.
+ * Whether a tenant key is of the kind a RecipientInfo needs (RSA for key transport, the
+ * originator key's group for key agreement, a symmetric key for KEK): decided from the key and
+ * the RecipientInfo's form only.
  */
 function keyFits(ri: RecipientInfo, key: ResolvedKey): boolean {
   const type = key.privateKey?.asymmetricKeyType;
   if (ri.ktri) return type === 'rsa';
-  if (ri.kari) return type === 'ec' || type === 'x25519' || type === 'x448';
+  if (ri.kari) return kariKeyFits(ri.kari, key.privateKey);
   return !!ri.kekri && !!key.secretKey;
 }
 

@@ -175,6 +175,30 @@ const CURVE_OIDS: Record<string, string> = {
   secp521r1: OID.p521,
 };
 
+/** Field size in bytes of each EC curve a key agreement recipient may use. */
+const FIELD_BYTES: Record<string, number> = { prime256v1: 32, secp384r1: 48, secp521r1: 66 };
+
+/**
+ * Whether a private key agrees in the group of a key agreement's originator key: X25519 and X448
+ * by the originator's algorithm, EC also by curve (its point's length, as its parameters are
+ * absent, RFC 5753 section 7.1.3). `exact` false asks for the key family alone.
+ */
+export function kariKeyFits(
+  kari: KeyAgreeRecipientInfo,
+  priv: KeyObject | undefined,
+  exact = true,
+): boolean {
+  const o = kari.originator.originatorKey;
+  const type = priv?.asymmetricKeyType;
+  if (!o || !type) return false;
+  const alg = o.algorithm.algorithm;
+  if (alg === OID.x25519 || alg === OID.x448) return OID[type as 'x25519' | 'x448'] === alg;
+  if (alg !== OID.ecPublicKey || type !== 'ec') return false;
+  const f = FIELD_BYTES[priv!.asymmetricKeyDetails?.namedCurve ?? ''];
+  const n = o.publicKey.byteLength;
+  return !exact || (!!f && (n === 1 + 2 * f || n === 1 + f));
+}
+
 function privateKeyOf(key: ResolvedKey): KeyObject {
   if (!key.privateKey) throw problem('cms_key_unusable', `key ${key.kid} has no private part`);
   return key.privateKey;
@@ -335,6 +359,13 @@ export async function openContentKey(
     throw problem('cms_key_unusable', `key ${key.kid} has no private part`);
   if (ri.ktri && key.privateKey!.asymmetricKeyType !== 'rsa')
     throw problem('cms_key_unusable', `key ${key.kid} is not an RSA key`);
+  // A key of another family (recipientKid naming an X25519 key for an EC recipient) is the
+  // caller's choice, not a malformed file; an EC point of the wrong length stays cms-malformed.
+  if (ri.kari && !kariKeyFits(ri.kari, key.privateKey, false))
+    throw problem(
+      'cms_key_unusable',
+      `key ${key.kid} is not a key of the recipient's key agreement`,
+    );
   await resolver.admitDecryption?.(key.kid);
   let cek: Buffer;
   try {

@@ -5,9 +5,8 @@
  * for an RSA target is opened with jose. A damaged wrap or another X25519 key answers the one
  * decryption-failed of contract 10.
  */
-import { execFileSync } from 'node:child_process';
-import { createPrivateKey, randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { prepareXdh, xdhEnvelopes, xdhKey } from '../../fixtures/xdh-envelope.ts';
 import {
   OpenSslDir,
   convert,
@@ -20,46 +19,11 @@ import {
 } from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
 
-const JARS = ['bcprov', 'bcpkix', 'bcutil'].map((j) => `/usr/share/java/${j}.jar`);
-
 let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
 let archive: TestKey;
 let data: Buffer;
-
-/** An X25519 or X448 key with a certificate from the CA (the key cannot sign its own request). */
-function xdhKey(kid: string, algorithm: 'X25519' | 'X448'): TestKey {
-  ssl.run(['genpkey', '-algorithm', algorithm, '-out', `${kid}.key`]);
-  ssl.run(['pkey', '-in', `${kid}.key`, '-pubout', '-out', `${kid}.pub`]);
-  ssl.run(['req', '-new', '-key', 'x-ca.key', '-subj', `/CN=${kid}`, '-out', `${kid}.csr`]);
-  ssl.run([
-    'x509',
-    '-req',
-    '-in',
-    `${kid}.csr`,
-    '-CA',
-    'x-ca.crt',
-    '-CAkey',
-    'x-ca.key',
-    '-force_pubkey',
-    `${kid}.pub`,
-    '-days',
-    '30',
-    '-extfile',
-    'key-agreement.ext',
-    '-out',
-    `${kid}.crt`,
-  ]);
-  return {
-    kid,
-    type: algorithm.toLowerCase(),
-    keyFile: `${kid}.key`,
-    certFile: `${kid}.crt`,
-    privateKey: createPrivateKey(ssl.read(`${kid}.key`)),
-    certificate: ssl.run(['x509', '-in', `${kid}.crt`, '-outform', 'DER']),
-  };
-}
 
 /** The EnvelopedData files, by name, that BouncyCastle writes in one run. */
 const JOBS: Record<string, string> = {
@@ -73,27 +37,15 @@ const envelope = (name: string): Buffer => ssl.read(`${name}.der`);
 
 beforeAll(async () => {
   ssl = new OpenSslDir();
-  execFileSync(
-    '/usr/bin/javac',
-    [
-      '-d',
-      ssl.dir,
-      '-cp',
-      JARS.join(':'),
-      fileURLToPath(new URL('../../fixtures/java/XdhEnvelope.java', import.meta.url)),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  makeKey(ssl, 'x-ca', 'ec-p256');
-  ssl.write('key-agreement.ext', Buffer.from('keyUsage = critical, keyAgreement\n'));
+  prepareXdh(ssl);
   app = await startTestApp();
   actor = await makeActor(app);
   archive = makeKey(ssl, 'x-archive', 'rsa-2048');
   await importKey(app, actor, ssl, archive);
-  await importKey(app, actor, ssl, xdhKey('x-25519', 'X25519'), 'encrypt');
-  await importKey(app, actor, ssl, xdhKey('x-other', 'X25519'), 'encrypt');
+  await importKey(app, actor, ssl, xdhKey(ssl, 'x-25519', 'X25519'), 'encrypt');
+  await importKey(app, actor, ssl, xdhKey(ssl, 'x-other', 'X25519'), 'encrypt');
   // X448 comes as PKCS#12 (PBES2, AES-256), its usage from the certificate's keyAgreement.
-  xdhKey('x-448', 'X448');
+  xdhKey(ssl, 'x-448', 'X448');
   ssl.run([
     'pkcs12',
     '-export',
@@ -123,16 +75,7 @@ beforeAll(async () => {
   expect(p12.json().keys).toMatchObject([{ kid: 'x-448', type: 'x448', usage: 'encrypt' }]);
   data = randomBytes(50_000);
   ssl.write('data.bin', data);
-  execFileSync(
-    '/usr/bin/java',
-    [
-      '-cp',
-      [ssl.dir, ...JARS].join(':'),
-      'XdhEnvelope',
-      ...Object.entries(JOBS).map(([name, job]) => job.replace('%', `${name}.der`)),
-    ],
-    { cwd: ssl.dir, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  xdhEnvelopes(ssl, JOBS);
 }, 60_000);
 
 afterAll(async () => {

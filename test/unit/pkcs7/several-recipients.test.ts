@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { generalDecrypt } from 'jose';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
@@ -135,6 +135,36 @@ describe('several CMS recipients', () => {
       message: wrongKey.message,
     });
     expect(wrongKey).toEqual(wrongContent);
+  });
+
+  it('when recipientKid names a key of another key agreement group, then no recipient fits it, and a lone one answers cms-key-unusable', async () => {
+    // An X25519 key (openssl genpkey) beside the P-256 recipient: it used to be tried on the
+    // P-256 originator key and answered cms-malformed, as if the file were broken.
+    const x25519: TestKey = {
+      ...keys.signer,
+      kid: 'mail-x25519',
+      type: 'x25519',
+      privateKey: createPrivateKey(ssl.run(['genpkey', '-algorithm', 'X25519'])),
+    };
+    const resolver = resolverFor([keys.rsa, keys.p256, keys.archive, x25519]);
+    const run = (file: Buffer, recipientKid: string) =>
+      convertPkcs7ToJose(chunked(file, 8192), {
+        metadata: { recipientKid, targetKid: 'mail-rsa' },
+        resolver,
+      });
+    const onlyEc = encryptTo(['p256']);
+    await expect(run(twoRecipients, 'mail-x25519')).rejects.toMatchObject({
+      code: 'cms_key_not_imported',
+      message: 'key mail-x25519 fits none of the 2 recipients',
+    });
+    // A P-384 key fits no P-256 recipient either (the originator point's length says the curve).
+    await expect(run(twoRecipients, 'archive-p384')).rejects.toMatchObject({
+      code: 'cms_key_not_imported',
+    });
+    await expect(run(onlyEc, 'mail-x25519')).rejects.toMatchObject({
+      code: 'cms_key_unusable',
+      message: "key mail-x25519 is not a key of the recipient's key agreement",
+    });
   });
 });
 
