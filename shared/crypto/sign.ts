@@ -66,7 +66,12 @@ export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): 
     : requested;
   if (!signatureAlgorithmSpec(name))
     throw problem('validation_failed', `unknown signing algorithm ${requested}`);
-  if (!(allowed as readonly string[]).includes(name)) {
+  // The Ed25519 spellings (AWS's, RFC 9864's) name EdDSA by an Ed25519 key, not by an Ed448 one.
+  const ed25519Only = name === 'EdDSA' && requested !== 'EdDSA';
+  if (
+    !(allowed as readonly string[]).includes(name) ||
+    (ed25519Only && key.spec.nodeKeyType !== 'ed25519')
+  ) {
     throw problem('unprocessable', `a ${key.type} key does not sign with ${requested}`, {
       details: { allowed: [...allowed] },
     });
