@@ -142,6 +142,17 @@ beforeAll(async () => {
       ...args,
     ]);
   ssl.write('signed.der', sign(ec, []));
+  ssl.run([
+    'genpkey',
+    '-algorithm',
+    'RSA-PSS',
+    '-pkeyopt',
+    'rsa_keygen_bits:2048',
+    '-out',
+    'pss.key',
+  ]);
+  ssl.run(['req', '-x509', '-key', 'pss.key', '-subj', '/CN=fuzz-pss', '-out', 'pss.crt']);
+  const pss = { ...rsa, keyFile: 'pss.key', certFile: 'pss.crt' };
   // One seed larger than the pre-buffered output, so mutants also reach the cut-off path.
   ssl.write('large.bin', randomBytes(200_000));
   seeds = [
@@ -161,6 +172,10 @@ beforeAll(async () => {
         .replace(/.{64}/g, '$&\n')}\n-----END ENCRYPTED MESSAGE-----\n`,
     ),
     ...archiveSeeds(ssl, rsa, ec),
+    // SHA-3, RSASSA-PSS parameters, an id-RSASSA-PSS signer certificate (issue 26).
+    sign(rsa, ['-md', 'sha3-256']),
+    sign(rsa, ['-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss']),
+    sign(pss, ['-md', 'sha512', '-keyopt', 'rsa_padding_mode:pss']),
   ];
 });
 

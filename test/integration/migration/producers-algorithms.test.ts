@@ -22,7 +22,17 @@ import {
   verifyEd448 as verifyEd448In,
   withSigner,
 } from '../../fixtures/signature-producers.ts';
-import { OpenSslDir, convert, makeActor, postParts, protectedOf, startTestApp } from './helpers.ts';
+import {
+  ANALYZE,
+  OpenSslDir,
+  PERMISSIONS,
+  convert,
+  makeActor,
+  postParts,
+  postRaw,
+  protectedOf,
+  startTestApp,
+} from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp } from './helpers.ts';
 
 let app: TestApp;
@@ -118,7 +128,7 @@ beforeAll(async () => {
     Object.entries(BC_JOBS).map(([name, job]) => job.replace('%', `${name}.der`)),
   );
   app = await startTestApp();
-  actor = await makeActor(app);
+  actor = await makeActor(app, [...PERMISSIONS, 'admin.keys.update']);
 }, 120_000);
 
 afterAll(async () => {
@@ -324,6 +334,41 @@ describe('SignedData by every producer, re-signed by the RSA-PSS and Ed448 keys'
     });
     expect(r.status).toBe(422);
     expect(r.json().type).toMatch(/\/problems\/cms-eddsa-content-too-large$/);
+  });
+});
+
+describe('analyze', () => {
+  it('when Ed448, SHA-3 and id-RSASSA-PSS files are analysed with an RSA-PSS archive key, then each is convertible; a PSS salt out of bounds is not, with the reason', async () => {
+    const patch = await fetch(
+      `${app.url}/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/pss-archive`,
+      {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${actor.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ archiveSigning: true }),
+      },
+    );
+    expect(patch.status).toBe(200);
+    for (const file of [
+      bc('bc-ed448'),
+      bc('bc-ed448-noattr'),
+      bc('bc-ecdsa-sha3-512'),
+      opensslSign('pss-signer', ['-md', 'sha512', '-keyopt', 'rsa_padding_mode:pss']),
+    ]) {
+      const r = await postRaw(app, ANALYZE, actor.user, file, 'application/pkcs7-mime');
+      expect(r.status).toBe(200);
+      expect(r.json()).toMatchObject({
+        convertible: true,
+        signing: { path: 'archive-key', kids: ['pss-archive'] },
+      });
+    }
+    const bad = withSigner(pythonPss('rsa-signer', 'SHA256', 'digest'), (sd) =>
+      pssParams(sd, (p) => (p.saltLength = 1_000_000)),
+    );
+    const r = await postRaw(app, ANALYZE, actor.user, bad, 'application/pkcs7-mime');
+    expect(r.json()).toMatchObject({
+      convertible: false,
+      reason: expect.stringContaining('RSASSA-PSS with a salt length of 1000000 bytes'),
+    });
   });
 });
 
