@@ -15,6 +15,8 @@ import {
   compileBcSigned,
   keyWithCert as keyWithCertIn,
   opensslSign as opensslSignIn,
+  BC_JOBS,
+  producerCases,
   pssParams,
   pythonPss as pythonPssIn,
   rsaPublicOf as rsaPublicOfIn,
@@ -81,17 +83,6 @@ async function importPem(kid: string, files: string[], usage?: string): Promise<
 const signersOf = (jws: Jws) =>
   protectedOf(jws).kw_signers as Array<{ digestAlg: string; verified: string; x5c: string[] }>;
 
-/** The BouncyCastle files, by name, written in one JVM run. */
-const BC_JOBS: Record<string, string> = {
-  'bc-ed448': 'ed448-signer.key,ed448-signer.crt,data.bin,%,Ed448',
-  'bc-ed448-noattr': 'ed448-signer.key,ed448-signer.crt,data.bin,%,Ed448,noattr',
-  'bc-ed448-noattr-big': 'ed448-signer.key,ed448-signer.crt,big.bin,%,Ed448,noattr',
-  'bc-ecdsa-sha3-256': 'ec-signer.key,ec-signer.crt,data.bin,%,SHA3-256withECDSA',
-  'bc-ecdsa-sha3-512': 'ec-signer.key,ec-signer.crt,data.bin,%,SHA3-512withECDSA',
-  'bc-rsa-sha3-384': 'rsa-signer.key,rsa-signer.crt,data.bin,%,SHA3-384withRSA',
-  'bc-pss-sha3-256': 'rsa-signer.key,rsa-signer.crt,data.bin,%,SHA3-256withRSAandMGF1',
-  'bc-pss-sha3-512': 'pss-signer.key,pss-signer.crt,data.bin,%,SHA3-512withRSAandMGF1',
-};
 const bc = (name: string): Buffer => ssl.read(`${name}.der`);
 
 beforeAll(async () => {
@@ -195,87 +186,7 @@ describe('RSASSA-PSS and Ed448 keys at keystore import', () => {
 });
 
 describe('SignedData by every producer, re-signed by the RSA-PSS and Ed448 keys', () => {
-  const cases: Array<{ name: string; file: () => Buffer; digestAlg: string }> = [
-    {
-      name: 'openssl RSA PKCS#1 v1.5 over SHA3-256',
-      file: () => opensslSign('rsa-signer', ['-md', 'sha3-256']),
-      digestAlg: 'sha3-256',
-    },
-    {
-      name: 'openssl RSA PKCS#1 v1.5 over SHA3-512',
-      file: () => opensslSign('rsa-signer', ['-md', 'sha3-512']),
-      digestAlg: 'sha3-512',
-    },
-    {
-      name: 'openssl RSASSA-PSS by an RSA key (-keyopt rsa_padding_mode:pss, salt max)',
-      file: () =>
-        opensslSign('rsa-signer', [
-          '-md',
-          'sha256',
-          '-keyopt',
-          'rsa_padding_mode:pss',
-          '-keyopt',
-          'rsa_pss_saltlen:max',
-        ]),
-      digestAlg: 'sha256',
-    },
-    {
-      name: 'openssl RSASSA-PSS by an id-RSASSA-PSS certificate bound to SHA-384',
-      file: () =>
-        opensslSign('pss384-signer', ['-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss']),
-      digestAlg: 'sha384',
-    },
-    {
-      name: 'openssl RSASSA-PSS by an unbound id-RSASSA-PSS certificate, SHA-512',
-      file: () => opensslSign('pss-signer', ['-md', 'sha512', '-keyopt', 'rsa_padding_mode:pss']),
-      digestAlg: 'sha512',
-    },
-    {
-      name: 'Python cryptography RSASSA-PSS SHA-512',
-      file: () => pythonPss('rsa-signer', 'SHA512', 'digest'),
-      digestAlg: 'sha512',
-    },
-    {
-      name: 'Python cryptography RSASSA-PSS by the id-RSASSA-PSS key',
-      file: () => pythonPss('pss384-signer', 'SHA384', '48'),
-      digestAlg: 'sha384',
-    },
-    {
-      name: 'BouncyCastle Ed448 with signed attributes',
-      file: () => bc('bc-ed448'),
-      digestAlg: 'shake256',
-    },
-    {
-      name: 'BouncyCastle Ed448 without signed attributes',
-      file: () => bc('bc-ed448-noattr'),
-      digestAlg: 'shake256',
-    },
-    {
-      name: 'BouncyCastle ECDSA with SHA3-256',
-      file: () => bc('bc-ecdsa-sha3-256'),
-      digestAlg: 'sha3-256',
-    },
-    {
-      name: 'BouncyCastle ECDSA with SHA3-512',
-      file: () => bc('bc-ecdsa-sha3-512'),
-      digestAlg: 'sha3-512',
-    },
-    {
-      name: 'BouncyCastle RSA with SHA3-384 (its own OID)',
-      file: () => bc('bc-rsa-sha3-384'),
-      digestAlg: 'sha3-384',
-    },
-    {
-      name: 'BouncyCastle RSASSA-PSS with SHA3-256',
-      file: () => bc('bc-pss-sha3-256'),
-      digestAlg: 'sha3-256',
-    },
-    {
-      name: 'BouncyCastle RSASSA-PSS with SHA3-512 by an id-RSASSA-PSS certificate',
-      file: () => bc('bc-pss-sha3-512'),
-      digestAlg: 'sha3-512',
-    },
-  ];
+  const cases = producerCases(() => ssl);
 
   it.each(cases)(
     'when the $name file is converted with signerKid pss-archive, then jose verifies PS384 over the original bytes',
@@ -319,8 +230,15 @@ describe('SignedData by every producer, re-signed by the RSA-PSS and Ed448 keys'
     verifyEd448(b.json<Jws>(), data, 'ed448-archive.crt');
   });
 
-  it('when the content of an Ed448 signature without signed attributes is altered, then cms-signature-invalid', async () => {
-    const file = bc('bc-ed448-noattr');
+  it.each([
+    'bc-ed448-noattr',
+    'bc-ed448',
+    'bc-rsa-sha3-512-noattr',
+    'bc-ecdsa-sha3-384-noattr',
+    'bc-pss-sha3-384-noattr',
+    'bc-ecdsa-sha3-256',
+  ])('when the content of %s is altered by one bit, then cms-signature-invalid', async (name) => {
+    const file = bc(name);
     const at = file.indexOf(data.subarray(100, 132));
     file[at] ^= 0x01;
     const r = await convert(app, actor.user, file, { signerKid: 'pss-archive' });
