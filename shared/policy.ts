@@ -41,7 +41,9 @@ export const POLICY_TEMPLATES: ReadonlyMap<string, PolicyTemplate> = new Map([
     {
       description: 'No 128-bit symmetric or 2048-bit RSA keys; rotation every 90 days',
       policy: {
-        allowedKeyTypes: ALL_KEY_TYPES.filter((t) => t !== 'aes-128' && t !== 'rsa-2048'),
+        allowedKeyTypes: ALL_KEY_TYPES.filter(
+          (t) => t !== 'aes-128' && t !== 'rsa-2048' && t !== 'rsa-pss-2048',
+        ),
         rotationPeriodDays: 90,
       },
     },

@@ -157,7 +157,7 @@ const Key = withExample(
       type: {
         type: 'string',
         description:
-          'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, x25519/x448 (receive CMS key agreement only, no JWE), ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768',
+          'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, rsa-pss-2048/3072/4096 (id-RSASSA-PSS keys: sign only, PS256/384/512, only the PS* of the hash their parameters bind them to), ec-p256/p384/p521, ed25519, ed448, x25519/x448 (receive CMS key agreement only, no JWE), ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768',
       },
       usage: {
         enum: ['encrypt', 'sign', 'mac', 'verify'],
@@ -1100,7 +1100,7 @@ const keys = {
       permission: 'admin.keys.import',
       parameters: [TENANT],
       description:
-        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Keys: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, and X25519/X448 (encrypt only: they open CMS key agreement recipients, RFC 8418). Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
+        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Keys: RSA 2048/3072/4096, RSASSA-PSS 2048/3072/4096 (id-RSASSA-PSS PKCS#8 keys and certificates: sign only, type rsa-pss-*; a key whose RSASSA-PSS-params bind it to a hash other than SHA-256/384/512, to MGF1 over another hash, or to a salt longer than the hash is keystore-unsupported-algorithm when it is to sign), EC P-256/P-384/P-521, Ed25519, Ed448 (sign only), and X25519/X448 (encrypt only: they open CMS key agreement recipients, RFC 8418). Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
       requestBody: {
         required: true,
         content: {

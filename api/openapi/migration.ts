@@ -177,7 +177,7 @@ const FlatJws = obj(
     protected: {
       ...b64u,
       description:
-        'BASE64URL of the protected header: alg (follows the signing key: RS256/PS256 for RSA, ES256/384/512 by curve, EdDSA), kid `<kid>#<version>`, b64 and crit when b64 is false, and `kw_signers`: one entry per original CMS signer, `{x5c, signingTime, digestAlg, verified}`, x5c being the signer certificate first then the chain found (base64 DER), signingTime ISO 8601 or null, digestAlg the CMS digest (sha256...), verified `signature` or `chain`. The JWS has no x5c of its own',
+        'BASE64URL of the protected header: alg (follows the signing key: RS256/PS256 for RSA, PS256/384/512 for RSASSA-PSS keys by the hash their parameters bind, ES256/384/512 by curve, EdDSA for Ed25519 and Ed448), kid `<kid>#<version>`, b64 and crit when b64 is false, and `kw_signers`: one entry per original CMS signer, `{x5c, signingTime, digestAlg, verified}`, x5c being the signer certificate first then the chain found (base64 DER), signingTime ISO 8601 or null, digestAlg the CMS digest (sha256, sha3-256, shake256...), verified `signature` or `chain`. The JWS has no x5c of its own',
     },
     signature: b64u,
     header: obj({ kid: str }),

@@ -18,6 +18,7 @@ import { assertUsage, keyTypeSpec } from './registry.ts';
 import type { KeyType, KeyTypeSpec, KeyUsage } from './registry.ts';
 import { xwingExpandSeed, xwingPublicKey } from './pqc.ts';
 import { OPENSSL_CURVE } from './ecdh-es.ts';
+import { asRsaKey, keySignatureAlgorithms } from './rsa-pss.ts';
 import type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
 
 export type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
@@ -103,7 +104,7 @@ const RSA_EXPONENT_LIMIT = 1n << 256n;
  * even e has no inverse, so the key cannot decrypt what it encrypts.
  */
 export function rsaExponentFault(key: KeyObject): string | null {
-  if (key.asymmetricKeyType !== 'rsa') return null;
+  if (key.asymmetricKeyType !== 'rsa' && key.asymmetricKeyType !== 'rsa-pss') return null;
   const e = key.asymmetricKeyDetails?.publicExponent;
   if (e === undefined) return 'the public exponent is missing';
   if (e % 2n === 0n) return `the public exponent ${e} is even`;
@@ -190,14 +191,20 @@ export function publicJwk(
   if (spec.family === 'hybrid') {
     jwk = { kty: 'AKP', alg: 'X-Wing', pub: xwingPublicKey(loaded).toString('base64url') };
   } else {
-    jwk = { ...(loaded.publicKey!.export({ format: 'jwk' }) as PublicJwk) };
+    // An id-RSASSA-PSS key is kty RSA in JOSE (RFC 7518 section 6.3); its `alg` says PS*.
+    jwk = { ...(asRsaKey(loaded.publicKey!).export({ format: 'jwk' }) as PublicJwk) };
   }
   if (opts.kid !== undefined) jwk.kid = opts.kid;
   if (opts.usage !== undefined) {
     // A verify-only certificate (contract 10) checks signatures: `sig`, with no alg of its own.
     const signs = opts.usage === 'sign' || opts.usage === 'verify';
     jwk.use = signs ? 'sig' : 'enc';
-    const alg = opts.usage === 'sign' ? spec.jws?.[0] : signs ? undefined : spec.jwe?.alg;
+    const alg =
+      opts.usage === 'sign'
+        ? keySignatureAlgorithms(loaded.publicKey, spec.jws ?? [])[0]
+        : signs
+          ? undefined
+          : spec.jwe?.alg;
     if (alg !== undefined) jwk.alg = alg;
   }
   return jwk;

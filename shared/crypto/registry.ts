@@ -54,8 +54,10 @@ export interface KeyTypeSpec {
   /** The `type` argument of crypto.generateKeyPair; absent for AES and the hybrid. */
   readonly nodeKeyType?:
     | 'rsa'
+    | 'rsa-pss'
     | 'ec'
     | 'ed25519'
+    | 'ed448'
     | 'x25519'
     | 'x448'
     | `ml-kem-${number}`
@@ -97,10 +99,14 @@ export const KEY_TYPES = [
   'rsa-2048',
   'rsa-3072',
   'rsa-4096',
+  'rsa-pss-2048',
+  'rsa-pss-3072',
+  'rsa-pss-4096',
   'ec-p256',
   'ec-p384',
   'ec-p521',
   'ed25519',
+  'ed448',
   'x25519',
   'x448',
   'ml-kem-768',
@@ -166,6 +172,24 @@ function rsa(bits: 2048 | 3072 | 4096): KeyTypeSpec {
     nodeKeyType: 'rsa',
     jwe: { alg: 'RSA-OAEP-256', enc: 'A256GCM' },
     jws: RSA_JWS,
+  };
+}
+
+/**
+ * RSASSA-PSS keys (id-RSASSA-PSS, RFC 4055 section 1.2): RSA numbers bound to PSS signatures, so
+ * they only sign, and only PS*. Imported ones whose parameters name a hash sign only the PS* of
+ * that hash (rsa-pss.ts); generated ones are unrestricted.
+ */
+function rsaPss(bits: 2048 | 3072 | 4096): KeyTypeSpec {
+  return {
+    type: `rsa-pss-${bits}`,
+    family: 'rsa',
+    bits,
+    usages: ['sign'],
+    defaultUsage: 'sign',
+    slowGeneration: bits > 2048,
+    nodeKeyType: 'rsa-pss',
+    jws: ['PS256', 'PS384', 'PS512'],
   };
 }
 
@@ -247,6 +271,9 @@ const ROWS: readonly KeyTypeSpec[] = [
   rsa(2048),
   rsa(3072),
   rsa(4096),
+  rsaPss(2048),
+  rsaPss(3072),
+  rsaPss(4096),
   ec(256),
   ec(384),
   ec(521),
@@ -258,6 +285,17 @@ const ROWS: readonly KeyTypeSpec[] = [
     defaultUsage: 'sign',
     slowGeneration: false,
     nodeKeyType: 'ed25519',
+    jws: ['EdDSA'],
+  },
+  // Ed448 (RFC 8032): EdDSA with crv Ed448 in JOSE (RFC 8037).
+  {
+    type: 'ed448',
+    family: 'okp',
+    bits: 448,
+    usages: ['sign'],
+    defaultUsage: 'sign',
+    slowGeneration: false,
+    nodeKeyType: 'ed448',
     jws: ['EdDSA'],
   },
   // X25519 and X448 (RFC 7748) agree keys: CMS key agreement recipients (RFC 8418), no JWE of their own.

@@ -19,9 +19,11 @@ import {
   timingSafeEqual,
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { asRsaKey } from './rsa-pss.ts';
 
-/** The hashes a digest may have been made with: the AWS KMS ones, plus SHA-1 and SHA-224 that CMS signers still use. */
-export type DigestHash = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512';
+/** The hashes a digest may have been made with: the AWS KMS ones, plus SHA-1, SHA-224 and SHA-3 that CMS signers use. */
+export type DigestHash =
+  'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512' | 'sha3-256' | 'sha3-384' | 'sha3-512';
 
 /** The DER prefix of DigestInfo for each hash (RFC 8017 section 9.2, note 1), parameters NULL. */
 const DIGEST_INFO_PREFIX: Record<DigestHash, Buffer> = {
@@ -30,6 +32,9 @@ const DIGEST_INFO_PREFIX: Record<DigestHash, Buffer> = {
   sha256: Buffer.from('3031300d060960864801650304020105000420', 'hex'),
   sha384: Buffer.from('3041300d060960864801650304020205000430', 'hex'),
   sha512: Buffer.from('3051300d060960864801650304020305000440', 'hex'),
+  'sha3-256': Buffer.from('3031300d060960864801650304020805000420', 'hex'),
+  'sha3-384': Buffer.from('3041300d060960864801650304020905000430', 'hex'),
+  'sha3-512': Buffer.from('3051300d060960864801650304020a05000440', 'hex'),
 };
 
 /** Output length in bytes of each hash. */
@@ -39,6 +44,9 @@ export const HASH_LENGTH: Record<DigestHash, number> = {
   sha256: 32,
   sha384: 48,
   sha512: 64,
+  'sha3-256': 32,
+  'sha3-384': 48,
+  'sha3-512': 64,
 };
 
 /** True for a Node hash name this module encodes. */
@@ -116,7 +124,9 @@ function pssHashOf(hash: DigestHash, digest: Buffer, salt: Buffer): Buffer {
 }
 
 /** RSASSA-PSS signature over a precomputed digest, salt length = hash length. */
-export function pssSignDigest(privateKey: KeyObject, hash: DigestHash, digest: Buffer): Buffer {
+export function pssSignDigest(key: KeyObject, hash: DigestHash, digest: Buffer): Buffer {
+  // OpenSSL runs no raw RSA on an id-RSASSA-PSS key; the encoding here is PSS all the same.
+  const privateKey = asRsaKey(key);
   const modBits = modulusBits(privateKey);
   const k = Math.ceil(modBits / 8);
   const emBits = modBits - 1;
@@ -140,7 +150,7 @@ export function pssSignDigest(privateKey: KeyObject, hash: DigestHash, digest: B
  * (CMS RSASSA-PSS-params, RFC 4056).
  */
 export function pssVerifyDigest(
-  publicKey: KeyObject,
+  key: KeyObject,
   hash: DigestHash,
   digest: Buffer,
   signature: Buffer,
@@ -148,6 +158,7 @@ export function pssVerifyDigest(
 ): boolean {
   const hLen = HASH_LENGTH[hash];
   if (digest.length !== hLen || !Number.isInteger(saltLength) || saltLength < 0) return false;
+  const publicKey = asRsaKey(key);
   const m = openSignature(publicKey, signature);
   if (!m) return false;
   const emBits = modulusBits(publicKey) - 1;

@@ -4,8 +4,10 @@
  * algorithms), and data-mode signatures are exactly the JWS signature of RFC 7515 over `data`.
  *
  *   RSA       RS256 (default), RS384, RS512, PS256, PS384, PS512 (PSS salt = hash length)
+ *   RSA-PSS   PS256 (default), PS384, PS512; only the PS* of its parameters' hash when they name one
  *   EC        ES256 / ES384 / ES512 by curve, IEEE P1363 r||s of 64 / 96 / 132 bytes
  *   Ed25519   EdDSA (pure: no digest mode)
+ *   Ed448     EdDSA (pure: no digest mode)
  *   ML-DSA    ML-DSA-44/65/87 (FIPS 204, pure, empty context: no digest mode)
  *   SLH-DSA   SLH-DSA-* (FIPS 205, pure, empty context: no digest mode)
  *
@@ -29,6 +31,7 @@ import {
   pssVerifyDigest,
 } from './rsa-digest.ts';
 import { ecdsaSignDigest, ecdsaVerifyDigest } from './ecdsa-digest.ts';
+import { keySignatureAlgorithms } from './rsa-pss.ts';
 import { curveSize, type JoseCurve } from './ecdh-es.ts';
 import { derToP1363 } from './ecdsa-signature.ts';
 
@@ -54,7 +57,7 @@ interface Plan {
 /** The key's algorithm: the requested one (JOSE or AWS KMS name) if the key allows it, else its default. */
 export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): SignatureAlgorithm {
   assertUsage(key, 'sign');
-  const allowed = key.spec.jws ?? [];
+  const allowed = keySignatureAlgorithms(key.privateKey ?? key.publicKey, key.spec.jws ?? []);
   if (requested === undefined) return allowed[0];
   if (typeof requested !== 'string')
     throw problem('validation_failed', 'the signing algorithm is a string');
@@ -63,7 +66,12 @@ export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): 
     : requested;
   if (!signatureAlgorithmSpec(name))
     throw problem('validation_failed', `unknown signing algorithm ${requested}`);
-  if (!(allowed as readonly string[]).includes(name)) {
+  // The Ed25519 spellings (AWS's, RFC 9864's) name EdDSA by an Ed25519 key, not by an Ed448 one.
+  const ed25519Only = name === 'EdDSA' && requested !== 'EdDSA';
+  if (
+    !(allowed as readonly string[]).includes(name) ||
+    (ed25519Only && key.spec.nodeKeyType !== 'ed25519')
+  ) {
     throw problem('unprocessable', `a ${key.type} key does not sign with ${requested}`, {
       details: { allowed: [...allowed] },
     });

@@ -19,6 +19,7 @@ import {
 } from 'node:crypto';
 import type { KeyObject, Sign, Verify } from 'node:crypto';
 import { KEY_TYPE_SPECS, isKeyType } from '../crypto/registry.ts';
+import { keySignatureAlgorithms } from '../crypto/rsa-pss.ts';
 import { versionedKid } from './kid.ts';
 import type { ResolvedKey } from './types.ts';
 import { problem } from '../errors/index.ts';
@@ -41,16 +42,22 @@ const HASH_OF: Record<string, string> = { '256': 'sha256', '384': 'sha384', '512
 export function algForKey(key: ResolvedKey, cmsHash: string, pss: boolean): JwsAlg {
   const priv = key.privateKey;
   const type = priv?.asymmetricKeyType;
-  if (type === 'rsa' || type === 'rsa-pss')
-    return `${pss || type === 'rsa-pss' ? 'PS' : 'RS'}${BITS[cmsHash] ?? '256'}` as JwsAlg;
+  // An id-RSASSA-PSS key signs PS* only, of the hash its parameters name when they name one.
+  if (type === 'rsa-pss') {
+    const alg = keySignatureAlgorithms(priv, ['PS256', 'PS384', 'PS512']);
+    const wanted = `PS${BITS[cmsHash] ?? '256'}` as JwsAlg;
+    if (alg.includes(wanted)) return wanted;
+    if (alg.length > 0) return alg[0] as JwsAlg;
+  }
+  if (type === 'rsa') return `${pss ? 'PS' : 'RS'}${BITS[cmsHash] ?? '256'}` as JwsAlg;
   if (type === 'ec') {
     const alg = CURVE_ALG[priv!.asymmetricKeyDetails?.namedCurve ?? ''];
     if (alg) return alg;
   }
-  if (type === 'ed25519') return 'EdDSA';
+  if (type === 'ed25519' || type === 'ed448') return 'EdDSA';
   throw problem(
     'cms_key_unusable',
-    `key ${key.kid} cannot sign a JWS (it needs an RSA, EC P-256/384/521 or Ed25519 private key)`,
+    `key ${key.kid} cannot sign a JWS (it needs an RSA, RSASSA-PSS, EC P-256/384/521, Ed25519 or Ed448 private key)`,
   );
 }
 
@@ -247,7 +254,8 @@ export function streamVerifier(alg: string): StreamVerifier {
         held.push(Buffer.from(data));
       },
       verify: (key, sig) =>
-        key.asymmetricKeyType === 'ed25519' && verifyOneShot(null, Buffer.concat(held), key, sig),
+        (key.asymmetricKeyType === 'ed25519' || key.asymmetricKeyType === 'ed448') &&
+        verifyOneShot(null, Buffer.concat(held), key, sig),
     };
   }
   const m = /^(RS|PS|ES)(256|384|512)$/.exec(alg);

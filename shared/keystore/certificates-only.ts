@@ -55,7 +55,7 @@ export function readCertificatesOnly(data: Buffer, password?: string): Certifica
     void usages;
     return {
       publicKey,
-      type: keyTypeOf(publicKey),
+      type: keyTypeOf(publicKey, false),
       certificates: [der],
       certificate: summary,
       issuerDer,

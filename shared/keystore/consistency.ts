@@ -13,6 +13,7 @@ import {
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { problem } from '../errors/index.ts';
+import { asRsaKey } from '../crypto/rsa-pss.ts';
 
 const big = (b64url: string | undefined): bigint | undefined =>
   b64url === undefined
@@ -25,7 +26,7 @@ const gcd = (a: bigint, b: bigint): bigint => {
 
 /** What is wrong with an RSA private key's parameters (RFC 8017 section 3.2), or null. */
 export function rsaInconsistency(privateKey: KeyObject): string | null {
-  const j = privateKey.export({ format: 'jwk' });
+  const j = asRsaKey(privateKey).export({ format: 'jwk' });
   const [n, e, d, p, q, dp, dq, qi] = [j.n, j.e, j.d, j.p, j.q, j.dp, j.dq, j.qi].map(big);
   if (!n || !e || !d) return 'n, e or d is missing';
   // Only the two-prime form has p and q; without them the sign/verify round trip decides.
@@ -48,7 +49,7 @@ export function rsaInconsistency(privateKey: KeyObject): string | null {
  */
 export function checkKeyPair(privateKey: KeyObject, publicKey: KeyObject, index: number): void {
   const which = `private key #${index + 1}`;
-  if (privateKey.asymmetricKeyType === 'rsa') {
+  if (privateKey.asymmetricKeyType === 'rsa' || privateKey.asymmetricKeyType === 'rsa-pss') {
     const why = rsaInconsistency(privateKey);
     if (why) throw problem('keystore_key_invalid', `the RSA ${which} is inconsistent: ${why}`);
   }
@@ -66,8 +67,12 @@ export function checkKeyPair(privateKey: KeyObject, publicKey: KeyObject, index:
     return;
   }
   const message = randomBytes(32);
-  // Ed25519 signs the message itself (RFC 8032); RSA and ECDSA over SHA-256.
-  const hash = privateKey.asymmetricKeyType === 'ed25519' ? null : 'sha256';
+  // Ed25519 and Ed448 sign the message itself (RFC 8032); RSA and ECDSA over SHA-256, an
+  // RSASSA-PSS key over the hash its parameters bind it to.
+  const hash =
+    kind === 'ed25519' || kind === 'ed448'
+      ? null
+      : (privateKey.asymmetricKeyDetails?.hashAlgorithm ?? 'sha256');
   let ok: boolean;
   try {
     ok = verify(hash, message, publicKey, sign(hash, message, privateKey));

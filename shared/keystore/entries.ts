@@ -10,6 +10,7 @@ import { checkKeyPair } from './consistency.ts';
 import type { KeystoreEntry } from './types.ts';
 import { problem } from '../errors/index.ts';
 import { assertRsaExponent } from '../crypto/material.ts';
+import { pssJoseFault } from '../crypto/rsa-pss.ts';
 
 /** A private key as found, before matching. */
 export interface FoundKey {
@@ -34,12 +35,14 @@ const RSA_SIZES = new Set([2048, 3072, 4096]);
 
 /**
  * The service key type of an asymmetric key (contract section 3): 'rsa-2048', 'rsa-3072',
- * 'rsa-4096', 'ec-p256', 'ec-p384', 'ec-p521', 'ed25519', 'x25519' or 'x448'; keystore-unsupported-algorithm otherwise.
+ * 'rsa-4096', 'rsa-pss-2048/3072/4096', 'ec-p256', 'ec-p384', 'ec-p521', 'ed25519', 'ed448', 'x25519' or
+ * 'x448'; keystore-unsupported-algorithm otherwise, and for an RSASSA-PSS key that is to sign (`signs`)
+ * with parameters no JOSE PS* fits.
  * An RSA key with a weak public exponent is keystore-key-invalid: the rule is the one every load
  * applies (shared/crypto/material.ts), asked here first so that it, and not the pair check an even
  * exponent would also fail, names what is wrong.
  */
-export function keyTypeOf(key: KeyObject): string {
+export function keyTypeOf(key: KeyObject, signs = true): string {
   const kind = key.asymmetricKeyType;
   const details = key.asymmetricKeyDetails ?? {};
   if (kind === 'rsa' && details.modulusLength && RSA_SIZES.has(details.modulusLength)) {
@@ -48,10 +51,17 @@ export function keyTypeOf(key: KeyObject): string {
   }
   if (kind === 'ec' && details.namedCurve && EC_CURVES[details.namedCurve])
     return EC_CURVES[details.namedCurve];
-  if (kind === 'ed25519' || kind === 'x25519' || kind === 'x448') return kind;
+  if (kind === 'rsa-pss' && details.modulusLength && RSA_SIZES.has(details.modulusLength)) {
+    assertRsaExponent(key);
+    // A certificate imported to verify only checks CMS signatures, whatever its parameters.
+    const fault = signs ? pssJoseFault(key) : null;
+    if (fault) unsupportedKey(`${fault}, which no JOSE PS* algorithm can use`);
+    return `rsa-pss-${details.modulusLength}`;
+  }
+  if (kind === 'ed25519' || kind === 'ed448' || kind === 'x25519' || kind === 'x448') return kind;
   const what =
-    kind === 'rsa'
-      ? `RSA with a ${details.modulusLength}-bit modulus`
+    kind === 'rsa' || kind === 'rsa-pss'
+      ? `${kind === 'rsa' ? 'RSA' : 'RSASSA-PSS'} with a ${details.modulusLength}-bit modulus`
       : kind === 'ec'
         ? `EC on curve ${details.namedCurve}`
         : (kind ?? `a ${key.type} key`);
@@ -61,7 +71,7 @@ export function keyTypeOf(key: KeyObject): string {
 function unsupportedKey(what: string): never {
   throw problem(
     'keystore_unsupported_algorithm',
-    `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, X25519, X448)`,
+    `unsupported key: ${what} (supported: RSA and RSASSA-PSS 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, Ed448, X25519, X448)`,
   );
 }
 

@@ -7,7 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import { algForKey } from '../jose/jws.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import type { GeneralJws, SpooledJwsSigner } from '../jose/spooled-jws.ts';
-import { DIGESTS } from '../asn1/oids.ts';
+import { cmsDigestName } from './algorithms.ts';
 import type { CmsTail } from './cms-structure.ts';
 import { certificatePath } from './certificates.ts';
 import { describeSigner, signerKey, signingTimeOf, verifySigner } from './signers.ts';
@@ -141,7 +141,7 @@ async function original(
   return {
     x5c: found.path.map((c) => c.toString('base64')),
     signingTime: signingTimeOf(desc),
-    digestAlg: DIGESTS[desc.digestOid],
+    digestAlg: cmsDigestName(desc.digestOid)!,
     verified: chain ? 'chain' : 'signature',
   };
 }

@@ -14,7 +14,8 @@ import type { ParsedCertificate } from './certificates.ts';
 import { signedAttrsDer } from './cms-structure.ts';
 import type { CapturedSigner } from './cms-structure.ts';
 import { decodeOid, parseAsn, walk } from '../asn1/der.ts';
-import { DIGESTS, OID, oidName } from '../asn1/oids.ts';
+import { OID, oidName } from '../asn1/oids.ts';
+import { cmsDigestFault, cmsDigestName, createCmsHash } from './algorithms.ts';
 import { issuerSerialRef, skiRef } from './identifiers.ts';
 import { ecdsaVerifyDigest } from '../crypto/ecdsa-digest.ts';
 import { derToP1363 } from '../crypto/ecdsa-signature.ts';
@@ -25,7 +26,7 @@ import { problem } from '../errors/index.ts';
 
 /** How a signature was made, from SignerInfo.signatureAlgorithm. */
 export interface SignatureScheme {
-  kind: 'rsa' | 'pss' | 'ecdsa' | 'ed25519';
+  kind: 'rsa' | 'pss' | 'ecdsa' | 'ed25519' | 'ed448';
   /** Node hash name of the signature's digest. */
   hash: string;
   saltLength?: number;
@@ -47,45 +48,68 @@ const RSA_HASH: Record<string, string> = {
   [OID.sha256WithRSA]: 'sha256',
   [OID.sha384WithRSA]: 'sha384',
   [OID.sha512WithRSA]: 'sha512',
+  [OID.rsaSha3_256]: 'sha3-256',
+  [OID.rsaSha3_384]: 'sha3-384',
+  [OID.rsaSha3_512]: 'sha3-512',
 };
 const ECDSA_HASH: Record<string, string> = {
   [OID.ecdsaSha1]: 'sha1',
   [OID.ecdsaSha256]: 'sha256',
   [OID.ecdsaSha384]: 'sha384',
   [OID.ecdsaSha512]: 'sha512',
+  [OID.ecdsaSha3_256]: 'sha3-256',
+  [OID.ecdsaSha3_384]: 'sha3-384',
+  [OID.ecdsaSha3_512]: 'sha3-512',
 };
 
-function schemeOf(sigAlg: AlgId, digestOid: string): SignatureScheme | null {
+/**
+ * Longest PSS salt accepted, in bytes: the room an RSA-8192 modulus leaves (RFC 8017 section
+ * 9.1.1 step 4: emLen >= hLen + sLen + 2). A larger one fits no key the service reads.
+ */
+const MAX_PSS_SALT = 1024;
+
+/** The PSS scheme of RSASSA-PSS-params (RFC 4055 section 3.1), or why it is not supported. */
+function pssScheme(parameters: ArrayBuffer | null | undefined): SignatureScheme | string {
+  const p = parameters
+    ? parseAsn(new Uint8Array(parameters), RsaSaPssParams, 'RSASSA-PSS parameters', 'cms_malformed')
+    : new RsaSaPssParams();
+  const hashOid = p.hashAlgorithm.algorithm;
+  const hash = cmsDigestName(hashOid);
+  if (!hash || hash === 'shake256') return `RSASSA-PSS with hash ${oidName(hashOid)}`;
+  if (p.maskGenAlgorithm.algorithm !== OID.mgf1)
+    return `RSASSA-PSS with mask generation function ${oidName(p.maskGenAlgorithm.algorithm)}`;
+  const mgfHash = p.maskGenAlgorithm.parameters
+    ? parseAsn(
+        new Uint8Array(p.maskGenAlgorithm.parameters),
+        AlgorithmIdentifier,
+        'MGF1 hash',
+        'cms_malformed',
+      ).algorithm
+    : OID.sha1;
+  // Node signs and verifies PSS with MGF1 over the same hash (RFC 8017 section 9.1 permits others).
+  if (mgfHash !== hashOid)
+    return `RSASSA-PSS with MGF1 over ${oidName(mgfHash)} and hash ${oidName(hashOid)}`;
+  if (!Number.isSafeInteger(p.saltLength) || p.saltLength < 0 || p.saltLength > MAX_PSS_SALT)
+    return `RSASSA-PSS with a salt length of ${String(p.saltLength).slice(0, 24)} bytes (at most ${MAX_PSS_SALT})`;
+  if (p.trailerField !== 1)
+    return `RSASSA-PSS with trailer field ${String(p.trailerField).slice(0, 24)}`;
+  return { kind: 'pss', hash, saltLength: p.saltLength };
+}
+
+/** The scheme of a SignerInfo's signatureAlgorithm, or why it is not supported. */
+function schemeOf(sigAlg: AlgId, digestOid: string): SignatureScheme | string {
   const oid = sigAlg.algorithm;
-  const digest = DIGESTS[digestOid];
-  if (oid === OID.rsaEncryption) return digest ? { kind: 'rsa', hash: digest } : null;
+  const digest = cmsDigestName(digestOid);
+  const unknown = `signature algorithm ${oidName(oid)}`;
+  if (oid === OID.rsaEncryption) return digest ? { kind: 'rsa', hash: digest } : unknown;
   if (RSA_HASH[oid]) return { kind: 'rsa', hash: RSA_HASH[oid] };
   if (ECDSA_HASH[oid]) return { kind: 'ecdsa', hash: ECDSA_HASH[oid] };
-  if (oid === OID.ecPublicKey) return digest ? { kind: 'ecdsa', hash: digest } : null;
+  if (oid === OID.ecPublicKey) return digest ? { kind: 'ecdsa', hash: digest } : unknown;
+  // RFC 8419 section 3: Ed25519 with SHA-512, Ed448 with SHAKE256 (512 bits) as the CMS digest.
   if (oid === OID.ed25519) return { kind: 'ed25519', hash: 'sha512' };
-  if (oid === OID.rsassaPss) {
-    const p = sigAlg.parameters
-      ? parseAsn(
-          new Uint8Array(sigAlg.parameters),
-          RsaSaPssParams,
-          'RSASSA-PSS parameters',
-          'cms_malformed',
-        )
-      : new RsaSaPssParams();
-    const hash = DIGESTS[p.hashAlgorithm.algorithm];
-    const mgf = p.maskGenAlgorithm.parameters
-      ? parseAsn(
-          new Uint8Array(p.maskGenAlgorithm.parameters),
-          AlgorithmIdentifier,
-          'MGF1 hash',
-          'cms_malformed',
-        ).algorithm
-      : OID.sha1;
-    // Node signs and verifies PSS with MGF1 over the same hash (RFC 8017 section 9.1 permits others).
-    if (!hash || mgf !== p.hashAlgorithm.algorithm || p.trailerField !== 1) return null;
-    return { kind: 'pss', hash, saltLength: p.saltLength };
-  }
-  return null;
+  if (oid === OID.ed448) return { kind: 'ed448', hash: 'shake256' };
+  if (oid === OID.rsassaPss) return pssScheme(sigAlg.parameters);
+  return unknown;
 }
 
 /** Describes one SignerInfo for the analysis, key lookup and verification. */
@@ -102,37 +126,60 @@ export function describeSigner(s: CapturedSigner): SignerDescription {
     identifier: id.summary,
     digestOid,
     signatureOid,
-    scheme,
+    scheme: typeof scheme === 'string' ? null : scheme,
     signedAttrs: signedAttrsDer(s),
   };
-  if (!DIGESTS[digestOid]) d.unsupported = `digest algorithm ${oidName(digestOid)}`;
-  else if (!scheme) d.unsupported = `signature algorithm ${oidName(signatureOid)}`;
+  const digestFault = cmsDigestFault(digestOid, s.info.digestAlgorithm.parameters);
+  if (!cmsDigestName(digestOid)) d.unsupported = `digest algorithm ${oidName(digestOid)}`;
+  else if (digestFault) d.unsupported = digestFault;
+  else if (typeof scheme === 'string') d.unsupported = scheme;
   else if (!d.signedAttrs && scheme.kind === 'ed25519')
+    // PureEdDSA signs the whole content (RFC 8032), and SHA-512, Ed25519's digest, is declared by
+    // RSA and ECDSA signers too: holding every such content is not done (Ed448's SHAKE256 is its own).
     d.unsupported = 'Ed25519 signatures without signed attributes';
   return d;
 }
 
-/** The digests of the content for every algorithm SignedData.digestAlgorithms declares. */
+/**
+ * Most content held for an Ed448 signer without signed attributes: PureEdDSA signs the content
+ * itself (RFC 8419 section 3.1, RFC 8032), which no digest stands for.
+ */
+export const PURE_EDDSA_CAP = 8 * 1024 * 1024;
+/** Where digest() puts the held content: no OID looks like it. */
+const HELD_CONTENT = 'held-content';
+
+/**
+ * The digests of the content for every algorithm SignedData.digestAlgorithms declares. When they
+ * declare SHAKE256, the digest of Ed448 alone, the content is also held up to PURE_EDDSA_CAP for a
+ * signer without signed attributes; past it that signer is cms-eddsa-content-too-large.
+ */
 export class ContentDigests {
   #hashes = new Map<string, Hash>();
+  #held: Buffer[] | null = null;
+  #heldBytes = 0;
 
   constructor(digestOids: string[]) {
-    for (const oid of digestOids) {
-      const name = DIGESTS[oid];
-      if (name && !this.#hashes.has(oid)) this.#hashes.set(oid, createHash(name));
-    }
+    for (const oid of digestOids)
+      if (cmsDigestName(oid) && !this.#hashes.has(oid)) this.#hashes.set(oid, createCmsHash(oid));
     // A SignedData that declares none still has a signer digest; SHA-256 is the CMS default in practice.
     if (this.#hashes.size === 0) this.#hashes.set(OID.sha256, createHash('sha256'));
+    if (digestOids.some((oid) => cmsDigestName(oid) === 'shake256')) this.#held = [];
   }
 
   update(chunk: Buffer): void {
     for (const h of this.#hashes.values()) h.update(chunk);
+    if (!this.#held) return;
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes > PURE_EDDSA_CAP) this.#held = null;
+    else this.#held.push(Buffer.from(chunk));
   }
 
-  /** Finishes every digest. */
+  /** Finishes every digest (and hands over the held content, see the class). */
   digest(): Map<string, Buffer> {
     const out = new Map<string, Buffer>();
     for (const [oid, h] of this.#hashes) out.set(oid, h.digest());
+    if (this.#held) out.set(HELD_CONTENT, Buffer.concat(this.#held));
+    this.#held = null;
     return out;
   }
 }
@@ -230,6 +277,15 @@ function verifyOverDigest(
   sig: Buffer,
 ): boolean {
   if (!isDigestHash(scheme.hash)) return false;
+  // An id-RSASSA-PSS key's own parameters bind its signatures (RFC 4055 section 3.3), as OpenSSL
+  // enforces on the signed-attributes path: its hash, and its salt length as the least.
+  const bound = pub.asymmetricKeyType === 'rsa-pss' ? pub.asymmetricKeyDetails : undefined;
+  if (
+    bound &&
+    ((bound.hashAlgorithm !== undefined && bound.hashAlgorithm !== scheme.hash) ||
+      (scheme.saltLength ?? 20) < (bound.saltLength ?? 0))
+  )
+    return false;
   if (scheme.kind === 'rsa') return pkcs1VerifyDigest(pub, scheme.hash, digest, sig);
   // RFC 4055 section 3.1: the saltLength default is 20.
   if (scheme.kind === 'pss')
@@ -284,7 +340,7 @@ export function verifySigner(
     };
     try {
       ok = verify(
-        scheme.kind === 'ed25519' ? null : scheme.hash,
+        scheme.kind === 'ed25519' || scheme.kind === 'ed448' ? null : scheme.hash,
         desc.signedAttrs,
         opts,
         signature,
@@ -293,10 +349,22 @@ export function verifySigner(
       ok = false;
     }
   } else {
-    // The signature is over the content itself, whose digest is the only thing held.
-    if (DIGESTS[desc.digestOid] !== scheme.hash)
+    // The signature is over the content itself, of which the digest is held (the content too for Ed448).
+    if (cmsDigestName(desc.digestOid) !== scheme.hash)
       throw problem('cms_unsupported', 'a signature hash that differs from the digest algorithm');
-    ok = verifyOverDigest(scheme, pub, digest, signature);
+    if (scheme.kind === 'ed448') {
+      const content = digests.get(HELD_CONTENT);
+      if (!content)
+        throw problem(
+          'cms_eddsa_too_large',
+          `an Ed448 signature without signed attributes is checked over the whole content, held up to ${PURE_EDDSA_CAP} bytes; this content is larger`,
+        );
+      try {
+        ok = pub.asymmetricKeyType === 'ed448' && verify(null, content, pub, signature);
+      } catch {
+        ok = false;
+      }
+    } else ok = verifyOverDigest(scheme, pub, digest, signature);
   }
   if (!ok) throw bad('signature mismatch');
 }

@@ -369,7 +369,7 @@ export async function signOp(ctx: AppContext, c: AwsCaller, input: Input): Answe
     kid: k.kid,
     KeyId: keyArn(c, k.kid),
     Signature: b64(signature),
-    SigningAlgorithm: awsSigningAlgorithm(r.algorithm),
+    SigningAlgorithm: awsSigningAlgorithm(r.algorithm, k.type),
   };
 }
 
@@ -404,6 +404,7 @@ export async function verifyOp(ctx: AppContext, c: AwsCaller, input: Input): Ans
     SigningAlgorithm: awsSigningAlgorithm(
       // The JOSE name back to AWS's; the request's name when it already was AWS's.
       algorithm,
+      k.type,
     ),
   };
 }

@@ -56,13 +56,18 @@ const JWS_TO_AWS = new Map<string, string>([
   ['Ed25519', 'ED25519_SHA_512'],
 ]);
 
-/** The AWS name of a JOSE signature algorithm (the JOSE name when AWS has none). */
-export const awsSigningAlgorithm = (jws: string): string => JWS_TO_AWS.get(jws) ?? jws;
+/**
+ * The AWS name of a JOSE signature algorithm for a key type (the JOSE name when AWS has none:
+ * EdDSA by an Ed448 key is not ED25519_SHA_512).
+ */
+export const awsSigningAlgorithm = (jws: string, type?: string): string =>
+  type === 'ed448' ? jws : (JWS_TO_AWS.get(jws) ?? jws);
 
 /** The algorithm lists DescribeKey and GetPublicKey show for a key. */
 export function algorithmsOf(type: string, usage: string): Record<string, string[]> {
   const spec = keyTypeSpec(type);
-  if (usage === 'sign') return { SigningAlgorithms: (spec.jws ?? []).map(awsSigningAlgorithm) };
+  if (usage === 'sign')
+    return { SigningAlgorithms: (spec.jws ?? []).map((alg) => awsSigningAlgorithm(alg, type)) };
   if (usage === 'mac') return { MacAlgorithms: [`HMAC_SHA_${spec.bits}`] };
   if (spec.family === 'rsa') return { EncryptionAlgorithms: ['RSAES_OAEP_SHA_256'] };
   return { EncryptionAlgorithms: ['SYMMETRIC_DEFAULT'] };

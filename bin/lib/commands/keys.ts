@@ -74,7 +74,7 @@ export const keysCommand: Command = {
         type: {
           type: 'string',
           value: '<type>',
-          help: 'aes-128, aes-256, hmac-sha256/384/512, rsa-2048/3072/4096, ec-p256/p384/p521, ed25519, x25519, x448, ml-kem-*, ml-dsa-*, slh-dsa-* (required)',
+          help: 'aes-128, aes-256, hmac-sha256/384/512, rsa-2048/3072/4096, rsa-pss-2048/3072/4096, ec-p256/p384/p521, ed25519, ed448, x25519, x448, ml-kem-*, ml-dsa-*, slh-dsa-* (required)',
         },
         usage: {
           type: 'string',

@@ -12,11 +12,13 @@ import {
   createPrivateKey,
   createPublicKey,
   createSecretKey,
+  verify as nodeVerify,
   type KeyObject,
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { flattenedDecrypt, flattenedVerify, generalDecrypt } from 'jose';
 import { parseKeystore } from '../../../shared/keystore/index.ts';
+import { asRsaKey, keySignatureAlgorithms } from '../../../shared/crypto/rsa-pss.ts';
 import { MixedReader } from '../../../shared/jose/mixed-reader.ts';
 import { openContainer } from '../../../shared/pkcs7/container.ts';
 import {
@@ -157,18 +159,49 @@ function originalSigners(header: Record<string, unknown>): OriginalSigner[] {
   );
 }
 
+/**
+ * Checks one JWS signature and answers its alg. jose 6 reads neither Ed448 nor id-RSASSA-PSS key
+ * objects: Ed448 is checked with Node over the signing input (RFC 7515 section 5.2, RFC 8037), an
+ * id-RSASSA-PSS key by jose as the plain RSA key of the same numbers, for the PS* its parameters
+ * allow only (RFC 4055 binds the key to them).
+ */
+async function verifyOne(
+  sig: FlatJws,
+  header: Record<string, unknown>,
+  content: Buffer,
+  key: KeyObject,
+): Promise<string | undefined> {
+  const payload = header.b64 !== false ? content.toString('base64url') : content;
+  if (key.asymmetricKeyType === 'ed448') {
+    const crit = header.crit;
+    const critOk = crit === undefined || (Array.isArray(crit) && crit.every((c) => c === 'b64'));
+    const input = Buffer.concat([Buffer.from(`${sig.protected}.`), Buffer.from(payload)]);
+    if (
+      header.alg !== 'EdDSA' ||
+      !critOk ||
+      !nodeVerify(null, input, key, Buffer.from(sig.signature, 'base64url'))
+    )
+      throw new Error('the Ed448 signature does not verify');
+    return 'EdDSA';
+  }
+  if (
+    key.asymmetricKeyType === 'rsa-pss' &&
+    !keySignatureAlgorithms(key, ['PS256', 'PS384', 'PS512']).some((a) => a === header.alg)
+  )
+    throw new Error('the RSASSA-PSS key does not sign this alg');
+  const r = await flattenedVerify({ ...sig, payload }, asRsaKey(key));
+  return r.protectedHeader?.alg;
+}
+
 /** Valid when one of the JWS's signatures verifies with `key` over `content`. */
 async function verifyJws(jws: AnyJws, content: Buffer, key: KeyObject): Promise<Verification> {
   for (const sig of 'signatures' in jws ? jws.signatures : [jws]) {
     try {
       const header = JSON.parse(Buffer.from(sig.protected, 'base64url').toString());
-      const r = await flattenedVerify(
-        { ...sig, payload: header.b64 !== false ? content.toString('base64url') : content },
-        key,
-      );
+      const alg = await verifyOne(sig, header, content, key);
       return {
         valid: true,
-        alg: r.protectedHeader?.alg,
+        alg,
         kid: typeof header.kid === 'string' ? header.kid : undefined,
         signers: originalSigners(header),
       };

@@ -82,7 +82,7 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     } finally {
       app.ctx.pool.run = run;
     }
-    expect(tasks.filter((x) => x === 'generateKey')).toHaveLength(3);
+    expect(tasks.filter((x) => x === 'generateKey')).toHaveLength(5);
     for (const type of types) {
       const read = await api(app, 'GET', `${base}/all-${type}`, token);
       expect(read.body).toMatchObject({

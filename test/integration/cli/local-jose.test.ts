@@ -267,4 +267,58 @@ describe('keyward verify <jws> --content --cert', () => {
     expect(ok.stdout.toString()).toContain('archive signature by open-cosigner#1');
     expect(ok.stdout.toString().match(/original signer:/g)).toHaveLength(2);
   });
+
+  it('when the archive signature is by an RSA-PSS or an Ed448 key (which jose 6 cannot read), then verify checks it with their certificates; the other key, or altered content, exits 4', async () => {
+    const pss = makeKey(ssl, 'open-pss', 'rsa-pss-2048');
+    const ed448 = makeKey(ssl, 'open-ed448', 'ed448');
+    const signed = ssl.run([
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'text.txt',
+      '-signer',
+      signer.certFile,
+      '-inkey',
+      signer.keyFile,
+      '-outform',
+      'DER',
+    ]);
+    const content = ssl.write('algs.content', TEXT);
+    for (const [key, alg, wrong] of [
+      [pss, 'PS256', ed448],
+      [ed448, 'EdDSA', pss],
+    ] as const) {
+      const r = await convertPkcs7ToJose(chunked(signed, 4096), {
+        metadata: { signerKid: key.kid },
+        resolver: resolverFor([signer, pss, ed448]),
+      });
+      const jws = ssl.write(`${key.kid}.jws.json`, await collect(r.body));
+      const ok = await cli(['verify', jws, '--content', content, '--cert', ssl.path(key.certFile)]);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout.toString()).toContain(
+        `valid JWS (${alg}, archive signature by ${key.kid}#1)`,
+      );
+      const other = await cli([
+        'verify',
+        jws,
+        '--content',
+        content,
+        '--cert',
+        ssl.path(wrong.certFile),
+      ]);
+      expect(other.code).toBe(4);
+    }
+    writeFileSync(content, Buffer.concat([TEXT, Buffer.from('x')]));
+    const altered = await cli([
+      'verify',
+      ssl.path('open-ed448.jws.json'),
+      '--content',
+      content,
+      '--cert',
+      ssl.path(ed448.certFile),
+    ]);
+    expect(altered.code).toBe(4);
+  });
 });

@@ -145,6 +145,17 @@ export async function fuzzSeeds(app: TestApp, actor: Actor, ssl: OpenSslDir): Pr
   // One seed larger than the pre-buffered output, so mutants also reach the cut-off path.
   ssl.write('large.bin', randomBytes(200_000));
   const signed = sign(rsa, []);
+  ssl.run([
+    'genpkey',
+    '-algorithm',
+    'RSA-PSS',
+    '-pkeyopt',
+    'rsa_keygen_bits:2048',
+    '-out',
+    'pss.key',
+  ]);
+  ssl.run(['req', '-x509', '-key', 'pss.key', '-subj', '/CN=fuzz-pss', '-out', 'pss.crt']);
+  const pss = { ...rsa, keyFile: 'pss.key', certFile: 'pss.crt' };
   return [
     signed,
     sign(rsa, ['-stream']),
@@ -178,6 +189,10 @@ export async function fuzzSeeds(app: TestApp, actor: Actor, ssl: OpenSslDir): Pr
     nested(8),
     nested(MAX_CMS_NESTING),
     ...archiveSeeds(ssl, rsa, ec),
+    // SHA-3, RSASSA-PSS parameters, an id-RSASSA-PSS signer certificate.
+    sign(rsa, ['-md', 'sha3-256']),
+    sign(rsa, ['-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss']),
+    sign(pss, ['-md', 'sha512', '-keyopt', 'rsa_padding_mode:pss']),
   ];
 }
 

@@ -56,7 +56,15 @@ describe('the key-type registry', () => {
     const seen = new Set<string>();
     for (const t of KEY_TYPES) {
       const n = KEY_TYPE_SPECS[t].nodeKeyType;
-      if (!n || n === 'rsa' || n === 'ec' || seen.has(n) || n.startsWith('slh-dsa-')) continue;
+      if (
+        !n ||
+        n === 'rsa' ||
+        n === 'rsa-pss' ||
+        n === 'ec' ||
+        seen.has(n) ||
+        n.startsWith('slh-dsa-')
+      )
+        continue;
       seen.add(n);
       const { publicKey } = (
         generateKeyPairSync as unknown as (t: string) => {
@@ -73,17 +81,21 @@ describe('the key-type registry', () => {
     expect(usages('rsa-2048')).toEqual(['encrypt', 'sign']);
     expect(usages('ec-p384')).toEqual(['encrypt', 'sign']);
     expect(usages('ed25519')).toEqual(['sign']);
+    expect(usages('ed448')).toEqual(['sign']);
+    expect(usages('rsa-pss-3072')).toEqual(['sign']);
     expect(usages('ml-kem-1024')).toEqual(['encrypt']);
     expect(usages('ml-dsa-87')).toEqual(['sign']);
     expect(usages('slh-dsa-shake-192s')).toEqual(['sign']);
     expect(usages('x25519-ml-kem-768')).toEqual(['encrypt']);
   });
 
-  it('when slow kinds are asked for, then RSA-3072/4096 and SLH-DSA are marked for the pool and the rest are not', () => {
+  it('when slow kinds are asked for, then RSA and RSASSA-PSS 3072/4096 and SLH-DSA are marked for the pool and the rest are not', () => {
     const slow = KEY_TYPES.filter((t) => KEY_TYPE_SPECS[t].slowGeneration);
     expect(slow).toEqual([
       'rsa-3072',
       'rsa-4096',
+      'rsa-pss-3072',
+      'rsa-pss-4096',
       ...KEY_TYPES.filter((t) => t.startsWith('slh-dsa-')),
     ]);
   });

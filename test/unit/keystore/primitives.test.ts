@@ -185,6 +185,13 @@ describe('keyTypeOf', () => {
     ['ed25519', {}, 'ed25519'],
     ['x25519', {}, 'x25519'],
     ['x448', {}, 'x448'],
+    ['ed448', {}, 'ed448'],
+    ['rsa-pss', { modulusLength: 2048 }, 'rsa-pss-2048'],
+    [
+      'rsa-pss',
+      { modulusLength: 3072, hashAlgorithm: 'sha384', mgf1HashAlgorithm: 'sha384', saltLength: 48 },
+      'rsa-pss-3072',
+    ],
   ])('when the key is %s %j, then its type is %s', (kind, options, type) => {
     const { privateKey, publicKey } = generateKeyPairSync(
       kind as 'rsa',
@@ -197,7 +204,22 @@ describe('keyTypeOf', () => {
   it.each([
     ['rsa', { modulusLength: 1024 }, 'RSA with a 1024-bit modulus'],
     ['ec', { namedCurve: 'secp256k1' }, 'EC on curve secp256k1'],
-    ['ed448', {}, 'ed448'],
+    ['rsa-pss', { modulusLength: 1024 }, 'RSASSA-PSS with a 1024-bit modulus'],
+    [
+      'rsa-pss',
+      { modulusLength: 2048, hashAlgorithm: 'sha1', mgf1HashAlgorithm: 'sha1', saltLength: 20 },
+      'an RSASSA-PSS key restricted to hash sha1, which no JOSE PS* algorithm can use',
+    ],
+    [
+      'rsa-pss',
+      { modulusLength: 2048, hashAlgorithm: 'sha256', mgf1HashAlgorithm: 'sha512', saltLength: 32 },
+      'an RSASSA-PSS key with MGF1 over sha512 and hash sha256, which no JOSE PS* algorithm can use',
+    ],
+    [
+      'rsa-pss',
+      { modulusLength: 2048, hashAlgorithm: 'sha256', mgf1HashAlgorithm: 'sha256', saltLength: 64 },
+      'an RSASSA-PSS key that needs a salt of at least 64 bytes, which no JOSE PS* algorithm can use',
+    ],
   ])(
     'when the key is %s %j, then keystore-unsupported-algorithm names it',
     (kind, options, what) => {
@@ -208,7 +230,7 @@ describe('keyTypeOf', () => {
       const problem = problemOf(() => keyTypeOf(privateKey));
       expect(problem).toMatchObject({ code: 'keystore_unsupported_algorithm', status: 415 });
       expect(problem.message).toBe(
-        `unsupported key: ${what} (supported: RSA 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, X25519, X448)`,
+        `unsupported key: ${what} (supported: RSA and RSASSA-PSS 2048/3072/4096, EC P-256/P-384/P-521, Ed25519, Ed448, X25519, X448)`,
       );
     },
   );
