@@ -191,8 +191,9 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
     encryptOnly = makeKey(ssl, 'use-rsa', 'rsa-2048');
     signOnly = makeKey(ssl, 'use-p256', 'ec-p256');
     twice = makeKey(ssl, 'twice', 'rsa-2048');
-    await importKey(app, actor, ssl, encryptOnly); // RSA without usage: encrypt
-    await importKey(app, actor, ssl, signOnly); // EC without usage: sign
+    // Their certificates have no keyUsage, which allows both usages: the import narrows each to one.
+    await importKey(app, actor, ssl, encryptOnly, 'encrypt');
+    await importKey(app, actor, ssl, signOnly, 'sign');
     // The encrypt import first, so a lookup that ignores usage finds it first.
     await importKey(app, actor, ssl, { ...twice, kid: 'twice-enc' }, 'encrypt');
     await importKey(app, actor, ssl, { ...twice, kid: 'twice-sign' }, 'sign');
@@ -308,15 +309,23 @@ describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`
     expect([r.status, usagesOf(r)]).toEqual([201, ['encrypt']]);
   });
 
-  it('when extendedKeyUsage is codeSigning alone, then the key signs; when keyUsage allows both, then one key for each usage', async () => {
+  it('when extendedKeyUsage is codeSigning alone, then the key signs; when keyUsage allows both, then one key enabled for both', async () => {
     expect(
       usagesOf(await importPem(pemOf(keyWith('eku-code', RSA, 'extendedKeyUsage=codeSigning')))),
     ).toEqual(['sign']);
     const both = keyWith('ku-both', RSA, 'keyUsage=digitalSignature,keyEncipherment');
-    const r = await importPem(pemOf(both));
-    expect([r.status, usagesOf(r)]).toEqual([201, ['encrypt', 'sign']]);
-    // A single kid cannot name two keys: the caller picks the usage.
-    expect((await importPem(pemOf(both), { kid: 'ku-both-one' })).status).toBe(400);
+    const r = await importPem(pemOf(both), { kid: 'ku-both-one' });
+    expect(r.status).toBe(201);
+    expect(r.json<{ keys: unknown[] }>().keys).toEqual([
+      expect.objectContaining({
+        kid: 'ku-both-one',
+        usage: 'encrypt',
+        usages: ['encrypt', 'sign'],
+        allowedUsages: ['encrypt', 'sign'],
+      }),
+    ]);
+    // The certificate is held for both usages now: a second import for either is a 409.
+    expect((await importPem(pemOf(both), { usage: 'sign' })).status).toBe(409);
   });
 
   it("when usage contradicts the certificate's keyUsage, then 422 key-usage-mismatch and nothing is stored", async () => {
