@@ -108,7 +108,7 @@ beforeAll(async () => {
   const ec = makeKey(ssl, 'fuzz-p256', 'ec-p256');
   actor = await makeActor(app);
   // The RSA certificate is imported once per usage, so signed mutants reach the signing path too.
-  await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, rsa, 'encrypt');
   await importKey(app, actor, ssl, { ...rsa, kid: 'fuzz-rsa-signer' }, 'sign');
   await importKey(app, actor, ssl, ec);
   ssl.write('data.bin', randomBytes(3000));

@@ -11,6 +11,7 @@ import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { api } from '../../support/auth.ts';
+import * as keyUsages from '../../../shared/db/migrations/009_key_usages.ts';
 import {
   ANALYZE,
   OpenSslDir,
@@ -312,5 +313,34 @@ describe(`analyze and PATCH tell what a key may do (${TEST_ENGINE})`, () => {
     expect([back.status, back.body.usages]).toEqual([200, ['encrypt', 'sign']]);
     expect(await analyze(file)).toMatchObject({ convertible: true });
     await expectResigned(narrowed);
+  });
+});
+
+describe(`a key trapped before migration 009 is widened without a new import (${TEST_ENGINE})`, () => {
+  it('when an RSA signer imported for encrypt alone (the old default) goes through migration 009, then it may sign, a PATCH enables sign, and the conversion re-signs with the same kid', async () => {
+    const trapped = opensslCert('trapped-rsa', ['-newkey', 'rsa:2048']);
+    // What the import made before: the type's default usage alone.
+    const r = await upload(Buffer.concat([ssl.read(trapped.keyFile), ssl.read(trapped.certFile)]), {
+      kid: trapped.kid,
+      usage: 'encrypt',
+    });
+    expect(r.status).toBe(201);
+    // The schema before 009, then 009 again, over this file's own database.
+    await keyUsages.down(app.ctx.db);
+    await keyUsages.up(app.ctx.db);
+    await app.ctx.keys.invalidate(actor.tenant.tenantId, trapped.kid);
+    const key = await api(app, 'GET', `${keysPath}/${trapped.kid}`, actor.user);
+    expect(key.body).toMatchObject({ usages: ['encrypt'], allowedUsages: ['encrypt', 'sign'] });
+    const file = signCms(trapped);
+    expect(await analyze(file)).toMatchObject({
+      convertible: false,
+      reason: expect.stringMatching(/key trapped-rsa has usage encrypt, not sign/),
+    });
+    expect((await patchKey(trapped.kid, { usages: ['encrypt', 'sign'] })).status).toBe(200);
+    expect(await analyze(file)).toMatchObject({
+      convertible: true,
+      signing: { kids: [trapped.kid] },
+    });
+    await expectResigned(trapped);
   });
 });
