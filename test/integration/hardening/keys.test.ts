@@ -263,34 +263,8 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
 });
 
 describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`, () => {
-  /** A key of `type` with a self-signed certificate carrying the given extensions. */
-  function keyWith(kid: string, newkey: string[], ...extensions: string[]): TestKey {
-    ssl.run([
-      'req',
-      '-x509',
-      ...newkey,
-      '-nodes',
-      '-keyout',
-      `${kid}.key`,
-      '-out',
-      `${kid}.crt`,
-      '-subj',
-      `/CN=${kid}`,
-      '-days',
-      '2',
-      ...extensions.flatMap((e) => ['-addext', e]),
-    ]);
-    return {
-      kid,
-      type: '',
-      keyFile: `${kid}.key`,
-      certFile: `${kid}.crt`,
-      privateKey: createPrivateKey(ssl.read(`${kid}.key`)),
-      certificate: Buffer.alloc(0),
-    };
-  }
-  const RSA = ['-newkey', 'rsa:2048'];
-  const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
+  const RSA = 'rsa-2048';
+  const P256 = 'ec-p256';
   const usagesOf = (r: Answer) =>
     r
       .json<{ keys: Array<{ usage: string }> }>()
@@ -299,21 +273,23 @@ describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`
 
   it("when keyUsage is digitalSignature (or nonRepudiation), then an RSA key imports for signing, not its type's default encrypt", async () => {
     for (const ku of ['keyUsage=digitalSignature', 'keyUsage=nonRepudiation']) {
-      const r = await importPem(pemOf(keyWith(`ku-sign-${ku.length}`, RSA, ku)));
+      const r = await importPem(pemOf(makeKey(ssl, `ku-sign-${ku.length}`, RSA, ku)));
       expect([ku, r.status, usagesOf(r)]).toEqual([ku, 201, ['sign']]);
     }
   });
 
   it("when keyUsage is keyAgreement, then an EC key imports for encryption, not its type's default sign", async () => {
-    const r = await importPem(pemOf(keyWith('ku-agree', P256, 'keyUsage=keyAgreement')));
+    const r = await importPem(pemOf(makeKey(ssl, 'ku-agree', P256, 'keyUsage=keyAgreement')));
     expect([r.status, usagesOf(r)]).toEqual([201, ['encrypt']]);
   });
 
   it('when extendedKeyUsage is codeSigning alone, then the key signs; when keyUsage allows both, then one key enabled for both', async () => {
     expect(
-      usagesOf(await importPem(pemOf(keyWith('eku-code', RSA, 'extendedKeyUsage=codeSigning')))),
+      usagesOf(
+        await importPem(pemOf(makeKey(ssl, 'eku-code', RSA, 'extendedKeyUsage=codeSigning'))),
+      ),
     ).toEqual(['sign']);
-    const both = keyWith('ku-both', RSA, 'keyUsage=digitalSignature,keyEncipherment');
+    const both = makeKey(ssl, 'ku-both', RSA, 'keyUsage=digitalSignature,keyEncipherment');
     const r = await importPem(pemOf(both), { kid: 'ku-both-one' });
     expect(r.status).toBe(201);
     expect(r.json<{ keys: unknown[] }>().keys).toEqual([
@@ -329,10 +305,13 @@ describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`
   });
 
   it("when usage contradicts the certificate's keyUsage, then 422 key-usage-mismatch and nothing is stored", async () => {
-    const r = await importPem(pemOf(keyWith('ku-only-sign', RSA, 'keyUsage=digitalSignature')), {
-      kid: 'ku-contradicted',
-      usage: 'encrypt',
-    });
+    const r = await importPem(
+      pemOf(makeKey(ssl, 'ku-only-sign', RSA, 'keyUsage=digitalSignature')),
+      {
+        kid: 'ku-contradicted',
+        usage: 'encrypt',
+      },
+    );
     expect(r.status).toBe(422);
     expect(r.json()).toMatchObject({ type: expect.stringMatching(/key-usage-mismatch$/) });
     expect((await api(app, 'GET', `${keysPath}/ku-contradicted`, actor.user)).status).toBe(404);

@@ -8,14 +8,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { api } from '../../support/auth.ts';
 import * as keyUsages from '../../../shared/db/migrations/009_key_usages.ts';
 import {
   ANALYZE,
   OpenSslDir,
+  PERMISSIONS,
   convert,
+  makeKey,
   makeActor,
   openJwe,
   postParts,
@@ -23,7 +24,7 @@ import {
   startTestApp,
   verifyDetached,
 } from './helpers.ts';
-import type { Actor, Answer, FormValue, Jws, TestApp } from './helpers.ts';
+import type { Actor, Answer, FormValue, Jws, TestApp, TestKey } from './helpers.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -32,41 +33,8 @@ let keysPath: string;
 const data = randomBytes(3_000);
 const STOREPASS = 'keytool-pass';
 
-/** A signer or recipient as a test holds it: its files and its private key for jose. */
-interface Holder {
-  kid: string;
-  certFile: string;
-  keyFile: string;
-  privateKey: KeyObject;
-}
-
-/** openssl req -x509 with no -addext: the certificate has no keyUsage (openssl's default). */
-function opensslCert(kid: string, newkey: string[], ...extensions: string[]): Holder {
-  ssl.run([
-    'req',
-    '-x509',
-    ...newkey,
-    '-nodes',
-    '-keyout',
-    `${kid}.key`,
-    '-out',
-    `${kid}.crt`,
-    '-subj',
-    `/CN=${kid}`,
-    '-days',
-    '2',
-    ...extensions.flatMap((e) => ['-addext', e]),
-  ]);
-  return {
-    kid,
-    certFile: `${kid}.crt`,
-    keyFile: `${kid}.key`,
-    privateKey: createPrivateKey(ssl.read(`${kid}.key`)),
-  };
-}
-
 /** keytool -genkeypair into a PKCS#12 keystore (keytool's defaults: no keyUsage). */
-function keytoolStore(kid: string, alg: string[]): Holder {
+function keytoolStore(kid: string, type: string, alg: string[]): TestKey {
   const store = ssl.path(`${kid}.p12`);
   const kt = (args: string[]) =>
     execFileSync('keytool', [...args, '-keystore', store, '-storepass', STOREPASS], {
@@ -88,9 +56,11 @@ function keytoolStore(kid: string, alg: string[]): Holder {
   ]);
   return {
     kid,
+    type,
     certFile: `${kid}.crt`,
     keyFile: `${kid}.key`,
     privateKey: createPrivateKey(ssl.read(`${kid}.key`)),
+    certificate: ssl.run(['x509', '-in', `${kid}.crt`, '-outform', 'DER']),
   };
 }
 
@@ -100,12 +70,12 @@ function upload(file: Buffer, fields: Record<string, string>): Promise<Answer> {
   return postParts(app, `${keysPath}/import-keystore`, actor.user, parts);
 }
 
-const importPem = (h: Holder) =>
+const importPem = (h: TestKey) =>
   upload(Buffer.concat([ssl.read(h.keyFile), ssl.read(h.certFile)]), { kid: h.kid });
-const importP12 = (h: Holder) =>
+const importP12 = (h: TestKey) =>
   upload(ssl.read(`${h.kid}.p12`), { kid: h.kid, password: STOREPASS });
 
-const signCms = (h: Holder) =>
+const signCms = (h: TestKey) =>
   ssl.run([
     'cms',
     '-sign',
@@ -120,7 +90,7 @@ const signCms = (h: Holder) =>
     '-outform',
     'DER',
   ]);
-const encryptCms = (h: Holder) =>
+const encryptCms = (h: TestKey) =>
   ssl.run([
     'cms',
     '-encrypt',
@@ -140,10 +110,10 @@ const analyze = async (file: Buffer) =>
   >();
 const patchKey = (kid: string, body: unknown) =>
   api(app, 'PATCH', `${keysPath}/${kid}`, actor.user, body);
-const certKey = (h: Holder) => new X509Certificate(ssl.read(h.certFile)).publicKey;
+const certKey = (h: TestKey) => new X509Certificate(ssl.read(h.certFile)).publicKey;
 
 /** Converts a SignedData by `h` and checks the JWS with jose under the signer's certificate key. */
-async function expectResigned(h: Holder): Promise<void> {
+async function expectResigned(h: TestKey): Promise<void> {
   const r = await convert(app, actor.user, signCms(h));
   expect([r.status, r.body.toString().slice(0, 200)]).toEqual([200, expect.any(String)]);
   const jws = r.json<Jws>();
@@ -153,7 +123,7 @@ async function expectResigned(h: Holder): Promise<void> {
 }
 
 /** Converts an EnvelopedData to `h` and opens the JWE with jose under the recipient's private key. */
-async function expectDecrypted(h: Holder): Promise<void> {
+async function expectDecrypted(h: TestKey): Promise<void> {
   const r = await convert(app, actor.user, encryptCms(h));
   expect(r.status).toBe(200);
   const opened = await openJwe(r, h.privateKey);
@@ -170,18 +140,9 @@ beforeAll(async () => {
   app = await startTestApp();
   ssl = new OpenSslDir();
   ssl.write('data.bin', data);
-  actor = await makeActor(app, [...PERMISSIONS_WITH_SETTINGS]);
+  actor = await makeActor(app, [...PERMISSIONS, 'admin.keys.read', 'admin.keys.update']);
   keysPath = `/api/v3/admin/tenants/${actor.tenant.tenantId}/keys`;
 });
-
-const PERMISSIONS_WITH_SETTINGS = [
-  'admin.keys.import',
-  'admin.keys.read',
-  'admin.keys.update',
-  'migration.analyze',
-  'migration.convert',
-  'crypto.decrypt',
-];
 
 afterAll(async () => {
   ssl.cleanup();
@@ -189,14 +150,11 @@ afterAll(async () => {
 });
 
 describe(`certificates without keyUsage import for every usage their type has (${TEST_ENGINE})`, () => {
-  const RSA = ['-newkey', 'rsa:2048'];
-  const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
-
   it.each([
-    ['openssl req -x509', () => opensslCert('ossl-rsa', RSA), importPem],
+    ['openssl req -x509', () => makeKey(ssl, 'ossl-rsa', 'rsa-2048'), importPem],
     [
       'keytool -genkeypair',
-      () => keytoolStore('kt-rsa', ['-keyalg', 'RSA', '-keysize', '2048']),
+      () => keytoolStore('kt-rsa', 'rsa-2048', ['-keyalg', 'RSA', '-keysize', '2048']),
       importP12,
     ],
   ])(
@@ -223,10 +181,10 @@ describe(`certificates without keyUsage import for every usage their type has ($
   );
 
   it.each([
-    ['openssl req -x509', () => opensslCert('ossl-ec', P256), importPem],
+    ['openssl req -x509', () => makeKey(ssl, 'ossl-ec', 'ec-p256'), importPem],
     [
       'keytool -genkeypair',
-      () => keytoolStore('kt-ec', ['-keyalg', 'EC', '-groupname', 'secp256r1']),
+      () => keytoolStore('kt-ec', 'ec-p256', ['-keyalg', 'EC', '-groupname', 'secp256r1']),
       importP12,
     ],
   ])(
@@ -247,16 +205,12 @@ describe(`certificates without keyUsage import for every usage their type has ($
 });
 
 describe(`analyze and PATCH tell what a key may do (${TEST_ENGINE})`, () => {
-  let signOnly: Holder;
-  let narrowed: Holder;
+  let signOnly: TestKey;
+  let narrowed: TestKey;
 
   beforeAll(async () => {
-    signOnly = opensslCert(
-      'ku-sign-ec',
-      ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'],
-      'keyUsage=digitalSignature',
-    );
-    narrowed = opensslCert('narrow-rsa', ['-newkey', 'rsa:2048']);
+    signOnly = makeKey(ssl, 'ku-sign-ec', 'ec-p256', 'keyUsage=digitalSignature');
+    narrowed = makeKey(ssl, 'narrow-rsa', 'rsa-2048');
     expect((await importPem(signOnly)).status).toBe(201);
     expect((await importPem(narrowed)).status).toBe(201);
   });
@@ -318,7 +272,7 @@ describe(`analyze and PATCH tell what a key may do (${TEST_ENGINE})`, () => {
 
 describe(`a key trapped before migration 009 is widened without a new import (${TEST_ENGINE})`, () => {
   it('when an RSA signer imported for encrypt alone (the old default) goes through migration 009, then it may sign, a PATCH enables sign, and the conversion re-signs with the same kid', async () => {
-    const trapped = opensslCert('trapped-rsa', ['-newkey', 'rsa:2048']);
+    const trapped = makeKey(ssl, 'trapped-rsa', 'rsa-2048');
     // What the import made before: the type's default usage alone.
     const r = await upload(Buffer.concat([ssl.read(trapped.keyFile), ssl.read(trapped.certFile)]), {
       kid: trapped.kid,
