@@ -13,11 +13,13 @@ import {
   REENCRYPT,
   RESIGN,
   convert,
+  encryptCms,
   importKey,
   makeActor,
   makeKey,
   postParts,
   postRaw,
+  signCms,
   startTestApp,
 } from '../migration/helpers.ts';
 import type { Actor, Answer, FormValue, Jws, TestApp, TestKey } from '../migration/helpers.ts';
@@ -55,34 +57,6 @@ function importPem(
 }
 
 const pemOf = (key: TestKey) => Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]);
-const signCms = (key: TestKey) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-  ]);
-const encryptCms = (key: TestKey) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-recip',
-    key.certFile,
-    '-outform',
-    'DER',
-  ]);
 
 describe(`bulk key operations select only what they name (${TEST_ENGINE})`, () => {
   let owner: Actor;
@@ -205,7 +179,7 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   };
 
   it('when /crypto/stream/resign names an encrypt-only target kid, then 422 key-usage-mismatch instead of a signature by it', async () => {
-    const jws = (await convert(app, actor.user, signCms(signOnly))).json<Jws>();
+    const jws = (await convert(app, actor.user, signCms(ssl, signOnly))).json<Jws>();
     const r = await postParts(app, `${RESIGN}?kid=${encryptOnly.kid}`, actor.workload, [
       ['signature', JSON.stringify(jws)],
       ['file', { data }],
@@ -214,7 +188,7 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   });
 
   it('when /crypto/stream/reencrypt names a sign-only target kid, then 422 key-usage-mismatch instead of a JWE for it', async () => {
-    const enveloped = await convert(app, actor.user, encryptCms(encryptOnly));
+    const enveloped = await convert(app, actor.user, encryptCms(ssl, encryptOnly));
     expect(enveloped.status).toBe(200);
     expectUsageMismatch(
       await postRaw(
@@ -228,17 +202,19 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   });
 
   it('when the same certificate was imported for each usage, then conversion signs with the sign key and decrypts with the encrypt key', async () => {
-    const signed = await convert(app, actor.user, signCms(twice));
+    const signed = await convert(app, actor.user, signCms(ssl, twice));
     expect(signed.status).toBe(200);
     const header = JSON.parse(Buffer.from(signed.json<Jws>().protected, 'base64url').toString());
     expect(header.kid).toBe('twice-sign#1');
-    const enveloped = await convert(app, actor.user, encryptCms(twice));
+    const enveloped = await convert(app, actor.user, encryptCms(ssl, twice));
     expect(enveloped.status).toBe(200);
     expect(enveloped.body.toString('latin1')).toContain('"kid":"twice-enc#1"');
   });
 
   it('when signerKid names an encrypt key, then 422 key-usage-mismatch, as /crypto/sign answers for the same key', async () => {
-    expectUsageMismatch(await convert(app, actor.user, signCms(twice), { signerKid: 'twice-enc' }));
+    expectUsageMismatch(
+      await convert(app, actor.user, signCms(ssl, twice), { signerKid: 'twice-enc' }),
+    );
     const sign = await api(app, 'POST', '/api/v3/crypto/sign', actor.workload, {
       kid: 'twice-enc',
       data: data.toString('base64'),

@@ -16,11 +16,13 @@ import {
   OpenSslDir,
   PERMISSIONS,
   convert,
+  encryptCms,
   makeKey,
   makeActor,
   openJwe,
   postParts,
   postRaw,
+  signCms,
   startTestApp,
   verifyDetached,
 } from './helpers.ts';
@@ -75,35 +77,6 @@ const importPem = (h: TestKey) =>
 const importP12 = (h: TestKey) =>
   upload(ssl.read(`${h.kid}.p12`), { kid: h.kid, password: STOREPASS });
 
-const signCms = (h: TestKey) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    h.certFile,
-    '-inkey',
-    h.keyFile,
-    '-outform',
-    'DER',
-  ]);
-const encryptCms = (h: TestKey) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-recip',
-    h.certFile,
-    '-outform',
-    'DER',
-  ]);
-
 const analyze = async (file: Buffer) =>
   (await postRaw(app, ANALYZE, actor.user, file, 'application/pkcs7-mime')).json<
     Record<string, unknown>
@@ -114,7 +87,7 @@ const certKey = (h: TestKey) => new X509Certificate(ssl.read(h.certFile)).public
 
 /** Converts a SignedData by `h` and checks the JWS with jose under the signer's certificate key. */
 async function expectResigned(h: TestKey): Promise<void> {
-  const r = await convert(app, actor.user, signCms(h));
+  const r = await convert(app, actor.user, signCms(ssl, h));
   expect([r.status, r.body.toString().slice(0, 200)]).toEqual([200, expect.any(String)]);
   const jws = r.json<Jws>();
   await verifyDetached(jws, data, certKey(h));
@@ -124,7 +97,7 @@ async function expectResigned(h: TestKey): Promise<void> {
 
 /** Converts an EnvelopedData to `h` and opens the JWE with jose under the recipient's private key. */
 async function expectDecrypted(h: TestKey): Promise<void> {
-  const r = await convert(app, actor.user, encryptCms(h));
+  const r = await convert(app, actor.user, encryptCms(ssl, h));
   expect(r.status).toBe(200);
   const opened = await openJwe(r, h.privateKey);
   expect(opened.plaintext.equals(data)).toBe(true);
@@ -171,7 +144,7 @@ describe(`certificates without keyUsage import for every usage their type has ($
           allowedUsages: ['encrypt', 'sign'],
         }),
       ]);
-      const a = await analyze(signCms(h));
+      const a = await analyze(signCms(ssl, h));
       expect(a).toMatchObject({
         convertible: true,
         signing: { path: 'signer-key', kids: [h.kid] },
@@ -196,7 +169,7 @@ describe(`certificates without keyUsage import for every usage their type has ($
       expect(r.json<{ keys: unknown[] }>().keys).toEqual([
         expect.objectContaining({ kid: h.kid, usage: 'sign', usages: ['encrypt', 'sign'] }),
       ]);
-      const a = await analyze(encryptCms(h));
+      const a = await analyze(encryptCms(ssl, h));
       expect(a).toMatchObject({ convertible: true, decryption: { kid: h.kid } });
       expect(a.reason).toBeUndefined();
       await expectDecrypted(h);
@@ -216,7 +189,7 @@ describe(`analyze and PATCH tell what a key may do (${TEST_ENGINE})`, () => {
   });
 
   it('when an EnvelopedData is for a certificate whose keyUsage is digitalSignature only, then analyze says not convertible, why, and the kid; the conversion refuses the same key', async () => {
-    const file = encryptCms(signOnly);
+    const file = encryptCms(ssl, signOnly);
     const a = await analyze(file);
     expect(a).toMatchObject({
       convertible: false,
@@ -245,7 +218,7 @@ describe(`analyze and PATCH tell what a key may do (${TEST_ENGINE})`, () => {
   });
 
   it('when PATCH narrows a key to encrypt, then the next analyze and conversion of a SignedData by it refuse it by name; widening back within the certificate restores them', async () => {
-    const file = signCms(narrowed);
+    const file = signCms(ssl, narrowed);
     const r = await patchKey(narrowed.kid, { usages: ['encrypt'] });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
@@ -285,7 +258,7 @@ describe(`a key trapped before migration 009 is widened without a new import (${
     await app.ctx.keys.invalidate(actor.tenant.tenantId, trapped.kid);
     const key = await api(app, 'GET', `${keysPath}/${trapped.kid}`, actor.user);
     expect(key.body).toMatchObject({ usages: ['encrypt'], allowedUsages: ['encrypt', 'sign'] });
-    const file = signCms(trapped);
+    const file = signCms(ssl, trapped);
     expect(await analyze(file)).toMatchObject({
       convertible: false,
       reason: expect.stringMatching(/key trapped-rsa has usage encrypt, not sign/),
