@@ -8,6 +8,7 @@
  */
 import type { Knex } from 'knex';
 import { problem } from '../errors/index.ts';
+import { jwkUseMembers } from '../crypto/material.ts';
 import {
   keyTypeSpec,
   orderedUsages,
@@ -68,6 +69,24 @@ export function enabledUsages(row: Record<string, unknown>): KeyUsage[] {
 export function allowedUsagesOf(row: Record<string, unknown>): KeyUsage[] {
   const v = list(row.allowed_usages);
   return Array.isArray(v) && v.length > 0 ? (v as KeyUsage[]) : enabledUsages(row);
+}
+
+/**
+ * A stored public JWK with the `use` and `alg` of the usages enabled now (a settings PATCH changes
+ * them after the JWK was stored). A JWK whose `use` already fits is answered as stored, so an
+ * `alg` that belongs to the key rather than to a usage (X-Wing, AKP keys) is never dropped.
+ */
+export function jwkForUsages(
+  type: KeyType,
+  usages: readonly KeyUsage[],
+  jwk: Record<string, unknown>,
+): Record<string, unknown> {
+  const want = jwkUseMembers(type, usages);
+  if (jwk.use === want.use) return jwk;
+  const { use, ...rest } = jwk;
+  const was = use === 'sig' ? 'sign' : use === 'enc' ? 'encrypt' : undefined;
+  if (was && rest.alg === jwkUseMembers(type, was).alg) delete rest.alg;
+  return { ...rest, ...want };
 }
 
 /** The columns of a key whose enabled and allowed usages are these. */

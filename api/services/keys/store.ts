@@ -14,11 +14,15 @@ import {
   type KeyType,
   type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
-import { allowedUsagesOf, enabledUsages, usageColumns } from '../../../shared/keys/usages.ts';
+import {
+  allowedUsagesOf,
+  enabledUsages,
+  jwkForUsages,
+  usageColumns,
+} from '../../../shared/keys/usages.ts';
 import {
   deserializeMaterial,
   generateKeyMaterial,
-  jwkUseMembers,
   loadKeyObjects,
   publicJwk,
   serializeMaterial,
@@ -80,9 +84,6 @@ export type VersionView = Pick<KeyVersion, 'version' | 'public_jwk'>;
 export function keyView(row: Record<string, unknown>, version?: VersionView): KeyView {
   const jwk = version?.public_jwk ?? undefined;
   const usages = enabledUsages(row);
-  // The stored JWK's `use` and `alg` follow the usages enabled now, which a settings PATCH changes.
-  const { use: _use, alg: _alg, ...bare } = (jwk ?? {}) as Record<string, unknown>;
-  const members = isKeyType(row.type) ? jwkUseMembers(row.type, usages) : {};
   return {
     kid: row.kid as string,
     type: row.type as string,
@@ -98,8 +99,7 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
     ...(jwk && version
       ? {
           publicKey: {
-            ...bare,
-            ...members,
+            ...(isKeyType(row.type) ? jwkForUsages(row.type, usages, jwk) : jwk),
             kid: versionedKid(row.kid as string, version.version),
           },
         }
