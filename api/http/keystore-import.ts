@@ -41,12 +41,14 @@ export async function importFromRequest(
       action: 'key.import',
       outcome: 'success',
       target: k.kid,
-      details: { type: k.type },
+      details: { type: k.type, usages: k.usages },
     });
   return keys.map((k) => ({
     kid: k.kid,
     type: k.type,
     usage: k.usage,
+    usages: k.usages,
+    allowedUsages: k.allowedUsages,
     state: k.state,
     certificate: k.certificate,
   }));

@@ -138,6 +138,8 @@ const KEY_EXAMPLE = {
   kid: 'orders-db',
   type: 'aes-256',
   usage: 'encrypt',
+  usages: ['encrypt'],
+  allowedUsages: ['encrypt'],
   state: 'active',
   currentVersion: 3,
   source: 'generated',
@@ -162,7 +164,19 @@ const Key = withExample(
       usage: {
         enum: ['encrypt', 'sign', 'mac', 'verify'],
         description:
-          'verify: a certificate imported without its private key (an outside signer, or a CA as trust anchor); it only verifies CMS signers and is never used to sign or decrypt',
+          "the key's one usage where only one can be named (a JWK's use, AWS KMS KeyUsage, listings): the type's default when enabled, else the first of `usages`. verify: a certificate imported without its private key (an outside signer, or a CA as trust anchor); it only verifies CMS signers and is never used to sign or decrypt",
+      },
+      usages: {
+        type: 'array',
+        items: { enum: ['encrypt', 'sign', 'mac', 'verify'] },
+        description:
+          'what the key may do now; every operation checks it (422 key-usage-mismatch otherwise). An imported key pair starts with every usage its certificate allows; PATCH usages changes it within allowedUsages',
+      },
+      allowedUsages: {
+        type: 'array',
+        items: { enum: ['encrypt', 'sign', 'mac', 'verify'] },
+        description:
+          "what the key may ever do: for an imported key pair, what its certificate's keyUsage/extendedKeyUsage allow of what its type does (everything the type does when the certificate has neither extension); for other keys, its one usage",
       },
       state: KeyState,
       currentVersion: { type: 'integer' },
@@ -238,6 +252,14 @@ const KeySettings = {
         type: 'boolean',
         description: 'verify-only keys: a trust anchor for verify: chain (409 for other keys)',
       },
+      usages: {
+        type: 'array',
+        minItems: 1,
+        uniqueItems: true,
+        items: { enum: ['encrypt', 'sign', 'mac', 'verify'] },
+        description:
+          'the usages to enable: narrows the key (the next operation, analyze and conversion follow it), or widens it back within allowedUsages, never past them: 422 key-usage-mismatch naming the field and the allowed usages; 400 for an empty list or an unknown usage; 409 conflict when another key of the tenant holds the same certificate for that usage (naming its kid), or invalid-transition when the archive signing key would lose sign',
+      },
     },
     [],
   ),
@@ -280,6 +302,8 @@ const Imported = withExample(
         kid: str,
         type: str,
         usage: str,
+        usages: { type: 'array', items: str },
+        allowedUsages: { type: 'array', items: str },
         state: KeyState,
         certificate: { oneOf: [CertificateSummary, { type: 'null' }] },
       }),
@@ -291,6 +315,8 @@ const Imported = withExample(
         kid: 'partner-signing',
         type: 'rsa-2048',
         usage: 'sign',
+        usages: ['sign'],
+        allowedUsages: ['sign'],
         state: 'active',
         certificate: {
           subject: 'CN=Partner Signing,O=Partner',
@@ -1100,7 +1126,7 @@ const keys = {
       permission: 'admin.keys.import',
       parameters: [TENANT],
       description:
-        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Without `usage`, the certificate's keyUsage/extendedKeyUsage decide (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt; both: one key for each usage); a certificate without them gives the type's default usage. Keys: RSA 2048/3072/4096, RSASSA-PSS 2048/3072/4096 (id-RSASSA-PSS PKCS#8 keys and certificates: sign only, type rsa-pss-*; a key whose RSASSA-PSS-params bind it to a hash other than SHA-256/384/512, to MGF1 over another hash, or to a salt longer than the hash is keystore-unsupported-algorithm when it is to sign), EC P-256/P-384/P-521, Ed25519, Ed448 (sign only), and X25519/X448 (encrypt only: they open CMS key agreement recipients, RFC 8418). Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
+        "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Each key pair imports as one key whose `allowedUsages` are what the certificate's keyUsage/extendedKeyUsage allow of what its type does (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt), or everything its type does when the certificate has neither extension (openssl req -x509 and keytool -genkeypair make such certificates): an RSA or EC key then both signs and encrypts. Its `usages` are all of them, or the one `usage` names (narrowed at import; PATCH usages changes them later within allowedUsages). Keys: RSA 2048/3072/4096, RSASSA-PSS 2048/3072/4096 (id-RSASSA-PSS PKCS#8 keys and certificates: sign only, type rsa-pss-*; a key whose RSASSA-PSS-params bind it to a hash other than SHA-256/384/512, to MGF1 over another hash, or to a salt longer than the hash is keystore-unsupported-algorithm when it is to sign), EC P-256/P-384/P-521, Ed25519, Ed448 (sign only), and X25519/X448 (encrypt only: they open CMS key agreement recipients, RFC 8418). Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
       requestBody: {
         required: true,
         content: {
@@ -1126,7 +1152,7 @@ const keys = {
       errors: [400, 409, 413, 415, 422],
       errorText: {
         400: "keystore-password-invalid (wrong password or failed MAC), keystore-malformed (names what was found: truncated, a certificate, ...), keystore-empty, keystore-key-mismatch (the key is not the certificate's), keystore-key-invalid (an inconsistent key pair, naming what does not hold, or an RSA public exponent outside odd 65537 <= e < 2^256), or a kid for a certificate that makes two keys",
-        409: 'the kid exists, or the certificate is already imported for that usage (the problem names the existing kid in `kid`)',
+        409: 'the kid exists, or another key of the tenant holds the certificate for one of those usages (the problem names the existing kid in `kid`)',
         415: 'keystore-unsupported-algorithm, or not multipart/form-data',
         422: "policy-violation, or key-usage-mismatch (usage contradicts the certificate's keyUsage/extendedKeyUsage, or they allow nothing this key type does)",
       },

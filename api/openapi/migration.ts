@@ -84,7 +84,7 @@ const Analysis = obj(
     signing: {
       type: ['object', 'null'],
       description:
-        "who signs the JWS when the metadata names no signerKid (contract 10): `archive-key`, the tenant's archive signing key (key setting archiveSigning), else `signer-key`, each signer's own key, `kids` listing those the tenant holds. Absent for an enveloped-only file",
+        "who signs the JWS when the metadata names no signerKid (contract 10): `archive-key`, the tenant's archive signing key (key setting archiveSigning), else `signer-key`, each signer's own key, `kids` listing those the tenant holds with sign among their usages (the reason names a key refused for its usage). Absent for an enveloped-only file",
       properties: {
         path: { enum: ['archive-key', 'signer-key'] },
         kids: { type: 'array', items: { type: 'string' } },
@@ -104,9 +104,19 @@ const Analysis = obj(
         ['type', 'identifier', 'keyEncryptionAlgorithm', 'certificate', 'kid'],
       ),
     },
+    decryption: {
+      type: 'object',
+      description:
+        "the key that decrypts when the metadata names no recipientKid nor password, chosen by the converter's own recipient choice: `kid` is that key, or the key it found and refuses (a key without encrypt among its usages), then with convertible false and the reason naming it; null when no key of the tenant names a recipient. Present for an encrypted form when keys were looked up",
+      properties: { kid: { type: ['string', 'null'] } },
+    },
     contentEncryption: { oneOf: [Algorithm, { type: 'null' }] },
     convertible: { type: 'boolean' },
-    reason: { type: 'string', description: 'why convertible is false' },
+    reason: {
+      type: 'string',
+      description:
+        'why convertible is false; a key refused for its usage is named with its usages (e.g. "key partner has usage sign, not encrypt")',
+    },
   },
   [
     'contentType',
@@ -232,6 +242,7 @@ const ANALYSIS_EXAMPLE = {
       kid: 'archive-2026',
     },
   ],
+  decryption: { kid: 'archive-2026' },
   contentEncryption: { oid: '2.16.840.1.101.3.4.1.42', name: 'aes256-CBC' },
   convertible: true,
 };

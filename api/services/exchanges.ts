@@ -45,6 +45,7 @@ import { KeyVersion } from '../../shared/db/models/keys.ts';
 import { Tenant } from '../../shared/db/models/tenants.ts';
 import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
 import { auditBoth } from './exchange-events.ts';
+import { enabledUsages } from '../../shared/keys/usages.ts';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 30 * 86400;
@@ -185,7 +186,7 @@ async function wrappingKeyOf(ctx: AppContext, tenantId: string, kid: string) {
   if (
     !row ||
     row.state !== 'active' ||
-    row.usage !== 'encrypt' ||
+    !enabledUsages(row).includes('encrypt') ||
     !keyTypeSpec(row.type as KeyType).jwe
   )
     return null;

@@ -92,6 +92,8 @@ export interface Key {
   kid: string;
   type: string;
   usage: string;
+  usages?: string[];
+  allowedUsages?: string[];
   state: string;
   currentVersion: number;
   source: string;
@@ -234,6 +236,7 @@ export const operations = {
       minDecryptionVersion?: number;
       archiveSigning?: boolean;
       trustAnchor?: boolean;
+      usages?: string[];
     },
     Key
   >()('PATCH', `${T}/keys/{kid}`),
@@ -244,7 +247,16 @@ export const operations = {
   archiveKey: def<never, Key>()('POST', `${T}/keys/{kid}/archive`),
   importKeystore: def<
     FormData,
-    { keys: Array<{ kid: string; type: string; usage: string; state: string }> }
+    {
+      keys: Array<{
+        kid: string;
+        type: string;
+        usage: string;
+        usages?: string[];
+        allowedUsages?: string[];
+        state: string;
+      }>;
+    }
   >()('POST', `${T}/keys/import-keystore`, { kind: 'multipart' }),
   adminGetPublicKeys: def<never, PublicKeys>()('GET', `${T}/keys/{kid}/public`),
 

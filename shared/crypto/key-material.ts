@@ -43,4 +43,6 @@ export interface LoadedKeyVersion extends LoadedKey {
   readonly kid: string;
   readonly version: number;
   readonly usage: KeyUsage;
+  /** The usages enabled on the key (shared/keys/usages.ts); `usage` is one of them. */
+  readonly usages: readonly KeyUsage[];
 }

@@ -159,20 +159,41 @@ export function loadKeyObjects(m: KeyMaterial): LoadedKey {
   return Object.freeze({ type: m.type, spec, privateKey, publicKey });
 }
 
-/** Loads a key version for the hot path, checking that its type allows the usage it was created with. */
+/** Loads a key version for the hot path, checking that its type allows each usage enabled on it. */
 export function loadKeyVersion(
   m: KeyMaterial,
-  id: { kid: string; version: number; usage: KeyUsage },
+  id: { kid: string; version: number; usage: KeyUsage; usages?: readonly KeyUsage[] },
 ): LoadedKeyVersion {
   if (!Number.isSafeInteger(id.version) || id.version < 1)
     throw problem('validation_failed', 'key version must be a positive integer');
   const loaded = loadKeyObjects(m);
-  assertUsage({ type: m.type, usage: id.usage, kid: id.kid }, id.usage);
-  return Object.freeze({ ...loaded, kid: id.kid, version: id.version, usage: id.usage });
+  const usages = Object.freeze([...(id.usages ?? [id.usage])]);
+  for (const u of usages) assertUsage({ type: m.type, usage: u, kid: id.kid }, u);
+  return Object.freeze({ ...loaded, kid: id.kid, version: id.version, usage: id.usage, usages });
 }
 
 /** A public JWK (RFC 7517), with `kid`, `use` and the default `alg` when given a usage. */
 export type PublicJwk = Record<string, string | string[]>;
+
+/**
+ * The `use` and default `alg` members of a key's JWK for its enabled usages. A JWK names one use
+ * (RFC 7517 section 4.2): a key enabled for both signing and encryption carries neither member.
+ */
+export function jwkUseMembers(
+  type: KeyType,
+  usages: KeyUsage | readonly KeyUsage[],
+  publicKey?: KeyObject,
+): { use?: 'sig' | 'enc'; alg?: string } {
+  const list = typeof usages === 'string' ? [usages] : usages;
+  if (list.length !== 1) return {};
+  const spec = keyTypeSpec(type);
+  // A verify-only certificate (contract 10) checks signatures: `sig`, with no alg of its own.
+  const signs = list[0] === 'sign' || list[0] === 'verify';
+  // The key's own first algorithm when it is at hand: an RSASSA-PSS key bound to SHA-384 signs PS384.
+  const sign = publicKey ? keySignatureAlgorithms(publicKey, spec.jws ?? [])[0] : spec.jws?.[0];
+  const alg = list[0] === 'sign' ? sign : signs ? undefined : spec.jwe?.alg;
+  return { use: signs ? 'sig' : 'enc', ...(alg !== undefined ? { alg } : {}) };
+}
 
 /**
  * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-KEM, ML-DSA and SLH-DSA use the
@@ -181,7 +202,7 @@ export type PublicJwk = Record<string, string | string[]>;
  */
 export function publicJwk(
   m: KeyMaterial | LoadedKey,
-  opts: { kid?: string; usage?: KeyUsage } = {},
+  opts: { kid?: string; usage?: KeyUsage | readonly KeyUsage[] } = {},
 ): PublicJwk {
   const loaded = 'spec' in m ? m : loadKeyObjects(m);
   const spec = loaded.spec;
@@ -195,18 +216,8 @@ export function publicJwk(
     jwk = { ...(asRsaKey(loaded.publicKey!).export({ format: 'jwk' }) as PublicJwk) };
   }
   if (opts.kid !== undefined) jwk.kid = opts.kid;
-  if (opts.usage !== undefined) {
-    // A verify-only certificate (contract 10) checks signatures: `sig`, with no alg of its own.
-    const signs = opts.usage === 'sign' || opts.usage === 'verify';
-    jwk.use = signs ? 'sig' : 'enc';
-    const alg =
-      opts.usage === 'sign'
-        ? keySignatureAlgorithms(loaded.publicKey, spec.jws ?? [])[0]
-        : signs
-          ? undefined
-          : spec.jwe?.alg;
-    if (alg !== undefined) jwk.alg = alg;
-  }
+  if (opts.usage !== undefined)
+    Object.assign(jwk, jwkUseMembers(spec.type, opts.usage, loaded.publicKey));
   return jwk;
 }
 

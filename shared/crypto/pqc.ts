@@ -45,14 +45,16 @@ const CIPHERTEXT_LENGTH: Record<string, number> = {
   'x25519-ml-kem-768': MLKEM768_CT + X25519_LEN,
 };
 
-function kemKey(key: LoadedKey & { usage?: KeyUsage; kid?: string }): void {
+function kemKey(
+  key: LoadedKey & { usage?: KeyUsage; usages?: readonly KeyUsage[]; kid?: string },
+): void {
   if (key.spec.family !== 'ml-kem' && key.spec.family !== 'hybrid') {
     throw problem('key_usage_mismatch', `a ${key.type} key cannot encapsulate`, {
       details: { allowed: ['ml-kem-768', 'ml-kem-1024', 'x25519-ml-kem-768'] },
     });
   }
   if (key.usage !== undefined)
-    assertUsage({ type: key.type, usage: key.usage, kid: key.kid }, 'encrypt');
+    assertUsage({ type: key.type, usage: key.usage, usages: key.usages, kid: key.kid }, 'encrypt');
 }
 
 /** Expands an X-Wing seed into its ML-KEM-768 and X25519 private keys (expandDecapsulationKey). */

@@ -354,25 +354,45 @@ export function resolveUsage(type: KeyType, requested?: string): KeyUsage {
   return requested as KeyUsage;
 }
 
-/** Throws key_usage_mismatch unless a key of this usage may perform `needed`. */
+/**
+ * The one usage check of every key use: throws key_usage_mismatch unless the key's enabled usages
+ * (`usages`; a key that records none has its one `usage`) include `needed` and its type can do it.
+ * A key record that forgets `usages` is checked against `usage` alone, so it can only refuse more.
+ */
 export function assertUsage(
-  key: { type: KeyType; usage: KeyUsage; kid?: string },
+  key: { type: KeyType; usage: KeyUsage; usages?: readonly KeyUsage[]; kid?: string },
   needed: KeyUsage,
 ): void {
   const spec = KEY_TYPE_SPECS[key.type];
   const allowed = needed === 'verify' ? spec.symmetric !== true : spec.usages.includes(needed);
-  if (key.usage !== needed || !allowed) {
+  const enabled = key.usages ?? [key.usage];
+  if (!enabled.includes(needed) || !allowed) {
     throw problem(
       'key_usage_mismatch',
-      `key ${key.kid ?? key.type} has usage ${key.usage}, not ${needed}`,
+      `key ${key.kid ?? key.type} has usage ${enabled.join(' and ')}, not ${needed}`,
       {
         details: {
+          ...(key.kid !== undefined ? { kid: key.kid } : {}),
           usage: key.usage,
+          usages: [...enabled],
           needed,
         },
       },
     );
   }
+}
+
+/** The usages in the type table's order (encrypt before sign), without repeats. */
+export function orderedUsages(type: KeyType, usages: Iterable<KeyUsage>): KeyUsage[] {
+  const set = new Set(usages);
+  const order: readonly KeyUsage[] = [...KEY_TYPE_SPECS[type].usages, 'verify'];
+  return order.filter((u) => set.has(u));
+}
+
+/** The key's one `usage` (JWK `use`, AWS KeyUsage, listings): the type's default when enabled, else the first enabled. */
+export function primaryUsage(type: KeyType, usages: readonly KeyUsage[]): KeyUsage {
+  const d = KEY_TYPE_SPECS[type].defaultUsage;
+  return usages.includes(d) ? d : usages[0];
 }
 
 /** What a JWS algorithm needs: the digest (null for the schemes that sign the message itself) and its length. */

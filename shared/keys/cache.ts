@@ -23,6 +23,7 @@ import { AppError, problem } from '../errors/index.ts';
 import type { Logger } from '../logger.ts';
 import { KID, canonicalId } from '../ids.ts';
 import { keyNotFound, type KeyState } from './lifecycle.ts';
+import { enabledUsages } from './usages.ts';
 import type { ChangeFeed } from '../fanout/change-feed.ts';
 import { Key, KeyVersion } from '../db/models/keys.ts';
 
@@ -34,7 +35,9 @@ export interface CachedKey {
   tenantId: string;
   kid: string;
   type: KeyType;
+  /** The key's one usage (what names only one); `usages` are the enabled ones, which every check consults. */
   usage: KeyUsage;
+  usages: readonly KeyUsage[];
   state: KeyState;
   currentVersion: number;
   /** Versions below this no longer decrypt or verify (contract 8, Vault min_decryption_version); they are kept. */
@@ -62,6 +65,7 @@ export interface StoredVersionId {
   kid: string;
   version: number;
   usage: KeyUsage;
+  usages?: readonly KeyUsage[];
 }
 
 /**
@@ -113,6 +117,7 @@ export function createKeyCache(
     const rows = await KeyVersion.query(db).where({ key_id: row.id }).select('version', 'material');
     const versions = new Map<number, LoadedKeyVersion>();
     const material = new Map<number, Uint8Array>();
+    const usages = enabledUsages(row as unknown as Record<string, unknown>);
     for (const v of rows) {
       const opened = master.open(v.material, { tenantId, kid, version: v.version });
       const m = deserializeMaterial(opened);
@@ -120,7 +125,7 @@ export function createKeyCache(
         v.version,
         loadStoredVersion(
           m,
-          { tenantId, kid, version: v.version, usage: row.usage as KeyUsage },
+          { tenantId, kid, version: v.version, usage: row.usage as KeyUsage, usages },
           log,
         ),
       );
@@ -131,6 +136,7 @@ export function createKeyCache(
       kid,
       type: row.type as KeyType,
       usage: row.usage as KeyUsage,
+      usages,
       state: row.state,
       currentVersion: row.current_version,
       minDecryptionVersion: row.min_decryption_version ?? 1,

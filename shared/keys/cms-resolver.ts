@@ -9,6 +9,7 @@ import { KID, canonicalId } from '../ids.ts';
 import { KeyVersion } from '../db/models/keys.ts';
 import { retainedVersion } from './lifecycle.ts';
 import { issuerSerialKey, usableKey, type KeyLookupDeps } from './lookup.ts';
+import { enabledUsagesSql } from './usages.ts';
 import {
   decryptionNotAllowed,
   type DecryptingCaller,
@@ -88,9 +89,12 @@ export function tenantKeyResolver(
     else if (ref.subjectKeyIdentifier)
       q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
     else return null;
-    // One certificate may be imported once per usage: the key of the wanted usage comes first, and
-    // a key of the other usage only when there is none, so resolve refuses it by name.
-    if (purpose) q.orderByRaw('case when k.usage = ? then 0 else 1 end', [purpose]);
+    // One key per certificate and usage: the key with the wanted usage enabled comes first, and a
+    // key without it only when there is none, so resolve refuses it by name.
+    if (purpose)
+      q.orderByRaw(`case when ${enabledUsagesSql('k.')} @> ?::jsonb then 0 else 1 end`, [
+        JSON.stringify([purpose]),
+      ]);
     // A verify-only certificate never signs or decrypts (contract 10); without a purpose it is
     // the public key that checks a signer.
     if (purpose) q.whereNot('k.usage', 'verify');

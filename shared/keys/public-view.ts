@@ -24,6 +24,8 @@ export interface PublicKeysView {
   kid: string;
   type: string;
   usage: string;
+  /** The enabled usages (shared/keys/usages.ts). */
+  usages: string[];
   state: string;
   currentVersion: number;
   minDecryptionVersion: number;
@@ -59,13 +61,14 @@ export async function publicKeysOf(
     .sort(([a], [b]) => a - b)
     .map(([version, loaded]) => ({
       version,
-      jwk: publicJwk(loaded, { kid: versionedKid(kid, version), usage: key.usage }),
+      jwk: publicJwk(loaded, { kid: versionedKid(kid, version), usage: key.usages }),
       pem: publicPem(loaded),
     }));
   return {
     kid,
     type: key.type,
     usage: key.usage,
+    usages: [...key.usages],
     state: key.state,
     currentVersion: key.currentVersion,
     minDecryptionVersion: key.minDecryptionVersion,

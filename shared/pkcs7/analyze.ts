@@ -12,6 +12,9 @@ import { CONTENT_CIPHERS } from './algorithms.ts';
 import { describeRecipient } from './recipients.ts';
 import { MAX_CMS_NESTING, NESTING_WINDOW, cmsLayersIn } from './nesting.ts';
 import { describeSigner } from './signers.ts';
+import { ownSigningKey } from './resigning.ts';
+import { chooseRecipient } from './recipient-choice.ts';
+import { AppError } from '../errors/index.ts';
 import type {
   Analysis,
   CertificateSummary,
@@ -28,6 +31,11 @@ function summaryOf(der: Buffer | undefined): CertificateSummary | null {
   } catch {
     return null;
   }
+}
+
+/** Why a signer's own key cannot re-sign, when it is more than "not imported" (the refused key's kid and usage). */
+function refusal(err: AppError): string | null {
+  return err.code === 'cms_key_not_imported' ? null : err.message;
 }
 
 /** Reads a whole CMS message and reports its type, encoding, signers, recipients and convertibility. */
@@ -75,6 +83,8 @@ export async function analyzePkcs7(
       .filter((c): c is ParsedCertificate => c !== null);
     const signers: SignerSummary[] = [];
     const ownKids: string[] = [];
+    // Why a signer's own key cannot re-sign: the converter's own problem (ownSigningKey).
+    const ownRefused: AppError[] = [];
     for (const s of tail.signers) {
       const d = describeSigner(s);
       const cert = matchCertificate(certs, d.ref);
@@ -87,10 +97,14 @@ export async function analyzePkcs7(
             ? 'no certificate matches the signer identifier (cms-signer-certificate-mismatch)'
             : "the signer's certificate is neither in the file nor imported",
         );
-      if (resolver) {
-        const own = await resolver.byCmsRef(d.ref, 'sign').catch(() => null);
-        if (own?.privateKey && !ownKids.includes(own.kid)) ownKids.push(own.kid);
-        else if (!own?.privateKey) ownKids.push('');
+      if (resolver && !d.unsupported) {
+        try {
+          const own = await ownSigningKey(resolver, d);
+          if (!ownKids.includes(own.kid)) ownKids.push(own.kid);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          ownRefused.push(err);
+        }
       }
       signers.push({
         identifier: d.identifier,
@@ -110,10 +124,12 @@ export async function analyzePkcs7(
       const archive = (await resolver.archiveSigningKey?.()) ?? null;
       if (archive) signing = { path: 'archive-key', kids: [archive.kid] };
       else {
-        signing = { path: 'signer-key', kids: ownKids.filter((k) => k !== '') };
-        if (ownKids.includes(''))
+        signing = { path: 'signer-key', kids: ownKids };
+        for (const why of new Set(ownRefused.map((e) => refusal(e))))
           reasons.push(
-            "no key to re-sign with: a signer's private key is not imported and the tenant has no archive signing key",
+            why === null
+              ? "no key to re-sign with: a signer's private key is not imported and the tenant has no archive signing key"
+              : `no key to re-sign with: ${why}`,
           );
       }
     }
@@ -149,13 +165,18 @@ export async function analyzePkcs7(
       if (!head.content) reasons.push('detached encrypted content is not supported');
       if (tail.authAttrs) reasons.push('authAttrs are not supported');
     }
-    if (resolver) {
-      if (enveloped && usable.length > 0 && !usable.includes(true))
-        reasons.push(
-          recipients.length === 1
-            ? 'the recipient key is not imported'
-            : 'no recipient key is imported',
-        );
+    // Which key decrypts, chosen as the converter chooses it (chooseRecipient, without metadata).
+    let decryption: Analysis['decryption'];
+    if (resolver && enveloped && usable.length > 0) {
+      try {
+        decryption = { kid: (await chooseRecipient(head.recipientInfos, resolver, {})).key.kid };
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        const kid = err.details?.kid;
+        decryption = { kid: typeof kid === 'string' ? kid : null };
+        // A password recipient opens with metadata.password instead (contract 10).
+        if (!head.recipientInfos.some((ri) => ri.pwri)) reasons.push(err.message);
+      }
     }
     // What follows the CMS object in an archive form is not read; the input is released.
     await container.close().catch(() => {});
@@ -170,6 +191,7 @@ export async function analyzePkcs7(
       ...(certificatesOnly ? { certificatesOnly: true, certificateCount: certs.length } : {}),
       ...(signed && resolver && !certificatesOnly ? { signing } : {}),
       recipients,
+      ...(decryption ? { decryption } : {}),
       contentEncryption: head.contentEncryption
         ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }
         : null,

@@ -84,14 +84,7 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws | Gene
       anyPss ||= pss;
       recorded.push(await original(a, desc, certificate));
       if (a.key) continue;
-      // Looked up for signing: the identifier may also name the same certificate's encrypt key.
-      const own = await a.resolver.byCmsRef(desc.ref, 'sign');
-      if (!own?.privateKey)
-        throw problem(
-          'cms_key_not_imported',
-          "no key to re-sign with: the signer's private key is not in the tenant; give signerKid, or make a signing key the tenant's archive signing key (archiveSigning)",
-          { details: { identifier: desc.identifier } },
-        );
+      const own = await ownSigningKey(a.resolver, desc);
       if (!signing.has(own.kid)) signing.set(own.kid, { key: own, pss });
     }
     if (a.key) signing.set(a.key.kid, { key: a.key, pss: anyPss });
@@ -144,6 +137,26 @@ async function original(
     digestAlg: cmsDigestName(desc.digestOid)!,
     verified: chain ? 'chain' : 'signature',
   };
+}
+
+/**
+ * The signer's own key, which re-signs when neither signerKid nor the archive key does: looked up
+ * for signing (the identifier may also name the same certificate's key for another usage, and a
+ * key without sign enabled is key-usage-mismatch naming it). The converter and analyze both ask
+ * here, so analyze names the key the converter really uses.
+ */
+export async function ownSigningKey(
+  resolver: KeyResolver,
+  desc: SignerDescription,
+): Promise<ResolvedKey> {
+  const own = await resolver.byCmsRef(desc.ref, 'sign');
+  if (!own?.privateKey)
+    throw problem(
+      'cms_key_not_imported',
+      "no key to re-sign with: the signer's private key is not in the tenant; give signerKid, or make a signing key the tenant's archive signing key (archiveSigning)",
+      { details: { identifier: desc.identifier } },
+    );
+  return own;
 }
 
 /** The key that signs every JWS of a conversion when it is known before the content: signerKid, else the tenant's archive signing key. */

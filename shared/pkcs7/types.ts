@@ -134,6 +134,13 @@ export interface Analysis {
   certificatesOnly?: true;
   certificateCount?: number;
   recipients: RecipientSummary[];
+  /**
+   * The key that decrypts when the metadata names no recipientKid nor password: the one the
+   * converter chooses (chooseRecipient), or, when it refuses the key it found (a key without
+   * encrypt enabled), that key with `convertible: false` and the reason. Present when keys were
+   * looked up for an encrypted form.
+   */
+  decryption?: { kid: string | null };
   contentEncryption: AlgorithmSummary | null;
   convertible: boolean;
   reason?: string;

@@ -3,15 +3,15 @@
  * stored in one transaction, so a failure leaves no half-imported key.
  */
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import {
-  keyTypeSpec,
+  primaryUsage,
   resolveUsage,
   type KeyType,
   type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
+import { allowedUsages, refuseDuplicate } from '../../../shared/keys/usages.ts';
 import type { ParsedKeystoreEntry } from '../../../workers/tasks/keystore.ts';
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
@@ -20,25 +20,26 @@ import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
 
 /**
- * The usages to import an entry for. A `usage` field decides, but not against the certificate;
- * without one the certificate's keyUsage/extendedKeyUsage decide (RFC 5280 sections 4.2.1.3 and
- * 4.2.1.12), one key per usage they allow; a certificate that restricts nothing (or no
- * certificate) gives the type's default usage, as for generated keys.
+ * The usages of the key an entry imports as: `allowed`, what the certificate's keyUsage/
+ * extendedKeyUsage allow (RFC 5280 sections 4.2.1.3 and 4.2.1.12) that the type can do, or all
+ * the type can do when the certificate restricts nothing (shared/keys/usages.ts); `enabled`, all
+ * of them, or the one a `usage` field names (which the certificate must allow).
  */
 export function importUsages(
   e: Pick<ParsedKeystoreEntry, 'type' | 'usages' | 'privateKeyDer'>,
   requested?: string,
-): KeyUsage[] {
+): { enabled: KeyUsage[]; allowed: KeyUsage[] } {
   const type = e.type as KeyType;
+  const allowed = allowedUsages(type, e.usages, !!e.privateKeyDer);
   // A certificate without its private key only verifies (contract 10), whatever it allows.
   if (!e.privateKeyDer) {
     if (requested !== undefined && requested !== 'verify')
       throw problem(
         'key_usage_mismatch',
         `a certificate imported without its private key verifies only; it cannot ${requested}`,
-        { details: { allowed: ['verify'] } },
+        { details: { allowed } },
       );
-    return ['verify'];
+    return { enabled: allowed, allowed };
   }
   if (requested !== undefined) {
     const usage = resolveUsage(type, requested);
@@ -50,52 +51,29 @@ export function importUsages(
         'mac keys are generated (an hmac-* key type), not imported',
         { details: { allowed: ['encrypt', 'sign'] } },
       );
-    if (e.usages && !e.usages.includes(usage as 'sign' | 'encrypt')) {
+    if (!allowed.includes(usage)) {
       throw problem(
         'key_usage_mismatch',
         `the certificate's keyUsage/extendedKeyUsage do not allow ${usage}`,
-        { details: { allowed: e.usages } },
+        { details: { allowed } },
       );
     }
-    return [usage];
+    return { enabled: [usage], allowed };
   }
-  if (!e.usages) return [resolveUsage(type)];
-  if (e.usages.length === 0)
+  if (e.usages?.length === 0)
     throw problem(
       'key_usage_mismatch',
       "the certificate's keyUsage allows neither signing nor encryption (only certificate or CRL signing, for instance)",
       { details: { allowed: [] } },
     );
-  const fit = e.usages.filter((u) => (keyTypeSpec(type).usages as readonly string[]).includes(u));
-  if (fit.length === 0) {
+  if (allowed.length === 0) {
     throw problem(
       'key_usage_mismatch',
-      `the certificate's keyUsage/extendedKeyUsage allow only ${e.usages.join(' and ')}, which a ${type} key cannot do`,
+      `the certificate's keyUsage/extendedKeyUsage allow only ${e.usages!.join(' and ')}, which a ${type} key cannot do`,
       { details: { allowed: e.usages } },
     );
   }
-  return fit;
-}
-
-/** 409 when the tenant already holds this certificate's key for this usage, naming that kid. */
-async function refuseDuplicate(
-  trx: Knex,
-  tenantId: string,
-  issuerSerial: string | undefined,
-  usage: KeyUsage,
-): Promise<void> {
-  if (!issuerSerial) return;
-  const existing = await trx('key_versions as v')
-    .join('keys as k', 'k.id', 'v.key_id')
-    .where({ 'k.tenant_id': tenantId, 'k.usage': usage, 'v.issuer_serial': issuerSerial })
-    .orderBy('k.kid')
-    .first('k.kid');
-  if (existing)
-    throw problem(
-      'conflict',
-      `this certificate is already imported for ${usage} as key ${existing.kid}`,
-      { details: { kid: existing.kid, usage } },
-    );
+  return { enabled: allowed, allowed };
 }
 
 /** Imports every key of a keystore; answers the keys with their certificate summaries. */
@@ -130,52 +108,46 @@ export async function importKeystore(
         'policy_violation',
         `the effective policy of this tenant does not allow ${e.type} keys`,
       );
-    return { e, usages: importUsages(e, input.usage) };
+    return { e, ...importUsages(e, input.usage) };
   });
-  if (input.kid && plan[0].usages.length > 1) {
-    throw problem(
-      'validation_failed',
-      `the certificate allows ${plan[0].usages.join(' and ')}, which makes one key each; give usage to import one of them under kid ${input.kid}`,
-    );
-  }
   return ctx.db.transaction(async (trx) => {
     const out: Array<KeyView & { certificate: unknown }> = [];
-    for (const { e, usages } of plan) {
+    for (const { e, enabled, allowed } of plan) {
       const issuerDer = b(e.issuerDer);
       const serialNumber = b(e.serialNumber);
-      for (const usage of usages) {
-        await refuseDuplicate(
-          trx,
-          tenantId,
-          issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined,
-          usage,
-        );
-        const kid = input.kid ?? `imported-${randomUUID()}`;
-        const view = await storeKey(
-          ctx,
-          tenantId,
-          {
-            kid,
-            type: e.type,
-            usage,
-            source: 'imported',
-            trustAnchor: usage === 'verify' && input.trustAnchor === true,
-          },
-          {
-            type: e.type as KeyType,
-            privateKeyDer: b(e.privateKeyDer),
-            publicKeyDer: b(e.publicKeyDer),
-          },
-          {
-            certificateChain: e.certificates.map((c) => b(c)!),
-            issuerDer,
-            serialNumber,
-            subjectKeyIdentifier: b(e.subjectKeyIdentifier),
-          },
-          trx,
-        );
-        out.push({ ...view, certificate: e.certificate ?? null });
-      }
+      await refuseDuplicate(
+        trx,
+        tenantId,
+        issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined,
+        enabled,
+      );
+      const kid = input.kid ?? `imported-${randomUUID()}`;
+      const view = await storeKey(
+        ctx,
+        tenantId,
+        {
+          kid,
+          type: e.type,
+          usage: primaryUsage(e.type as KeyType, enabled),
+          usages: enabled,
+          allowedUsages: allowed,
+          source: 'imported',
+          trustAnchor: enabled.includes('verify') && input.trustAnchor === true,
+        },
+        {
+          type: e.type as KeyType,
+          privateKeyDer: b(e.privateKeyDer),
+          publicKeyDer: b(e.publicKeyDer),
+        },
+        {
+          certificateChain: e.certificates.map((c) => b(c)!),
+          issuerDer,
+          serialNumber,
+          subjectKeyIdentifier: b(e.subjectKeyIdentifier),
+        },
+        trx,
+      );
+      out.push({ ...view, certificate: e.certificate ?? null });
     }
     return out;
   });

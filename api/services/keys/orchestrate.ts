@@ -19,6 +19,7 @@ import { isKeyType } from '../../../shared/crypto/registry.ts';
 import { KID, changeKey } from './store.ts';
 import { KEY_STATES, type KeyAction } from '../../../shared/keys/lifecycle.ts';
 import { keysQuery } from '../../../shared/keys/lookup.ts';
+import { whereUsageEnabled } from '../../../shared/keys/usages.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
 
 const INLINE_LIMIT = 50;
@@ -120,8 +121,10 @@ async function selectKids(
       if (!SELECTOR_FILTERS.get(m)!(sel[m])) throw invalid(`selector.${m} has an invalid value`);
   }
   const q = keysQuery(ctx.db, tenantId).limit(MAX_KEYS).orderBy('kid');
-  for (const f of ['type', 'usage', 'state'] as const)
+  for (const f of ['type', 'state'] as const)
     if (sel[f] !== undefined) q.where(f, sel[f] as string);
+  // A key for both usages is selected by either (shared/keys/usages.ts).
+  if (sel.usage !== undefined) whereUsageEnabled(q, sel.usage as string);
   if (typeof sel.kidPrefix === 'string')
     q.where('kid', 'like', `${sel.kidPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   return (await q.select('kid')).map((r) => r.kid as string);

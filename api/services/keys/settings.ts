@@ -10,6 +10,13 @@ import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
 import { keyNotFound } from '../../../shared/keys/lifecycle.ts';
+import {
+  allowedUsagesOf,
+  enabledUsages,
+  readEnabledUsages,
+  refuseDuplicate,
+  usageColumns,
+} from '../../../shared/keys/usages.ts';
 
 /** The longest rotation period, for a key as for a policy override (ten years). */
 export const MAX_ROTATION_PERIOD_DAYS = 3650;
@@ -39,6 +46,8 @@ export interface SettingsPatch {
   minDecryptionVersion?: number;
   archiveSigning?: boolean;
   trustAnchor?: boolean;
+  /** The usages to enable, checked under the key's lock against the usages it allows. */
+  usages?: unknown;
 }
 
 const iso = (v: unknown) => (v ? new Date(v as string).toISOString() : null);
@@ -107,6 +116,7 @@ const PATCH_MEMBERS: ReadonlySet<string> = new Set([
   'minDecryptionVersion',
   'archiveSigning',
   'trustAnchor',
+  'usages',
 ]);
 
 /** Validates a PATCH body: an object of at least one known member; bounds that need the key are checked under its lock. */
@@ -131,6 +141,7 @@ export function readSettingsPatch(body: unknown): SettingsPatch {
       });
     patch.minDecryptionVersion = v as number;
   }
+  if (Object.hasOwn(b, 'usages')) patch.usages = b.usages;
   for (const flag of ['archiveSigning', 'trustAnchor'] as const) {
     if (!Object.hasOwn(b, flag)) continue;
     if (typeof b[flag] !== 'boolean')
@@ -194,12 +205,30 @@ export async function applySettings(
         );
       update.trust_anchor = patch.trustAnchor;
     }
+    let usages = enabledUsages(key);
+    if (patch.usages !== undefined) {
+      // Narrowed or widened within what the certificate (or the type) allows, never past it.
+      const allowed = allowedUsagesOf(key);
+      usages = readEnabledUsages(patch.usages, kid, allowed);
+      const version = await trx('key_versions')
+        .where({ key_id: key.id, version: key.current_version })
+        .first('issuer_serial');
+      await refuseDuplicate(trx, tenantId, version?.issuer_serial ?? undefined, usages, key.id);
+      Object.assign(update, usageColumns(key.type, usages, allowed));
+    }
+    const archiveSigning = patch.archiveSigning ?? key.archive_signing === true;
+    if (archiveSigning && patch.archiveSigning === undefined && !usages.includes('sign'))
+      throw problem(
+        'invalid_transition',
+        `key ${kid} is the archive signing key; it keeps sign among its usages (set archiveSigning false first)`,
+        { details: { field: 'usages', usages } },
+      );
     if (patch.archiveSigning !== undefined) {
-      if (patch.archiveSigning && (key.usage !== 'sign' || key.state !== 'active'))
+      if (patch.archiveSigning && (!usages.includes('sign') || key.state !== 'active'))
         throw problem(
           'invalid_transition',
-          `key ${kid} is ${key.state} with usage ${key.usage}; the archive signing key is an active signing key`,
-          { details: { field: 'archiveSigning', usage: key.usage, state: key.state } },
+          `key ${kid} is ${key.state} with usage ${usages.join(' and ')}; the archive signing key is an active signing key`,
+          { details: { field: 'archiveSigning', usage: key.usage, usages, state: key.state } },
         );
       // One per tenant: setting it moves it here from the key that held it.
       if (patch.archiveSigning)

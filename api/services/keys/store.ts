@@ -12,7 +12,14 @@ import {
   keyTypeSpec,
   resolveUsage,
   type KeyType,
+  type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
+import {
+  allowedUsagesOf,
+  enabledUsages,
+  jwkForUsages,
+  usageColumns,
+} from '../../../shared/keys/usages.ts';
 import {
   deserializeMaterial,
   generateKeyMaterial,
@@ -58,6 +65,9 @@ export interface KeyView {
   kid: string;
   type: string;
   usage: string;
+  /** What the key may do now, and at most (its certificate or type): shared/keys/usages.ts. */
+  usages: string[];
+  allowedUsages: string[];
   state: KeyState;
   currentVersion: number;
   source: string;
@@ -73,10 +83,13 @@ export type VersionView = Pick<KeyVersion, 'version' | 'public_jwk'>;
 /** The metadata of a key row, with its version's public JWK when given. */
 export function keyView(row: Record<string, unknown>, version?: VersionView): KeyView {
   const jwk = version?.public_jwk ?? undefined;
+  const usages = enabledUsages(row);
   return {
     kid: row.kid as string,
     type: row.type as string,
     usage: row.usage as string,
+    usages,
+    allowedUsages: allowedUsagesOf(row),
     state: row.state as KeyState,
     currentVersion: Number(row.current_version),
     source: row.source as string,
@@ -84,7 +97,12 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
     updatedAt: new Date(row.updated_at as string).toISOString(),
     // The JWK names its version, `<kid>#<version>` (contract 8), also for rows stored with the bare kid.
     ...(jwk && version
-      ? { publicKey: { ...jwk, kid: versionedKid(row.kid as string, version.version) } }
+      ? {
+          publicKey: {
+            ...(isKeyType(row.type) ? jwkForUsages(row.type, usages, jwk) : jwk),
+            kid: versionedKid(row.kid as string, version.version),
+          },
+        }
       : {}),
   };
 }
@@ -106,7 +124,7 @@ async function insertVersion(
   kid: string,
   version: number,
   material: KeyMaterial,
-  usage: string,
+  usage: KeyUsage | readonly KeyUsage[],
   extras: ImportExtras = {},
 ): Promise<void> {
   // Every new version (generated, imported, exchanged, rotated) is loaded as the hot path will
@@ -115,9 +133,7 @@ async function insertVersion(
   const loaded = loadKeyObjects(material);
   const sealed = ctx.masterKey.seal(serializeMaterial(material), { tenantId, kid, version });
   const jwk =
-    material.publicKeyDer || material.components
-      ? publicJwk(loaded, { kid, usage: usage as never })
-      : null;
+    material.publicKeyDer || material.components ? publicJwk(loaded, { kid, usage }) : null;
   await trx('key_versions').insert({
     id: randomUUID(),
     key_id: keyId,
@@ -201,6 +217,9 @@ export interface NewKeyMeta {
   kid: string;
   type: string;
   usage: string;
+  /** The enabled and allowed usages (shared/keys/usages.ts); both default to `[usage]`. */
+  usages?: readonly KeyUsage[];
+  allowedUsages?: readonly KeyUsage[];
   source: string;
   description?: string | null;
   rotationPeriodDays?: number | null;
@@ -226,7 +245,11 @@ export async function storeKey(
     tenant_id: tenantId,
     kid: meta.kid,
     type: meta.type,
-    usage: meta.usage,
+    ...usageColumns(
+      meta.type as KeyType,
+      meta.usages ?? [meta.usage as KeyUsage],
+      meta.allowedUsages ?? meta.usages ?? [meta.usage as KeyUsage],
+    ),
     state: 'active',
     current_version: 1,
     source: meta.source,
@@ -243,7 +266,7 @@ export async function storeKey(
   };
   const write = async (t: Knex) => {
     await t('keys').insert(row);
-    await insertVersion(ctx, t, tenantId, id, meta.kid, 1, material, meta.usage, extras);
+    await insertVersion(ctx, t, tenantId, id, meta.kid, 1, material, enabledUsages(row), extras);
   };
   try {
     if (trx) await write(trx);
@@ -351,7 +374,7 @@ async function applyChange(
     const state = nextState(kid, row.state, action);
     const version = action === 'rotate' ? row.current_version + 1 : row.current_version;
     if (material)
-      await insertVersion(ctx, trx, tenantId, row.id, kid, version, material, row.usage);
+      await insertVersion(ctx, trx, tenantId, row.id, kid, version, material, enabledUsages(row));
     const now = new Date();
     // A rotation, manual or scheduled, starts the next period.
     const schedule =

@@ -25,6 +25,8 @@ const KEY_FIELDS = [
   'kid',
   'type',
   'usage',
+  'usages',
+  'allowedUsages',
   'state',
   'currentVersion',
   'source',
@@ -147,7 +149,7 @@ export const keysCommand: Command = {
         usage: {
           type: 'string',
           value: '<usage>',
-          help: "encrypt or sign (default: the certificate's key usage)",
+          help: "encrypt or sign: enable only this one (default: every usage the certificate's keyUsage allows, or all the key type has when it has no keyUsage)",
         },
         'password-stdin': { type: 'boolean', help: 'read the keystore password from stdin' },
         'trust-anchor': {
@@ -175,7 +177,8 @@ export const keysCommand: Command = {
           table(answer.keys, [
             ['kid', (k) => k.kid],
             ['type', (k) => k.type],
-            ['usage', (k) => k.usage],
+            ['usages', (k) => (k.usages ?? [k.usage]).join(',')],
+            ['allowed', (k) => (k.allowedUsages ?? [k.usage]).join(',')],
             ['state', (k) => k.state],
           ]),
         );
@@ -184,7 +187,8 @@ export const keysCommand: Command = {
     },
     {
       name: 'settings',
-      summary: "Change a key's description, rotation period or minimum decryption version",
+      summary:
+        "Change a key's description, rotation period, minimum decryption version or enabled usages",
       args: ['<kid>'],
       options: {
         description: { type: 'string', value: '<text>', help: 'a description' },
@@ -208,6 +212,11 @@ export const keysCommand: Command = {
           value: 'true|false',
           help: 'a verify-only certificate that verify: chain validates to',
         },
+        usages: {
+          type: 'string',
+          value: '<usage,...>',
+          help: 'the usages to enable (encrypt,sign): narrows the key, or widens it back within what its certificate allows (allowedUsages), never past it',
+        },
       },
       async run(inv) {
         const period = str(inv.values, 'rotation-period-days');
@@ -227,10 +236,17 @@ export const keysCommand: Command = {
           ...(min === undefined ? {} : { minDecryptionVersion: min }),
           ...flag(inv.values, 'archive-signing', 'archiveSigning'),
           ...flag(inv.values, 'trust-anchor', 'trustAnchor'),
+          ...(str(inv.values, 'usages') === undefined
+            ? {}
+            : {
+                usages: str(inv.values, 'usages')!
+                  .split(',')
+                  .map((u) => u.trim()),
+              }),
         };
         if (Object.keys(body).length === 0)
           throw new UsageError(
-            'keys settings needs --description, --rotation-period-days, --min-decryption-version, --archive-signing or --trust-anchor',
+            'keys settings needs --description, --rotation-period-days, --min-decryption-version, --archive-signing, --trust-anchor or --usages',
           );
         const c = connect(inv);
         return showKey(

@@ -28,7 +28,8 @@ export async function renderKey(ui, kid) {
 
   const facts = [
     ['Type', key.type],
-    ['Usage', key.usage],
+    ['Usage', (key.usages ?? [key.usage]).join(', ')],
+    ['Allowed usages', (key.allowedUsages ?? [key.usage]).join(', ')],
     ['State', key.state],
     ['Source', key.source],
     ['Current version', String(key.currentVersion)],

@@ -71,7 +71,7 @@ export async function renderKeys(ui) {
     row: (k) => [
       h('a', { href: `#/keys/${seg(k.kid)}`, text: k.kid }),
       k.type,
-      k.usage,
+      (k.usages ?? [k.usage]).join(', '),
       h('span', { class: `state state-${k.state}`, text: k.state }),
       String(k.currentVersion),
       when(k.nextRotationAt),

@@ -113,9 +113,14 @@ export async function renderMigration(ui) {
       ['Inner content', a.innerContentType?.name ?? '—'],
       ['Content length', `${Number(a.contentLength).toLocaleString()} bytes`],
       ['Algorithms', algorithms.join('; ') || '—'],
+      // The keys the converter will really use (analyze asks its own lookups), and why not.
+      ...(a.signing ? [['Signs with', a.signing.kids.join(', ') || '—']] : []),
+      ...(a.decryption ? [['Decrypts with', a.decryption.kid ?? '—']] : []),
       [
         'Convertible',
-        a.convertible ? 'yes' : 'no: a key is missing or an algorithm is not supported',
+        a.convertible
+          ? 'yes'
+          : `no: ${a.reason ?? 'a key is missing or an algorithm is not supported'}`,
       ],
     ];
     /** @param {any} x */

@@ -12,6 +12,7 @@ import * as keySettings from './006_key_settings.ts';
 import * as awsKms from './007_aws_kms.ts';
 import * as masterSecrets from './007_master_secrets.ts';
 import * as archiveSigning from './008_archive_signing.ts';
+import * as keyUsages from './009_key_usages.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -28,6 +29,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['007_aws_kms', awsKms],
   ['007_master_secrets', masterSecrets],
   ['008_archive_signing', archiveSigning],
+  ['009_key_usages', keyUsages],
 ];
 
 /** The migrations' names in order: the schema a backup names (shared/backup). */

@@ -9,6 +9,9 @@ export class Key extends Model {
   declare kid: string;
   declare type: string;
   declare usage: string;
+  /** The enabled usages and those the certificate (or type) allows (shared/keys/usages.ts). */
+  declare usages: string[] | null;
+  declare allowed_usages: string[] | null;
   declare state: 'active' | 'suspended' | 'revoked' | 'archived';
   declare current_version: number;
   declare source: string;

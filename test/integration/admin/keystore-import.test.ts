@@ -141,6 +141,9 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       keystore: files['modern.p12'],
       password: P12_PASSWORD,
       kid: 'rsa-modern',
+      // The certificate restricts nothing, so the key could do both; the same certificate is
+      // imported again below for signing, one key per certificate and usage.
+      usage: 'encrypt',
     });
     expect(modern.status).toBe(201);
     const c = cert('rsa');
@@ -149,6 +152,8 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
         kid: 'rsa-modern',
         type: 'rsa-2048',
         usage: 'encrypt',
+        usages: ['encrypt'],
+        allowedUsages: ['encrypt', 'sign'],
         certificate: expect.objectContaining({
           subject: expect.stringContaining('CN=rsa signer'),
           serialNumber: c.serialNumber.toUpperCase(),

@@ -13,11 +13,13 @@ import {
   REENCRYPT,
   RESIGN,
   convert,
+  encryptCms,
   importKey,
   makeActor,
   makeKey,
   postParts,
   postRaw,
+  signCms,
   startTestApp,
 } from '../migration/helpers.ts';
 import type { Actor, Answer, FormValue, Jws, TestApp, TestKey } from '../migration/helpers.ts';
@@ -55,34 +57,6 @@ function importPem(
 }
 
 const pemOf = (key: TestKey) => Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]);
-const signCms = (key: TestKey) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-  ]);
-const encryptCms = (key: TestKey) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-recip',
-    key.certFile,
-    '-outform',
-    'DER',
-  ]);
 
 describe(`bulk key operations select only what they name (${TEST_ENGINE})`, () => {
   let owner: Actor;
@@ -191,8 +165,9 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
     encryptOnly = makeKey(ssl, 'use-rsa', 'rsa-2048');
     signOnly = makeKey(ssl, 'use-p256', 'ec-p256');
     twice = makeKey(ssl, 'twice', 'rsa-2048');
-    await importKey(app, actor, ssl, encryptOnly); // RSA without usage: encrypt
-    await importKey(app, actor, ssl, signOnly); // EC without usage: sign
+    // Their certificates have no keyUsage, which allows both usages: the import narrows each to one.
+    await importKey(app, actor, ssl, encryptOnly, 'encrypt');
+    await importKey(app, actor, ssl, signOnly, 'sign');
     // The encrypt import first, so a lookup that ignores usage finds it first.
     await importKey(app, actor, ssl, { ...twice, kid: 'twice-enc' }, 'encrypt');
     await importKey(app, actor, ssl, { ...twice, kid: 'twice-sign' }, 'sign');
@@ -204,7 +179,7 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   };
 
   it('when /crypto/stream/resign names an encrypt-only target kid, then 422 key-usage-mismatch instead of a signature by it', async () => {
-    const jws = (await convert(app, actor.user, signCms(signOnly))).json<Jws>();
+    const jws = (await convert(app, actor.user, signCms(ssl, signOnly))).json<Jws>();
     const r = await postParts(app, `${RESIGN}?kid=${encryptOnly.kid}`, actor.workload, [
       ['signature', JSON.stringify(jws)],
       ['file', { data }],
@@ -213,7 +188,7 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   });
 
   it('when /crypto/stream/reencrypt names a sign-only target kid, then 422 key-usage-mismatch instead of a JWE for it', async () => {
-    const enveloped = await convert(app, actor.user, encryptCms(encryptOnly));
+    const enveloped = await convert(app, actor.user, encryptCms(ssl, encryptOnly));
     expect(enveloped.status).toBe(200);
     expectUsageMismatch(
       await postRaw(
@@ -227,17 +202,19 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
   });
 
   it('when the same certificate was imported for each usage, then conversion signs with the sign key and decrypts with the encrypt key', async () => {
-    const signed = await convert(app, actor.user, signCms(twice));
+    const signed = await convert(app, actor.user, signCms(ssl, twice));
     expect(signed.status).toBe(200);
     const header = JSON.parse(Buffer.from(signed.json<Jws>().protected, 'base64url').toString());
     expect(header.kid).toBe('twice-sign#1');
-    const enveloped = await convert(app, actor.user, encryptCms(twice));
+    const enveloped = await convert(app, actor.user, encryptCms(ssl, twice));
     expect(enveloped.status).toBe(200);
     expect(enveloped.body.toString('latin1')).toContain('"kid":"twice-enc#1"');
   });
 
   it('when signerKid names an encrypt key, then 422 key-usage-mismatch, as /crypto/sign answers for the same key', async () => {
-    expectUsageMismatch(await convert(app, actor.user, signCms(twice), { signerKid: 'twice-enc' }));
+    expectUsageMismatch(
+      await convert(app, actor.user, signCms(ssl, twice), { signerKid: 'twice-enc' }),
+    );
     const sign = await api(app, 'POST', '/api/v3/crypto/sign', actor.workload, {
       kid: 'twice-enc',
       data: data.toString('base64'),
@@ -262,34 +239,8 @@ describe(`every path that uses a key checks its usage (${TEST_ENGINE})`, () => {
 });
 
 describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`, () => {
-  /** A key of `type` with a self-signed certificate carrying the given extensions. */
-  function keyWith(kid: string, newkey: string[], ...extensions: string[]): TestKey {
-    ssl.run([
-      'req',
-      '-x509',
-      ...newkey,
-      '-nodes',
-      '-keyout',
-      `${kid}.key`,
-      '-out',
-      `${kid}.crt`,
-      '-subj',
-      `/CN=${kid}`,
-      '-days',
-      '2',
-      ...extensions.flatMap((e) => ['-addext', e]),
-    ]);
-    return {
-      kid,
-      type: '',
-      keyFile: `${kid}.key`,
-      certFile: `${kid}.crt`,
-      privateKey: createPrivateKey(ssl.read(`${kid}.key`)),
-      certificate: Buffer.alloc(0),
-    };
-  }
-  const RSA = ['-newkey', 'rsa:2048'];
-  const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'];
+  const RSA = 'rsa-2048';
+  const P256 = 'ec-p256';
   const usagesOf = (r: Answer) =>
     r
       .json<{ keys: Array<{ usage: string }> }>()
@@ -298,32 +249,45 @@ describe(`keystore import takes the usage from the certificate (${TEST_ENGINE})`
 
   it("when keyUsage is digitalSignature (or nonRepudiation), then an RSA key imports for signing, not its type's default encrypt", async () => {
     for (const ku of ['keyUsage=digitalSignature', 'keyUsage=nonRepudiation']) {
-      const r = await importPem(pemOf(keyWith(`ku-sign-${ku.length}`, RSA, ku)));
+      const r = await importPem(pemOf(makeKey(ssl, `ku-sign-${ku.length}`, RSA, ku)));
       expect([ku, r.status, usagesOf(r)]).toEqual([ku, 201, ['sign']]);
     }
   });
 
   it("when keyUsage is keyAgreement, then an EC key imports for encryption, not its type's default sign", async () => {
-    const r = await importPem(pemOf(keyWith('ku-agree', P256, 'keyUsage=keyAgreement')));
+    const r = await importPem(pemOf(makeKey(ssl, 'ku-agree', P256, 'keyUsage=keyAgreement')));
     expect([r.status, usagesOf(r)]).toEqual([201, ['encrypt']]);
   });
 
-  it('when extendedKeyUsage is codeSigning alone, then the key signs; when keyUsage allows both, then one key for each usage', async () => {
+  it('when extendedKeyUsage is codeSigning alone, then the key signs; when keyUsage allows both, then one key enabled for both', async () => {
     expect(
-      usagesOf(await importPem(pemOf(keyWith('eku-code', RSA, 'extendedKeyUsage=codeSigning')))),
+      usagesOf(
+        await importPem(pemOf(makeKey(ssl, 'eku-code', RSA, 'extendedKeyUsage=codeSigning'))),
+      ),
     ).toEqual(['sign']);
-    const both = keyWith('ku-both', RSA, 'keyUsage=digitalSignature,keyEncipherment');
-    const r = await importPem(pemOf(both));
-    expect([r.status, usagesOf(r)]).toEqual([201, ['encrypt', 'sign']]);
-    // A single kid cannot name two keys: the caller picks the usage.
-    expect((await importPem(pemOf(both), { kid: 'ku-both-one' })).status).toBe(400);
+    const both = makeKey(ssl, 'ku-both', RSA, 'keyUsage=digitalSignature,keyEncipherment');
+    const r = await importPem(pemOf(both), { kid: 'ku-both-one' });
+    expect(r.status).toBe(201);
+    expect(r.json<{ keys: unknown[] }>().keys).toEqual([
+      expect.objectContaining({
+        kid: 'ku-both-one',
+        usage: 'encrypt',
+        usages: ['encrypt', 'sign'],
+        allowedUsages: ['encrypt', 'sign'],
+      }),
+    ]);
+    // The certificate is held for both usages now: a second import for either is a 409.
+    expect((await importPem(pemOf(both), { usage: 'sign' })).status).toBe(409);
   });
 
   it("when usage contradicts the certificate's keyUsage, then 422 key-usage-mismatch and nothing is stored", async () => {
-    const r = await importPem(pemOf(keyWith('ku-only-sign', RSA, 'keyUsage=digitalSignature')), {
-      kid: 'ku-contradicted',
-      usage: 'encrypt',
-    });
+    const r = await importPem(
+      pemOf(makeKey(ssl, 'ku-only-sign', RSA, 'keyUsage=digitalSignature')),
+      {
+        kid: 'ku-contradicted',
+        usage: 'encrypt',
+      },
+    );
     expect(r.status).toBe(422);
     expect(r.json()).toMatchObject({ type: expect.stringMatching(/key-usage-mismatch$/) });
     expect((await api(app, 'GET', `${keysPath}/ku-contradicted`, actor.user)).status).toBe(404);

@@ -193,7 +193,7 @@ export async function spawnWorker(
   return handle;
 }
 
-/** A tenant with migration permissions, a workload token and the given keys imported (each for its `usage`, else its type's default). */
+/** A tenant with migration permissions, a workload token and the given keys imported (each for its `usage`, else every usage its certificate allows). */
 export async function tenantWithKeys(
   app: TestApp,
   ssl: OpenSslDir,

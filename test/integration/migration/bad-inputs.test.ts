@@ -26,7 +26,7 @@ beforeAll(async () => {
   actor = await makeActor(app);
   // One certificate, imported once per usage: the CMS signer resolves to the sign key, the
   // recipient to the encrypt key.
-  await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, rsa, 'encrypt');
   await importKey(app, actor, ssl, { ...rsa, kid: 'bad-rsa-signer' }, 'sign');
   data = randomBytes(20_000);
   ssl.write('data.bin', data);

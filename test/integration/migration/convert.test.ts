@@ -34,9 +34,16 @@ beforeAll(async () => {
     target: makeKey(ssl, 'mig-target', 'rsa-2048'),
   };
   actor = await makeActor(app);
-  // An RSA key imported without usage encrypts; the one that re-signs is imported for signing.
+  // Their certificates have no keyUsage, so a key could do both: mig-rsa is narrowed to encrypt at
+  // import (the analyze test needs a key that does not re-sign), mig-rsa-signer to sign.
   for (const k of Object.values(keys))
-    await importKey(app, actor, ssl, k, k === keys.rsaSigner ? 'sign' : undefined);
+    await importKey(
+      app,
+      actor,
+      ssl,
+      k,
+      k === keys.rsaSigner ? 'sign' : k === keys.rsa ? 'encrypt' : undefined,
+    );
   data = randomBytes(150_000);
   ssl.write('data.bin', data);
 });

@@ -91,7 +91,7 @@ export async function fuzzSeeds(app: TestApp, actor: Actor, ssl: OpenSslDir): Pr
   const rsa = makeKey(ssl, 'fuzz-rsa', 'rsa-2048');
   const ec = makeKey(ssl, 'fuzz-p256', 'ec-p256');
   // The RSA certificate is imported once per usage, so signed mutants reach the signing path too.
-  await importKey(app, actor, ssl, rsa);
+  await importKey(app, actor, ssl, rsa, 'encrypt');
   await importKey(app, actor, ssl, { ...rsa, kid: 'fuzz-rsa-signer' }, 'sign');
   await importKey(app, actor, ssl, ec);
   prepareXdh(ssl);

@@ -156,6 +156,38 @@ export async function importKey(
     throw new Error(`import of ${key.kid} failed: ${r.status} ${r.body.toString()}`);
 }
 
+/** An attached SignedData (DER) of the file `data.bin` in `ssl`'s directory, by `key`, made by openssl cms. */
+export const signCms = (ssl: OpenSslDir, key: TestKey): Buffer =>
+  ssl.run([
+    'cms',
+    '-sign',
+    '-binary',
+    '-nodetach',
+    '-in',
+    'data.bin',
+    '-signer',
+    key.certFile,
+    '-inkey',
+    key.keyFile,
+    '-outform',
+    'DER',
+  ]);
+
+/** An EnvelopedData (DER, AES-256-CBC) of the file `data.bin` in `ssl`'s directory, for `key`'s certificate, made by openssl cms. */
+export const encryptCms = (ssl: OpenSslDir, key: TestKey): Buffer =>
+  ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-aes-256-cbc',
+    '-in',
+    'data.bin',
+    '-recip',
+    key.certFile,
+    '-outform',
+    'DER',
+  ]);
+
 /** Converts a CMS file with the given metadata (and detached content). */
 export function convert(
   app: TestApp,

@@ -40,7 +40,8 @@ beforeAll(async () => {
   rsa = makeKey(ssl, 'threads-rsa', 'rsa-2048');
   for (const app of [threaded, onLoop]) {
     const actor = await makeActor(app);
-    await importKey(app, actor, ssl, rsa);
+    // One key per certificate and usage: the first is narrowed to encrypt, the second signs.
+    await importKey(app, actor, ssl, rsa, 'encrypt');
     await importKey(app, actor, ssl, { ...rsa, kid: 'threads-rsa-signer' }, 'sign');
     actors.set(app, actor);
   }
