@@ -10,7 +10,8 @@ export default {
   },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   testTimeout: 60000,
-  // One test file at a time, as --runInBand ran them, but in a worker process that jest replaces
+  // Two test files at a time (--maxWorkers=2 in package.json: CI took 29 minutes one at a time on
+  // the 2 cores), each in a worker process that jest replaces
   // once it holds more than this after a file: in one process the test runner reached 3.3 GB RSS
   // after ~100 files, and the tests that force a GC to measure memory then ran 28 times slower
   // (200 MiB through convert: 60 s in CI against 2.2 s alone).

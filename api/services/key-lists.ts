@@ -12,7 +12,7 @@ import { keysQuery } from '../../shared/keys/lookup.ts';
 import { keyView, type KeyView } from './keys/store.ts';
 import { settingsView, type KeySettingsView } from './keys/settings.ts';
 import { tenantPolicy } from './policies.ts';
-import { PQC_TYPE_PREFIXES } from './crypto/pqc.ts';
+import { PQC_KEY_TYPES } from '../../shared/crypto/registry.ts';
 
 const STATES: readonly string[] = KEY_STATES;
 /** Keys usable at runtime: archived and revoked keys cannot be used. */
@@ -58,7 +58,7 @@ export const listPqcKeys = (
   page: PageRequest,
 ): Promise<Page<KeyView>> =>
   pageOf(
-    keysQuery(db, tenantId, { states: USABLE, typePrefixes: PQC_TYPE_PREFIXES }),
+    keysQuery(db, tenantId, { states: USABLE, types: PQC_KEY_TYPES }),
     'kid',
     page,
     (r: Record<string, unknown>) => keyView(r),

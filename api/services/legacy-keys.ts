@@ -5,6 +5,7 @@
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { checkNewKey, storeKey, type KeyView } from './keys/store.ts';
+import { keyTypeSpec } from '../../shared/crypto/registry.ts';
 import { importKeystore } from './keys/import.ts';
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -37,7 +38,8 @@ export async function importLegacyKey(
     usage,
     kid,
   });
-  if (!checked.type.startsWith('aes-') || secret.length * 8 !== Number(checked.type.slice(4)))
+  const spec = keyTypeSpec(checked.type);
+  if (spec.family !== 'aes' || secret.length * 8 !== spec.bits)
     throw problem(
       'validation_failed',
       'key must be base64 of a 16- or 32-byte AES key matching type',

@@ -6,7 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { problem } from '../errors/index.ts';
-import { assertUsage, type KeyUsage } from '../crypto/registry.ts';
+import { assertUsage, type KeyType, type KeyUsage } from '../crypto/registry.ts';
 import { KID, canonicalId } from '../ids.ts';
 import type { CachedKey, KeyCache } from './cache.ts';
 import { keyNotFound, unusable, type KeyState } from './lifecycle.ts';
@@ -60,11 +60,11 @@ export async function keyRow(
   return row;
 }
 
-/** Which keys a listing shows: only these states, or every state but these; only types with these prefixes. */
+/** Which keys a listing shows: only these states, or every state but these; only these types. */
 export interface KeyListFilter {
   states?: readonly KeyState[];
   exceptStates?: readonly KeyState[];
-  typePrefixes?: readonly string[];
+  types?: readonly KeyType[];
 }
 
 /** The query of a tenant's keys for a listing (each API pages or limits it as it documents). */
@@ -72,11 +72,7 @@ export function keysQuery(db: Knex, tenantId: string, filter: KeyListFilter = {}
   const q = db('keys').where({ tenant_id: canonicalId(tenantId) });
   if (filter.states) q.whereIn('state', [...filter.states]);
   if (filter.exceptStates) q.whereNotIn('state', [...filter.exceptStates]);
-  const prefixes = filter.typePrefixes;
-  if (prefixes)
-    q.where((w) => {
-      for (const p of prefixes) w.orWhere('type', 'like', `${p}%`);
-    });
+  if (filter.types) q.whereIn('type', [...filter.types]);
   return q;
 }
 

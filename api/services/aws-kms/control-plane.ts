@@ -7,6 +7,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import { aliasesChanged } from './aliases.ts';
+import { isKeyType, keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
@@ -290,7 +291,7 @@ export async function getKeyRotationStatus(
 
 /** Whether a key takes part in the AWS rotation operations: generated symmetric material. */
 const rotatesInAws = (row: Row) =>
-  row.source === 'generated' && String(row.type).startsWith('aes-');
+  row.source === 'generated' && isKeyType(row.type) && keyTypeSpec(row.type).family === 'aes';
 
 const policyPeriod = (ctx: AppContext) => async (t: string) =>
   (await tenantPolicy(ctx, t)).effective.rotationPeriodDays;

@@ -1,5 +1,5 @@
 /**
- * Where each runtime operation runs, decided by measurement (µs per operation on one core of
+ * Where each runtime operation runs (the key-type table's `onLoop` column), decided by measurement (µs per operation on one core of
  * this machine, Node 24 / OpenSSL 3.5): work under ~100 µs stays on the event loop (a hop to
  * the pool costs about as much), anything slower goes to the piscina pool so the loop keeps
  * serving. Measured: AES-GCM 1 KiB 7/9, RSA-OAEP-256 encrypt 51, ES256 sign 54, Ed25519 sign 53,
@@ -7,19 +7,12 @@
  * RSA-2048 sign 271 and OAEP decrypt 321, ES384 sign 830, ES512 sign 1,950, P-256 ECDH-ES
  * 174-189, ML-DSA-65 sign 964, SLH-DSA 12,000+, ECDSA digest verify (pure JS) 1,400 go to the pool.
  */
-import type { KeyType } from '../../../shared/crypto/registry.ts';
+import { keyTypeSpec, type KeyType, type RuntimeOp } from '../../../shared/crypto/registry.ts';
 
-export type RuntimeOp = 'encrypt' | 'decrypt' | 'sign' | 'verify' | 'encapsulate' | 'decapsulate';
+export type { RuntimeOp };
 
-/** True when the operation on this key type should run in the worker pool. */
+/** True when the operation on this key type should run in the worker pool (the registry's `onLoop` column). */
 export function runsInPool(op: RuntimeOp, type: KeyType, digestMode = false): boolean {
-  if (type.startsWith('aes-')) return false;
-  if (type.startsWith('rsa-')) return op === 'decrypt' || op === 'sign';
-  if (type === 'ec-p256') return digestMode || (op !== 'sign' && op !== 'verify');
-  if (type.startsWith('ec-')) return true;
-  if (type === 'ed25519') return false;
-  if (type.startsWith('ml-kem-')) return false;
-  if (type === 'x25519-ml-kem-768') return true;
-  if (type.startsWith('ml-dsa-')) return op === 'sign';
-  return true; // SLH-DSA and anything new: pool until measured otherwise
+  const spec = keyTypeSpec(type);
+  return (digestMode && spec.digestInPool === true) || !spec.onLoop.includes(op);
 }

@@ -10,7 +10,7 @@ import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../suppor
 import { openDatabase, type Db } from '../../../shared/db/knex.ts';
 import { createMasterKey, type MasterKey } from '../../../shared/crypto/master-key.ts';
 import { generateKeyMaterial, serializeMaterial } from '../../../shared/crypto/material.ts';
-import type { KeyType } from '../../../shared/crypto/registry.ts';
+import { PQC_KEY_TYPES, type KeyType } from '../../../shared/crypto/registry.ts';
 import { createLogger } from '../../../shared/logger.ts';
 import { createChangeFeed, type ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 import { createKeyCache, type KeyCache } from '../../../shared/keys/cache.ts';
@@ -152,7 +152,7 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
       await kids(
         keysQuery(db, tenantId, {
           states: ['active', 'suspended'],
-          typePrefixes: ['ml-', 'slh-', 'x25519-'],
+          types: PQC_KEY_TYPES,
         }),
       ),
     ).toEqual(['kem-1']);

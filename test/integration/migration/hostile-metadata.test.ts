@@ -45,11 +45,11 @@ beforeAll(async () => {
   actor = await makeActor(app);
   other = await makeActor(app);
   archive = makeKey(ssl, 'hm-archive', 'rsa-2048');
-  await importKey(app, actor, ssl, archive);
+  await importKey(app, actor, ssl, archive, 'encrypt');
   await importKey(app, actor, ssl, { ...archive, kid: 'hm-signer' }, 'sign');
   // Another tenant's keys, under kids this tenant does not have.
   const elsewhere = makeKey(ssl, 'hm-elsewhere', 'rsa-2048');
-  await importKey(app, other, ssl, elsewhere);
+  await importKey(app, other, ssl, elsewhere, 'encrypt');
   await importKey(app, other, ssl, { ...elsewhere, kid: 'hm-elsewhere-signer' }, 'sign');
   data = randomBytes(2000);
   ssl.write('data.bin', data);
