@@ -43,32 +43,35 @@ function regionsOf(ctx: AppContext): string[] {
 }
 
 function answerOf(status: number, body: unknown, id: string, errorType?: string): AwsAnswer {
-  return {
-    status,
-    headers: {
-      'Content-Type': AMZ_JSON,
-      'x-amzn-RequestId': id,
-      ...(errorType ? { 'x-amzn-ErrorType': errorType } : {}),
-    },
-    body: JSON.stringify(body),
-  };
+  const headers: Record<string, string> = { 'Content-Type': AMZ_JSON, 'x-amzn-RequestId': id };
+  if (errorType) headers['x-amzn-ErrorType'] = errorType;
+  return { status, headers, body: JSON.stringify(body) };
 }
 
-/** The workload's claims, as its client_credentials token would carry them. */
+/**
+ * The workload's claims, as its client_credentials token would carry them: one object per holder
+ * (the access-key cache keeps a holder 5 seconds), issued when the holder was loaded.
+ */
+const claimsOfHolder = new WeakMap<AccessKeyHolder, AccessClaims>();
 function claimsOf(holder: AccessKeyHolder): AccessClaims {
-  const now = Math.floor(Date.now() / 1000);
-  return {
-    iss: 'aws-sigv4',
-    sub: holder.workloadId,
-    aud: AUDIENCE_CORE,
-    tenantId: holder.tenantId,
-    permissions: holder.permissions,
-    client_id: holder.clientId,
-    jti: `aws:${holder.accessKeyId}`,
-    iat: now,
-    exp: now + 300,
-    kind: 'workload',
-  };
+  let claims = claimsOfHolder.get(holder);
+  if (!claims) {
+    const iat = Math.floor(holder.loadedAt / 1000);
+    claims = {
+      iss: 'aws-sigv4',
+      sub: holder.workloadId,
+      aud: AUDIENCE_CORE,
+      tenantId: holder.tenantId,
+      permissions: holder.permissions,
+      client_id: holder.clientId,
+      jti: `aws:${holder.accessKeyId}`,
+      iat,
+      exp: iat + 300,
+      kind: 'workload',
+    };
+    claimsOfHolder.set(holder, claims);
+  }
+  return claims;
 }
 
 /** Answers one AWS KMS API request; `noteClaims` learns the workload once it is identified. */
@@ -92,14 +95,17 @@ export async function awsAnswer(
       );
     claims = claimsOf(holder);
     noteClaims(claims);
-    const body = await readCappedBytes(req, ctx.config.jsonLimitBytes).catch((err) => {
+    let body: Buffer;
+    try {
+      body = await readCappedBytes(req, ctx.config.jsonLimitBytes);
+    } catch (err) {
       throw new AwsError(
         'ValidationException',
-        err?.code === 'payload_too_large'
+        (err as { code?: string })?.code === 'payload_too_large'
           ? `The request body is larger than ${ctx.config.jsonLimitBytes} bytes`
           : 'The request body could not be read',
       );
-    });
+    }
     verifySignature(cred, holder.secret, req.method ?? 'POST', req.url ?? '/', req.headers, body);
     const target = req.headers['x-amz-target'];
     const name =
@@ -115,8 +121,8 @@ export async function awsAnswer(
     // second (an SDK's retry, a poll, the same call twice) carry the same signature and are both
     // legitimate. As AWS KMS does, a captured request is refused once its X-Amz-Date leaves the
     // 5-minute window (checkScope), and any change to it breaks the signature (docs/aws-kms.md).
-    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (type !== AMZ_JSON)
+    const sent = req.headers['content-type'];
+    if (sent !== AMZ_JSON && (sent ?? '').split(';')[0].trim().toLowerCase() !== AMZ_JSON)
       throw new AwsError('UnknownOperationException', `Content-Type must be ${AMZ_JSON}`);
     let input: unknown;
     try {

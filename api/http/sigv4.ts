@@ -94,30 +94,44 @@ export function checkScope(
     (regions.length > 0 && !regions.includes(cred.region))
   )
     throw invalid(`Credential should be scoped to a valid region.`);
-  const signed = new Set(cred.signedHeaders);
-  if (!signed.has('host'))
+  const signed = cred.signedHeaders;
+  if (!signed.includes('host'))
     throw invalid("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
   const amzDate = headers['x-amz-date'];
-  if (typeof amzDate !== 'string' || !signed.has('x-amz-date'))
+  if (typeof amzDate !== 'string' || !signed.includes('x-amz-date'))
     throw incomplete(
       "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.",
     );
-  const m = AMZ_DATE.exec(amzDate);
-  if (!m)
+  const at = amzDateMs(amzDate);
+  if (at === undefined)
     throw incomplete(
       `X-Amz-Date must be in the ISO 8601 basic format, got '${amzDate.slice(0, 40)}'`,
     );
-  if (m[1] !== cred.date)
+  if (!amzDate.startsWith(cred.date))
     throw invalid(
       'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP',
     );
-  const at = Date.parse(
-    `${m[1].slice(0, 4)}-${m[1].slice(4, 6)}-${m[1].slice(6)}T${m[2].slice(0, 2)}:${m[2].slice(2, 4)}:${m[2].slice(4)}Z`,
-  );
   if (!Number.isFinite(at) || Math.abs(now - at) > CLOCK_WINDOW_MS)
     throw invalid(
       `Signature expired: ${amzDate} is now earlier than or later than the 5 minute window of ${new Date(now).toISOString()}.`,
     );
+}
+
+/** The last X-Amz-Date read and its instant: every request of one second carries the same. */
+let lastAmzDate = '';
+let lastAmzDateMs = Number.NaN;
+
+/** The instant of an X-Amz-Date (YYYYMMDD'T'HHMMSS'Z'); NaN for an impossible date, undefined for another form. */
+function amzDateMs(amzDate: string): number | undefined {
+  if (amzDate === lastAmzDate) return lastAmzDateMs;
+  const m = AMZ_DATE.exec(amzDate);
+  if (!m) return undefined;
+  const at = Date.parse(
+    `${m[1].slice(0, 4)}-${m[1].slice(4, 6)}-${m[1].slice(6)}T${m[2].slice(0, 2)}:${m[2].slice(2, 4)}:${m[2].slice(4)}Z`,
+  );
+  lastAmzDate = amzDate;
+  lastAmzDateMs = at;
+  return at;
 }
 
 const hmac = (key: Buffer | string, data: string) =>
