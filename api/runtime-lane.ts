@@ -11,10 +11,10 @@
  * failures take the same OAuth error shape. Anything else (other methods, paths, a trailing
  * slash or a query string) falls through to Express, which answers it the same way.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
 import { bearerClaims } from './middleware/authenticate.ts';
+import { requestIdOf } from './middleware/request-context.ts';
 import {
   logFailure,
   oauthResponse,
@@ -33,8 +33,6 @@ import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
 import { awsAnswer } from './http/aws-kms.ts';
-
-const SAFE_ID = /^[\w.:-]{1,128}$/;
 
 /** What the lane writes: status, headers (without length and request id) and the body. */
 interface Answer {
@@ -143,8 +141,7 @@ export function createRuntimeLane(
     const url = req.url ?? '';
     const lane = url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url);
     if (!lane) return false;
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
+    const id = requestIdOf(req.headers['x-request-id']);
     serve(lane, req, res, id).catch((err) => {
       ctx.logger.error(
         { reqId: id, err: (err as Error)?.message },

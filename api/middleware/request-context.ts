@@ -16,6 +16,11 @@ declare module 'express-serve-static-core' {
 
 const SAFE_ID = /^[\w.:-]{1,128}$/;
 
+/** The request's id: the client's X-Request-Id when it is a safe token (1 to 128 of \w . : -), else a new UUID. */
+export function requestIdOf(header: string | string[] | undefined): string {
+  return typeof header === 'string' && SAFE_ID.test(header) ? header : randomUUID();
+}
+
 const LOG = Symbol('request logger');
 
 /** Attaches `req.id` and a lazy `req.log` (a child logger with `reqId`) to the app's requests. */
@@ -27,8 +32,7 @@ export function requestContext(app: Express, logger: Logger): RequestHandler {
     },
   });
   return (req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    req.id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
+    req.id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.id);
     next();
   };

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { ConnectionOptions } from 'bullmq';
 import type { ObjectInfo } from '../storage/index.ts';
 import { CHANNELS } from '../fanout/bus.ts';
+import { canonicalJson } from '../canonical-json.ts';
 
 export { queueSettings, type QueueSettings } from './settings.ts';
 export { decodeProblem, encodeProblem, problemOf } from './problems.ts';
@@ -84,18 +85,6 @@ export const redisKeys = {
   /** The bus channel of cancel requests (shared/fanout/bus.ts names every channel). */
   cancelChannel: CHANNELS.jobCancel,
 };
-
-/** JSON with sorted object keys, so equal metadata hashes equally whatever the key order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
 
 const digest = (parts: string[]): string =>
   createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
