@@ -18,7 +18,7 @@ import {
   expressRoutes,
   laneRoutes,
   openApiPath,
-} from '../hardening/route-table.ts';
+} from '../http/route-table.ts';
 import { ADMIN_ROUTES, OTHER_ROUTES } from './admin-routes.ts';
 
 type Json = Record<string, unknown>;

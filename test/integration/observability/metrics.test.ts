@@ -17,7 +17,7 @@ import {
   workloadToken,
   type TestTenant,
 } from '../../support/auth.ts';
-import { expressRoutes, laneRoutes } from '../hardening/route-table.ts';
+import { expressRoutes, laneRoutes } from '../http/route-table.ts';
 
 const PERMISSIONS = ['crypto.encrypt', 'crypto.decrypt', 'admin.keys.create', 'admin.keys.read'];
 const data = Buffer.from('attack at dawn').toString('base64');

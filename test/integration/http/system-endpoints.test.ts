@@ -1,8 +1,8 @@
-import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../support/app.ts';
-import { TEST_ENGINE } from '../support/database.ts';
-import { adminToken } from '../support/auth.ts';
+import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../support/app.ts';
+import { TEST_ENGINE } from '../../support/database.ts';
+import { adminToken } from '../../support/auth.ts';
 
-describe(`foundation (${TEST_ENGINE})`, () => {
+describe(`system endpoints and the platform bootstrap (${TEST_ENGINE})`, () => {
   let app: TestApp;
   beforeAll(async () => {
     app = await startTestApp();
@@ -79,7 +79,7 @@ describe(`foundation (${TEST_ENGINE})`, () => {
   });
 
   it('when bootstrap runs again on a non-empty database, then it does nothing', async () => {
-    const { bootstrapPlatform } = await import('../../api/services/bootstrap.ts');
+    const { bootstrapPlatform } = await import('../../../api/services/bootstrap.ts');
     expect(await bootstrapPlatform(app.ctx)).toBeNull();
     expect(Number((await app.ctx.db('tenants').count({ n: '*' }).first())?.n)).toBe(1);
   });

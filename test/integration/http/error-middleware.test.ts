@@ -1,17 +1,17 @@
 /**
- * The real error and body middleware (api/middleware) on a small app of their own, since the
- * foundation has no JSON endpoint yet: the same order as api/app.ts, request context first,
- * 404 and the error handler last.
+ * The real error and body middleware (api/middleware) on a small app of their own, so they are
+ * tested apart from any route: the same order as api/app.ts, request context first, 404 and the
+ * error handler last.
  */
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
-import { createLogger } from '../../shared/logger.ts';
-import { requestContext } from '../../api/middleware/request-context.ts';
-import { jsonBody } from '../../api/middleware/body.ts';
-import { errorHandler, notFound } from '../../api/middleware/errors.ts';
-import { problem, problemDocument } from '../../shared/errors/index.ts';
+import { createLogger } from '../../../shared/logger.ts';
+import { requestContext } from '../../../api/middleware/request-context.ts';
+import { jsonBody } from '../../../api/middleware/body.ts';
+import { errorHandler, notFound } from '../../../api/middleware/errors.ts';
+import { problem, problemDocument } from '../../../shared/errors/index.ts';
 
 const BASE = 'https://keyward.example';
 const LIMIT = 1024;
