@@ -268,7 +268,7 @@ const CMS = {
     status: 415,
     slug: 'cms-nesting-too-deep',
     title: 'CMS Content Nested Too Deeply',
-    help: 'The CMS content types nest deeper than the converter takes (4 levels: a SignedData inside a SignedData or an EnvelopedData, and so on). Nothing was converted. Open the outer layers with the tool that made them and convert the innermost ones.',
+    help: 'The CMS content types nest deeper than the converter takes (4 levels) and nothing was converted. Open the outer layers with the tool that made them, then convert the inner ones.',
   },
   cms_signer_untrusted: {
     status: 422,
