@@ -1,19 +1,15 @@
 /**
  * The AWS KMS control plane (contract 10) over Keyward's key store and lifecycle: describe, list,
- * create, rotation settings and on-demand rotation, aliases, tags and scheduled deletion. AWS's
+ * create, aliases, tags and scheduled deletion (rotation: rotation.ts). AWS's
  * key states map onto Keyward's: Enabled = active, Disabled = suspended, PendingDeletion =
  * suspended with a row in key_deletions (its window 7 to 30 days); at the end of the window the
  * key is revoked and archived (destroyed for every operation) and answers NotFoundException.
  */
 import type { AppContext } from '../../context.ts';
 import { aliasesChanged } from './aliases.ts';
-import { isKeyType, keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
-import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { changeKey, createKey } from '../keys/store.ts';
-import { applySettings, settingsView } from '../keys/settings.ts';
-import { tenantPolicy } from '../policies.ts';
 import { usableKey } from '../crypto/runtime.ts';
 import { AwsError, keyNotFound } from './errors.ts';
 import { ALIAS_NAME, accountOf, aliasArn, keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
@@ -24,7 +20,7 @@ type Answer = Promise<Record<string, unknown>>;
 type Row = Record<string, unknown>;
 
 const DAY_MS = 86_400_000;
-const epoch = (v: unknown) => Math.floor(new Date(v as string).getTime() / 1000);
+export const epoch = (v: unknown) => Math.floor(new Date(v as string).getTime() / 1000);
 
 /** Revokes and archives the tenant's keys whose deletion window has ended (run before reading them). */
 async function destroyDue(ctx: AppContext, tenantId: string, actor: string): Promise<void> {
@@ -48,7 +44,7 @@ async function destroyDue(ctx: AppContext, tenantId: string, actor: string): Pro
 }
 
 /** The key row a KeyId names; NotFoundException also for a key destroyed by a deletion. */
-async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, actor: string) {
+export async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, actor: string) {
   const kid = await resolveKeyId(ctx, c, input.KeyId);
   await destroyDue(ctx, c.tenantId, actor);
   let row: Row;
@@ -62,7 +58,7 @@ async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, actor: string)
   return { kid, row, deletion: deletion as Row | undefined };
 }
 
-function keyState(row: Row, deletion: Row | undefined): string {
+export function keyState(row: Row, deletion: Row | undefined): string {
   if (deletion) return 'PendingDeletion';
   if (row.state === 'active') return 'Enabled';
   if (row.state === 'suspended') return 'Disabled';
@@ -128,7 +124,7 @@ export async function getPublicKey(ctx: AppContext, c: AwsCaller, input: Input):
 }
 
 /** The Limit member (1 to 1000, default 100) and the Marker (an offset we issued). */
-function paging(input: Input): { limit: number; offset: number } {
+export function paging(input: Input): { limit: number; offset: number } {
   const limit = input.Limit ?? 100;
   if (!Number.isSafeInteger(limit) || (limit as number) < 1 || (limit as number) > 1000)
     throw new AwsError('ValidationException', 'Limit must be an integer from 1 to 1000');
@@ -139,7 +135,7 @@ function paging(input: Input): { limit: number; offset: number } {
   return { limit: limit as number, offset };
 }
 
-function paged<T>(
+export function paged<T>(
   items: T[],
   limit: number,
   offset: number,
@@ -262,130 +258,6 @@ export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): 
   await writeTags(ctx, c.tenantId, record.kid, tags);
   const row = await keyRow(ctx.db, c.tenantId, record.kid);
   return { kid: record.kid, KeyMetadata: metadata(c, row, undefined) };
-}
-
-/** GetKeyRotationStatus. */
-export async function getKeyRotationStatus(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { kid, row } = await keyOf(ctx, c, input, actor);
-  // As AWS KMS answers for asymmetric, HMAC and imported keys: only generated symmetric keys rotate here.
-  if (!rotatesInAws(row))
-    throw new AwsError(
-      'UnsupportedOperationException',
-      'Only symmetric keys with generated material rotate.',
-    );
-  const { effective } = await tenantPolicy(ctx, c.tenantId);
-  const s = settingsView(row, effective.rotationPeriodDays);
-  return {
-    kid,
-    KeyId: keyArn(c, kid),
-    KeyRotationEnabled: s.rotationPeriodDays !== null,
-    ...(s.rotationPeriodDays !== null ? { RotationPeriodInDays: s.rotationPeriodDays } : {}),
-    ...(s.nextRotationAt ? { NextRotationDate: epoch(s.nextRotationAt) } : {}),
-  };
-}
-
-/** Whether a key takes part in the AWS rotation operations: generated symmetric material. */
-const rotatesInAws = (row: Row) =>
-  row.source === 'generated' && isKeyType(row.type) && keyTypeSpec(row.type).family === 'aes';
-
-const policyPeriod = (ctx: AppContext) => async (t: string) =>
-  (await tenantPolicy(ctx, t)).effective.rotationPeriodDays;
-
-async function symmetricGenerated(ctx: AppContext, c: AwsCaller, input: Input, actor: string) {
-  const k = await keyOf(ctx, c, input, actor);
-  if (!rotatesInAws(k.row))
-    throw new AwsError(
-      'UnsupportedOperationException',
-      'Only symmetric keys with generated material rotate.',
-    );
-  if (k.deletion || k.row.state !== 'active')
-    throw new AwsError(
-      'KMSInvalidStateException',
-      `Key ${k.kid} is ${keyState(k.row, k.deletion)}`,
-    );
-  return k;
-}
-
-/** EnableKeyRotation: the key's own rotation period (90 to 2560 days, default 365). */
-export async function enableKeyRotation(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const days = input.RotationPeriodInDays ?? 365;
-  if (!Number.isSafeInteger(days) || (days as number) < 90 || (days as number) > 2560)
-    throw new AwsError(
-      'ValidationException',
-      'RotationPeriodInDays must be an integer from 90 to 2560',
-    );
-  const { kid } = await symmetricGenerated(ctx, c, input, actor);
-  await applySettings(
-    ctx,
-    c.tenantId,
-    kid,
-    { rotationPeriodDays: days as number },
-    policyPeriod(ctx),
-  );
-  return { kid };
-}
-
-/** DisableKeyRotation: clears the key's own period; a tenant policy that rotates every key still does. */
-export async function disableKeyRotation(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { kid } = await symmetricGenerated(ctx, c, input, actor);
-  if ((await policyPeriod(ctx)(c.tenantId)) !== null)
-    throw new AwsError(
-      'UnsupportedOperationException',
-      "The tenant's policy rotates every key; change the policy instead.",
-    );
-  await applySettings(ctx, c.tenantId, kid, { rotationPeriodDays: null }, policyPeriod(ctx));
-  return { kid };
-}
-
-/** RotateKeyOnDemand: a new version now (the lifecycle's rotate). */
-export async function rotateKeyOnDemand(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { kid } = await symmetricGenerated(ctx, c, input, actor);
-  await changeKey(ctx, c.tenantId, kid, 'rotate', actor);
-  return { kid, KeyId: keyArn(c, kid) };
-}
-
-/** ListKeyRotations: every version after the first, oldest first. */
-export async function listKeyRotations(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { limit, offset } = paging(input);
-  const { kid, row } = await keyOf(ctx, c, input, actor);
-  const versions = await KeyVersion.query(ctx.db)
-    .where({ key_id: row.id as string })
-    .andWhere('version', '>', 1)
-    .orderBy('version', 'asc')
-    .offset(offset)
-    .limit(limit + 1)
-    .select('version', 'created_at');
-  const rotations = versions.map((v) => ({
-    KeyId: keyArn(c, kid),
-    RotationDate: epoch(v.created_at),
-    RotationType: 'ON_DEMAND',
-  }));
-  return { kid, ...paged(rotations, limit, offset, 'Rotations') };
 }
 
 /** ScheduleKeyDeletion: suspends the key and records its window (7 to 30 days, default 30). */

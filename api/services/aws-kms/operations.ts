@@ -8,6 +8,7 @@ import type { AppContext } from '../../context.ts';
 import type { AwsCaller } from './ids.ts';
 import * as data from './data-plane.ts';
 import * as control from './control-plane.ts';
+import * as rotation from './rotation.ts';
 
 /** One operation: the caller, its request members and its audit actor → the answer plus `kid`. */
 export type AwsRun = (
@@ -58,12 +59,12 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['DescribeKey', op(READ, control.describeKey, false)],
   ['ListKeys', op(READ, control.listKeys, false)],
   ['ListAliases', op(READ, control.listAliases, false)],
-  ['GetKeyRotationStatus', op(READ, control.getKeyRotationStatus, false)],
-  ['ListKeyRotations', op(READ, control.listKeyRotations, false)],
+  ['GetKeyRotationStatus', op(READ, rotation.getKeyRotationStatus, false)],
+  ['ListKeyRotations', op(READ, rotation.listKeyRotations, false)],
   ['ListResourceTags', op(READ, control.listResourceTags, false)],
-  ['EnableKeyRotation', op('admin.keys.update', control.enableKeyRotation, false)],
-  ['DisableKeyRotation', op('admin.keys.update', control.disableKeyRotation, false)],
-  ['RotateKeyOnDemand', op('admin.keys.rotate', control.rotateKeyOnDemand, false)],
+  ['EnableKeyRotation', op('admin.keys.update', rotation.enableKeyRotation, false)],
+  ['DisableKeyRotation', op('admin.keys.update', rotation.disableKeyRotation, false)],
+  ['RotateKeyOnDemand', op('admin.keys.rotate', rotation.rotateKeyOnDemand, false)],
   ['CreateKey', op('admin.keys.create', control.createKeyOp, false)],
   ['CreateAlias', op('admin.keys.update', control.createAlias, false)],
   ['DeleteAlias', op('admin.keys.update', control.deleteAlias, false)],

@@ -72,34 +72,23 @@ for (const redis of [true, false]) {
       return [res.status, (await res.json()) as Record<string, unknown>];
     }
 
-    /** Resolves once `app` has applied the `alias` change of `ref`; rejects after FEED_BOUND_MS. */
-    function aliasApplied(app: TestApp, ref: string): Promise<void> {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`instance B saw no alias change in ${FEED_BOUND_MS} ms`)),
-          FEED_BOUND_MS,
-        );
-        app.ctx.changes.on('alias', (c) => {
-          if (c.ref !== ref) return;
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-
     /**
-     * Resolves once `app` has applied the `client` change of `clientId` (listeners run in the
-     * order they were registered, and the access-key cache registered its own at B's first AWS
-     * request, so its entry is gone by then); rejects after FEED_BOUND_MS.
+     * Resolves once `app` has applied the change of `kind` to `ref` (listeners run in the order
+     * they were registered, and the access-key and alias caches registered theirs at B's first AWS
+     * request, so their entries are gone by then); rejects after FEED_BOUND_MS.
      */
-    function applied(app: TestApp, clientId: string): Promise<void> {
+    function applied(
+      app: TestApp,
+      ref: string,
+      kind: 'client' | 'alias' = 'client',
+    ): Promise<void> {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new Error(`instance B saw no client change in ${FEED_BOUND_MS} ms`)),
+          () => reject(new Error(`instance B saw no ${kind} change in ${FEED_BOUND_MS} ms`)),
           FEED_BOUND_MS,
         );
-        app.ctx.changes.on('client', (c) => {
-          if (c.ref !== clientId) return;
+        app.ctx.changes.on(kind, (c) => {
+          if (c.ref !== ref) return;
           clearTimeout(timer);
           resolve();
         });
@@ -157,7 +146,7 @@ for (const redis of [true, false]) {
       };
       // B learns that the alias names nothing, then A creates it.
       expect(await encrypt()).toBe('NotFoundException');
-      let seen = aliasApplied(b, ref);
+      let seen = applied(b, ref, 'alias');
       expect(
         (
           await call(a, 'TrentService.CreateAlias', { AliasName: alias, TargetKeyId: created[0] })
@@ -166,11 +155,11 @@ for (const redis of [true, false]) {
       await seen;
       expect(await encrypt()).toBe(created[0]);
       // A deletes it and points it at the other key.
-      seen = aliasApplied(b, ref);
+      seen = applied(b, ref, 'alias');
       expect((await call(a, 'TrentService.DeleteAlias', { AliasName: alias }))[0]).toBe(200);
       await seen;
       expect(await encrypt()).toBe('NotFoundException');
-      seen = aliasApplied(b, ref);
+      seen = applied(b, ref, 'alias');
       expect(
         (
           await call(a, 'TrentService.CreateAlias', { AliasName: alias, TargetKeyId: created[1] })
