@@ -9,6 +9,7 @@ export default {
     ],
   },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  setupFiles: ['<rootDir>/test/support/env.ts'],
   testTimeout: 60000,
   // Two test files at a time (--maxWorkers=2 in package.json: CI took 29 minutes one at a time on
   // the 2 cores), each in a worker process that jest replaces

@@ -12,7 +12,7 @@ import { accessLog } from './middleware/access-log.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
 import { canonicalEntry } from './http/params.ts';
 import { authenticate, tenantScope } from './middleware/authenticate.ts';
-import { ROUTE_TABLE, mountPath } from './routes/index.ts';
+import { ROUTE_TABLE, mountPath, mountRouters } from './routes/index.ts';
 
 /** Builds the app over a context. */
 export function createApp(ctx: AppContext): Express {
@@ -30,7 +30,7 @@ export function createApp(ctx: AppContext): Express {
       app.use(
         mountPath(area, mount),
         ...(mount.tenantScoped ? tenantScope(ctx) : []),
-        mount.router(ctx),
+        ...mountRouters(ctx, mount),
       );
     }
   }

@@ -70,6 +70,20 @@ export function requirePermissions(
   }
 }
 
+/**
+ * Any one of `anyOf` is enough (a full permission or one of its narrower siblings, such as
+ * `admin.humanuser` or `admin.humanuser.read`); a refusal names the first, the full one.
+ */
+export function requireAnyPermission(
+  ctx: AppContext,
+  claims: AccessClaims,
+  anyOf: readonly string[],
+  attempt: AccessAttempt,
+): void {
+  if (anyOf.some((p) => claims.permissions.includes(p))) return;
+  requirePermissions(ctx, claims, anyOf.slice(0, 1), attempt);
+}
+
 /** The access attempt of an Express request, for the audit of a refusal. */
 export const attemptOf = (req: Request): AccessAttempt => ({
   method: req.method,

@@ -83,31 +83,6 @@ const Role = withExample(
     permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'],
   },
 );
-const User = withExample(
-  obj(
-    {
-      id: uuid,
-      tenantId: uuid,
-      email: { type: 'string', format: 'email' },
-      roleId: uuid,
-      disabled: { type: 'boolean' },
-      lockedUntil: { type: ['string', 'null'], format: 'date-time' },
-      createdAt: time,
-      updatedAt: time,
-    },
-    ['id', 'tenantId', 'email', 'roleId', 'disabled'],
-  ),
-  {
-    id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
-    tenantId: TENANT_ID,
-    email: 'ops@acme.example',
-    roleId: ROLE_ID,
-    disabled: false,
-    lockedUntil: null,
-    createdAt: AT,
-    updatedAt: AT,
-  },
-);
 const Policy = obj({
   template: str,
   allowedKeyTypes: { type: 'array', items: str },
@@ -944,69 +919,6 @@ const identities = {
       responses: { 204: { description: 'deleted' } },
       errors: [404, 409],
       errorText: { 409: 'workloads or users still hold the role' },
-    }),
-  },
-  [`${T}/users`]: {
-    get: op('users', {
-      id: 'listUsers',
-      summary: 'List human users (never passwords)',
-      permission: 'admin.humanuser or admin.humanuser.read',
-      parameters: [TENANT, ...PAGE],
-      responses: { 200: ok('users', list(User)) },
-      errors: [400],
-    }),
-    post: op('users', {
-      id: 'createUser',
-      summary: 'Create a human user',
-      permission: 'admin.humanuser',
-      parameters: [TENANT],
-      requestBody: body(
-        obj({
-          email: { type: 'string', format: 'email' },
-          password: { type: 'string', minLength: 12, writeOnly: true },
-          roleId: uuid,
-        }),
-      ),
-      responses: { 201: ok('the user', User) },
-      errors: [400, 409, 415],
-      errorText: { 409: 'a user with that e-mail exists in this tenant' },
-    }),
-  },
-  [`${T}/users/{id}`]: {
-    get: op('users', {
-      id: 'getUser',
-      summary: 'Read a user',
-      permission: 'admin.humanuser or admin.humanuser.read',
-      parameters: [TENANT, ID('user')],
-      responses: { 200: ok('the user', User) },
-      errors: [404],
-    }),
-    patch: op('users', {
-      id: 'updateUser',
-      summary: "Change a user's role or disable it",
-      permission: 'admin.humanuser',
-      parameters: [TENANT, ID('user')],
-      requestBody: body(obj({ roleId: uuid, disabled: { type: 'boolean' } }, [])),
-      responses: { 200: ok('the user', User) },
-      errors: [400, 404, 415],
-    }),
-    delete: op('users', {
-      id: 'deleteUser',
-      summary: 'Delete a user',
-      permission: 'admin.humanuser',
-      parameters: [TENANT, ID('user')],
-      responses: { 204: { description: 'deleted' } },
-      errors: [404],
-    }),
-  },
-  [`${T}/users/{id}/password-reset`]: {
-    post: op('users', {
-      id: 'resetUserPassword',
-      summary: 'Admin-triggered password reset: a one-time link is mailed to the user',
-      permission: 'admin.humanuser or admin.humanuser.reset-password',
-      parameters: [TENANT, ID('user')],
-      responses: { 202: ok('mail queued', obj({ status: { const: 'reset-mail-sent' } })) },
-      errors: [404],
     }),
   },
   [`${T}/policies/templates`]: {

@@ -13,6 +13,7 @@ import { cryptoKeysPaths } from './crypto-keys.ts';
 import { pqcPaths } from './pqc.ts';
 import { legacyPaths } from './legacy.ts';
 import { components } from './components.ts';
+import { endpointPaths, type RowArea } from './endpoints.ts';
 import { withProblemExamples } from './problem-examples.ts';
 
 type PathsObject = Record<string, Record<string, unknown>>;
@@ -115,8 +116,14 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
     },
   ];
 
-/** Builds the document for a deployment's public base URL. */
-export function openApiDocument(baseUrl: string): Record<string, unknown> {
+/**
+ * Builds the document for a deployment's public base URL from the route table's rows (`areas`)
+ * and the areas still documented by hand.
+ */
+export function openApiDocument(
+  baseUrl: string,
+  areas: readonly RowArea[],
+): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
@@ -128,7 +135,7 @@ export function openApiDocument(baseUrl: string): Record<string, unknown> {
     servers: [{ url: baseUrl }],
     tags: TAG_GROUPS.flatMap((g) => g.tags.map(([name, description]) => ({ name, description }))),
     'x-tagGroups': TAG_GROUPS.map((g) => ({ name: g.name, tags: g.tags.map(([name]) => name) })),
-    paths: withProblemExamples(Object.assign({}, ...AREAS), baseUrl),
+    paths: withProblemExamples(Object.assign({}, ...AREAS, endpointPaths(areas)), baseUrl),
     components,
     security: [{ bearer: [] }],
   };

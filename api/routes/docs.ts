@@ -7,7 +7,6 @@
 import { createRequire } from 'node:module';
 import { Router } from 'express';
 import { route } from '../http/route.ts';
-import { openApiDocument } from '../openapi/index.ts';
 
 /** Where the page loads the renderer from; one of our own paths. */
 export const REDOC_BUNDLE_PATH = '/docs/redoc.standalone.js';
@@ -44,8 +43,8 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** Serves the document, the reference page and the renderer bundle. */
-export function createDocsRouter(baseUrl: string): Router {
+/** Serves the document (built once by the route table), the reference page and the renderer bundle. */
+export function createDocsRouter(document: Record<string, unknown>): Router {
   const router = Router();
   // The root has nothing of its own: a browser pointed at the service lands on the reference.
   route(router, '/', {
@@ -55,7 +54,7 @@ export function createDocsRouter(baseUrl: string): Router {
   });
   route(router, '/api/v3/openapi.json', {
     get: (_req, res) => {
-      res.json(openApiDocument(baseUrl));
+      res.json(document);
     },
   });
   route(router, '/docs', {

@@ -7,6 +7,8 @@
  */
 import type { Router } from 'express';
 import type { OAuthRoute, RuntimeRoute } from '../http/runtime-route.ts';
+import { endpointRouter, type Endpoint } from '../http/endpoint.ts';
+import { openApiDocument } from '../openapi/index.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { createHealthRouter } from './health.ts';
@@ -21,7 +23,7 @@ import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
 import { createPlatformRouter } from './v3/admin/platform.ts';
 import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
 import { createRolesRouter } from './v3/admin/tenants/roles.ts';
-import { createUsersRouter } from './v3/admin/tenants/users.ts';
+import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
@@ -44,7 +46,10 @@ import { createLegacyMigrationRouter } from './legacy/migration.ts';
 export interface Mount {
   /** Below the area's prefix; '' for the prefix itself. */
   path: string;
-  router: (ctx: AppContext) => Router;
+  /** The mount's route rows (api/http/endpoint.ts): served, validated and documented from one declaration. */
+  endpoints?: readonly Endpoint[];
+  /** A router written by hand, for what rows do not describe yet. */
+  router?: (ctx: AppContext) => Router;
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
   tenantScoped?: boolean;
   /**
@@ -77,7 +82,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       // POST / with X-Amz-Target (contract 10), ahead of the landing page's 405 for POST /;
       // the runtime lane serves it first.
       { path: '', router: createAwsKmsRouter },
-      { path: '', router: (ctx) => createDocsRouter(ctx.config.publicBaseUrl) },
+      { path: '', router: (ctx) => createDocsRouter(apiDocument(ctx.config.publicBaseUrl)) },
       { path: '', router: createConsoleRouter },
     ],
   },
@@ -109,7 +114,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '/platform', router: createPlatformRouter },
       { path: `${TENANT}/workloads`, router: createWorkloadsRouter, tenantScoped: true },
       { path: `${TENANT}/roles`, router: createRolesRouter, tenantScoped: true },
-      { path: `${TENANT}/users`, router: createUsersRouter, tenantScoped: true },
+      { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
       {
@@ -170,6 +175,16 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [{ path: '', router: createLegacyMigrationRouter }],
   },
 ];
+
+/** The routers of a mount: its rows' and its hand-written one, in that order. */
+export const mountRouters = (ctx: AppContext, mount: Mount): Router[] => [
+  ...(mount.endpoints ? [endpointRouter(ctx, mount.endpoints)] : []),
+  ...(mount.router ? [mount.router(ctx)] : []),
+];
+
+/** The OpenAPI document of this table for a deployment's public base URL. */
+export const apiDocument = (baseUrl: string): Record<string, unknown> =>
+  openApiDocument(baseUrl, ROUTE_TABLE);
 
 /** The full mount path of a router: its area's prefix and its own path ('/' for the root). */
 export const mountPath = (area: Area, mount: Mount): string => `${area.prefix}${mount.path}` || '/';

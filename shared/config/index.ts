@@ -133,6 +133,13 @@ export const SCHEMA = {
     default: 'info',
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
   },
+  answerCheck: {
+    env: 'ANSWER_CHECK',
+    doc: "How a route row's JSON answer is held to its documented schema: off; log (a mismatch is logged as an error naming the operation and the field, the answer still sent); strict (a mismatch is answered 500; the tests run so)",
+    kind: 'enum',
+    default: 'log',
+    values: ['off', 'log', 'strict'],
+  },
   // access log (issue 29): one line per request at info, written through a buffered
   // asynchronous destination (shared/logger.ts); these keys thin it out or switch it off.
   accessLog: {

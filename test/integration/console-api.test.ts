@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApiDocument } from '../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../api/routes/index.ts';
 
 const DIR = join(process.cwd(), 'console', 'js');
 

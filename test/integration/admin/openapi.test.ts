@@ -8,7 +8,7 @@
  */
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { createApp } from '../../../api/app.ts';
-import { openApiDocument } from '../../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { slugsNamed } from '../../../api/openapi/problem-examples.ts';
 import { REDOC_BUNDLE_PATH } from '../../../api/routes/docs.ts';
 import { PROBLEMS } from '../../../shared/errors/index.ts';

@@ -4,7 +4,7 @@
  * in openApiDocument() with the same method, path template and body media type, and carry the
  * document's operationId as its name where the document gives one.
  */
-import { openApiDocument } from '../../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import {
   AWAITING_OPENAPI,
   operations,

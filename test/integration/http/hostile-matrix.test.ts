@@ -13,7 +13,7 @@ import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
 import { createApp } from '../../../api/app.ts';
-import { openApiDocument } from '../../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';
 import {
   AMZ_JSON,

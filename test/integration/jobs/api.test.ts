@@ -9,7 +9,7 @@ import { api, makeTenant, workloadToken } from '../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
 import { createJobsRouter } from '../../../api/routes/v3/migration/jobs.ts';
 import { createUploadsRouter } from '../../../api/routes/v3/migration/uploads.ts';
-import { openApiDocument } from '../../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';
 
 const JOBS = '/api/v3/migration/jobs';

@@ -21,7 +21,7 @@ import {
 } from 'node:crypto';
 import { AsnConvert, OctetString } from '@peculiar/asn1-schema';
 import { ContentInfo, EncryptedContent, EnvelopedData } from '@peculiar/asn1-cms';
-import { openApiDocument } from '../../../api/openapi/index.ts';
+import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
 import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';

@@ -1,11 +1,18 @@
 /** Human users of a tenant (`admin.humanuser`: full CRUD); password hashes are never returned. */
-import { Router, type RequestHandler } from 'express';
-import type { AppContext } from '../../../../context.ts';
-import { route } from '../../../../http/route.ts';
-import { pageParams } from '../../../../http/pagination.ts';
-import { auditChange, param, tenantParam, uuidParam } from '../../../../http/params.ts';
-import { actorOf, authorize } from '../../../../middleware/authenticate.ts';
-import { jsonBody } from '../../../../middleware/body.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../../http/endpoint.ts';
+import { pageRequest } from '../../../../http/pagination.ts';
+import {
+  Body,
+  NullableTime,
+  PageOf,
+  PageQuery,
+  Resource,
+  TENANT_PARAM,
+  TenantRecord,
+  Time,
+  Uuid,
+} from '../../../../http/schemas.ts';
 import {
   createUser,
   deleteUser,
@@ -14,82 +21,133 @@ import {
   resetUserPassword,
   updateUser,
 } from '../../../../services/admin/users.ts';
-import { onlyKnown } from '../../../../../shared/validation/members.ts';
 
-const NEW_USER_MEMBERS: ReadonlySet<string> = new Set(['email', 'password', 'roleId']);
-const USER_CHANGE_MEMBERS: ReadonlySet<string> = new Set(['roleId', 'disabled']);
+const User = Resource(
+  {
+    id: Uuid(),
+    tenantId: Uuid(),
+    email: Type.String({ format: 'email' }),
+    roleId: Uuid(),
+    disabled: Type.Boolean(),
+    lockedUntil: Type.Optional(NullableTime()),
+    createdAt: Type.Optional(Time()),
+    updatedAt: Type.Optional(Time()),
+  },
+  {
+    id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+    tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
+    email: 'ops@acme.example',
+    roleId: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
+    disabled: false,
+    lockedUntil: null,
+    createdAt: '2026-11-23T16:00:00.000Z',
+    updatedAt: '2026-11-23T16:00:00.000Z',
+  },
+);
+
+const Tenant = Type.Object(TENANT_PARAM);
+const UserPath = TenantRecord('user');
+const WRITE = 'admin.humanuser';
+const READ = { anyOf: [WRITE, 'admin.humanuser.read'] } as const;
+const tag = 'users';
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/users. */
-export function createUsersRouter(ctx: AppContext): Router {
-  const router = uuidParam(Router({ mergeParams: true }), 'id', 'record');
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-  const write = authorize(ctx, 'admin.humanuser');
-  // Reading needs admin.humanuser or its read-only sibling.
-  const read: RequestHandler = (req, res, next) =>
-    req.auth.permissions.includes('admin.humanuser.read') ? next() : write(req, res, next);
-  route(router, '/', {
-    get: [
-      read,
-      async (req, res) => {
-        res.json(await listUsers(ctx.db, tenantParam(req), pageParams(req)));
-      },
-    ],
-    post: [
-      write,
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, NEW_USER_MEMBERS);
-        const user = await createUser(ctx, tenantParam(req), req.body ?? {});
-        auditChange(ctx, req, 'user.create', user.id);
-        res.status(201).json(user);
-      },
-    ],
-  });
-  route(router, '/:id', {
-    get: [
-      read,
-      async (req, res) => {
-        res.json(await readUser(ctx.db, tenantParam(req), param(req, 'id')));
-      },
-    ],
-    patch: [
-      write,
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, USER_CHANGE_MEMBERS);
-        const { roleId, disabled } = req.body ?? {};
-        const user = await updateUser(
-          ctx,
-          tenantParam(req),
-          param(req, 'id'),
-          { roleId, disabled },
-          actorOf(req),
-        );
-        auditChange(ctx, req, 'user.update', user.id, { roleId, disabled });
-        res.json(user);
-      },
-    ],
-    delete: [
-      write,
-      async (req, res) => {
-        await deleteUser(ctx, tenantParam(req), param(req, 'id'), actorOf(req));
-        auditChange(ctx, req, 'user.delete', param(req, 'id'));
-        res.status(204).end();
-      },
-    ],
-  });
-  route(router, '/:id/password-reset', {
-    post: [
-      (req, res, next) =>
-        req.auth.permissions.includes('admin.humanuser.reset-password')
-          ? next()
-          : write(req, res, next),
-      async (req, res) => {
-        const id = await resetUserPassword(ctx, tenantParam(req), param(req, 'id'));
-        auditChange(ctx, req, 'user.password-reset', id);
-        res.status(202).json({ status: 'reset-mail-sent' });
-      },
-    ],
-  });
-  return router;
-}
+export const USER_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/',
+    operationId: 'listUsers',
+    tag,
+    summary: 'List human users (never passwords)',
+    access: READ,
+    params: Tenant,
+    query: PageQuery,
+    answer: { status: 200, description: 'users', schema: PageOf(User) },
+    handle: (ctx, { params, query }) => listUsers(ctx.db, params.tenantId, pageRequest(query)),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'createUser',
+    tag,
+    summary: 'Create a human user',
+    access: { anyOf: [WRITE] },
+    params: Tenant,
+    body: Body({
+      email: Type.String({ maxLength: 254, description: 'an e-mail address' }),
+      password: Type.String({ minLength: 12, writeOnly: true }),
+      roleId: Uuid('a role of this tenant'),
+    }),
+    answer: { status: 201, description: 'the user', schema: User },
+    problems: { 409: 'a user with that e-mail exists in this tenant' },
+    handle: (ctx, { params, body }) => createUser(ctx, params.tenantId, body),
+    audit: { action: 'user.create', target: (_input, user) => user.id },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getUser',
+    tag,
+    summary: 'Read a user',
+    access: READ,
+    params: UserPath,
+    answer: { status: 200, description: 'the user', schema: User },
+    problems: { 404: 'no such user in this tenant' },
+    handle: (ctx, { params }) => readUser(ctx.db, params.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'patch',
+    path: '/:id',
+    operationId: 'updateUser',
+    tag,
+    summary: "Change a user's role or disable it",
+    access: { anyOf: [WRITE] },
+    params: UserPath,
+    body: Body({
+      roleId: Type.Optional(Uuid('a role of this tenant')),
+      disabled: Type.Optional(Type.Boolean()),
+    }),
+    answer: { status: 200, description: 'the user', schema: User },
+    problems: { 404: 'no such user in this tenant' },
+    handle: (ctx, { params, body, actor }) =>
+      updateUser(ctx, params.tenantId, params.id, body, actor),
+    audit: {
+      action: 'user.update',
+      target: (_input, user) => user.id,
+      details: ({ body }) => ({ roleId: body.roleId, disabled: body.disabled }),
+    },
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id',
+    operationId: 'deleteUser',
+    tag,
+    summary: 'Delete a user',
+    access: { anyOf: [WRITE] },
+    params: UserPath,
+    answer: { status: 204, description: 'deleted' },
+    problems: { 404: 'no such user in this tenant' },
+    handle: (ctx, { params, actor }) => deleteUser(ctx, params.tenantId, params.id, actor),
+    audit: { action: 'user.delete', target: ({ params }) => params.id },
+  }),
+  endpoint({
+    method: 'post',
+    path: '/:id/password-reset',
+    operationId: 'resetUserPassword',
+    tag,
+    summary: 'Admin-triggered password reset: a one-time link is mailed to the user',
+    access: { anyOf: [WRITE, 'admin.humanuser.reset-password'] },
+    params: UserPath,
+    answer: {
+      status: 202,
+      description: 'mail queued',
+      schema: Type.Object({ status: Type.Literal('reset-mail-sent') }),
+    },
+    problems: { 404: 'no such user in this tenant' },
+    handle: async (ctx, { params }) => {
+      await resetUserPassword(ctx, params.tenantId, params.id);
+      return { status: 'reset-mail-sent' as const };
+    },
+    audit: { action: 'user.password-reset', target: ({ params }) => params.id },
+  }),
+];

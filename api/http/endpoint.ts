@@ -1,0 +1,163 @@
+/**
+ * The route row (issue 25): one declaration per endpoint that the Express registration, the
+ * request validation, the audit and the OpenAPI document (api/openapi/endpoints.ts) are all
+ * made from. OpenBao's framework.Path and fastify's schema-per-route are the models: a row says
+ * what the endpoint takes and answers, who may call it and what it records, and its handler
+ * receives the input already checked and typed. A route file exports its rows; the route table
+ * (api/routes/index.ts) mounts them.
+ */
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { Static, TObject, TSchema } from 'typebox';
+import type { AppContext } from '../context.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
+import { actorOf, attemptOf, requireAnyPermission } from '../middleware/authenticate.ts';
+import { jsonBody } from '../middleware/body.ts';
+import { route, type Handlers } from './route.ts';
+import { answerChecker, inputChecker, type InputChecker } from './input.ts';
+import { problem } from '../../shared/errors/index.ts';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Who may call: a token holding any one of `anyOf` (the first is the full permission, the rest
+ * narrower siblings such as `admin.humanuser.read`). The area's audience and the tenant scope
+ * are checked by the route table before the row runs.
+ */
+export interface Access {
+  anyOf: readonly [string, ...string[]];
+}
+
+/** The success answer: its status and, unless it is 204, the JSON schema of its body. */
+export interface Answer {
+  status: 200 | 201 | 202 | 204;
+  description: string;
+  schema?: TSchema;
+}
+
+/** What the handler receives: the checked input, the caller's claims and, for headers, the exchange. */
+export interface EndpointInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  claims: AccessClaims;
+  /** The audit actor of the caller (`workload:<id>` or `user:<id>`). */
+  actor: string;
+  req: Request;
+  res: Response;
+}
+
+/** The audit event a successful call records, in the path's tenant (or the caller's). */
+export interface EndpointAudit<P, Q, B, R> {
+  action: string;
+  target: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string;
+  details?: (
+    input: EndpointInput<P, Q, B>,
+    result: NoInfer<R>,
+  ) => Record<string, unknown> | undefined;
+}
+
+/** One endpoint, as a route file declares it. */
+export interface EndpointRow<
+  PS extends TObject,
+  QS extends TObject,
+  BS extends TSchema,
+  R,
+  P = Static<PS>,
+  Q = Static<QS>,
+  B = Static<BS>,
+> {
+  method: Method;
+  /** Below the mount, Express syntax (`/:id/password-reset`); '/' for the mount itself. */
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  access: Access;
+  /** Path parameters; a value that does not fit names nothing (404). */
+  params?: PS;
+  query?: QS;
+  /** The JSON body; objects are closed (unknown members refused naming the member, contract 8). */
+  body?: BS;
+  /** Whether a request may come without a body (then the handler sees `{}`). */
+  bodyOptional?: boolean;
+  answer: Answer;
+  /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
+  problems?: Readonly<Record<number, string>>;
+  audit?: EndpointAudit<P, Q, B, R>;
+  handle: (ctx: AppContext, input: EndpointInput<P, Q, B>) => Promise<R> | R;
+}
+
+/** A row with its types erased, as the table and the generators hold it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Endpoint = EndpointRow<TObject, TObject, TSchema, any, any, any, any>;
+
+/** The members of an input a row does not declare. */
+type NoMembers = Record<never, never>;
+
+/** Declares a row; the handler's input is typed from the row's schemas. */
+export function endpoint<
+  PS extends TObject = TObject<NoMembers>,
+  QS extends TObject = TObject<NoMembers>,
+  BS extends TSchema = TObject<NoMembers>,
+  R = unknown,
+>(row: EndpointRow<PS, QS, BS, R>): Endpoint {
+  return row as unknown as Endpoint;
+}
+
+/** The Express handlers of one row: access, body reader, checked input, handler, audit, answer. */
+function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
+  const check: InputChecker = inputChecker(row);
+  const mode = ctx.config.answerCheck;
+  const answerMismatch = answerChecker(row.answer.schema, mode);
+  const access: RequestHandler = (req, _res, next) => {
+    requireAnyPermission(ctx, req.auth, row.access.anyOf, attemptOf(req));
+    next();
+  };
+  const run: RequestHandler = async (req, res) => {
+    const input: EndpointInput<unknown, unknown, unknown> = {
+      ...check(req),
+      claims: req.auth,
+      actor: actorOf(req),
+      req,
+      res,
+    };
+    const result = await row.handle(ctx, input);
+    if (row.audit) {
+      const params = input.params as { tenantId?: string };
+      ctx.audit.record({
+        tenantId: params.tenantId ?? req.auth.tenantId,
+        actor: input.actor,
+        action: row.audit.action,
+        outcome: 'success',
+        target: row.audit.target(input, result),
+        details: row.audit.details?.(input, result),
+      });
+    }
+    const mismatch = answerMismatch?.(result);
+    if (mismatch) {
+      ctx.logger.error(
+        { operationId: row.operationId, mismatch },
+        'an answer does not fit its documented schema: the route row and its service disagree',
+      );
+      if (mode === 'strict') throw problem('internal', 'the answer does not fit its schema');
+    }
+    if (row.answer.status === 204) res.status(204).end();
+    else res.status(row.answer.status).json(result);
+  };
+  return [access, ...(row.body ? jsonBody(ctx.config.jsonLimitBytes) : []), run];
+}
+
+/** A router serving `rows` (mounted by the route table at their mount path). */
+export function endpointRouter(ctx: AppContext, rows: readonly Endpoint[]): Router {
+  const router = Router({ mergeParams: true });
+  const byPath = new Map<string, Handlers>();
+  for (const row of rows) {
+    const handlers = byPath.get(row.path) ?? {};
+    if (handlers[row.method]) throw new Error(`two rows for ${row.method} ${row.path}`);
+    handlers[row.method] = handlersOf(ctx, row);
+    byPath.set(row.path, handlers);
+  }
+  for (const [path, handlers] of byPath) route(router, path, handlers);
+  return router;
+}

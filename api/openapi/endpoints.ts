@@ -1,0 +1,120 @@
+/**
+ * The OpenAPI paths of the route rows (api/http/endpoint.ts), generated: each row's method,
+ * path, summary, permission, parameters, body, answer and problems become one operation, so the
+ * document cannot drift from what the routes check. Only shared components and examples are
+ * written by hand (components.ts, problem-examples.ts).
+ */
+import type { TObject, TSchema } from 'typebox';
+import type { Endpoint } from '../http/endpoint.ts';
+import { problemResponse, type Schema } from './components.ts';
+
+/** The part of the route table the document reads: where each mount's rows are served. */
+export interface RowArea {
+  prefix: string;
+  mounts: readonly { path: string; endpoints?: readonly Endpoint[] }[];
+}
+
+/** The meaning of a problem status every row may answer, unless the row words it itself. */
+const PROBLEM_TEXT: Readonly<Record<number, string>> = {
+  400: 'invalid input (validation-failed naming the field, malformed-json)',
+  401: 'missing, invalid or expired bearer token, or the wrong audience',
+  403: 'the role lacks the permission, or the path names another tenant',
+  404: 'no such record in this tenant',
+  409: 'conflict with the current state',
+  413: 'body too large',
+  415: 'wrong media type (application/json expected)',
+  422: 'refused by the effective policy or the key usage',
+};
+
+/** Express path → OpenAPI path: `/:id` → `/{id}`. */
+const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+/** The row's full path: the area's prefix, the mount and the row's own path ('/' is the mount). */
+const fullPath = (prefix: string, mount: string, path: string) =>
+  openApiPath(path === '/' ? `${prefix}${mount}` || '/' : `${prefix}${mount}${path}`);
+
+/** A schema as the document shows it: a plain JSON object, without TypeBox's own symbols. */
+const plain = (schema: TSchema): Schema => JSON.parse(JSON.stringify(schema)) as Schema;
+
+function parameters(where: 'path' | 'query', schema: TObject | undefined): Schema[] {
+  if (!schema) return [];
+  const required = new Set((schema.required as string[] | undefined) ?? []);
+  return Object.entries(schema.properties as Record<string, TSchema>).map(([name, s]) => {
+    const { description, examples, ...rest } = plain(s) as Schema & { examples?: unknown[] };
+    return {
+      name,
+      in: where,
+      required: where === 'path' || required.has(name),
+      schema: rest,
+      ...(description === undefined ? {} : { description }),
+      ...(examples?.[0] === undefined ? {} : { example: examples[0] }),
+    };
+  });
+}
+
+/** The problem statuses a row may answer: its own, and those its shape implies. */
+function problemStatuses(row: Endpoint): Record<number, string> {
+  const implied: number[] = [401, 403];
+  if (row.body || row.query) implied.push(400);
+  if (row.body) implied.push(413, 415);
+  const out: Record<number, string> = {};
+  for (const status of implied) out[status] = PROBLEM_TEXT[status];
+  return { ...out, ...row.problems };
+}
+
+function operation(row: Endpoint): Schema {
+  const { anyOf } = row.access;
+  const permission = anyOf.map((p) => `\`${p}\``).join(' or ');
+  const answer =
+    row.answer.schema === undefined
+      ? { description: row.answer.description }
+      : {
+          description: row.answer.description,
+          content: {
+            'application/json': {
+              schema: plain(row.answer.schema),
+              ...exampleOf(row.answer.schema),
+            },
+          },
+        };
+  const problems = Object.fromEntries(
+    Object.entries(problemStatuses(row)).map(([status, text]) => [
+      status,
+      problemResponse(text ?? PROBLEM_TEXT[Number(status)] ?? 'refused'),
+    ]),
+  );
+  const params = [...parameters('path', row.params), ...parameters('query', row.query)];
+  return {
+    tags: [row.tag],
+    operationId: row.operationId,
+    summary: row.summary,
+    description: [`Requires ${permission}.`, row.description].filter(Boolean).join(' '),
+    ...(params.length ? { parameters: params } : {}),
+    ...(row.body
+      ? {
+          requestBody: {
+            required: !row.bodyOptional,
+            content: { 'application/json': { schema: plain(row.body), ...exampleOf(row.body) } },
+          },
+        }
+      : {}),
+    responses: { [row.answer.status]: answer, ...problems },
+  };
+}
+
+const exampleOf = (schema: TSchema) => {
+  const example = (schema as { examples?: unknown[] }).examples?.[0];
+  return example === undefined ? {} : { example };
+};
+
+/** The paths object of every row of `areas`. */
+export function endpointPaths(areas: readonly RowArea[]): Record<string, Record<string, Schema>> {
+  const paths: Record<string, Record<string, Schema>> = {};
+  for (const area of areas)
+    for (const mount of area.mounts)
+      for (const row of mount.endpoints ?? []) {
+        const path = fullPath(area.prefix, mount.path, row.path);
+        (paths[path] ??= {})[row.method] = operation(row);
+      }
+  return paths;
+}
