@@ -12,6 +12,7 @@ import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { actorOf, attemptOf, requireAnyPermission } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
+import { consumeApiBudget } from '../middleware/rate-limit.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { problem } from '../../shared/errors/index.ts';
@@ -27,11 +28,18 @@ export interface Access {
   anyOf: readonly [string, ...string[]];
 }
 
-/** The success answer: its status and, unless it is 204, the JSON schema of its body. */
+/**
+ * The success answer: its status and, unless it is 204, the schema of its body. A JSON answer is
+ * what the handler returns; with `media` (a stream or a file) the handler writes the answer
+ * itself through `input.res` and the schema, if any, describes that media.
+ */
 export interface Answer {
   status: 200 | 201 | 202 | 204;
   description: string;
   schema?: TSchema;
+  media?: string;
+  /** Headers the answer carries (documentation: the handler sets them through `input.res`). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** What the handler receives: the checked input, the caller's claims and, for headers, the exchange. */
@@ -74,6 +82,11 @@ export interface EndpointRow<
   summary: string;
   description?: string;
   access: Access;
+  /**
+   * The rate-limit endpoint whose budget a call spends (spec 8: per client and endpoint), taken
+   * after the access check and before the body is read.
+   */
+  budget?: string;
   /** Path parameters; a value that does not fit names nothing (404). */
   params?: PS;
   query?: QS;
@@ -85,6 +98,8 @@ export interface EndpointRow<
   /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
   problems?: Readonly<Record<number, string>>;
   audit?: EndpointAudit<P, Q, B, R>;
+  /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
+  extensions?: Readonly<Record<`x-${string}`, unknown>>;
   handle: (ctx: AppContext, input: EndpointInput<P, Q, B>) => Promise<R> | R;
 }
 
@@ -110,8 +125,11 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   const check: InputChecker = inputChecker(row);
   const mode = ctx.config.answerCheck;
   const answerMismatch = answerChecker(row.answer.schema, mode);
-  const access: RequestHandler = (req, _res, next) => {
+  let mismatchLogged = false;
+  const budget = row.budget;
+  const access: RequestHandler = async (req, _res, next) => {
     requireAnyPermission(ctx, req.auth, row.access.anyOf, attemptOf(req));
+    if (budget) await consumeApiBudget(ctx, req.auth, budget);
     next();
   };
   const run: RequestHandler = async (req, res) => {
@@ -134,14 +152,18 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
         details: row.audit.details?.(input, result),
       });
     }
-    const mismatch = answerMismatch?.(result);
+    const mismatch = row.answer.media ? null : answerMismatch?.(result);
     if (mismatch) {
-      ctx.logger.error(
-        { operationId: row.operationId, mismatch },
-        'an answer does not fit its documented schema: the route row and its service disagree',
-      );
+      // Once per row and process: a drift is one bug, not a line per request.
+      if (!mismatchLogged)
+        ctx.logger.error(
+          { operationId: row.operationId, mismatch },
+          'an answer does not fit its documented schema: the route row and its service disagree (logged once per operation)',
+        );
+      mismatchLogged = true;
       if (mode === 'strict') throw problem('internal', 'the answer does not fit its schema');
     }
+    if (row.answer.media) return; // the handler wrote it
     if (row.answer.status === 204) res.status(204).end();
     else res.status(row.answer.status).json(result);
   };

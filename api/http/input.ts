@@ -43,6 +43,14 @@ const field = (path: string) => path.slice(1).replaceAll('/', '.').slice(0, 80);
  * client most needs to hear of), then a missing one, then the first other.
  */
 function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
+  // A member with several forms (a union) is named as a whole: its branches' errors mislead.
+  const forms = errors.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
+  if (forms) {
+    const at = field(forms.instancePath) || where;
+    return problem('validation_failed', `${at} fits none of its documented forms`, {
+      details: { field: at },
+    });
+  }
   const unknown = errors.find((e) => e.keyword === 'additionalProperties');
   if (unknown) {
     const name = (unknown.params.additionalProperties ?? [''])[0].slice(0, 40);

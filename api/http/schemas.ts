@@ -21,6 +21,18 @@ export const Body = <P extends TProperties>(properties: P, example?: unknown) =>
 export const Resource = <P extends TProperties>(properties: P, example?: unknown) =>
   Type.Object(properties, example === undefined ? {} : { examples: [example] });
 
+/** A problem document (RFC 7807) inside an answer, its details as extra members. */
+export const ProblemDocument = Type.Object(
+  {
+    type: Type.String({ format: 'uri' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.Optional(Type.String()),
+    instance: Type.Optional(Type.String()),
+  },
+  { description: 'a problem (RFC 7807); its details as extra members' },
+);
+
 /** A page of `item`s (api/http/pagination.ts), its example made from the item's. */
 export function PageOf<T extends TSchema>(item: T) {
   const example = (item as { examples?: unknown[] }).examples?.[0];

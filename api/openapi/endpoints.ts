@@ -24,6 +24,7 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   413: 'body too large',
   415: 'wrong media type (application/json expected)',
   422: 'refused by the effective policy or the key usage',
+  429: "the client's budget for this endpoint is spent (Retry-After)",
 };
 
 /** Express path → OpenAPI path: `/:id` → `/{id}`. */
@@ -57,6 +58,7 @@ function problemStatuses(row: Endpoint): Record<number, string> {
   const implied: number[] = [401, 403];
   if (row.body || row.query) implied.push(400);
   if (row.body) implied.push(413, 415);
+  if (row.budget) implied.push(429);
   const out: Record<number, string> = {};
   for (const status of implied) out[status] = PROBLEM_TEXT[status];
   return { ...out, ...row.problems };
@@ -65,15 +67,27 @@ function problemStatuses(row: Endpoint): Record<number, string> {
 function operation(row: Endpoint): Schema {
   const { anyOf } = row.access;
   const permission = anyOf.map((p) => `\`${p}\``).join(' or ');
+  const { schema, media, description, headers } = row.answer;
+  const answerHeaders = headers
+    ? {
+        headers: Object.fromEntries(
+          Object.entries(headers).map(([name, text]) => [
+            name,
+            { description: text, schema: { type: 'string' } },
+          ]),
+        ),
+      }
+    : {};
   const answer =
-    row.answer.schema === undefined
-      ? { description: row.answer.description }
+    schema === undefined && media === undefined
+      ? { description, ...answerHeaders }
       : {
-          description: row.answer.description,
+          description,
+          ...answerHeaders,
           content: {
-            'application/json': {
-              schema: plain(row.answer.schema),
-              ...exampleOf(row.answer.schema),
+            [media ?? 'application/json']: {
+              schema: schema ? plain(schema) : { type: 'string', format: 'binary' },
+              ...(schema ? exampleOf(schema) : {}),
             },
           },
         };
@@ -99,6 +113,7 @@ function operation(row: Endpoint): Schema {
         }
       : {}),
     responses: { [row.answer.status]: answer, ...problems },
+    ...row.extensions,
   };
 }
 

@@ -36,7 +36,7 @@ import { createPqcRouter } from './v3/pqc.ts';
 import { createAuditRouter } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
-import { createJobsRouter } from './v3/migration/jobs.ts';
+import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
 import { createLegacyAuthRouter } from './legacy/authenticate.ts';
 import { createLegacyKeyManagementRouter } from './legacy/key-management.ts';
 import { createLegacyCryptoRouter } from './legacy/crypto.ts';
@@ -151,7 +151,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [
       { path: '/stream', router: createMigrationStreamRouter },
       { path: '/uploads', router: createUploadsRouter },
-      { path: '/jobs', router: createJobsRouter },
+      { path: '/jobs', endpoints: JOB_ENDPOINTS },
     ],
   },
   {

@@ -7,7 +7,8 @@ import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, makeTenant, workloadToken } from '../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
-import { createJobsRouter } from '../../../api/routes/v3/migration/jobs.ts';
+import { JOB_ENDPOINTS } from '../../../api/routes/v3/migration/jobs.ts';
+import { endpointRouter } from '../../../api/http/endpoint.ts';
 import { createUploadsRouter } from '../../../api/routes/v3/migration/uploads.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';
@@ -284,7 +285,7 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
 
 describe('the OpenAPI document covers the jobs routes', () => {
   it('when the uploads and jobs routers are walked, then every method and path it registers is documented with responses', () => {
-    const ctx = { config: { jsonLimitBytes: 65536 } } as unknown as AppContext;
+    const ctx = { config: { jsonLimitBytes: 65536, answerCheck: 'off' } } as unknown as AppContext;
     type Stack = Array<{ route?: { path: string; methods: Record<string, boolean> } }>;
     const routesOf = (router: unknown, prefix: string) =>
       (router as { stack: Stack }).stack
@@ -299,7 +300,7 @@ describe('the OpenAPI document covers the jobs routes', () => {
         );
     const registered = [
       ...routesOf(createUploadsRouter(ctx), '/api/v3/migration/uploads'),
-      ...routesOf(createJobsRouter(ctx), '/api/v3/migration/jobs'),
+      ...routesOf(endpointRouter(ctx, JOB_ENDPOINTS), '/api/v3/migration/jobs'),
     ];
     expect(registered.length).toBe(9); // with DELETE of uploads and of job results (issue 13)
     const doc = openApiDocument('https://keyward.example') as {

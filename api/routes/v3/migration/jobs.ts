@@ -2,17 +2,13 @@
  * The queued side of migration (contract 6), /api/v3/migration/jobs: submits, reads, lists the
  * children of a batch, streams a result and cancels (uploads are in ./uploads.ts). The tenant
  * always comes from the token; another tenant's job answers 404, exactly like a missing one.
+ * Without REDIS_URL every path answers 503 queue-unavailable (contract 1).
  */
-import { Router, type Request } from 'express';
 import { pipeline } from 'node:stream/promises';
-import type { AppContext } from '../../../context.ts';
-import { route } from '../../../http/route.ts';
-import { param } from '../../../http/params.ts';
-import { pageParams } from '../../../http/pagination.ts';
-import { actorOf, authorize } from '../../../middleware/authenticate.ts';
-import { jsonBody } from '../../../middleware/body.ts';
-import { apiRateLimit } from '../../../middleware/rate-limit.ts';
-import { problem } from '../../../../shared/errors/index.ts';
+import Type, { type TSchema } from 'typebox';
+import { endpoint } from '../../../http/endpoint.ts';
+import { pageRequest } from '../../../http/pagination.ts';
+import { Body, PAGE_QUERY, ProblemDocument, Time } from '../../../http/schemas.ts';
 import {
   cancelJob,
   deleteJobResults,
@@ -23,104 +19,405 @@ import {
 } from '../../../services/jobs/tenant-jobs.ts';
 
 const JOBS = '/api/v3/migration/jobs';
+const tag = 'migration jobs';
+
+const JOB_ID = 'cv-3b5e1f0c9a7d2e4b6c8a0f1e3d5b7c9a1e2f4d6b';
+const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
+const JobId = Type.String({
+  pattern: '^(cv|bt)-[0-9a-f]{40}$',
+  description:
+    '`cv-` a conversion, `bt-` a batch; derived from tenant, source, source version, metadata and output, so a resubmission gets the same id',
+});
+const State = Type.Union(
+  ['queued', 'active', 'retrying', 'cancelling', 'completed', 'failed', 'cancelled'].map((s) =>
+    Type.Literal(s),
+  ),
+  {
+    description:
+      '`retrying`: waiting for its backoff after a transient fault (storage or Redis); a batch is `completed` when every child finished and at least one converted',
+  },
+);
+const Count = Type.Integer({ minimum: 0 });
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+const Progress = Type.Object({
+  bytesRead: Count,
+  bytesWritten: Count,
+  objectsDone: Count,
+  objectsFailed: Count,
+  objectsTotal: Count,
+});
+/** A job's problem has the shape of every other problem (RFC 7807). */
+const JobProblem = ProblemDocument;
+const CONVERT_EXAMPLE = {
+  id: JOB_ID,
+  type: 'convert',
+  state: 'completed',
+  source: { key: SOURCE_KEY, version: '"9b2cf535f27731c974343645a3985328"' },
+  output: { key: 'converted/inv-0001.p7m.jwe' },
+  progress: {
+    bytesRead: 1048576,
+    bytesWritten: 1049012,
+    objectsDone: 1,
+    objectsFailed: 0,
+    objectsTotal: 1,
+  },
+  attempts: { made: 1, max: 3 },
+  result: {
+    key: 'converted/inv-0001.p7m.jwe',
+    size: 1049012,
+    contentType: 'multipart/mixed; boundary=keyward-jwe',
+    objects: [
+      {
+        role: 'result',
+        key: 'converted/inv-0001.p7m.jwe',
+        size: 1049012,
+        contentType: 'multipart/mixed; boundary=keyward-jwe',
+      },
+    ],
+  },
+  problem: null,
+  createdAt: '2026-11-23T16:00:00.000Z',
+  startedAt: '2026-11-23T16:00:00.120Z',
+  finishedAt: '2026-11-23T16:00:01.480Z',
+};
+const Convert = Type.Object({
+  id: JobId,
+  type: Type.Literal('convert'),
+  state: State,
+  source: Type.Object({
+    key: Type.String(),
+    version: Type.String({
+      description:
+        'etag, or size and mtime, of the object when submitted; a changed source fails the job with source-changed',
+    }),
+  }),
+  output: Type.Object({ key: Nullable(Type.String()) }),
+  progress: Progress,
+  attempts: Type.Object({ made: Count, max: Count }),
+  result: Nullable(
+    Type.Object({
+      key: Type.String({
+        description:
+          'output prefix + source name + `.jws.json` (SignedData) or `.jwe` (multipart JWE)',
+      }),
+      size: Count,
+      contentType: Type.String(),
+      objects: Type.Array(
+        Type.Object({
+          role: Type.Union([Type.Literal('result'), Type.Literal('content')]),
+          key: Type.String(),
+          size: Count,
+          contentType: Type.String(),
+        }),
+        {
+          description:
+            'every object the conversion wrote, the result first: for a SignedData also its signed content (`role: content`, key `<output>.content`), so nothing of the input is lost',
+        },
+      ),
+    }),
+  ),
+  problem: Nullable(JobProblem),
+  lastProblem: Type.Optional(
+    Type.Object(
+      {},
+      { description: 'the fault of the previous attempt, while the job is retrying' },
+    ),
+  ),
+  createdAt: Time(),
+  startedAt: Nullable(Time()),
+  finishedAt: Nullable(Time()),
+});
+const Batch = Type.Object({
+  id: JobId,
+  type: Type.Literal('batch'),
+  state: State,
+  source: Type.Object({ bucket: Type.Optional(Type.String()), prefix: Type.String() }),
+  output: Type.Object({ prefix: Type.String() }),
+  progress: Progress,
+  failures: Type.Array(
+    Type.Object({ id: JobId, source: Type.Object({ key: Type.String() }), problem: JobProblem }),
+    { description: 'the first 50 failed children; GET .../children lists all' },
+  ),
+  createdAt: Time(),
+  finishedAt: Nullable(Time()),
+  cancelledAt: Nullable(Time()),
+});
+const Job = (example: unknown) => Type.Union([Convert, Batch], { examples: [example] });
+const CANCELLED_EXAMPLE = {
+  ...CONVERT_EXAMPLE,
+  state: 'cancelling',
+  output: { key: null },
+  result: null,
+  finishedAt: null,
+};
+const QUEUED_EXAMPLE = {
+  ...CONVERT_EXAMPLE,
+  state: 'queued',
+  output: { key: null },
+  progress: { bytesRead: 0, bytesWritten: 0, objectsDone: 0, objectsFailed: 0, objectsTotal: 1 },
+  attempts: { made: 0, max: 3 },
+  result: null,
+  startedAt: null,
+  finishedAt: null,
+};
+
+const Submit = Body(
+  {
+    source: Type.Union([
+      Type.Object(
+        { key: Type.String({ description: 'one object of your storage area' }) },
+        { additionalProperties: false },
+      ),
+      Type.Object(
+        {
+          bucket: Type.Optional(
+            Type.String({ description: 'optional; must be the service bucket (S3_BUCKET)' }),
+          ),
+          prefix: Type.String({
+            description:
+              'every object under it becomes a child job (results under output.prefix are left out)',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ]),
+    metadata: Type.Optional(
+      Type.Object(
+        {},
+        {
+          description:
+            'conversion metadata of contract 5 (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64) and contract 10 (verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
+        },
+      ),
+    ),
+    output: Type.Object(
+      {
+        prefix: Type.String({
+          description: "where results go; a batch keeps the paths below the source prefix's folder",
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  {
+    source: { key: SOURCE_KEY },
+    metadata: { targetKid: 'archive-2026' },
+    output: { prefix: 'converted/' },
+  },
+);
+
+const JobPath = Type.Object({ id: { ...JobId, examples: [JOB_ID] } });
+const QUEUE = {
+  503: 'queue-unavailable: REDIS_URL is not set or Redis is unreachable; storage-unavailable: object storage is unreachable',
+};
 
 /** Mounted at /api/v3/migration/jobs (after authentication). */
-export function createJobsRouter(ctx: AppContext): Router {
-  const router = Router();
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-  const audit = (req: Request, action: string, target: string, details?: Record<string, unknown>) =>
-    ctx.audit.record({
-      tenantId: req.auth.tenantId,
-      actor: actorOf(req),
-      action,
-      outcome: 'success',
-      target: target.slice(0, 512),
-      details,
-    });
-
-  route(router, '/', {
-    post: [
-      authorize(ctx, 'migration.jobs.create'),
-      apiRateLimit(ctx, 'migration.jobs.create'),
-      ...json,
-      async (req, res) => {
-        const view = await submitJob(ctx, req.auth, req.body);
-        audit(req, 'migration.job.submit', view.id, { type: view.type, state: view.state });
-        res.status(202).location(`${JOBS}/${view.id}`).json(view);
-      },
-    ],
-  });
-
-  route(router, '/:id', {
-    get: [
-      authorize(ctx, 'migration.jobs.read'),
-      apiRateLimit(ctx, 'migration.jobs.read'),
-      async (req, res) => {
-        res.json(await readJob(ctx, req.auth.tenantId, param(req, 'id')));
-      },
-    ],
-    delete: [
-      authorize(ctx, 'migration.jobs.cancel'),
-      apiRateLimit(ctx, 'migration.jobs.cancel'),
-      async (req, res) => {
-        res.status(202).json(await cancel(req));
-      },
-    ],
-  });
-
-  route(router, '/:id/cancel', {
-    post: [
-      authorize(ctx, 'migration.jobs.cancel'),
-      apiRateLimit(ctx, 'migration.jobs.cancel'),
-      async (req, res) => {
-        res.status(202).json(await cancel(req));
-      },
-    ],
-  });
-
-  async function cancel(req: Request) {
-    const view = await cancelJob(ctx, req.auth.tenantId, param(req, 'id'));
-    audit(req, 'migration.job.cancel', view.id, { state: view.state });
-    return view;
-  }
-
-  route(router, '/:id/children', {
-    get: [
-      authorize(ctx, 'migration.jobs.read'),
-      apiRateLimit(ctx, 'migration.jobs.read'),
-      async (req, res) => {
-        res.json(await jobChildren(ctx, req.auth.tenantId, param(req, 'id'), pageParams(req)));
-      },
-    ],
-  });
-
-  route(router, '/:id/result', {
-    delete: [
-      authorize(ctx, 'migration.jobs.cancel'),
-      apiRateLimit(ctx, 'migration.jobs.cancel'),
-      async (req, res) => {
-        const r = await deleteJobResults(ctx, req.auth.tenantId, param(req, 'id'));
-        audit(req, 'migration.job.results.delete', r.id, {
-          deleted: r.deleted.length,
-          keys: r.deleted.slice(0, 50),
-        });
-        res.status(200).json(r);
-      },
-    ],
-    get: [
-      authorize(ctx, 'migration.jobs.result.read'),
-      apiRateLimit(ctx, 'migration.jobs.result.read'),
-      async (req, res) => {
-        const object = req.query.object ?? 'result';
-        if (object !== 'result' && object !== 'content')
-          throw problem('validation_failed', 'object must be result or content');
-        const result = await openJobResult(ctx, req.auth.tenantId, param(req, 'id'), object);
-        res.status(200).type(result.contentType).setHeader('Content-Length', String(result.size));
-        res.setHeader('Content-Disposition', `attachment; filename="${result.filename}"`);
-        await pipeline(result.body, res);
-      },
-    ],
-  });
-
-  return router;
-}
+export const JOB_ENDPOINTS = [
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'submitJob',
+    tag,
+    summary: 'Submit a conversion, or a batch over a prefix',
+    description:
+      "The job decrypts as its submitter may: a submitter without crypto.decrypt gets a job of its own whose encrypted inputs fail with 403 forbidden, and failed decryptions count against the submitter's decryption-failure budget (contract 10). Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.",
+    access: { anyOf: ['migration.jobs.create'] },
+    budget: 'migration.jobs.create',
+    body: Submit,
+    answer: {
+      status: 202,
+      description: 'accepted; `Location` names the job',
+      schema: Job(QUEUED_EXAMPLE),
+      headers: { Location: 'the job' },
+    },
+    problems: {
+      404: 'source.key does not exist in your storage',
+      422: 'no objects under the prefix, or more than JOB_MAX_BATCH_OBJECTS',
+      ...QUEUE,
+    },
+    extensions: { 'x-keyward-decrypts': true },
+    handle: async (ctx, { claims, body, res }) => {
+      const view = await submitJob(ctx, claims, body);
+      res.location(`${JOBS}/${view.id}`);
+      return view;
+    },
+    audit: {
+      action: 'migration.job.submit',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ type: view.type, state: view.state }),
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getJob',
+    tag,
+    summary: 'Read a job or batch',
+    description:
+      "State, progress in bytes and objects, the result object or the problem that failed it. Another tenant's job answers 404.",
+    access: { anyOf: ['migration.jobs.read'] },
+    budget: 'migration.jobs.read',
+    params: JobPath,
+    answer: { status: 200, description: 'the job', schema: Job(CONVERT_EXAMPLE) },
+    problems: { 404: 'no such job in this tenant', ...QUEUE },
+    handle: (ctx, { claims, params }) => readJob(ctx, claims.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id',
+    operationId: 'deleteJob',
+    tag,
+    summary: 'Cancel a job or batch (same as POST .../cancel)',
+    description: 'See POST .../cancel.',
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: JobPath,
+    answer: {
+      status: 202,
+      description: 'cancelled or cancelling',
+      schema: Job(CANCELLED_EXAMPLE),
+    },
+    problems: {
+      404: 'no such job',
+      409: 'job-not-finished: already completed or failed',
+      ...QUEUE,
+    },
+    handle: (ctx, { claims, params }) => cancelJob(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.job.cancel',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ state: view.state }),
+    },
+  }),
+  endpoint({
+    method: 'post',
+    path: '/:id/cancel',
+    operationId: 'cancelJob',
+    tag,
+    summary: 'Cancel a job or batch',
+    description:
+      'A queued job is removed; a running one is stopped by its worker and its partial output discarded (`cancelling` until then). For a batch, every unfinished child is cancelled. Resubmitting runs it again.',
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: JobPath,
+    answer: {
+      status: 202,
+      description: 'cancelled or cancelling',
+      schema: Job(CANCELLED_EXAMPLE),
+    },
+    problems: {
+      404: 'no such job',
+      409: 'job-not-finished: already completed or failed',
+      ...QUEUE,
+    },
+    handle: (ctx, { claims, params }) => cancelJob(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.job.cancel',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ state: view.state }),
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/children',
+    operationId: 'listJobChildren',
+    tag,
+    summary: 'List the child jobs of a batch',
+    description: 'Each child is a conversion job with its own id, result and problem.',
+    access: { anyOf: ['migration.jobs.read'] },
+    budget: 'migration.jobs.read',
+    params: JobPath,
+    query: Type.Object(PAGE_QUERY),
+    answer: {
+      status: 200,
+      description: 'a page',
+      schema: Type.Object(
+        {
+          items: Type.Array(Convert),
+          nextCursor: Nullable(Type.String()),
+        },
+        {
+          examples: [
+            {
+              items: [{ ...CONVERT_EXAMPLE, id: 'cv-8d0a2c4e6f8b1d3f5a7c9e1b3d5f7a9c2e4f6a8b' }],
+              nextCursor: null,
+            },
+          ],
+        },
+      ),
+    },
+    problems: { 404: 'no such batch', ...QUEUE },
+    handle: (ctx, { claims, params, query }) =>
+      jobChildren(ctx, claims.tenantId, params.id, pageRequest(query)),
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id/result',
+    operationId: 'deleteJobResults',
+    tag,
+    summary: 'Delete the objects a finished conversion (or every child of a batch) wrote',
+    description:
+      "Removes every object in result.objects (the JOSE result and, for a SignedData, its content) from the tenant's storage, audited as migration.job.results.delete. The job record stays readable; its result download answers 404 afterwards.",
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: JobPath,
+    answer: {
+      status: 200,
+      description: 'deleted',
+      schema: Type.Object(
+        { id: Type.String(), deleted: Type.Array(Type.String()) },
+        {
+          examples: [
+            {
+              id: JOB_ID,
+              deleted: ['converted/inv-0001.p7m.jws.json', 'converted/inv-0001.p7m.content'],
+            },
+          ],
+        },
+      ),
+    },
+    problems: { 404: 'no such job', 409: 'job-not-finished', ...QUEUE },
+    handle: (ctx, { claims, params }) => deleteJobResults(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.job.results.delete',
+      target: (_input, r) => r.id,
+      details: (_input, r) => ({ deleted: r.deleted.length, keys: r.deleted.slice(0, 50) }),
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/result',
+    operationId: 'getJobResult',
+    tag,
+    summary: 'Download the result of a completed conversion',
+    description:
+      'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE); `?object=content` streams the signed content a SignedData conversion stored beside its JWS.',
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: JobPath,
+    query: Type.Object({
+      object: Type.Optional(
+        Type.Union([Type.Literal('result'), Type.Literal('content')], {
+          default: 'result',
+          description: 'which object the job wrote (result.objects[].role)',
+        }),
+      ),
+    }),
+    answer: {
+      status: 200,
+      description: 'the result (`application/octet-stream` JWS, or `multipart/mixed` JWE)',
+      media: 'application/octet-stream',
+    },
+    problems: {
+      404: 'no such job, or the result object was deleted',
+      409: 'job-not-finished, or a batch (its children have results)',
+      ...QUEUE,
+    },
+    handle: async (ctx, { claims, params, query, res }) => {
+      const result = await openJobResult(ctx, claims.tenantId, params.id, query.object);
+      res.status(200).type(result.contentType).setHeader('Content-Length', String(result.size));
+      res.setHeader('Content-Disposition', `attachment; filename="${result.filename}"`);
+      await pipeline(result.body, res);
+    },
+  }),
+];
