@@ -15,6 +15,7 @@ import { requireLegacyRole } from '../middleware/legacy-role.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
 import { declaredTooLarge, readCanonicalJson } from './json-body.ts';
 import { route } from './route.ts';
+import type { OperationDoc } from './runtime-contract.ts';
 
 /** One runtime operation at a path below its mount. */
 export interface RuntimeRoute {
@@ -25,6 +26,8 @@ export interface RuntimeRoute {
   /** The audit action and the rate-limit endpoint. */
   action: string;
   op: Operation;
+  /** Its request, answer, examples and problems (the OpenAPI operation is generated from it). */
+  doc?: OperationDoc;
 }
 
 /**

@@ -7,11 +7,45 @@
 import type { TObject, TSchema } from 'typebox';
 import type { Endpoint } from '../http/endpoint.ts';
 import { problemResponse, type Schema } from './components.ts';
+import { COMMON, operation as runtimeDoc, type OperationDoc } from './crypto.ts';
 
 /** The part of the route table the document reads: where each mount's rows are served. */
 export interface RowArea {
   prefix: string;
-  mounts: readonly { path: string; endpoints?: readonly Endpoint[] }[];
+  mounts: readonly {
+    path: string;
+    endpoints?: readonly Endpoint[];
+    runtime?: readonly RuntimeDocumented[];
+  }[];
+}
+
+/** What the document reads of a runtime operation (api/http/runtime-route.ts). */
+interface RuntimeDocumented {
+  path: string;
+  permissions?: readonly string[];
+  legacyRole?: string;
+  doc?: OperationDoc;
+}
+
+/**
+ * The problems of a legacy operation: a missing role is 401 (spec 5.12), never 403, and the
+ * legacy API has no rate limit of its own.
+ */
+const LEGACY_COMMON = {
+  401: 'missing or invalid legacy bearer token, or the token lacks the legacy role (insufficient_scope)',
+  413: COMMON[413],
+  415: COMMON[415],
+};
+
+/** The operation of a runtime route with a contract, its permission or legacy role named. */
+function runtimeOperation(r: RuntimeDocumented & { doc: OperationDoc }) {
+  return runtimeDoc({
+    ...r.doc,
+    permission: r.legacyRole
+      ? `the legacy role \`${r.legacyRole}\``
+      : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
+    ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
+  }).post;
 }
 
 /** The meaning of a problem status every row may answer, unless the row words it itself. */
@@ -131,5 +165,13 @@ export function endpointPaths(areas: readonly RowArea[]): Record<string, Record<
         const path = fullPath(area.prefix, mount.path, row.path);
         (paths[path] ??= {})[row.method] = operation(row);
       }
+  for (const area of areas)
+    for (const mount of area.mounts)
+      for (const r of mount.runtime ?? [])
+        if (r.doc)
+          (paths[fullPath(area.prefix, mount.path, r.path)] ??= {}).post = runtimeOperation({
+            ...r,
+            doc: r.doc,
+          });
   return paths;
 }

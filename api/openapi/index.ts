@@ -8,7 +8,6 @@ import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
 import { adminAuditPaths, auditPaths } from './audit.ts';
-import { cryptoPaths } from './crypto.ts';
 import { cryptoKeysPaths } from './crypto-keys.ts';
 import { pqcPaths } from './pqc.ts';
 import { legacyPaths } from './legacy.ts';
@@ -27,7 +26,6 @@ const AREAS: PathsObject[] = [
   migrationPaths,
   auditPaths,
   adminAuditPaths,
-  cryptoPaths,
   cryptoKeysPaths,
   pqcPaths,
   legacyPaths,

@@ -6,7 +6,7 @@
  * migration aliases are documented with their v3 counterparts (auth.ts, admin.ts, migration.ts).
  */
 import { jsonResponse, problems, withExample, type Schema } from './components.ts';
-import { COMMON, RUNTIME_OPERATIONS, kid, operation } from './crypto.ts';
+import { COMMON, kid } from './crypto.ts';
 import { KeyView } from './crypto-keys.ts';
 
 const tags = ['legacy'];
@@ -46,16 +46,6 @@ const KEY_ERRORS = {
   409: 'conflict: the kid exists in this tenant',
   422: "policy-violation: the tenant's effective policy does not allow the type, or key-usage-mismatch",
 };
-
-const runtime = (name: 'encrypt' | 'decrypt' | 'sign' | 'verify', id: string, legacyRole: string) =>
-  operation({
-    ...RUNTIME_OPERATIONS[name],
-    id,
-    tag: 'legacy',
-    permission: role(legacyRole),
-    common: LEGACY_COMMON,
-    summary: `${RUNTIME_OPERATIONS[name].summary} (legacy path of /api/v3/crypto/${name})`,
-  });
 
 export const legacyPaths = {
   '/api/key-management/keys': {
@@ -134,8 +124,4 @@ export const legacyPaths = {
       },
     },
   },
-  '/api/crypto/encrypt': runtime('encrypt', 'legacyEncrypt', 'secure.encrypt'),
-  '/api/crypto/decrypt': runtime('decrypt', 'legacyDecrypt', 'secure.decrypt'),
-  '/api/crypto/sign': runtime('sign', 'legacySign', 'secure.sign'),
-  '/api/crypto/verify': runtime('verify', 'legacyVerify', 'secure.verifySignature'),
 };

@@ -6,7 +6,13 @@
  * createApp walks this table; nothing else mounts a router.
  */
 import type { Router } from 'express';
-import type { OAuthRoute, RuntimeRoute } from '../http/runtime-route.ts';
+import {
+  addRuntimeRoutes,
+  type LegacyRuntimeRoute,
+  type OAuthRoute,
+  type RuntimeRoute,
+} from '../http/runtime-route.ts';
+import { Router as expressRouter } from 'express';
 import { endpointRouter, type Endpoint } from '../http/endpoint.ts';
 import { openApiDocument } from '../openapi/index.ts';
 import type { AppContext } from '../context.ts';
@@ -29,17 +35,17 @@ import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
 import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
-import { CRYPTO_OPERATIONS, createCryptoOperationsRouter } from './v3/crypto/operations.ts';
+import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
-import { createPqcRouter } from './v3/pqc.ts';
+import { PQC_RUNTIME, createPqcRouter } from './v3/pqc.ts';
 import { createAuditRouter } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
 import { createLegacyAuthRouter } from './legacy/authenticate.ts';
 import { createLegacyKeyManagementRouter } from './legacy/key-management.ts';
-import { createLegacyCryptoRouter } from './legacy/crypto.ts';
+import { LEGACY_OPERATIONS } from './legacy/crypto.ts';
 import { createLegacyMigrationRouter } from './legacy/migration.ts';
 
 /** One router at a path below its area's prefix. */
@@ -48,6 +54,11 @@ export interface Mount {
   path: string;
   /** The mount's route rows (api/http/endpoint.ts): served, validated and documented from one declaration. */
   endpoints?: readonly Endpoint[];
+  /**
+   * Runtime operations (POST {kid, ...} or {items}): served by Express through the per-route
+   * core (api/http/runtime-route.ts) and documented from their contract.
+   */
+  runtime?: readonly (RuntimeRoute | LegacyRuntimeRoute)[];
   /** A router written by hand, for what rows do not describe yet. */
   router?: (ctx: AppContext) => Router;
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
@@ -130,7 +141,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '/api/v3/crypto',
     audiences: [AUDIENCE_CORE],
     mounts: [
-      { path: '', router: createCryptoOperationsRouter, lane: CRYPTO_OPERATIONS },
+      { path: '', runtime: CRYPTO_OPERATIONS, lane: CRYPTO_OPERATIONS },
       { path: '/keys', router: createCryptoKeysRouter },
       { path: '/stream', router: createCryptoStreamRouter },
     ],
@@ -138,7 +149,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/pqc',
     audiences: [AUDIENCE_CORE],
-    mounts: [{ path: '', router: createPqcRouter }],
+    mounts: [{ path: '', router: createPqcRouter, runtime: PQC_RUNTIME }],
   },
   {
     prefix: '/api/v3/audit',
@@ -167,7 +178,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/crypto',
     audiences: [AUDIENCE_LEGACY],
-    mounts: [{ path: '', router: createLegacyCryptoRouter }],
+    mounts: [{ path: '', runtime: LEGACY_OPERATIONS }],
   },
   {
     prefix: '/api/migration',
@@ -176,9 +187,10 @@ export const ROUTE_TABLE: readonly Area[] = [
   },
 ];
 
-/** The routers of a mount: its rows' and its hand-written one, in that order. */
+/** The routers of a mount: its rows', its runtime operations' and its hand-written one, in that order. */
 export const mountRouters = (ctx: AppContext, mount: Mount): Router[] => [
   ...(mount.endpoints ? [endpointRouter(ctx, mount.endpoints)] : []),
+  ...(mount.runtime ? [addRuntimeRoutes(ctx, expressRouter(), mount.runtime)] : []),
   ...(mount.router ? [mount.router(ctx)] : []),
 ];
 

@@ -3,24 +3,33 @@
  * the v3 operations on the same per-route core (api/http/runtime-route.ts), behind legacy tokens
  * and legacy role names (api/middleware/legacy-role.ts).
  */
-import { Router } from 'express';
-import type { AppContext } from '../../context.ts';
-import { addRuntimeRoutes, type LegacyRuntimeRoute } from '../../http/runtime-route.ts';
+import type { LegacyRuntimeRoute } from '../../http/runtime-route.ts';
+import { RUNTIME_OPERATIONS } from '../../http/runtime-contract.ts';
 import { decrypt, encrypt, sign, verify } from '../../services/crypto/runtime.ts';
 
-const LEGACY_OPERATIONS: readonly LegacyRuntimeRoute[] = [
-  { path: '/encrypt', legacyRole: 'secure.encrypt', action: 'legacy.crypto.encrypt', op: encrypt },
-  { path: '/decrypt', legacyRole: 'secure.decrypt', action: 'legacy.crypto.decrypt', op: decrypt },
-  { path: '/sign', legacyRole: 'secure.sign', action: 'legacy.crypto.sign', op: sign },
-  {
-    path: '/verify',
-    legacyRole: 'secure.verifySignature',
-    action: 'legacy.crypto.verify',
-    op: verify,
+/** A legacy operation: the v3 one's contract under its legacy id, tag and role. */
+const legacy = (
+  name: 'encrypt' | 'decrypt' | 'sign' | 'verify',
+  legacyRole: string,
+  id: string,
+  op: LegacyRuntimeRoute['op'],
+): LegacyRuntimeRoute => ({
+  path: `/${name}`,
+  legacyRole,
+  action: `legacy.crypto.${name}`,
+  op,
+  doc: {
+    ...RUNTIME_OPERATIONS[name],
+    id,
+    tag: 'legacy',
+    summary: `${RUNTIME_OPERATIONS[name].summary} (legacy path of /api/v3/crypto/${name})`,
   },
-];
+});
 
 /** Mounted at /api/crypto (after legacy-audience authentication). */
-export function createLegacyCryptoRouter(ctx: AppContext): Router {
-  return addRuntimeRoutes(ctx, Router(), LEGACY_OPERATIONS);
-}
+export const LEGACY_OPERATIONS: readonly LegacyRuntimeRoute[] = [
+  legacy('encrypt', 'secure.encrypt', 'legacyEncrypt', encrypt),
+  legacy('decrypt', 'secure.decrypt', 'legacyDecrypt', decrypt),
+  legacy('sign', 'secure.sign', 'legacySign', sign),
+  legacy('verify', 'secure.verifySignature', 'legacyVerify', verify),
+];

@@ -5,9 +5,8 @@
  * tenant comes from the token only. The runtime lane (api/runtime-lane.ts) serves the same
  * table ahead of Express.
  */
-import { Router } from 'express';
-import type { AppContext } from '../../../context.ts';
-import { addRuntimeRoutes, type RuntimeRoute } from '../../../http/runtime-route.ts';
+import type { RuntimeRoute } from '../../../http/runtime-route.ts';
+import { RUNTIME_OPERATIONS } from '../../../http/runtime-contract.ts';
 import type { Operation } from '../../../services/crypto/batch.ts';
 import { decrypt, encrypt, sign, verify } from '../../../services/crypto/runtime.ts';
 import {
@@ -18,7 +17,10 @@ import {
 } from '../../../services/crypto/data-keys.ts';
 import { generateMac, verifyMac } from '../../../services/crypto/mac.ts';
 
-/** A route of the table below: path segment, permission (or every one of a list), operation. */
+/**
+ * A route of the table below: path segment, permission (or every one of a list), operation, and
+ * its contract when api/http/runtime-contract.ts holds one.
+ */
 const operation = (
   name: string,
   permission: string | readonly string[],
@@ -28,9 +30,10 @@ const operation = (
   permissions: typeof permission === 'string' ? [permission] : permission,
   action: `crypto.${name}`,
   op,
+  doc: (RUNTIME_OPERATIONS as Record<string, RuntimeRoute['doc']>)[name],
 });
 
-/** The runtime operations of /api/v3/crypto, served by this router and by the runtime lane. */
+/** The runtime operations of /api/v3/crypto, served by Express and by the runtime lane. */
 export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
   operation('encrypt', 'crypto.encrypt', encrypt),
   operation('decrypt', 'crypto.decrypt', decrypt),
@@ -48,8 +51,3 @@ export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
   operation('generate-mac', 'crypto.sign', generateMac),
   operation('verify-mac', 'crypto.verify', verifyMac),
 ];
-
-/** Mounted at /api/v3/crypto (after service-core authentication). */
-export function createCryptoOperationsRouter(ctx: AppContext): Router {
-  return addRuntimeRoutes(ctx, Router(), CRYPTO_OPERATIONS);
-}

@@ -1,0 +1,278 @@
+/**
+ * The contract of the runtime operations (contracts 3 and 8): the request and answer of
+ * encrypt, decrypt, sign, verify, the data keys, re-encrypt and random, with their examples and
+ * problems, declared once and shared by the rows that serve them (api/routes/v3/crypto/
+ * operations.ts, the PQC and legacy paths). The OpenAPI operation is generated from it
+ * (api/openapi/endpoints.ts). Each takes a single request or a batch `{items: [...]}` of up to
+ * 1000, answered `{results: [...]}` in order, each result its own status. Unknown JSON members
+ * answer 400 naming the member.
+ */
+export type Schema = Record<string, unknown>;
+
+export const str = { type: 'string' };
+export const base64 = (description: string): Schema => ({
+  type: 'string',
+  contentEncoding: 'base64',
+  description,
+});
+export const int = { type: 'integer', minimum: 1 };
+export const kid = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  description: 'the key id, as created',
+};
+const jwe = {
+  type: 'string',
+  pattern: '^[\\w-]+\\.[\\w-]*\\.[\\w-]+\\.[\\w-]+\\.[\\w-]+$',
+  description:
+    'compact JWE (RFC 7516); its protected header names `kid` "<kid>#<version>" and `ver`, and `ctx` when a context is bound',
+};
+const context = (what: string): Schema => ({
+  type: 'object',
+  maxProperties: 64,
+  additionalProperties: { type: 'string' },
+  description: `${what}: at most 64 string members, 8 KiB in all (AWS KMS EncryptionContext). Bound into the JWE header as an HMAC-SHA-256 digest under a service key, never stored in clear; member order does not matter. Decryption needs the same context: a wrong, missing or extra one is decryption-failed.`,
+});
+export const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({
+  type: 'object',
+  required,
+  properties,
+  additionalProperties: false,
+});
+export const COMMON = {
+  401: 'missing, invalid or expired bearer token, or the wrong audience',
+  403: 'the role lacks the permission',
+  413: 'the body is over JSON_LIMIT_BYTES (64 KiB by default); use the stream endpoints for large data',
+  415: 'not application/json',
+  429: 'rate limit reached; see Retry-After',
+};
+const KEY_PROBLEMS = {
+  404: "key-not-found: no such kid in the token's tenant",
+  409: 'key-suspended or key-revoked: the key is not active',
+  422: "key-usage-mismatch: the key's usage or type does not allow this operation",
+};
+
+/** What documents one runtime operation. */
+export interface OperationDoc {
+  id: string;
+  summary: string;
+  permission: string;
+  description: string;
+  request: Schema;
+  response: Schema;
+  example: unknown;
+  answer: unknown;
+  problems: Record<number, string>;
+  tag?: string;
+  common?: Record<number, string>;
+  /** The operation decrypts content: the generated oracle test drives it (x-keyward-decrypts). */
+  decrypts?: boolean;
+}
+
+const CT =
+  'eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIiwia2lkIjoib3JkZXJzIzIiLCJ2ZXIiOjJ9..2e3Zq0CNqjNyrEgc.X2Vi1w.G9tU0v5pC2m6x-ZlKq3mCw';
+const CTX = { tenant: 'acme', purpose: 'invoices' };
+const DECRYPTION = {
+  400: 'validation-failed (bad base64, context, or an unknown member) or decryption-failed (opaque: a wrong context, a tampered or foreign ciphertext)',
+  404: KEY_PROBLEMS[404],
+  409: "key-suspended, key-revoked, or key-version-retired: the version is below the key's minDecryptionVersion",
+  422: KEY_PROBLEMS[422],
+};
+const DataKeyRequest = obj(
+  {
+    kid,
+    keySpec: { enum: ['AES_256', 'AES_128'], description: "the data key's size" },
+    context: context('bound to the wrapped data key'),
+  },
+  ['kid', 'keySpec'],
+);
+const dataKeyAnswer = {
+  kid: 'orders',
+  version: 2,
+  plaintext: 'q1N4ve3m3Mmw0Q2oLr7H8wJ0Xk3c1S0b3mXyq3M5c8E=',
+  ciphertext: CT,
+};
+
+/** The contract of each runtime operation by path segment; the PQC and legacy paths reuse some. */
+export const RUNTIME_OPERATIONS = {
+  encrypt: {
+    id: 'encrypt',
+    summary: "Encrypt data to a compact JWE under the key's current version",
+    permission: '`crypto.encrypt`',
+    description:
+      'AES keys use dir/A128GCM or A256GCM, RSA keys RSA-OAEP-256, EC keys ECDH-ES+A256KW, each with A256GCM content.',
+    request: obj({ kid, data: base64('the plaintext'), context: context('optional context') }, [
+      'kid',
+      'data',
+    ]),
+    response: obj({ kid: str, version: int, ciphertext: jwe }),
+    example: { kid: 'orders', data: 'YXR0YWNrIGF0IGRhd24=', context: CTX },
+    answer: { kid: 'orders', version: 2, ciphertext: CT },
+    problems: {
+      400: 'validation-failed: bad base64, a bad context, or an unknown member (e.g. `aad`)',
+      ...KEY_PROBLEMS,
+    },
+  },
+  decrypt: {
+    id: 'decrypt',
+    summary: 'Decrypt a compact JWE with the key version its header names',
+    permission: '`crypto.decrypt`',
+    decrypts: true,
+    description:
+      "Any retained version at or above the key's minDecryptionVersion decrypts; headers naming `kid` without `#` plus `ver` (older ciphertexts) are accepted. Failed decryptions count against the caller's decryption-failure budget on the key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with conversion, stream re-encrypt and jobs): past it every decryption with the key answers 429 with Retry-After until the window ends.",
+    request: obj({ ciphertext: jwe, context: context('the context given at encryption') }, [
+      'ciphertext',
+    ]),
+    response: obj({ kid: str, version: int, data: base64('the plaintext') }),
+    example: { ciphertext: CT, context: CTX },
+    answer: { kid: 'orders', version: 2, data: 'YXR0YWNrIGF0IGRhd24=' },
+    problems: DECRYPTION,
+  },
+  sign: {
+    id: 'sign',
+    summary: 'Sign data, or a precomputed digest (AWS KMS Sign)',
+    permission: '`crypto.sign`',
+    description:
+      "Exactly one of `data` and `digest`; `algorithm` defaults to the key's JWS algorithm.",
+    request: obj(
+      {
+        kid,
+        data: base64('the message'),
+        digest: base64('the message digest'),
+        algorithm: { type: 'string', examples: ['RS256', 'PS256', 'ES256', 'EdDSA', 'ML-DSA-65'] },
+      },
+      ['kid'],
+    ),
+    response: obj({
+      kid: str,
+      version: int,
+      algorithm: str,
+      signature: base64('the raw signature'),
+    }),
+    example: { kid: 'release-signing', data: 'YXR0YWNrIGF0IGRhd24=' },
+    answer: {
+      kid: 'release-signing',
+      version: 1,
+      algorithm: 'ES256',
+      signature:
+        'MEUCIQDx1oTqJ0sQk9yR5y0lWq3ZP9lq1uP4GxM5yQbQ0rj1rAIgS3b7w1V0B9m0c0Zp1WzH8q4mPp4uYQm1lqv7w6G3d0Q=',
+    },
+    problems: {
+      400: 'validation-failed: neither or both of data and digest, a digest of the wrong length, an unknown algorithm or member',
+      ...KEY_PROBLEMS,
+    },
+  },
+  verify: {
+    id: 'verify',
+    summary: 'Verify a signature with any retained version (newest first), or the one named',
+    permission: '`crypto.verify`',
+    description:
+      'A wrong signature is `valid: false` (200), not a problem. Versions below minDecryptionVersion are not tried; naming one is key-version-retired.',
+    request: obj(
+      {
+        kid,
+        data: base64('the message'),
+        digest: base64('the message digest'),
+        signature: base64('the raw signature'),
+        algorithm: str,
+        version: int,
+      },
+      ['kid', 'signature'],
+    ),
+    response: obj({ kid: str, version: int, valid: { type: 'boolean' } }, ['kid', 'valid']),
+    example: {
+      kid: 'release-signing',
+      data: 'YXR0YWNrIGF0IGRhd24=',
+      signature:
+        'MEUCIQDx1oTqJ0sQk9yR5y0lWq3ZP9lq1uP4GxM5yQbQ0rj1rAIgS3b7w1V0B9m0c0Zp1WzH8q4mPp4uYQm1lqv7w6G3d0Q=',
+    },
+    answer: { kid: 'release-signing', version: 1, valid: true },
+    problems: {
+      400: 'validation-failed: bad base64, neither or both of data and digest, an unknown member',
+      404: KEY_PROBLEMS[404],
+      409: 'key-suspended, key-revoked or key-version-retired',
+      422: KEY_PROBLEMS[422],
+    },
+  },
+  'generate-data-key': {
+    id: 'generateDataKey',
+    summary:
+      'A fresh data key for envelope encryption, in clear and wrapped under kid (AWS KMS GenerateDataKey)',
+    permission: '`crypto.generate-data-key`',
+    description:
+      'Encrypt locally with `plaintext` (e.g. JWE dir/A256GCM), drop it, keep `ciphertext` with the data; later `/decrypt` it (with the same context) to get the data key back.',
+    request: DataKeyRequest,
+    response: obj({
+      kid: str,
+      version: int,
+      plaintext: base64('the data key (16 or 32 bytes)'),
+      ciphertext: jwe,
+    }),
+    example: { kid: 'orders', keySpec: 'AES_256', context: CTX },
+    answer: dataKeyAnswer,
+    problems: {
+      400: 'validation-failed: a keySpec not in the list, a bad context, an unknown member',
+      ...KEY_PROBLEMS,
+    },
+  },
+  'generate-data-key-without-plaintext': {
+    id: 'generateDataKeyWithoutPlaintext',
+    summary: 'A fresh data key, wrapped under kid only',
+    permission: '`crypto.generate-data-key`',
+    description:
+      'For a component that stores the wrapped key for another one to open later with `/decrypt`.',
+    request: DataKeyRequest,
+    response: obj({ kid: str, version: int, ciphertext: jwe }),
+    example: { kid: 'orders', keySpec: 'AES_128' },
+    answer: { kid: 'orders', version: 2, ciphertext: CT },
+    problems: {
+      400: 'validation-failed: a keySpec not in the list, a bad context, an unknown member',
+      ...KEY_PROBLEMS,
+    },
+  },
+  're-encrypt': {
+    id: 'reEncrypt',
+    summary:
+      "Re-encrypt a ciphertext under the key's newest version or another key, without the plaintext leaving the service (AWS ReEncrypt, Vault rewrap)",
+    permission: '`crypto.decrypt` and `crypto.encrypt`',
+    decrypts: true,
+    description:
+      "The target defaults to the source key's current version, and `targetContext` to `context`. The target key is checked before anything is decrypted. Failed decryptions count against the caller's decryption-failure budget on the source key (429 past it).",
+    request: obj(
+      {
+        ciphertext: jwe,
+        context: context('the context the ciphertext was sealed under'),
+        targetKid: kid,
+        targetContext: context('the context to bind to the new ciphertext'),
+      },
+      ['ciphertext'],
+    ),
+    response: obj({ kid: str, version: int, ciphertext: jwe, sourceKid: str, sourceVersion: int }),
+    example: { ciphertext: CT, context: CTX, targetKid: 'orders-2027' },
+    answer: {
+      kid: 'orders-2027',
+      version: 1,
+      ciphertext: CT,
+      sourceKid: 'orders',
+      sourceVersion: 2,
+    },
+    problems: {
+      ...DECRYPTION,
+      404: "key-not-found: the source or target kid is not in the token's tenant",
+      422: 'key-usage-mismatch: the target key does not encrypt',
+    },
+  },
+  random: {
+    id: 'random',
+    summary: "Random bytes from the service's CSPRNG",
+    permission: '`crypto.generate-data-key`',
+    description: "From node:crypto randomBytes (OpenSSL's DRBG).",
+    request: obj({ bytes: { type: 'integer', minimum: 1, maximum: 1024 } }),
+    response: obj({ data: base64('the random bytes') }),
+    example: { bytes: 32 },
+    answer: { data: 'sM3q3Hq8ZrQ3n0zvJx9m4G2f3b2c0q1Yw4wP3Vx6b7A=' },
+    problems: {
+      400: 'validation-failed: bytes not an integer from 1 to 1024, or an unknown member',
+    },
+  },
+} satisfies Record<string, OperationDoc>;
