@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
-import { AUDIENCE_CORE, actorOfClaims, type AccessClaims } from '../services/auth/access-tokens.ts';
+import { AUDIENCE_CORE, type AccessClaims } from '../services/auth/access-tokens.ts';
 import { accessKeys, type AccessKeyHolder } from '../services/auth/access-keys.ts';
 import { requirePermissions } from '../middleware/authenticate.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
@@ -17,6 +17,7 @@ import { AwsError, toAwsError } from '../services/aws-kms/errors.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
 import { checkScope, parseAuthorization, verifySignature } from './sigv4.ts';
 import { readCappedBytes } from './json-body.ts';
+import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** The AWS protocol's media type (awsJson1_1). */
 export const AMZ_JSON = 'application/x-amz-json-1.1';
@@ -138,7 +139,7 @@ export async function awsAnswer(
     requirePermissions(ctx, claims, operation.permissions, attempt);
     await consumeApiBudget(ctx, claims, operation.action);
     const caller = { tenantId: holder.tenantId, region: cred.region };
-    const actor = actorOfClaims(claims);
+    const actor = subjectActor(claims);
     const members = input as Record<string, unknown>;
     let result: Record<string, unknown>;
     if (operation.runtime) {
@@ -175,7 +176,7 @@ export async function awsAnswer(
     if (claims && !audited)
       ctx.audit.record({
         tenantId: claims.tenantId,
-        actor: actorOfClaims(claims),
+        actor: subjectActor(claims),
         action,
         outcome: 'failure',
         details: { exception: e.type },

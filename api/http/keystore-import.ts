@@ -8,6 +8,7 @@ import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { readSmallMultipart } from './multipart.ts';
 import { tenantParam } from './params.ts';
+import { actorOf } from '../middleware/authenticate.ts';
 import { importKeystore } from '../services/keys/import.ts';
 
 /** Reads the keystore form and imports it; shared by the v3 route and the unversioned alias. */
@@ -37,7 +38,7 @@ export async function importFromRequest(
   for (const k of keys)
     ctx.audit.record({
       tenantId,
-      actor: `${req.auth.kind}:${req.auth.sub}`,
+      actor: actorOf(req),
       action: 'key.import',
       outcome: 'success',
       target: k.kid,

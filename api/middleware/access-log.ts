@@ -23,9 +23,9 @@ import type { RequestHandler } from 'express';
 import { pino } from 'pino';
 import { destinationOf, type Logger } from '../../shared/logger.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { actorOfClaims } from '../services/auth/access-tokens.ts';
 import { routeTemplate } from '../http/route.ts';
 import type { Metrics } from './metrics.ts';
+import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** The status the metrics give a request whose client left before the answer was complete. */
 export const CLIENT_CLOSED = 499;
@@ -133,7 +133,7 @@ export function createAccessLog(
       out.write(
         `{"level":${INFO},"time":${Date.now()}${bindings},"reqId":${str(l.reqId)},"method":${str(l.method)},"route":${str(l.route)},"status":${l.status},"ms":${l.ms},"bytesIn":${l.bytesIn},"bytesOut":${l.bytesOut}` +
           (l.claims
-            ? `,"tenantId":${str(l.claims.tenantId)},"actor":${str(actorOfClaims(l.claims))}`
+            ? `,"tenantId":${str(l.claims.tenantId)},"actor":${str(subjectActor(l.claims))}`
             : '') +
           (l.aborted ? ',"aborted":true' : '') +
           (l.cut ? ',"cut":true' : '') +

@@ -7,7 +7,8 @@ import type { RequestHandler, Request } from 'express';
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { actorOfClaims, type AccessClaims } from '../services/auth/access-tokens.ts';
+import type { AccessClaims } from '../services/auth/access-tokens.ts';
+import { ANONYMOUS_ACTOR, subjectActor } from '../../shared/audit/actor.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -145,7 +146,7 @@ function auditDenied(
   const record = (tenantId: string) =>
     ctx.audit.record({
       tenantId,
-      actor: claims ? `${claims.kind}:${claims.sub}` : 'anonymous',
+      actor: claims ? subjectActor(claims) : ANONYMOUS_ACTOR,
       action: 'access',
       outcome: 'denied',
       target: `${attempt.method} ${attempt.path}`.slice(0, 512),
@@ -157,5 +158,5 @@ function auditDenied(
 
 /** The audit actor of an authenticated request. */
 export function actorOf(req: Request): string {
-  return actorOfClaims(req.auth);
+  return subjectActor(req.auth);
 }

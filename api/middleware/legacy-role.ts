@@ -8,6 +8,7 @@ import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { attemptOf, type AccessAttempt } from './authenticate.ts';
+import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** 401 unless the legacy token carries the role (transport-free: the runtime core calls it too). */
 export function requireLegacyRole(
@@ -19,7 +20,7 @@ export function requireLegacyRole(
   if (claims.scopes?.includes(role)) return;
   ctx.audit.record({
     tenantId: claims.tenantId,
-    actor: `${claims.kind}:${claims.sub}`,
+    actor: subjectActor(claims),
     action: 'access',
     outcome: 'denied',
     target: `${attempt.method} ${attempt.path}`,

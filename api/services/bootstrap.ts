@@ -8,6 +8,7 @@ import type { AppContext } from '../context.ts';
 import { PERMISSIONS } from '../../shared/permissions.ts';
 import { Tenant } from '../../shared/db/models/tenants.ts';
 import { Role, User } from '../../shared/db/models/identities.ts';
+import { SYSTEM_ACTOR } from '../../shared/audit/actor.ts';
 
 export interface BootstrapResult {
   tenantId: string;
@@ -67,7 +68,7 @@ async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | nu
   );
   ctx.audit.record({
     tenantId,
-    actor: 'system',
+    actor: SYSTEM_ACTOR,
     action: 'platform.bootstrap',
     outcome: 'success',
     target: email,

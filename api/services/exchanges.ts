@@ -46,6 +46,7 @@ import { Tenant } from '../../shared/db/models/tenants.ts';
 import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
 import { auditBoth } from './exchange-events.ts';
 import { enabledUsages } from '../../shared/keys/usages.ts';
+import { SYSTEM_ACTOR } from '../../shared/audit/actor.ts';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 30 * 86400;
@@ -108,7 +109,7 @@ export async function sweepExpired(ctx: AppContext): Promise<void> {
     .andWhere('expires_at', '<=', new Date())
     .patch({ state: 'expired', payload: null })
     .returning('*');
-  for (const r of rows) auditBoth(ctx, r, 'system', 'cryptographicexchange.expire');
+  for (const r of rows) auditBoth(ctx, r, SYSTEM_ACTOR, 'cryptographicexchange.expire');
 }
 
 function invalid(message: string): AppError {

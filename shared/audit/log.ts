@@ -17,6 +17,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import { GENESIS_HASH, chainHash, type AuditContent } from './chain.ts';
 import { auditDetails, auditText } from './content.ts';
+import { AUDIT_LOG_ACTOR } from './actor.ts';
 
 /** One event as callers describe it. */
 export interface AuditInput {
@@ -345,7 +346,7 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
         storable(
           {
             tenantId,
-            actor: 'keyward',
+            actor: AUDIT_LOG_ACTOR,
             action: LOST_ACTION,
             outcome: 'failure',
             details: { count: l.count, since: l.since.toISOString() },

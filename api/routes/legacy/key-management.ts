@@ -6,6 +6,7 @@ import { Router } from 'express';
 import type { AppContext } from '../../context.ts';
 import { route } from '../../http/route.ts';
 import { legacyRole } from '../../middleware/legacy-role.ts';
+import { actorOf } from '../../middleware/authenticate.ts';
 import { jsonBody } from '../../middleware/body.ts';
 import { createKey } from '../../services/keys/store.ts';
 import { importLegacyKey } from '../../services/legacy-keys.ts';
@@ -29,7 +30,7 @@ export function createLegacyKeyManagementRouter(ctx: AppContext): Router {
         const key = await createKey(ctx, req.auth.tenantId, req.body ?? {});
         ctx.audit.record({
           tenantId: req.auth.tenantId,
-          actor: `${req.auth.kind}:${req.auth.sub}`,
+          actor: actorOf(req),
           action: 'key.create',
           outcome: 'success',
           target: key.kid,
@@ -51,7 +52,7 @@ export function createLegacyKeyManagementRouter(ctx: AppContext): Router {
         );
         ctx.audit.record({
           tenantId: req.auth.tenantId,
-          actor: `${req.auth.kind}:${req.auth.sub}`,
+          actor: actorOf(req),
           action: 'key.import',
           outcome: 'success',
           target: view.kid,

@@ -185,8 +185,3 @@ export function createAccessTokens(
   };
   return api;
 }
-
-/** The audit actor of a token ("user:<id>" or "workload:<id>", with the delegating tenant). */
-export function actorOfClaims(a: AccessClaims): string {
-  return a.act ? `${a.kind}:${a.sub} (acting from ${a.act.tenantId})` : `${a.kind}:${a.sub}`;
-}

@@ -19,6 +19,13 @@ import type { WorkloadCredentials } from './client-secrets.ts';
 import { Tenant } from '../../../shared/db/models/tenants.ts';
 import { Workload } from '../../../shared/db/models/identities.ts';
 import { UUID_SOURCE, canonicalId, isUuid } from '../../../shared/ids.ts';
+import {
+  REFRESH_TOKEN_ACTOR,
+  UNKNOWN_CLIENT_ACTOR,
+  clientActor,
+  subjectActor,
+  userActor,
+} from '../../../shared/audit/actor.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -144,7 +151,6 @@ function required(form: Record<string, string>, ...fields: string[]): void {
 }
 
 /** Actor of the tallied failures naming no known client: never the sender's text. */
-export const UNKNOWN_CLIENT_ACTOR = 'client:unknown';
 
 /**
  * Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a
@@ -180,7 +186,7 @@ export async function authenticateWorkload(
   if (creds.disabled || !creds.tenantActive) {
     ctx.audit.record({
       tenantId: creds.tenantId,
-      actor: `client:${creds.clientId}`,
+      actor: clientActor(creds.clientId),
       action,
       outcome: 'failure',
       details: { reason: 'disabled' },
@@ -192,7 +198,7 @@ export async function authenticateWorkload(
   if (!ctx.auth.secrets.matches(creds, clientSecret)) {
     ctx.audit.record({
       tenantId: creds.tenantId,
-      actor: `client:${clientId}`,
+      actor: clientActor(clientId),
       action,
       outcome: 'failure',
       details: { reason: 'wrong-secret', method },
@@ -235,7 +241,7 @@ export async function clientCredentialsGrant(
   // client per flush window with its count), failures stay one event each.
   ctx.audit.tally({
     tenantId: creds.tenantId,
-    actor: `client:${creds.clientId}`,
+    actor: clientActor(creds.clientId),
     action: 'auth.token.client_credentials',
     outcome: 'success',
   });
@@ -305,7 +311,7 @@ export async function passwordGrant(
   if (!user) {
     ctx.audit.record({
       tenantId: auditTenant,
-      actor: `user:${form.username.toLowerCase().slice(0, 254)}`,
+      actor: userActor(form.username.toLowerCase().slice(0, 254)),
       action: 'auth.token.password',
       outcome: 'failure',
       details: { reason },
@@ -315,7 +321,7 @@ export async function passwordGrant(
   }
   ctx.audit.record({
     tenantId: user.tenantId,
-    actor: `user:${user.id}`,
+    actor: userActor(user.id),
     action: 'auth.token.password',
     outcome: 'success',
   });
@@ -334,7 +340,7 @@ export async function refreshTokenGrant(
     const tenantId = result.tenantId ?? (await ctx.auth.platformTenantId());
     ctx.audit.record({
       tenantId,
-      actor: 'refresh-token',
+      actor: REFRESH_TOKEN_ACTOR,
       action:
         result.reason === 'reused' ? 'auth.refresh.reuse-detected' : 'auth.token.refresh_token',
       outcome: 'failure',
@@ -357,7 +363,7 @@ export async function refreshTokenGrant(
       throw new OAuthError('invalid_grant', 'the refresh token is not valid');
     ctx.audit.record({
       tenantId: user.tenantId,
-      actor: `user:${user.id}`,
+      actor: userActor(user.id),
       action: 'auth.token.refresh_token',
       outcome: 'success',
     });
@@ -369,7 +375,7 @@ export async function refreshTokenGrant(
     throw new OAuthError('invalid_grant', 'the refresh token is not valid');
   ctx.audit.record({
     tenantId: creds.tenantId,
-    actor: `client:${creds.clientId}`,
+    actor: clientActor(creds.clientId),
     action: 'auth.token.refresh_token',
     outcome: 'success',
   });
@@ -457,7 +463,7 @@ export async function tokenExchangeGrant(
   if (!allowed || !tenant) {
     ctx.audit.record({
       tenantId: subject.tenantId,
-      actor: `${subject.kind}:${subject.sub}`,
+      actor: subjectActor(subject),
       action: 'auth.token.exchange',
       outcome: 'denied',
       target: form.resource,
@@ -486,7 +492,7 @@ export async function tokenExchangeGrant(
   for (const tenantId of new Set([subject.tenantId, target])) {
     ctx.audit.record({
       tenantId,
-      actor: `${subject.kind}:${subject.sub}`,
+      actor: subjectActor(subject),
       action: 'auth.token.exchange',
       outcome: 'success',
       target: form.resource,

@@ -24,6 +24,7 @@ import {
   type ClientAuth,
 } from './grants.ts';
 import { withAuthBudget } from './rate-limits.ts';
+import { clientActor } from '../../../shared/audit/actor.ts';
 
 /** The client authentication methods introspection accepts, as RFC 8414 metadata names them. */
 export const INTROSPECTION_AUTH_METHODS = [
@@ -100,7 +101,7 @@ async function clientCaller(ctx: AppContext, req: IntrospectionRequest, client: 
   if (!platform && !creds.permissions.includes(SELF)) {
     ctx.audit.record({
       tenantId: creds.tenantId,
-      actor: `client:${creds.clientId}`,
+      actor: clientActor(creds.clientId),
       action: AUDIT_ACTION,
       outcome: 'failure',
       details: { reason: 'not-an-introspector' },
@@ -114,7 +115,7 @@ async function clientCaller(ctx: AppContext, req: IntrospectionRequest, client: 
   // Resource servers introspect at the rate they are called: tallied, as client_credentials is.
   ctx.audit.tally({
     tenantId: creds.tenantId,
-    actor: `client:${creds.clientId}`,
+    actor: clientActor(creds.clientId),
     action: AUDIT_ACTION,
     outcome: 'success',
   });

@@ -16,6 +16,7 @@ import {
 } from './grants.ts';
 import { withAuthBudget } from './rate-limits.ts';
 import { countIssue } from './token-metrics.ts';
+import { clientActor } from '../../../shared/audit/actor.ts';
 
 /** The legacy token answer. */
 export interface LegacyTokens {
@@ -47,7 +48,7 @@ export async function legacyLogin(
       const creds = await authenticateWorkload(ctx, clientId, clientSecret, address);
       ctx.audit.record({
         tenantId: creds.tenantId,
-        actor: `client:${creds.clientId}`,
+        actor: clientActor(creds.clientId),
         action: 'auth.legacy.login',
         outcome: 'success',
       });

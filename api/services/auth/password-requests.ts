@@ -9,6 +9,7 @@ import { isUuid } from '../../../shared/ids.ts';
 import { isRateLimited, rateKey, retryAfterSeconds, withAuthBudget } from './rate-limits.ts';
 import { completePasswordReset, pendingReset, startPasswordReset } from './password-reset.ts';
 import { loadUser } from './passwords.ts';
+import { userActor } from '../../../shared/audit/actor.ts';
 
 /**
  * Forgot-password: checks the request and the sender address's budget, then hands everything
@@ -68,7 +69,7 @@ async function mailResetLink(ctx: AppContext, tenantId: string, email: string): 
         await startPasswordReset(ctx.db, ctx.auth.mailer, ctx.config.publicBaseUrl, user);
         ctx.audit.record({
           tenantId: user.tenantId,
-          actor: `user:${user.id}`,
+          actor: userActor(user.id),
           action: 'auth.password.forgot',
           outcome: 'success',
         });
@@ -101,13 +102,13 @@ export async function resetPassword(
         await ctx.auth.revokeSubjectTokens({
           tenantId: done.tenantId,
           sub: done.userId,
-          revokedBy: `user:${done.userId}`,
+          revokedBy: userActor(done.userId),
           reason: 'password reset',
           strict: false,
         });
         ctx.audit.record({
           tenantId: done.tenantId,
-          actor: `user:${done.userId}`,
+          actor: userActor(done.userId),
           action: 'auth.password.reset',
           outcome: 'success',
         });

@@ -16,6 +16,7 @@ import {
 import { withAuthBudget } from './rate-limits.ts';
 import { revokeRefreshFamily } from './refresh-tokens.ts';
 import { countIssue } from './token-metrics.ts';
+import { REFRESH_TOKEN_ACTOR, subjectActor } from '../../../shared/audit/actor.ts';
 
 /** A token request as the endpoint received it. */
 export interface TokenRequest {
@@ -89,7 +90,7 @@ export async function revokePresentedToken(
     });
     ctx.audit.record({
       tenantId: claims.tenantId,
-      actor: `${claims.kind}:${claims.sub}`,
+      actor: subjectActor(claims),
       action: 'auth.token.revoke',
       outcome: 'success',
       target: claims.jti,
@@ -100,7 +101,7 @@ export async function revokePresentedToken(
     await ctx.auth.revokeFamilyTokens(family.familyId, family.tenantId, 'rfc7009');
     ctx.audit.record({
       tenantId: family.tenantId,
-      actor: 'refresh-token',
+      actor: REFRESH_TOKEN_ACTOR,
       action: 'auth.refresh.revoke',
       outcome: 'success',
       target: family.familyId,

@@ -8,8 +8,9 @@ import type { AppContext } from '../../context.ts';
 import { AppError, problemDocument, problem } from '../../../shared/errors/index.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
 import { outcomeOf } from '../../../shared/metrics/index.ts';
-import { actorOfClaims, type AccessClaims } from '../auth/access-tokens.ts';
+import { type AccessClaims } from '../auth/access-tokens.ts';
 import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
+import { subjectActor } from '../../../shared/audit/actor.ts';
 
 /** A runtime operation over one request body, in the token's tenant. */
 export type Operation = (
@@ -83,7 +84,7 @@ export async function runRuntime(
     throw problem('validation_failed', 'the body must be a JSON object');
   const input = body as Record<string, unknown>;
   const tenantId = claims.tenantId;
-  const actor = actorOfClaims(claims);
+  const actor = subjectActor(claims);
   const caller: DecryptingCaller = { tenantId, principal: actor, mayDecrypt: true };
   if (!Array.isArray(input.items)) {
     try {

@@ -5,16 +5,16 @@
  */
 import type { AppContext } from '../../context.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
-import { actorOfClaims } from '../auth/access-tokens.ts';
 import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/types.ts';
 import type { DecryptingCaller, DecryptionSource } from '../../../shared/keys/decryption-budget.ts';
+import { subjectActor } from '../../../shared/audit/actor.ts';
 
 /** Who the claims are as a decrypting caller. */
 export function decryptingCaller(claims: AccessClaims): DecryptingCaller {
   return {
     tenantId: claims.tenantId,
-    principal: actorOfClaims(claims),
+    principal: subjectActor(claims),
     mayDecrypt: claims.permissions.includes('crypto.decrypt'),
   };
 }

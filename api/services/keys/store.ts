@@ -50,6 +50,7 @@ import {
 
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
 import { KID } from '../../../shared/ids.ts';
+import { SYSTEM_ACTOR } from '../../../shared/audit/actor.ts';
 export { KID };
 
 /** What an imported version may carry besides its material. */
@@ -339,7 +340,7 @@ export function rotateIfDue(
   kid: string,
   now: Date,
 ): Promise<KeyRecord | null> {
-  return applyChange(ctx, tenantId, kid, 'rotate', { actor: 'system', dueBy: now });
+  return applyChange(ctx, tenantId, kid, 'rotate', { actor: SYSTEM_ACTOR, dueBy: now });
 }
 
 async function applyChange(

@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { makeTenant, postFormFrom } from '../../support/auth.ts';
-import { UNKNOWN_CLIENT_ACTOR } from '../../../api/services/auth/grants.ts';
+import { UNKNOWN_CLIENT_ACTOR } from '../../../shared/audit/actor.ts';
 
 const LANE = '/api/v3/auth/token';
 const EXPRESS = '/api/v3/auth/token?via=express';
