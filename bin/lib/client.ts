@@ -1,13 +1,10 @@
 /**
  * The CLI's HTTP client: client_credentials authentication, renewing the token 60 s before it
- * expires or when a request answers 401 (spec 5.8), and typed calls for uploads, jobs and
- * results. Request bodies are given as factories so a request refused with 401 can be sent again
- * with a fresh stream.
+ * expires or when a request answers 401 (spec 5.8). Request bodies are given as factories so a
+ * request refused with 401 can be sent again with a fresh stream. The API's operations are called
+ * through bin/lib/api-client.ts.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 
 /** Renew this long before the token's expiry (spec 5.8). */
 export const RENEW_MARGIN_MS = 60_000;
@@ -63,16 +60,6 @@ async function parse(res: Response): Promise<Record<string, unknown>> {
   } catch {
     return { detail: text.slice(0, 500) };
   }
-}
-
-/** Counts bytes through a stream. */
-function counter(onBytes: (n: number) => void): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      onBytes(chunk.length);
-      done(null, chunk);
-    },
-  });
 }
 
 export class KeywardClient {
@@ -177,79 +164,5 @@ export class KeywardClient {
     const body = await parse(res);
     if (!ok.includes(res.status)) throw new ApiError(res.status, body, `${method} ${path}`);
     return body as T;
-  }
-
-  /** Streams a local file into the tenant's object storage under `name`. */
-  async upload(
-    name: string,
-    file: string,
-    size: number,
-    onBytes: (n: number) => void = () => {},
-  ): Promise<{ key: string; size: number; version: string }> {
-    const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
-    const res = await this.request('PUT', path, () => ({
-      body: createReadStream(file).pipe(counter(onBytes)),
-      contentType: 'application/octet-stream',
-      length: size,
-    }));
-    const body = await parse(res);
-    if (res.status !== 201) throw new ApiError(res.status, body, `upload of ${name}`);
-    return body as { key: string; size: number; version: string };
-  }
-
-  /** Deletes an uploaded object from the tenant's storage (a missing one is not an error). */
-  async deleteUpload(name: string): Promise<void> {
-    const path = `/api/v3/migration/uploads/${name.split('/').map(encodeURIComponent).join('/')}`;
-    const res = await this.request('DELETE', path);
-    if (res.status === 204 || res.status === 404) {
-      await res.body?.cancel();
-      return;
-    }
-    throw new ApiError(res.status, await parse(res), `delete of ${name}`);
-  }
-
-  /** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
-  async download(
-    jobId: string,
-    dest: string,
-    object: 'result' | 'content' = 'result',
-  ): Promise<number> {
-    const query = object === 'result' ? '' : `?object=${object}`;
-    const res = await this.request('GET', `/api/v3/migration/jobs/${jobId}/result${query}`);
-    if (res.status !== 200 || !res.body)
-      throw new ApiError(res.status, await parse(res), `download of ${jobId}`);
-    const temp = `${dest}.part`;
-    let size = 0;
-    try {
-      await pipeline(
-        Readable.fromWeb(res.body as never),
-        counter((n) => {
-          size += n;
-        }),
-        createWriteStream(temp),
-      );
-      await rename(temp, dest);
-    } catch (err) {
-      await rm(temp, { force: true });
-      throw err;
-    }
-    return size;
-  }
-
-  /** Posts a file to the analyzer (contract 5: the raw file as the body) and answers its JSON. */
-  async analyze(file: string, size: number): Promise<Record<string, unknown>> {
-    const res = await this.request(
-      'POST',
-      '/api/v3/migration/stream/analyze-pkcs7',
-      () => ({
-        body: createReadStream(file),
-        contentType: 'application/octet-stream',
-        length: size,
-      }),
-      'application/json',
-    );
-    const body = await parse(res);
-    if (res.status !== 200) throw new ApiError(res.status, body, 'analyze');
-    return body;
   }
 }

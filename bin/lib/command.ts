@@ -229,6 +229,14 @@ export function requireNode(major: number, what: string): void {
 export const str = (v: Values, name: string): string | undefined =>
   typeof v[name] === 'string' ? (v[name] as string) : undefined;
 
+/**
+ * A string option sent as one of the values the document allows (`T`, an enum of
+ * bin/lib/api-types.ts): the service checks it and its problem names the allowed ones, so the CLI
+ * does not keep a copy of the list.
+ */
+export const allowed = <T extends string>(v: Values, name: string): T | undefined =>
+  str(v, name) as T | undefined;
+
 /** A whole number option within bounds (a usage error otherwise). */
 export function int(v: Values, name: string, min: number, max: number): number | undefined {
   const s = str(v, name);

@@ -8,10 +8,13 @@
  * storage. The state file in --out lets a second run skip what the first one finished.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createApi, type Answer, type Api, type Item } from './api-client.ts';
 import { ApiError, type KeywardClient } from './client.ts';
 import { Progress, type Snapshot } from './progress.ts';
 import {
@@ -49,18 +52,10 @@ export interface MigrateOptions {
   stdout: NodeJS.WritableStream;
 }
 
-type JobView = {
-  id: string;
-  state: string;
-  progress: { bytesRead: number; objectsDone: number; objectsFailed: number; objectsTotal: number };
-  result: {
-    key: string;
-    size: number;
-    objects?: Array<{ role: string; key: string; size: number }>;
-  } | null;
-  problem: { type: string; detail: string } | null;
-  source: { key: string };
-};
+/** A job as getJob answers it: a conversion, or a batch over a prefix. */
+type Job = Answer<'getJob'>;
+/** A conversion job (one file): what a file's job and each child of a batch are. */
+type JobView = Item<'listJobChildren'>;
 
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 const OWN_FILES = new Set([STATE_FILE, `${STATE_FILE}.tmp`, SUMMARY_JSON, SUMMARY_TEXT]);
@@ -106,14 +101,14 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
 
 /** Polls a job until it finishes; transient errors (network, 5xx) are waited out. */
 async function follow(
-  client: KeywardClient,
+  api: Api,
   id: string,
   pollMs: number,
-  onView: (v: JobView) => void,
-): Promise<JobView> {
+  onView: (v: Job) => void,
+): Promise<Job> {
   for (;;) {
     try {
-      const v = await client.json<JobView>('GET', `/api/v3/migration/jobs/${id}`);
+      const v = await api.getJob({ id });
       onView(v);
       if (FINISHED.has(v.state)) return v;
     } catch (err) {
@@ -135,8 +130,53 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A file's job is a conversion: submitted with a source key, never a prefix. */
+function conversion(v: Job): JobView {
+  if (v.type !== 'convert') throw new TypeError(`job ${v.id} is a ${v.type} job, not a conversion`);
+  return v;
+}
+
+/** Deletes an upload from the tenant's storage (one already gone is not an error). */
+async function deleteUpload(api: Api, name: string): Promise<void> {
+  try {
+    await api.deleteUpload({ name });
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+  }
+}
+
+/** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
+async function download(
+  api: Api,
+  id: string,
+  dest: string,
+  object: 'result' | 'content' = 'result',
+): Promise<number> {
+  const res = await api.getJobResult({ id, query: object === 'result' ? {} : { object } });
+  if (!res.body) throw new ApiError(res.status, {}, `download of ${id}`);
+  const temp = `${dest}.part`;
+  let size = 0;
+  try {
+    await pipeline(
+      Readable.fromWeb(res.body as never),
+      new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          size += chunk.length;
+          done(null, chunk);
+        },
+      }),
+      createWriteStream(temp),
+    );
+    await rename(temp, dest);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+  return size;
+}
+
 interface Run {
-  client: KeywardClient;
+  api: Api;
   opts: MigrateOptions;
   outDir: string | null;
   writer: StateWriter;
@@ -167,8 +207,8 @@ async function fetchResult(
   const { relFile, dest } = place(view.result.key);
   await mkdir(dirname(dest), { recursive: true });
   const content = view.result.objects?.find((o) => o.role === 'content');
-  if (content) await retrying(() => run.client.download(id, place(content.key).dest, 'content'));
-  const size = await retrying(() => run.client.download(id, dest));
+  if (content) await retrying(() => download(run.api, id, place(content.key).dest, 'content'));
+  const size = await retrying(() => download(run.api, id, dest));
   return { file: relFile, size };
 }
 
@@ -179,10 +219,8 @@ async function fetchResult(
  */
 async function cleanup(run: Run, jobId: string, uploadKey: string | undefined): Promise<void> {
   try {
-    await retrying(() =>
-      run.client.json('DELETE', `/api/v3/migration/jobs/${jobId}/result`, undefined, [200]),
-    );
-    if (uploadKey) await retrying(() => run.client.deleteUpload(uploadKey));
+    await retrying(() => run.api.deleteJobResults({ id: jobId }));
+    if (uploadKey) await retrying(() => deleteUpload(run.api, uploadKey));
   } catch (err) {
     run.progress?.note(`cleanup of ${uploadKey ?? jobId} failed: ${(err as Error).message}`);
   }
@@ -196,7 +234,7 @@ async function migrateFile(
   remoteBase: string,
   outPrefix: string,
 ): Promise<void> {
-  const { client, opts, writer } = run;
+  const { api, opts, writer } = run;
   const file = join(srcDir, ...rel.split('/'));
   const st = await stat(file);
   const started = Date.now();
@@ -209,28 +247,35 @@ async function migrateFile(
     if (fs.status === 'submitted' && fs.jobId) {
       // Submitted by an earlier run: follow that job instead of uploading again.
       try {
-        view = await follow(client, fs.jobId, opts.pollMs, (v) =>
-          run.live.set(rel, v.progress.bytesRead),
+        view = conversion(
+          await follow(api, fs.jobId, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead)),
         );
       } catch (err) {
         if (!(err instanceof ApiError && err.status === 404)) throw err;
       }
     }
     if (!view) {
-      const up = await retrying(() => client.upload(`${remoteBase}${rel}`, file, st.size));
+      const up = await retrying(() =>
+        api.uploadObject({
+          name: `${remoteBase}${rel}`,
+          body: { open: () => createReadStream(file), length: st.size },
+        }),
+      );
       fs.remoteKey = up.key;
       const dir = posix.dirname(rel);
       const job = await retrying(() =>
-        client.json<JobView>('POST', '/api/v3/migration/jobs', {
-          source: { key: up.key },
-          metadata: opts.metadata,
-          output: { prefix: `${outPrefix}${dir === '.' ? '' : `${dir}/`}` },
+        api.submitJob({
+          body: {
+            source: { key: up.key },
+            metadata: opts.metadata,
+            output: { prefix: `${outPrefix}${dir === '.' ? '' : `${dir}/`}` },
+          },
         }),
       );
       Object.assign(fs, { status: 'submitted', jobId: job.id });
       await writer.save();
-      view = await follow(client, job.id, opts.pollMs, (v) =>
-        run.live.set(rel, v.progress.bytesRead),
+      view = conversion(
+        await follow(api, job.id, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead)),
       );
     }
     if (view.state !== 'completed') {
@@ -261,7 +306,7 @@ async function migrateFile(
   const upload = fs.remoteKey;
   if (opts.cleanup && run.outDir && fs.status === 'failed' && upload) {
     try {
-      await retrying(() => client.deleteUpload(upload));
+      await retrying(() => deleteUpload(api, upload));
       run.failedUploads.removed += 1;
       fs.remoteKey = undefined;
     } catch (err) {
@@ -323,25 +368,25 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
   await pool(todo, opts.concurrency, (rel) => migrateFile(run, srcDir, rel, remoteBase, outPrefix));
 }
 
-type ChildPage = { items: JobView[]; nextCursor: string | null };
-
 async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>): Promise<void> {
-  const { client, opts, writer } = run;
+  const { api, opts, writer } = run;
   const outPrefix =
     opts.out.kind === 's3'
       ? opts.out.prefix
       : `migrate/${createHash('sha256').update(`${source.bucket}/${source.prefix}`).digest('hex').slice(0, 12)}/out/`;
   const batch = await retrying(() =>
-    client.json<JobView>('POST', '/api/v3/migration/jobs', {
-      source: { bucket: source.bucket, prefix: source.prefix },
-      metadata: opts.metadata,
-      output: { prefix: outPrefix },
+    api.submitJob({
+      body: {
+        source: { bucket: source.bucket, prefix: source.prefix },
+        metadata: opts.metadata,
+        output: { prefix: outPrefix },
+      },
     }),
   );
   writer.state.batchId = batch.id;
   await writer.save();
   run.snap.filesTotal = batch.progress.objectsTotal;
-  await follow(client, batch.id, opts.pollMs, (v) =>
+  await follow(api, batch.id, opts.pollMs, (v) =>
     Object.assign(run.snap, {
       filesDone: v.progress.objectsDone,
       filesFailed: v.progress.objectsFailed,
@@ -350,11 +395,8 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
   );
   const children: JobView[] = [];
   for (let cursor: string | null = ''; cursor !== null;) {
-    const page: ChildPage = await retrying(() =>
-      client.json<ChildPage>(
-        'GET',
-        `/api/v3/migration/jobs/${batch.id}/children?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
-      ),
+    const page: Answer<'listJobChildren'> = await retrying(() =>
+      api.listJobChildren({ id: batch.id, query: { limit: 500, cursor: cursor || undefined } }),
     );
     children.push(...page.items);
     cursor = page.nextCursor;
@@ -424,7 +466,7 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
       : `s3://${opts.source.bucket}/${opts.source.prefix}`;
   const writer = new StateWriter(outDir, loadState(outDir, client.url, sourceText));
   const run: Run = {
-    client,
+    api: createApi(client),
     opts,
     outDir,
     writer,

@@ -12,9 +12,11 @@ import {
   statSync,
 } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
+import type { Body, Query } from '../api-client.ts';
 import {
   EXIT,
   UsageError,
+  allowed,
   contextOf,
   int,
   print,
@@ -31,6 +33,8 @@ import {
 import { PAGE_OPTIONS, printPage } from './admin.ts';
 import { connect } from './session.ts';
 import { headerLine, openEnvelope, openHeader, sealEnvelope } from '../envelope.ts';
+
+type KeySpec = Exclude<Body<'generateDataKey'>, { items: unknown }>['keySpec'];
 
 const IN: OptionDef = { type: 'string', value: '<file|->', help: 'input file; - or none: stdin' };
 const OUT: OptionDef = {
@@ -355,7 +359,7 @@ export const cryptoCommands: Command[] = [
     async run(inv) {
       const body = {
         kid: inv.args[0],
-        keySpec: str(inv.values, 'key-spec') ?? 'AES_256',
+        keySpec: allowed<KeySpec>(inv.values, 'key-spec') ?? 'AES_256',
         context: contextOf(inv.values, 'context'),
       };
       const c = connect(inv);
@@ -465,7 +469,7 @@ export const cryptoCommands: Command[] = [
               to: str(v, 'to'),
               actor: str(v, 'actor'),
               action: str(v, 'action'),
-              outcome: str(v, 'outcome'),
+              outcome: allowed<Query<'listAuditEvents'>['outcome'] & string>(v, 'outcome'),
             },
           });
           return printPage(inv, page, [

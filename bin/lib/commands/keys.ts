@@ -4,10 +4,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { Key, PublicKeys } from '../api-client.ts';
+import type { Body, Key, PublicKeys, Query } from '../api-client.ts';
 import {
   EXIT,
   UsageError,
+  allowed,
   int,
   print,
   readSecret,
@@ -20,6 +21,8 @@ import {
 } from '../command.ts';
 import { PAGE_OPTIONS, pageOf, printPage } from './admin.ts';
 import { connect } from './session.ts';
+
+type KeyUsage = NonNullable<Body<'updateKey'>['usages']>[number];
 
 const KEY_FIELDS = [
   'kid',
@@ -91,7 +94,9 @@ export const keysCommand: Command = {
         const c = connect(inv);
         const body = {
           type,
-          ...(str(inv.values, 'usage') ? { usage: str(inv.values, 'usage') } : {}),
+          ...(str(inv.values, 'usage')
+            ? { usage: allowed<Body<'createKey'>['usage'] & string>(inv.values, 'usage') }
+            : {}),
           ...(str(inv.values, 'kid') ? { kid: str(inv.values, 'kid') } : {}),
         };
         return showKey(inv, await c.api.createKey({ tenantId: c.tenantId, body }));
@@ -108,7 +113,10 @@ export const keysCommand: Command = {
         const c = connect(inv);
         const page = await c.api.listKeys({
           tenantId: c.tenantId,
-          query: { ...pageOf(inv), state: str(inv.values, 'state') },
+          query: {
+            ...pageOf(inv),
+            state: allowed<Query<'listKeys'>['state'] & string>(inv.values, 'state'),
+          },
         });
         return printPage(inv, page, [
           ['kid', (k) => k.kid],
@@ -241,7 +249,7 @@ export const keysCommand: Command = {
             : {
                 usages: str(inv.values, 'usages')!
                   .split(',')
-                  .map((u) => u.trim()),
+                  .map((u) => u.trim() as KeyUsage),
               }),
         };
         if (Object.keys(body).length === 0)

@@ -3,7 +3,8 @@
  * JOSE through the service, bin/lib/migrate.ts) and `analyze` (one file). Both authenticate as a
  * workload: the saved login of --profile, or client credentials from the environment.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { createApi } from '../api-client.ts';
 import { KeywardClient } from '../client.ts';
 import { migrate, parseLocation } from '../migrate.ts';
 import { EXIT, UsageError, str, type Command, type Invocation } from '../command.ts';
@@ -155,8 +156,10 @@ export const analyzeCommand: Command = {
   args: ['<file>'],
   options: WORKLOAD_OPTIONS,
   async run(inv) {
-    const client = workloadClient(inv);
-    const answer = await client.analyze(inv.args[0], statSync(inv.args[0]).size);
+    const file = inv.args[0];
+    const answer = await createApi(workloadClient(inv)).analyzePkcs7({
+      body: { open: () => createReadStream(file), length: statSync(file).size },
+    });
     inv.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
     return EXIT.ok;
   },

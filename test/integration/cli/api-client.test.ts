@@ -23,6 +23,7 @@ const MEDIA = {
   json: 'application/json',
   form: 'application/x-www-form-urlencoded',
   multipart: 'multipart/form-data',
+  binary: 'application/octet-stream',
 } as const;
 
 describe('the CLI client and the OpenAPI document cannot drift', () => {
