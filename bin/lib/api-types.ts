@@ -1138,134 +1138,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/crypto/encrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['encrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/decrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['decrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/sign': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['sign'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verify'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/generate-data-key': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateDataKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/generate-data-key-without-plaintext': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateDataKeyWithoutPlaintext'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/re-encrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['reEncrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/random': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['random'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/crypto/generate-mac': {
     parameters: {
       query?: never;
@@ -1362,70 +1234,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/pqc/encapsulate': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['pqcEncapsulate'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/pqc/decapsulate': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['pqcDecapsulate'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/pqc/sign': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['pqcSign'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/pqc/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['pqcVerify'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/key-management/keys': {
     parameters: {
       query?: never;
@@ -1452,70 +1260,6 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['legacyImportKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/crypto/encrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyEncrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/crypto/decrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyDecrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/crypto/sign': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacySign'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/crypto/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyVerify'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1645,6 +1389,262 @@ export interface paths {
     put?: never;
     post?: never;
     delete: operations['deleteJobResults'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/encrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['encrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/decrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['decrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/sign': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['sign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['verify'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/generate-data-key': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['generateDataKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/generate-data-key-without-plaintext': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['generateDataKeyWithoutPlaintext'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/re-encrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['reEncrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/random': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['random'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/pqc/encapsulate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['pqcEncapsulate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/pqc/decapsulate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['pqcDecapsulate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/pqc/sign': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['pqcSign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/pqc/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['pqcVerify'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/crypto/encrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyEncrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/crypto/decrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyDecrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/crypto/sign': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacySign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/crypto/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyVerify'];
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -5160,490 +5160,6 @@ export interface operations {
       };
     };
   };
-  encrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  decrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  sign: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              algorithm?: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                algorithm?: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                algorithm: string;
-                signature: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      algorithm: string;
-                      signature: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  verify: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              signature: string;
-              algorithm?: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                signature: string;
-                algorithm?: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  generateDataKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              /** @enum {unknown} */
-              keySpec: 'AES_256' | 'AES_128';
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                /** @enum {unknown} */
-                keySpec: 'AES_256' | 'AES_128';
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                plaintext: string;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      plaintext: string;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  generateDataKeyWithoutPlaintext: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              /** @enum {unknown} */
-              keySpec: 'AES_256' | 'AES_128';
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                /** @enum {unknown} */
-                keySpec: 'AES_256' | 'AES_128';
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  reEncrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-              targetKid?: string;
-              targetContext?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-                targetKid?: string;
-                targetContext?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-                sourceKid: string;
-                sourceVersion: number;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                      sourceKid: string;
-                      sourceVersion: number;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  random: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              bytes: number;
-            }
-          | {
-              items: {
-                bytes: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
   generateMac: {
     parameters: {
       query?: never;
@@ -5925,238 +5441,6 @@ export interface operations {
       };
     };
   };
-  pqcEncapsulate: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-            }
-          | {
-              items: {
-                kid: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-                sharedSecret: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                      sharedSecret: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  pqcDecapsulate: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              ciphertext: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                ciphertext: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                sharedSecret: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      sharedSecret: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  pqcSign: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              algorithm?: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                algorithm?: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                algorithm: string;
-                signature: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      algorithm: string;
-                      signature: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  pqcVerify: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              signature: string;
-              algorithm?: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                signature: string;
-                algorithm?: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
   legacyListKeys: {
     parameters: {
       query?: never;
@@ -6281,246 +5565,6 @@ export interface operations {
             updatedAt: string;
             publicKey?: Record<string, unknown>;
           };
-        };
-      };
-    };
-  };
-  legacyEncrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  legacyDecrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  legacySign: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              algorithm?: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                algorithm?: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                algorithm: string;
-                signature: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      algorithm: string;
-                      signature: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  legacyVerify: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              signature: string;
-              algorithm?: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                signature: string;
-                algorithm?: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
         };
       };
     };
@@ -7363,6 +6407,962 @@ export interface operations {
             id: string;
             deleted: string[];
           };
+        };
+      };
+    };
+  };
+  encrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  decrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  sign: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              algorithm?: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                algorithm?: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                algorithm: string;
+                signature: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      algorithm: string;
+                      signature: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  verify: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              signature: string;
+              algorithm?: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                signature: string;
+                algorithm?: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version?: number;
+                valid: boolean;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateDataKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              /** @enum {unknown} */
+              keySpec: 'AES_256' | 'AES_128';
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                /** @enum {unknown} */
+                keySpec: 'AES_256' | 'AES_128';
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                plaintext: string;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      plaintext: string;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateDataKeyWithoutPlaintext: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              /** @enum {unknown} */
+              keySpec: 'AES_256' | 'AES_128';
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                /** @enum {unknown} */
+                keySpec: 'AES_256' | 'AES_128';
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  reEncrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+              targetKid?: string;
+              targetContext?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+                targetKid?: string;
+                targetContext?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+                sourceKid: string;
+                sourceVersion: number;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                      sourceKid: string;
+                      sourceVersion: number;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  random: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              bytes: number;
+            }
+          | {
+              items: {
+                bytes: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  pqcEncapsulate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+            }
+          | {
+              items: {
+                kid: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+                sharedSecret: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                      sharedSecret: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  pqcDecapsulate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              ciphertext: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                ciphertext: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                sharedSecret: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      sharedSecret: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  pqcSign: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              algorithm?: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                algorithm?: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                algorithm: string;
+                signature: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      algorithm: string;
+                      signature: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  pqcVerify: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              signature: string;
+              algorithm?: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                signature: string;
+                algorithm?: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version?: number;
+                valid: boolean;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacyEncrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacyDecrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacySign: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              algorithm?: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                algorithm?: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                algorithm: string;
+                signature: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      algorithm: string;
+                      signature: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacyVerify: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              signature: string;
+              algorithm?: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                signature: string;
+                algorithm?: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version?: number;
+                valid: boolean;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
         };
       };
     };
