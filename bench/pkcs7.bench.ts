@@ -22,8 +22,8 @@
  * BENCH_CONVERT_THREAD_FROM CONVERT_THREAD_FROM (1: even a conversion alone takes a thread).
  */
 import { execFileSync } from 'node:child_process';
-import { createPublicKey, createVerify, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
@@ -41,8 +41,9 @@ import {
   randomFile,
   rssNow,
   rssSampler,
+  signAttached,
   timedOpenssl as timedIn,
-  openssl as opensslIn,
+  verifyJws,
   type Converted,
 } from './lib/cms.ts';
 
@@ -63,7 +64,6 @@ const at = (name: string) => join(work, name);
 const mb = (bytes: number) => bytes / 1e6;
 const fmt = (n: number, d = 2) => n.toFixed(d);
 
-const openssl = (args: string[]): void => opensslIn(work, args);
 const timedOpenssl = (args: string[]) => timedIn(work, args);
 
 /** Creates or drops the bench database on the BENCH_DATABASE_URL server. */
@@ -74,15 +74,6 @@ async function pgAdmin(sql: string): Promise<void> {
   } finally {
     await k.destroy();
   }
-}
-
-/** Checks the JWS of a SignedData conversion over the content on disk (outside the timing). */
-async function verifyJws(jwsText: string, contentFile: string, certPem: Buffer): Promise<boolean> {
-  const jws = JSON.parse(jwsText) as { protected: string; signature: string };
-  const v = createVerify('sha256').update(`${jws.protected}.`);
-  for await (const c of createReadStream(contentFile, { highWaterMark: 4 * MiB }))
-    v.update(c as Buffer);
-  return v.verify(createPublicKey(certPem), Buffer.from(jws.signature, 'base64url'));
 }
 
 interface Round {
@@ -133,25 +124,7 @@ try {
       const t0 = performance.now();
       randomFile(at(`plain-${tag}.bin`), bytes);
       envelop(work, `plain-${tag}.bin`, `env-${tag}.der`);
-      openssl([
-        'cms',
-        '-sign',
-        '-binary',
-        '-nodetach',
-        '-stream',
-        '-md',
-        'sha256',
-        '-outform',
-        'DER',
-        '-in',
-        `plain-${tag}.bin`,
-        '-out',
-        `signed-${tag}.der`,
-        '-signer',
-        'cert.pem',
-        '-inkey',
-        'key.pem',
-      ]);
+      signAttached(work, `plain-${tag}.bin`, `signed-${tag}.der`);
       console.log(
         `  made ${tag} inputs in ${fmt((performance.now() - t0) / 1000, 1)} s: EnvelopedData ${fmt(statSync(at(`env-${tag}.der`)).size / MiB, 1)} MiB, SignedData ${fmt(statSync(at(`signed-${tag}.der`)).size / MiB, 1)} MiB`,
       );

@@ -3,8 +3,15 @@
  * request, shared by the benches that convert PKCS#7 over HTTP (pkcs7, embedded).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { randomFillSync } from 'node:crypto';
-import { closeSync, openSync, readFileSync, statfsSync, writeSync } from 'node:fs';
+import { createPublicKey, createVerify, randomFillSync } from 'node:crypto';
+import {
+  closeSync,
+  createReadStream,
+  openSync,
+  readFileSync,
+  statfsSync,
+  writeSync,
+} from 'node:fs';
 
 const MiB = 1024 * 1024;
 /** The system OpenSSL, the baseline of every CMS figure. */
@@ -73,6 +80,45 @@ export function envelop(cwd: string, plain: string, out: string): void {
     '-recip',
     'cert.pem',
   ]);
+}
+
+/**
+ * `openssl cms -sign -binary -nodetach -stream -md sha256 -outform DER` of `plain` with cert.pem
+ * and key.pem: an attached SignedData (RSA, signed attributes), its content BER of indefinite length.
+ */
+export function signAttached(cwd: string, plain: string, out: string): void {
+  openssl(cwd, [
+    'cms',
+    '-sign',
+    '-binary',
+    '-nodetach',
+    '-stream',
+    '-md',
+    'sha256',
+    '-outform',
+    'DER',
+    '-in',
+    plain,
+    '-out',
+    out,
+    '-signer',
+    'cert.pem',
+    '-inkey',
+    'key.pem',
+  ]);
+}
+
+/** Checks the JWS answer of a SignedData conversion over the content on disk (outside any timing). */
+export async function verifyJws(
+  jwsText: string,
+  contentFile: string,
+  certPem: Buffer,
+): Promise<boolean> {
+  const jws = JSON.parse(jwsText) as { protected: string; signature: string };
+  const v = createVerify('sha256').update(`${jws.protected}.`);
+  for await (const c of createReadStream(contentFile, { highWaterMark: 4 * MiB }))
+    v.update(c as Buffer);
+  return v.verify(createPublicKey(certPem), Buffer.from(jws.signature, 'base64url'));
 }
 
 /** The `openssl cms -decrypt` arguments of the decrypt baseline (output to /dev/null). */
