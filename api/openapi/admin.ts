@@ -74,15 +74,6 @@ const AccessKey = withExample(
   }),
   ACCESS_KEY_EXAMPLE,
 );
-const Role = withExample(
-  obj({ id: uuid, tenantId: uuid, name: str, permissions: { type: 'array', items: str } }),
-  {
-    id: ROLE_ID,
-    tenantId: TENANT_ID,
-    name: 'encryptor',
-    permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'],
-  },
-);
 const Policy = obj({
   template: str,
   allowedKeyTypes: { type: 'array', items: str },
@@ -867,58 +858,6 @@ const identities = {
       ],
       responses: { 204: { description: 'revoked' } },
       errors: [404],
-    }),
-  },
-  [`${T}/roles`]: {
-    get: op('roles', {
-      id: 'listRoles',
-      summary: 'List roles',
-      permission: 'admin.roles.read',
-      parameters: [TENANT, ...PAGE],
-      responses: { 200: ok('roles', list(Role)) },
-      errors: [400],
-    }),
-    post: op('roles', {
-      id: 'createRole',
-      summary:
-        'Create a role from catalogue permissions (admin.platform.* only in the platform tenant)',
-      permission: 'admin.roles.create',
-      parameters: [TENANT],
-      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } })),
-      responses: { 201: ok('the role', Role) },
-      errors: [400, 409, 415],
-      errorText: {
-        400: 'unknown permissions (listed in unknownPermissions) or platform permissions in a tenant role',
-        409: 'a role of that name exists',
-      },
-    }),
-  },
-  [`${T}/roles/{id}`]: {
-    get: op('roles', {
-      id: 'getRole',
-      summary: 'Read a role',
-      permission: 'admin.roles.read',
-      parameters: [TENANT, ID('role')],
-      responses: { 200: ok('the role', Role) },
-      errors: [404],
-    }),
-    patch: op('roles', {
-      id: 'updateRole',
-      summary: 'Rename a role or replace its permissions',
-      permission: 'admin.roles.update',
-      parameters: [TENANT, ID('role')],
-      requestBody: body(obj({ name: str, permissions: { type: 'array', items: str } }, [])),
-      responses: { 200: ok('the role', Role) },
-      errors: [400, 404, 415],
-    }),
-    delete: op('roles', {
-      id: 'deleteRole',
-      summary: 'Delete an unused role',
-      permission: 'admin.roles.delete',
-      parameters: [TENANT, ID('role')],
-      responses: { 204: { description: 'deleted' } },
-      errors: [404, 409],
-      errorText: { 409: 'workloads or users still hold the role' },
     }),
   },
   [`${T}/policies/templates`]: {

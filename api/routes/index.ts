@@ -28,7 +28,7 @@ import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
 import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
 import { createPlatformRouter } from './v3/admin/platform.ts';
 import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
-import { createRolesRouter } from './v3/admin/tenants/roles.ts';
+import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
@@ -124,7 +124,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '/platform/tenants', router: createPlatformTenantsRouter },
       { path: '/platform', router: createPlatformRouter },
       { path: `${TENANT}/workloads`, router: createWorkloadsRouter, tenantScoped: true },
-      { path: `${TENANT}/roles`, router: createRolesRouter, tenantScoped: true },
+      { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
