@@ -27,7 +27,6 @@ const list = (item: Schema): Schema => {
 // Example values, the same across operations so the examples read as one story.
 const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
 const OTHER_TENANT_ID = '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e';
-const ROLE_ID = '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d';
 const AT = '2026-11-23T16:00:00.000Z';
 
 const Tenant = withExample(
@@ -39,40 +38,6 @@ const Tenant = withExample(
     createdAt: time,
   }),
   { id: TENANT_ID, name: 'acme', status: 'active', isPlatform: false, createdAt: AT },
-);
-const WORKLOAD_EXAMPLE = {
-  id: '0d4e6f8a-1b3c-4d5e-8f9a-0b1c2d3e4f5a',
-  tenantId: TENANT_ID,
-  name: 'billing-service',
-  clientId: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
-  roleId: ROLE_ID,
-  disabled: false,
-  createdAt: AT,
-};
-const Workload = withExample(
-  obj({
-    id: uuid,
-    tenantId: uuid,
-    name: str,
-    clientId: uuid,
-    roleId: uuid,
-    disabled: { type: 'boolean' },
-    createdAt: time,
-  }),
-  WORKLOAD_EXAMPLE,
-);
-const ACCESS_KEY_EXAMPLE = {
-  accessKeyId: 'KWAKJ7Q2M4XRZB6T3N5P',
-  workloadId: WORKLOAD_EXAMPLE.id,
-  createdAt: AT,
-};
-const AccessKey = withExample(
-  obj({
-    accessKeyId: { type: 'string', pattern: '^KWAK[A-Z2-7]{16}$' },
-    workloadId: uuid,
-    createdAt: time,
-  }),
-  ACCESS_KEY_EXAMPLE,
 );
 const Policy = obj({
   template: str,
@@ -719,144 +684,6 @@ const identities = {
       permission: 'admin.tenant.read',
       parameters: [TENANT],
       responses: { 200: ok('the tenant', Tenant) },
-      errors: [404],
-    }),
-  },
-  [`${T}/workloads`]: {
-    get: op('workloads', {
-      id: 'listWorkloads',
-      summary: 'List workloads (never their secrets)',
-      permission: 'admin.workloads.read',
-      parameters: [TENANT, ...PAGE],
-      responses: { 200: ok('workloads', list(Workload)) },
-      errors: [400],
-    }),
-    post: op('workloads', {
-      id: 'createWorkload',
-      summary: 'Register a workload once per app and tenant; the secret is returned only here',
-      permission: 'admin.workloads.create',
-      parameters: [TENANT],
-      requestBody: body(
-        obj({ name: { type: 'string', minLength: 1, maxLength: 200 }, roleId: uuid }),
-      ),
-      responses: {
-        201: ok('the workload with clientId and clientSecret', {
-          allOf: [Workload, obj({ clientSecret: uuid })],
-        }),
-      },
-      errors: [400, 409, 415],
-      errorText: { 409: 'a workload of that name exists in this tenant' },
-    }),
-  },
-  [`${T}/workloads/{id}`]: {
-    get: op('workloads', {
-      id: 'getWorkload',
-      summary: 'Read a workload',
-      permission: 'admin.workloads.read',
-      parameters: [TENANT, ID('workload')],
-      responses: { 200: ok('the workload', Workload) },
-      errors: [404],
-    }),
-    delete: op('workloads', {
-      id: 'deleteWorkload',
-      summary: 'Delete a workload',
-      permission: 'admin.workloads.delete',
-      parameters: [TENANT, ID('workload')],
-      responses: { 204: { description: 'deleted' } },
-      errors: [404],
-    }),
-  },
-  [`${T}/workloads/{id}/disable`]: {
-    post: op('workloads', {
-      id: 'disableWorkload',
-      summary: 'Disable a workload: its logins answer 401 invalid_client',
-      permission: 'admin.workloads.disable',
-      parameters: [TENANT, ID('workload')],
-      responses: { 200: ok('the workload', Workload) },
-      errors: [404],
-    }),
-  },
-  [`${T}/workloads/{id}/enable`]: {
-    post: op('workloads', {
-      id: 'enableWorkload',
-      summary: 'Enable a disabled workload',
-      permission: 'admin.workloads.disable',
-      parameters: [TENANT, ID('workload')],
-      responses: { 200: ok('the workload', Workload) },
-      errors: [404],
-    }),
-  },
-  [`${T}/workloads/{id}/secret`]: {
-    post: op('workloads', {
-      id: 'rotateWorkloadSecret',
-      summary: 'Rotate the client secret; older secrets stay valid for the grace period',
-      permission: 'admin.workloads.rotate-secret',
-      parameters: [TENANT, ID('workload')],
-      requestBody: optionalBody(
-        obj({ graceSeconds: { type: 'integer', minimum: 0, maximum: 2592000 } }, []),
-      ),
-      responses: {
-        201: ok(
-          'the new secret, shown once',
-          obj({ clientId: uuid, clientSecret: uuid, previousValidUntil: time }),
-        ),
-      },
-      errors: [400, 404, 415],
-    }),
-  },
-  [`${T}/workloads/{id}/access-keys`]: {
-    get: op('workloads', {
-      id: 'listAccessKeys',
-      summary: "List a workload's AWS access keys (never their secrets)",
-      permission: 'admin.workloads.read',
-      parameters: [TENANT, ID('workload')],
-      responses: {
-        200: ok(
-          'the access keys, oldest first',
-          obj({ items: { type: 'array', items: AccessKey } }),
-          { items: [ACCESS_KEY_EXAMPLE] },
-        ),
-      },
-      errors: [404],
-    }),
-    post: op('workloads', {
-      id: 'createAccessKey',
-      summary:
-        'Create an AWS access key for the AWS KMS API (SigV4); the secret is returned only here',
-      description:
-        'The secret is stored sealed under the master key (SigV4 needs it to verify) and never shown again. At most 5 per workload.',
-      permission: 'admin.workloads.rotate-secret',
-      parameters: [TENANT, ID('workload')],
-      requestBody: optionalBody(obj({}, [])),
-      responses: {
-        201: ok(
-          'the access key with its secretAccessKey, shown once',
-          { allOf: [AccessKey, obj({ secretAccessKey: str })] },
-          { ...ACCESS_KEY_EXAMPLE, secretAccessKey: 'c2VjcmV0IGFjY2VzcyBrZXkgc2hvd24gb25jZQ==' },
-        ),
-      },
-      errors: [400, 404, 409, 415],
-      errorText: { 409: 'conflict: the workload has 5 access keys already' },
-    }),
-  },
-  [`${T}/workloads/{id}/access-keys/{accessKeyId}`]: {
-    delete: op('workloads', {
-      id: 'deleteAccessKey',
-      summary: 'Revoke an AWS access key on every instance',
-      permission: 'admin.workloads.rotate-secret',
-      parameters: [
-        TENANT,
-        ID('workload'),
-        {
-          name: 'accessKeyId',
-          in: 'path',
-          required: true,
-          schema: { type: 'string', pattern: '^KWAK[A-Z2-7]{16}$' },
-          description: 'the access key id',
-          example: ACCESS_KEY_EXAMPLE.accessKeyId,
-        },
-      ],
-      responses: { 204: { description: 'revoked' } },
       errors: [404],
     }),
   },

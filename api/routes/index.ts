@@ -27,7 +27,7 @@ import { createWellKnownRouter } from './well-known.ts';
 import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
 import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
 import { createPlatformRouter } from './v3/admin/platform.ts';
-import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
+import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
@@ -123,7 +123,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [
       { path: '/platform/tenants', router: createPlatformTenantsRouter },
       { path: '/platform', router: createPlatformRouter },
-      { path: `${TENANT}/workloads`, router: createWorkloadsRouter, tenantScoped: true },
+      { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },

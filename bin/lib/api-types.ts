@@ -514,118 +514,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listWorkloads'];
-    put?: never;
-    post: operations['createWorkload'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getWorkload'];
-    put?: never;
-    post?: never;
-    delete: operations['deleteWorkload'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/disable': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['disableWorkload'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/enable': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['enableWorkload'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/secret': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['rotateWorkloadSecret'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listAccessKeys'];
-    put?: never;
-    post: operations['createAccessKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys/{accessKeyId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post?: never;
-    delete: operations['deleteAccessKey'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/policies/templates': {
     parameters: {
       query?: never;
@@ -1229,6 +1117,118 @@ export interface paths {
     put?: never;
     post: operations['legacyImportKey'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listWorkloads'];
+    put?: never;
+    post: operations['createWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getWorkload'];
+    put?: never;
+    post?: never;
+    delete: operations['deleteWorkload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/disable': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['disableWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/enable': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['enableWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rotateWorkloadSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listAccessKeys'];
+    put?: never;
+    post: operations['createAccessKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys/{accessKeyId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete: operations['deleteAccessKey'];
     options?: never;
     head?: never;
     patch?: never;
@@ -2770,336 +2770,6 @@ export interface operations {
             createdAt: string;
           };
         };
-      };
-    };
-  };
-  listWorkloads: {
-    parameters: {
-      query?: {
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** Format: uuid */
-              id: string;
-              /** Format: uuid */
-              tenantId: string;
-              name: string;
-              /** Format: uuid */
-              clientId: string;
-              /** Format: uuid */
-              roleId: string;
-              disabled: boolean;
-              /** Format: date-time */
-              createdAt: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          name: string;
-          /** Format: uuid */
-          roleId: string;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          } & {
-            /** Format: uuid */
-            clientSecret: string;
-          };
-        };
-      };
-    };
-  };
-  getWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
-  deleteWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      204: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
-  disableWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
-  enableWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
-  rotateWorkloadSecret: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          graceSeconds?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            clientSecret: string;
-            /** Format: date-time */
-            previousValidUntil: string;
-          };
-        };
-      };
-    };
-  };
-  listAccessKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              accessKeyId: string;
-              /** Format: uuid */
-              workloadId: string;
-              /** Format: date-time */
-              createdAt: string;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  createAccessKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': Record<string, unknown>;
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            accessKeyId: string;
-            /** Format: uuid */
-            workloadId: string;
-            /** Format: date-time */
-            createdAt: string;
-          } & {
-            secretAccessKey: string;
-          };
-        };
-      };
-    };
-  };
-  deleteAccessKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-        accessKeyId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      204: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
@@ -5412,6 +5082,334 @@ export interface operations {
             publicKey?: Record<string, unknown>;
           };
         };
+      };
+    };
+  };
+  listWorkloads: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** Format: uuid */
+              id: string;
+              /** Format: uuid */
+              tenantId: string;
+              name: string;
+              /** Format: uuid */
+              clientId: string;
+              /** Format: uuid */
+              roleId: string;
+              disabled: boolean;
+              /** Format: date-time */
+              createdAt: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  createWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+          /** Format: uuid */
+          roleId: string;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId: string;
+            name: string;
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: uuid */
+            clientSecret: string;
+          };
+        };
+      };
+    };
+  };
+  getWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId: string;
+            name: string;
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+          };
+        };
+      };
+    };
+  };
+  deleteWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  disableWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId: string;
+            name: string;
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+          };
+        };
+      };
+    };
+  };
+  enableWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId: string;
+            name: string;
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+          };
+        };
+      };
+    };
+  };
+  rotateWorkloadSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          graceSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            clientSecret: string;
+            /** Format: date-time */
+            previousValidUntil: string;
+          };
+        };
+      };
+    };
+  };
+  listAccessKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              accessKeyId: string;
+              /** Format: uuid */
+              workloadId: string;
+              /** Format: date-time */
+              createdAt: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  createAccessKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, unknown>;
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            accessKeyId: string;
+            /** Format: uuid */
+            workloadId: string;
+            /** Format: date-time */
+            createdAt: string;
+            secretAccessKey: string;
+          };
+        };
+      };
+    };
+  };
+  deleteAccessKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+        accessKeyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
     };
   };
