@@ -677,16 +677,6 @@ const platform = {
 };
 
 const identities = {
-  [T]: {
-    get: op('tenants', {
-      id: 'getOwnTenant',
-      summary: "The tenant's own record",
-      permission: 'admin.tenant.read',
-      parameters: [TENANT],
-      responses: { 200: ok('the tenant', Tenant) },
-      errors: [404],
-    }),
-  },
   [`${T}/policies/templates`]: {
     get: op('policies', {
       id: 'listPolicyTemplates',

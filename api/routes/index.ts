@@ -33,7 +33,7 @@ import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
-import { createTenantSelfRouter } from './v3/admin/tenants.ts';
+import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
@@ -134,7 +134,7 @@ export const ROUTE_TABLE: readonly Area[] = [
         tenantScoped: true,
       },
       { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
-      { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
+      { path: TENANT, endpoints: TENANT_SELF_ENDPOINTS, tenantScoped: true },
     ],
   },
   {

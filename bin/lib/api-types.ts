@@ -498,22 +498,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getOwnTenant'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/policies/templates': {
     parameters: {
       query?: never;
@@ -1308,6 +1292,22 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['resetUserPassword'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getOwnTenant'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -2738,36 +2738,6 @@ export interface operations {
             raced: number;
             unopenable: number;
             error: string | null;
-          };
-        };
-      };
-    };
-  };
-  getOwnTenant: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            name: string;
-            /** @enum {unknown} */
-            status: 'active' | 'suspended';
-            isPlatform: boolean;
-            /** Format: date-time */
-            createdAt: string;
           };
         };
       };
@@ -5784,6 +5754,36 @@ export interface operations {
           'application/json': {
             /** @constant */
             status: 'reset-mail-sent';
+          };
+        };
+      };
+    };
+  };
+  getOwnTenant: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @enum {unknown} */
+            status: 'active' | 'suspended';
+            isPlatform: boolean;
+            /** Format: date-time */
+            createdAt: string;
           };
         };
       };
