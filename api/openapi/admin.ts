@@ -29,16 +29,6 @@ const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
 const OTHER_TENANT_ID = '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e';
 const AT = '2026-11-23T16:00:00.000Z';
 
-const Tenant = withExample(
-  obj({
-    id: uuid,
-    name: str,
-    status: { enum: ['active', 'suspended'] },
-    isPlatform: { type: 'boolean' },
-    createdAt: time,
-  }),
-  { id: TENANT_ID, name: 'acme', status: 'active', isPlatform: false, createdAt: AT },
-);
 const Policy = obj({
   template: str,
   allowedKeyTypes: { type: 'array', items: str },
@@ -449,7 +439,6 @@ const op = (tag: string, o: Op) => ({
 
 const T = '/api/v3/admin/tenants/{tenantId}';
 const P = '/api/v3/admin/platform';
-const ID = (what: string) => path('id', `the ${what} id`);
 const KID = path('kid', 'the key identifier');
 const EXID = path('id', 'the exchange id');
 
@@ -495,55 +484,6 @@ const MASTER_KEY_STATUS_EXAMPLE = {
 };
 
 const platform = {
-  [`${P}/tenants`]: {
-    get: op('platform', {
-      id: 'listTenants',
-      summary: 'List tenants',
-      permission: 'admin.platform.tenants.read',
-      parameters: PAGE,
-      responses: { 200: ok('tenants', list(Tenant)) },
-      errors: [400],
-    }),
-    post: op('platform', {
-      id: 'createTenant',
-      summary: 'Create a tenant',
-      permission: 'admin.platform.tenants.create',
-      requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 200 } })),
-      responses: { 201: ok('the tenant', Tenant) },
-      errors: [400, 415],
-    }),
-  },
-  [`${P}/tenants/{id}`]: {
-    get: op('platform', {
-      id: 'getTenant',
-      summary: 'Read a tenant',
-      permission: 'admin.platform.tenants.read',
-      parameters: [ID('tenant')],
-      responses: { 200: ok('the tenant', Tenant) },
-      errors: [404],
-    }),
-  },
-  [`${P}/tenants/{id}/suspend`]: {
-    post: op('platform', {
-      id: 'suspendTenant',
-      summary: 'Suspend a tenant: its workloads can no longer log in (401 invalid_client)',
-      permission: 'admin.platform.tenants.suspend',
-      parameters: [ID('tenant')],
-      responses: { 200: ok('the tenant', Tenant) },
-      errors: [404],
-      errorText: { 404: 'no such tenant, or the platform tenant' },
-    }),
-  },
-  [`${P}/tenants/{id}/resume`]: {
-    post: op('platform', {
-      id: 'resumeTenant',
-      summary: 'Resume a suspended tenant',
-      permission: 'admin.platform.tenants.suspend',
-      parameters: [ID('tenant')],
-      responses: { 200: ok('the tenant', Tenant) },
-      errors: [404],
-    }),
-  },
   [`${P}/scopes`]: {
     get: op('platform', {
       id: 'listPermissions',

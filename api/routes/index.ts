@@ -25,7 +25,7 @@ import { createConsoleRouter } from './console.ts';
 import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
-import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
+import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
 import { createPlatformRouter } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
@@ -121,7 +121,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '/api/v3/admin',
     audiences: [AUDIENCE_ADMIN],
     mounts: [
-      { path: '/platform/tenants', router: createPlatformTenantsRouter },
+      { path: '/platform/tenants', endpoints: PLATFORM_TENANT_ENDPOINTS },
       { path: '/platform', router: createPlatformRouter },
       { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
