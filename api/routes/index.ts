@@ -26,7 +26,7 @@ import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
 import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
-import { createPlatformRouter } from './v3/admin/platform.ts';
+import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
@@ -122,7 +122,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: [AUDIENCE_ADMIN],
     mounts: [
       { path: '/platform/tenants', endpoints: PLATFORM_TENANT_ENDPOINTS },
-      { path: '/platform', router: createPlatformRouter },
+      { path: '/platform', endpoints: PLATFORM_ENDPOINTS },
       { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
