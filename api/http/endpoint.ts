@@ -57,11 +57,13 @@ export interface EndpointInput<P, Q, B> {
 /** The audit event a successful call records, in the path's tenant (or the caller's). */
 export interface EndpointAudit<P, Q, B, R> {
   action: string;
-  target: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string;
+  target: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string | null;
   details?: (
     input: EndpointInput<P, Q, B>,
     result: NoInfer<R>,
   ) => Record<string, unknown> | undefined;
+  /** The tenant whose chain records it when not the path's (or the caller's): one the call made or changed. */
+  tenant?: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string;
 }
 
 /** One endpoint, as a route file declares it. */
@@ -97,7 +99,8 @@ export interface EndpointRow<
   answer: Answer;
   /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
   problems?: Readonly<Record<number, string>>;
-  audit?: EndpointAudit<P, Q, B, R>;
+  /** The event (or events, each in its own tenant's chain) a successful call records. */
+  audit?: EndpointAudit<P, Q, B, R> | readonly EndpointAudit<P, Q, B, R>[];
   /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
   extensions?: Readonly<Record<`x-${string}`, unknown>>;
   handle: (ctx: AppContext, input: EndpointInput<P, Q, B>) => Promise<R> | R;
@@ -106,6 +109,9 @@ export interface EndpointRow<
 /** A row with its types erased, as the table and the generators hold it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Endpoint = EndpointRow<TObject, TObject, TSchema, any, any, any, any>;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Audit = EndpointAudit<any, any, any, any>;
 
 /** The members of an input a row does not declare. */
 type NoMembers = Record<never, never>;
@@ -125,6 +131,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   const check: InputChecker = inputChecker(row);
   const mode = ctx.config.answerCheck;
   const answerMismatch = answerChecker(row.answer.schema, mode);
+  const audits: readonly Audit[] = row.audit === undefined ? [] : [row.audit].flat();
   let mismatchLogged = false;
   const budget = row.budget;
   const access: RequestHandler = async (req, _res, next) => {
@@ -141,15 +148,15 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       res,
     };
     const result = await row.handle(ctx, input);
-    if (row.audit) {
+    for (const audit of audits) {
       const params = input.params as { tenantId?: string };
       ctx.audit.record({
-        tenantId: params.tenantId ?? req.auth.tenantId,
+        tenantId: audit.tenant?.(input, result) ?? params.tenantId ?? req.auth.tenantId,
         actor: input.actor,
-        action: row.audit.action,
+        action: audit.action,
         outcome: 'success',
-        target: row.audit.target(input, result),
-        details: row.audit.details?.(input, result),
+        target: audit.target(input, result),
+        details: audit.details?.(input, result),
       });
     }
     const mismatch = row.answer.media ? null : answerMismatch?.(result);

@@ -75,3 +75,21 @@ export const idParam = (what: string) => ({
 
 /** The path parameters of a tenant's record: `{tenantId, id}`. */
 export const TenantRecord = (what: string) => Type.Object({ ...TENANT_PARAM, ...idParam(what) });
+
+/** A tenant as the API shows it: answered by the platform's tenant rows and by a tenant's own record. */
+export const TenantResource = Resource(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    status: Type.Enum(['active', 'suspended']),
+    isPlatform: Type.Boolean(),
+    createdAt: Time(),
+  },
+  {
+    id: TENANT_EXAMPLE,
+    name: 'acme',
+    status: 'active',
+    isPlatform: false,
+    createdAt: '2026-11-23T16:00:00.000Z',
+  },
+);

@@ -25,15 +25,15 @@ import { createConsoleRouter } from './console.ts';
 import { createProblemsRouter } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
-import { createPlatformTenantsRouter } from './v3/admin/platform/tenants.ts';
-import { createPlatformRouter } from './v3/admin/platform.ts';
-import { createWorkloadsRouter } from './v3/admin/tenants/workloads.ts';
-import { createRolesRouter } from './v3/admin/tenants/roles.ts';
+import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
+import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
+import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
+import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
-import { createTenantSelfRouter } from './v3/admin/tenants.ts';
+import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
@@ -121,10 +121,10 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '/api/v3/admin',
     audiences: [AUDIENCE_ADMIN],
     mounts: [
-      { path: '/platform/tenants', router: createPlatformTenantsRouter },
-      { path: '/platform', router: createPlatformRouter },
-      { path: `${TENANT}/workloads`, router: createWorkloadsRouter, tenantScoped: true },
-      { path: `${TENANT}/roles`, router: createRolesRouter, tenantScoped: true },
+      { path: '/platform/tenants', endpoints: PLATFORM_TENANT_ENDPOINTS },
+      { path: '/platform', endpoints: PLATFORM_ENDPOINTS },
+      { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
+      { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
@@ -134,7 +134,7 @@ export const ROUTE_TABLE: readonly Area[] = [
         tenantScoped: true,
       },
       { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
-      { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
+      { path: TENANT, endpoints: TENANT_SELF_ENDPOINTS, tenantScoped: true },
     ],
   },
   {

@@ -20,15 +20,23 @@ export interface RevokedTokenView {
   reason: string;
 }
 
+/** Who force-revokes: the audit actor and the tenant whose chain records it (the caller's). */
+export interface Revoker {
+  actor: string;
+  tenantId: string;
+}
+
 /**
  * Revokes a token named by itself (its claims give tenant, subject and expiry; an invalid token
- * revokes nothing) or by a bare jti, kept for the longest lifetime a token can have.
+ * revokes nothing) or by a bare jti, kept for the longest lifetime a token can have. A
+ * revocation is audited in the revoker's chain, naming the token's tenant; nothing revoked,
+ * nothing recorded.
  */
 export async function forceRevoke(
   ctx: AppContext,
   input: { jti?: unknown; token?: unknown; reason?: unknown },
-  actor: string,
-): Promise<{ jti: string; tenantId: string | null } | null> {
+  by: Revoker,
+): Promise<{ revoked: boolean; jti: string | null }> {
   let target: { jti: string; tenantId: string | null; sub: string | null; exp: Date } | null = null;
   if (typeof input.token === 'string') {
     const claims = await ctx.auth.tokens.verifyFresh(input.token);
@@ -49,17 +57,25 @@ export async function forceRevoke(
   } else {
     throw problem('validation_failed', 'give `jti` or `token`');
   }
-  if (!target) return null;
+  if (!target) return { revoked: false, jti: null };
   const reason = typeof input.reason === 'string' ? input.reason.slice(0, 200) : 'force-revoke';
   await ctx.auth.revocation.revoke({
     jti: target.jti,
     tenantId: target.tenantId,
     sub: target.sub,
     expiresAt: target.exp,
-    revokedBy: actor,
+    revokedBy: by.actor,
     reason,
   });
-  return { jti: target.jti, tenantId: target.tenantId };
+  ctx.audit.record({
+    tenantId: by.tenantId,
+    actor: by.actor,
+    action: 'platform.token.force-revoke',
+    outcome: 'success',
+    target: target.jti,
+    details: { tokenTenant: target.tenantId },
+  });
+  return { revoked: true, jti: target.jti };
 }
 
 /**

@@ -167,6 +167,17 @@ describe('backup and restore across engines', () => {
     const fx = await populate(source);
     const file = join(dir, 'postgres.kwbackup');
     await backupOf(source, file);
+    // Audited once the whole snapshot is written, in the caller's tenant, with its row count.
+    await source.ctx.audit.flush();
+    const audited = await source.ctx
+      .db('audit_events')
+      .where({ action: 'platform.backup' })
+      .select('tenant_id', 'target', 'details');
+    expect(audited).toEqual([
+      { tenant_id: source.platformTenantId, target: null, details: expect.anything() },
+    ]);
+    const details = audited[0].details as string | { rows: number };
+    expect((typeof details === 'string' ? JSON.parse(details) : details).rows).toBeGreaterThan(0);
     await source.stop();
 
     const target = join(dir, 'embedded-dst');

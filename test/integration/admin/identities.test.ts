@@ -125,6 +125,35 @@ describe(`admin identities: tenants, workloads, roles, users, policies (${TEST_E
       ).toBe(404);
     });
 
+    it("when a tenant is created, suspended and resumed, then the platform's chain records the creation and the tenant's own chain its creation, suspension and resumption", async () => {
+      const made = await api(app, 'POST', '/api/v3/admin/platform/tenants', admin, {
+        name: 'audited',
+      });
+      const id = made.body.id as string;
+      for (const action of ['suspend', 'resume'])
+        expect(
+          (await api(app, 'POST', `/api/v3/admin/platform/tenants/${id}/${action}`, admin)).status,
+        ).toBe(200);
+      await app.ctx.audit.flush();
+      const events = await app.ctx
+        .db('audit_events')
+        .where({ target: id })
+        .orderBy('id')
+        .select('tenant_id', 'action', 'actor', 'outcome');
+      const actor = expect.stringMatching(/^user:/);
+      expect(events).toEqual([
+        {
+          tenant_id: app.platformTenantId,
+          action: 'platform.tenant.create',
+          actor,
+          outcome: 'success',
+        },
+        { tenant_id: id, action: 'tenant.created', actor, outcome: 'success' },
+        { tenant_id: id, action: 'tenant.suspend', actor, outcome: 'success' },
+        { tenant_id: id, action: 'tenant.resume', actor, outcome: 'success' },
+      ]);
+    });
+
     it('when a tenant user calls the platform routes, then 403; it reads its own tenant record', async () => {
       expect((await api(app, 'GET', '/api/v3/admin/platform/tenants', token)).status).toBe(403);
       expect(

@@ -147,6 +147,32 @@ describe(`revocation and introspection (${TEST_ENGINE})`, () => {
         ?.reason,
     ).toBe('incident 42');
   });
+
+  it("when a platform admin force-revokes a token by itself, then the revocation is audited in the admin's tenant naming the token's; an invalid token revokes and records nothing", async () => {
+    const admin = await adminToken(app);
+    const victim = await workloadToken(app, t);
+    const jti = JSON.parse(Buffer.from(victim.split('.')[1], 'base64url').toString()).jti;
+    const r = await api(app, 'POST', '/api/v3/admin/platform/tokens/revoke', admin, {
+      token: victim,
+    });
+    expect(r.body).toEqual({ revoked: true, jti });
+    const none = await api(app, 'POST', '/api/v3/admin/platform/tokens/revoke', admin, {
+      token: 'not-a-token',
+    });
+    expect([none.status, none.body]).toEqual([200, { revoked: false, jti: null }]);
+    await app.ctx.audit.flush();
+    const events = await app.ctx
+      .db('audit_events')
+      .where({ action: 'platform.token.force-revoke' })
+      .whereIn('target', [jti, 'not-a-token'])
+      .select('tenant_id', 'target', 'details');
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ tenant_id: app.platformTenantId, target: jti });
+    const details = events[0].details as string | Record<string, unknown>;
+    expect(typeof details === 'string' ? JSON.parse(details) : details).toEqual({
+      tokenTenant: t.tenantId,
+    });
+  });
 });
 
 describe('revocation across API instances sharing Postgres and Redis (needs Postgres at TEST_DATABASE_URL or 127.0.0.1:5432 and Redis at 127.0.0.1:6379)', () => {

@@ -150,6 +150,10 @@ describe(`regressions from the security review (${TEST_ENGINE})`, () => {
     expect(
       (await api(app, 'GET', '/api/v3/admin/platform/tokens/revoked?limit=-5', platform)).status,
     ).toBe(200);
+    // Not an integer: refused naming the field, as every other list (it was read as 100).
+    expect(
+      (await api(app, 'GET', '/api/v3/admin/platform/tokens/revoked?limit=ten', platform)).body,
+    ).toMatchObject({ status: 400, field: 'limit' });
     expect(
       (
         await api(

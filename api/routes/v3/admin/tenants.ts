@@ -1,21 +1,21 @@
 /** GET /api/v3/admin/tenants/{tenantId}: a tenant's own record. */
-import { Router } from 'express';
-import type { AppContext } from '../../../context.ts';
-import { route } from '../../../http/route.ts';
-import { authorize } from '../../../middleware/authenticate.ts';
-import { param } from '../../../http/params.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../http/endpoint.ts';
+import { TENANT_PARAM, TenantResource } from '../../../http/schemas.ts';
 import { readTenant } from '../../../services/admin/tenants.ts';
 
 /** Mounted at /api/v3/admin/tenants/:tenantId (after the tenant-scope check of the route table). */
-export function createTenantSelfRouter(ctx: AppContext): Router {
-  const router = Router({ mergeParams: true });
-  route(router, '/', {
-    get: [
-      authorize(ctx, 'admin.tenant.read'),
-      async (req, res) => {
-        res.json(await readTenant(ctx.db, param(req, 'tenantId')));
-      },
-    ],
-  });
-  return router;
-}
+export const TENANT_SELF_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/',
+    operationId: 'getOwnTenant',
+    tag: 'tenants',
+    summary: "The tenant's own record",
+    access: { anyOf: ['admin.tenant.read'] },
+    params: Type.Object(TENANT_PARAM),
+    answer: { status: 200, description: 'the tenant', schema: TenantResource },
+    problems: { 404: 'no such tenant' },
+    handle: (ctx, { params }) => readTenant(ctx.db, params.tenantId),
+  }),
+];

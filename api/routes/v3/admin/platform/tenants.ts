@@ -1,84 +1,98 @@
 /** Platform tenants: create, list, read, suspend, resume. */
-import { Router } from 'express';
-import type { AppContext } from '../../../../context.ts';
-import { route } from '../../../../http/route.ts';
-import { pageParams } from '../../../../http/pagination.ts';
-import { authorize, actorOf } from '../../../../middleware/authenticate.ts';
-import { jsonBody } from '../../../../middleware/body.ts';
-import { param, uuidParam } from '../../../../http/params.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../../http/endpoint.ts';
+import { pageRequest } from '../../../../http/pagination.ts';
+import { Body, PageOf, PageQuery, TenantResource, idParam } from '../../../../http/schemas.ts';
 import {
   createTenant,
   listTenants,
   readTenant,
   setTenantStatus,
 } from '../../../../services/admin/tenants.ts';
-import { onlyKnown } from '../../../../../shared/validation/members.ts';
 
-const TENANT_MEMBERS: ReadonlySet<string> = new Set(['name']);
+const TenantPath = Type.Object(idParam('tenant'));
+const READ = { anyOf: ['admin.platform.tenants.read'] } as const;
+const tag = 'platform';
+
+/** Suspending ends the tenant's logins on every instance at once; resuming lets them in again. */
+const setStatus = (
+  action: 'suspend' | 'resume',
+  status: 'suspended' | 'active',
+  summary: string,
+  notFound: string,
+) =>
+  endpoint({
+    method: 'post',
+    path: `/:id/${action}`,
+    operationId: `${action}Tenant`,
+    tag,
+    summary,
+    access: { anyOf: ['admin.platform.tenants.suspend'] },
+    params: TenantPath,
+    answer: { status: 200, description: 'the tenant', schema: TenantResource },
+    problems: { 404: notFound },
+    handle: (ctx, { params }) => setTenantStatus(ctx, params.id, status),
+    // In the chain of the tenant it changed, which its own auditors read.
+    audit: {
+      action: `tenant.${action}`,
+      target: (_input, tenant) => tenant.id,
+      tenant: (_input, tenant) => tenant.id,
+    },
+  });
 
 /** Mounted at /api/v3/admin/platform/tenants. */
-export function createPlatformTenantsRouter(ctx: AppContext): Router {
-  const router = uuidParam(Router(), 'id', 'tenant');
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-  route(router, '/', {
-    get: [
-      authorize(ctx, 'admin.platform.tenants.read'),
-      async (req, res) => {
-        res.json(await listTenants(ctx.db, pageParams(req)));
+export const PLATFORM_TENANT_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/',
+    operationId: 'listTenants',
+    tag,
+    summary: 'List tenants',
+    access: READ,
+    query: PageQuery,
+    answer: { status: 200, description: 'tenants', schema: PageOf(TenantResource) },
+    handle: (ctx, { query }) => listTenants(ctx.db, pageRequest(query)),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'createTenant',
+    tag,
+    summary: 'Create a tenant',
+    access: { anyOf: ['admin.platform.tenants.create'] },
+    body: Body(
+      { name: Type.String({ minLength: 1, maxLength: 200, description: 'trimmed' }) },
+      { name: 'acme' },
+    ),
+    answer: { status: 201, description: 'the tenant', schema: TenantResource },
+    handle: (ctx, { body }) => createTenant(ctx, body),
+    // One event in the platform's chain, and the first of the new tenant's own chain.
+    audit: [
+      { action: 'platform.tenant.create', target: (_input, tenant) => tenant.id },
+      {
+        action: 'tenant.created',
+        target: (_input, tenant) => tenant.id,
+        tenant: (_input, tenant) => tenant.id,
       },
     ],
-    post: [
-      authorize(ctx, 'admin.platform.tenants.create'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, TENANT_MEMBERS);
-        const tenant = await createTenant(ctx, req.body ?? {});
-        ctx.audit.record({
-          tenantId: req.auth.tenantId,
-          actor: actorOf(req),
-          action: 'platform.tenant.create',
-          outcome: 'success',
-          target: tenant.id,
-        });
-        ctx.audit.record({
-          tenantId: tenant.id,
-          actor: actorOf(req),
-          action: 'tenant.created',
-          outcome: 'success',
-          target: tenant.id,
-        });
-        res.status(201).json(tenant);
-      },
-    ],
-  });
-  route(router, '/:id', {
-    get: [
-      authorize(ctx, 'admin.platform.tenants.read'),
-      async (req, res) => {
-        res.json(await readTenant(ctx.db, param(req, 'id')));
-      },
-    ],
-  });
-  for (const [action, status] of [
-    ['suspend', 'suspended'],
-    ['resume', 'active'],
-  ] as const) {
-    route(router, `/:id/${action}`, {
-      post: [
-        authorize(ctx, 'admin.platform.tenants.suspend'),
-        async (req, res) => {
-          const tenant = await setTenantStatus(ctx, param(req, 'id'), status);
-          ctx.audit.record({
-            tenantId: tenant.id,
-            actor: actorOf(req),
-            action: `tenant.${action}`,
-            outcome: 'success',
-            target: tenant.id,
-          });
-          res.json(tenant);
-        },
-      ],
-    });
-  }
-  return router;
-}
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getTenant',
+    tag,
+    summary: 'Read a tenant',
+    access: READ,
+    params: TenantPath,
+    answer: { status: 200, description: 'the tenant', schema: TenantResource },
+    problems: { 404: 'no such tenant' },
+    handle: (ctx, { params }) => readTenant(ctx.db, params.id),
+  }),
+  setStatus(
+    'suspend',
+    'suspended',
+    'Suspend a tenant: its workloads can no longer log in (401 invalid_client)',
+    'no such tenant, or the platform tenant',
+  ),
+  setStatus('resume', 'active', 'Resume a suspended tenant', 'no such tenant'),
+];

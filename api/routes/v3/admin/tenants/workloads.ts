@@ -1,11 +1,17 @@
 /** Workloads of a tenant: register (secret shown once), list, read, disable/enable, rotate secret, delete. */
-import { Router } from 'express';
-import type { AppContext } from '../../../../context.ts';
-import { route } from '../../../../http/route.ts';
-import { pageParams } from '../../../../http/pagination.ts';
-import { actorOf, authorize } from '../../../../middleware/authenticate.ts';
-import { auditChange, param, tenantParam, uuidParam } from '../../../../http/params.ts';
-import { jsonBody } from '../../../../middleware/body.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../../http/endpoint.ts';
+import { pageRequest } from '../../../../http/pagination.ts';
+import {
+  Body,
+  PageOf,
+  PageQuery,
+  Resource,
+  TENANT_PARAM,
+  TenantRecord,
+  Time,
+  Uuid,
+} from '../../../../http/schemas.ts';
 import {
   deleteWorkload,
   listWorkloads,
@@ -19,118 +25,241 @@ import {
   deleteAccessKey,
   listAccessKeys,
 } from '../../../../services/auth/access-keys.ts';
-import { onlyKnown } from '../../../../../shared/validation/members.ts';
 
-const WORKLOAD_MEMBERS: ReadonlySet<string> = new Set(['name', 'roleId']);
-const SECRET_MEMBERS: ReadonlySet<string> = new Set(['graceSeconds']);
-const NO_MEMBERS: ReadonlySet<string> = new Set();
+const AT = '2026-11-23T16:00:00.000Z';
+const WORKLOAD_EXAMPLE = {
+  id: '0d4e6f8a-1b3c-4d5e-8f9a-0b1c2d3e4f5a',
+  tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
+  name: 'billing-service',
+  clientId: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
+  roleId: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
+  disabled: false,
+  createdAt: AT,
+};
+const SECRET_EXAMPLE = '9d2f4e1a-7b3c-4a5d-8e6f-1a2b3c4d5e6f';
+
+const WORKLOAD = {
+  id: Uuid(),
+  tenantId: Uuid(),
+  name: Type.String(),
+  clientId: Uuid('the OAuth client_id it logs in with'),
+  roleId: Uuid(),
+  disabled: Type.Boolean(),
+  createdAt: Time(),
+};
+const Workload = Resource(WORKLOAD, WORKLOAD_EXAMPLE);
+const NewWorkload = Resource(
+  { ...WORKLOAD, clientSecret: Uuid('the client secret, shown only here') },
+  { ...WORKLOAD_EXAMPLE, clientSecret: SECRET_EXAMPLE },
+);
+
+/** AWS access key ids (services/auth/access-keys.ts ACCESS_KEY_ID): KWAK and 16 base32 characters. */
+const ACCESS_KEY_ID = '^KWAK[A-Z2-7]{16}$';
+const ACCESS_KEY_EXAMPLE = {
+  accessKeyId: 'KWAKJ7Q2M4XRZB6T3N5P',
+  workloadId: WORKLOAD_EXAMPLE.id,
+  createdAt: AT,
+};
+const ACCESS_KEY = {
+  accessKeyId: Type.String({ pattern: ACCESS_KEY_ID }),
+  workloadId: Uuid(),
+  createdAt: Time(),
+};
+const AccessKey = Resource(ACCESS_KEY, ACCESS_KEY_EXAMPLE);
+const AccessKeys = Resource({ items: Type.Array(AccessKey) }, { items: [ACCESS_KEY_EXAMPLE] });
+const NewAccessKey = Resource(
+  { ...ACCESS_KEY, secretAccessKey: Type.String({ description: 'shown only here' }) },
+  { ...ACCESS_KEY_EXAMPLE, secretAccessKey: 'c2VjcmV0IGFjY2VzcyBrZXkgc2hvd24gb25jZQ==' },
+);
+const NewSecret = Resource(
+  {
+    clientId: Uuid(),
+    clientSecret: Uuid('the new secret, shown only here'),
+    previousValidUntil: Time(),
+  },
+  {
+    clientId: WORKLOAD_EXAMPLE.clientId,
+    clientSecret: SECRET_EXAMPLE,
+    previousValidUntil: '2026-11-24T16:00:00.000Z',
+  },
+);
+
+const Tenant = Type.Object(TENANT_PARAM);
+const WorkloadPath = TenantRecord('workload');
+const AccessKeyPath = Type.Object({
+  ...WorkloadPath.properties,
+  accessKeyId: Type.String({
+    pattern: ACCESS_KEY_ID,
+    description: 'the access key id',
+    examples: [ACCESS_KEY_EXAMPLE.accessKeyId],
+  }),
+});
+const READ = { anyOf: ['admin.workloads.read'] } as const;
+const ROTATE = { anyOf: ['admin.workloads.rotate-secret'] } as const;
+const NO_WORKLOAD = 'no such workload in this tenant';
+const tag = 'workloads';
+
+/** Disabling ends the workload's logins and tokens; enabling lets it log in again. */
+const toggle = (action: 'disable' | 'enable', summary: string) =>
+  endpoint({
+    method: 'post',
+    path: `/:id/${action}`,
+    operationId: `${action}Workload`,
+    tag,
+    summary,
+    access: { anyOf: ['admin.workloads.disable'] },
+    params: WorkloadPath,
+    answer: { status: 200, description: 'the workload', schema: Workload },
+    problems: { 404: NO_WORKLOAD },
+    handle: (ctx, { params, actor }) =>
+      setWorkloadDisabled(ctx, params.tenantId, params.id, action === 'disable', actor),
+    audit: { action: `workload.${action}`, target: (_input, w) => w.id },
+  });
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/workloads. */
-export function createWorkloadsRouter(ctx: AppContext): Router {
-  const router = uuidParam(Router({ mergeParams: true }), 'id', 'record');
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-
-  route(router, '/', {
-    get: [
-      authorize(ctx, 'admin.workloads.read'),
-      async (req, res) => {
-        res.json(await listWorkloads(ctx.db, tenantParam(req), pageParams(req)));
+export const WORKLOAD_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/',
+    operationId: 'listWorkloads',
+    tag,
+    summary: 'List workloads (never their secrets)',
+    access: READ,
+    params: Tenant,
+    query: PageQuery,
+    answer: { status: 200, description: 'workloads', schema: PageOf(Workload) },
+    handle: (ctx, { params, query }) => listWorkloads(ctx.db, params.tenantId, pageRequest(query)),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'createWorkload',
+    tag,
+    summary: 'Register a workload once per app and tenant; the secret is returned only here',
+    access: { anyOf: ['admin.workloads.create'] },
+    params: Tenant,
+    body: Body(
+      {
+        name: Type.String({ minLength: 1, maxLength: 200, description: 'unique in the tenant' }),
+        roleId: Uuid('a role of this tenant'),
       },
-    ],
-    post: [
-      authorize(ctx, 'admin.workloads.create'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, WORKLOAD_MEMBERS);
-        const w = await registerWorkload(ctx, tenantParam(req), req.body ?? {});
-        auditChange(ctx, req, 'workload.register', w.id);
-        res.status(201).json(w);
+      { name: WORKLOAD_EXAMPLE.name, roleId: WORKLOAD_EXAMPLE.roleId },
+    ),
+    answer: {
+      status: 201,
+      description: 'the workload with clientId and clientSecret',
+      schema: NewWorkload,
+    },
+    problems: {
+      400: 'invalid input (validation-failed naming the field), or roleId names no role of this tenant',
+      409: 'a workload of that name exists in this tenant',
+    },
+    handle: (ctx, { params, body }) => registerWorkload(ctx, params.tenantId, body),
+    audit: { action: 'workload.register', target: (_input, w) => w.id },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getWorkload',
+    tag,
+    summary: 'Read a workload',
+    access: READ,
+    params: WorkloadPath,
+    answer: { status: 200, description: 'the workload', schema: Workload },
+    problems: { 404: NO_WORKLOAD },
+    handle: (ctx, { params }) => readWorkload(ctx.db, params.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id',
+    operationId: 'deleteWorkload',
+    tag,
+    summary: 'Delete a workload',
+    description: 'Its access tokens end on every instance.',
+    access: { anyOf: ['admin.workloads.delete'] },
+    params: WorkloadPath,
+    answer: { status: 204, description: 'deleted' },
+    problems: { 404: NO_WORKLOAD },
+    handle: (ctx, { params, actor }) => deleteWorkload(ctx, params.tenantId, params.id, actor),
+    audit: { action: 'workload.delete', target: ({ params }) => params.id },
+  }),
+  toggle('disable', 'Disable a workload: its logins answer 401 invalid_client'),
+  toggle('enable', 'Enable a disabled workload'),
+  endpoint({
+    method: 'post',
+    path: '/:id/secret',
+    operationId: 'rotateWorkloadSecret',
+    tag,
+    summary: 'Rotate the client secret; older secrets stay valid for the grace period',
+    access: ROTATE,
+    params: WorkloadPath,
+    body: Body(
+      {
+        graceSeconds: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 2592000,
+            description:
+              'how long the older secrets stay valid (at most 30 days); the deployment default (CLIENT_SECRET_GRACE_SECONDS) when absent',
+          }),
+        ),
       },
-    ],
-  });
-  route(router, '/:id', {
-    get: [
-      authorize(ctx, 'admin.workloads.read'),
-      async (req, res) => {
-        res.json(await readWorkload(ctx.db, tenantParam(req), param(req, 'id')));
-      },
-    ],
-    delete: [
-      authorize(ctx, 'admin.workloads.delete'),
-      async (req, res) => {
-        await deleteWorkload(ctx, tenantParam(req), param(req, 'id'), actorOf(req));
-        auditChange(ctx, req, 'workload.delete', param(req, 'id'));
-        res.status(204).end();
-      },
-    ],
-  });
-  for (const [action, disabled] of [
-    ['disable', true],
-    ['enable', false],
-  ] as const) {
-    route(router, `/:id/${action}`, {
-      post: [
-        authorize(ctx, 'admin.workloads.disable'),
-        async (req, res) => {
-          const w = await setWorkloadDisabled(
-            ctx,
-            tenantParam(req),
-            param(req, 'id'),
-            disabled,
-            actorOf(req),
-          );
-          auditChange(ctx, req, `workload.${action}`, w.id);
-          res.json(w);
-        },
-      ],
-    });
-  }
-  route(router, '/:id/secret', {
-    post: [
-      authorize(ctx, 'admin.workloads.rotate-secret'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, SECRET_MEMBERS);
-        const r = await rotateWorkloadSecret(
-          ctx,
-          tenantParam(req),
-          param(req, 'id'),
-          (req.body ?? {}).graceSeconds,
-        );
-        auditChange(ctx, req, 'workload.secret.rotate', param(req, 'id'));
-        res.status(201).json(r);
-      },
-    ],
-  });
+      { graceSeconds: 600 },
+    ),
+    bodyOptional: true,
+    answer: { status: 201, description: 'the new secret, shown once', schema: NewSecret },
+    problems: { 404: NO_WORKLOAD },
+    handle: (ctx, { params, body }) =>
+      rotateWorkloadSecret(ctx, params.tenantId, params.id, body.graceSeconds),
+    audit: { action: 'workload.secret.rotate', target: ({ params }) => params.id },
+  }),
   // AWS KMS API credentials (contract 10): the secret is answered once, by the POST.
-  route(router, '/:id/access-keys', {
-    get: [
-      authorize(ctx, 'admin.workloads.read'),
-      async (req, res) => {
-        res.json(await listAccessKeys(ctx, tenantParam(req), param(req, 'id')));
-      },
-    ],
-    post: [
-      authorize(ctx, 'admin.workloads.rotate-secret'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, NO_MEMBERS);
-        const key = await createAccessKey(ctx, tenantParam(req), param(req, 'id'));
-        auditChange(ctx, req, 'workload.access-key.create', key.accessKeyId);
-        res.status(201).json(key);
-      },
-    ],
-  });
-  route(router, '/:id/access-keys/:accessKeyId', {
-    delete: [
-      authorize(ctx, 'admin.workloads.rotate-secret'),
-      async (req, res) => {
-        const accessKeyId = param(req, 'accessKeyId');
-        await deleteAccessKey(ctx, tenantParam(req), param(req, 'id'), accessKeyId);
-        auditChange(ctx, req, 'workload.access-key.delete', accessKeyId);
-        res.status(204).end();
-      },
-    ],
-  });
-  return router;
-}
+  endpoint({
+    method: 'get',
+    path: '/:id/access-keys',
+    operationId: 'listAccessKeys',
+    tag,
+    summary: "List a workload's AWS access keys (never their secrets)",
+    access: READ,
+    params: WorkloadPath,
+    answer: { status: 200, description: 'the access keys, oldest first', schema: AccessKeys },
+    problems: { 404: NO_WORKLOAD },
+    handle: (ctx, { params }) => listAccessKeys(ctx, params.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/:id/access-keys',
+    operationId: 'createAccessKey',
+    tag,
+    summary:
+      'Create an AWS access key for the AWS KMS API (SigV4); the secret is returned only here',
+    description:
+      'The secret is stored sealed under the master key (SigV4 needs it to verify) and never shown again. At most 5 per workload.',
+    access: ROTATE,
+    params: WorkloadPath,
+    body: Body({}),
+    bodyOptional: true,
+    answer: {
+      status: 201,
+      description: 'the access key with its secretAccessKey, shown once',
+      schema: NewAccessKey,
+    },
+    problems: { 404: NO_WORKLOAD, 409: 'conflict: the workload has 5 access keys already' },
+    handle: (ctx, { params }) => createAccessKey(ctx, params.tenantId, params.id),
+    audit: { action: 'workload.access-key.create', target: (_input, key) => key.accessKeyId },
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id/access-keys/:accessKeyId',
+    operationId: 'deleteAccessKey',
+    tag,
+    summary: 'Revoke an AWS access key on every instance',
+    access: ROTATE,
+    params: AccessKeyPath,
+    answer: { status: 204, description: 'revoked' },
+    problems: { 404: 'no such workload, or no such access key of it' },
+    handle: (ctx, { params }) =>
+      deleteAccessKey(ctx, params.tenantId, params.id, params.accessKeyId),
+    audit: { action: 'workload.access-key.delete', target: ({ params }) => params.accessKeyId },
+  }),
+];
