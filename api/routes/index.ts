@@ -32,7 +32,7 @@ import { createRolesRouter } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
-import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
+import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
 import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
@@ -130,7 +130,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
       {
         path: `${TENANT}/cryptographic-exchanges`,
-        router: createExchangesRouter,
+        endpoints: EXCHANGE_ENDPOINTS,
         tenantScoped: true,
       },
       { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },

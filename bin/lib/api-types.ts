@@ -866,86 +866,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listExchanges'];
-    put?: never;
-    post: operations['createExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getExchange'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['acceptExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['rejectExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['cancelExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/migration/pkcs12': {
     parameters: {
       query?: never;
@@ -1308,6 +1228,86 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['resetUserPassword'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listExchanges'];
+    put?: never;
+    post: operations['createExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getExchange'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['acceptExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rejectExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['cancelExchange'];
     delete?: never;
     options?: never;
     head?: never;
@@ -4056,368 +4056,6 @@ export interface operations {
       };
     };
   };
-  listExchanges: {
-    parameters: {
-      query?: {
-        direction?: 'incoming' | 'outgoing';
-        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version?: number;
-              type?: string;
-              usage?: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid?: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256?: string | null;
-              hasCertificate?: boolean;
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              expiresAt: string;
-              /** Format: date-time */
-              decidedAt?: string | null;
-              acceptedKid?: string | null;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          kid: string;
-          /** Format: uuid */
-          toTenantId: string;
-          /** @enum {unknown} */
-          mode: 'public' | 'wrapped';
-          wrappingKid?: string;
-          /** @default 86400 */
-          expiresInSeconds?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  getExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  acceptExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          kid?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            exchange: {
-              /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version?: number;
-              type?: string;
-              usage?: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid?: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256?: string | null;
-              hasCertificate?: boolean;
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              expiresAt: string;
-              /** Format: date-time */
-              decidedAt?: string | null;
-              acceptedKid?: string | null;
-            };
-            key: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              updatedAt?: string;
-              publicKey?: Record<string, unknown>;
-              description?: string | null;
-              rotationPeriodDays?: number | null;
-              /** @enum {unknown} */
-              rotationPeriodFrom?: 'key' | 'policy' | null;
-              /** Format: date-time */
-              nextRotationAt?: string | null;
-              /** Format: date-time */
-              lastRotatedAt?: string | null;
-              minDecryptionVersion?: number;
-              archiveSigning?: boolean;
-              trustAnchor?: boolean;
-            };
-          };
-        };
-      };
-    };
-  };
-  rejectExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          reason?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  cancelExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          reason?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
   legacyImportKeystore: {
     parameters: {
       query?: never;
@@ -5778,6 +5416,359 @@ export interface operations {
           'application/json': {
             /** @constant */
             status: 'reset-mail-sent';
+          };
+        };
+      };
+    };
+  };
+  listExchanges: {
+    parameters: {
+      query?: {
+        direction?: 'incoming' | 'outgoing';
+        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** Format: uuid */
+              id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
+              /** Format: uuid */
+              fromTenantId: string;
+              /** Format: uuid */
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  createExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          kid: string;
+          /** Format: uuid */
+          toTenantId: string;
+          /** @enum {unknown} */
+          mode: 'public' | 'wrapped';
+          wrappingKid?: string;
+          /** @default 86400 */
+          expiresInSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  getExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  acceptExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          kid?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            exchange: {
+              /** Format: uuid */
+              id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
+              /** Format: uuid */
+              fromTenantId: string;
+              /** Format: uuid */
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
+            };
+            key: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
+            };
+          };
+        };
+      };
+    };
+  };
+  rejectExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  cancelExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
           };
         };
       };
