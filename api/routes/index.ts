@@ -34,12 +34,12 @@ import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
-import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
+import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
 import { PQC_RUNTIME, createPqcRouter } from './v3/pqc.ts';
-import { createAuditRouter } from './v3/audit.ts';
+import { AUDIT_ENDPOINTS } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
@@ -133,7 +133,7 @@ export const ROUTE_TABLE: readonly Area[] = [
         endpoints: EXCHANGE_ENDPOINTS,
         tenantScoped: true,
       },
-      { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
+      { path: `${TENANT}/audit`, endpoints: TENANT_AUDIT_ENDPOINTS, tenantScoped: true },
       { path: TENANT, router: createTenantSelfRouter, tenantScoped: true },
     ],
   },
@@ -154,7 +154,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/audit',
     audiences: [AUDIENCE_CORE],
-    mounts: [{ path: '', router: createAuditRouter }],
+    mounts: [{ path: '', endpoints: AUDIT_ENDPOINTS }],
   },
   {
     prefix: '/api/v3/migration',

@@ -962,102 +962,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verifyAudit'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminListAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['adminVerifyAudit'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminGetAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/crypto/generate-mac': {
     parameters: {
       query?: never;
@@ -1308,6 +1212,102 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['cancelExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminListAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['adminVerifyAudit'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/head': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminGetAuditHead'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['verifyAudit'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/head': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getAuditHead'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -4546,258 +4546,6 @@ export interface operations {
       };
     };
   };
-  listAuditEvents: {
-    parameters: {
-      query?: {
-        from?: string;
-        to?: string;
-        actor?: string;
-        action?: string;
-        outcome?: 'success' | 'failure' | 'denied';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              seq: number;
-              /** Format: date-time */
-              at: string;
-              actor: string;
-              action: string;
-              /** @enum {unknown} */
-              outcome: 'success' | 'failure' | 'denied';
-              target: string | null;
-              details: Record<string, unknown>;
-              hash: string;
-              prevHash: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  verifyAudit: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /** @default 1 */
-          fromSeq?: number;
-          toSeq?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                /** @constant */
-                valid: true;
-                checked: number;
-                fromSeq: number;
-                toSeq: number;
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-              }
-            | {
-                /** @constant */
-                valid: false;
-                checked: number;
-                firstBroken: {
-                  seq: number;
-                  reason: string;
-                };
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-                truncated?: {
-                  expectedSeq: number;
-                  foundSeq: number;
-                };
-              };
-        };
-      };
-    };
-  };
-  getAuditHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            /** Format: date-time */
-            at: string | null;
-          };
-        };
-      };
-    };
-  };
-  adminListAuditEvents: {
-    parameters: {
-      query?: {
-        from?: string;
-        to?: string;
-        actor?: string;
-        action?: string;
-        outcome?: 'success' | 'failure' | 'denied';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              seq: number;
-              /** Format: date-time */
-              at: string;
-              actor: string;
-              action: string;
-              /** @enum {unknown} */
-              outcome: 'success' | 'failure' | 'denied';
-              target: string | null;
-              details: Record<string, unknown>;
-              hash: string;
-              prevHash: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  adminVerifyAudit: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /** @default 1 */
-          fromSeq?: number;
-          toSeq?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                /** @constant */
-                valid: true;
-                checked: number;
-                fromSeq: number;
-                toSeq: number;
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-              }
-            | {
-                /** @constant */
-                valid: false;
-                checked: number;
-                firstBroken: {
-                  seq: number;
-                  reason: string;
-                };
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-                truncated?: {
-                  expectedSeq: number;
-                  foundSeq: number;
-                };
-              };
-        };
-      };
-    };
-  };
-  adminGetAuditHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            /** Format: date-time */
-            at: string | null;
-          };
-        };
-      };
-    };
-  };
   generateMac: {
     parameters: {
       query?: never;
@@ -5769,6 +5517,256 @@ export interface operations {
             expiresAt: string;
             decidedAt: string | null;
             acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminListAuditEvents: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        actor?: string;
+        action?: string;
+        outcome?: 'success' | 'failure' | 'denied';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              seq: number;
+              /** Format: date-time */
+              at: string;
+              actor: string;
+              action: string;
+              /** @enum {unknown} */
+              outcome: 'success' | 'failure' | 'denied';
+              target: string | null;
+              details: Record<string, unknown>;
+              hash: string;
+              prevHash: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminVerifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          fromSeq?: number;
+          toSeq?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                valid: true;
+                checked: number;
+                fromSeq: number;
+                toSeq: number;
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+              }
+            | {
+                /** @constant */
+                valid: false;
+                checked: number;
+                firstBroken: {
+                  seq: number;
+                  reason: string;
+                };
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+                truncated?: {
+                  expectedSeq: number;
+                  foundSeq: number;
+                };
+              };
+        };
+      };
+    };
+  };
+  adminGetAuditHead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
+          };
+        };
+      };
+    };
+  };
+  listAuditEvents: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        actor?: string;
+        action?: string;
+        outcome?: 'success' | 'failure' | 'denied';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              seq: number;
+              /** Format: date-time */
+              at: string;
+              actor: string;
+              action: string;
+              /** @enum {unknown} */
+              outcome: 'success' | 'failure' | 'denied';
+              target: string | null;
+              details: Record<string, unknown>;
+              hash: string;
+              prevHash: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  verifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          fromSeq?: number;
+          toSeq?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                valid: true;
+                checked: number;
+                fromSeq: number;
+                toSeq: number;
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+              }
+            | {
+                /** @constant */
+                valid: false;
+                checked: number;
+                firstBroken: {
+                  seq: number;
+                  reason: string;
+                };
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+                truncated?: {
+                  expectedSeq: number;
+                  foundSeq: number;
+                };
+              };
+        };
+      };
+    };
+  };
+  getAuditHead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
           };
         };
       };
