@@ -39,7 +39,7 @@ const KEY_VIEW = {
       {},
       {
         description:
-          'public JWK of the current version (asymmetric keys only), `kid` "<kid>#<version>"; never private or secret material. Every retained version: GET .../keys/{kid}/public',
+          'public JWK of the current version (asymmetric keys only), `kid` "<kid>#<version>"; never private or secret material. Every retained version: GET /api/v3/crypto/keys/{kid}, or .../keys/{kid}/public on the Admin API',
       },
     ),
   ),
@@ -57,6 +57,9 @@ const VIEW_EXAMPLE = {
   createdAt: '2026-01-05T09:00:00.000Z',
   updatedAt: '2026-11-23T16:00:00.000Z',
 };
+
+/** A key's metadata as the runtime, PQC and legacy APIs list it. */
+export const KeyView = Resource(KEY_VIEW, VIEW_EXAMPLE);
 
 /** A key as the Admin API answers it: its metadata and its settings. */
 export const KeyRecord = Resource(
@@ -98,5 +101,88 @@ export const KeyRecord = Resource(
     minDecryptionVersion: 2,
     archiveSigning: false,
     trustAnchor: false,
+  },
+);
+
+/** What a key with a public key can do (symmetric keys have none, so never mac). */
+const PUBLIC_USAGE = ['encrypt', 'sign', 'verify'] as const;
+
+const Jwk = Type.Object(
+  {
+    kty: Type.Enum(['RSA', 'EC', 'OKP', 'AKP']),
+    kid: Type.String({ description: '`<kid>#<version>`' }),
+    use: Type.Optional(Type.Enum(['sig', 'enc'])),
+    alg: Type.Optional(
+      Type.String({ description: 'the default JOSE algorithm of the key, where it has one' }),
+    ),
+  },
+  {
+    description:
+      'public members only (RFC 7517, 7518, 8037; AKP for ML-KEM, ML-DSA, SLH-DSA and X-Wing): never d, p, q, dp, dq, qi, priv or k',
+  },
+);
+
+/** Every retained version's public key of an asymmetric key, as JWK and PEM. */
+export const PublicKeys = Resource(
+  {
+    kid: Type.String(),
+    type: Type.String(),
+    usage: Type.Enum(PUBLIC_USAGE),
+    usages: Type.Array(Type.Enum(PUBLIC_USAGE), { description: 'what the key may do now' }),
+    state: Type.Enum(KEY_STATES),
+    currentVersion: Type.Integer({ minimum: 1 }),
+    minDecryptionVersion: Type.Integer({
+      minimum: 1,
+      description:
+        'versions below it are no longer shown: nothing they made verifies or decrypts any more',
+    }),
+    versions: Type.Array(
+      Type.Object({
+        version: Type.Integer({ minimum: 1 }),
+        jwk: Jwk,
+        pem: Type.Union([Type.String(), Type.Null()], {
+          description:
+            'SPKI PEM (RFC 5280 section 4.1.2.7); null for the X-Wing hybrid, which has no SPKI form',
+        }),
+      }),
+      { description: 'every retained version, oldest first' },
+    ),
+  },
+  {
+    kid: 'release-signing',
+    type: 'ec-p256',
+    usage: 'sign',
+    usages: ['sign'],
+    state: 'active',
+    currentVersion: 2,
+    minDecryptionVersion: 1,
+    versions: [
+      {
+        version: 1,
+        jwk: {
+          kty: 'EC',
+          crv: 'P-256',
+          x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+          y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+          kid: 'release-signing#1',
+          use: 'sig',
+          alg: 'ES256',
+        },
+        pem: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEf83OJ3D2xF1Bg8vub9tLe1gHMzV7\n6e8Tus9uPHvRVEXH8UTNG72bfocs3+257rn0s2ldbqkLJK2KRiMohYjlrQ==\n-----END PUBLIC KEY-----\n',
+      },
+      {
+        version: 2,
+        jwk: {
+          kty: 'EC',
+          crv: 'P-256',
+          x: 'gI0GAILBdu7T53akrFmMyGcsF3n5dO7MmwNBHKW5SV0',
+          y: 'SLW_xSffzlPWrHEVI30DHM_4egVwt3NQqeUD7nMFpps',
+          kid: 'release-signing#2',
+          use: 'sig',
+          alg: 'ES256',
+        },
+        pem: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEgI0GAILBdu7T53akrFmMyGcsF3n5\ndO7MmwNBHKW5SV1Itb/FJ9/OU9ascRUjfQMcz/h6BXC3c1Cp5QPucwWmmw==\n-----END PUBLIC KEY-----\n',
+      },
+    ],
   },
 );

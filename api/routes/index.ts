@@ -36,7 +36,7 @@ import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.t
 import { createTenantSelfRouter } from './v3/admin/tenants.ts';
 import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
-import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
+import { CRYPTO_KEY_ENDPOINTS } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
 import { PQC_RUNTIME, createPqcRouter } from './v3/pqc.ts';
 import { AUDIT_ENDPOINTS } from './v3/audit.ts';
@@ -142,7 +142,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: [AUDIENCE_CORE],
     mounts: [
       { path: '', runtime: CRYPTO_OPERATIONS, lane: CRYPTO_OPERATIONS },
-      { path: '/keys', router: createCryptoKeysRouter },
+      { path: '/keys', endpoints: CRYPTO_KEY_ENDPOINTS },
       { path: '/stream', router: createCryptoStreamRouter },
     ],
   },

@@ -994,38 +994,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/crypto/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listUsableKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/keys/{kid}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getPublicKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
     parameters: {
       query?: never;
@@ -1258,6 +1226,38 @@ export interface paths {
       cookie?: never;
     };
     get: operations['adminGetAuditHead'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listUsableKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getPublicKeys'];
     put?: never;
     post?: never;
     delete?: never;
@@ -4662,88 +4662,6 @@ export interface operations {
       };
     };
   };
-  listUsableKeys: {
-    parameters: {
-      query?: {
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac';
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  getPublicKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign';
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            minDecryptionVersion: number;
-            versions: {
-              version: number;
-              jwk: {
-                /** @enum {unknown} */
-                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
-                kid: string;
-                /** @enum {unknown} */
-                use?: 'sig' | 'enc';
-                alg?: string;
-              };
-              pem: string | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
   adminGetPublicKeys: {
     parameters: {
       query?: never;
@@ -5645,6 +5563,91 @@ export interface operations {
             seq: number;
             hash: string;
             at: string | null;
+          };
+        };
+      };
+    };
+  };
+  listUsableKeys: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  getPublicKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'verify';
+            usages: ('encrypt' | 'sign' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            minDecryptionVersion: number;
+            versions: {
+              version: number;
+              jwk: {
+                /** @enum {unknown} */
+                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
+                kid: string;
+                /** @enum {unknown} */
+                use?: 'sig' | 'enc';
+                alg?: string;
+              };
+              pem: string | null;
+            }[];
           };
         };
       };
