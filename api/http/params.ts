@@ -1,9 +1,9 @@
 /** Typed access to route parameters (Express 5 types them as string | string[]), and the entry step that makes them canonical. */
-import type { Request, RequestHandler, RequestParamHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
 import { actorOf } from '../middleware/authenticate.ts';
 import { OAuthError, problem, type AppError } from '../../shared/errors/index.ts';
-import { UnfitInput, canonicalInput, canonicalPath, isUuid } from '../../shared/ids.ts';
+import { UnfitInput, canonicalInput, canonicalPath } from '../../shared/ids.ts';
 
 /** A route parameter as a string. */
 export function param(req: Request, name: string): string {
@@ -98,16 +98,3 @@ export const canonicalEntry: RequestHandler = (req, _res, next) => {
   });
   next();
 };
-
-/**
- * Makes a router answer 404 for a path parameter that is not a UUID: record ids are UUID
- * columns, so a malformed one names nothing rather than reaching Postgres as a type error (500).
- */
-export function uuidParam<
-  R extends { param: (name: string, handler: RequestParamHandler) => unknown },
->(router: R, name: string, what: string): R {
-  router.param(name, (_req, _res, next, value) =>
-    isUuid(String(value)) ? next() : next(problem('not_found', `no such ${what}`)),
-  );
-  return router;
-}

@@ -1,6 +1,6 @@
 /**
  * OpenAPI paths of the Admin API (contract 2, 3 and 4): platform operations, and per tenant its
- * workloads, roles, human users, policies, keys, keystore import and cryptographic exchanges,
+ * workloads, roles, human users, policies, keys and keystore import,
  * plus the unversioned keystore-import alias. Every path needs a `service-admin` bearer token
  * (the alias also takes `service-core`), the permission named in its description, and for
  * `/tenants/{tenantId}` paths a token of that tenant or `admin.platform.cross-tenant`.
@@ -26,7 +26,6 @@ const list = (item: Schema): Schema => {
 
 // Example values, the same across operations so the examples read as one story.
 const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
-const OTHER_TENANT_ID = '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e';
 const AT = '2026-11-23T16:00:00.000Z';
 
 const Policy = obj({
@@ -305,59 +304,6 @@ const Operation = withExample(
     finishedAt: '2026-11-23T16:00:02.000Z',
   },
 );
-const Exchange = withExample(
-  obj(
-    {
-      id: uuid,
-      direction: {
-        enum: ['outgoing', 'incoming'],
-        description: 'relative to the tenant of the path',
-      },
-      fromTenantId: uuid,
-      toTenantId: uuid,
-      kid: { type: 'string', description: 'the offered key in the offering tenant' },
-      version: { type: 'integer' },
-      type: str,
-      usage: str,
-      mode: { enum: ['public', 'wrapped'] },
-      wrappingKid: { type: ['string', 'null'] },
-      state: {
-        enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'],
-        description:
-          'cancelled: withdrawn by the offering tenant, or by suspending or revoking the offered key',
-      },
-      publicKeySha256: {
-        type: ['string', 'null'],
-        description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band',
-      },
-      hasCertificate: { type: 'boolean' },
-      createdAt: time,
-      expiresAt: time,
-      decidedAt: { type: ['string', 'null'], format: 'date-time' },
-      acceptedKid: { type: ['string', 'null'], description: 'receiving tenant only' },
-    },
-    ['id', 'direction', 'fromTenantId', 'toTenantId', 'kid', 'mode', 'state', 'expiresAt'],
-  ),
-  {
-    id: 'e5f6a7b8-c9d0-4e1f-8a2b-3c4d5e6f7a8b',
-    direction: 'outgoing',
-    fromTenantId: TENANT_ID,
-    toTenantId: OTHER_TENANT_ID,
-    kid: 'release-signing',
-    version: 2,
-    type: 'ec-p256',
-    usage: 'sign',
-    mode: 'public',
-    wrappingKid: null,
-    state: 'pending',
-    publicKeySha256: 'n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg',
-    hasCertificate: false,
-    createdAt: AT,
-    expiresAt: '2026-11-24T16:00:00.000Z',
-    decidedAt: null,
-    acceptedKid: null,
-  },
-);
 
 const PROBLEM_TEXT: Record<number, string> = {
   400: 'invalid input (validation-failed, malformed-json)',
@@ -381,10 +327,6 @@ const body = (schema: Schema, example?: unknown) => ({
   content: {
     'application/json': { schema: closed(schema), ...(example === undefined ? {} : { example }) },
   },
-});
-const optionalBody = (schema: Schema) => ({
-  required: false,
-  content: { 'application/json': { schema: closed(schema) } },
 });
 const PATH_EXAMPLES: Record<string, string> = {
   tenantId: TENANT_ID,
@@ -439,7 +381,6 @@ const op = (tag: string, o: Op) => ({
 
 const T = '/api/v3/admin/tenants/{tenantId}';
 const KID = path('kid', 'the key identifier');
-const EXID = path('id', 'the exchange id');
 
 const identities = {
   [`${T}/policies/templates`]: {
@@ -756,115 +697,6 @@ const keys = {
   ),
 };
 
-const EX = `${T}/cryptographic-exchanges`;
-const exchangeStep = (action: string, summary: string, extra: Partial<Op> = {}) => ({
-  [`${EX}/{id}/${action}`]: {
-    post: op('cryptographic-exchanges', {
-      id: `${action}Exchange`,
-      summary,
-      permission: `admin.cryptographicexchange.${action}`,
-      parameters: [TENANT, EXID],
-      responses: { 200: ok('the exchange', Exchange) },
-      requestBody: optionalBody(obj({ reason: { type: 'string', maxLength: 200 } }, [])),
-      errors: [404, 409, 410, 415],
-      errorText: {
-        403: "missing permission, another tenant's path, or the wrong side of the exchange",
-        409: 'exchange-not-pending',
-        410: 'exchange-expired',
-      },
-      ...extra,
-    }),
-  },
-});
-
-const exchanges = {
-  [EX]: {
-    get: op('cryptographic-exchanges', {
-      id: 'listExchanges',
-      summary: 'Exchanges where this tenant is either side',
-      permission: 'admin.cryptographicexchange.read',
-      parameters: [
-        TENANT,
-        query('direction', { enum: ['incoming', 'outgoing'] }, 'one side only'),
-        query(
-          'state',
-          { enum: ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] },
-          'only this state',
-        ),
-        ...PAGE,
-      ],
-      responses: { 200: ok('exchanges', list(Exchange)) },
-      errors: [400],
-    }),
-    post: op('cryptographic-exchanges', {
-      id: 'createExchange',
-      summary: 'Offer the current version of a key to another tenant',
-      permission: 'admin.cryptographicexchange.create',
-      parameters: [TENANT],
-      description:
-        "mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h). The answer tells nothing of the receiver's keys: it is the same whether or not `wrappingKid` names a usable key (when it does not, nothing is wrapped and acceptance answers why) and whether or not the receiver already has a key with this kid (acceptance answers that conflict). Suspending or revoking the offered key cancels its pending offers.",
-      requestBody: body(
-        obj(
-          {
-            kid: str,
-            toTenantId: uuid,
-            mode: { enum: ['public', 'wrapped'] },
-            wrappingKid: str,
-            expiresInSeconds: { type: 'integer', minimum: 60, maximum: 2592000, default: 86400 },
-          },
-          ['kid', 'toTenantId', 'mode'],
-        ),
-      ),
-      responses: { 201: ok('the offer', Exchange) },
-      errors: [400, 404, 409, 415, 422],
-      errorText: {
-        404: 'key-not-found (a key of this tenant)',
-        409: 'key-suspended or key-revoked',
-        422: 'key-usage-mismatch: a symmetric key offered public',
-      },
-    }),
-  },
-  [`${EX}/{id}`]: {
-    get: op('cryptographic-exchanges', {
-      id: 'getExchange',
-      summary: 'Read an exchange',
-      permission: 'admin.cryptographicexchange.read',
-      parameters: [TENANT, EXID],
-      responses: { 200: ok('the exchange', Exchange) },
-      errors: [404],
-    }),
-  },
-  ...exchangeStep(
-    'accept',
-    'Accept an offer (receiving tenant): the key is created here with source exchange',
-    {
-      requestBody: optionalBody(
-        obj(
-          {
-            kid: {
-              type: 'string',
-              pattern: '^[A-Za-z0-9._:-]{1,128}$',
-              description: 'default exchange-{id}',
-            },
-          },
-          [],
-        ),
-      ),
-      responses: { 200: ok('the exchange and the new key', obj({ exchange: Exchange, key: Key })) },
-      errors: [400, 404, 409, 410, 415, 422],
-      errorText: {
-        403: "missing permission, another tenant's path, or not the receiving tenant",
-        404: 'no such exchange, or key-not-found: the wrappingKid of a wrapped offer names no key here',
-        409: 'exchange-not-pending; conflict: the kid exists, or the offer was made for a wrappingKid that was not an active encrypt key here (nothing was wrapped); key-suspended or key-revoked: the wrapping key, or the offered key in the offering tenant (re-read under its row lock: nothing is delivered unless it is active)',
-        410: 'exchange-expired',
-        422: 'policy-violation, or the wrapped payload does not open',
-      },
-    },
-  ),
-  ...exchangeStep('reject', 'Reject an offer (receiving tenant)'),
-  ...exchangeStep('cancel', 'Withdraw an offer (offering tenant)'),
-};
-
 const legacy = {
   '/api/migration/pkcs12': {
     post: {
@@ -882,4 +714,4 @@ const legacy = {
   },
 };
 
-export const adminPaths = { ...identities, ...keys, ...exchanges, ...legacy };
+export const adminPaths = { ...identities, ...keys, ...legacy };

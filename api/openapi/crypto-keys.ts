@@ -1,11 +1,11 @@
 /**
- * OpenAPI paths of the MAC operations, the key list and the per-version public keys (contract 8):
- * generate-mac and verify-mac (HMAC keys, usage `mac`), GET /api/v3/crypto/keys and /keys/{kid} for
- * workloads (`service-core` token, the token's tenant) and the admin `/public` view of the same.
+ * OpenAPI paths of the MAC operations and the admin per-version public keys (contract 8):
+ * generate-mac and verify-mac (HMAC keys, usage `mac`) and the admin `/public` view of a key (the
+ * workloads' GET /api/v3/crypto/keys and /keys/{kid} are rows: api/routes/v3/crypto/keys.ts).
  * A public JWK's `kid` is `<kid>#<version>`, the name the service's JWS and JWE headers give that
  * version, so a verifier picks the key a signature was made with.
  */
-import { PAGE_PARAMETERS, jsonResponse, pageOf, problems, withExample } from './components.ts';
+import { problems, withExample } from './components.ts';
 import { base64, int, kid, obj, operation, str, type Schema } from './crypto.ts';
 
 /** Answers are not closed: a member may be added without breaking a client (batch results add `status`). */
@@ -17,11 +17,6 @@ const res = (properties: Schema, required: string[] = Object.keys(properties)): 
 const COMMON = {
   401: 'missing, invalid or expired bearer token, or the wrong audience',
   403: 'the role lacks the permission',
-};
-const BODY = {
-  413: 'the body is over JSON_LIMIT_BYTES (64 KiB by default)',
-  415: 'not application/json',
-  429: 'rate limit reached; see Retry-After',
 };
 const KEY = {
   404: "key-not-found: no such kid in the token's tenant",
@@ -200,42 +195,6 @@ export const cryptoKeysPaths = {
       422: "key-usage-mismatch: the key's usage is not mac",
     },
   }),
-  '/api/v3/crypto/keys': {
-    get: {
-      tags: ['crypto'],
-      operationId: 'listUsableKeys',
-      summary: "The tenant's usable keys (active and suspended), by kid",
-      description:
-        "Requires `crypto.keys.read`; the token's tenant. Metadata only; revoked and archived keys are left out because nothing at runtime can use them.",
-      parameters: PAGE_PARAMETERS,
-      responses: {
-        200: jsonResponse('a page of keys', pageOf(KeyView)),
-        ...problems({ 400: 'validation-failed: a bad limit or cursor', ...COMMON, 429: BODY[429] }),
-      },
-    },
-  },
-  '/api/v3/crypto/keys/{kid}': {
-    get: {
-      tags: ['crypto'],
-      operationId: 'getPublicKeys',
-      summary: "Every retained version's public key, as JWK and PEM",
-      description:
-        "Requires `crypto.keys.read`; the token's tenant. Active and suspended keys; a revoked or archived key answers key-revoked, like any runtime use.",
-      parameters: [KID_PARAM],
-      responses: {
-        200: {
-          description: 'the public keys',
-          content: { 'application/json': { schema: PublicKeys, example: publicExample } },
-        },
-        ...problems({
-          ...PUBLIC_ERRORS,
-          409: 'key-revoked: the key is revoked or archived',
-          ...COMMON,
-          429: BODY[429],
-        }),
-      },
-    },
-  },
   '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
     get: {
       tags: ['keys'],

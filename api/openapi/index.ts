@@ -7,7 +7,6 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
-import { adminAuditPaths, auditPaths } from './audit.ts';
 import { cryptoKeysPaths } from './crypto-keys.ts';
 import { pqcPaths } from './pqc.ts';
 import { legacyPaths } from './legacy.ts';
@@ -24,8 +23,6 @@ const AREAS: PathsObject[] = [
   authPaths,
   adminPaths,
   migrationPaths,
-  auditPaths,
-  adminAuditPaths,
   cryptoKeysPaths,
   pqcPaths,
   legacyPaths,

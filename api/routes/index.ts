@@ -32,14 +32,14 @@ import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
-import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
+import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
-import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
+import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
-import { createCryptoKeysRouter } from './v3/crypto/keys.ts';
+import { CRYPTO_KEY_ENDPOINTS } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
 import { PQC_RUNTIME, createPqcRouter } from './v3/pqc.ts';
-import { createAuditRouter } from './v3/audit.ts';
+import { AUDIT_ENDPOINTS } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
@@ -130,10 +130,10 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
       {
         path: `${TENANT}/cryptographic-exchanges`,
-        router: createExchangesRouter,
+        endpoints: EXCHANGE_ENDPOINTS,
         tenantScoped: true,
       },
-      { path: `${TENANT}/audit`, router: createTenantAuditRouter, tenantScoped: true },
+      { path: `${TENANT}/audit`, endpoints: TENANT_AUDIT_ENDPOINTS, tenantScoped: true },
       { path: TENANT, endpoints: TENANT_SELF_ENDPOINTS, tenantScoped: true },
     ],
   },
@@ -142,7 +142,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: [AUDIENCE_CORE],
     mounts: [
       { path: '', runtime: CRYPTO_OPERATIONS, lane: CRYPTO_OPERATIONS },
-      { path: '/keys', router: createCryptoKeysRouter },
+      { path: '/keys', endpoints: CRYPTO_KEY_ENDPOINTS },
       { path: '/stream', router: createCryptoStreamRouter },
     ],
   },
@@ -154,7 +154,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/audit',
     audiences: [AUDIENCE_CORE],
-    mounts: [{ path: '', router: createAuditRouter }],
+    mounts: [{ path: '', endpoints: AUDIT_ENDPOINTS }],
   },
   {
     prefix: '/api/v3/migration',

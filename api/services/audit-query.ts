@@ -1,10 +1,9 @@
 /**
  * Reading a tenant's audit events: the filter (time range, actor, action, outcome, cursor,
- * limit) read from plain query values, and the page of events it selects.
+ * limit) read from a query its route has checked, and the page of events it selects.
  */
 import type { Knex } from 'knex';
 import { problem } from '../../shared/errors/index.ts';
-import { onlyKnown } from '../../shared/validation/members.ts';
 import { AuditEvent } from '../../shared/db/models/audit.ts';
 
 export interface EventView {
@@ -47,8 +46,6 @@ const eventView = (e: AuditEvent): EventView => ({
 const invalid = (message: string, field: string) =>
   problem('validation_failed', message, { details: { field } });
 
-const EVENTS_QUERY = new Set(['from', 'to', 'actor', 'action', 'outcome', 'cursor', 'limit']);
-
 // RFC 3339 section 5.6 date-time (an offset is required: a time without one names no instant),
 // or a full-date alone, read as midnight UTC. Four-digit years only: Postgres and the drivers
 // disagree outside 0001..9999 (year 0, expanded years such as +275760).
@@ -58,10 +55,10 @@ const MIN_TIME = Date.parse('0001-01-01T00:00:00Z');
 const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** A time query value as an ISO string for the database, or null when absent; 400 for anything but one RFC 3339 time. */
-function timeParam(query: Record<string, unknown>, name: string): string | null {
+function timeParam(query: EventQuery, name: 'from' | 'to'): string | null {
   const v = query[name];
   if (v === undefined) return null;
-  const m = typeof v === 'string' ? RFC3339.exec(v) : null;
+  const m = RFC3339.exec(v);
   if (!m)
     throw invalid(
       `${name} must be one RFC 3339 date-time (2026-01-31T12:00:00Z) or date (2026-01-31)`,
@@ -90,36 +87,40 @@ function timeParam(query: Record<string, unknown>, name: string): string | null 
 }
 
 /** A plain-text filter: one string, without control characters. */
-function textParam(query: Record<string, unknown>, name: string): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
+function textParam(v: string | undefined, name: string): string | undefined {
   // eslint-disable-next-line no-control-regex
-  if (typeof v !== 'string' || v.length > 1024 || /[\u0000-\u001f]/.test(v))
+  if (v !== undefined && /[\u0000-\u001f]/.test(v))
     throw invalid(`${name} must be one plain string`, name);
   return v;
 }
 
-/** Reads the event filter from a request's query values; 400 naming the first unfit one. */
-export function readEventFilter(query: Record<string, unknown>): EventFilter {
-  onlyKnown(query, EVENTS_QUERY, 'query parameter');
-  const rawLimit = textParam(query, 'limit');
-  const limit = rawLimit === undefined ? 100 : /^\d{1,4}$/.test(rawLimit) ? Number(rawLimit) : NaN;
-  if (!(limit >= 1 && limit <= 1000))
-    throw invalid('limit must be an integer from 1 to 1000', 'limit');
+/** The query of GET /api/v3/audit/events, its members and types checked by the route's schema. */
+export interface EventQuery {
+  from?: string;
+  to?: string;
+  actor?: string;
+  action?: string;
+  outcome?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+/** Reads the event filter from a checked query: the times and the cursor; 400 naming the first unfit one. */
+export function readEventFilter(query: EventQuery): EventFilter {
   const from = timeParam(query, 'from');
   const to = timeParam(query, 'to');
-  const cursor = textParam(query, 'cursor');
+  const cursor = textParam(query.cursor, 'cursor');
   const after = cursor === undefined ? null : Number(Buffer.from(cursor, 'base64url').toString());
   if (after !== null && (!Number.isSafeInteger(after) || after < 0))
     throw invalid('cursor is not one this endpoint issued', 'cursor');
   return {
-    limit,
+    limit: query.limit ?? 100,
     from,
     to,
     after,
-    actor: textParam(query, 'actor'),
-    action: textParam(query, 'action'),
-    outcome: textParam(query, 'outcome'),
+    actor: textParam(query.actor, 'actor'),
+    action: textParam(query.action, 'action'),
+    outcome: textParam(query.outcome, 'outcome'),
   };
 }
 
@@ -147,21 +148,4 @@ export async function listEvents(
         ? Buffer.from(String(items[items.length - 1].seq)).toString('base64url')
         : null,
   };
-}
-
-const VERIFY_BODY = new Set(['fromSeq', 'toSeq']);
-
-/** Reads the body of POST /api/v3/audit/verify: a range of positive seqs, fromSeq defaulting to 1. */
-export function readVerifyRange(body: unknown): { fromSeq: number; toSeq?: number } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw invalid('the body must be a JSON object', 'body');
-  onlyKnown(body, VERIFY_BODY, 'member');
-  const { fromSeq = 1, toSeq } = body as { fromSeq?: unknown; toSeq?: unknown };
-  if (
-    !Number.isSafeInteger(fromSeq) ||
-    (fromSeq as number) < 1 ||
-    (toSeq !== undefined && !Number.isSafeInteger(toSeq))
-  )
-    throw invalid('fromSeq and toSeq must be positive integers', 'fromSeq');
-  return { fromSeq: fromSeq as number, toSeq: toSeq as number | undefined };
 }

@@ -530,86 +530,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listExchanges'];
-    put?: never;
-    post: operations['createExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getExchange'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['acceptExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['rejectExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['cancelExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/migration/pkcs12': {
     parameters: {
       query?: never;
@@ -706,102 +626,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verifyAudit'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminListAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['adminVerifyAudit'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminGetAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/crypto/generate-mac': {
     parameters: {
       query?: never;
@@ -828,38 +652,6 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['verifyMac'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listUsableKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/keys/{kid}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getPublicKeys'];
-    put?: never;
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1298,6 +1090,134 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listExchanges'];
+    put?: never;
+    post: operations['createExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getExchange'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['acceptExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rejectExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['cancelExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminListAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['adminVerifyAudit'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/head': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminGetAuditHead'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/admin/tenants/{tenantId}': {
     parameters: {
       query?: never;
@@ -1306,6 +1226,86 @@ export interface paths {
       cookie?: never;
     };
     get: operations['getOwnTenant'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listUsableKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getPublicKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['verifyAudit'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/head': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getAuditHead'];
     put?: never;
     post?: never;
     delete?: never;
@@ -3182,368 +3182,6 @@ export interface operations {
       };
     };
   };
-  listExchanges: {
-    parameters: {
-      query?: {
-        direction?: 'incoming' | 'outgoing';
-        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version?: number;
-              type?: string;
-              usage?: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid?: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256?: string | null;
-              hasCertificate?: boolean;
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              expiresAt: string;
-              /** Format: date-time */
-              decidedAt?: string | null;
-              acceptedKid?: string | null;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          kid: string;
-          /** Format: uuid */
-          toTenantId: string;
-          /** @enum {unknown} */
-          mode: 'public' | 'wrapped';
-          wrappingKid?: string;
-          /** @default 86400 */
-          expiresInSeconds?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  getExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  acceptExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          kid?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            exchange: {
-              /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version?: number;
-              type?: string;
-              usage?: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid?: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256?: string | null;
-              hasCertificate?: boolean;
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              expiresAt: string;
-              /** Format: date-time */
-              decidedAt?: string | null;
-              acceptedKid?: string | null;
-            };
-            key: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              updatedAt?: string;
-              publicKey?: Record<string, unknown>;
-              description?: string | null;
-              rotationPeriodDays?: number | null;
-              /** @enum {unknown} */
-              rotationPeriodFrom?: 'key' | 'policy' | null;
-              /** Format: date-time */
-              nextRotationAt?: string | null;
-              /** Format: date-time */
-              lastRotatedAt?: string | null;
-              minDecryptionVersion?: number;
-              archiveSigning?: boolean;
-              trustAnchor?: boolean;
-            };
-          };
-        };
-      };
-    };
-  };
-  rejectExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          reason?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
-  cancelExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          reason?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
-            /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version?: number;
-            type?: string;
-            usage?: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid?: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256?: string | null;
-            hasCertificate?: boolean;
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            expiresAt: string;
-            /** Format: date-time */
-            decidedAt?: string | null;
-            acceptedKid?: string | null;
-          };
-        };
-      };
-    };
-  };
   legacyImportKeystore: {
     parameters: {
       query?: never;
@@ -4034,258 +3672,6 @@ export interface operations {
       };
     };
   };
-  listAuditEvents: {
-    parameters: {
-      query?: {
-        from?: string;
-        to?: string;
-        actor?: string;
-        action?: string;
-        outcome?: 'success' | 'failure' | 'denied';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              seq: number;
-              /** Format: date-time */
-              at: string;
-              actor: string;
-              action: string;
-              /** @enum {unknown} */
-              outcome: 'success' | 'failure' | 'denied';
-              target: string | null;
-              details: Record<string, unknown>;
-              hash: string;
-              prevHash: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  verifyAudit: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /** @default 1 */
-          fromSeq?: number;
-          toSeq?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                /** @constant */
-                valid: true;
-                checked: number;
-                fromSeq: number;
-                toSeq: number;
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-              }
-            | {
-                /** @constant */
-                valid: false;
-                checked: number;
-                firstBroken: {
-                  seq: number;
-                  reason: string;
-                };
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-                truncated?: {
-                  expectedSeq: number;
-                  foundSeq: number;
-                };
-              };
-        };
-      };
-    };
-  };
-  getAuditHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            /** Format: date-time */
-            at: string | null;
-          };
-        };
-      };
-    };
-  };
-  adminListAuditEvents: {
-    parameters: {
-      query?: {
-        from?: string;
-        to?: string;
-        actor?: string;
-        action?: string;
-        outcome?: 'success' | 'failure' | 'denied';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              seq: number;
-              /** Format: date-time */
-              at: string;
-              actor: string;
-              action: string;
-              /** @enum {unknown} */
-              outcome: 'success' | 'failure' | 'denied';
-              target: string | null;
-              details: Record<string, unknown>;
-              hash: string;
-              prevHash: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  adminVerifyAudit: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /** @default 1 */
-          fromSeq?: number;
-          toSeq?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                /** @constant */
-                valid: true;
-                checked: number;
-                fromSeq: number;
-                toSeq: number;
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-              }
-            | {
-                /** @constant */
-                valid: false;
-                checked: number;
-                firstBroken: {
-                  seq: number;
-                  reason: string;
-                };
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-                truncated?: {
-                  expectedSeq: number;
-                  foundSeq: number;
-                };
-              };
-        };
-      };
-    };
-  };
-  adminGetAuditHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            /** Format: date-time */
-            at: string | null;
-          };
-        };
-      };
-    };
-  };
   generateMac: {
     parameters: {
       query?: never;
@@ -4398,88 +3784,6 @@ export interface operations {
                     }
                 )[];
               };
-        };
-      };
-    };
-  };
-  listUsableKeys: {
-    parameters: {
-      query?: {
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac';
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  getPublicKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign';
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            minDecryptionVersion: number;
-            versions: {
-              version: number;
-              jwk: {
-                /** @enum {unknown} */
-                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
-                kid: string;
-                /** @enum {unknown} */
-                use?: 'sig' | 'enc';
-                alg?: string;
-              };
-              pem: string | null;
-            }[];
-          };
         };
       };
     };
@@ -5755,6 +5059,487 @@ export interface operations {
       };
     };
   };
+  listExchanges: {
+    parameters: {
+      query?: {
+        direction?: 'incoming' | 'outgoing';
+        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              /** Format: uuid */
+              id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
+              /** Format: uuid */
+              fromTenantId: string;
+              /** Format: uuid */
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  createExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          kid: string;
+          /** Format: uuid */
+          toTenantId: string;
+          /** @enum {unknown} */
+          mode: 'public' | 'wrapped';
+          wrappingKid?: string;
+          /** @default 86400 */
+          expiresInSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  getExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  acceptExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          kid?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            exchange: {
+              /** Format: uuid */
+              id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
+              /** Format: uuid */
+              fromTenantId: string;
+              /** Format: uuid */
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
+            };
+            key: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
+            };
+          };
+        };
+      };
+    };
+  };
+  rejectExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  cancelExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminListAuditEvents: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        actor?: string;
+        action?: string;
+        outcome?: 'success' | 'failure' | 'denied';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              seq: number;
+              /** Format: date-time */
+              at: string;
+              actor: string;
+              action: string;
+              /** @enum {unknown} */
+              outcome: 'success' | 'failure' | 'denied';
+              target: string | null;
+              details: Record<string, unknown>;
+              hash: string;
+              prevHash: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminVerifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          fromSeq?: number;
+          toSeq?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                valid: true;
+                checked: number;
+                fromSeq: number;
+                toSeq: number;
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+              }
+            | {
+                /** @constant */
+                valid: false;
+                checked: number;
+                firstBroken: {
+                  seq: number;
+                  reason: string;
+                };
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+                truncated?: {
+                  expectedSeq: number;
+                  foundSeq: number;
+                };
+              };
+        };
+      };
+    };
+  };
+  adminGetAuditHead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
+          };
+        };
+      };
+    };
+  };
   getOwnTenant: {
     parameters: {
       query?: never;
@@ -5780,6 +5565,213 @@ export interface operations {
             isPlatform: boolean;
             /** Format: date-time */
             createdAt: string;
+          };
+        };
+      };
+    };
+  };
+  listUsableKeys: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  getPublicKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'verify';
+            usages: ('encrypt' | 'sign' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            minDecryptionVersion: number;
+            versions: {
+              version: number;
+              jwk: {
+                /** @enum {unknown} */
+                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
+                kid: string;
+                /** @enum {unknown} */
+                use?: 'sig' | 'enc';
+                alg?: string;
+              };
+              pem: string | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  listAuditEvents: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+        actor?: string;
+        action?: string;
+        outcome?: 'success' | 'failure' | 'denied';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              seq: number;
+              /** Format: date-time */
+              at: string;
+              actor: string;
+              action: string;
+              /** @enum {unknown} */
+              outcome: 'success' | 'failure' | 'denied';
+              target: string | null;
+              details: Record<string, unknown>;
+              hash: string;
+              prevHash: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  verifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          fromSeq?: number;
+          toSeq?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                valid: true;
+                checked: number;
+                fromSeq: number;
+                toSeq: number;
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+              }
+            | {
+                /** @constant */
+                valid: false;
+                checked: number;
+                firstBroken: {
+                  seq: number;
+                  reason: string;
+                };
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+                truncated?: {
+                  expectedSeq: number;
+                  foundSeq: number;
+                };
+              };
+        };
+      };
+    };
+  };
+  getAuditHead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
           };
         };
       };

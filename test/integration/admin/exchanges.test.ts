@@ -246,6 +246,24 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
       ]);
   });
 
+  it('when a reason is longer than 200 characters, then the offer is closed and the audit keeps its first 200; a reason that is not a string is 400 naming it', async () => {
+    const ex = (await offer({ kid: 'sig', mode: 'public' })).body as unknown as Exchange;
+    const wrong = await api(app, 'POST', `${b.base}/${ex.id}/reject`, b.token, { reason: 7 });
+    expect([wrong.status, wrong.body.field]).toEqual([400, 'reason']);
+    const rejected = await api(app, 'POST', `${b.base}/${ex.id}/reject`, b.token, {
+      reason: 'r'.repeat(300),
+    });
+    expect(rejected.body).toMatchObject({ state: 'rejected' });
+    await app.ctx.audit.flush();
+    const reject = await app.ctx
+      .db('audit_events')
+      .where({ tenant_id: b.t.tenantId, target: ex.id, action: 'cryptographicexchange.reject' })
+      .first();
+    const details =
+      typeof reject.details === 'string' ? JSON.parse(reject.details) : reject.details;
+    expect(details.reason).toBe('r'.repeat(200));
+  });
+
   it('when A cancels, then B can no longer accept and the payload is gone', async () => {
     const ex = (await offer({ kid: 'secret', mode: 'wrapped', wrappingKid: 'wrap-rsa' }))
       .body as unknown as Exchange;

@@ -440,4 +440,19 @@ describe(`the audit log keeps every event exactly once (${TEST_ENGINE})`, () => 
     expect((await get('to=0001-01-02')).body.items).toEqual([]);
     expect((await get(`from=${encodeURIComponent('2000-01-01T00:00:00+01:00')}`)).status).toBe(200);
   });
+
+  it('when a verify range is not positive integers, or an events outcome is none of success, failure, denied, then 400 naming it', async () => {
+    for (const body of [
+      { toSeq: 0 },
+      { fromSeq: 0 },
+      { fromSeq: 1.5 },
+      { toSeq: '3' },
+      { from: 1 },
+    ]) {
+      const r = await api(app, 'POST', '/api/v3/audit/verify', a.core, body);
+      expect([body, r.status, r.body.field]).toEqual([body, 400, Object.keys(body)[0]]);
+    }
+    const r = await api(app, 'GET', '/api/v3/audit/events?outcome=bogus', a.core);
+    expect([r.status, r.body.field]).toEqual([400, 'outcome']);
+  });
 });

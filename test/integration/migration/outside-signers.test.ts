@@ -116,6 +116,14 @@ async function patchKey(a: Actor, kid: string, body: object) {
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
+/** GET on the Core API's key paths with the workload token. */
+async function coreKeys(a: Actor, path: string) {
+  const r = await fetch(`${app.url}/api/v3/crypto/keys${path}`, {
+    headers: { authorization: `Bearer ${a.workload}` },
+  });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
 const signersOf = (jws: Jws) => protectedOf(jws).kw_signers as OriginalSigner[];
 const b64 = (file: string) => new X509Certificate(ssl.read(file)).raw.toString('base64');
 
@@ -129,7 +137,12 @@ beforeAll(async () => {
   outsider('carol', 'other-ca');
   archive = makeKey(ssl, 'archive-p384', 'ec-p384');
   own = makeKey(ssl, 'own-p256', 'ec-p256');
-  actor = await makeActor(app, [...PERMISSIONS, 'admin.keys.update', 'admin.keys.read']);
+  actor = await makeActor(app, [
+    ...PERMISSIONS,
+    'admin.keys.update',
+    'admin.keys.read',
+    'crypto.keys.read',
+  ]);
   await importKey(app, actor, ssl, archive);
   await importKey(app, actor, ssl, own);
   data = randomBytes(40_000);
@@ -201,6 +214,13 @@ describe('outside signers (contract 10)', () => {
     expect(before.json().type).toMatch(/\/problems\/cms-key-not-imported$/);
     const bob = await importCertificate(actor, 'bob.crt');
     expect(bob).toMatchObject({ usage: 'verify' });
+    // The Core API lists it and shows its public key as a verify key (answers checked against their schemas).
+    const listed = (await coreKeys(actor, '?limit=500')).body.items as Array<
+      Record<string, unknown>
+    >;
+    expect(listed.find((k) => k.kid === bob.kid)).toMatchObject({ usage: 'verify' });
+    const shown = await coreKeys(actor, `/${bob.kid as string}`);
+    expect([shown.status, shown.body.usage]).toEqual([200, 'verify']);
     const r = await convert(app, actor.user, file);
     expect(r.status).toBe(200);
     expect(signersOf(r.json<Jws>())[0].x5c[0]).toBe(b64('bob.crt'));

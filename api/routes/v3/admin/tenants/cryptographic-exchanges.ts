@@ -1,16 +1,24 @@
 /**
  * Cryptographic exchanges of a tenant (`admin.cryptographicexchange.*`): offer a key to another
  * tenant, list and read the offers where this tenant is either side, accept, reject, cancel.
- * The workflow and its design are in api/services/exchanges.ts.
+ * The workflow and its design are in api/services/exchanges.ts, which audits each step in both
+ * tenants (so the rows declare no audit of their own).
  */
-import { Router } from 'express';
-import type { AppContext } from '../../../../context.ts';
-import { route } from '../../../../http/route.ts';
-import { pageParams } from '../../../../http/pagination.ts';
-import { param, tenantParam, uuidParam } from '../../../../http/params.ts';
-import { actorOf, authorize } from '../../../../middleware/authenticate.ts';
-import { jsonBody } from '../../../../middleware/body.ts';
-import { onlyKnown } from '../../../../../shared/validation/members.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../../http/endpoint.ts';
+import { pageRequest } from '../../../../http/pagination.ts';
+import { KeyRecord } from '../../../../http/key-schemas.ts';
+import {
+  Body,
+  NullableTime,
+  PAGE_QUERY,
+  PageOf,
+  Resource,
+  TENANT_PARAM,
+  TenantRecord,
+  Time,
+  Uuid,
+} from '../../../../http/schemas.ts';
 import {
   acceptExchange,
   closeExchange,
@@ -19,93 +27,202 @@ import {
   readExchange,
 } from '../../../../services/exchanges.ts';
 
-const OFFER_MEMBERS: ReadonlySet<string> = new Set([
-  'kid',
-  'toTenantId',
-  'mode',
-  'wrappingKid',
-  'expiresInSeconds',
-]);
-const ACCEPT_MEMBERS: ReadonlySet<string> = new Set(['kid']);
-const CLOSE_MEMBERS: ReadonlySet<string> = new Set(['reason']);
+const STATES = ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] as const;
+
+const Exchange = Resource(
+  {
+    id: Uuid(),
+    direction: Type.Enum(['outgoing', 'incoming'], {
+      description: 'relative to the tenant of the path',
+    }),
+    fromTenantId: Uuid(),
+    toTenantId: Uuid(),
+    kid: Type.String({ description: 'the offered key in the offering tenant' }),
+    version: Type.Integer(),
+    type: Type.String(),
+    usage: Type.String(),
+    mode: Type.Enum(['public', 'wrapped']),
+    wrappingKid: Type.Union([Type.String(), Type.Null()]),
+    state: Type.Enum(STATES, {
+      description:
+        'cancelled: withdrawn by the offering tenant, or by suspending or revoking the offered key',
+    }),
+    publicKeySha256: Type.Union([Type.String(), Type.Null()], {
+      description: 'base64url SHA-256 of the public key (SPKI DER) to compare out of band',
+    }),
+    hasCertificate: Type.Boolean(),
+    createdAt: Time(),
+    expiresAt: Time(),
+    decidedAt: NullableTime(),
+    acceptedKid: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], { description: 'receiving tenant only' }),
+    ),
+  },
+  {
+    id: 'e5f6a7b8-c9d0-4e1f-8a2b-3c4d5e6f7a8b',
+    direction: 'outgoing',
+    fromTenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
+    toTenantId: '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e',
+    kid: 'release-signing',
+    version: 2,
+    type: 'ec-p256',
+    usage: 'sign',
+    mode: 'public',
+    wrappingKid: null,
+    state: 'pending',
+    publicKeySha256: 'n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg',
+    hasCertificate: false,
+    createdAt: '2026-11-23T16:00:00.000Z',
+    expiresAt: '2026-11-24T16:00:00.000Z',
+    decidedAt: null,
+    acceptedKid: null,
+  },
+);
+
+const Tenant = Type.Object(TENANT_PARAM);
+const ExchangePath = TenantRecord('exchange');
+const tag = 'cryptographic-exchanges';
+const access = (step: string) => ({ anyOf: [`admin.cryptographicexchange.${step}`] }) as const;
+
+/** The problems of a step on a pending offer. */
+const STEP_PROBLEMS = {
+  403: "missing permission, another tenant's path, or the wrong side of the exchange",
+  404: 'no such exchange',
+  409: 'exchange-not-pending',
+  410: 'exchange-expired',
+};
+
+/** Reject (receiving tenant) or cancel (offering tenant): the offer is closed, its payload dropped. */
+const closeStep = (action: 'reject' | 'cancel', summary: string) =>
+  endpoint({
+    method: 'post',
+    path: `/:id/${action}`,
+    operationId: `${action}Exchange`,
+    tag,
+    summary,
+    access: access(action),
+    params: ExchangePath,
+    body: Body({
+      reason: Type.Optional(
+        Type.String({
+          description: 'recorded in the audit event of both tenants, its first 200 characters',
+        }),
+      ),
+    }),
+    bodyOptional: true,
+    answer: { status: 200, description: 'the exchange', schema: Exchange },
+    problems: STEP_PROBLEMS,
+    handle: (ctx, { params, body, actor }) =>
+      closeExchange(ctx, params.tenantId, params.id, actor, action, body),
+  });
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/cryptographic-exchanges. */
-export function createExchangesRouter(ctx: AppContext): Router {
-  const router = uuidParam(Router({ mergeParams: true }), 'id', 'record');
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-  const perm = (p: string) => authorize(ctx, `admin.cryptographicexchange.${p}`);
-
-  route(router, '/', {
-    get: [
-      perm('read'),
-      async (req, res) => {
-        res.json(
-          await listExchanges(
-            ctx,
-            tenantParam(req),
-            { direction: req.query.direction, state: req.query.state },
-            pageParams(req),
-          ),
-        );
+export const EXCHANGE_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/',
+    operationId: 'listExchanges',
+    tag,
+    summary: 'Exchanges where this tenant is either side',
+    access: access('read'),
+    params: Tenant,
+    query: Type.Object({
+      direction: Type.Optional(
+        Type.Enum(['incoming', 'outgoing'], { description: 'one side only' }),
+      ),
+      state: Type.Optional(Type.Enum(STATES, { description: 'only this state' })),
+      ...PAGE_QUERY,
+    }),
+    answer: { status: 200, description: 'exchanges', schema: PageOf(Exchange) },
+    handle: (ctx, { params, query }) =>
+      listExchanges(
+        ctx,
+        params.tenantId,
+        { direction: query.direction, state: query.state },
+        pageRequest(query),
+      ),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'createExchange',
+    tag,
+    summary: 'Offer the current version of a key to another tenant',
+    description:
+      "mode public copies only the public key (the receiver can verify or encrypt); mode wrapped encrypts a copy of the material inside the service as a JWE to `wrappingKid`, an active AES, RSA or EC encrypt key of the receiver. The material is never in a response. Offers expire (default 24 h). The answer tells nothing of the receiver's keys: it is the same whether or not `wrappingKid` names a usable key (when it does not, nothing is wrapped and acceptance answers why) and whether or not the receiver already has a key with this kid (acceptance answers that conflict). Suspending or revoking the offered key cancels its pending offers.",
+    access: access('create'),
+    params: Tenant,
+    body: Body(
+      {
+        kid: Type.String({ minLength: 1, maxLength: 128, description: 'a key of this tenant' }),
+        toTenantId: Uuid('another active tenant'),
+        mode: Type.Enum(['public', 'wrapped']),
+        wrappingKid: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 128,
+            description: 'mode wrapped only (and required there): an encrypt key of the receiver',
+          }),
+        ),
+        expiresInSeconds: Type.Optional(
+          Type.Integer({ minimum: 60, maximum: 2592000, default: 86400 }),
+        ),
       },
-    ],
-    post: [
-      perm('create'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, OFFER_MEMBERS);
-        res
-          .status(201)
-          .json(await offerExchange(ctx, tenantParam(req), actorOf(req), req.body ?? {}));
+      {
+        kid: 'release-signing',
+        toTenantId: '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e',
+        mode: 'public',
       },
-    ],
-  });
-  route(router, '/:id', {
-    get: [
-      perm('read'),
-      async (req, res) => {
-        res.json(await readExchange(ctx, tenantParam(req), param(req, 'id')));
-      },
-    ],
-  });
-  route(router, '/:id/accept', {
-    post: [
-      perm('accept'),
-      ...json,
-      async (req, res) => {
-        onlyKnown(req.body ?? {}, ACCEPT_MEMBERS);
-        res.json(
-          await acceptExchange(
-            ctx,
-            tenantParam(req),
-            param(req, 'id'),
-            actorOf(req),
-            req.body ?? {},
-          ),
-        );
-      },
-    ],
-  });
-  for (const action of ['reject', 'cancel'] as const) {
-    route(router, `/:id/${action}`, {
-      post: [
-        perm(action),
-        ...json,
-        async (req, res) => {
-          onlyKnown(req.body ?? {}, CLOSE_MEMBERS);
-          res.json(
-            await closeExchange(
-              ctx,
-              tenantParam(req),
-              param(req, 'id'),
-              actorOf(req),
-              action,
-              req.body ?? {},
-            ),
-          );
-        },
-      ],
-    });
-  }
-  return router;
-}
+    ),
+    answer: { status: 201, description: 'the offer', schema: Exchange },
+    problems: {
+      404: 'key-not-found (a key of this tenant)',
+      409: 'key-suspended or key-revoked',
+      422: 'key-usage-mismatch: a symmetric key offered public',
+    },
+    handle: (ctx, { params, body, actor }) => offerExchange(ctx, params.tenantId, actor, body),
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getExchange',
+    tag,
+    summary: 'Read an exchange',
+    access: access('read'),
+    params: ExchangePath,
+    answer: { status: 200, description: 'the exchange', schema: Exchange },
+    problems: { 404: 'no such exchange' },
+    handle: (ctx, { params }) => readExchange(ctx, params.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/:id/accept',
+    operationId: 'acceptExchange',
+    tag,
+    summary: 'Accept an offer (receiving tenant): the key is created here with source exchange',
+    access: access('accept'),
+    params: ExchangePath,
+    body: Body({
+      kid: Type.Optional(
+        Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'default exchange-{id}' }),
+      ),
+    }),
+    bodyOptional: true,
+    answer: {
+      status: 200,
+      description: 'the exchange and the new key',
+      schema: Type.Object({ exchange: Exchange, key: KeyRecord }),
+    },
+    problems: {
+      403: "missing permission, another tenant's path, or not the receiving tenant",
+      404: 'no such exchange, or key-not-found: the wrappingKid of a wrapped offer names no key here',
+      409: 'exchange-not-pending; conflict: the kid exists, or the offer was made for a wrappingKid that was not an active encrypt key here (nothing was wrapped); key-suspended or key-revoked: the wrapping key, or the offered key in the offering tenant (re-read under its row lock: nothing is delivered unless it is active)',
+      410: 'exchange-expired',
+      422: 'policy-violation, or the wrapped payload does not open',
+    },
+    handle: (ctx, { params, body, actor }) =>
+      acceptExchange(ctx, params.tenantId, params.id, actor, body),
+  }),
+  closeStep('reject', 'Reject an offer (receiving tenant)'),
+  closeStep('cancel', 'Withdraw an offer (offering tenant)'),
+];
