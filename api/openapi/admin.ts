@@ -29,31 +29,6 @@ const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
 const OTHER_TENANT_ID = '9b1d7c2e-0a4f-4e5b-8c6d-1f2a3b4c5d6e';
 const AT = '2026-11-23T16:00:00.000Z';
 
-const Policy = obj({
-  template: str,
-  allowedKeyTypes: { type: 'array', items: str },
-  rotationPeriodDays: { type: 'integer' },
-  tokenLifetimes: obj({
-    clientCredentials: { type: 'integer' },
-    human: { type: 'integer' },
-    tokenExchange: { type: 'integer' },
-    refresh: { type: 'integer' },
-    rememberMeRefresh: { type: 'integer' },
-  }),
-  rateLimits: obj({
-    tokenRequestsPerMinute: { type: 'integer' },
-    failedAuthenticationsPerMinute: { type: 'integer' },
-    apiRequestsPerMinutePerEndpoint: { type: 'integer' },
-  }),
-});
-const Overrides = obj(
-  {
-    template: { enum: ['default', 'strict', 'pqc-only'] },
-    allowedKeyTypes: { type: 'array', items: str, description: 'may only narrow the template' },
-    rotationPeriodDays: { type: 'integer', minimum: 1, maximum: 3650 },
-  },
-  [],
-);
 const KeyState = { enum: ['active', 'suspended', 'revoked', 'archived'] };
 const KEY_EXAMPLE = {
   kid: 'orders-db',
@@ -440,56 +415,6 @@ const op = (tag: string, o: Op) => ({
 const T = '/api/v3/admin/tenants/{tenantId}';
 const KID = path('kid', 'the key identifier');
 const EXID = path('id', 'the exchange id');
-
-const identities = {
-  [`${T}/policies/templates`]: {
-    get: op('policies', {
-      id: 'listPolicyTemplates',
-      summary: 'Policy templates',
-      permission: 'admin.policy.templates.read',
-      parameters: [TENANT],
-      responses: {
-        200: ok(
-          'templates',
-          obj({
-            items: {
-              type: 'array',
-              items: obj({ name: str, description: str, policy: { type: 'object' } }),
-            },
-          }),
-        ),
-      },
-    }),
-  },
-  [`${T}/policies/effective`]: {
-    get: op('policies', {
-      id: 'getEffectivePolicy',
-      summary: 'The effective policy: platform defaults, template and tenant overrides',
-      permission: 'admin.policy.effective.read',
-      parameters: [TENANT],
-      responses: {
-        200: ok('the policy', obj({ tenantId: uuid, overrides: Overrides, policy: Policy })),
-      },
-      errors: [404],
-    }),
-  },
-  [`${T}/policies/overrides`]: {
-    put: op('policies', {
-      id: 'replacePolicyOverrides',
-      summary: "Replace the tenant's overrides",
-      permission: 'admin.policy.overrides.write',
-      parameters: [TENANT],
-      requestBody: body(Overrides),
-      responses: {
-        200: ok(
-          'the new effective policy',
-          obj({ tenantId: uuid, overrides: Overrides, policy: Policy }),
-        ),
-      },
-      errors: [400, 415],
-    }),
-  },
-};
 
 const keyAction = (action: string, permission: string, summary: string, errorText: string) => ({
   [`${T}/keys/{kid}/${action}`]: {
@@ -882,4 +807,4 @@ const legacy = {
   },
 };
 
-export const adminPaths = { ...identities, ...keys, ...exchanges, ...legacy };
+export const adminPaths = { ...keys, ...exchanges, ...legacy };

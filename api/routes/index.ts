@@ -30,7 +30,7 @@ import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
-import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
+import { POLICY_ENDPOINTS } from './v3/admin/tenants/policies.ts';
 import { createKeysRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
@@ -126,7 +126,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
-      { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
+      { path: `${TENANT}/policies`, endpoints: POLICY_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
       {
         path: `${TENANT}/cryptographic-exchanges`,

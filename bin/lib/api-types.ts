@@ -322,54 +322,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listPolicyTemplates'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getEffectivePolicy'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put: operations['replacePolicyOverrides'];
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/keys': {
     parameters: {
       query?: never;
@@ -1292,6 +1244,54 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['resetUserPassword'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listPolicyTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getEffectivePolicy'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['replacePolicyOverrides'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -2378,136 +2378,6 @@ export interface operations {
             )[];
           } & {
             [key: string]: unknown;
-          };
-        };
-      };
-    };
-  };
-  listPolicyTemplates: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              name: string;
-              description: string;
-              policy: Record<string, unknown>;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  getEffectivePolicy: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              /** @enum {unknown} */
-              template?: 'default' | 'strict' | 'pqc-only';
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  replacePolicyOverrides: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @enum {unknown} */
-          template?: 'default' | 'strict' | 'pqc-only';
-          allowedKeyTypes?: string[];
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              /** @enum {unknown} */
-              template?: 'default' | 'strict' | 'pqc-only';
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
           };
         };
       };
@@ -5750,6 +5620,171 @@ export interface operations {
           'application/json': {
             /** @constant */
             status: 'reset-mail-sent';
+          };
+        };
+      };
+    };
+  };
+  listPolicyTemplates: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              name: string;
+              description: string;
+              policy: Record<string, unknown>;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getEffectivePolicy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  replacePolicyOverrides: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          template?: 'default' | 'strict' | 'pqc-only';
+          allowedKeyTypes?: (
+            | 'aes-128'
+            | 'aes-256'
+            | 'hmac-sha256'
+            | 'hmac-sha384'
+            | 'hmac-sha512'
+            | 'rsa-2048'
+            | 'rsa-3072'
+            | 'rsa-4096'
+            | 'rsa-pss-2048'
+            | 'rsa-pss-3072'
+            | 'rsa-pss-4096'
+            | 'ec-p256'
+            | 'ec-p384'
+            | 'ec-p521'
+            | 'ed25519'
+            | 'ed448'
+            | 'x25519'
+            | 'x448'
+            | 'ml-kem-768'
+            | 'ml-kem-1024'
+            | 'ml-dsa-44'
+            | 'ml-dsa-65'
+            | 'ml-dsa-87'
+            | 'slh-dsa-sha2-128s'
+            | 'slh-dsa-sha2-128f'
+            | 'slh-dsa-sha2-192s'
+            | 'slh-dsa-sha2-192f'
+            | 'slh-dsa-sha2-256s'
+            | 'slh-dsa-sha2-256f'
+            | 'slh-dsa-shake-128s'
+            | 'slh-dsa-shake-128f'
+            | 'slh-dsa-shake-192s'
+            | 'slh-dsa-shake-192f'
+            | 'slh-dsa-shake-256s'
+            | 'slh-dsa-shake-256f'
+            | 'x25519-ml-kem-768'
+          )[];
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
           };
         };
       };
