@@ -1,7 +1,8 @@
 /**
  * OpenAPI paths of the MAC operations, the key list and the per-version public keys (contract 8):
  * generate-mac and verify-mac (HMAC keys, usage `mac`), GET /api/v3/crypto/keys and /keys/{kid} for
- * workloads (`service-core` token, the token's tenant) and the admin `/public` view of the same.
+ * workloads (`service-core` token, the token's tenant); the admin `/public` view of the same is a
+ * route row (api/routes/v3/admin/tenants/keys.ts).
  * A public JWK's `kid` is `<kid>#<version>`, the name the service's JWS and JWE headers give that
  * version, so a verifier picks the key a signature was made with.
  */
@@ -232,37 +233,6 @@ export const cryptoKeysPaths = {
           409: 'key-revoked: the key is revoked or archived',
           ...COMMON,
           429: BODY[429],
-        }),
-      },
-    },
-  },
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
-    get: {
-      tags: ['keys'],
-      operationId: 'adminGetPublicKeys',
-      summary: "Every retained version's public key, as JWK and PEM",
-      description:
-        'Requires `admin.keys.export-public`, and a token of the tenant or `admin.platform.cross-tenant`. Any key state.',
-      parameters: [
-        {
-          name: 'tenantId',
-          in: 'path',
-          required: true,
-          schema: { type: 'string', format: 'uuid' },
-          description:
-            "the tenant; must be the token's unless it holds admin.platform.cross-tenant",
-        },
-        KID_PARAM,
-      ],
-      responses: {
-        200: {
-          description: 'the public keys',
-          content: { 'application/json': { schema: PublicKeys, example: publicExample } },
-        },
-        ...problems({
-          ...PUBLIC_ERRORS,
-          401: COMMON[401],
-          403: 'the role lacks the permission, or the path names another tenant',
         }),
       },
     },

@@ -31,7 +31,7 @@ import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { POLICY_ENDPOINTS } from './v3/admin/tenants/policies.ts';
-import { createKeysRouter } from './v3/admin/tenants/keys.ts';
+import { KEY_ENDPOINTS, createKeystoreImportRouter } from './v3/admin/tenants/keys.ts';
 import { createExchangesRouter } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { createTenantAuditRouter } from './v3/admin/tenants/audit.ts';
@@ -127,7 +127,13 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, endpoints: POLICY_ENDPOINTS, tenantScoped: true },
-      { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
+      // Ahead of the key rows, whose /:kid would answer its POST with 405.
+      {
+        path: `${TENANT}/keys/import-keystore`,
+        router: createKeystoreImportRouter,
+        tenantScoped: true,
+      },
+      { path: `${TENANT}/keys`, endpoints: KEY_ENDPOINTS, tenantScoped: true },
       {
         path: `${TENANT}/cryptographic-exchanges`,
         router: createExchangesRouter,
