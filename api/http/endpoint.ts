@@ -97,6 +97,11 @@ export interface EndpointRow<
   /** Whether a request may come without a body (then the handler sees `{}`). */
   bodyOptional?: boolean;
   answer: Answer;
+  /**
+   * Other success answers the handler may give instead of `answer`, choosing one by setting its
+   * status (`input.res.status(202)`): a batch accepted to run later beside one answered inline.
+   */
+  otherAnswers?: readonly Answer[];
   /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
   problems?: Readonly<Record<number, string>>;
   /** The event (or events, each in its own tenant's chain) a successful call records. */
@@ -130,7 +135,10 @@ export function endpoint<
 function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   const check: InputChecker = inputChecker(row);
   const mode = ctx.config.answerCheck;
-  const answerMismatch = answerChecker(row.answer.schema, mode);
+  const answers = [row.answer, ...(row.otherAnswers ?? [])].map((answer) => ({
+    ...answer,
+    mismatch: answerChecker(answer.schema, mode),
+  }));
   const audits: readonly Audit[] = row.audit === undefined ? [] : [row.audit].flat();
   let mismatchLogged = false;
   const budget = row.budget;
@@ -147,7 +155,11 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       req,
       res,
     };
+    res.status(row.answer.status);
     const result = await row.handle(ctx, input);
+    const answer = answers.find((a) => a.status === res.statusCode);
+    if (!answer)
+      throw new Error(`${row.operationId} answered ${res.statusCode}, which it does not declare`);
     for (const audit of audits) {
       const params = input.params as { tenantId?: string };
       ctx.audit.record({
@@ -159,7 +171,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
         details: audit.details?.(input, result),
       });
     }
-    const mismatch = row.answer.media ? null : answerMismatch?.(result);
+    const mismatch = answer.media ? null : answer.mismatch?.(result);
     if (mismatch) {
       // Once per row and process: a drift is one bug, not a line per request.
       if (!mismatchLogged)
@@ -170,9 +182,9 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       mismatchLogged = true;
       if (mode === 'strict') throw problem('internal', 'the answer does not fit its schema');
     }
-    if (row.answer.media) return; // the handler wrote it
-    if (row.answer.status === 204) res.status(204).end();
-    else res.status(row.answer.status).json(result);
+    if (answer.media) return; // the handler wrote it
+    if (answer.status === 204) res.end();
+    else res.json(result);
   };
   return [access, ...(row.body ? jsonBody(ctx.config.jsonLimitBytes) : []), run];
 }

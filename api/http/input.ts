@@ -30,17 +30,19 @@ export type InputChecker = (req: Request) => CheckedInput;
 interface SchemaError {
   keyword: string;
   instancePath: string;
-  params: { additionalProperties?: string[]; requiredProperties?: string[] };
+  params: { additionalProperties?: string[]; requiredProperties?: string[]; limit?: number };
   message: string;
 }
 
 type Validator = { Check(value: unknown): boolean; Errors(value: unknown): Iterable<unknown> };
 
 const field = (path: string) => path.slice(1).replaceAll('/', '.').slice(0, 80);
+/** The member a path is in: an array's item is named by its array (`usages` for `/usages/1`). */
+const member = (path: string) => field(path.replace(/\/\d+(?=\/|$)/g, ''));
 
 /**
  * The problem for the first error of a refused value: an unknown member first (the one a
- * client most needs to hear of), then a missing one, then the first other.
+ * client most needs to hear of), then a missing one, then too few members, then the first other.
  */
 function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
   // A member with several forms (a union) is named as a whole: its branches' errors mislead.
@@ -66,10 +68,17 @@ function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
     const full = at ? `${at}.${name}` : name;
     return problem('validation_failed', `${full} is required`, { details: { field: full } });
   }
+  const empty = errors.find((e) => e.keyword === 'minProperties');
+  if (empty) {
+    const at = field(empty.instancePath) || where;
+    const n = empty.params.limit ?? 1;
+    const what = n === 1 ? 'one member' : `${n} members`;
+    return problem('validation_failed', `${at} needs at least ${what}`, { details: { field: at } });
+  }
   const first = errors.find((e) => e.keyword !== 'boolean') ?? errors[0];
   const at = field(first?.instancePath ?? '') || where;
   return problem('validation_failed', `${at} ${first?.message ?? 'is not valid'}`, {
-    details: { field: at },
+    details: { field: member(first?.instancePath ?? '') || where },
   });
 }
 

@@ -1,7 +1,5 @@
 /** Typed access to route parameters (Express 5 types them as string | string[]), and the entry step that makes them canonical. */
 import type { Request, RequestHandler } from 'express';
-import type { AppContext } from '../context.ts';
-import { actorOf } from '../middleware/authenticate.ts';
 import { OAuthError, problem, type AppError } from '../../shared/errors/index.ts';
 import { UnfitInput, canonicalInput, canonicalPath } from '../../shared/ids.ts';
 
@@ -13,24 +11,6 @@ export function param(req: Request, name: string): string {
 
 /** The tenant of a tenant-scoped admin path. */
 export const tenantParam = (req: Request) => param(req, 'tenantId');
-
-/** Audits a successful admin change in the path's tenant. */
-export function auditChange(
-  ctx: AppContext,
-  req: Request,
-  action: string,
-  target: string,
-  details?: Record<string, unknown>,
-): void {
-  ctx.audit.record({
-    tenantId: tenantParam(req),
-    actor: actorOf(req),
-    action,
-    outcome: 'success',
-    target,
-    details,
-  });
-}
 
 /** Paths whose every answer has the OAuth error shape (RFC 6749 5.2), the refusal included. */
 // Case-insensitive, as Express matches routes: /API/V3/AUTH/token is the same endpoint.

@@ -1,11 +1,11 @@
 /**
- * OpenAPI paths of the MAC operations and the admin per-version public keys (contract 8):
- * generate-mac and verify-mac (HMAC keys, usage `mac`) and the admin `/public` view of a key (the
- * workloads' GET /api/v3/crypto/keys and /keys/{kid} are rows: api/routes/v3/crypto/keys.ts).
+ * OpenAPI paths of the MAC operations (contract 8), generate-mac and verify-mac (HMAC keys,
+ * usage `mac`); the key lists and public keys are route rows (api/routes/v3/crypto/keys.ts,
+ * api/routes/v3/admin/tenants/keys.ts).
  * A public JWK's `kid` is `<kid>#<version>`, the name the service's JWS and JWE headers give that
  * version, so a verifier picks the key a signature was made with.
  */
-import { problems, withExample } from './components.ts';
+import { withExample } from './components.ts';
 import { base64, int, kid, obj, operation, str, type Schema } from './crypto.ts';
 
 /** Answers are not closed: a member may be added without breaking a client (batch results add `status`). */
@@ -14,10 +14,6 @@ const res = (properties: Schema, required: string[] = Object.keys(properties)): 
   required,
   properties,
 });
-const COMMON = {
-  401: 'missing, invalid or expired bearer token, or the wrong audience',
-  403: 'the role lacks the permission',
-};
 const KEY = {
   404: "key-not-found: no such kid in the token's tenant",
   409: 'key-suspended or key-revoked: the key is not active',
@@ -29,79 +25,6 @@ const macAlg = {
   description: 'HMAC with SHA-256, SHA-384 or SHA-512 (RFC 7518 section 3.2)',
 };
 
-const Jwk = {
-  type: 'object',
-  required: ['kty', 'kid'],
-  properties: {
-    kty: { enum: ['RSA', 'EC', 'OKP', 'AKP'] },
-    kid: { type: 'string', description: '`<kid>#<version>`' },
-    use: { enum: ['sig', 'enc'] },
-    alg: { type: 'string', description: 'the default JOSE algorithm of the key, where it has one' },
-  },
-  description:
-    'public members only (RFC 7517, 7518, 8037; AKP for ML-KEM, ML-DSA, SLH-DSA and X-Wing): never d, p, q, dp, dq, qi, priv or k',
-};
-const PublicKeys = res({
-  kid: str,
-  type: str,
-  usage: { enum: ['encrypt', 'sign'] },
-  state: { enum: ['active', 'suspended', 'revoked', 'archived'] },
-  currentVersion: int,
-  minDecryptionVersion: {
-    ...int,
-    description:
-      'versions below it are no longer shown: nothing they made verifies or decrypts any more',
-  },
-  versions: {
-    type: 'array',
-    description: 'every retained version, oldest first',
-    items: res({
-      version: int,
-      jwk: Jwk,
-      pem: {
-        type: ['string', 'null'],
-        description:
-          'SPKI PEM (RFC 5280 section 4.1.2.7); null for the X-Wing hybrid, which has no SPKI form',
-      },
-    }),
-  },
-});
-const publicExample = {
-  kid: 'release-signing',
-  type: 'ec-p256',
-  usage: 'sign',
-  state: 'active',
-  currentVersion: 2,
-  minDecryptionVersion: 1,
-  versions: [
-    {
-      version: 1,
-      jwk: {
-        kty: 'EC',
-        crv: 'P-256',
-        x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
-        y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
-        kid: 'release-signing#1',
-        use: 'sig',
-        alg: 'ES256',
-      },
-      pem: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEf83OJ3D2xF1Bg8vub9tLe1gHMzV7\n6e8Tus9uPHvRVEXH8UTNG72bfocs3+257rn0s2ldbqkLJK2KRiMohYjlrQ==\n-----END PUBLIC KEY-----\n',
-    },
-    {
-      version: 2,
-      jwk: {
-        kty: 'EC',
-        crv: 'P-256',
-        x: 'gI0GAILBdu7T53akrFmMyGcsF3n5dO7MmwNBHKW5SV0',
-        y: 'SLW_xSffzlPWrHEVI30DHM_4egVwt3NQqeUD7nMFpps',
-        kid: 'release-signing#2',
-        use: 'sig',
-        alg: 'ES256',
-      },
-      pem: '-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEgI0GAILBdu7T53akrFmMyGcsF3n5\ndO7MmwNBHKW5SV1Itb/FJ9/OU9ascRUjfQMcz/h6BXC3c1Cp5QPucwWmmw==\n-----END PUBLIC KEY-----\n',
-    },
-  ],
-};
 /** A key's metadata as the runtime and legacy APIs list it (api/services/keys/store.ts keyView): never material. */
 export const KeyView = withExample(
   res(
@@ -132,18 +55,6 @@ export const KeyView = withExample(
     updatedAt: '2026-11-23T16:00:00.000Z',
   },
 );
-
-const PUBLIC_ERRORS = {
-  404: 'key-not-found: no such kid in this tenant',
-  422: 'key-usage-mismatch: a symmetric key (AES, HMAC) has no public key',
-};
-const KID_PARAM = {
-  name: 'kid',
-  in: 'path',
-  required: true,
-  schema: kid,
-  description: 'the key identifier',
-};
 
 export const cryptoKeysPaths = {
   '/api/v3/crypto/generate-mac': operation({
@@ -195,35 +106,4 @@ export const cryptoKeysPaths = {
       422: "key-usage-mismatch: the key's usage is not mac",
     },
   }),
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
-    get: {
-      tags: ['keys'],
-      operationId: 'adminGetPublicKeys',
-      summary: "Every retained version's public key, as JWK and PEM",
-      description:
-        'Requires `admin.keys.export-public`, and a token of the tenant or `admin.platform.cross-tenant`. Any key state.',
-      parameters: [
-        {
-          name: 'tenantId',
-          in: 'path',
-          required: true,
-          schema: { type: 'string', format: 'uuid' },
-          description:
-            "the tenant; must be the token's unless it holds admin.platform.cross-tenant",
-        },
-        KID_PARAM,
-      ],
-      responses: {
-        200: {
-          description: 'the public keys',
-          content: { 'application/json': { schema: PublicKeys, example: publicExample } },
-        },
-        ...problems({
-          ...PUBLIC_ERRORS,
-          401: COMMON[401],
-          403: 'the role lacks the permission, or the path names another tenant',
-        }),
-      },
-    },
-  },
 };

@@ -5,7 +5,7 @@
  * written by hand (components.ts, problem-examples.ts).
  */
 import type { TObject, TSchema } from 'typebox';
-import type { Endpoint } from '../http/endpoint.ts';
+import type { Answer, Endpoint } from '../http/endpoint.ts';
 import { problemResponse, type Schema } from './components.ts';
 import { COMMON, operation as runtimeDoc, type OperationDoc } from './crypto.ts';
 
@@ -98,10 +98,11 @@ function problemStatuses(row: Endpoint): Record<number, string> {
   return { ...out, ...row.problems };
 }
 
-function operation(row: Endpoint): Schema {
-  const { anyOf } = row.access;
-  const permission = anyOf.map((p) => `\`${p}\``).join(' or ');
-  const { schema, media, description, headers } = row.answer;
+/**
+ * A success answer: its description, the headers it documents and, unless it has no body, its
+ * schema (JSON, or the media the handler writes) and example.
+ */
+function response({ schema, media, description, headers }: Answer): Schema {
   const answerHeaders = headers
     ? {
         headers: Object.fromEntries(
@@ -112,19 +113,22 @@ function operation(row: Endpoint): Schema {
         ),
       }
     : {};
-  const answer =
-    schema === undefined && media === undefined
-      ? { description, ...answerHeaders }
-      : {
-          description,
-          ...answerHeaders,
-          content: {
-            [media ?? 'application/json']: {
-              schema: schema ? plain(schema) : { type: 'string', format: 'binary' },
-              ...(schema ? exampleOf(schema) : {}),
-            },
-          },
-        };
+  if (schema === undefined && media === undefined) return { description, ...answerHeaders };
+  return {
+    description,
+    ...answerHeaders,
+    content: {
+      [media ?? 'application/json']: {
+        schema: schema ? plain(schema) : { type: 'string', format: 'binary' },
+        ...(schema ? exampleOf(schema) : {}),
+      },
+    },
+  };
+}
+
+function operation(row: Endpoint): Schema {
+  const { anyOf } = row.access;
+  const permission = anyOf.map((p) => `\`${p}\``).join(' or ');
   const problems = Object.fromEntries(
     Object.entries(problemStatuses(row)).map(([status, text]) => [
       status,
@@ -146,7 +150,12 @@ function operation(row: Endpoint): Schema {
           },
         }
       : {}),
-    responses: { [row.answer.status]: answer, ...problems },
+    responses: {
+      ...Object.fromEntries(
+        [row.answer, ...(row.otherAnswers ?? [])].map((a) => [a.status, response(a)]),
+      ),
+      ...problems,
+    },
     ...row.extensions,
   };
 }

@@ -30,8 +30,8 @@ import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
-import { createPoliciesRouter } from './v3/admin/tenants/policies.ts';
-import { createKeysRouter } from './v3/admin/tenants/keys.ts';
+import { POLICY_ENDPOINTS } from './v3/admin/tenants/policies.ts';
+import { KEY_ENDPOINTS, createKeystoreImportRouter } from './v3/admin/tenants/keys.ts';
 import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
@@ -126,8 +126,14 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/workloads`, endpoints: WORKLOAD_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
-      { path: `${TENANT}/policies`, router: createPoliciesRouter, tenantScoped: true },
-      { path: `${TENANT}/keys`, router: createKeysRouter, tenantScoped: true },
+      { path: `${TENANT}/policies`, endpoints: POLICY_ENDPOINTS, tenantScoped: true },
+      // Ahead of the key rows, whose /:kid would answer its POST with 405.
+      {
+        path: `${TENANT}/keys/import-keystore`,
+        router: createKeystoreImportRouter,
+        tenantScoped: true,
+      },
+      { path: `${TENANT}/keys`, endpoints: KEY_ENDPOINTS, tenantScoped: true },
       {
         path: `${TENANT}/cryptographic-exchanges`,
         endpoints: EXCHANGE_ENDPOINTS,

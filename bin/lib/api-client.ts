@@ -82,7 +82,7 @@ export type Role = Item<'listRoles'>;
 export type User = Item<'listUsers'>;
 /** A key as every key operation answers it (getKey adds its versions). */
 export type Key = Answer<'createKey'> & Partial<Pick<Answer<'getKey'>, 'versions'>>;
-/** A key's public versions, from the Core API or the Admin API's view (any key state). */
+/** A key's public keys, as the Core API or (a verify-only certificate too) the Admin API shows them. */
 export type PublicKeys = Answer<'getPublicKeys'> | Answer<'adminGetPublicKeys'>;
 export type MasterKeyStatus = Answer<'getMasterKeyStatus'>;
 export type RewrapProgress = Answer<'rewrapMasterKey'>;

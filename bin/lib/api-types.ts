@@ -322,70 +322,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listPolicyTemplates'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getEffectivePolicy'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put: operations['replacePolicyOverrides'];
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listKeys'];
-    put?: never;
-    post: operations['createKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
     parameters: {
       query?: never;
@@ -396,134 +332,6 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['importKeystore'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['orchestrateKeys'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate/{operationId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getKeyOperation'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getKey'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch: operations['updateKey'];
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/rotate': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['rotateKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/suspend': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['suspendKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/resume': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['resumeKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/revoke': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['revokeKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/archive': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['archiveKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -652,22 +460,6 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['verifyMac'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminGetPublicKeys'];
-    put?: never;
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1084,6 +876,214 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['resetUserPassword'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listPolicyTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getEffectivePolicy'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['replacePolicyOverrides'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listKeys'];
+    put?: never;
+    post: operations['createKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['orchestrateKeys'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate/{operationId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getKeyOperation'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getKey'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch: operations['updateKey'];
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminGetPublicKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rotateKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/suspend': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['suspendKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['resumeKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['revokeKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['archiveKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2383,252 +2383,6 @@ export interface operations {
       };
     };
   };
-  listPolicyTemplates: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              name: string;
-              description: string;
-              policy: Record<string, unknown>;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  getEffectivePolicy: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              /** @enum {unknown} */
-              template?: 'default' | 'strict' | 'pqc-only';
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  replacePolicyOverrides: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @enum {unknown} */
-          template?: 'default' | 'strict' | 'pqc-only';
-          allowedKeyTypes?: string[];
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              /** @enum {unknown} */
-              template?: 'default' | 'strict' | 'pqc-only';
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  listKeys: {
-    parameters: {
-      query?: {
-        state?: 'active' | 'suspended' | 'revoked' | 'archived';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt?: string;
-              /** Format: date-time */
-              updatedAt?: string;
-              publicKey?: Record<string, unknown>;
-              description?: string | null;
-              rotationPeriodDays?: number | null;
-              /** @enum {unknown} */
-              rotationPeriodFrom?: 'key' | 'policy' | null;
-              /** Format: date-time */
-              nextRotationAt?: string | null;
-              /** Format: date-time */
-              lastRotatedAt?: string | null;
-              minDecryptionVersion?: number;
-              archiveSigning?: boolean;
-              trustAnchor?: boolean;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          type: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign';
-          kid?: string;
-          description?: string;
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          };
-        };
-      };
-    };
-  };
   importKeystore: {
     parameters: {
       query?: never;
@@ -2677,506 +2431,6 @@ export interface operations {
                 notAfter: string;
               } | null;
             }[];
-          };
-        };
-      };
-    };
-  };
-  orchestrateKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @enum {unknown} */
-          operation: 'rotate' | 'suspend' | 'resume' | 'revoke';
-          kids?: string[];
-          selector?:
-            | {
-                type?: string;
-                /** @enum {unknown} */
-                usage?: 'encrypt' | 'sign';
-                /** @enum {unknown} */
-                state?: 'active' | 'suspended' | 'revoked' | 'archived';
-                kidPrefix?: string;
-              }
-            | {
-                /** @constant */
-                all: true;
-              };
-          dryRun?: boolean;
-          expectedCount?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                operation: string;
-                total: number;
-                succeeded: number;
-                results: {
-                  kid: string;
-                  status: number;
-                  /** @enum {unknown} */
-                  state?: 'active' | 'suspended' | 'revoked' | 'archived';
-                  version?: number;
-                  error?: components['schemas']['Problem'];
-                }[];
-              }
-            | {
-                operation: string;
-                /** @constant */
-                dryRun: true;
-                total: number;
-                kids: string[];
-              };
-        };
-      };
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            operationId: string;
-            operation: string;
-            total: number;
-            /** @constant */
-            state: 'running';
-            progress: string;
-          };
-        };
-      };
-    };
-  };
-  getKeyOperation: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        operationId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId?: string;
-            operation: string;
-            total: number;
-            done: number;
-            failed: number;
-            /** @enum {unknown} */
-            state: 'running' | 'completed' | 'interrupted';
-            results: {
-              kid: string;
-              status: number;
-              /** @enum {unknown} */
-              state?: 'active' | 'suspended' | 'revoked' | 'archived';
-              version?: number;
-              error?: components['schemas']['Problem'];
-            }[];
-            /** Format: date-time */
-            startedAt?: string;
-            /** Format: date-time */
-            finishedAt?: string;
-          };
-        };
-      };
-    };
-  };
-  getKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          } & {
-            versions: {
-              version: number;
-              /** Format: date-time */
-              createdAt: string;
-              hasCertificate: boolean;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  updateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          description?: string | null;
-          rotationPeriodDays?: number | null;
-          minDecryptionVersion?: number;
-          archiveSigning?: boolean;
-          trustAnchor?: boolean;
-          usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          } & {
-            versions: {
-              version: number;
-              /** Format: date-time */
-              createdAt: string;
-              hasCertificate: boolean;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  rotateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          };
-        };
-      };
-    };
-  };
-  suspendKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          };
-        };
-      };
-    };
-  };
-  resumeKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          };
-        };
-      };
-    };
-  };
-  revokeKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
-          };
-        };
-      };
-    };
-  };
-  archiveKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt?: string;
-            /** Format: date-time */
-            updatedAt?: string;
-            publicKey?: Record<string, unknown>;
-            description?: string | null;
-            rotationPeriodDays?: number | null;
-            /** @enum {unknown} */
-            rotationPeriodFrom?: 'key' | 'policy' | null;
-            /** Format: date-time */
-            nextRotationAt?: string | null;
-            /** Format: date-time */
-            lastRotatedAt?: string | null;
-            minDecryptionVersion?: number;
-            archiveSigning?: boolean;
-            trustAnchor?: boolean;
           };
         };
       };
@@ -3784,49 +3038,6 @@ export interface operations {
                     }
                 )[];
               };
-        };
-      };
-    };
-  };
-  adminGetPublicKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign';
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            minDecryptionVersion: number;
-            versions: {
-              version: number;
-              jwk: {
-                /** @enum {unknown} */
-                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
-                kid: string;
-                /** @enum {unknown} */
-                use?: 'sig' | 'enc';
-                alg?: string;
-              };
-              pem: string | null;
-            }[];
-          };
         };
       };
     };
@@ -5054,6 +4265,846 @@ export interface operations {
           'application/json': {
             /** @constant */
             status: 'reset-mail-sent';
+          };
+        };
+      };
+    };
+  };
+  listPolicyTemplates: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              name: string;
+              description: string;
+              policy: Record<string, unknown>;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getEffectivePolicy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  replacePolicyOverrides: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          template?: 'default' | 'strict' | 'pqc-only';
+          allowedKeyTypes?: (
+            | 'aes-128'
+            | 'aes-256'
+            | 'hmac-sha256'
+            | 'hmac-sha384'
+            | 'hmac-sha512'
+            | 'rsa-2048'
+            | 'rsa-3072'
+            | 'rsa-4096'
+            | 'rsa-pss-2048'
+            | 'rsa-pss-3072'
+            | 'rsa-pss-4096'
+            | 'ec-p256'
+            | 'ec-p384'
+            | 'ec-p521'
+            | 'ed25519'
+            | 'ed448'
+            | 'x25519'
+            | 'x448'
+            | 'ml-kem-768'
+            | 'ml-kem-1024'
+            | 'ml-dsa-44'
+            | 'ml-dsa-65'
+            | 'ml-dsa-87'
+            | 'slh-dsa-sha2-128s'
+            | 'slh-dsa-sha2-128f'
+            | 'slh-dsa-sha2-192s'
+            | 'slh-dsa-sha2-192f'
+            | 'slh-dsa-sha2-256s'
+            | 'slh-dsa-sha2-256f'
+            | 'slh-dsa-shake-128s'
+            | 'slh-dsa-shake-128f'
+            | 'slh-dsa-shake-192s'
+            | 'slh-dsa-shake-192f'
+            | 'slh-dsa-shake-256s'
+            | 'slh-dsa-shake-256f'
+            | 'x25519-ml-kem-768'
+          )[];
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  listKeys: {
+    parameters: {
+      query?: {
+        state?: 'active' | 'suspended' | 'revoked' | 'archived';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  createKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          type: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'mac' | 'verify';
+          kid?: string;
+          description?: string;
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  orchestrateKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          operation: 'rotate' | 'suspend' | 'resume' | 'revoke';
+          kids?: string[];
+          selector?: {
+            /** @enum {unknown} */
+            type?:
+              | 'aes-128'
+              | 'aes-256'
+              | 'hmac-sha256'
+              | 'hmac-sha384'
+              | 'hmac-sha512'
+              | 'rsa-2048'
+              | 'rsa-3072'
+              | 'rsa-4096'
+              | 'rsa-pss-2048'
+              | 'rsa-pss-3072'
+              | 'rsa-pss-4096'
+              | 'ec-p256'
+              | 'ec-p384'
+              | 'ec-p521'
+              | 'ed25519'
+              | 'ed448'
+              | 'x25519'
+              | 'x448'
+              | 'ml-kem-768'
+              | 'ml-kem-1024'
+              | 'ml-dsa-44'
+              | 'ml-dsa-65'
+              | 'ml-dsa-87'
+              | 'slh-dsa-sha2-128s'
+              | 'slh-dsa-sha2-128f'
+              | 'slh-dsa-sha2-192s'
+              | 'slh-dsa-sha2-192f'
+              | 'slh-dsa-sha2-256s'
+              | 'slh-dsa-sha2-256f'
+              | 'slh-dsa-shake-128s'
+              | 'slh-dsa-shake-128f'
+              | 'slh-dsa-shake-192s'
+              | 'slh-dsa-shake-192f'
+              | 'slh-dsa-shake-256s'
+              | 'slh-dsa-shake-256f'
+              | 'x25519-ml-kem-768';
+            /** @enum {unknown} */
+            usage?: 'encrypt' | 'sign';
+            /** @enum {unknown} */
+            state?: 'active' | 'suspended' | 'revoked' | 'archived';
+            kidPrefix?: string;
+            /** @constant */
+            all?: true;
+          };
+          dryRun?: boolean;
+          expectedCount?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                operation: string;
+                total: number;
+                succeeded: number;
+                results: {
+                  kid: string;
+                  status: number;
+                  /** @enum {unknown} */
+                  state?: 'active' | 'suspended' | 'revoked' | 'archived';
+                  version?: number;
+                  error?: {
+                    type: string;
+                    title: string;
+                    status: number;
+                    detail?: string;
+                  };
+                }[];
+              }
+            | {
+                operation: string;
+                /** @constant */
+                dryRun: true;
+                total: number;
+                kids: string[];
+              };
+        };
+      };
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            operationId: string;
+            operation: string;
+            total: number;
+            /** @constant */
+            state: 'running';
+            progress: string;
+          };
+        };
+      };
+    };
+  };
+  getKeyOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        operationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId?: string;
+            operation: string;
+            total: number;
+            done: number;
+            failed: number;
+            /** @enum {unknown} */
+            state: 'running' | 'completed' | 'interrupted';
+            results: {
+              kid: string;
+              status: number;
+              /** @enum {unknown} */
+              state?: 'active' | 'suspended' | 'revoked' | 'archived';
+              version?: number;
+              error?: {
+                type: string;
+                title: string;
+                status: number;
+                detail?: string;
+              };
+            }[];
+            /** Format: date-time */
+            startedAt?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+          };
+        };
+      };
+    };
+  };
+  getKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+            versions: {
+              version: number;
+              /** Format: date-time */
+              createdAt: string;
+              hasCertificate: boolean;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  updateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          description?: string | null;
+          rotationPeriodDays?: number | null;
+          minDecryptionVersion?: number;
+          archiveSigning?: boolean;
+          trustAnchor?: boolean;
+          usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+            versions: {
+              version: number;
+              /** Format: date-time */
+              createdAt: string;
+              hasCertificate: boolean;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  adminGetPublicKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'verify';
+            usages: ('encrypt' | 'sign' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            minDecryptionVersion: number;
+            versions: {
+              version: number;
+              jwk: {
+                /** @enum {unknown} */
+                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
+                kid: string;
+                /** @enum {unknown} */
+                use?: 'sig' | 'enc';
+                alg?: string;
+              };
+              pem: string | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  rotateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  suspendKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  resumeKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  revokeKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  archiveKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
           };
         };
       };

@@ -15,16 +15,13 @@ import {
 } from '../../../shared/errors/index.ts';
 import { KeyOperation } from '../../../shared/db/models/keys.ts';
 import { isUuid } from '../../../shared/ids.ts';
-import { isKeyType } from '../../../shared/crypto/registry.ts';
-import { KID, changeKey } from './store.ts';
-import { KEY_STATES, type KeyAction } from '../../../shared/keys/lifecycle.ts';
+import { changeKey } from './store.ts';
+import type { KeyAction } from '../../../shared/keys/lifecycle.ts';
 import { keysQuery } from '../../../shared/keys/lookup.ts';
 import { whereUsageEnabled } from '../../../shared/keys/usages.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
 
 const INLINE_LIMIT = 50;
 const MAX_KEYS = 10_000;
-const OPERATIONS: readonly KeyAction[] = ['rotate', 'suspend', 'resume', 'revoke'];
 /** Progress is written at most this often while an operation runs, and once at its end. */
 const PROGRESS_EVERY_MS = 250;
 /** A running operation whose row has not moved for this long lost its process. */
@@ -59,93 +56,48 @@ interface Operation {
   finishedAt?: string;
 }
 
-/** The members a selector may have; anything else is a 400, never silently ignored. */
-const SELECTOR_FILTERS = new Map<string, (v: unknown) => boolean>([
-  ['type', isKeyType],
-  ['usage', (v) => v === 'encrypt' || v === 'sign'],
-  ['state', (v) => typeof v === 'string' && (KEY_STATES as readonly string[]).includes(v)],
-  ['kidPrefix', (v) => typeof v === 'string' && KID.test(v)],
-]);
-const BODY_MEMBERS: ReadonlySet<string> = new Set([
-  'operation',
-  'kids',
-  'selector',
-  'dryRun',
-  'expectedCount',
-]);
-const SELECTOR_MEMBERS: ReadonlySet<string> = new Set([...SELECTOR_FILTERS.keys(), 'all']);
+/** A bulk request, its types and bounds checked by the route's schema (kids and kidPrefix by the kid rule). */
+export interface OrchestrationRequest {
+  operation: Exclude<KeyAction, 'archive'>;
+  kids?: string[];
+  selector?: Selector;
+  dryRun?: boolean;
+  expectedCount?: number;
+}
+interface Selector {
+  type?: string;
+  usage?: string;
+  state?: string;
+  kidPrefix?: string;
+  all?: true;
+}
 
 const invalid = (msg: string) => problem('validation_failed', msg);
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The kids a request names. A selector that filters on nothing would match every key of the
- * tenant, so it must say so with `all: true`; an unknown member (a typo such as `kid_prefix`),
- * a wrong type or an empty selector is refused rather than widening the match to everything.
+ * tenant, so it must say so with `all: true` alone; an unknown member (a typo such as
+ * `kid_prefix`), a wrong type or an empty selector is refused by the route's schema rather than
+ * widening the match to everything.
  */
 async function selectKids(
   ctx: AppContext,
   tenantId: string,
-  body: Record<string, unknown>,
+  body: OrchestrationRequest,
 ): Promise<string[]> {
   if ((body.kids === undefined) === (body.selector === undefined))
     throw invalid('give exactly one of kids and selector');
-  if (body.kids !== undefined) {
-    if (
-      !Array.isArray(body.kids) ||
-      body.kids.length === 0 ||
-      body.kids.length > MAX_KEYS ||
-      !body.kids.every((k) => typeof k === 'string' && KID.test(k))
-    ) {
-      throw invalid(
-        `kids must be 1 to ${MAX_KEYS} kids (1 to 128 characters of A-Z a-z 0-9 . _ : -)`,
-      );
-    }
-    return [...new Set(body.kids as string[])];
-  }
-  const sel = body.selector;
-  if (!isObject(sel))
-    throw invalid('selector must be an object {type?, usage?, state?, kidPrefix?} or {all: true}');
-  const members = Object.keys(sel);
-  onlyKnown(sel, SELECTOR_MEMBERS, 'selector member');
-  if (Object.hasOwn(sel, 'all')) {
-    if (sel.all !== true || members.length !== 1)
-      throw invalid('all must be true and stand alone: it selects every key of the tenant');
-  } else {
-    if (members.length === 0)
-      throw invalid(
-        'an empty selector would match every key; give a filter, or all: true to select every key',
-      );
-    for (const m of members)
-      if (!SELECTOR_FILTERS.get(m)!(sel[m])) throw invalid(`selector.${m} has an invalid value`);
-  }
+  if (body.kids !== undefined) return [...new Set(body.kids)];
+  const sel = body.selector as Selector;
+  if (sel.all !== undefined && Object.keys(sel).length !== 1)
+    throw invalid('all must be true and stand alone: it selects every key of the tenant');
   const q = keysQuery(ctx.db, tenantId).limit(MAX_KEYS).orderBy('kid');
-  for (const f of ['type', 'state'] as const)
-    if (sel[f] !== undefined) q.where(f, sel[f] as string);
+  for (const f of ['type', 'state'] as const) if (sel[f] !== undefined) q.where(f, sel[f]);
   // A key for both usages is selected by either (shared/keys/usages.ts).
-  if (sel.usage !== undefined) whereUsageEnabled(q, sel.usage as string);
+  if (sel.usage !== undefined) whereUsageEnabled(q, sel.usage);
   if (typeof sel.kidPrefix === 'string')
     q.where('kid', 'like', `${sel.kidPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   return (await q.select('kid')).map((r) => r.kid as string);
-}
-
-/** Checks the members of the request body around the selection. */
-function checkBody(body: Record<string, unknown>): {
-  action: KeyAction;
-  dryRun: boolean;
-  expectedCount?: number;
-} {
-  onlyKnown(body, BODY_MEMBERS);
-  const action = body.operation as KeyAction;
-  if (!OPERATIONS.includes(action))
-    throw invalid(`operation must be one of ${OPERATIONS.join(', ')}`);
-  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean')
-    throw invalid('dryRun must be a boolean');
-  const n = body.expectedCount;
-  if (n !== undefined && !(Number.isInteger(n) && (n as number) >= 0 && (n as number) <= MAX_KEYS))
-    throw invalid(`expectedCount must be an integer from 0 to ${MAX_KEYS}`);
-  return { action, dryRun: body.dryRun === true, expectedCount: n as number | undefined };
 }
 
 async function runOne(
@@ -176,11 +128,10 @@ async function runOne(
 export async function orchestrate(
   ctx: AppContext,
   caller: OrchestrationCaller,
-  body: Record<string, unknown>,
-): Promise<{ status: number; body: unknown }> {
+  body: OrchestrationRequest,
+): Promise<{ status: 200 | 202; body: unknown }> {
   const { tenantId } = caller;
-  if (!isObject(body)) throw invalid('the body must be a JSON object');
-  const { action, dryRun, expectedCount } = checkBody(body);
+  const { operation: action, dryRun, expectedCount } = body;
   const kids = await selectKids(ctx, tenantId, body);
   if (expectedCount !== undefined && kids.length !== expectedCount) {
     throw problem(

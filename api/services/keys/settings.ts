@@ -8,7 +8,6 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
 import { keyNotFound } from '../../../shared/keys/lifecycle.ts';
 import {
   allowedUsagesOf,
@@ -39,7 +38,12 @@ export interface KeySettingsView {
   trustAnchor: boolean;
 }
 
-/** A change of settings, as validated from a PATCH body; null clears a value. */
+/**
+ * A change of settings, its types and bounds checked by the route's schema (a description of at
+ * most 500 characters, a period from 1 to 3650 days, a version of at least 1); null clears a
+ * value. What needs the key (the current version, its source, usage and certificate) is checked
+ * here, under its lock.
+ */
 export interface SettingsPatch {
   description?: string | null;
   rotationPeriodDays?: number | null;
@@ -47,7 +51,7 @@ export interface SettingsPatch {
   archiveSigning?: boolean;
   trustAnchor?: boolean;
   /** The usages to enable, checked under the key's lock against the usages it allows. */
-  usages?: unknown;
+  usages?: readonly string[];
 }
 
 const iso = (v: unknown) => (v ? new Date(v as string).toISOString() : null);
@@ -108,49 +112,6 @@ export function readDescription(v: unknown): string | null {
       { details: { field: 'description' } },
     );
   return v;
-}
-
-const PATCH_MEMBERS: ReadonlySet<string> = new Set([
-  'description',
-  'rotationPeriodDays',
-  'minDecryptionVersion',
-  'archiveSigning',
-  'trustAnchor',
-  'usages',
-]);
-
-/** Validates a PATCH body: an object of at least one known member; bounds that need the key are checked under its lock. */
-export function readSettingsPatch(body: unknown): SettingsPatch {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw problem('validation_failed', 'the body must be a JSON object', {
-      details: { field: 'body' },
-    });
-  onlyKnown(body, PATCH_MEMBERS);
-  const b = body as Record<string, unknown>;
-  if (Object.keys(b).length === 0)
-    throw problem('validation_failed', `give at least one of ${[...PATCH_MEMBERS].join(', ')}`);
-  const patch: SettingsPatch = {};
-  if (Object.hasOwn(b, 'description')) patch.description = readDescription(b.description);
-  if (Object.hasOwn(b, 'rotationPeriodDays'))
-    patch.rotationPeriodDays = readRotationPeriod(b.rotationPeriodDays);
-  if (Object.hasOwn(b, 'minDecryptionVersion')) {
-    const v = b.minDecryptionVersion;
-    if (!Number.isSafeInteger(v) || (v as number) < 1)
-      throw problem('validation_failed', 'minDecryptionVersion must be an integer of at least 1', {
-        details: { field: 'minDecryptionVersion' },
-      });
-    patch.minDecryptionVersion = v as number;
-  }
-  if (Object.hasOwn(b, 'usages')) patch.usages = b.usages;
-  for (const flag of ['archiveSigning', 'trustAnchor'] as const) {
-    if (!Object.hasOwn(b, flag)) continue;
-    if (typeof b[flag] !== 'boolean')
-      throw problem('validation_failed', `${flag} must be true or false`, {
-        details: { field: flag },
-      });
-    patch[flag] = b[flag];
-  }
-  return patch;
 }
 
 /**

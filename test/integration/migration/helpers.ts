@@ -25,6 +25,7 @@ export type { Jws, Part, TestKey };
 
 export const PERMISSIONS = [
   'admin.keys.import',
+  'admin.keys.export-public',
   'migration.analyze',
   'migration.convert',
   'crypto.decrypt',

@@ -142,6 +142,7 @@ beforeAll(async () => {
     'admin.keys.update',
     'admin.keys.read',
     'crypto.keys.read',
+    'admin.keys.export-public',
   ]);
   await importKey(app, actor, ssl, archive);
   await importKey(app, actor, ssl, own);
@@ -194,6 +195,15 @@ describe('outside signers (contract 10)', () => {
 
     const ca = await importCertificate(actor, 'root-ca.crt', true);
     expect(ca).toMatchObject({ usage: 'verify' });
+    // Its admin public view names the usage it has (the hand-written document allowed only encrypt and sign).
+    const view = await fetch(
+      `${app.url}/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/${ca.kid as string}/public`,
+      { headers: { authorization: `Bearer ${actor.user}` } },
+    );
+    expect([view.status, await view.json()]).toEqual([
+      200,
+      expect.objectContaining({ usage: 'verify', usages: ['verify'] }),
+    ]);
     const r = await convert(app, actor.user, sign('alice'), { verify: 'chain' });
     expect(r.status).toBe(200);
     const [signer] = signersOf(r.json<Jws>());
@@ -225,6 +235,14 @@ describe('outside signers (contract 10)', () => {
     expect(r.status).toBe(200);
     expect(signersOf(r.json<Jws>())[0].x5c[0]).toBe(b64('bob.crt'));
     await verifyDetached(r.json<Jws>(), data, publicOf(archive));
+
+    // Its public view names the usage it has (the document once allowed only encrypt and sign there).
+    const view = await fetch(
+      `${app.url}/api/v3/admin/tenants/${actor.tenant.tenantId}/keys/${bob.kid as string}/public`,
+      { headers: { authorization: `Bearer ${actor.user}` } },
+    );
+    expect(view.status).toBe(200);
+    expect(await view.json()).toMatchObject({ usage: 'verify', usages: ['verify'] });
 
     // A verify-only key never signs: it cannot be the archive key, and as signerKid it is a usage mismatch.
     const notArchive = await patchKey(actor, bob.kid as string, { archiveSigning: true });

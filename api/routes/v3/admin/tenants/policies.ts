@@ -1,49 +1,145 @@
 /** Policy templates, the effective policy of a tenant, and its overrides. */
-import { Router } from 'express';
-import type { AppContext } from '../../../../context.ts';
-import {
-  policyTemplates,
-  readOverrides,
-  setOverrides,
-  tenantPolicy,
-} from '../../../../services/policies.ts';
-import { route } from '../../../../http/route.ts';
-import { auditChange, tenantParam } from '../../../../http/params.ts';
-import { authorize } from '../../../../middleware/authenticate.ts';
-import { jsonBody } from '../../../../middleware/body.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../../http/endpoint.ts';
+import { Body, Resource, TENANT_PARAM, Uuid } from '../../../../http/schemas.ts';
+import { policyTemplates, setOverrides, tenantPolicy } from '../../../../services/policies.ts';
+import { MAX_ROTATION_PERIOD_DAYS } from '../../../../services/keys/settings.ts';
+import { ALL_KEY_TYPES, POLICY_TEMPLATES } from '../../../../../shared/policy.ts';
+
+const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
+
+const Policy = Type.Object({
+  template: Type.String(),
+  allowedKeyTypes: Type.Array(Type.String()),
+  rotationPeriodDays: Type.Integer(),
+  tokenLifetimes: Type.Object({
+    clientCredentials: Type.Integer(),
+    human: Type.Integer(),
+    tokenExchange: Type.Integer(),
+    refresh: Type.Integer(),
+    rememberMeRefresh: Type.Integer(),
+  }),
+  rateLimits: Type.Object({
+    tokenRequestsPerMinute: Type.Integer(),
+    failedAuthenticationsPerMinute: Type.Integer(),
+    apiRequestsPerMinutePerEndpoint: Type.Integer(),
+  }),
+});
+
+const ROTATION_PERIOD = Type.Integer({ minimum: 1, maximum: MAX_ROTATION_PERIOD_DAYS });
+const NARROWS = 'may only narrow the template';
+
+/** Overrides as a request gives them: a catalogued template, supported key types, a bounded period. */
+const Overrides = Body(
+  {
+    template: Type.Optional(Type.Enum([...POLICY_TEMPLATES.keys()])),
+    allowedKeyTypes: Type.Optional(Type.Array(Type.Enum(ALL_KEY_TYPES), { description: NARROWS })),
+    rotationPeriodDays: Type.Optional(ROTATION_PERIOD),
+  },
+  { template: 'strict', rotationPeriodDays: 90 },
+);
+
+/**
+ * Overrides as stored: a name written before templates were checked (even "constructor") is
+ * answered as it is, and reads as the default template in the effective policy.
+ */
+const StoredOverrides = Type.Object({
+  template: Type.Optional(Type.String()),
+  allowedKeyTypes: Type.Optional(Type.Array(Type.String(), { description: NARROWS })),
+  rotationPeriodDays: Type.Optional(Type.Integer()),
+});
+
+const POLICY_EXAMPLE = {
+  template: 'strict',
+  allowedKeyTypes: ['aes-256', 'ec-p256', 'ml-dsa-65'],
+  rotationPeriodDays: 90,
+  tokenLifetimes: {
+    clientCredentials: 36000,
+    human: 3600,
+    tokenExchange: 900,
+    refresh: 86400,
+    rememberMeRefresh: 2592000,
+  },
+  rateLimits: {
+    tokenRequestsPerMinute: 600000,
+    failedAuthenticationsPerMinute: 10,
+    apiRequestsPerMinutePerEndpoint: 6000000,
+  },
+};
+
+const TenantPolicy = Resource(
+  { tenantId: Uuid(), overrides: StoredOverrides, policy: Policy },
+  { tenantId: TENANT_ID, overrides: { template: 'strict' }, policy: POLICY_EXAMPLE },
+);
+
+const Templates = Resource(
+  {
+    items: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        description: Type.String(),
+        policy: Type.Object({}, { description: 'what the template sets' }),
+      }),
+    ),
+  },
+  {
+    items: [
+      { name: 'default', description: 'Every supported key type; yearly rotation', policy: {} },
+      {
+        name: 'strict',
+        description: 'No 128-bit symmetric or 2048-bit RSA keys; rotation every 90 days',
+        policy: { allowedKeyTypes: ['aes-256', 'ec-p256'], rotationPeriodDays: 90 },
+      },
+    ],
+  },
+);
+
+const Tenant = Type.Object(TENANT_PARAM);
+const tag = 'policies';
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/policies. */
-export function createPoliciesRouter(ctx: AppContext): Router {
-  const router = Router({ mergeParams: true });
-  route(router, '/templates', {
-    get: [
-      authorize(ctx, 'admin.policy.templates.read'),
-      (_req, res) => {
-        res.json(policyTemplates());
-      },
-    ],
-  });
-  route(router, '/effective', {
-    get: [
-      authorize(ctx, 'admin.policy.effective.read'),
-      async (req, res) => {
-        const { overrides, effective } = await tenantPolicy(ctx, tenantParam(req));
-        res.json({ tenantId: tenantParam(req), overrides, policy: effective });
-      },
-    ],
-  });
-  route(router, '/overrides', {
-    put: [
-      authorize(ctx, 'admin.policy.overrides.write'),
-      ...jsonBody(ctx.config.jsonLimitBytes),
-      async (req, res) => {
-        const result = await setOverrides(ctx, tenantParam(req), readOverrides(req.body));
-        auditChange(ctx, req, 'policy.overrides.update', tenantParam(req), {
-          overrides: result.overrides,
-        });
-        res.json(result);
-      },
-    ],
-  });
-  return router;
-}
+export const POLICY_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/templates',
+    operationId: 'listPolicyTemplates',
+    tag,
+    summary: 'Policy templates',
+    access: { anyOf: ['admin.policy.templates.read'] },
+    params: Tenant,
+    answer: { status: 200, description: 'templates', schema: Templates },
+    handle: () => policyTemplates(),
+  }),
+  endpoint({
+    method: 'get',
+    path: '/effective',
+    operationId: 'getEffectivePolicy',
+    tag,
+    summary: 'The effective policy: platform defaults, template and tenant overrides',
+    access: { anyOf: ['admin.policy.effective.read'] },
+    params: Tenant,
+    answer: { status: 200, description: 'the policy', schema: TenantPolicy },
+    problems: { 404: 'no such tenant' },
+    handle: async (ctx, { params }) => {
+      const { overrides, effective } = await tenantPolicy(ctx, params.tenantId);
+      return { tenantId: params.tenantId, overrides, policy: effective };
+    },
+  }),
+  endpoint({
+    method: 'put',
+    path: '/overrides',
+    operationId: 'replacePolicyOverrides',
+    tag,
+    summary: "Replace the tenant's overrides",
+    access: { anyOf: ['admin.policy.overrides.write'] },
+    params: Tenant,
+    body: Overrides,
+    answer: { status: 200, description: 'the new effective policy', schema: TenantPolicy },
+    handle: (ctx, { params, body }) => setOverrides(ctx, params.tenantId, body),
+    audit: {
+      action: 'policy.overrides.update',
+      target: ({ params }) => params.tenantId,
+      details: (_input, result) => ({ overrides: result.overrides }),
+    },
+  }),
+];
