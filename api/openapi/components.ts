@@ -1,6 +1,9 @@
 /** Shared OpenAPI components: security schemes, the problem schema and the builders every area uses. */
 export type Schema = Record<string, unknown>;
 
+/** A TypeBox schema as the document shows it: a plain JSON object, without TypeBox's own symbols. */
+export const plainSchema = (schema: object): Schema => JSON.parse(JSON.stringify(schema)) as Schema;
+
 /** One problem+json response (RFC 7807) whose description lists the slugs it may carry. */
 export const problemResponse = (description: string) => ({
   description,

@@ -6,7 +6,7 @@
  */
 import type { TObject, TSchema } from 'typebox';
 import type { Answer, Endpoint } from '../http/endpoint.ts';
-import { problemResponse, type Schema } from './components.ts';
+import { plainSchema, problemResponse, type Schema } from './components.ts';
 import { COMMON, operation as runtimeDoc, type OperationDoc } from './crypto.ts';
 
 /** The part of the route table the document reads: where each mount's rows are served. */
@@ -68,14 +68,11 @@ const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const fullPath = (prefix: string, mount: string, path: string) =>
   openApiPath(path === '/' ? `${prefix}${mount}` || '/' : `${prefix}${mount}${path}`);
 
-/** A schema as the document shows it: a plain JSON object, without TypeBox's own symbols. */
-const plain = (schema: TSchema): Schema => JSON.parse(JSON.stringify(schema)) as Schema;
-
 function parameters(where: 'path' | 'query', schema: TObject | undefined): Schema[] {
   if (!schema) return [];
   const required = new Set((schema.required as string[] | undefined) ?? []);
   return Object.entries(schema.properties as Record<string, TSchema>).map(([name, s]) => {
-    const { description, examples, ...rest } = plain(s) as Schema & { examples?: unknown[] };
+    const { description, examples, ...rest } = plainSchema(s) as Schema & { examples?: unknown[] };
     return {
       name,
       in: where,
@@ -119,7 +116,7 @@ function response({ schema, media, description, headers }: Answer): Schema {
     ...answerHeaders,
     content: {
       [media ?? 'application/json']: {
-        schema: schema ? plain(schema) : { type: 'string', format: 'binary' },
+        schema: schema ? plainSchema(schema) : { type: 'string', format: 'binary' },
         ...(schema ? exampleOf(schema) : {}),
       },
     },
@@ -146,7 +143,9 @@ function operation(row: Endpoint): Schema {
       ? {
           requestBody: {
             required: !row.bodyOptional,
-            content: { 'application/json': { schema: plain(row.body), ...exampleOf(row.body) } },
+            content: {
+              'application/json': { schema: plainSchema(row.body), ...exampleOf(row.body) },
+            },
           },
         }
       : {}),

@@ -7,7 +7,6 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
-import { cryptoKeysPaths } from './crypto-keys.ts';
 import { pqcPaths } from './pqc.ts';
 import { legacyPaths } from './legacy.ts';
 import { components } from './components.ts';
@@ -23,7 +22,6 @@ const AREAS: PathsObject[] = [
   authPaths,
   adminPaths,
   migrationPaths,
-  cryptoKeysPaths,
   pqcPaths,
   legacyPaths,
 ];

@@ -5,9 +5,12 @@
  * role answers 401 (spec 5.12), not 403. Errors are problem details. The legacy login and the
  * migration aliases are documented with their v3 counterparts (auth.ts, admin.ts, migration.ts).
  */
-import { jsonResponse, problems, withExample, type Schema } from './components.ts';
+import { jsonResponse, plainSchema, problems, withExample, type Schema } from './components.ts';
 import { COMMON, kid } from './crypto.ts';
-import { KeyView } from './crypto-keys.ts';
+import { KeyView as KeyViewSchema } from '../http/key-schemas.ts';
+
+/** The key view the Core key list answers (its row's schema). */
+const KeyView = plainSchema(KeyViewSchema);
 
 const tags = ['legacy'];
 const UNAUTHORIZED =

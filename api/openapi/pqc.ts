@@ -2,9 +2,12 @@
  * OpenAPI path of the PQC API's key list, still written by hand; the PQC operations are
  * generated from their rows (api/routes/v3/pqc.ts).
  */
-import { PAGE_PARAMETERS, jsonResponse, pageOf, problems } from './components.ts';
+import { PAGE_PARAMETERS, jsonResponse, pageOf, plainSchema, problems } from './components.ts';
 import { COMMON } from './crypto.ts';
-import { KeyView } from './crypto-keys.ts';
+import { KeyView as KeyViewSchema } from '../http/key-schemas.ts';
+
+/** The key view the Core key list answers (its row's schema). */
+const KeyView = plainSchema(KeyViewSchema);
 
 const PQC_KEY = {
   ...KeyView,

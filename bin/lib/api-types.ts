@@ -434,38 +434,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/crypto/generate-mac': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateMac'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/verify-mac': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verifyMac'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/pqc/keys': {
     parameters: {
       query?: never;
@@ -1516,6 +1484,38 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['random'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/generate-mac': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['generateMac'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/verify-mac': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['verifyMac'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2926,122 +2926,6 @@ export interface operations {
       };
     };
   };
-  generateMac: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                /** @enum {unknown} */
-                algorithm: 'HS256' | 'HS384' | 'HS512';
-                mac: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      /** @enum {unknown} */
-                      algorithm: 'HS256' | 'HS384' | 'HS512';
-                      mac: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  verifyMac: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              mac: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                mac: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
   listPqcKeys: {
     parameters: {
       query?: {
@@ -3064,7 +2948,9 @@ export interface operations {
               kid: string;
               type: string;
               /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac';
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
               currentVersion: number;
@@ -3101,7 +2987,9 @@ export interface operations {
               kid: string;
               type: string;
               /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac';
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
               currentVersion: number;
@@ -3147,7 +3035,9 @@ export interface operations {
             kid: string;
             type: string;
             /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac';
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
             currentVersion: number;
@@ -3194,7 +3084,9 @@ export interface operations {
             kid: string;
             type: string;
             /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac';
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
             currentVersion: number;
@@ -6926,6 +6818,122 @@ export interface operations {
                 results: (
                   | ({
                       data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateMac: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                /** @enum {unknown} */
+                algorithm: 'HS256' | 'HS384' | 'HS512';
+                mac: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      /** @enum {unknown} */
+                      algorithm: 'HS256' | 'HS384' | 'HS512';
+                      mac: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  verifyMac: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              mac: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                mac: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version?: number;
+                valid: boolean;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
                     } & {
                       /** @constant */
                       status: 200;
