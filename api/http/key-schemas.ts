@@ -11,7 +11,7 @@ const USAGE = ['encrypt', 'sign', 'mac', 'verify'] as const;
 const KEY_STATES = ['active', 'suspended', 'revoked', 'archived'] as const;
 
 /** The metadata members of every key answer. */
-const KEY_VIEW = {
+export const KEY_VIEW = {
   kid: Type.String(),
   type: Type.String({
     description:
@@ -45,7 +45,7 @@ const KEY_VIEW = {
   ),
 };
 
-const VIEW_EXAMPLE = {
+export const VIEW_EXAMPLE = {
   kid: 'orders-db',
   type: 'aes-256',
   usage: 'encrypt',

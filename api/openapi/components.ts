@@ -29,41 +29,6 @@ export const withExample = (schema: Schema, example: unknown): Schema => ({
   examples: [example],
 });
 
-/** A page of `item`s (api/http/pagination.ts), with an example made from the item's. */
-export const pageOf = (item: Schema): Schema => {
-  const page: Schema = {
-    type: 'object',
-    required: ['items', 'nextCursor'],
-    properties: {
-      items: { type: 'array', items: item },
-      nextCursor: {
-        type: ['string', 'null'],
-        description: 'pass as `cursor` for the next page; null on the last',
-      },
-    },
-  };
-  const example = (item.examples as unknown[] | undefined)?.[0];
-  return example === undefined ? page : withExample(page, { items: [example], nextCursor: null });
-};
-
-/** The `limit` and `cursor` query parameters of a paged list. */
-export const PAGE_PARAMETERS = [
-  {
-    name: 'limit',
-    in: 'query',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
-    description: 'page size',
-  },
-  {
-    name: 'cursor',
-    in: 'query',
-    required: false,
-    schema: { type: 'string' },
-    description: 'nextCursor of the previous page',
-  },
-];
-
 export const components = {
   securitySchemes: {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (RFC 9068 at+jwt)' },

@@ -7,7 +7,6 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
-import { pqcPaths } from './pqc.ts';
 import { legacyPaths } from './legacy.ts';
 import { components } from './components.ts';
 import { endpointPaths, type RowArea } from './endpoints.ts';
@@ -22,7 +21,6 @@ const AREAS: PathsObject[] = [
   authPaths,
   adminPaths,
   migrationPaths,
-  pqcPaths,
   legacyPaths,
 ];
 

@@ -38,7 +38,7 @@ import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { CRYPTO_KEY_ENDPOINTS } from './v3/crypto/keys.ts';
 import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
-import { PQC_RUNTIME, createPqcRouter } from './v3/pqc.ts';
+import { PQC_KEY_ENDPOINTS, PQC_RUNTIME } from './v3/pqc.ts';
 import { AUDIT_ENDPOINTS } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
@@ -155,7 +155,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/pqc',
     audiences: [AUDIENCE_CORE],
-    mounts: [{ path: '', router: createPqcRouter, runtime: PQC_RUNTIME }],
+    mounts: [{ path: '', endpoints: PQC_KEY_ENDPOINTS, runtime: PQC_RUNTIME }],
   },
   {
     prefix: '/api/v3/audit',

@@ -434,22 +434,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/pqc/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listPqcKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/key-management/keys': {
     parameters: {
       query?: never;
@@ -1226,6 +1210,22 @@ export interface paths {
       cookie?: never;
     };
     get: operations['getPublicKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/pqc/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listPqcKeys'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2922,48 +2922,6 @@ export interface operations {
                   };
                 }[];
               };
-        };
-      };
-    };
-  };
-  listPqcKeys: {
-    parameters: {
-      query?: {
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-            nextCursor: string | null;
-          };
         };
       };
     };
@@ -5593,6 +5551,48 @@ export interface operations {
               };
               pem: string | null;
             }[];
+          };
+        };
+      };
+    };
+  };
+  listPqcKeys: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+            nextCursor: string | null;
           };
         };
       };

@@ -2,11 +2,10 @@
  * The PQC API (contract 3): ML-KEM and X-Wing hybrid (X25519 + ML-KEM-768) encapsulation,
  * ML-DSA and SLH-DSA signatures, on Node 24's native implementations.
  */
-import { Router } from 'express';
-import type { AppContext } from '../../context.ts';
-import { route } from '../../http/route.ts';
-import { pageParams } from '../../http/pagination.ts';
-import { authorize } from '../../middleware/authenticate.ts';
+import { endpoint } from '../../http/endpoint.ts';
+import { pageRequest } from '../../http/pagination.ts';
+import { PageOf, PageQuery, Resource } from '../../http/schemas.ts';
+import { KEY_VIEW, VIEW_EXAMPLE } from '../../http/key-schemas.ts';
 import type { RuntimeRoute } from '../../http/runtime-route.ts';
 import {
   RUNTIME_OPERATIONS,
@@ -120,16 +119,26 @@ export const PQC_RUNTIME: readonly RuntimeRoute[] = PQC_OPERATIONS.map(
   }),
 );
 
+const PqcKey = Resource(KEY_VIEW, {
+  ...VIEW_EXAMPLE,
+  kid: 'pq-exchange',
+  type: 'ml-kem-768',
+  currentVersion: 1,
+});
+
 /** The key list, mounted at /api/v3/pqc (after service-core authentication). */
-export function createPqcRouter(ctx: AppContext): Router {
-  const router = Router();
-  route(router, '/keys', {
-    get: [
-      authorize(ctx, 'pqc.keys.read'),
-      async (req, res) => {
-        res.json(await listPqcKeys(ctx.db, req.auth.tenantId, pageParams(req)));
-      },
-    ],
-  });
-  return router;
-}
+export const PQC_KEY_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/keys',
+    operationId: 'listPqcKeys',
+    tag: 'pqc',
+    summary: "The tenant's usable post-quantum keys (ML-KEM, ML-DSA, SLH-DSA, X-Wing)",
+    description:
+      'Active and suspended keys, by kid; metadata and the current public JWK (AKP) only.',
+    access: { anyOf: ['pqc.keys.read'] },
+    query: PageQuery,
+    answer: { status: 200, description: 'a page of keys', schema: PageOf(PqcKey) },
+    handle: (ctx, { claims, query }) => listPqcKeys(ctx.db, claims.tenantId, pageRequest(query)),
+  }),
+];

@@ -263,6 +263,16 @@ describe(`core API (${TEST_ENGINE})`, () => {
     expect(JSON.stringify(r.body)).not.toMatch(/"d":|"k":/);
   });
 
+  it('when the tenant lists its post-quantum keys, then only those, as the document describes them (the answer is checked against its row), and a bad limit names the field', async () => {
+    const r = await api(app, 'GET', '/api/v3/pqc/keys?limit=500', core);
+    expect(r.status).toBe(200);
+    const kids = (r.body.items as Array<{ kid: string }>).map((k) => k.kid);
+    expect(kids).toEqual(expect.arrayContaining(['kem', 'xwing', 'dsa']));
+    expect(kids).not.toContain('aes');
+    const bad = await api(app, 'GET', '/api/v3/pqc/keys?limit=0', core);
+    expect([bad.status, bad.body.field]).toEqual([400, 'limit']);
+  });
+
   it('when ML-KEM and X-Wing encapsulate, then decapsulation yields the same shared secret; ML-DSA signs and verifies', async () => {
     for (const kid of ['kem', 'xwing']) {
       const e = await api(app, 'POST', '/api/v3/pqc/encapsulate', core, { kid });
