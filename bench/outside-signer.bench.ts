@@ -13,7 +13,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { convertPkcs7ToJose } from '../shared/pkcs7/index.ts';
 import type { KeyResolver, ResolvedKey } from '../shared/pkcs7/index.ts';
-import { makeRsaCert, openssl, randomFile } from './lib/cms.ts';
+import { makeRsaCert, randomFile, signAttached } from './lib/cms.ts';
 import { printResult } from './lib/result.ts';
 
 const MiB = 1024 * 1024;
@@ -50,25 +50,7 @@ try {
   );
   makeRsaCert(work);
   randomFile(join(work, 'data.bin'), SIZE);
-  openssl(work, [
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-stream',
-    '-md',
-    'sha256',
-    '-in',
-    'data.bin',
-    '-signer',
-    'cert.pem',
-    '-inkey',
-    'key.pem',
-    '-outform',
-    'DER',
-    '-out',
-    'signed.der',
-  ]);
+  signAttached(work, 'data.bin', 'signed.der');
   rmSync(join(work, 'data.bin'));
   const signerPriv = createPrivateKey(readFileSync(join(work, 'key.pem')));
   const own: ResolvedKey = {

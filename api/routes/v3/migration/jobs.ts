@@ -211,6 +211,42 @@ const QUEUE = {
   503: 'queue-unavailable: REDIS_URL is not set or Redis is unreachable; storage-unavailable: object storage is unreachable',
 };
 
+/** The two ways to cancel (DELETE /:id and POST /:id/cancel): one operation under two paths. */
+const cancelRow = (
+  method: 'delete' | 'post',
+  path: string,
+  operationId: string,
+  summary: string,
+  description: string,
+) =>
+  endpoint({
+    method,
+    path,
+    operationId,
+    tag,
+    summary,
+    description,
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: JobPath,
+    answer: {
+      status: 202,
+      description: 'cancelled or cancelling',
+      schema: Job(CANCELLED_EXAMPLE),
+    },
+    problems: {
+      404: 'no such job',
+      409: 'job-not-finished: already completed or failed',
+      ...QUEUE,
+    },
+    handle: (ctx, { claims, params }) => cancelJob(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.job.cancel',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ state: view.state }),
+    },
+  });
+
 /** Mounted at /api/v3/migration/jobs (after authentication). */
 export const JOB_ENDPOINTS = [
   endpoint({
@@ -262,61 +298,20 @@ export const JOB_ENDPOINTS = [
     problems: { 404: 'no such job in this tenant', ...QUEUE },
     handle: (ctx, { claims, params }) => readJob(ctx, claims.tenantId, params.id),
   }),
-  endpoint({
-    method: 'delete',
-    path: '/:id',
-    operationId: 'deleteJob',
-    tag,
-    summary: 'Cancel a job or batch (same as POST .../cancel)',
-    description: 'See POST .../cancel.',
-    access: { anyOf: ['migration.jobs.cancel'] },
-    budget: 'migration.jobs.cancel',
-    params: JobPath,
-    answer: {
-      status: 202,
-      description: 'cancelled or cancelling',
-      schema: Job(CANCELLED_EXAMPLE),
-    },
-    problems: {
-      404: 'no such job',
-      409: 'job-not-finished: already completed or failed',
-      ...QUEUE,
-    },
-    handle: (ctx, { claims, params }) => cancelJob(ctx, claims.tenantId, params.id),
-    audit: {
-      action: 'migration.job.cancel',
-      target: (_input, view) => view.id,
-      details: (_input, view) => ({ state: view.state }),
-    },
-  }),
-  endpoint({
-    method: 'post',
-    path: '/:id/cancel',
-    operationId: 'cancelJob',
-    tag,
-    summary: 'Cancel a job or batch',
-    description:
-      'A queued job is removed; a running one is stopped by its worker and its partial output discarded (`cancelling` until then). For a batch, every unfinished child is cancelled. Resubmitting runs it again.',
-    access: { anyOf: ['migration.jobs.cancel'] },
-    budget: 'migration.jobs.cancel',
-    params: JobPath,
-    answer: {
-      status: 202,
-      description: 'cancelled or cancelling',
-      schema: Job(CANCELLED_EXAMPLE),
-    },
-    problems: {
-      404: 'no such job',
-      409: 'job-not-finished: already completed or failed',
-      ...QUEUE,
-    },
-    handle: (ctx, { claims, params }) => cancelJob(ctx, claims.tenantId, params.id),
-    audit: {
-      action: 'migration.job.cancel',
-      target: (_input, view) => view.id,
-      details: (_input, view) => ({ state: view.state }),
-    },
-  }),
+  cancelRow(
+    'delete',
+    '/:id',
+    'deleteJob',
+    'Cancel a job or batch (same as POST .../cancel)',
+    'See POST .../cancel.',
+  ),
+  cancelRow(
+    'post',
+    '/:id/cancel',
+    'cancelJob',
+    'Cancel a job or batch',
+    'A queued job is removed; a running one is stopped by its worker and its partial output discarded (`cancelling` until then). For a batch, every unfinished child is cancelled. Resubmitting runs it again.',
+  ),
   endpoint({
     method: 'get',
     path: '/:id/children',
