@@ -13,6 +13,7 @@ import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { actorOf, attemptOf, requireAnyPermission } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
+import { requireLegacyRole } from '../middleware/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { problem } from '../../shared/errors/index.ts';
@@ -24,9 +25,10 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
  * narrower siblings such as `admin.humanuser.read`). The area's audience and the tenant scope
  * are checked by the route table before the row runs.
  */
-export interface Access {
-  anyOf: readonly [string, ...string[]];
-}
+export type Access =
+  | { anyOf: readonly [string, ...string[]] }
+  /** The unversioned API of spec 4.2: a legacy role name in the token's scopes; 401 without it. */
+  | { legacyRole: string };
 
 /**
  * The success answer: its status and, unless it is 204, the schema of its body. A JSON answer is
@@ -143,7 +145,9 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   let mismatchLogged = false;
   const budget = row.budget;
   const access: RequestHandler = async (req, _res, next) => {
-    requireAnyPermission(ctx, req.auth, row.access.anyOf, attemptOf(req));
+    if ('legacyRole' in row.access)
+      requireLegacyRole(ctx, req.auth, row.access.legacyRole, attemptOf(req));
+    else requireAnyPermission(ctx, req.auth, row.access.anyOf, attemptOf(req));
     if (budget) await consumeApiBudget(ctx, req.auth, budget);
     next();
   };

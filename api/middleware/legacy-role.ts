@@ -3,11 +3,10 @@
  * against the token's `scopes`, and a missing role answers 401 (spec 5.12), unlike the v3
  * APIs' 403.
  */
-import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
-import { attemptOf, type AccessAttempt } from './authenticate.ts';
+import type { AccessAttempt } from './authenticate.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** 401 unless the legacy token carries the role (transport-free: the runtime core calls it too). */
@@ -29,12 +28,4 @@ export function requireLegacyRole(
   throw problem('unauthorized', `the token lacks the role ${role}`, {
     headers: { 'WWW-Authenticate': 'Bearer realm="keyward", error="insufficient_scope"' },
   });
-}
-
-/** The Express middleware over requireLegacyRole. */
-export function legacyRole(ctx: AppContext, role: string): RequestHandler {
-  return (req, _res, next) => {
-    requireLegacyRole(ctx, req.auth, role, attemptOf(req));
-    next();
-  };
 }

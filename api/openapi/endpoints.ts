@@ -86,12 +86,15 @@ function parameters(where: 'path' | 'query', schema: TObject | undefined): Schem
 
 /** The problem statuses a row may answer: its own, and those its shape implies. */
 function problemStatuses(row: Endpoint): Record<number, string> {
-  const implied: number[] = [401, 403];
+  // A legacy role missing is 401 (spec 5.12), never 403.
+  const legacy = 'legacyRole' in row.access;
+  const implied: number[] = legacy ? [401] : [401, 403];
   if (row.body || row.query) implied.push(400);
   if (row.body) implied.push(413, 415);
   if (row.budget) implied.push(429);
   const out: Record<number, string> = {};
   for (const status of implied) out[status] = PROBLEM_TEXT[status];
+  if (legacy) out[401] = LEGACY_COMMON[401];
   return { ...out, ...row.problems };
 }
 
@@ -124,8 +127,10 @@ function response({ schema, media, description, headers }: Answer): Schema {
 }
 
 function operation(row: Endpoint): Schema {
-  const { anyOf } = row.access;
-  const permission = anyOf.map((p) => `\`${p}\``).join(' or ');
+  const permission =
+    'legacyRole' in row.access
+      ? `the legacy role \`${row.access.legacyRole}\``
+      : row.access.anyOf.map((p) => `\`${p}\``).join(' or ');
   const problems = Object.fromEntries(
     Object.entries(problemStatuses(row)).map(([status, text]) => [
       status,

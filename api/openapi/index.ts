@@ -7,7 +7,6 @@ import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
-import { legacyPaths } from './legacy.ts';
 import { components } from './components.ts';
 import { endpointPaths, type RowArea } from './endpoints.ts';
 import { withProblemExamples } from './problem-examples.ts';
@@ -15,14 +14,7 @@ import { withProblemExamples } from './problem-examples.ts';
 type PathsObject = Record<string, Record<string, unknown>>;
 
 // One line per API area; each area module exports its paths object.
-const AREAS: PathsObject[] = [
-  systemPaths,
-  jobsPaths,
-  authPaths,
-  adminPaths,
-  migrationPaths,
-  legacyPaths,
-];
+const AREAS: PathsObject[] = [systemPaths, jobsPaths, authPaths, adminPaths, migrationPaths];
 
 /**
  * The tags of the operations, grouped by API for the rendered reference (Redoc's x-tagGroups:

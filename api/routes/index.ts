@@ -44,7 +44,7 @@ import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
 import { createLegacyAuthRouter } from './legacy/authenticate.ts';
-import { createLegacyKeyManagementRouter } from './legacy/key-management.ts';
+import { LEGACY_KEY_ENDPOINTS } from './legacy/key-management.ts';
 import { LEGACY_OPERATIONS } from './legacy/crypto.ts';
 import { createLegacyMigrationRouter } from './legacy/migration.ts';
 
@@ -179,7 +179,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/key-management',
     audiences: [AUDIENCE_LEGACY],
-    mounts: [{ path: '', router: createLegacyKeyManagementRouter }],
+    mounts: [{ path: '', endpoints: LEGACY_KEY_ENDPOINTS }],
   },
   {
     prefix: '/api/crypto',

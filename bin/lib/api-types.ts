@@ -434,38 +434,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/key-management/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['legacyListKeys'];
-    put?: never;
-    post: operations['legacyCreateKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/key-management/keys/import': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyImportKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/platform/tenants': {
     parameters: {
       query?: never;
@@ -1357,6 +1325,38 @@ export interface paths {
     put?: never;
     post?: never;
     delete: operations['deleteJobResults'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/key-management/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['legacyListKeys'];
+    put?: never;
+    post: operations['legacyCreateKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/key-management/keys/import': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyImportKey'];
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -2922,140 +2922,6 @@ export interface operations {
                   };
                 }[];
               };
-        };
-      };
-    };
-  };
-  legacyListKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  legacyCreateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          type: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'mac';
-          kid?: string;
-          description?: string;
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-          };
-        };
-      };
-    };
-  };
-  legacyImportKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          pem?: string;
-          password?: string;
-          key?: string;
-          /** @enum {unknown} */
-          type?: 'aes-128' | 'aes-256';
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-          };
         };
       };
     };
@@ -6343,6 +6209,140 @@ export interface operations {
           'application/json': {
             id: string;
             deleted: string[];
+          };
+        };
+      };
+    };
+  };
+  legacyListKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  legacyCreateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          type: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'mac';
+          kid?: string;
+          description?: string;
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  legacyImportKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          pem?: string;
+          password?: string;
+          key?: string;
+          /** @enum {unknown} */
+          type?: 'aes-128' | 'aes-256';
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
           };
         };
       };

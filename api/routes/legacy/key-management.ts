@@ -1,66 +1,112 @@
 /**
  * The legacy key management of spec 4.2, /api/key-management/keys: JSON bodies, legacy tokens
- * from /api/authenticate/app, legacy role names (api/middleware/legacy-role.ts).
+ * from /api/authenticate/app, legacy role names (a missing one is 401, spec 5.12). Members a
+ * body does not know are ignored here: the legacy contract predates the closed bodies of
+ * contract 8.
  */
-import { Router } from 'express';
-import type { AppContext } from '../../context.ts';
-import { route } from '../../http/route.ts';
-import { legacyRole } from '../../middleware/legacy-role.ts';
-import { actorOf } from '../../middleware/authenticate.ts';
-import { jsonBody } from '../../middleware/body.ts';
+import Type from 'typebox';
+import { endpoint } from '../../http/endpoint.ts';
+import { KEY_VIEW, VIEW_EXAMPLE } from '../../http/key-schemas.ts';
+import { Resource } from '../../http/schemas.ts';
 import { createKey } from '../../services/keys/store.ts';
 import { importLegacyKey } from '../../services/legacy-keys.ts';
 import { listLegacyKeys } from '../../services/key-lists.ts';
 
+const tag = 'legacy';
+const KID = Type.String({
+  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  description: 'the key id, as created',
+});
+const KeyView = Resource(KEY_VIEW, VIEW_EXAMPLE);
+const KEY_ERRORS = {
+  409: 'conflict: the kid exists in this tenant',
+  422: "policy-violation: the tenant's effective policy does not allow the type, or key-usage-mismatch",
+};
+
 /** Mounted at /api/key-management (after legacy-audience authentication). */
-export function createLegacyKeyManagementRouter(ctx: AppContext): Router {
-  const router = Router();
-  const json = jsonBody(ctx.config.jsonLimitBytes);
-  route(router, '/keys', {
-    get: [
-      legacyRole(ctx, 'key_management.listKeys'),
-      async (req, res) => {
-        res.json(await listLegacyKeys(ctx.db, req.auth.tenantId));
+export const LEGACY_KEY_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/keys',
+    operationId: 'legacyListKeys',
+    tag,
+    summary: "The tenant's keys except archived ones, by kid (at most 1000)",
+    description: 'Not paged; use GET /api/v3/crypto/keys for paging.',
+    access: { legacyRole: 'key_management.listKeys' },
+    answer: {
+      status: 200,
+      description: 'the keys',
+      schema: Type.Object({ keys: Type.Array(KeyView) }, { examples: [{ keys: [VIEW_EXAMPLE] }] }),
+    },
+    handle: (ctx, { claims }) => listLegacyKeys(ctx.db, claims.tenantId),
+  }),
+  endpoint({
+    method: 'post',
+    path: '/keys',
+    operationId: 'legacyCreateKey',
+    tag,
+    summary: "Generate a key in the token's tenant",
+    description: "The kid defaults to `key-<uuid>`; usage to the type's default.",
+    access: { legacyRole: 'key_management.generateKey' },
+    body: Type.Object(
+      {
+        type: Type.String({
+          description: 'a key type of the catalogue (aes-256, rsa-2048, ec-p256, ml-dsa-65...)',
+        }),
+        usage: Type.Optional(Type.Enum(['encrypt', 'sign', 'mac'])),
+        kid: Type.Optional(KID),
+        description: Type.Optional(Type.String({ maxLength: 500 })),
+        rotationPeriodDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
       },
-    ],
-    post: [
-      legacyRole(ctx, 'key_management.generateKey'),
-      ...json,
-      async (req, res) => {
-        const key = await createKey(ctx, req.auth.tenantId, req.body ?? {});
-        ctx.audit.record({
-          tenantId: req.auth.tenantId,
-          actor: actorOf(req),
-          action: 'key.create',
-          outcome: 'success',
-          target: key.kid,
-          details: { legacy: true },
-        });
-        res.status(201).json(key);
+      { examples: [{ type: 'aes-256', kid: 'orders' }] },
+    ),
+    answer: { status: 201, description: 'the key', schema: KeyView },
+    problems: {
+      400: 'validation-failed: an unknown type or usage, a bad kid, description or rotationPeriodDays',
+      ...KEY_ERRORS,
+    },
+    handle: (ctx, { claims, body }) => createKey(ctx, claims.tenantId, body),
+    audit: {
+      action: 'key.create',
+      target: (_input, key) => key.kid,
+      details: () => ({ legacy: true }),
+    },
+  }),
+  endpoint({
+    method: 'post',
+    path: '/keys/import',
+    operationId: 'legacyImportKey',
+    tag,
+    summary: 'Import a PEM private key (with its certificates) or a raw AES key',
+    description:
+      'A PEM is imported like POST .../keys/import-keystore of the admin API (the key pair is checked, certificates stored); the first imported key is answered. Exactly one of `pem` (a private key, plain or encrypted with `password`, with its optional certificate chain) and `key` (base64 of a 16- or 32-byte AES key).',
+    access: { legacyRole: 'key_management.importKey' },
+    body: Type.Object(
+      {
+        pem: Type.Optional(Type.String()),
+        password: Type.Optional(Type.String({ writeOnly: true })),
+        key: Type.Optional(Type.String({ contentEncoding: 'base64', writeOnly: true })),
+        type: Type.Optional(
+          Type.Enum(['aes-128', 'aes-256'], { description: 'for `key`; default from its length' }),
+        ),
+        kid: Type.Optional(KID),
+        usage: Type.Optional(Type.Enum(['encrypt', 'sign'])),
       },
-    ],
-  });
-  route(router, '/keys/import', {
-    post: [
-      legacyRole(ctx, 'key_management.importKey'),
-      ...json,
-      async (req, res) => {
-        const view = await importLegacyKey(
-          ctx,
-          req.auth.tenantId,
-          (req.body ?? {}) as Record<string, unknown>,
-        );
-        ctx.audit.record({
-          tenantId: req.auth.tenantId,
-          actor: actorOf(req),
-          action: 'key.import',
-          outcome: 'success',
-          target: view.kid,
-          details: { legacy: true },
-        });
-        res.status(201).json(view);
+      {
+        examples: [{ key: 'q1N4ve3m3Mmw0Q2oLr7H8wJ0Xk3c1S0b3mXyq3M5c8E=', kid: 'orders-imported' }],
       },
-    ],
-  });
-  return router;
-}
+    ),
+    answer: { status: 201, description: 'the imported key', schema: KeyView },
+    problems: {
+      400: 'validation-failed (neither pem nor key, or a key whose length does not match type), keystore-malformed, keystore-password-invalid, keystore-key-invalid (an inconsistent key pair, or an RSA public exponent outside odd 65537 <= e < 2^256)',
+      ...KEY_ERRORS,
+      415: 'not application/json, or keystore-unsupported-algorithm',
+    },
+    handle: (ctx, { claims, body }) => importLegacyKey(ctx, claims.tenantId, body),
+    audit: {
+      action: 'key.import',
+      target: (_input, view) => view.kid,
+      details: () => ({ legacy: true }),
+    },
+  }),
+];
