@@ -82,6 +82,12 @@ function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
   });
 }
 
+/**
+ * Plain decimal text, the one form a query number takes: `Number()` alone also reads ' 1', '0x10',
+ * '0b1', '1e2' and '+1', so a value the client never wrote as that number would pass the check.
+ */
+const DECIMAL = /^-?(?:0|[1-9][0-9]{0,30})(?:\.[0-9]{1,30})?$/;
+
 /** Query strings are text: members whose schema is a number, integer or boolean are converted first. */
 function queryConverter(schema: TObject): (query: Record<string, unknown>) => object {
   const typed = Object.entries(schema.properties as Record<string, { type?: unknown }>).filter(
@@ -94,7 +100,8 @@ function queryConverter(schema: TObject): (query: Record<string, unknown>) => ob
       const raw = out[name];
       if (typeof raw !== 'string') continue;
       if (s.type === 'boolean') out[name] = raw === 'true' ? true : raw === 'false' ? false : raw;
-      else if (raw.trim() !== '' && Number.isFinite(Number(raw))) out[name] = Number(raw);
+      // `+ 0` makes '-0' the 0 a client means (a -0 would print as 0 yet differ under Object.is).
+      else if (DECIMAL.test(raw)) out[name] = Number(raw) + 0;
     }
     return out;
   };
