@@ -5,17 +5,6 @@
 import { problemResponse } from './components.ts';
 import { COMMON, obj, type OperationDoc, type Schema } from '../http/runtime-contract.ts';
 
-export type { OperationDoc, Schema };
-export {
-  COMMON,
-  RUNTIME_OPERATIONS,
-  base64,
-  int,
-  kid,
-  obj,
-  str,
-} from '../http/runtime-contract.ts';
-
 const batchOf = (item: Schema): Schema => ({
   type: 'object',
   required: ['items'],

@@ -7,7 +7,8 @@
 import type { TObject, TSchema } from 'typebox';
 import type { Answer, Endpoint } from '../http/endpoint.ts';
 import { plainSchema, problemResponse, type Schema } from './components.ts';
-import { COMMON, operation as runtimeDoc, type OperationDoc } from './crypto.ts';
+import { operation as runtimeDoc } from './crypto.ts';
+import { COMMON, type OperationDoc } from '../http/runtime-contract.ts';
 
 /** The part of the route table the document reads: where each mount's rows are served. */
 export interface RowArea {
