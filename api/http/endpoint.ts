@@ -28,7 +28,16 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type Access =
   | { anyOf: readonly [string, ...string[]] }
   /** The unversioned API of spec 4.2: a legacy role name in the token's scopes; 401 without it. */
-  | { legacyRole: string };
+  | { legacyRole: string }
+  /** Any bearer token the area admits (its audiences), with no permission of its own. */
+  | { token: 'any' }
+  /** No token at all; the text says why the endpoint is open (documented as the operation's access). */
+  | { open: string };
+
+/** The caller a handler sees: none for an open row, the token's claims and audit actor otherwise. */
+export type CallerOf<A extends Access> = A extends { open: string }
+  ? { claims?: undefined; actor?: undefined }
+  : { claims: AccessClaims; actor: string };
 
 /**
  * The success answer: its status and, unless it is 204, the schema of its body. A JSON answer is
@@ -45,27 +54,27 @@ export interface Answer {
 }
 
 /** What the handler receives: the checked input, the caller's claims and, for headers, the exchange. */
-export interface EndpointInput<P, Q, B> {
+export type EndpointInput<P, Q, B, A extends Access = { anyOf: [string] }> = {
   params: P;
   query: Q;
   body: B;
-  claims: AccessClaims;
-  /** The audit actor of the caller (`workload:<id>` or `user:<id>`). */
-  actor: string;
   req: Request;
   res: Response;
-}
+} & CallerOf<A>;
+/* The caller's claims and audit actor (`workload:<id>` or `user:<id>`) come from CallerOf. */
 
 /** The audit event a successful call records, in the path's tenant (or the caller's). */
-export interface EndpointAudit<P, Q, B, R> {
+export interface EndpointAudit<P, Q, B, R, A extends Access = Access> {
   action: string;
-  target: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string | null;
+  target: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string | null;
   details?: (
-    input: EndpointInput<P, Q, B>,
+    input: EndpointInput<P, Q, B, A>,
     result: NoInfer<R>,
   ) => Record<string, unknown> | undefined;
   /** The tenant whose chain records it when not the path's (or the caller's): one the call made or changed. */
-  tenant?: (input: EndpointInput<P, Q, B>, result: NoInfer<R>) => string;
+  tenant?: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string;
+  /** Who acted, when the row is open (no token names the caller): e.g. the user a reset token names. */
+  actor?: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string;
 }
 
 /** One endpoint, as a route file declares it. */
@@ -74,6 +83,7 @@ export interface EndpointRow<
   QS extends TObject,
   BS extends TSchema,
   R,
+  A extends Access = Access,
   P = Static<PS>,
   Q = Static<QS>,
   B = Static<BS>,
@@ -85,7 +95,7 @@ export interface EndpointRow<
   tag: string;
   summary: string;
   description?: string;
-  access: Access;
+  access: A;
   /**
    * The rate-limit endpoint whose budget a call spends (spec 8: per client and endpoint), taken
    * after the access check and before the body is read.
@@ -107,18 +117,18 @@ export interface EndpointRow<
   /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
   problems?: Readonly<Record<number, string>>;
   /** The event (or events, each in its own tenant's chain) a successful call records. */
-  audit?: EndpointAudit<P, Q, B, R> | readonly EndpointAudit<P, Q, B, R>[];
+  audit?: EndpointAudit<P, Q, B, R, A> | readonly EndpointAudit<P, Q, B, R, A>[];
   /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
   extensions?: Readonly<Record<`x-${string}`, unknown>>;
-  handle: (ctx: AppContext, input: EndpointInput<P, Q, B>) => Promise<R> | R;
+  handle: (ctx: AppContext, input: EndpointInput<P, Q, B, A>) => Promise<R> | R;
 }
 
 /** A row with its types erased, as the table and the generators hold it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Endpoint = EndpointRow<TObject, TObject, TSchema, any, any, any, any>;
+export type Endpoint = EndpointRow<TObject, TObject, TSchema, any, Access, any, any, any>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Audit = EndpointAudit<any, any, any, any>;
+type Audit = EndpointAudit<any, any, any, any, Access>;
 
 /** The members of an input a row does not declare. */
 type NoMembers = Record<never, never>;
@@ -129,7 +139,8 @@ export function endpoint<
   QS extends TObject = TObject<NoMembers>,
   BS extends TSchema = TObject<NoMembers>,
   R = unknown,
->(row: EndpointRow<PS, QS, BS, R>): Endpoint {
+  const A extends Access = Access,
+>(row: EndpointRow<PS, QS, BS, R, A>): Endpoint {
   return row as unknown as Endpoint;
 }
 
@@ -145,20 +156,22 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   let mismatchLogged = false;
   const budget = row.budget;
   const access: RequestHandler = async (req, _res, next) => {
-    if ('legacyRole' in row.access)
-      requireLegacyRole(ctx, req.auth, row.access.legacyRole, attemptOf(req));
-    else requireAnyPermission(ctx, req.auth, row.access.anyOf, attemptOf(req));
-    if (budget) await consumeApiBudget(ctx, req.auth, budget);
+    const rule = row.access;
+    if ('legacyRole' in rule) requireLegacyRole(ctx, req.auth, rule.legacyRole, attemptOf(req));
+    else if ('anyOf' in rule) requireAnyPermission(ctx, req.auth, rule.anyOf, attemptOf(req));
+    // { token: 'any' }: the area's audience check admitted the token; { open }: no token.
+    // A budget is per client (spec 8): an open row has none to spend.
+    if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
     next();
   };
   const run: RequestHandler = async (req, res) => {
-    const input: EndpointInput<unknown, unknown, unknown> = {
+    const open = 'open' in row.access;
+    const input = {
       ...check(req),
-      claims: req.auth,
-      actor: actorOf(req),
+      ...(open ? {} : { claims: req.auth, actor: actorOf(req) }),
       req,
       res,
-    };
+    } as EndpointInput<unknown, unknown, unknown, Access>;
     res.status(row.answer.status);
     const result = await row.handle(ctx, input);
     const answer = answers.find((a) => a.status === res.statusCode);
@@ -168,7 +181,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       const params = input.params as { tenantId?: string };
       ctx.audit.record({
         tenantId: audit.tenant?.(input, result) ?? params.tenantId ?? req.auth.tenantId,
-        actor: input.actor,
+        actor: audit.actor?.(input, result) ?? input.actor ?? 'anonymous',
         action: audit.action,
         outcome: 'success',
         target: audit.target(input, result),
@@ -190,7 +203,8 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     if (answer.status === 204) res.end();
     else res.json(result);
   };
-  return [access, ...(row.body ? jsonBody(ctx.config.jsonLimitBytes) : []), run];
+  const reader = row.body ? jsonBody(ctx.config.jsonLimitBytes) : [];
+  return [access, ...reader, run];
 }
 
 /** A router serving `rows` (mounted by the route table at their mount path). */

@@ -89,7 +89,8 @@ function parameters(where: 'path' | 'query', schema: TObject | undefined): Schem
 function problemStatuses(row: Endpoint): Record<number, string> {
   // A legacy role missing is 401 (spec 5.12), never 403.
   const legacy = 'legacyRole' in row.access;
-  const implied: number[] = legacy ? [401] : [401, 403];
+  const implied: number[] =
+    'open' in row.access ? [] : legacy || 'token' in row.access ? [401] : [401, 403];
   if (row.body || row.query) implied.push(400);
   if (row.body) implied.push(413, 415);
   if (row.budget) implied.push(429);
@@ -128,10 +129,15 @@ function response({ schema, media, description, headers }: Answer): Schema {
 }
 
 function operation(row: Endpoint): Schema {
-  const permission =
-    'legacyRole' in row.access
-      ? `the legacy role \`${row.access.legacyRole}\``
-      : row.access.anyOf.map((p) => `\`${p}\``).join(' or ');
+  const rule = row.access;
+  const access =
+    'legacyRole' in rule
+      ? `Requires the legacy role \`${rule.legacyRole}\`.`
+      : 'anyOf' in rule
+        ? `Requires ${rule.anyOf.map((p) => `\`${p}\``).join(' or ')}.`
+        : 'token' in rule
+          ? 'Requires a bearer token of the area.'
+          : `Open: ${rule.open}.`;
   const problems = Object.fromEntries(
     Object.entries(problemStatuses(row)).map(([status, text]) => [
       status,
@@ -143,7 +149,8 @@ function operation(row: Endpoint): Schema {
     tags: [row.tag],
     operationId: row.operationId,
     summary: row.summary,
-    description: [`Requires ${permission}.`, row.description].filter(Boolean).join(' '),
+    description: [access, row.description].filter(Boolean).join(' '),
+    ...('open' in rule ? { security: [] } : {}),
     ...(params.length ? { parameters: params } : {}),
     ...(row.body
       ? {
