@@ -7,15 +7,15 @@ import type { Config } from '../shared/config/index.ts';
 import { openDatabase, type Db } from '../shared/db/knex.ts';
 import { loadMasterKey, type MasterKey } from '../shared/crypto/master-key.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
-import { createAccessLog, type AccessLog } from './middleware/access-log.ts';
+import { createAccessLog, type AccessLog } from './http/access-log.ts';
 import {
   checkKeyring,
   loadMasterSecrets,
   type MasterSecrets,
 } from '../shared/keys/sealed-items.ts';
-import { createPool, type WorkPool } from '../workers/pool.ts';
-import { conversionRunner, type ConversionRunner } from '../workers/threaded-convert.ts';
-import { createMetrics, type Metrics } from './middleware/metrics.ts';
+import { createPool, type WorkPool } from './threads/pool.ts';
+import { conversionRunner, type ConversionRunner } from './threads/conversions.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import type { DestinationStream } from 'pino';
 import { createAuditLog, type AuditLog } from '../shared/audit/log.ts';
 import { createDecryptionBudget, type DecryptionBudget } from '../shared/keys/decryption-budget.ts';

@@ -21,14 +21,8 @@ import {
   oauthShaped,
   problemResponse,
   toAppError,
-} from './middleware/errors.ts';
-import {
-  bytesMoved,
-  clientGone,
-  logAccess,
-  noteCut,
-  socketBytes,
-} from './middleware/access-log.ts';
+} from './access/problems.ts';
+import { bytesMoved, clientGone, logAccess, noteCut, socketBytes } from './http/access-log.ts';
 import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';

@@ -13,7 +13,7 @@ import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { actorOf, attemptOf, requireAnyPermission } from '../middleware/authenticate.ts';
 import { jsonBody } from '../middleware/body.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
-import { requireLegacyRole } from '../middleware/legacy-role.ts';
+import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { problem } from '../../shared/errors/index.ts';

@@ -11,7 +11,7 @@ import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { runRuntime, type Operation } from '../services/crypto/batch.ts';
 import { attemptOf, requirePermissions, type AccessAttempt } from '../middleware/authenticate.ts';
-import { requireLegacyRole } from '../middleware/legacy-role.ts';
+import { requireLegacyRole } from '../access/legacy-role.ts';
 import { consumeApiBudget } from '../middleware/rate-limit.ts';
 import { declaredTooLarge, readCanonicalJson } from './json-body.ts';
 import { route } from './route.ts';

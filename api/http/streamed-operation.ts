@@ -9,7 +9,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { actorOf } from '../middleware/authenticate.ts';
-import { clientGone } from '../middleware/access-log.ts';
+import { clientGone } from './access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
 import { abandonRaw, counted } from './streaming.ts';
 import type { StreamingForm } from './streaming-multipart.ts';

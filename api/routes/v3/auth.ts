@@ -11,7 +11,7 @@ import { formBody, readCanonicalForm } from '../../http/form-body.ts';
 import { issueToken, revokePresentedToken } from '../../services/auth/token-endpoint.ts';
 import { introspect } from '../../services/auth/introspection.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
-import { oauthShaped } from '../../middleware/errors.ts';
+import { oauthShaped } from '../../access/problems.ts';
 import type { OAuthRoute } from '../../http/runtime-route.ts';
 
 /**

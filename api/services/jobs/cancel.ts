@@ -6,7 +6,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import { redisKeys } from '../../../shared/queues/index.ts';
-import { onQueue, type JobsRuntime } from './runtime.ts';
+import { onQueue, type JobsRuntime } from './producer.ts';
 import {
   batchChildIds,
   batchView,

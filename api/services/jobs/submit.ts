@@ -21,7 +21,7 @@ import {
   type BatchRecord,
   type ConvertJobData,
 } from '../../../shared/queues/index.ts';
-import { objectStoreOf, onQueue, type JobsRuntime } from './runtime.ts';
+import { objectStoreOf, onQueue, type JobsRuntime } from './producer.ts';
 import {
   batchView,
   convertView,

@@ -9,7 +9,7 @@ import { AppError, problem } from '../../../shared/errors/index.ts';
 import { isJobId } from '../../../shared/queues/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import type { PageRequest } from '../../../shared/db/page.ts';
-import { jobsRuntime, objectStoreOf, onQueue } from './runtime.ts';
+import { jobsRuntime, objectStoreOf, onQueue } from './producer.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';

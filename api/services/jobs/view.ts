@@ -13,7 +13,7 @@ import {
   type WrittenObject,
   type ConvertProgress,
 } from '../../../shared/queues/index.ts';
-import type { ConvertQueue, JobsRuntime } from './runtime.ts';
+import type { ConvertQueue, JobsRuntime } from './producer.ts';
 import { AppError, problemDocument, type ProblemDocument } from '../../../shared/errors/index.ts';
 
 export type ConvertJob = Job<ConvertJobData, ConvertJobResult>;

@@ -10,7 +10,7 @@ import express from 'express';
 import { createLogger } from '../../../shared/logger.ts';
 import { requestContext } from '../../../api/middleware/request-context.ts';
 import { jsonBody } from '../../../api/middleware/body.ts';
-import { errorHandler, notFound } from '../../../api/middleware/errors.ts';
+import { errorHandler, notFound } from '../../../api/access/problems.ts';
 import { problem, problemDocument } from '../../../shared/errors/index.ts';
 
 const BASE = 'https://keyward.example';

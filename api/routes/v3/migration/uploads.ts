@@ -12,7 +12,7 @@ import { param } from '../../../http/params.ts';
 import { actorOf, authorize } from '../../../middleware/authenticate.ts';
 import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
 import { apiRateLimit } from '../../../middleware/rate-limit.ts';
-import { objectStoreOf } from '../../../services/jobs/runtime.ts';
+import { objectStoreOf } from '../../../services/jobs/producer.ts';
 import { rawBody } from '../../../http/streaming.ts';
 import { streamedOperation } from '../../../http/streamed-operation.ts';
 

@@ -23,8 +23,8 @@ import type { RequestHandler } from 'express';
 import { pino } from 'pino';
 import { destinationOf, type Logger } from '../../shared/logger.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { routeTemplate } from '../http/route.ts';
-import type { Metrics } from './metrics.ts';
+import { routeTemplate } from './route.ts';
+import type { Metrics } from '../metrics.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** The status the metrics give a request whose client left before the answer was complete. */

@@ -13,7 +13,7 @@ import {
 } from '../../shared/errors/index.ts';
 import { isDatabaseUnavailable } from '../../shared/db/knex.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { clientGone, noteCut } from './access-log.ts';
+import { clientGone, noteCut } from '../http/access-log.ts';
 
 /** The catalogued code for an http-errors status other than 400 (an error carries its code, never a status of its own). */
 const CLIENT_ERROR_BY_STATUS = new Map<number, ProblemCode>([
