@@ -13,7 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
-import { bearerClaims } from './middleware/authenticate.ts';
+import { bearerClaims } from './access/checks.ts';
 import { requestIdOf } from './middleware/request-context.ts';
 import {
   logFailure,

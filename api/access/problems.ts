@@ -1,9 +1,9 @@
 /**
  * The one place errors become responses: AppError → problem+json (RFC 7807, spec 2.5),
  * OAuthError → {error, error_description} (RFC 6749 5.2). Anything else is a 500 whose
- * cause is logged and never sent.
+ * cause is logged and never sent. Transport-free: Express's error handler
+ * (api/middleware/errors.ts), the runtime lane and the connection limits all render with these.
  */
-import type { ErrorRequestHandler, RequestHandler, Response, Request } from 'express';
 import {
   AppError,
   OAuthError,
@@ -13,7 +13,6 @@ import {
 } from '../../shared/errors/index.ts';
 import { isDatabaseUnavailable } from '../../shared/db/knex.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { clientGone, noteCut } from '../http/access-log.ts';
 
 /** The catalogued code for an http-errors status other than 400 (an error carries its code, never a status of its own). */
 const CLIENT_ERROR_BY_STATUS = new Map<number, ProblemCode>([
@@ -148,49 +147,7 @@ export function logFailure(
   else log.info({ code: error.code, status: error.status }, error.message);
 }
 
-/** Writes a problem+json response for an AppError. */
-export function sendProblem(req: Request, res: Response, error: AppError, baseUrl: string): void {
-  const response = problemResponse(error, baseUrl, req.originalUrl.split('?')[0]);
-  for (const [k, v] of Object.entries(response.headers)) res.setHeader(k, v);
-  res.status(response.status).send(response.body);
-}
-
-/** The error middleware; `baseUrl` is PUBLIC_BASE_URL. */
-export function errorHandler(baseUrl: string): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    if (clientGone(req)) {
-      // The client left (mid-upload, mid-download): nothing failed on our side and no answer can
-      // reach it. The access line says so, at info, with the bytes that had passed.
-      res.destroy();
-      return;
-    }
-    if (res.headersSent) {
-      // A streamed response already began: cut it so the client cannot take it for a whole result.
-      noteCut(res);
-      req.log.warn(
-        { err: errMessage(err), code: (err as AppError)?.code },
-        'failure after the response began; connection cut',
-      );
-      res.destroy();
-      return;
-    }
-    if (err instanceof OAuthError) {
-      const answer = oauthResponse(err);
-      for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
-      res.status(answer.status).send(answer.body);
-      return;
-    }
-    const error = toAppError(err);
-    logFailure(req.log, err, error);
-    sendProblem(req, res, error, baseUrl);
-  };
-}
-
-function errMessage(err: unknown): string {
+/** The message of a thrown value, for a log line. */
+export function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
-
-/** Final handler: no route matched the path. */
-export const notFound: RequestHandler = (req, _res, next) => {
-  next(problem('not_found', `no endpoint at ${req.method} ${req.path}`));
-};

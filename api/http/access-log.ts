@@ -19,11 +19,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { RequestHandler } from 'express';
 import { pino } from 'pino';
 import { destinationOf, type Logger } from '../../shared/logger.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { routeTemplate } from './route.ts';
 import type { Metrics } from '../metrics.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
@@ -163,25 +161,4 @@ export function logAccess(access: AccessLog, metrics: Metrics, e: AccessEntry): 
     aborted,
     cut: incomplete && cut,
   });
-}
-
-/** The Express side: one line when the response ends, completed or not. */
-export function accessLog(access: AccessLog, metrics: Metrics): RequestHandler {
-  return (req, res, next) => {
-    const started = performance.now();
-    const at = socketBytes(req);
-    res.once('close', () => {
-      logAccess(access, metrics, {
-        method: req.method,
-        route: routeTemplate(res),
-        status: res.statusCode,
-        reqId: req.id,
-        claims: (req as { auth?: AccessClaims }).auth,
-        started,
-        ...bytesMoved(req, at),
-        res,
-      });
-    });
-    next();
-  };
 }

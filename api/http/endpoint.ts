@@ -10,9 +10,9 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { Static, TObject, TSchema } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { actorOf, attemptOf, requireAnyPermission } from '../middleware/authenticate.ts';
-import { jsonBody } from '../middleware/body.ts';
-import { consumeApiBudget } from '../middleware/rate-limit.ts';
+import { actorOf, attemptOf, requireAnyPermission } from '../access/checks.ts';
+import { jsonBody } from './json-body.ts';
+import { consumeApiBudget } from '../access/budget.ts';
 import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';

@@ -8,7 +8,7 @@ import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { readSmallMultipart } from './multipart.ts';
 import { tenantParam } from './params.ts';
-import { actorOf } from '../middleware/authenticate.ts';
+import { actorOf } from '../access/checks.ts';
 import { importKeystore } from '../services/keys/import.ts';
 
 /** Reads the keystore form and imports it; shared by the v3 route and the unversioned alias. */

@@ -8,7 +8,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
-import { actorOf } from '../middleware/authenticate.ts';
+import { actorOf } from '../access/checks.ts';
 import { clientGone } from './access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
 import { abandonRaw, counted } from './streaming.ts';

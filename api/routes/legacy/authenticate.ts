@@ -4,7 +4,7 @@ import { Router } from 'express';
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
 import { route } from '../../http/route.ts';
-import { jsonBody } from '../../middleware/body.ts';
+import { jsonBody } from '../../http/json-body.ts';
 import { legacyLogin, legacyRefresh } from '../../services/auth/legacy-login.ts';
 
 /** The legacy calls take application/json only, holding an object (anything else is invalid_request). */
