@@ -7,7 +7,7 @@
  */
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
-import type { AccessClaims } from '../services/auth/access-tokens.ts';
+import { bearerToken, type AccessClaims } from '../services/auth/access-tokens.ts';
 import { ANONYMOUS_ACTOR, subjectActor } from '../../shared/audit/actor.ts';
 
 const unauthorized = (detail: string) =>
@@ -30,12 +30,11 @@ export async function bearerClaims(
   audiences: readonly string[],
   attempt: AccessAttempt,
 ): Promise<AccessClaims> {
-  // The scheme name is case-insensitive (RFC 7235 2.1, RFC 6750 2.1).
-  if (!header || header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') {
+  const token = bearerToken(header);
+  if (token === null) {
     auditDenied(ctx, attempt, null, 'missing-token');
     throw unauthorized('a bearer token is required');
   }
-  const token = header.slice(7).trim();
   const claims = ctx.auth.tokens.verify(token) ?? (await ctx.auth.tokens.verifyFresh(token));
   if (!claims) {
     auditDenied(ctx, attempt, null, 'invalid-token');
