@@ -183,7 +183,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     res.status(row.answer.status);
     const result = await row.handle(ctx, input);
     const answer = answers.find((a) => a.status === res.statusCode);
-    // A conditional GET the handler's own writer (send, sendFile) answered 304 Not Modified.
+    // A conditional GET the handler's own writer answered 304 Not Modified (sendFile: Last-Modified).
     if (!answer && res.statusCode === 304 && res.headersSent) return;
     if (!answer)
       throw new Error(`${row.operationId} answered ${res.statusCode}, which it does not declare`);
