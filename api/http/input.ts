@@ -13,6 +13,7 @@ import { problem, type AppError } from '../../shared/errors/index.ts';
 /** The part of a row the reader needs. */
 interface InputSchemas {
   params?: TObject;
+  notFound?: string;
   query?: TObject;
   body?: TSchema;
   bodyOptional?: boolean;
@@ -107,6 +108,14 @@ function queryConverter(schema: TObject): (query: Record<string, unknown>) => ob
   };
 }
 
+/** Path parameters as text: a wildcard's (`/*path`), which Express gives as its segments, joined by `/`. */
+const pathParams = (params: Record<string, unknown>) =>
+  Object.values(params).some(Array.isArray)
+    ? Object.fromEntries(
+        Object.entries(params).map(([k, v]) => [k, Array.isArray(v) ? v.join('/') : v]),
+      )
+    : params;
+
 const compile = (schema: TSchema): Validator => Compile(schema) as unknown as Validator;
 const errorsOf = (v: Validator, value: unknown) => [...v.Errors(value)] as SchemaError[];
 
@@ -134,7 +143,8 @@ export function inputChecker(row: InputSchemas): InputChecker {
   const convert = row.query ? queryConverter(row.query) : null;
   const body = row.body ? compile(row.body) : null;
   return (req) => {
-    if (params && !params.Check(req.params)) throw problem('not_found', 'no such record');
+    const p = pathParams(req.params);
+    if (params && !params.Check(p)) throw problem('not_found', row.notFound ?? 'no such record');
     let q: unknown = {};
     if (query && convert) {
       q = convert(req.query as Record<string, unknown>);
@@ -145,6 +155,6 @@ export function inputChecker(row: InputSchemas): InputChecker {
       if (b === undefined && row.bodyOptional) b = {};
       if (!body.Check(b)) throw refusal('body', errorsOf(body, b ?? {}));
     }
-    return { params: req.params, query: q, body: b };
+    return { params: p, query: q, body: b };
   };
 }
