@@ -10,12 +10,16 @@ import { assertUsage } from '../../../shared/crypto/registry.ts';
 import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
 import type { DataKeyBody, RandomBody, ReEncryptBody } from './bodies.ts';
 
-/** The bytes of each keySpec (the body schema admits only these). */
-const KEY_BYTES: Readonly<Record<DataKeyBody['keySpec'], number>> = { AES_256: 32, AES_128: 16 };
+/** The bytes of each keySpec (the body schema admits only these; a Map: keySpec is request input). */
+const KEY_BYTES: ReadonlyMap<string, number> = new Map<DataKeyBody['keySpec'], number>([
+  ['AES_256', 32],
+  ['AES_128', 16],
+]);
 
 /** A fresh data key and the same key sealed under kid; the plaintext buffer is wiped once encoded. */
 async function dataKey(ctx: AppContext, tenantId: string, body: DataKeyBody) {
-  const size = KEY_BYTES[body.keySpec];
+  const size = KEY_BYTES.get(body.keySpec);
+  if (size === undefined) throw new Error(`keySpec ${body.keySpec} has no size`);
   const context = encryptionContext(ctx, body.context);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
