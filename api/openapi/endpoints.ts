@@ -35,6 +35,7 @@ export interface HandDocumented {
 /** What the document reads of a runtime operation (api/http/runtime-route.ts). */
 interface RuntimeDocumented {
   path: string;
+  body: TObject;
   permissions?: readonly string[];
   legacyRole?: string;
   doc?: OperationDoc;
@@ -52,13 +53,16 @@ const LEGACY_COMMON = {
 
 /** The operation of a runtime route with a contract, its permission or legacy role named. */
 function runtimeOperation(r: RuntimeDocumented & { doc: OperationDoc }) {
-  return runtimeDoc({
-    ...r.doc,
-    permission: r.legacyRole
-      ? `the legacy role \`${r.legacyRole}\``
-      : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
-    ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
-  }).post;
+  return runtimeDoc(
+    {
+      ...r.doc,
+      permission: r.legacyRole
+        ? `the legacy role \`${r.legacyRole}\``
+        : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
+      ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
+    },
+    r.body,
+  ).post;
 }
 
 /** The meaning of a problem status every row may answer, unless the row words it itself. */
