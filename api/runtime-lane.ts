@@ -24,7 +24,7 @@ import {
 } from './access/problems.ts';
 import { bytesMoved, clientGone, logAccess, noteCut, socketBytes } from './http/access-log.ts';
 import type { AccessClaims } from './services/auth/access-tokens.ts';
-import { serveRuntime } from './http/runtime-route.ts';
+import { bodyChecks, serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
 import { awsAnswer } from './http/aws-kms.ts';
 
@@ -43,6 +43,8 @@ export function createRuntimeLane(
   ctx: AppContext,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const routes = new Map<string, LaneRoute>(laneRoutes().map((r) => [r.path, r]));
+  // Each body schema is compiled now, at startup, not on its first request.
+  for (const r of routes.values()) if (r.kind === 'runtime') bodyChecks(r.route);
   const baseUrl = ctx.config.publicBaseUrl;
 
   /** The answer of a runtime operation: bearer, permissions, budget, body, operation; or its problem. */

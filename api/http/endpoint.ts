@@ -45,10 +45,16 @@ export type CallerOf<A extends Access> = A extends { open: string }
  * itself through `input.res` and the schema, if any, describes that media.
  */
 export interface Answer {
-  status: 200 | 201 | 202 | 204;
+  /** A success, a redirect (302, its Location in `headers`), or 503 (readiness: not ready yet). */
+  status: 200 | 201 | 202 | 204 | 302 | 503;
   description: string;
   schema?: TSchema;
   media?: string;
+  /**
+   * Media the handler may write instead of `media`, chosen by the request's Accept (an HTML
+   * page or its JSON form), each with its schema.
+   */
+  otherMedia?: Readonly<Record<string, TSchema>>;
   /** Headers the answer carries (documentation: the handler sets them through `input.res`). */
   headers?: Readonly<Record<string, string>>;
 }
@@ -103,6 +109,8 @@ export interface EndpointRow<
   budget?: string;
   /** Path parameters; a value that does not fit names nothing (404). */
   params?: PS;
+  /** The detail of that 404, when the row words it itself (default: no such record). */
+  notFound?: string;
   query?: QS;
   /** The JSON body; objects are closed (unknown members refused naming the member, contract 8). */
   body?: BS;
@@ -175,6 +183,8 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     res.status(row.answer.status);
     const result = await row.handle(ctx, input);
     const answer = answers.find((a) => a.status === res.statusCode);
+    // A conditional GET the handler's own writer answered 304 Not Modified (sendFile: Last-Modified).
+    if (!answer && res.statusCode === 304 && res.headersSent) return;
     if (!answer)
       throw new Error(`${row.operationId} answered ${res.statusCode}, which it does not declare`);
     for (const audit of audits) {

@@ -9,10 +9,12 @@ import type { Request } from 'express';
 import type { TObject, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { problem, type AppError } from '../../shared/errors/index.ts';
+import { refusalText } from '../../shared/validation/refusal.ts';
 
 /** The part of a row the reader needs. */
 interface InputSchemas {
   params?: TObject;
+  notFound?: string;
   query?: TObject;
   body?: TSchema;
   bodyOptional?: boolean;
@@ -41,10 +43,35 @@ const field = (path: string) => path.slice(1).replaceAll('/', '.').slice(0, 80);
 const member = (path: string) => field(path.replace(/\/\d+(?=\/|$)/g, ''));
 
 /**
- * The problem for the first error of a refused value: an unknown member first (the one a
- * client most needs to hear of), then a missing one, then too few members, then the first other.
+ * The outermost member on an error's path (a missing member's included) whose schema gives its
+ * refusal text (shared/validation/refusal.ts), with that text; undefined when none does.
  */
-function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
+function textAt(root: TSchema, e: SchemaError): { at: string; text: string } | undefined {
+  const names = e.instancePath.split('/').slice(1);
+  if (e.keyword === 'required') names.push((e.params.requiredProperties ?? [''])[0]);
+  let schema: unknown = root;
+  for (let i = 0; i < names.length && schema && typeof schema === 'object'; i++) {
+    const s = schema as { properties?: Record<string, unknown>; items?: unknown };
+    schema = /^\d+$/.test(names[i]) && s.items ? s.items : s.properties?.[names[i]];
+    const text = refusalText(schema);
+    if (text)
+      return {
+        at: names
+          .slice(0, i + 1)
+          .join('.')
+          .slice(0, 80),
+        text,
+      };
+  }
+  return undefined;
+}
+
+/**
+ * The problem for the first error of a refused value: an unknown member first (the one a
+ * client most needs to hear of), then a member whose schema words its own refusal, then a
+ * missing one, then too few members, then the first other.
+ */
+function refusal(where: 'query' | 'body', errors: SchemaError[], root?: TSchema): AppError {
   // A member with several forms (a union) is named as a whole: its branches' errors mislead.
   const forms = errors.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
   if (forms) {
@@ -53,7 +80,9 @@ function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
       details: { field: at },
     });
   }
-  const unknown = errors.find((e) => e.keyword === 'additionalProperties');
+  const unknown = errors.find(
+    (e) => e.keyword === 'additionalProperties' && !(root && textAt(root, e)),
+  );
   if (unknown) {
     const name = (unknown.params.additionalProperties ?? [''])[0].slice(0, 40);
     const at = field(unknown.instancePath);
@@ -61,6 +90,11 @@ function refusal(where: 'query' | 'body', errors: SchemaError[]): AppError {
     const what = where === 'query' ? 'query parameter' : 'member';
     return problem('validation_failed', `unknown ${what} ${full}`, { details: { field: full } });
   }
+  const worded = root && errors.map((e) => textAt(root, e)).find(Boolean);
+  if (worded)
+    return problem('validation_failed', `${worded.at} ${worded.text}`, {
+      details: { field: worded.at },
+    });
   const missing = errors.find((e) => e.keyword === 'required');
   if (missing) {
     const name = (missing.params.requiredProperties ?? [''])[0];
@@ -107,6 +141,14 @@ function queryConverter(schema: TObject): (query: Record<string, unknown>) => ob
   };
 }
 
+/** Path parameters as text: a wildcard's (`/*path`), which Express gives as its segments, joined by `/`. */
+const pathParams = (params: Record<string, unknown>) =>
+  Object.values(params).some(Array.isArray)
+    ? Object.fromEntries(
+        Object.entries(params).map(([k, v]) => [k, Array.isArray(v) ? v.join('/') : v]),
+      )
+    : params;
+
 const compile = (schema: TSchema): Validator => Compile(schema) as unknown as Validator;
 const errorsOf = (v: Validator, value: unknown) => [...v.Errors(value)] as SchemaError[];
 
@@ -127,6 +169,17 @@ export function answerChecker(
   };
 }
 
+/**
+ * The check of a JSON body against `schema`, compiled now: the parsed value is checked in place
+ * (no copy, no error list when it fits), else the 400 naming the field, as a row's body is refused.
+ */
+export function bodyChecker(schema: TSchema): (value: unknown) => void {
+  const v = compile(schema);
+  return (value) => {
+    if (!v.Check(value)) throw refusal('body', errorsOf(v, value), schema);
+  };
+}
+
 /** The reader of a row's input, its validators compiled now. */
 export function inputChecker(row: InputSchemas): InputChecker {
   const params = row.params ? compile(row.params) : null;
@@ -134,7 +187,8 @@ export function inputChecker(row: InputSchemas): InputChecker {
   const convert = row.query ? queryConverter(row.query) : null;
   const body = row.body ? compile(row.body) : null;
   return (req) => {
-    if (params && !params.Check(req.params)) throw problem('not_found', 'no such record');
+    const p = pathParams(req.params);
+    if (params && !params.Check(p)) throw problem('not_found', row.notFound ?? 'no such record');
     let q: unknown = {};
     if (query && convert) {
       q = convert(req.query as Record<string, unknown>);
@@ -143,8 +197,8 @@ export function inputChecker(row: InputSchemas): InputChecker {
     let b: unknown = req.body;
     if (body) {
       if (b === undefined && row.bodyOptional) b = {};
-      if (!body.Check(b)) throw refusal('body', errorsOf(body, b ?? {}));
+      if (!body.Check(b)) throw refusal('body', errorsOf(body, b ?? {}), row.body);
     }
-    return { params: req.params, query: q, body: b };
+    return { params: p, query: q, body: b };
   };
 }

@@ -1,11 +1,11 @@
 /**
- * The contract of the runtime operations (contracts 3 and 8): the request and answer of
- * encrypt, decrypt, sign, verify, the data keys, re-encrypt and random, with their examples and
- * problems, declared once and shared by the rows that serve them (api/routes/v3/crypto/
- * operations.ts, the PQC and legacy paths). The OpenAPI operation is generated from it
- * (api/openapi/endpoints.ts). Each takes a single request or a batch `{items: [...]}` of up to
- * 1000, answered `{results: [...]}` in order, each result its own status. Unknown JSON members
- * answer 400 naming the member.
+ * The contract of the runtime operations (contracts 3 and 8): the answer of encrypt, decrypt,
+ * sign, verify, the data keys, re-encrypt and random, with their examples and problems, declared
+ * once and shared by the rows that serve them (api/routes/v3/crypto/operations.ts, the PQC and
+ * legacy paths); their request is the body schema the route checks (api/services/crypto/
+ * bodies.ts). The OpenAPI operation is generated from both (api/openapi/endpoints.ts). Each
+ * takes a single request or a batch `{items: [...]}` of up to 1000, answered `{results: [...]}`
+ * in order, each result its own status. Unknown JSON members answer 400 naming the member.
  */
 export type Schema = Record<string, unknown>;
 
@@ -16,23 +16,12 @@ export const base64 = (description: string): Schema => ({
   description,
 });
 export const int = { type: 'integer', minimum: 1 };
-export const kid = {
-  type: 'string',
-  pattern: '^[A-Za-z0-9._:-]{1,128}$',
-  description: 'the key id, as created',
-};
 const jwe = {
   type: 'string',
   pattern: '^[\\w-]+\\.[\\w-]*\\.[\\w-]+\\.[\\w-]+\\.[\\w-]+$',
   description:
     'compact JWE (RFC 7516); its protected header names `kid` "<kid>#<version>" and `ver`, and `ctx` when a context is bound',
 };
-const context = (what: string): Schema => ({
-  type: 'object',
-  maxProperties: 64,
-  additionalProperties: { type: 'string' },
-  description: `${what}: at most 64 string members, 8 KiB in all (AWS KMS EncryptionContext). Bound into the JWE header as an HMAC-SHA-256 digest under a service key, never stored in clear; member order does not matter. Decryption needs the same context: a wrong, missing or extra one is decryption-failed.`,
-});
 export const obj = (properties: Schema, required: string[] = Object.keys(properties)): Schema => ({
   type: 'object',
   required,
@@ -58,7 +47,6 @@ export interface OperationDoc {
   summary: string;
   permission: string;
   description: string;
-  request: Schema;
   response: Schema;
   example: unknown;
   answer: unknown;
@@ -78,14 +66,6 @@ const DECRYPTION = {
   409: "key-suspended, key-revoked, or key-version-retired: the version is below the key's minDecryptionVersion",
   422: KEY_PROBLEMS[422],
 };
-const DataKeyRequest = obj(
-  {
-    kid,
-    keySpec: { enum: ['AES_256', 'AES_128'], description: "the data key's size" },
-    context: context('bound to the wrapped data key'),
-  },
-  ['kid', 'keySpec'],
-);
 const dataKeyAnswer = {
   kid: 'orders',
   version: 2,
@@ -117,10 +97,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.encrypt`',
     description:
       'AES keys use dir/A128GCM or A256GCM, RSA keys RSA-OAEP-256, EC keys ECDH-ES+A256KW, each with A256GCM content.',
-    request: obj({ kid, data: base64('the plaintext'), context: context('optional context') }, [
-      'kid',
-      'data',
-    ]),
     response: obj({ kid: str, version: int, ciphertext: jwe }),
     example: { kid: 'orders', data: 'YXR0YWNrIGF0IGRhd24=', context: CTX },
     answer: { kid: 'orders', version: 2, ciphertext: CT },
@@ -136,9 +112,6 @@ export const RUNTIME_OPERATIONS = {
     decrypts: true,
     description:
       "Any retained version at or above the key's minDecryptionVersion decrypts; headers naming `kid` without `#` plus `ver` (older ciphertexts) are accepted. Failed decryptions count against the caller's decryption-failure budget on the key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with conversion, stream re-encrypt and jobs): past it every decryption with the key answers 429 with Retry-After until the window ends.",
-    request: obj({ ciphertext: jwe, context: context('the context given at encryption') }, [
-      'ciphertext',
-    ]),
     response: obj({ kid: str, version: int, data: base64('the plaintext') }),
     example: { ciphertext: CT, context: CTX },
     answer: { kid: 'orders', version: 2, data: 'YXR0YWNrIGF0IGRhd24=' },
@@ -150,15 +123,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.sign`',
     description:
       "Exactly one of `data` and `digest`; `algorithm` defaults to the key's JWS algorithm.",
-    request: obj(
-      {
-        kid,
-        data: base64('the message'),
-        digest: base64('the message digest'),
-        algorithm: { type: 'string', examples: ['RS256', 'PS256', 'ES256', 'EdDSA', 'ML-DSA-65'] },
-      },
-      ['kid'],
-    ),
     response: obj({
       kid: str,
       version: int,
@@ -184,17 +148,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.verify`',
     description:
       'A wrong signature is `valid: false` (200), not a problem. Versions below minDecryptionVersion are not tried; naming one is key-version-retired.',
-    request: obj(
-      {
-        kid,
-        data: base64('the message'),
-        digest: base64('the message digest'),
-        signature: base64('the raw signature'),
-        algorithm: str,
-        version: int,
-      },
-      ['kid', 'signature'],
-    ),
     response: obj({ kid: str, version: int, valid: { type: 'boolean' } }, ['kid', 'valid']),
     example: {
       kid: 'release-signing',
@@ -217,7 +170,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.generate-data-key`',
     description:
       'Encrypt locally with `plaintext` (e.g. JWE dir/A256GCM), drop it, keep `ciphertext` with the data; later `/decrypt` it (with the same context) to get the data key back.',
-    request: DataKeyRequest,
     response: obj({
       kid: str,
       version: int,
@@ -237,7 +189,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.generate-data-key`',
     description:
       'For a component that stores the wrapped key for another one to open later with `/decrypt`.',
-    request: DataKeyRequest,
     response: obj({ kid: str, version: int, ciphertext: jwe }),
     example: { kid: 'orders', keySpec: 'AES_128' },
     answer: { kid: 'orders', version: 2, ciphertext: CT },
@@ -254,15 +205,6 @@ export const RUNTIME_OPERATIONS = {
     decrypts: true,
     description:
       "The target defaults to the source key's current version, and `targetContext` to `context`. The target key is checked before anything is decrypted. Failed decryptions count against the caller's decryption-failure budget on the source key (429 past it).",
-    request: obj(
-      {
-        ciphertext: jwe,
-        context: context('the context the ciphertext was sealed under'),
-        targetKid: kid,
-        targetContext: context('the context to bind to the new ciphertext'),
-      },
-      ['ciphertext'],
-    ),
     response: obj({ kid: str, version: int, ciphertext: jwe, sourceKid: str, sourceVersion: int }),
     example: { ciphertext: CT, context: CTX, targetKid: 'orders-2027' },
     answer: {
@@ -283,7 +225,6 @@ export const RUNTIME_OPERATIONS = {
     summary: "Random bytes from the service's CSPRNG",
     permission: '`crypto.generate-data-key`',
     description: "From node:crypto randomBytes (OpenSSL's DRBG).",
-    request: obj({ bytes: { type: 'integer', minimum: 1, maximum: 1024 } }),
     response: obj({ data: base64('the random bytes') }),
     example: { bytes: 32 },
     answer: { data: 'sM3q3Hq8ZrQ3n0zvJx9m4G2f3b2c0q1Yw4wP3Vx6b7A=' },
@@ -297,7 +238,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.sign`',
     description:
       'The key must have usage `mac` (types hmac-sha256, hmac-sha384, hmac-sha512); the MAC is the full hash output (32, 48 or 64 bytes).',
-    request: obj({ kid, data: base64('the message') }),
     response: res({ kid: str, version: int, algorithm: macAlg, mac: base64('the MAC') }),
     example: { kid: 'webhook-mac', data: 'YXR0YWNrIGF0IGRhd24=' },
     answer: { kid: 'webhook-mac', version: 1, algorithm: 'HS256', mac: MAC },
@@ -314,15 +254,6 @@ export const RUNTIME_OPERATIONS = {
     permission: '`crypto.verify`',
     description:
       "Each version is checked with one constant-time comparison of the full MAC. A wrong MAC is `valid: false` (200); a MAC of the wrong length (a truncated one, say) is a 400, never compared. Versions below the key's minDecryptionVersion are not tried; naming one is key-version-retired.",
-    request: obj(
-      {
-        kid,
-        data: base64('the message'),
-        mac: base64('the MAC, full length'),
-        version: { ...int, description: 'check this version only' },
-      },
-      ['kid', 'data', 'mac'],
-    ),
     response: res(
       {
         kid: str,

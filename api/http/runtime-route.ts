@@ -7,9 +7,12 @@
  */
 import type { Router } from 'express';
 import type { IncomingMessage } from 'node:http';
+import Type, { type TObject } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { runRuntime, type Operation } from '../services/crypto/batch.ts';
+import { runRuntime, type BodyChecks, type Operation } from '../services/crypto/batch.ts';
+import { BatchOf } from '../services/crypto/bodies.ts';
+import { bodyChecker } from './input.ts';
 import { attemptOf, requirePermissions, type AccessAttempt } from '../access/checks.ts';
 import { requireLegacyRole } from '../access/legacy-role.ts';
 import { consumeApiBudget } from '../access/budget.ts';
@@ -25,8 +28,10 @@ export interface RuntimeRoute {
   permissions: readonly string[];
   /** The audit action and the rate-limit endpoint. */
   action: string;
+  /** Its request body (api/services/crypto/bodies.ts): checked before `op` runs, and documented. */
+  body: TObject;
   op: Operation;
-  /** Its request, answer, examples and problems (the OpenAPI operation is generated from it). */
+  /** Its answer, examples and problems (the OpenAPI operation is generated from it). */
   doc?: OperationDoc;
 }
 
@@ -44,6 +49,21 @@ export interface OAuthRoute {
 export interface LegacyRuntimeRoute extends Omit<RuntimeRoute, 'permissions'> {
   /** Checked against the token's scopes; 401 without it (spec 5.12). */
   legacyRole: string;
+}
+
+/** The batch envelope `{items: [1 to 1000 values]}`; each item is then checked on its own. */
+const checkBatch = bodyChecker(BatchOf(Type.Unknown()));
+/** The compiled check of each body schema, shared by the routes that take it (v3, PQC, legacy). */
+const compiled = new WeakMap<TObject, BodyChecks>();
+
+/** The body checks of a route, compiled on first sight (registration, at startup). */
+export function bodyChecks(r: RuntimeRoute | LegacyRuntimeRoute): BodyChecks {
+  let checks = compiled.get(r.body);
+  if (!checks) {
+    checks = { item: bodyChecker(r.body), batch: checkBatch };
+    compiled.set(r.body, checks);
+  }
+  return checks;
 }
 
 /** The per-route core: permissions, budget, body, operation; resolves to the response body. */
@@ -65,6 +85,7 @@ export async function serveRuntime(
     r.action,
     r.op,
     await readCanonicalJson(req, ctx.config.jsonLimitBytes),
+    bodyChecks(r),
   );
 }
 
@@ -75,6 +96,7 @@ export function addRuntimeRoutes(
   routes: readonly (RuntimeRoute | LegacyRuntimeRoute)[],
 ): Router {
   for (const r of routes) {
+    bodyChecks(r);
     route(router, r.path, {
       post: async (req, res) => {
         // A body announced over the cap is refused before it is read: the client is asked to close.

@@ -1,16 +1,12 @@
 /**
- * The OpenAPI form of a runtime operation (its contract: api/http/runtime-contract.ts): single
- * and batch request, single and batch answer, an example each, its problems.
+ * The OpenAPI form of a runtime operation (its contract: api/http/runtime-contract.ts; its body
+ * schema: api/services/crypto/bodies.ts): single and batch request, single and batch answer, an
+ * example each, its problems.
  */
-import { problemResponse } from './components.ts';
+import type { TObject } from 'typebox';
+import { plainSchema, problemResponse } from './components.ts';
 import { COMMON, obj, type OperationDoc, type Schema } from '../http/runtime-contract.ts';
-
-const batchOf = (item: Schema): Schema => ({
-  type: 'object',
-  required: ['items'],
-  properties: { items: { type: 'array', minItems: 1, maxItems: 1000, items: item } },
-  additionalProperties: false,
-});
+import { BatchOf } from '../services/crypto/bodies.ts';
 const resultsOf = (item: Schema): Schema =>
   obj({
     results: {
@@ -28,7 +24,7 @@ const resultsOf = (item: Schema): Schema =>
  * example each, its problems. `common` replaces the problems every operation shares (the legacy
  * API answers a missing role with 401, not 403).
  */
-export function operation(o: OperationDoc) {
+export function operation(o: OperationDoc, request: TObject) {
   return {
     post: {
       tags: [o.tag ?? 'crypto'],
@@ -40,7 +36,7 @@ export function operation(o: OperationDoc) {
         required: true,
         content: {
           'application/json': {
-            schema: { oneOf: [o.request, batchOf(o.request)] },
+            schema: { oneOf: [plainSchema(request), plainSchema(BatchOf(request))] },
             example: o.example,
           },
         },

@@ -17,12 +17,25 @@ export interface RowArea {
     path: string;
     endpoints?: readonly Endpoint[];
     runtime?: readonly RuntimeDocumented[];
+    documented?: readonly HandDocumented[];
   }[];
+}
+
+/**
+ * An operation of a hand-written router, documented in its route file beside it: a protocol
+ * the rows do not speak (the AWS KMS API: SigV4, awsJson1_1, AWS-shaped errors).
+ */
+export interface HandDocumented {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Below the mount, as the router serves it ('/' for the mount itself). */
+  path: string;
+  operation: Schema;
 }
 
 /** What the document reads of a runtime operation (api/http/runtime-route.ts). */
 interface RuntimeDocumented {
   path: string;
+  body: TObject;
   permissions?: readonly string[];
   legacyRole?: string;
   doc?: OperationDoc;
@@ -40,13 +53,16 @@ const LEGACY_COMMON = {
 
 /** The operation of a runtime route with a contract, its permission or legacy role named. */
 function runtimeOperation(r: RuntimeDocumented & { doc: OperationDoc }) {
-  return runtimeDoc({
-    ...r.doc,
-    permission: r.legacyRole
-      ? `the legacy role \`${r.legacyRole}\``
-      : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
-    ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
-  }).post;
+  return runtimeDoc(
+    {
+      ...r.doc,
+      permission: r.legacyRole
+        ? `the legacy role \`${r.legacyRole}\``
+        : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
+      ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
+    },
+    r.body,
+  ).post;
 }
 
 /** The meaning of a problem status every row may answer, unless the row words it itself. */
@@ -62,8 +78,8 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   429: "the client's budget for this endpoint is spent (Retry-After)",
 };
 
-/** Express path → OpenAPI path: `/:id` → `/{id}`. */
-const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+/** Express path → OpenAPI path: `/:id` → `/{id}`, a wildcard `/*path` → `/{path}`. */
+const openApiPath = (path: string) => path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 
 /** The row's full path: the area's prefix, the mount and the row's own path ('/' is the mount). */
 const fullPath = (prefix: string, mount: string, path: string) =>
@@ -104,7 +120,7 @@ function problemStatuses(row: Endpoint): Record<number, string> {
  * A success answer: its description, the headers it documents and, unless it has no body, its
  * schema (JSON, or the media the handler writes) and example.
  */
-function response({ schema, media, description, headers }: Answer): Schema {
+function response({ schema, media, otherMedia, description, headers }: Answer): Schema {
   const answerHeaders = headers
     ? {
         headers: Object.fromEntries(
@@ -124,6 +140,12 @@ function response({ schema, media, description, headers }: Answer): Schema {
         schema: schema ? plainSchema(schema) : { type: 'string', format: 'binary' },
         ...(schema ? exampleOf(schema) : {}),
       },
+      ...Object.fromEntries(
+        Object.entries(otherMedia ?? {}).map(([type, s]) => [
+          type,
+          { schema: plainSchema(s), ...exampleOf(s) },
+        ]),
+      ),
     },
   };
 }
@@ -186,6 +208,10 @@ export function endpointPaths(areas: readonly RowArea[]): Record<string, Record<
         const path = fullPath(area.prefix, mount.path, row.path);
         (paths[path] ??= {})[row.method] = operation(row);
       }
+  for (const area of areas)
+    for (const mount of area.mounts)
+      for (const d of mount.documented ?? [])
+        (paths[fullPath(area.prefix, mount.path, d.path)] ??= {})[d.method] = d.operation;
   for (const area of areas)
     for (const mount of area.mounts)
       for (const r of mount.runtime ?? [])

@@ -1,12 +1,17 @@
 /**
- * The AWS KMS API (contract 10) at POST /, on Express for an app built without the runtime lane
- * (createApp alone; the listener's lane serves every POST / first): the same core
- * (api/http/aws-kms.ts). No 405 helper here:
- * GET / is the service's landing page, served by another router.
+ * The AWS KMS API (contract 10, docs/aws-kms.md) at POST /, on Express for an app built without
+ * the runtime lane (createApp alone; the listener's lane serves every POST / first): the same
+ * core (api/http/aws-kms.ts). No 405 helper here: GET / is the service's landing page, served by
+ * another router. Its protocol is AWS's, not a route row's (SigV4 instead of a bearer token,
+ * awsJson1_1 bodies, AWS-shaped errors), so its one operation is documented here, beside it: the
+ * AWS operation is the `X-Amz-Target` header, whose values come from the operation table, so a
+ * new operation is documented by being served.
  */
 import { Router } from 'express';
 import type { AppContext } from '../context.ts';
-import { awsAnswer } from '../http/aws-kms.ts';
+import { AMZ_JSON, awsAnswer } from '../http/aws-kms.ts';
+import type { HandDocumented } from '../openapi/endpoints.ts';
+import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
 
 /** Mounted at /. */
 export function createAwsKmsRouter(ctx: AppContext): Router {
@@ -20,3 +25,74 @@ export function createAwsKmsRouter(ctx: AppContext): Router {
   });
   return router;
 }
+
+/** An AWS error answer, with the exceptions contract 10 names (`x-amzn-ErrorType` too). */
+const awsError = (description: string, example: { __type: string; message: string }) => ({
+  description,
+  content: { [AMZ_JSON]: { schema: { $ref: '#/components/schemas/AwsError' }, example } },
+});
+
+/** POST / with X-Amz-Target, as the document shows it. */
+export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
+  {
+    method: 'post',
+    path: '/',
+    operation: {
+      tags: ['aws-kms'],
+      operationId: 'awsKms',
+      summary: 'AWS KMS API: the operation named by X-Amz-Target (TrentService.<Operation>)',
+      description:
+        "Point an AWS client at the service (`--endpoint-url`, `AWS_ENDPOINT_URL_KMS`, `endpoint`). Requests are signed with AWS Signature Version 4 (service `kms`) by a workload access key (`POST /api/v3/admin/tenants/{tenantId}/workloads/{workloadId}/access-keys`) and act as that workload: its permissions, rate budgets and audit. The body is the AWS operation's request in awsJson1_1 (blobs base64); the answer is its AWS response. See docs/aws-kms.md for the operations, their Keyward permissions and key states.",
+      security: [{ awsSigV4: [] }],
+      parameters: [
+        {
+          name: 'X-Amz-Target',
+          in: 'header',
+          required: true,
+          schema: { enum: [...AWS_OPERATIONS.keys()].map((name) => `TrentService.${name}`) },
+          example: 'TrentService.Encrypt',
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          [AMZ_JSON]: {
+            schema: {
+              type: 'object',
+              description: "the AWS operation's request members",
+              additionalProperties: true,
+            },
+            example: {
+              KeyId: 'alias/orders',
+              Plaintext: 'aW52b2ljZSA0Mg==',
+              EncryptionContext: { purpose: 'invoices' },
+            },
+          },
+        },
+      },
+      responses: {
+        200: {
+          description: "the AWS operation's response",
+          content: {
+            [AMZ_JSON]: {
+              schema: { type: 'object', additionalProperties: true },
+              example: {
+                KeyId: 'arn:aws:kms:eu-west-1:123456789012:key/orders-db',
+                CiphertextBlob: 'S1dDAWV5SmhiR2NpT2lKa2FYSWl...',
+                EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+              },
+            },
+          },
+        },
+        400: awsError(
+          'an AWS exception: MissingAuthenticationTokenException, IncompleteSignatureException, InvalidSignatureException, UnrecognizedClientException, UnknownOperationException, SerializationException, ValidationException, NotFoundException, DisabledException, KMSInvalidStateException, InvalidCiphertextException, IncorrectKeyException, InvalidKeyUsageException, AccessDeniedException, LimitExceededException, KMSInvalidSignatureException, KMSInvalidMacException, UnsupportedOperationException, AlreadyExistsException',
+          { __type: 'NotFoundException', message: "Key 'alias/none' does not exist" },
+        ),
+        500: awsError('KMSInternalException', {
+          __type: 'KMSInternalException',
+          message: 'internal error',
+        }),
+      },
+    },
+  },
+];

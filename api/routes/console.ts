@@ -1,15 +1,16 @@
 /**
  * GET /console: the operators' web console. Its files are plain ES modules, a stylesheet and
- * one HTML page in console/ (no build step: see console/README.md), read once when the router
- * is made and served from memory by name, so a path never reaches the file system. The page
+ * one HTML page in console/ (no build step: see console/README.md), read once (at the first
+ * request) and served from memory by name, so a path never reaches the file system. The page
  * calls the same HTTP API as every other client; nothing is fetched from another origin.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
+import Type from 'typebox';
 import { problem } from '../../shared/errors/index.ts';
-import { route } from '../http/route.ts';
+import { endpoint } from '../http/endpoint.ts';
 
 /** The console's folder in the checkout. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -69,26 +70,63 @@ function send(res: Response, file: StaticFile): void {
   res.type(file.type).send(file.body);
 }
 
+const OPEN = {
+  open: 'a static page and its files; it signs in with the password grant itself',
+} as const;
+
+/** Read once, at the first request: no request names a path of the file system. */
+let files: Map<string, StaticFile> | undefined;
+const consoleFiles = () => (files ??= readConsoleFiles(CONSOLE_DIR));
+
 /** Serves the console page at /console and its files at /console/<path>. */
-export function createConsoleRouter(): Router {
-  const files = readConsoleFiles(CONSOLE_DIR);
-  const router = Router();
-  route(router, '/console', {
-    get: (_req, res) => {
-      const page = files.get('index.html');
+export const CONSOLE_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/console',
+    operationId: 'console',
+    tag: 'system',
+    summary:
+      'The web console for the people who run Keyward (static page; it signs in with the password grant)',
+    access: OPEN,
+    answer: {
+      status: 200,
+      description:
+        'the console page, under a Content-Security-Policy without inline code or other origins',
+      media: 'text/html',
+      schema: Type.String({
+        examples: [
+          '<!doctype html><html lang="en">...<script type="module" src="/console/js/main.js"></script>...',
+        ],
+      }),
+    },
+    problems: { 404: 'the console is not installed' },
+    handle: (_ctx, { res }) => {
+      const page = consoleFiles().get('index.html');
       if (!page) throw problem('not_found', 'the console is not installed');
       send(res, page);
     },
-  });
-  route(router, '/console/*path', {
-    get: (req, res) => {
-      const raw: unknown = req.params.path;
-      const name = Array.isArray(raw) ? raw.join('/') : String(raw);
-      const file = files.get(name);
+  }),
+  endpoint({
+    method: 'get',
+    path: '/console/*path',
+    operationId: 'consoleFile',
+    tag: 'system',
+    summary:
+      "A file of the console (its ES modules and stylesheet, from the checkout's console/ folder)",
+    access: OPEN,
+    params: Type.Object({ path: Type.String({ examples: ['js/main.js'] }) }),
+    answer: {
+      status: 200,
+      description: 'the file',
+      media: 'text/javascript',
+      schema: Type.String({ examples: ['export function start() { ... }'] }),
+    },
+    problems: { 404: 'no such file in the console' },
+    handle: (_ctx, { params, res }) => {
+      const file = consoleFiles().get(params.path);
       if (!file)
-        throw problem('not_found', `no console file ${JSON.stringify(name.slice(0, 200))}`);
+        throw problem('not_found', `no console file ${JSON.stringify(params.path.slice(0, 200))}`);
       send(res, file);
     },
-  });
-  return router;
-}
+  }),
+];

@@ -5,8 +5,9 @@
  * says so.
  */
 import { createRequire } from 'node:module';
-import { Router } from 'express';
-import { route } from '../http/route.ts';
+import type { Response } from 'express';
+import Type from 'typebox';
+import { endpoint, type Endpoint } from '../http/endpoint.ts';
 
 /** Where the page loads the renderer from; one of our own paths. */
 export const REDOC_BUNDLE_PATH = '/docs/redoc.standalone.js';
@@ -43,43 +44,119 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** Serves the document (built once by the route table), the reference page and the renderer bundle. */
-export function createDocsRouter(document: Record<string, unknown>): Router {
-  const router = Router();
-  // The root has nothing of its own: a browser pointed at the service lands on the reference.
-  route(router, '/', {
-    get: (_req, res) => {
-      res.redirect(302, '/docs');
-    },
+const OPEN = { open: 'the API reference is public, like the API it describes' } as const;
+
+/** The file sent with its headers: the bundle changes only with the installed package, so browsers keep it for a day. */
+function sendBundle(res: Response): Promise<void> {
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  return new Promise((resolve, reject) => {
+    res.sendFile(
+      BUNDLE_FILE,
+      {
+        headers: { 'Content-Type': 'text/javascript; charset=utf-8' },
+        maxAge: '1d',
+        lastModified: true,
+      },
+      (err) => (err ? reject(err) : resolve()),
+    );
   });
-  route(router, '/api/v3/openapi.json', {
-    get: (_req, res) => {
-      res.json(document);
-    },
-  });
-  route(router, '/docs', {
-    get: (_req, res) => {
-      res.setHeader('Content-Security-Policy', CSP);
-      res.setHeader('X-Content-Type-Options', 'nosniff');
-      res.type('html').send(PAGE);
-    },
-  });
-  route(router, REDOC_BUNDLE_PATH, {
-    get: (_req, res, next) => {
-      res.setHeader('X-Content-Type-Options', 'nosniff');
-      // The bundle changes only with the installed package: let browsers keep it for a day.
-      res.sendFile(
-        BUNDLE_FILE,
-        {
-          headers: { 'Content-Type': 'text/javascript; charset=utf-8' },
-          maxAge: '1d',
-          lastModified: true,
-        },
-        (err) => {
-          if (err) next(err);
-        },
-      );
-    },
-  });
-  return router;
+}
+
+/**
+ * The document, the reference page and the renderer bundle, and the root, which has nothing of
+ * its own: a browser pointed at the service lands on the reference. `documentOf` builds the
+ * document for a base URL (the route table's, which holds these rows); it is built once per URL.
+ */
+export function docsEndpoints(
+  documentOf: (baseUrl: string) => Record<string, unknown>,
+): Endpoint[] {
+  const built = new Map<string, Record<string, unknown>>();
+  const documentFor = (baseUrl: string) => {
+    const doc = built.get(baseUrl) ?? documentOf(baseUrl);
+    built.set(baseUrl, doc);
+    return doc;
+  };
+  return [
+    endpoint({
+      method: 'get',
+      path: '/',
+      operationId: 'root',
+      tag: 'system',
+      summary: 'Redirects to the API reference (/docs)',
+      access: OPEN,
+      answer: {
+        status: 302,
+        description: 'the reference is at /docs',
+        headers: { Location: 'the reference: /docs' },
+        media: 'text/plain',
+        schema: Type.String({ examples: ['Found. Redirecting to /docs'] }),
+      },
+      handle: (_ctx, { res }) => {
+        res.redirect(302, '/docs');
+      },
+    }),
+    endpoint({
+      method: 'get',
+      path: '/api/v3/openapi.json',
+      operationId: 'openApiDocument',
+      tag: 'system',
+      summary: 'This document (OpenAPI 3.1)',
+      access: OPEN,
+      answer: {
+        status: 200,
+        description: 'the document',
+        schema: Type.Object(
+          { openapi: Type.String(), info: Type.Object({}), paths: Type.Object({}) },
+          {
+            examples: [
+              { openapi: '3.1.0', info: { title: 'Keyward', version: '3.0.0' }, paths: {} },
+            ],
+          },
+        ),
+      },
+      handle: (ctx) => documentFor(ctx.config.publicBaseUrl),
+    }),
+    endpoint({
+      method: 'get',
+      path: '/docs',
+      operationId: 'apiReference',
+      tag: 'system',
+      summary: 'This document rendered as a readable reference (Redoc, served from this origin)',
+      access: OPEN,
+      answer: {
+        status: 200,
+        description: 'the reference page',
+        media: 'text/html',
+        schema: Type.String({
+          examples: [
+            '<!doctype html><html lang="en">...<redoc spec-url="/api/v3/openapi.json"></redoc><script src="/docs/redoc.standalone.js"></script>...',
+          ],
+        }),
+      },
+      handle: (_ctx, { res }) => {
+        res.setHeader('Content-Security-Policy', CSP);
+        res.setHeader('X-Content-Type-Options', 'nosniff');
+        res.type('html').send(PAGE);
+      },
+    }),
+    endpoint({
+      method: 'get',
+      path: REDOC_BUNDLE_PATH,
+      operationId: 'apiReferenceRenderer',
+      tag: 'system',
+      summary: 'The renderer bundle the reference page loads, from the installed redoc package',
+      access: OPEN,
+      answer: {
+        status: 200,
+        description: 'JavaScript',
+        media: 'text/javascript',
+        schema: Type.String({
+          examples: [
+            '/*! For license information please see redoc.standalone.js.LICENSE.txt */ ...',
+          ],
+        }),
+      },
+      handle: (_ctx, { res }) => sendBundle(res),
+    }),
+  ];
 }

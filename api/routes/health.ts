@@ -1,29 +1,73 @@
 /** Liveness and readiness: what an orchestrator polls (GET /healthz, /readyz); public. */
-import { Router } from 'express';
-import type { AppContext } from '../context.ts';
+import Type from 'typebox';
+import { endpoint } from '../http/endpoint.ts';
+import { Resource } from '../http/schemas.ts';
 import { databaseReachable } from '../../shared/db/knex.ts';
-import { route } from '../http/route.ts';
 
-const ALIVE = JSON.stringify({ status: 'ok' });
+const OPEN = { open: 'an orchestrator polls it without credentials' } as const;
+
+const Readiness = (example: unknown) =>
+  Resource(
+    {
+      status: Type.Enum(['ready', 'not-ready']),
+      checks: Type.Object(
+        {},
+        {
+          description: 'database, pool, and redis when REDIS_URL is set',
+          additionalProperties: Type.Boolean(),
+        },
+      ),
+    },
+    example,
+  );
 
 /** Mounted at the root: GET /healthz and /readyz. */
-export function createHealthRouter(ctx: AppContext): Router {
-  const router = Router();
-  route(router, '/healthz', {
-    get: (_req, res) => {
-      res.type('application/json').send(ALIVE);
+export const HEALTH_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/healthz',
+    operationId: 'liveness',
+    tag: 'system',
+    summary: 'Liveness: the process answers',
+    access: OPEN,
+    answer: {
+      status: 200,
+      description: 'alive',
+      schema: Resource({ status: Type.Literal('ok') }, { status: 'ok' }),
     },
-  });
-  route(router, '/readyz', {
-    get: async (_req, res) => {
+    handle: () => ({ status: 'ok' as const }),
+  }),
+  endpoint({
+    method: 'get',
+    path: '/readyz',
+    operationId: 'readiness',
+    tag: 'system',
+    summary: 'Readiness: database, worker pool and Redis when configured',
+    access: OPEN,
+    answer: {
+      status: 200,
+      description: 'ready',
+      schema: Readiness({ status: 'ready', checks: { database: true, pool: true, redis: true } }),
+    },
+    otherAnswers: [
+      {
+        status: 503,
+        description: 'a dependency is down',
+        schema: Readiness({
+          status: 'not-ready',
+          checks: { database: true, pool: true, redis: false },
+        }),
+      },
+    ],
+    handle: async (ctx, { res }) => {
       const checks: Record<string, boolean> = {
         database: await databaseReachable(ctx.db),
         pool: ctx.pool.open(),
       };
       if (ctx.redis) checks.redis = ctx.redis.status === 'ready';
       const ready = Object.values(checks).every(Boolean);
-      res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not-ready', checks });
+      res.status(ready ? 200 : 503);
+      return { status: ready ? 'ready' : 'not-ready', checks };
     },
-  });
-  return router;
-}
+  }),
+];

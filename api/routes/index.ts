@@ -15,14 +15,15 @@ import {
 import { Router as expressRouter } from 'express';
 import { endpointRouter, type Endpoint } from '../http/endpoint.ts';
 import { openApiDocument } from '../openapi/index.ts';
+import type { HandDocumented } from '../openapi/endpoints.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
-import { createHealthRouter } from './health.ts';
-import { createAwsKmsRouter } from './aws-kms.ts';
-import { createMetricsRouter } from './metrics.ts';
-import { createDocsRouter } from './docs.ts';
-import { createConsoleRouter } from './console.ts';
-import { createProblemsRouter } from './problems.ts';
+import { HEALTH_ENDPOINTS } from './health.ts';
+import { AWS_KMS_DOCUMENTED, createAwsKmsRouter } from './aws-kms.ts';
+import { METRICS_ENDPOINTS } from './metrics.ts';
+import { docsEndpoints } from './docs.ts';
+import { CONSOLE_ENDPOINTS } from './console.ts';
+import { PROBLEM_ENDPOINTS } from './problems.ts';
 import { createWellKnownRouter } from './well-known.ts';
 import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
 import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
@@ -61,6 +62,8 @@ export interface Mount {
   runtime?: readonly (RuntimeRoute | LegacyRuntimeRoute)[];
   /** A router written by hand, for what rows do not describe yet. */
   router?: (ctx: AppContext) => Router;
+  /** The hand router's operations, documented in its route file (a protocol rows do not speak). */
+  documented?: readonly HandDocumented[];
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
   tenantScoped?: boolean;
   /**
@@ -89,23 +92,24 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '',
     audiences: null,
     mounts: [
-      { path: '', router: createHealthRouter },
+      { path: '', endpoints: HEALTH_ENDPOINTS },
       // POST / with X-Amz-Target (contract 10), ahead of the landing page's 405 for POST /;
       // the runtime lane serves it first.
-      { path: '', router: createAwsKmsRouter },
-      { path: '', router: (ctx) => createDocsRouter(apiDocument(ctx.config.publicBaseUrl)) },
-      { path: '', router: createConsoleRouter },
+      { path: '', router: createAwsKmsRouter, documented: AWS_KMS_DOCUMENTED },
+      // The document's rows read the document of this table: built when first asked for.
+      { path: '', endpoints: docsEndpoints((baseUrl) => apiDocument(baseUrl)) },
+      { path: '', endpoints: CONSOLE_ENDPOINTS },
     ],
   },
   {
     prefix: '/problems',
     audiences: null,
-    mounts: [{ path: '', router: (ctx) => createProblemsRouter(ctx.config.publicBaseUrl) }],
+    mounts: [{ path: '', endpoints: PROBLEM_ENDPOINTS }],
   },
   {
     prefix: '/metrics',
     audiences: [AUDIENCE_CORE, AUDIENCE_ADMIN],
-    mounts: [{ path: '', router: createMetricsRouter }],
+    mounts: [{ path: '', endpoints: METRICS_ENDPOINTS }],
   },
   {
     prefix: '/.well-known',

@@ -3,9 +3,10 @@
  * URI should resolve to documentation for humans). One short page per catalogued problem, made
  * from the catalogue's title and help line: HTML by default, JSON for Accept: application/json.
  */
-import { Router } from 'express';
+import Type from 'typebox';
 import { PROBLEMS, problem, type ProblemSpec } from '../../shared/errors/index.ts';
-import { route } from '../http/route.ts';
+import { endpoint } from '../http/endpoint.ts';
+import { Resource } from '../http/schemas.ts';
 
 // Several codes may share a page; a slug request never indexes a plain object (rule 14).
 const BY_SLUG = new Map<string, ProblemSpec>(
@@ -46,15 +47,53 @@ function page(spec: ProblemSpec, type: string): string {
 `;
 }
 
+const SLUGS = [...BY_SLUG.keys()];
+
+/** A problem type's page as JSON (Accept: application/json). */
+const ProblemType = Resource(
+  {
+    type: Type.String({ format: 'uri', description: 'this page: the `type` of the problem' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    description: Type.String({ description: 'what the problem means and what to do' }),
+  },
+  {
+    type: 'http://127.0.0.1:8080/problems/key-suspended',
+    title: 'Key Suspended',
+    status: 409,
+    description: PROBLEMS.key_suspended.help,
+  },
+);
+
 /** Mounted at /problems: one page per catalogued slug. */
-export function createProblemsRouter(baseUrl: string): Router {
-  const router = Router();
-  route(router, '/:slug', {
-    get: (req, res) => {
-      const slug = String(req.params.slug);
-      const spec = BY_SLUG.get(slug);
+export const PROBLEM_ENDPOINTS = [
+  endpoint({
+    method: 'get',
+    path: '/:slug',
+    operationId: 'problemType',
+    tag: 'system',
+    summary: 'The page a problem `type` URL names: what the problem means and what to do',
+    description:
+      'One page per problem of the catalogue, HTML by default and JSON for `Accept: application/json`.',
+    access: { open: 'the `type` of every problem links here, for anyone who reads one' },
+    params: Type.Object({ slug: Type.Enum(SLUGS, { examples: ['key-suspended'] }) }),
+    notFound: 'no problem type has this name',
+    answer: {
+      status: 200,
+      description: 'the page',
+      media: 'text/html',
+      schema: Type.String({
+        examples: [
+          '<!doctype html><html lang="en">...<h1>Key Suspended</h1><p>HTTP status 409. ...</p>...',
+        ],
+      }),
+      otherMedia: { 'application/json': ProblemType },
+    },
+    problems: { 404: 'no problem type has this name' },
+    handle: (ctx, { params, req, res }) => {
+      const spec = BY_SLUG.get(params.slug);
       if (!spec) throw problem('not_found', 'no problem type has this name');
-      const type = `${baseUrl}/problems/${spec.slug}`;
+      const type = `${ctx.config.publicBaseUrl}/problems/${spec.slug}`;
       res.setHeader('Cache-Control', 'public, max-age=3600');
       res.vary('Accept');
       if (req.accepts(['html', 'json']) === 'json') {
@@ -65,6 +104,5 @@ export function createProblemsRouter(baseUrl: string): Router {
       res.setHeader('X-Content-Type-Options', 'nosniff');
       res.type('html').send(page(spec, type));
     },
-  });
-  return router;
-}
+  }),
+];

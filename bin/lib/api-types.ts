@@ -2,166 +2,6 @@
 // Only the 2xx answers are kept (a refusal is a problem document, read by ApiError), and no prose.
 
 export interface paths {
-  '/': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['root'];
-    put?: never;
-    post: operations['awsKms'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/problems/{slug}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['problemType'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/healthz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['liveness'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/readyz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['readiness'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/metrics': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['metrics'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/openapi.json': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['openApiDocument'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/docs': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['apiReference'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/console': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['console'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/console/{path}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['consoleFile'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/docs/redoc.standalone.js': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['apiReferenceRenderer'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/migration/uploads/{name}': {
     parameters: {
       query?: never;
@@ -428,6 +268,166 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['streamResign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/healthz': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['liveness'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/readyz': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['readiness'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['root'];
+    put?: never;
+    post: operations['awsKms'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/openapi.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['openApiDocument'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/docs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['apiReference'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/docs/redoc.standalone.js': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['apiReferenceRenderer'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['console'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/console/{path}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['consoleFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/problems/{slug}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['problemType'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/metrics': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['metrics'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1679,333 +1679,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  root: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: never;
-  };
-  awsKms: {
-    parameters: {
-      query?: never;
-      header: {
-        'X-Amz-Target':
-          | 'TrentService.Encrypt'
-          | 'TrentService.Decrypt'
-          | 'TrentService.ReEncrypt'
-          | 'TrentService.GenerateDataKey'
-          | 'TrentService.GenerateDataKeyWithoutPlaintext'
-          | 'TrentService.GenerateDataKeyPair'
-          | 'TrentService.GenerateDataKeyPairWithoutPlaintext'
-          | 'TrentService.GenerateRandom'
-          | 'TrentService.GenerateMac'
-          | 'TrentService.VerifyMac'
-          | 'TrentService.Sign'
-          | 'TrentService.Verify'
-          | 'TrentService.GetPublicKey'
-          | 'TrentService.DescribeKey'
-          | 'TrentService.ListKeys'
-          | 'TrentService.ListAliases'
-          | 'TrentService.GetKeyRotationStatus'
-          | 'TrentService.ListKeyRotations'
-          | 'TrentService.ListResourceTags'
-          | 'TrentService.EnableKeyRotation'
-          | 'TrentService.DisableKeyRotation'
-          | 'TrentService.RotateKeyOnDemand'
-          | 'TrentService.CreateKey'
-          | 'TrentService.CreateAlias'
-          | 'TrentService.DeleteAlias'
-          | 'TrentService.TagResource'
-          | 'TrentService.UntagResource'
-          | 'TrentService.ScheduleKeyDeletion'
-          | 'TrentService.CancelKeyDeletion';
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-amz-json-1.1': {
-          [key: string]: unknown;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/x-amz-json-1.1': {
-            [key: string]: unknown;
-          };
-        };
-      };
-    };
-  };
-  problemType: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        slug:
-          | 'bad-request'
-          | 'malformed-json'
-          | 'validation-failed'
-          | 'not-found'
-          | 'method-not-allowed'
-          | 'not-acceptable'
-          | 'conflict'
-          | 'request-timeout'
-          | 'payload-too-large'
-          | 'unsupported-media-type'
-          | 'unprocessable'
-          | 'rate-limited'
-          | 'internal-error'
-          | 'service-busy'
-          | 'too-many-connections'
-          | 'service-unavailable'
-          | 'database-unavailable'
-          | 'unauthorized'
-          | 'forbidden'
-          | 'invalid-reset-token'
-          | 'key-not-found'
-          | 'key-suspended'
-          | 'key-revoked'
-          | 'invalid-transition'
-          | 'key-version-retired'
-          | 'key-usage-mismatch'
-          | 'policy-violation'
-          | 'exchange-not-pending'
-          | 'exchange-expired'
-          | 'decryption-failed'
-          | 'cms-malformed'
-          | 'cms-truncated'
-          | 'cms-unsupported'
-          | 'cms-element-too-large'
-          | 'cms-key-not-imported'
-          | 'cms-key-unusable'
-          | 'cms-signature-invalid'
-          | 'cms-content-indefinite'
-          | 'cms-nesting-too-deep'
-          | 'cms-signer-untrusted'
-          | 'cms-signer-certificate-mismatch'
-          | 'cms-eddsa-content-too-large'
-          | 'cms-bad-metadata'
-          | 'cms-base64-invalid'
-          | 'cms-base64-truncated'
-          | 'cms-pem-unterminated'
-          | 'cms-pem-end-mismatch'
-          | 'cms-mime-no-body'
-          | 'cms-mime-header-too-large'
-          | 'cms-mime-too-deep'
-          | 'cms-multipart-signed-malformed'
-          | 'cms-mime-no-cms'
-          | 'jose-malformed'
-          | 'jose-unsupported'
-          | 'signature-invalid'
-          | 'jose-content-too-large'
-          | 'keystore-password-invalid'
-          | 'keystore-malformed'
-          | 'keystore-unsupported-algorithm'
-          | 'keystore-empty'
-          | 'keystore-key-mismatch'
-          | 'keystore-key-invalid'
-          | 'keystore-too-large'
-          | 'storage-unavailable'
-          | 'queue-unavailable'
-          | 'job-cancelled'
-          | 'source-changed'
-          | 'job-not-finished';
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-          'application/json': {
-            /** Format: uri */
-            type: string;
-            title: string;
-            status: number;
-            description: string;
-          };
-        };
-      };
-    };
-  };
-  liveness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @constant */
-            status?: 'ok';
-          };
-        };
-      };
-    };
-  };
-  readiness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {unknown} */
-            status: 'ready' | 'not-ready';
-            checks: {
-              [key: string]: boolean;
-            };
-          };
-        };
-      };
-    };
-  };
-  metrics: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/plain': string;
-        };
-      };
-    };
-  };
-  openApiDocument: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': Record<string, unknown>;
-        };
-      };
-    };
-  };
-  apiReference: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-        };
-      };
-    };
-  };
-  console: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-        };
-      };
-    };
-  };
-  consoleFile: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        path: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/javascript': string;
-        };
-      };
-    };
-  };
-  apiReferenceRenderer: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/javascript': string;
-        };
-      };
-    };
-  };
   uploadObject: {
     parameters: {
       query?: never;
@@ -2922,6 +2595,337 @@ export interface operations {
                   };
                 }[];
               };
+        };
+      };
+    };
+  };
+  liveness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            status: 'ok';
+          };
+        };
+      };
+    };
+  };
+  readiness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {unknown} */
+            status: 'ready' | 'not-ready';
+            checks: {
+              [key: string]: boolean;
+            };
+          };
+        };
+      };
+    };
+  };
+  root: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: never;
+  };
+  awsKms: {
+    parameters: {
+      query?: never;
+      header: {
+        'X-Amz-Target':
+          | 'TrentService.Encrypt'
+          | 'TrentService.Decrypt'
+          | 'TrentService.ReEncrypt'
+          | 'TrentService.GenerateDataKey'
+          | 'TrentService.GenerateDataKeyWithoutPlaintext'
+          | 'TrentService.GenerateDataKeyPair'
+          | 'TrentService.GenerateDataKeyPairWithoutPlaintext'
+          | 'TrentService.GenerateRandom'
+          | 'TrentService.GenerateMac'
+          | 'TrentService.VerifyMac'
+          | 'TrentService.Sign'
+          | 'TrentService.Verify'
+          | 'TrentService.GetPublicKey'
+          | 'TrentService.DescribeKey'
+          | 'TrentService.ListKeys'
+          | 'TrentService.ListAliases'
+          | 'TrentService.GetKeyRotationStatus'
+          | 'TrentService.ListKeyRotations'
+          | 'TrentService.ListResourceTags'
+          | 'TrentService.EnableKeyRotation'
+          | 'TrentService.DisableKeyRotation'
+          | 'TrentService.RotateKeyOnDemand'
+          | 'TrentService.CreateKey'
+          | 'TrentService.CreateAlias'
+          | 'TrentService.DeleteAlias'
+          | 'TrentService.TagResource'
+          | 'TrentService.UntagResource'
+          | 'TrentService.ScheduleKeyDeletion'
+          | 'TrentService.CancelKeyDeletion';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-amz-json-1.1': {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-amz-json-1.1': {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  openApiDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            openapi: string;
+            info: Record<string, unknown>;
+            paths: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  apiReference: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/html': string;
+        };
+      };
+    };
+  };
+  apiReferenceRenderer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/javascript': string;
+        };
+      };
+    };
+  };
+  console: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/html': string;
+        };
+      };
+    };
+  };
+  consoleFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        path: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/javascript': string;
+        };
+      };
+    };
+  };
+  problemType: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        slug:
+          | 'bad-request'
+          | 'malformed-json'
+          | 'validation-failed'
+          | 'not-found'
+          | 'method-not-allowed'
+          | 'not-acceptable'
+          | 'conflict'
+          | 'request-timeout'
+          | 'payload-too-large'
+          | 'unsupported-media-type'
+          | 'unprocessable'
+          | 'rate-limited'
+          | 'internal-error'
+          | 'service-busy'
+          | 'too-many-connections'
+          | 'service-unavailable'
+          | 'database-unavailable'
+          | 'unauthorized'
+          | 'forbidden'
+          | 'invalid-reset-token'
+          | 'key-not-found'
+          | 'key-suspended'
+          | 'key-revoked'
+          | 'invalid-transition'
+          | 'key-version-retired'
+          | 'key-usage-mismatch'
+          | 'policy-violation'
+          | 'exchange-not-pending'
+          | 'exchange-expired'
+          | 'decryption-failed'
+          | 'cms-malformed'
+          | 'cms-truncated'
+          | 'cms-unsupported'
+          | 'cms-element-too-large'
+          | 'cms-key-not-imported'
+          | 'cms-key-unusable'
+          | 'cms-signature-invalid'
+          | 'cms-content-indefinite'
+          | 'cms-nesting-too-deep'
+          | 'cms-signer-untrusted'
+          | 'cms-signer-certificate-mismatch'
+          | 'cms-eddsa-content-too-large'
+          | 'cms-bad-metadata'
+          | 'cms-base64-invalid'
+          | 'cms-base64-truncated'
+          | 'cms-pem-unterminated'
+          | 'cms-pem-end-mismatch'
+          | 'cms-mime-no-body'
+          | 'cms-mime-header-too-large'
+          | 'cms-mime-too-deep'
+          | 'cms-multipart-signed-malformed'
+          | 'cms-mime-no-cms'
+          | 'jose-malformed'
+          | 'jose-unsupported'
+          | 'signature-invalid'
+          | 'jose-content-too-large'
+          | 'keystore-password-invalid'
+          | 'keystore-malformed'
+          | 'keystore-unsupported-algorithm'
+          | 'keystore-empty'
+          | 'keystore-key-mismatch'
+          | 'keystore-key-invalid'
+          | 'keystore-too-large'
+          | 'storage-unavailable'
+          | 'queue-unavailable'
+          | 'job-cancelled'
+          | 'source-changed'
+          | 'job-not-finished';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/html': string;
+          'application/json': {
+            /** Format: uri */
+            type: string;
+            title: string;
+            status: number;
+            description: string;
+          };
+        };
+      };
+    };
+  };
+  metrics: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/plain': string;
         };
       };
     };

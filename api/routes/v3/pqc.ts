@@ -11,7 +11,6 @@ import {
   RUNTIME_OPERATIONS,
   base64,
   int,
-  kid,
   obj,
   str,
   type OperationDoc,
@@ -38,7 +37,6 @@ const DOCS: Record<string, OperationDoc> = {
     permission: '`pqc.encapsulate`',
     description:
       "Key types ml-kem-768, ml-kem-1024 (FIPS 203) and x25519-ml-kem-768 (X-Wing). The shared secret is 32 bytes; send the ciphertext to the key's holder, who decapsulates it.",
-    request: obj({ kid }),
     response: obj({
       kid: str,
       version: int,
@@ -57,14 +55,6 @@ const DOCS: Record<string, OperationDoc> = {
     permission: '`pqc.decapsulate`',
     description:
       'ML-KEM decapsulation is implicit-rejection: a tampered ciphertext yields an unrelated secret, not an error. Versions below minDecryptionVersion answer key-version-retired.',
-    request: obj(
-      {
-        kid,
-        ciphertext: base64('the KEM ciphertext'),
-        version: { ...int, description: 'the version encapsulated to; default the current one' },
-      },
-      ['kid', 'ciphertext'],
-    ),
     response: obj({ kid: str, version: int, sharedSecret: base64('the 32-byte shared secret') }),
     example: { kid: 'pq-exchange', ciphertext: KEM_CT },
     answer: { kid: 'pq-exchange', version: 1, sharedSecret: SECRET },
@@ -110,10 +100,11 @@ const DOCS: Record<string, OperationDoc> = {
 
 /** The PQC operations, served by Express behind the area's bearer check (route table `runtime`). */
 export const PQC_RUNTIME: readonly RuntimeRoute[] = PQC_OPERATIONS.map(
-  ([name, permission, op]) => ({
+  ([name, permission, body, op]) => ({
     path: `/${name}`,
     permissions: [permission],
     action: `pqc.${name}`,
+    body,
     op,
     doc: DOCS[name],
   }),

@@ -6,21 +6,24 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AppContext } from '../../context.ts';
 import { AppError, problemDocument, problem } from '../../../shared/errors/index.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
 import { outcomeOf } from '../../../shared/metrics/index.ts';
 import { type AccessClaims } from '../auth/access-tokens.ts';
 import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
 import { subjectActor } from '../../../shared/audit/actor.ts';
 
-/** A runtime operation over one request body, in the token's tenant. */
-export type Operation = (
-  ctx: AppContext,
-  tenantId: string,
-  body: Record<string, unknown>,
-) => Promise<Record<string, unknown>>;
+/**
+ * A runtime operation over one request body, in the token's tenant. Its body is of its schema
+ * (bodies.ts), checked before the call: the method form lets an operation name that type.
+ */
+export type Operation = {
+  run(ctx: AppContext, tenantId: string, body: object): Promise<Record<string, unknown>>;
+}['run'];
 
-const MAX_BATCH = 1000;
-const BATCH_MEMBERS: ReadonlySet<string> = new Set(['items']);
+/** The body checks of a route (compiled from its schema): one body or batch item, the batch. */
+export interface BodyChecks {
+  item: (value: unknown) => void;
+  batch: (value: unknown) => void;
+}
 
 /**
  * The running operation: the key type it used, noted by the key lookup (usableKey) for the
@@ -56,13 +59,17 @@ async function measured(
   action: string,
   op: Operation,
   tenantId: string,
-  body: Record<string, unknown>,
+  body: unknown,
+  check: BodyChecks['item'] | undefined,
 ): Promise<Record<string, unknown>> {
   const slot: OperationSlot = { keyType: 'none', caller };
   const started = performance.now();
   let failure: unknown;
   try {
-    return await running.run(slot, () => op(ctx, tenantId, body));
+    return await running.run(slot, () => {
+      check?.(body);
+      return op(ctx, tenantId, body as object);
+    });
   } catch (err) {
     failure = err ?? new Error('operation failed');
     throw err;
@@ -72,23 +79,26 @@ async function measured(
   }
 }
 
-/** Runs one operation, or each item of a batch, auditing each; returns the response body. */
+/**
+ * Runs one operation, or each item of a batch, auditing each; returns the response body. A body
+ * with an `items` array is a batch; `checks` refuse a body or item that does not fit the
+ * operation's schema (as a failure of that operation or item).
+ */
 export async function runRuntime(
   ctx: AppContext,
   claims: AccessClaims,
   action: string,
   op: Operation,
   body: unknown,
+  checks?: BodyChecks,
 ): Promise<unknown> {
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw problem('validation_failed', 'the body must be a JSON object');
-  const input = body as Record<string, unknown>;
+  const input = (body ?? {}) as { kid?: unknown; items?: unknown };
   const tenantId = claims.tenantId;
   const actor = subjectActor(claims);
   const caller: DecryptingCaller = { tenantId, principal: actor, mayDecrypt: true };
   if (!Array.isArray(input.items)) {
     try {
-      const result = await measured(ctx, caller, action, op, tenantId, input);
+      const result = await measured(ctx, caller, action, op, tenantId, body, checks?.item);
       ctx.audit.tally({
         tenantId,
         actor,
@@ -108,22 +118,11 @@ export async function runRuntime(
       throw err;
     }
   }
-  onlyKnown(input, BATCH_MEMBERS);
-  if (input.items.length === 0 || input.items.length > MAX_BATCH)
-    throw problem('validation_failed', `items must hold 1 to ${MAX_BATCH} entries`);
+  checks?.batch(input);
   const results = await Promise.all(
     input.items.map(async (item: unknown) => {
       try {
-        if (!item || typeof item !== 'object')
-          throw problem('validation_failed', 'each item must be an object');
-        const result = await measured(
-          ctx,
-          caller,
-          action,
-          op,
-          tenantId,
-          item as Record<string, unknown>,
-        );
+        const result = await measured(ctx, caller, action, op, tenantId, item, checks?.item);
         ctx.audit.tally({
           tenantId,
           actor,

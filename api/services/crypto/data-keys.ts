@@ -6,36 +6,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { problem } from '../../../shared/errors/index.ts';
 import { assertUsage } from '../../../shared/crypto/registry.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
 import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
+import type { DataKeyBody, RandomBody, ReEncryptBody } from './bodies.ts';
 
-// A Map, not an object literal: keySpec is request input (conventions rule 14).
-const KEY_SPECS = new Map<unknown, number>([
+/** The bytes of each keySpec (the body schema admits only these; a Map: keySpec is request input). */
+const KEY_BYTES: ReadonlyMap<string, number> = new Map<DataKeyBody['keySpec'], number>([
   ['AES_256', 32],
   ['AES_128', 16],
 ]);
-const DATA_KEY_MEMBERS: ReadonlySet<string> = new Set(['kid', 'keySpec', 'context']);
-const RE_ENCRYPT_MEMBERS: ReadonlySet<string> = new Set([
-  'ciphertext',
-  'context',
-  'targetKid',
-  'targetContext',
-]);
-const RANDOM_MEMBERS: ReadonlySet<string> = new Set(['bytes']);
-const MAX_RANDOM_BYTES = 1024;
 
 /** A fresh data key and the same key sealed under kid; the plaintext buffer is wiped once encoded. */
-async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, DATA_KEY_MEMBERS);
-  const size = KEY_SPECS.get(body.keySpec);
-  if (size === undefined)
-    throw problem(
-      'validation_failed',
-      `keySpec must be one of ${[...KEY_SPECS.keys()].join(', ')}`,
-      { details: { field: 'keySpec' } },
-    );
+async function dataKey(ctx: AppContext, tenantId: string, body: DataKeyBody) {
+  const size = KEY_BYTES.get(body.keySpec);
+  if (size === undefined) throw new Error(`keySpec ${body.keySpec} has no size`);
   const context = encryptionContext(ctx, body.context);
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
@@ -54,11 +38,7 @@ async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, u
 }
 
 /** `{kid, keySpec, context?}` → `{kid, version, plaintext, ciphertext}`; /decrypt with the same context opens ciphertext. */
-export async function generateDataKey(
-  ctx: AppContext,
-  tenantId: string,
-  body: Record<string, unknown>,
-) {
+export async function generateDataKey(ctx: AppContext, tenantId: string, body: DataKeyBody) {
   return dataKey(ctx, tenantId, body);
 }
 
@@ -66,7 +46,7 @@ export async function generateDataKey(
 export async function generateDataKeyWithoutPlaintext(
   ctx: AppContext,
   tenantId: string,
-  body: Record<string, unknown>,
+  body: DataKeyBody,
 ) {
   const { plaintext: _dropped, ...rest } = await dataKey(ctx, tenantId, body);
   return rest;
@@ -78,8 +58,7 @@ export async function generateDataKeyWithoutPlaintext(
  * context to the source context, so a rewrap never drops a binding silently. The target is checked
  * before anything is decrypted.
  */
-export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, RE_ENCRYPT_MEMBERS);
+export async function reEncrypt(ctx: AppContext, tenantId: string, body: ReEncryptBody) {
   const sourceContext = encryptionContext(ctx, body.context);
   const targetContext =
     body.targetContext === undefined
@@ -98,13 +77,6 @@ export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<
 }
 
 /** `{bytes}` (an integer, 1 to 1024) → `{data}`: bytes from node:crypto's CSPRNG, base64. */
-export async function random(_ctx: AppContext, _tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, RANDOM_MEMBERS);
-  const n = body.bytes;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_RANDOM_BYTES) {
-    throw problem('validation_failed', `bytes must be an integer from 1 to ${MAX_RANDOM_BYTES}`, {
-      details: { field: 'bytes' },
-    });
-  }
-  return { data: randomBytes(n).toString('base64') };
+export async function random(_ctx: AppContext, _tenantId: string, body: RandomBody) {
+  return { data: randomBytes(body.bytes).toString('base64') };
 }

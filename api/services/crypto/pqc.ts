@@ -5,24 +5,14 @@
  */
 import { problem } from '../../../shared/errors/index.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
+import type { TObject } from 'typebox';
 import type { Operation } from './batch.ts';
-import {
-  DECAPSULATE_MEMBERS,
-  ENCAPSULATE_MEMBERS,
-  SIGN_MEMBERS,
-  VERIFY_MEMBERS,
-  decapsulateKey,
-  encapsulateKey,
-  sign,
-  usableKey,
-  verify,
-} from './runtime.ts';
+import { DecapsulateBody, EncapsulateBody, SignBody, VerifyBody } from './bodies.ts';
+import { decapsulateKey, encapsulateKey, sign, usableKey, verify } from './runtime.ts';
 
-/** Restricts an operation to post-quantum key types; unknown members are a 400 before the key lookup. */
-function pqcOnly(op: Operation, known: ReadonlySet<string>): Operation {
-  return async (ctx, tenantId, body) => {
-    onlyKnown(body, known);
+/** Restricts an operation to post-quantum key types (its body checked by the route before). */
+function pqcOnly(op: Operation): Operation {
+  return async (ctx, tenantId, body: { kid: string }) => {
     const key = await usableKey(ctx, tenantId, body.kid);
     if (keyTypeSpec(key.type).pqc !== true)
       throw problem(
@@ -33,10 +23,10 @@ function pqcOnly(op: Operation, known: ReadonlySet<string>): Operation {
   };
 }
 
-/** The operations of /api/v3/pqc: path segment, permission, operation. */
-export const PQC_OPERATIONS: ReadonlyArray<readonly [string, string, Operation]> = [
-  ['encapsulate', 'pqc.encapsulate', pqcOnly(encapsulateKey, ENCAPSULATE_MEMBERS)],
-  ['decapsulate', 'pqc.decapsulate', pqcOnly(decapsulateKey, DECAPSULATE_MEMBERS)],
-  ['sign', 'pqc.sign', pqcOnly(sign, SIGN_MEMBERS)],
-  ['verify', 'pqc.verify', pqcOnly(verify, VERIFY_MEMBERS)],
+/** The operations of /api/v3/pqc: path segment, permission, body schema, operation. */
+export const PQC_OPERATIONS: ReadonlyArray<readonly [string, string, TObject, Operation]> = [
+  ['encapsulate', 'pqc.encapsulate', EncapsulateBody, pqcOnly(encapsulateKey)],
+  ['decapsulate', 'pqc.decapsulate', DecapsulateBody, pqcOnly(decapsulateKey)],
+  ['sign', 'pqc.sign', SignBody, pqcOnly(sign)],
+  ['verify', 'pqc.verify', VerifyBody, pqcOnly(verify)],
 ];

@@ -13,7 +13,6 @@ import {
   encryptCompact,
   parseCompact,
 } from '../../../shared/jose/compact-jwe.ts';
-import { onlyKnown } from '../../../shared/validation/members.ts';
 import {
   signMessage,
   signMessageAsync,
@@ -29,10 +28,19 @@ import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
 import { noteKeyType, runtimeCaller } from './batch.ts';
 import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
+import {
+  MAX_CONTEXT_MEMBERS,
+  type DecapsulateBody,
+  type DecryptBody,
+  type EncapsulateBody,
+  type EncryptBody,
+  type SignBody,
+  type VerifyBody,
+} from './bodies.ts';
 
 /** A base64 (or base64url) request member as bytes; 400 naming the field otherwise. */
-export const b64 = (s: unknown, field: string): Buffer => {
-  const bytes = typeof s === 'string' ? decodeBase64(s, 'any') : undefined;
+export const b64 = (s: string, field: string): Buffer => {
+  const bytes = decodeBase64(s, 'any');
   if (!bytes) throw problem('validation_failed', `${field} must be a base64 string`);
   return bytes;
 };
@@ -59,16 +67,6 @@ function poolArg(key: CachedKey, version: number, usage: KeyUsage) {
   return { material: key.material.get(version)!, kid: key.kid, version, usage };
 }
 
-/** The JSON members each operation knows; any other is a 400 naming it (contract 8). */
-const members = (...names: string[]): ReadonlySet<string> => new Set(names);
-export const ENCRYPT_MEMBERS = members('kid', 'data', 'context');
-export const DECRYPT_MEMBERS = members('ciphertext', 'context');
-export const SIGN_MEMBERS = members('kid', 'data', 'digest', 'algorithm');
-export const VERIFY_MEMBERS = members('kid', 'data', 'digest', 'signature', 'algorithm', 'version');
-export const ENCAPSULATE_MEMBERS = members('kid');
-export const DECAPSULATE_MEMBERS = members('kid', 'ciphertext', 'version');
-
-const MAX_CONTEXT_MEMBERS = 64;
 const MAX_CONTEXT_BYTES = 8192;
 
 /**
@@ -97,15 +95,6 @@ export function encryptionContext(
     if (bytes > MAX_CONTEXT_BYTES) throw bad(`is larger than ${MAX_CONTEXT_BYTES} bytes`);
   }
   return contextDigest(value as Record<string, string>, contextKeyOf(ctx));
-}
-
-/** A `version` member: a positive integer, nothing else (no "2", [2] or true). */
-function versionMember(value: unknown): number {
-  if (!Number.isSafeInteger(value) || (value as number) < 1)
-    throw problem('validation_failed', 'version must be a positive integer', {
-      details: { field: 'version' },
-    });
-  return value as number;
 }
 
 const contextKeys = new WeakMap<AppContext, KeyObject>();
@@ -178,13 +167,9 @@ export async function seal(
 export async function unseal(
   ctx: AppContext,
   tenantId: string,
-  ciphertext: unknown,
+  ciphertext: string,
   context: string | undefined,
 ): Promise<{ key: CachedKey; version: number; plaintext: Buffer }> {
-  if (typeof ciphertext !== 'string' || ciphertext.length > 200_000)
-    throw problem('validation_failed', 'ciphertext must be a compact JWE string', {
-      details: { field: 'ciphertext' },
-    });
   const parsed = parseCompact(ciphertext);
   const key = await usableKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
@@ -217,16 +202,14 @@ export async function unseal(
 }
 
 /** `{kid, data, context?}` → `{kid, version, ciphertext}` (compact JWE naming `<kid>#<version>`). */
-export async function encrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, ENCRYPT_MEMBERS);
+export async function encrypt(ctx: AppContext, tenantId: string, body: EncryptBody) {
   const context = encryptionContext(ctx, body.context);
   const data = b64(body.data, 'data');
   return seal(ctx, await usableKey(ctx, tenantId, body.kid), data, context);
 }
 
 /** `{ciphertext, context?}` → `{kid, version, data}`; any retained version decrypts, with the context it was sealed under. */
-export async function decrypt(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, DECRYPT_MEMBERS);
+export async function decrypt(ctx: AppContext, tenantId: string, body: DecryptBody) {
   const { key, version, plaintext } = await unseal(
     ctx,
     tenantId,
@@ -236,21 +219,18 @@ export async function decrypt(ctx: AppContext, tenantId: string, body: Record<st
   return { kid: key.kid, version, data: plaintext.toString('base64') };
 }
 
-function signInput(body: Record<string, unknown>): SignInput {
-  if ((body.data === undefined) === (body.digest === undefined))
-    throw problem('validation_failed', 'give exactly one of data and digest (base64)');
-  return body.data !== undefined
-    ? { data: b64(body.data, 'data') }
-    : { digest: b64(body.digest, 'digest') };
+function signInput({ data, digest }: SignBody): SignInput {
+  if (data !== undefined && digest === undefined) return { data: b64(data, 'data') };
+  if (digest !== undefined && data === undefined) return { digest: b64(digest, 'digest') };
+  throw problem('validation_failed', 'give exactly one of data and digest (base64)');
 }
 
 /** `{kid, data | digest, algorithm?}` → `{kid, version, algorithm, signature}` (AWS KMS Sign semantics). */
-export async function sign(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, SIGN_MEMBERS);
+export async function sign(ctx: AppContext, tenantId: string, body: SignBody) {
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
-  const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
+  const algorithm = body.algorithm;
   const v = key.currentVersion;
   // Data-mode signatures go to libuv's thread pool (crypto.sign's callback form): no copy of
   // the key or message to a worker, and both cores sign. Measured on RSA-2048: 1,860/s through
@@ -290,16 +270,15 @@ export async function sign(ctx: AppContext, tenantId: string, body: Record<strin
  * `{kid, data | digest, signature, algorithm?, version?}` → `{kid, version, valid}`; tries the
  * retained versions newest first. A version named below minDecryptionVersion is key-version-retired.
  */
-export async function verify(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
-  onlyKnown(body, VERIFY_MEMBERS);
+export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody) {
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
   const signature = b64(body.signature, 'signature');
-  const algorithm = body.algorithm === undefined ? undefined : String(body.algorithm);
+  const algorithm = body.algorithm;
   const versions =
     body.version !== undefined
-      ? [versionMember(body.version)]
+      ? [body.version]
       : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
@@ -325,12 +304,7 @@ export async function verify(ctx: AppContext, tenantId: string, body: Record<str
 }
 
 /** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
-export async function encapsulateKey(
-  ctx: AppContext,
-  tenantId: string,
-  body: Record<string, unknown>,
-) {
-  onlyKnown(body, ENCAPSULATE_MEMBERS);
+export async function encapsulateKey(ctx: AppContext, tenantId: string, body: EncapsulateBody) {
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
@@ -356,15 +330,10 @@ export async function encapsulateKey(
 }
 
 /** `{kid, ciphertext, version?}` → `{sharedSecret}`. */
-export async function decapsulateKey(
-  ctx: AppContext,
-  tenantId: string,
-  body: Record<string, unknown>,
-) {
-  onlyKnown(body, DECAPSULATE_MEMBERS);
+export async function decapsulateKey(ctx: AppContext, tenantId: string, body: DecapsulateBody) {
   const key = await usableKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
-  const v = body.version !== undefined ? versionMember(body.version) : key.currentVersion;
+  const v = body.version ?? key.currentVersion;
   if (!key.versions.has(v))
     throw problem('validation_failed', `key ${key.kid} has no version ${v}`);
   // A retired version no longer decapsulates, like decrypt (contract 8 minDecryptionVersion).

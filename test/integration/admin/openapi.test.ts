@@ -6,6 +6,7 @@
  * the document must hold together ($refs, path parameters, tags), and /docs must render it from
  * this origin only.
  */
+import { get as httpGet } from 'node:http';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { createApp } from '../../../api/app.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
@@ -344,6 +345,26 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
     const body = await res.text();
     expect(body.length).toBeGreaterThan(500_000);
     expect(body).toContain('Redoc');
+    expect(res.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    // A browser revalidating its day-old copy hears 304 Not Modified (node:http: fetch would
+    // add Cache-Control: no-cache to a conditional request, which asks for the full answer).
+    const since = res.headers.get('last-modified') ?? '';
+    expect(since).not.toBe('');
+    const again = await new Promise<number | undefined>((resolve, reject) =>
+      httpGet(
+        `${app.url}${REDOC_BUNDLE_PATH}`,
+        { headers: { 'if-modified-since': since } },
+        (r) => {
+          r.resume();
+          r.on('end', () => resolve(r.statusCode));
+        },
+      ).on('error', reject),
+    );
+    expect(again).toBe(304);
+    // ... as the row's answer, not as a failure after the answer began.
+    expect(await fetch(`${app.url}/healthz`).then((r) => r.status)).toBe(200);
+    expect(app.logText()).not.toContain('answered 304');
     expect((await fetch(`${app.url}/docs/nothing-here.js`)).status).toBe(404);
   });
 });

@@ -23,6 +23,28 @@ describe(`system endpoints and the platform bootstrap (${TEST_ENGINE})`, () => {
     expect(((await res.json()) as any).checks).toEqual({ database: true, pool: true });
   });
 
+  it('when a dependency is down, then /readyz answers 503 with its checks, which fit the documented answer', async () => {
+    const open = app.ctx.pool.open;
+    app.ctx.pool.open = () => false;
+    try {
+      const res = await fetch(`${app.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect((await res.json()) as any).toEqual({
+        status: 'not-ready',
+        checks: { database: true, pool: false },
+      });
+    } finally {
+      app.ctx.pool.open = open;
+    }
+  });
+
+  it('when /healthz and /console are asked with HEAD, then 200 without a body', async () => {
+    for (const path of ['/healthz', '/console']) {
+      const res = await fetch(`${app.url}${path}`, { method: 'HEAD' });
+      expect([path, res.status, await res.text()]).toEqual([path, 200, '']);
+    }
+  });
+
   it('when an unknown route is called, then 404 problem+json with the configured type base', async () => {
     const res = await fetch(`${app.url}/api/v3/nothing-here?x=1`);
     expect(res.status).toBe(404);

@@ -5,6 +5,7 @@
  * tenant comes from the token only. The runtime lane (api/runtime-lane.ts) serves the same
  * table ahead of Express.
  */
+import type { TObject } from 'typebox';
 import type { RuntimeRoute } from '../../../http/runtime-route.ts';
 import { RUNTIME_OPERATIONS } from '../../../http/runtime-contract.ts';
 import type { Operation } from '../../../services/crypto/batch.ts';
@@ -16,38 +17,52 @@ import {
   reEncrypt,
 } from '../../../services/crypto/data-keys.ts';
 import { generateMac, verifyMac } from '../../../services/crypto/mac.ts';
+import {
+  DataKeyBody,
+  DecryptBody,
+  EncryptBody,
+  GenerateMacBody,
+  RandomBody,
+  ReEncryptBody,
+  SignBody,
+  VerifyBody,
+  VerifyMacBody,
+} from '../../../services/crypto/bodies.ts';
 
 /**
- * A route of the table below: path segment, permission (or every one of a list), operation, and
- * its contract when api/http/runtime-contract.ts holds one.
+ * A route of the table below: path segment, permission (or every one of a list), body schema,
+ * operation, and its contract when api/http/runtime-contract.ts holds one.
  */
 const operation = (
   name: string,
   permission: string | readonly string[],
+  body: TObject,
   op: Operation,
 ): RuntimeRoute => ({
   path: `/${name}`,
   permissions: typeof permission === 'string' ? [permission] : permission,
   action: `crypto.${name}`,
+  body,
   op,
   doc: (RUNTIME_OPERATIONS as Record<string, RuntimeRoute['doc']>)[name],
 });
 
 /** The runtime operations of /api/v3/crypto, served by Express and by the runtime lane. */
 export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
-  operation('encrypt', 'crypto.encrypt', encrypt),
-  operation('decrypt', 'crypto.decrypt', decrypt),
-  operation('sign', 'crypto.sign', sign),
-  operation('verify', 'crypto.verify', verify),
-  operation('generate-data-key', 'crypto.generate-data-key', generateDataKey),
+  operation('encrypt', 'crypto.encrypt', EncryptBody, encrypt),
+  operation('decrypt', 'crypto.decrypt', DecryptBody, decrypt),
+  operation('sign', 'crypto.sign', SignBody, sign),
+  operation('verify', 'crypto.verify', VerifyBody, verify),
+  operation('generate-data-key', 'crypto.generate-data-key', DataKeyBody, generateDataKey),
   operation(
     'generate-data-key-without-plaintext',
     'crypto.generate-data-key',
+    DataKeyBody,
     generateDataKeyWithoutPlaintext,
   ),
   // Re-encryption decrypts and encrypts, so it needs both (contract 8).
-  operation('re-encrypt', ['crypto.decrypt', 'crypto.encrypt'], reEncrypt),
-  operation('random', 'crypto.generate-data-key', random),
-  operation('generate-mac', 'crypto.sign', generateMac),
-  operation('verify-mac', 'crypto.verify', verifyMac),
+  operation('re-encrypt', ['crypto.decrypt', 'crypto.encrypt'], ReEncryptBody, reEncrypt),
+  operation('random', 'crypto.generate-data-key', RandomBody, random),
+  operation('generate-mac', 'crypto.sign', GenerateMacBody, generateMac),
+  operation('verify-mac', 'crypto.verify', VerifyMacBody, verifyMac),
 ];
