@@ -3,7 +3,6 @@
  * its documentation next to its routes' shape.
  */
 import { systemPaths } from './system.ts';
-import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
@@ -14,7 +13,7 @@ import { withProblemExamples } from './problem-examples.ts';
 type PathsObject = Record<string, Record<string, unknown>>;
 
 // One line per API area; each area module exports its paths object.
-const AREAS: PathsObject[] = [systemPaths, jobsPaths, authPaths, adminPaths, migrationPaths];
+const AREAS: PathsObject[] = [systemPaths, jobsPaths, adminPaths, migrationPaths];
 
 /**
  * The tags of the operations, grouped by API for the rendered reference (Redoc's x-tagGroups:
