@@ -274,10 +274,18 @@ const oauthInput = (check: InputChecker, req: Request) => {
   }
 };
 
+/** A reader whose refusals (passed on, or thrown by an async reader) take the OAuth shape. */
 const oauthReader =
   (reader: RequestHandler): RequestHandler =>
-  (req, res, next) =>
-    reader(req, res, (err?: unknown) => (err === undefined ? next() : next(oauthRefusal(err))));
+  async (req, res, next) => {
+    try {
+      await reader(req, res, (err?: unknown) =>
+        err === undefined ? next() : next(oauthRefusal(err)),
+      );
+    } catch (err) {
+      next(oauthRefusal(err));
+    }
+  };
 
 /** The errors of an OAuth row's path (a handler's, or its 405) in the OAuth shape. */
 const oauthErrors: ErrorRequestHandler = (err, req, _res, next) => next(oauthShaped(err, req.log));
