@@ -6,7 +6,13 @@
  * receives the input already checked and typed. A route file exports its rows; the route table
  * (api/routes/index.ts) mounts them.
  */
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import {
+  Router,
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import type { Static, TObject, TSchema } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
@@ -16,7 +22,9 @@ import { consumeApiBudget } from '../access/budget.ts';
 import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
-import { problem } from '../../shared/errors/index.ts';
+import { AppError, OAuthError, problem } from '../../shared/errors/index.ts';
+import { oauthShaped } from '../access/problems.ts';
+import { formBody } from './form-body.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -58,6 +66,13 @@ export interface Answer {
   /** Headers the answer carries (documentation: the handler sets them through `input.res`). */
   headers?: Readonly<Record<string, string>>;
 }
+
+/**
+ * A problem the endpoint may answer, as the document shows it: the text, or for an OAuth row
+ * the text with the `error` codes it carries and the headers it sets (RFC 6749 5.2).
+ */
+export type ProblemText =
+  string | { text: string; errors: readonly string[]; headers?: Readonly<Record<string, string>> };
 
 /** What the handler receives: the checked input, the caller's claims and, for headers, the exchange. */
 export type EndpointInput<P, Q, B, A extends Access = { anyOf: [string] }> = {
@@ -116,6 +131,30 @@ export interface EndpointRow<
   body?: BS;
   /** Whether a request may come without a body (then the handler sees `{}`). */
   bodyOptional?: boolean;
+  /**
+   * The body's media: JSON (the default), or an OAuth form (application/x-www-form-urlencoded,
+   * RFC 6749 appendix B) read by the one form reader (api/http/form-body.ts) and checked against
+   * `body` like JSON. Form schemas stay open: OAuth ignores unknown parameters (RFC 6749 3.2).
+   */
+  bodyMedia?: 'json' | 'form';
+  /** The JSON reader's cap in bytes, when the row takes less than the configured JSON limit. */
+  bodyLimit?: number;
+  /**
+   * The handler reads the body itself (a core the runtime lane shares, api/runtime-lane.ts): no
+   * reader runs and `body` only documents it, so both stacks answer alike.
+   */
+  bodyReadByHandler?: boolean;
+  /**
+   * The shape of the row's errors: RFC 7807 problems (the default) or the OAuth shape
+   * `{error, error_description}` (RFC 6749 5.2), where a refused input (its reader's or the
+   * schema's refusal) is 400 invalid_request naming the field.
+   */
+  errors?: 'problem' | 'oauth';
+  /**
+   * The OpenAPI security requirements, when the row authenticates its caller itself (an open
+   * row whose service checks client credentials, RFC 6749 2.3.1); documentation only.
+   */
+  security?: readonly Readonly<Record<string, readonly string[]>>[];
   answer: Answer;
   /**
    * Other success answers the handler may give instead of `answer`, choosing one by setting its
@@ -123,7 +162,7 @@ export interface EndpointRow<
    */
   otherAnswers?: readonly Answer[];
   /** The problems the endpoint may answer beyond those every row may (401, 403): status → when. */
-  problems?: Readonly<Record<number, string>>;
+  problems?: Readonly<Record<number, ProblemText>>;
   /** The event (or events, each in its own tenant's chain) a successful call records. */
   audit?: EndpointAudit<P, Q, B, R, A> | readonly EndpointAudit<P, Q, B, R, A>[];
   /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
@@ -154,7 +193,10 @@ export function endpoint<
 
 /** The Express handlers of one row: access, body reader, checked input, handler, audit, answer. */
 function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
-  const check: InputChecker = inputChecker(row);
+  // A body the handler reads itself is not read or checked here.
+  const check: InputChecker = inputChecker(
+    row.bodyReadByHandler ? { ...row, body: undefined } : row,
+  );
   const mode = ctx.config.answerCheck;
   const answers = [row.answer, ...(row.otherAnswers ?? [])].map((answer) => ({
     ...answer,
@@ -172,10 +214,11 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
     next();
   };
+  const oauth = row.errors === 'oauth';
   const run: RequestHandler = async (req, res) => {
     const open = 'open' in row.access;
     const input = {
-      ...check(req),
+      ...(oauth ? oauthInput(check, req) : check(req)),
       ...(open ? {} : { claims: req.auth, actor: actorOf(req) }),
       req,
       res,
@@ -213,20 +256,65 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     if (answer.status === 204) res.end();
     else res.json(result);
   };
-  const reader = row.body ? jsonBody(ctx.config.jsonLimitBytes) : [];
-  return [access, ...reader, run];
+  const reader =
+    !row.body || row.bodyReadByHandler
+      ? []
+      : row.bodyMedia === 'form'
+        ? [formBody]
+        : jsonBody(row.bodyLimit ?? ctx.config.jsonLimitBytes);
+  return [access, ...(oauth ? reader.map(oauthReader) : reader), run];
 }
+
+/**
+ * A refused input of an OAuth row as the OAuth error it answers with: 400 invalid_request with
+ * the refusal's text (a reader's malformed, too large or wrong media, or the schema's, naming
+ * the field), its headers kept (Connection: close); the reader's own OAuth errors pass as they are.
+ */
+function oauthRefusal(err: unknown): unknown {
+  if (err instanceof AppError && err.status < 500)
+    return new OAuthError('invalid_request', err.message, 400, err.headers);
+  return err;
+}
+
+const oauthInput = (check: InputChecker, req: Request) => {
+  try {
+    return check(req);
+  } catch (err) {
+    throw oauthRefusal(err);
+  }
+};
+
+/** A reader whose refusals (passed on, or thrown by an async reader) take the OAuth shape. */
+const oauthReader =
+  (reader: RequestHandler): RequestHandler =>
+  async (req, res, next) => {
+    try {
+      await reader(req, res, (err?: unknown) =>
+        err === undefined ? next() : next(oauthRefusal(err)),
+      );
+    } catch (err) {
+      next(oauthRefusal(err));
+    }
+  };
+
+/** The errors of an OAuth row's path (a handler's, or its 405) in the OAuth shape. */
+const oauthErrors: ErrorRequestHandler = (err, req, _res, next) => next(oauthShaped(err, req.log));
 
 /** A router serving `rows` (mounted by the route table at their mount path). */
 export function endpointRouter(ctx: AppContext, rows: readonly Endpoint[]): Router {
   const router = Router({ mergeParams: true });
   const byPath = new Map<string, Handlers>();
+  const oauthPaths = new Set<string>();
   for (const row of rows) {
     const handlers = byPath.get(row.path) ?? {};
     if (handlers[row.method]) throw new Error(`two rows for ${row.method} ${row.path}`);
+    if (byPath.has(row.path) && oauthPaths.has(row.path) !== (row.errors === 'oauth'))
+      throw new Error(`the rows of ${row.path} answer errors in two shapes`);
+    if (row.errors === 'oauth') oauthPaths.add(row.path);
     handlers[row.method] = handlersOf(ctx, row);
     byPath.set(row.path, handlers);
   }
-  for (const [path, handlers] of byPath) route(router, path, handlers);
+  for (const [path, handlers] of byPath)
+    route(router, path, handlers, oauthPaths.has(path) ? oauthErrors : undefined);
   return router;
 }

@@ -3,7 +3,7 @@
  * method does not (RFC 9110 15.5.6), instead of falling through to 404, and notes the matched
  * route's template on the response for the metrics and the access log.
  */
-import type { Request, RequestHandler, Response, Router } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response, Router } from 'express';
 import { problem } from '../../shared/errors/index.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -52,8 +52,16 @@ const noteTemplate: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** Registers the handlers of one path and a 405 for every other method. */
-export function route(router: Router, path: string, handlers: Handlers): void {
+/**
+ * Registers the handlers of one path and a 405 for every other method; `onError`, when given,
+ * sees the errors of this path first (to give them the shape the path answers in).
+ */
+export function route(
+  router: Router,
+  path: string,
+  handlers: Handlers,
+  onError?: ErrorRequestHandler,
+): void {
   const r = router.route(path);
   r.all(noteTemplate);
   const allowed: string[] = [];
@@ -69,4 +77,5 @@ export function route(router: Router, path: string, handlers: Handlers): void {
     res.setHeader('Allow', allow);
     next(problem('method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`));
   });
+  if (onError) r.all(onError);
 }

@@ -10,6 +10,40 @@ export const problemResponse = (description: string) => ({
   content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
 });
 
+/**
+ * One OAuth error response (RFC 6749 5.2, `{error, error_description}`): the description lists
+ * the `error` codes it may carry, which the schema enumerates, and the headers it sets.
+ */
+export const oauthErrorResponse = (
+  description: string,
+  errors: readonly string[] = [],
+  headers?: Readonly<Record<string, string>>,
+) => ({
+  description: errors.length ? `${description} (error: ${errors.join(', ')})` : description,
+  ...(headers
+    ? {
+        headers: Object.fromEntries(
+          Object.entries(headers).map(([name, text]) => [
+            name,
+            { description: text, schema: { type: 'string' } },
+          ]),
+        ),
+      }
+    : {}),
+  content: {
+    'application/json': {
+      schema: errors.length
+        ? {
+            allOf: [
+              { $ref: '#/components/schemas/OAuthError' },
+              { properties: { error: { enum: [...errors] } } },
+            ],
+          }
+        : { $ref: '#/components/schemas/OAuthError' },
+    },
+  },
+});
+
 /** Problem responses by status: `{404: 'key-not-found: ...'}`. */
 export const problems = (rows: Record<number, string>) =>
   Object.fromEntries(Object.entries(rows).map(([code, text]) => [code, problemResponse(text)]));

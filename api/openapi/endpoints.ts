@@ -5,8 +5,8 @@
  * written by hand (components.ts, problem-examples.ts).
  */
 import type { TObject, TSchema } from 'typebox';
-import type { Answer, Endpoint } from '../http/endpoint.ts';
-import { plainSchema, problemResponse, type Schema } from './components.ts';
+import type { Answer, Endpoint, ProblemText } from '../http/endpoint.ts';
+import { oauthErrorResponse, plainSchema, problemResponse, type Schema } from './components.ts';
 import { operation as runtimeDoc } from './crypto.ts';
 import { COMMON, type OperationDoc } from '../http/runtime-contract.ts';
 
@@ -101,17 +101,25 @@ function parameters(where: 'path' | 'query', schema: TObject | undefined): Schem
   });
 }
 
+/** An OAuth row's refused input: its reader's and its schema's refusals are all 400 invalid_request. */
+const OAUTH_INPUT: ProblemText = {
+  text: 'a field missing or malformed, naming it, or a body that is not the documented media',
+  errors: ['invalid_request'],
+};
+
 /** The problem statuses a row may answer: its own, and those its shape implies. */
-function problemStatuses(row: Endpoint): Record<number, string> {
+function problemStatuses(row: Endpoint): Record<number, ProblemText> {
   // A legacy role missing is 401 (spec 5.12), never 403.
   const legacy = 'legacyRole' in row.access;
   const implied: number[] =
     'open' in row.access ? [] : legacy || 'token' in row.access ? [401] : [401, 403];
   if (row.body || row.query) implied.push(400);
-  if (row.body) implied.push(413, 415);
+  // An OAuth row refuses a body too large or of another media with 400 invalid_request.
+  if (row.body && row.errors !== 'oauth') implied.push(413, 415);
   if (row.budget) implied.push(429);
-  const out: Record<number, string> = {};
-  for (const status of implied) out[status] = PROBLEM_TEXT[status];
+  const out: Record<number, ProblemText> = {};
+  for (const status of implied)
+    out[status] = row.errors === 'oauth' && status === 400 ? OAUTH_INPUT : PROBLEM_TEXT[status];
   if (legacy) out[401] = LEGACY_COMMON[401];
   return { ...out, ...row.problems };
 }
@@ -161,10 +169,17 @@ function operation(row: Endpoint): Schema {
           ? 'Requires a bearer token of the area.'
           : `Open: ${rule.open}.`;
   const problems = Object.fromEntries(
-    Object.entries(problemStatuses(row)).map(([status, text]) => [
-      status,
-      problemResponse(text ?? PROBLEM_TEXT[Number(status)] ?? 'refused'),
-    ]),
+    Object.entries(problemStatuses(row)).map(([status, text]) => {
+      const said = text ?? PROBLEM_TEXT[Number(status)] ?? 'refused';
+      if (row.errors !== 'oauth')
+        return [status, problemResponse(typeof said === 'string' ? said : said.text)];
+      return [
+        status,
+        typeof said === 'string'
+          ? oauthErrorResponse(said)
+          : oauthErrorResponse(said.text, said.errors, said.headers),
+      ];
+    }),
   );
   const params = [...parameters('path', row.params), ...parameters('query', row.query)];
   return {
@@ -172,14 +187,15 @@ function operation(row: Endpoint): Schema {
     operationId: row.operationId,
     summary: row.summary,
     description: [access, row.description].filter(Boolean).join(' '),
-    ...('open' in rule ? { security: [] } : {}),
+    ...(row.security ? { security: row.security } : 'open' in rule ? { security: [] } : {}),
     ...(params.length ? { parameters: params } : {}),
     ...(row.body
       ? {
           requestBody: {
             required: !row.bodyOptional,
             content: {
-              'application/json': { schema: plainSchema(row.body), ...exampleOf(row.body) },
+              [row.bodyMedia === 'form' ? 'application/x-www-form-urlencoded' : 'application/json']:
+                { schema: plainSchema(row.body), ...exampleOf(row.body) },
             },
           },
         }

@@ -2,7 +2,6 @@
  * The OpenAPI 3.1 document, assembled from one paths module per API area so each area keeps
  * its documentation next to its routes' shape.
  */
-import { authPaths } from './auth.ts';
 import { adminPaths } from './admin.ts';
 import { migrationPaths } from './migration.ts';
 import { jobsPaths } from './jobs.ts';
@@ -13,7 +12,7 @@ import { withProblemExamples } from './problem-examples.ts';
 type PathsObject = Record<string, Record<string, unknown>>;
 
 // One line per API area; each area module exports its paths object.
-const AREAS: PathsObject[] = [jobsPaths, authPaths, adminPaths, migrationPaths];
+const AREAS: PathsObject[] = [jobsPaths, adminPaths, migrationPaths];
 
 /**
  * The tags of the operations, grouped by API for the rendered reference (Redoc's x-tagGroups:

@@ -24,8 +24,13 @@ import { METRICS_ENDPOINTS } from './metrics.ts';
 import { docsEndpoints } from './docs.ts';
 import { CONSOLE_ENDPOINTS } from './console.ts';
 import { PROBLEM_ENDPOINTS } from './problems.ts';
-import { createWellKnownRouter } from './well-known.ts';
-import { AUTH_LANE, createAuthRouter } from './v3/auth.ts';
+import { WELL_KNOWN_ENDPOINTS } from './well-known.ts';
+import {
+  AUTH_ENDPOINTS,
+  AUTH_LANE,
+  createAuthFallbackRouter,
+  createAuthHeadersRouter,
+} from './v3/auth.ts';
 import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
 import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
@@ -44,7 +49,7 @@ import { AUDIT_ENDPOINTS } from './v3/audit.ts';
 import { createMigrationStreamRouter } from './v3/migration/stream.ts';
 import { createUploadsRouter } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
-import { createLegacyAuthRouter } from './legacy/authenticate.ts';
+import { LEGACY_AUTH_ENDPOINTS } from './legacy/authenticate.ts';
 import { LEGACY_KEY_ENDPOINTS } from './legacy/key-management.ts';
 import { LEGACY_OPERATIONS } from './legacy/crypto.ts';
 import { createLegacyMigrationRouter } from './legacy/migration.ts';
@@ -114,12 +119,22 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/.well-known',
     audiences: null,
-    mounts: [{ path: '', router: createWellKnownRouter }],
+    mounts: [{ path: '', endpoints: WELL_KNOWN_ENDPOINTS }],
   },
   {
     prefix: '/api/v3/auth',
     audiences: null,
-    mounts: [{ path: '', router: createAuthRouter, lane: AUTH_LANE }],
+    mounts: [
+      // Cache-Control: no-store on every answer of the area, ahead of its rows.
+      { path: '', router: createAuthHeadersRouter },
+      // After the rows, an unknown path is a 404 in the OAuth shape.
+      {
+        path: '',
+        endpoints: AUTH_ENDPOINTS,
+        lane: AUTH_LANE,
+        router: createAuthFallbackRouter,
+      },
+    ],
   },
   {
     prefix: '/api/v3/admin',
@@ -178,7 +193,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/authenticate',
     audiences: null,
-    mounts: [{ path: '', router: createLegacyAuthRouter }],
+    mounts: [{ path: '', endpoints: LEGACY_AUTH_ENDPOINTS }],
   },
   {
     prefix: '/api/key-management',

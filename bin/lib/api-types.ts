@@ -18,150 +18,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/token': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['token'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/auth/token/revoke': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['revokeToken'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/auth/token/introspect': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['introspectToken'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/auth/password/forgot': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['forgotPassword'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/auth/password/reset': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['resetPassword'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/authenticate/app': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyLogin'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/authenticate/refresh': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyRefresh'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/.well-known/jwks.json': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['jwks'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/.well-known/oauth-authorization-server': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['authorizationServerMetadata'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
     parameters: {
       query?: never;
@@ -428,6 +284,118 @@ export interface paths {
     get: operations['metrics'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/.well-known/jwks.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['jwks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/.well-known/oauth-authorization-server': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['authorizationServerMetadata'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/auth/token': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['token'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/auth/token/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['revokeToken'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/auth/token/introspect': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['introspectToken'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/auth/password/forgot': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['forgotPassword'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/auth/password/reset': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['resetPassword'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1330,6 +1298,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/authenticate/app': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyLogin'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/authenticate/refresh': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyRefresh'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/key-management/keys': {
     parameters: {
       query?: never;
@@ -1724,335 +1724,6 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
-      };
-    };
-  };
-  token: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded':
-          | {
-              /** @constant */
-              grant_type: 'client_credentials';
-              /** Format: uuid */
-              client_id?: string;
-              /** Format: uuid */
-              client_secret?: string;
-            }
-          | {
-              /** @constant */
-              grant_type: 'password';
-              /** Format: email */
-              username: string;
-              password: string;
-              /** Format: uuid */
-              tenant_id: string;
-              /** @enum {string} */
-              remember_me?: 'true' | 'false';
-            }
-          | {
-              /** @constant */
-              grant_type: 'refresh_token';
-              refresh_token: string;
-            }
-          | {
-              /** @constant */
-              grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange';
-              subject_token: string;
-              /** @constant */
-              subject_token_type?: 'urn:ietf:params:oauth:token-type:access_token';
-              resource: string;
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          'Cache-Control'?: 'no-store';
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            access_token: string;
-            /** @constant */
-            token_type: 'Bearer';
-            expires_in: number;
-            refresh_token?: string;
-            passwordChangeEligible?: boolean;
-            issued_token_type?: string;
-          };
-        };
-      };
-    };
-  };
-  revokeToken: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          token?: string;
-          /** @enum {string} */
-          token_type_hint?: 'access_token' | 'refresh_token';
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': Record<string, unknown>;
-        };
-      };
-    };
-  };
-  introspectToken: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          token: string;
-          token_type_hint?: string;
-          client_id?: string;
-          client_secret?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            active: boolean;
-            sub?: string;
-            exp?: number;
-            iat?: number;
-            scope?: string;
-            client_id?: string;
-            aud?: string;
-            iss?: string;
-            jti?: string;
-            /** @constant */
-            token_type?: 'Bearer';
-            /** Format: uuid */
-            tenantId?: string;
-            act?: {
-              sub?: string;
-              /** Format: uuid */
-              tenantId?: string;
-            };
-          };
-        };
-      };
-    };
-  };
-  forgotPassword: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          /** Format: email */
-          email: string;
-          /** Format: uuid */
-          tenant_id: string;
-        };
-      };
-    };
-    responses: {
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @constant */
-            status?: 'accepted';
-            message?: string;
-          };
-        };
-      };
-    };
-  };
-  resetPassword: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          token: string;
-          password: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @constant */
-            status?: 'password-changed';
-          };
-        };
-      };
-    };
-  };
-  legacyLogin: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** Format: uuid */
-          clientId: string;
-          clientSecret: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            accessToken: string;
-            refreshToken: string;
-            /** @constant */
-            tokenType?: 'Bearer';
-            expiresIn?: number;
-          };
-        };
-      };
-    };
-  };
-  legacyRefresh: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          refreshToken: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            accessToken: string;
-            refreshToken: string;
-            /** @constant */
-            tokenType?: 'Bearer';
-            expiresIn?: number;
-          };
-        };
-      };
-    };
-  };
-  jwks: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: ({
-              kty: string;
-              kid: string;
-              alg?: string;
-              /** @constant */
-              use?: 'sig';
-            } & {
-              [key: string]: unknown;
-            })[];
-          };
-        };
-      };
-    };
-  };
-  authorizationServerMetadata: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uri */
-            issuer: string;
-            /** Format: uri */
-            token_endpoint: string;
-            /** Format: uri */
-            revocation_endpoint?: string;
-            /** Format: uri */
-            introspection_endpoint?: string;
-            /** Format: uri */
-            jwks_uri: string;
-            /** Format: uri */
-            service_documentation?: string;
-            introspection_endpoint_auth_methods_supported?: (
-              'client_secret_basic' | 'client_secret_post' | 'bearer'
-            )[];
-          } & {
-            [key: string]: unknown;
-          };
-        };
       };
     };
   };
@@ -2926,6 +2597,269 @@ export interface operations {
         };
         content: {
           'text/plain': string;
+        };
+      };
+    };
+  };
+  jwks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: ({
+              kty: string;
+              kid: string;
+              alg?: string;
+              /** @constant */
+              use?: 'sig';
+            } & {
+              [key: string]: unknown;
+            })[];
+          };
+        };
+      };
+    };
+  };
+  authorizationServerMetadata: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uri */
+            issuer: string;
+            /** Format: uri */
+            token_endpoint: string;
+            /** Format: uri */
+            revocation_endpoint?: string;
+            /** Format: uri */
+            introspection_endpoint?: string;
+            /** Format: uri */
+            jwks_uri: string;
+            /** Format: uri */
+            service_documentation?: string;
+            introspection_endpoint_auth_methods_supported?: (
+              'client_secret_basic' | 'client_secret_post' | 'bearer'
+            )[];
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  token: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded':
+          | {
+              /** @constant */
+              grant_type: 'client_credentials';
+              /** Format: uuid */
+              client_id?: string;
+              /** Format: uuid */
+              client_secret?: string;
+            }
+          | {
+              /** @constant */
+              grant_type: 'password';
+              /** Format: email */
+              username: string;
+              password: string;
+              /** Format: uuid */
+              tenant_id: string;
+              /** @enum {unknown} */
+              remember_me?: 'true' | 'false';
+            }
+          | {
+              /** @constant */
+              grant_type: 'refresh_token';
+              refresh_token: string;
+            }
+          | {
+              /** @constant */
+              grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange';
+              subject_token: string;
+              /** @constant */
+              subject_token_type?: 'urn:ietf:params:oauth:token-type:access_token';
+              resource: string;
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            access_token: string;
+            /** @constant */
+            token_type: 'Bearer';
+            expires_in: number;
+            refresh_token?: string;
+            passwordChangeEligible?: boolean;
+            issued_token_type?: string;
+          };
+        };
+      };
+    };
+  };
+  revokeToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token?: string;
+          token_type_hint?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': Record<string, unknown>;
+        };
+      };
+    };
+  };
+  introspectToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token: string;
+          token_type_hint?: string;
+          client_id?: string;
+          client_secret?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            active: boolean;
+            sub?: string;
+            exp?: number;
+            iat?: number;
+            scope?: string;
+            client_id?: string;
+            aud?: string;
+            iss?: string;
+            jti?: string;
+            /** @constant */
+            token_type?: 'Bearer';
+            /** Format: uuid */
+            tenantId?: string;
+            act?: {
+              sub?: string;
+              /** Format: uuid */
+              tenantId?: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  forgotPassword: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          email: string;
+          tenant_id: string;
+        };
+      };
+    };
+    responses: {
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            status: 'accepted';
+            message: string;
+          };
+        };
+      };
+    };
+  };
+  resetPassword: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token: string;
+          password: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            status: 'password-changed';
+          };
         };
       };
     };
@@ -6213,6 +6147,71 @@ export interface operations {
           'application/json': {
             id: string;
             deleted: string[];
+          };
+        };
+      };
+    };
+  };
+  legacyLogin: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          clientId: string;
+          clientSecret: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            accessToken: string;
+            refreshToken: string;
+            /** @constant */
+            tokenType?: 'Bearer';
+            expiresIn?: number;
+          };
+        };
+      };
+    };
+  };
+  legacyRefresh: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          refreshToken: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            accessToken: string;
+            refreshToken: string;
+            /** @constant */
+            tokenType?: 'Bearer';
+            expiresIn?: number;
           };
         };
       };

@@ -1,61 +1,105 @@
-/** The legacy JSON login of spec 4.2 (`POST /api/authenticate/app`) and its refresh call. */
-import type express from 'express';
-import { Router } from 'express';
-import type { AppContext } from '../../context.ts';
-import { OAuthError } from '../../../shared/errors/index.ts';
-import { route } from '../../http/route.ts';
-import { jsonBody } from '../../http/json-body.ts';
+/**
+ * The legacy JSON login of spec 4.2 (`POST /api/authenticate/app`) and its refresh call, as
+ * route rows: open (these calls issue the tokens), JSON bodies of at most 16 KiB, errors in the
+ * OAuth shape (a body that is not a JSON object is invalid_request).
+ */
+import Type from 'typebox';
+import { endpoint, type Answer } from '../../http/endpoint.ts';
+import { Resource } from '../../http/schemas.ts';
+import {
+  EXAMPLE_ACCESS_TOKEN,
+  EXAMPLE_CLIENT_ID,
+  EXAMPLE_CLIENT_SECRET,
+  EXAMPLE_REFRESH_TOKEN,
+  RATE_LIMITED,
+} from '../../http/auth-schemas.ts';
 import { legacyLogin, legacyRefresh } from '../../services/auth/legacy-login.ts';
 
-/** The legacy calls take application/json only, holding an object (anything else is invalid_request). */
-const jsonOnly = [
-  (req: express.Request, _res: express.Response, next: express.NextFunction) => {
-    if (!req.is('application/json'))
-      throw new OAuthError('invalid_request', 'the body must be a JSON object');
-    next();
-  },
-  ...jsonBody(16 * 1024),
-  (req: express.Request, _res: express.Response, next: express.NextFunction) => {
-    if (!req.body || typeof req.body !== 'object')
-      throw new OAuthError('invalid_request', 'the body must be a JSON object');
-    next();
-  },
-];
+const LegacyTokens = (example: unknown) =>
+  Resource(
+    {
+      accessToken: Type.String({
+        description: 'JWT carrying the legacy role names in `scopes`',
+      }),
+      refreshToken: Type.String(),
+      tokenType: Type.Optional(Type.Literal('Bearer')),
+      expiresIn: Type.Optional(Type.Integer()),
+    },
+    example,
+  );
 
-/** Mounted at /api/authenticate (public: these calls issue the tokens). */
-export function createLegacyAuthRouter(ctx: AppContext): Router {
-  const router = Router();
-  route(router, '/app', {
-    post: [
-      ...jsonOnly,
-      async (req, res) => {
-        const tokens = await legacyLogin(
-          ctx,
-          req.body as Record<string, unknown>,
-          req.ip ?? 'unknown',
-        );
-        res.setHeader('Cache-Control', 'no-store');
-        res.json(tokens);
+const tokens = (example: unknown): Answer => ({
+  status: 200,
+  description: 'access and refresh token',
+  schema: LegacyTokens(example),
+  headers: { 'Cache-Control': 'no-store' },
+});
+
+/** A legacy body is small: a client id and secret, or a refresh token. */
+const LIMIT = 16 * 1024;
+const tag = 'legacy';
+
+export const LEGACY_AUTH_ENDPOINTS = [
+  endpoint({
+    method: 'post',
+    path: '/app',
+    operationId: 'legacyLogin',
+    tag,
+    summary: 'Legacy JSON login of a workload (spec 4.2)',
+    access: { open: 'it issues the tokens' },
+    body: Resource(
+      {
+        clientId: Type.String({ description: 'the workload id (a UUID)' }),
+        clientSecret: Type.String(),
       },
-    ],
-  });
-  route(router, '/refresh', {
-    post: [
-      ...jsonOnly,
-      async (req, res) => {
-        const tokens = await legacyRefresh(
-          ctx,
-          req.body as Record<string, unknown>,
-          req.ip ?? 'unknown',
-        );
-        res.setHeader('Cache-Control', 'no-store');
-        res.json(tokens);
+      { clientId: EXAMPLE_CLIENT_ID, clientSecret: EXAMPLE_CLIENT_SECRET },
+    ),
+    bodyLimit: LIMIT,
+    errors: 'oauth',
+    answer: tokens({
+      accessToken: EXAMPLE_ACCESS_TOKEN,
+      refreshToken: EXAMPLE_REFRESH_TOKEN,
+      tokenType: 'Bearer',
+      expiresIn: 3600,
+    }),
+    problems: {
+      400: { text: 'malformed body or wrong secret', errors: ['invalid_request', 'invalid_grant'] },
+      401: { text: 'unknown or disabled client', errors: ['invalid_client'] },
+      429: RATE_LIMITED,
+    },
+    handle: async (ctx, { body, req, res }) => {
+      const answer = await legacyLogin(ctx, body, req.ip ?? 'unknown');
+      res.setHeader('Cache-Control', 'no-store');
+      return answer;
+    },
+  }),
+  endpoint({
+    method: 'post',
+    path: '/refresh',
+    operationId: 'legacyRefresh',
+    tag,
+    summary: 'Legacy refresh: a new access token and a rotated refresh token',
+    access: { open: 'the refresh token authenticates the client' },
+    body: Resource({ refreshToken: Type.String() }, { refreshToken: EXAMPLE_REFRESH_TOKEN }),
+    bodyLimit: LIMIT,
+    errors: 'oauth',
+    answer: tokens({
+      accessToken: EXAMPLE_ACCESS_TOKEN,
+      refreshToken: 'rt_8pLw2sKx5nQv0cRz7yTb4mHd1gFj',
+      tokenType: 'Bearer',
+      expiresIn: 3600,
+    }),
+    problems: {
+      400: {
+        text: 'malformed body, or the refresh token is not valid',
+        errors: ['invalid_request', 'invalid_grant'],
       },
-    ],
-  });
-  router.use(((err, _req, _res, next) => {
-    if (err instanceof OAuthError) return next(err);
-    next(new OAuthError('invalid_request', 'the body is malformed'));
-  }) as express.ErrorRequestHandler);
-  return router;
-}
+      429: RATE_LIMITED,
+    },
+    handle: async (ctx, { body, req, res }) => {
+      const answer = await legacyRefresh(ctx, body, req.ip ?? 'unknown');
+      res.setHeader('Cache-Control', 'no-store');
+      return answer;
+    },
+  }),
+];
