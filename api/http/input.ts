@@ -12,6 +12,8 @@ import { problem, type AppError } from '../../shared/errors/index.ts';
 
 /** The part of a row the reader needs. */
 interface InputSchemas {
+  /** The row's Express path: a wildcard (`/*name`) gives its parameter as segments, joined here with '/'. */
+  path?: string;
   params?: TObject;
   query?: TObject;
   body?: TSchema;
@@ -133,7 +135,12 @@ export function inputChecker(row: InputSchemas): InputChecker {
   const query = row.query ? compile(row.query) : null;
   const convert = row.query ? queryConverter(row.query) : null;
   const body = row.body ? compile(row.body) : null;
+  const wildcards = [...(row.path ?? '').matchAll(/\*(\w+)/g)].map((m) => m[1]);
   return (req) => {
+    for (const name of wildcards) {
+      const v: unknown = req.params[name];
+      if (Array.isArray(v)) req.params[name] = v.join('/');
+    }
     if (params && !params.Check(req.params)) throw problem('not_found', 'no such record');
     let q: unknown = {};
     if (query && convert) {

@@ -4,9 +4,6 @@
  */
 import { systemPaths } from './system.ts';
 import { authPaths } from './auth.ts';
-import { adminPaths } from './admin.ts';
-import { migrationPaths } from './migration.ts';
-import { jobsPaths } from './jobs.ts';
 import { components } from './components.ts';
 import { endpointPaths, type RowArea } from './endpoints.ts';
 import { withProblemExamples } from './problem-examples.ts';
@@ -14,7 +11,7 @@ import { withProblemExamples } from './problem-examples.ts';
 type PathsObject = Record<string, Record<string, unknown>>;
 
 // One line per API area; each area module exports its paths object.
-const AREAS: PathsObject[] = [systemPaths, jobsPaths, authPaths, adminPaths, migrationPaths];
+const AREAS: PathsObject[] = [systemPaths, authPaths];
 
 /**
  * The tags of the operations, grouped by API for the rendered reference (Redoc's x-tagGroups:
