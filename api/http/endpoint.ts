@@ -76,6 +76,7 @@ export interface Answer {
   description: string;
   schema?: TSchema;
   media?: string;
+  /** The media types the handler may write, one chosen by negotiation (`negotiate`), each documented. */
   content?: Readonly<Record<string, MediaDoc>>;
   /** Headers the answer carries (documentation: the handler sets them through `input.res`). */
   headers?: Readonly<Record<string, string>>;

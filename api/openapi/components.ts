@@ -23,12 +23,6 @@ export const jsonResponse = (description: string, schema: Schema, example?: unkn
   };
 };
 
-/** A schema with an example (JSON Schema 2020-12 `examples`), which a response built over it shows. */
-export const withExample = (schema: Schema, example: unknown): Schema => ({
-  ...schema,
-  examples: [example],
-});
-
 export const components = {
   securitySchemes: {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (RFC 9068 at+jwt)' },

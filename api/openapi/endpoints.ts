@@ -55,12 +55,12 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   401: 'missing, invalid or expired bearer token, or the wrong audience',
   403: 'the role lacks the permission, or the path names another tenant',
   404: 'no such record in this tenant',
+  406: 'not-acceptable: Accept (or X-Response-Content-Type) admits none of the result types',
   409: 'conflict with the current state',
   413: 'body too large',
   415: 'wrong media type (application/json expected)',
   422: 'refused by the effective policy or the key usage',
   429: "the client's budget for this endpoint is spent (Retry-After)",
-  406: 'not-acceptable: Accept (or X-Response-Content-Type) admits none of the result types',
 };
 
 /** Spec 4.1's selection header of a row that negotiates its answer's media type (api/http/streaming.ts). */
