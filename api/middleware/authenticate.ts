@@ -100,14 +100,6 @@ export function authenticate(ctx: AppContext, audiences: readonly string[]): Req
   };
 }
 
-/** Requires every listed permission. */
-export function authorize(ctx: AppContext, ...permissions: string[]): RequestHandler {
-  return (req, _res, next) => {
-    requirePermissions(ctx, req.auth, permissions, attemptOf(req));
-    next();
-  };
-}
-
 /** Tenant in the path must be the token's tenant, unless the caller holds cross-tenant platform power. */
 export function requireTenantAccess(ctx: AppContext, param = 'tenantId'): RequestHandler {
   return (req, _res, next) => {

@@ -1,5 +1,4 @@
 /** Per client, per endpoint rate limit of the bearer APIs (spec 8): 429 problem with Retry-After. */
-import type { RequestHandler } from 'express';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
@@ -20,12 +19,4 @@ export async function consumeApiBudget(
       });
     throw err;
   }
-}
-
-/** The Express middleware over consumeApiBudget. */
-export function apiRateLimit(ctx: AppContext, endpoint: string): RequestHandler {
-  return async (req, _res, next) => {
-    await consumeApiBudget(ctx, req.auth, endpoint);
-    next();
-  };
 }
