@@ -7,6 +7,7 @@
  * 1000, answered `{results: [...]}` in order, each result its own status. Unknown JSON members
  * answer 400 naming the member.
  */
+import { KID } from '../../shared/ids.ts';
 export type Schema = Record<string, unknown>;
 
 export const str = { type: 'string' };
@@ -18,7 +19,7 @@ export const base64 = (description: string): Schema => ({
 export const int = { type: 'integer', minimum: 1 };
 export const kid = {
   type: 'string',
-  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  pattern: KID.source,
   description: 'the key id, as created',
 };
 const jwe = {

@@ -19,6 +19,7 @@ import { AppError, problem } from '../../shared/errors/index.ts';
 import { basename, parseContentType, parseDisposition } from '../../shared/mime/header-params.ts';
 import { MultipartScanner, usableBoundary } from '../../shared/mime/multipart.ts';
 import { onBodyTimeout, streamsBody } from './body-deadline.ts';
+import { readWhole } from '../../shared/streams.ts';
 
 /** One part of the form, as it arrives. */
 export interface StreamedPart {
@@ -74,7 +75,8 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
   return new FormReader(new RequestChunks(req), boundary, opts);
 }
 
-const tooLarge = (name: string, max: number) =>
+/** 413 for a part larger than `max` bytes, naming it. */
+export const partTooLarge = (name: string, max: number) =>
   problem('payload_too_large', `part ${name.slice(0, 64)} is larger than ${max} bytes`);
 
 /** The request as a queue of chunks, paused while READ_AHEAD_BYTES wait. */
@@ -251,15 +253,8 @@ class FormReader implements StreamingForm {
     mimeType: string,
     bytes: AsyncIterable<Buffer>,
   ): Promise<StreamedPart> {
-    const maxFieldBytes = this.#maxFieldBytes;
-    const chunks: Buffer[] = [];
-    let n = 0;
-    for await (const c of bytes) {
-      n += c.length;
-      if (n > maxFieldBytes) throw tooLarge(name, maxFieldBytes);
-      chunks.push(Buffer.from(c));
-    }
-    const data = Buffer.concat(chunks, n);
+    const max = this.#maxFieldBytes;
+    const data = await readWhole(bytes, max, () => partTooLarge(name, max));
     const value = data.toString('utf8');
     return {
       name,
@@ -268,7 +263,7 @@ class FormReader implements StreamingForm {
         yield data;
       })(),
       text: async (max) => {
-        if (data.length > max) throw tooLarge(name, max);
+        if (data.length > max) throw partTooLarge(name, max);
         return value;
       },
     };
@@ -299,14 +294,7 @@ class FormReader implements StreamingForm {
       mimeType,
       body: it,
       async text(max) {
-        const parts: Buffer[] = [];
-        let n = 0;
-        for await (const c of it) {
-          n += c.length;
-          if (n > max) throw tooLarge(name, max);
-          parts.push(c);
-        }
-        return Buffer.concat(parts).toString('utf8');
+        return (await readWhole(it, max, () => partTooLarge(name, max))).toString('utf8');
       },
     };
   }

@@ -66,8 +66,8 @@ const FLUSH_MS = 100;
 /**
  * A tally's window: identical runtime events within it become one chained event. 1 s rather than
  * FLUSH_MS: under steady runtime load every window is a transaction on the tenant's chain, and at
- * 100 ms those ten transactions a second cost the embedded database ~2 µs of CPU per encrypt
- * (bench: 1 KiB encrypts at 64 connections) and the API its query building.
+ * 100 ms those ten transactions a second cost the embedded database CPU on every encrypt and the
+ * API its query building (bench/results/design-figures.md).
  */
 const TALLY_MS = 1000;
 const MAX_BATCH = 1000;

@@ -23,7 +23,7 @@ const MAX_BATCH = 1000;
 const BATCH_MEMBERS: ReadonlySet<string> = new Set(['items']);
 
 /**
- * The running operation: the key type it used, noted by the key lookup (usableKey) for the
+ * The running operation: the key type it used, noted by the key lookup (runtime.ts operationKey) for the
  * metrics label, and who runs it, for the decryption-failure budget (unseal).
  */
 interface OperationSlot {

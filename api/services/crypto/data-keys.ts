@@ -9,7 +9,7 @@ import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { assertUsage } from '../../../shared/crypto/registry.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
-import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
+import { encryptionContext, seal, unseal, operationKey } from './runtime.ts';
 
 // A Map, not an object literal: keySpec is request input (conventions rule 14).
 const KEY_SPECS = new Map<unknown, number>([
@@ -37,7 +37,7 @@ async function dataKey(ctx: AppContext, tenantId: string, body: Record<string, u
       { details: { field: 'keySpec' } },
     );
   const context = encryptionContext(ctx, body.context);
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const plaintext = randomBytes(size);
   try {
@@ -86,7 +86,7 @@ export async function reEncrypt(ctx: AppContext, tenantId: string, body: Record<
       ? sourceContext
       : encryptionContext(ctx, body.targetContext, 'targetContext');
   const target =
-    body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
+    body.targetKid === undefined ? undefined : await operationKey(ctx, tenantId, body.targetKid);
   if (target) assertUsage(target, 'encrypt');
   const source = await unseal(ctx, tenantId, body.ciphertext, sourceContext);
   try {

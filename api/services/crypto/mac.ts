@@ -14,7 +14,7 @@ import {
 } from '../../../shared/crypto/mac.ts';
 import { onlyKnown } from '../../../shared/validation/members.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
-import { b64, usableKey } from './runtime.ts';
+import { b64, operationKey } from './runtime.ts';
 
 /** The JSON members each operation knows; any other is a 400 naming it (contract 8). */
 export const GENERATE_MAC_MEMBERS: ReadonlySet<string> = new Set(['kid', 'data']);
@@ -27,7 +27,7 @@ export async function generateMac(
   body: Record<string, unknown>,
 ) {
   onlyKnown(body, GENERATE_MAC_MEMBERS);
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'mac');
   const data = b64(body.data, 'data');
   const v = key.currentVersion;
@@ -48,7 +48,7 @@ export async function generateMac(
  */
 export async function verifyMac(ctx: AppContext, tenantId: string, body: Record<string, unknown>) {
   onlyKnown(body, VERIFY_MAC_MEMBERS);
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'mac');
   const data = b64(body.data, 'data');
   const mac = b64(body.mac, 'mac');

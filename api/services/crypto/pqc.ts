@@ -15,7 +15,7 @@ import {
   decapsulateKey,
   encapsulateKey,
   sign,
-  usableKey,
+  operationKey,
   verify,
 } from './runtime.ts';
 
@@ -23,7 +23,7 @@ import {
 function pqcOnly(op: Operation, known: ReadonlySet<string>): Operation {
   return async (ctx, tenantId, body) => {
     onlyKnown(body, known);
-    const key = await usableKey(ctx, tenantId, body.kid);
+    const key = await operationKey(ctx, tenantId, body.kid);
     if (keyTypeSpec(key.type).pqc !== true)
       throw problem(
         'key_usage_mismatch',
