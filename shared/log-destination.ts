@@ -3,8 +3,8 @@
  * batch one asynchronous write from libuv's thread pool, so the event loop never waits on a pipe
  * and pays one write per batch, not one per line.
  *
- * Not sonic-boom (pino's own destination) with a minimum length: measured here, it cost 5 to 7 µs
- * of CPU per 250-byte line whatever the batch size, because each write takes the byte length of
+ * Not sonic-boom (pino's own destination) with a minimum length: measured here, it cost the same
+ * CPU per line whatever the batch size (bench/results/design-figures.md), because each write takes the byte length of
  * the whole pending string it appends to (V8 flattens that string again on every line). This
  * copies each line's bytes once into a block outside the JavaScript heap, and a block is the
  * batch. Lines were kept as strings until their batch went out (up to 100 ms): under load they

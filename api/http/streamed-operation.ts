@@ -11,7 +11,8 @@ import { AppError } from '../../shared/errors/index.ts';
 import { actorOf } from '../middleware/authenticate.ts';
 import { clientGone } from '../middleware/access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
-import { abandonRaw, counted } from './streaming.ts';
+import { abandonRaw } from './streaming.ts';
+import { counted } from '../../shared/streams.ts';
 import type { StreamingForm } from './streaming-multipart.ts';
 
 /** The actions a streamed operation reports under. */
