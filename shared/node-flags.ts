@@ -40,7 +40,7 @@
  *   bench/pkcs7.bench.ts on Postgres: lower idle and peak RSS, conversion CPU unchanged. (A
  *   64 KiB mmap threshold, so every 64 KiB buffer is mapped and unmapped, doubled the CPU.)
  *
- * `node api/server.ts` and `node workers/main.ts` get them however they are started (npm scripts,
+ * `node api/server.ts` and `node workers/worker.ts` get them however they are started (npm scripts,
  * the Dockerfile, tests, benches): the entry replaces itself, same PID and stdio, with a Node
  * started with them (process.execve) before loading anything else. KEYWARD_NODE_FLAGS=off
  * skips that (to run under a debugger with other flags, say).
