@@ -41,7 +41,7 @@ EXPOSE 9464
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.WORKER_METRICS_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The worker handles SIGTERM itself (finishes its jobs); compose adds an init process.
-CMD ["node", "workers/main.ts"]
+CMD ["node", "workers/worker.ts"]
 
 # The API (the default target). Liveness here; compose checks /readyz (database, pool, Redis).
 FROM base AS api

@@ -1,5 +1,5 @@
 /**
- * The API's node:http server, shared by the process entry (main.ts), the tests and the benches:
+ * The API's node:http server, shared by the process start (api/start.ts), the tests and the benches:
  * the request listener (runtime lane, then Express) behind the connection limits of issue 24,
  * which thus hold on both stacks. Node's requestTimeout stays off, because conversions and
  * uploads of any size stream for as long as they take; stalled bodies are cut by the body

@@ -4,7 +4,7 @@
  * message, clear-signed multipart/signed, signed-then-encrypted mail, SignedData -nodetach),
  * 4 KiB to 4 MiB of content (log-uniform), migrated by `keyward migrate <folder> --out <dir>
  * --cleanup` (a child process, as a user runs it) against a real API process and TWO worker
- * processes (`node workers/main.ts`, concurrency 1 each) on a Postgres database made for the run
+ * processes (`node workers/worker.ts`, concurrency 1 each) on a Postgres database made for the run
  * (dropped after), real Redis, and the objects under DATA_DIR (shared by the API and the workers,
  * as in the jobs bench; s3rver's filesystem store, the jobs tests' S3, loses a put when a delete
  * in the same "folder" prunes its directory meanwhile, which --cleanup does all the time). Every output is then checked with jose: a JWE opens to

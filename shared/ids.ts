@@ -8,8 +8,19 @@
 /** The text of a UUID (any version), for composing larger patterns. */
 export const UUID_SOURCE = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-/** A key id: 1 to 128 of A-Z a-z 0-9 . _ : - (never `#`, which names a version: `<kid>#<version>`). */
-export const KID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * An identifier a client chooses and we store or echo as it is (a key id, a request id): 1 to 128
+ * of A-Z a-z 0-9 . _ : -, so it is safe in a log line, a header, a URL segment and a cache key.
+ */
+const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** True for a SAFE_ID. */
+export function isSafeId(value: unknown): value is string {
+  return typeof value === 'string' && SAFE_ID.test(value);
+}
+
+/** A key id: a SAFE_ID (never `#`, which names a version: `<kid>#<version>`). */
+export const KID = SAFE_ID;
 
 const UUID = new RegExp(`^${UUID_SOURCE}$`, 'i');
 

@@ -3,8 +3,8 @@
  * batch one asynchronous write from libuv's thread pool, so the event loop never waits on a pipe
  * and pays one write per batch, not one per line.
  *
- * Not sonic-boom (pino's own destination) with a minimum length: measured here, it cost 5 to 7 µs
- * of CPU per 250-byte line whatever the batch size, because each write takes the byte length of
+ * Not sonic-boom (pino's own destination) with a minimum length: measured here, it cost the same
+ * CPU per line whatever the batch size (bench/results/design-figures.md), because each write takes the byte length of
  * the whole pending string it appends to (V8 flattens that string again on every line). This
  * copies each line's bytes once into a block outside the JavaScript heap, and a block is the
  * batch. Lines were kept as strings until their batch went out (up to 100 ms): under load they
@@ -103,7 +103,13 @@ export function bufferedDestination(opts: BufferedDestinationOptions): BufferedD
     }
     if (rest.length > 0) writeNext(rest);
     else if (held() && (pending >= batchBytes || waiters.length > 0)) writeNext(take());
-    else settle();
+    else {
+      // Lines written while this batch was in flight armed no timer (write() leaves them to this
+      // callback): without one they would wait for the next line, and a process that has logged
+      // its last line ("keyward worker ready", then idle) would never show them.
+      if (held()) armTimer();
+      settle();
+    }
   };
 
   const writeNext = (batch: Buffer) => {
@@ -114,6 +120,11 @@ export function bufferedDestination(opts: BufferedDestinationOptions): BufferedD
   const flushSoon = () => {
     timer = null;
     if (!writing && held()) writeNext(take());
+  };
+
+  /** Held lines go out within flushMs, unless a full batch or a flush sends them sooner. */
+  const armTimer = () => {
+    timer ??= setTimeout(flushSoon, flushMs).unref();
   };
 
   const dest: BufferedDestination = {
@@ -131,9 +142,10 @@ export function bufferedDestination(opts: BufferedDestinationOptions): BufferedD
       }
       used += block.write(line, used);
       pending += bytes;
+      // A batch in flight: its callback sends or times what gathered meanwhile.
       if (writing) return true;
       if (pending >= batchBytes) writeNext(take());
-      else timer ??= setTimeout(flushSoon, flushMs).unref();
+      else armTimer();
       return true;
     },
     flush(cb) {

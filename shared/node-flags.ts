@@ -1,56 +1,46 @@
 /**
  * The Node settings the API and the batch worker run with, measured on this machine's 2 cores
- * (bench/pkcs7.bench.ts, bench/crypto.bench.ts):
+ * (bench/pkcs7.bench.ts, bench/crypto.bench.ts; the figures are in bench/results/design-figures.md):
  *
  * --max-semi-space-size=4 (MB): V8's young generation stays small. A conversion allocates a few
  *   Buffers of 64 to 112 KiB per batch streamed, and their memory is only released when the young
  *   generation is swept; at Node's default size (16 MB semi-spaces here) hundreds of MB of dead
- *   buffers pile up between sweeps, out of cache. 1 GiB EnvelopedData to JWE: server CPU 5.0 s
- *   at 16 MB, 1.9 s at 1 MB, 1.7 s at 4 MB; peak RSS +11 MB over idle at 1 MB, +34 MB at 4 MB
- *   (bench/pkcs7.bench.ts, 2026-11-26). 1 MB was the setting until then, and it cost the small
- *   requests: the 64 connections in flight keep their objects alive across the frequent
- *   scavenges, which then promote them (GC was 12 % of the loop under 1 KiB encrypts and 20 %
- *   under token issuance). At 4 MB, measured alternately in one session: server CPU per token
- *   85-89 µs against 92-95, per encrypt p99 9-13 ms against 28-30 ms.
+ *   buffers pile up between sweeps, out of cache, and a large conversion costs several times the
+ *   CPU. 1 MB was the setting until 2026-11-26, and it cost the small requests: the 64
+ *   connections in flight keep their objects alive across the frequent scavenges, which then
+ *   promote them. 4 MB keeps most of the conversion's gain and gives the small requests their
+ *   CPU and their p99 back (measured alternately in one session).
  * --no-concurrent-array-buffer-sweeping: the memory of dead Buffers is freed during the GC that
- *   finds them, not later by a V8 background thread. During a conversion V8 holds about 40 MB of
- *   dead Buffers between its major GCs (process.memoryUsage().arrayBuffers, sampled every 20 ms),
- *   and with concurrent sweeping malloc grew past that before the frees landed: after an
- *   `openssl cms -decrypt` of the same file (as in the bench) 1 GiB EnvelopedData to JWE peaked
- *   at +61 to +89 MB over idle, and +48 MB with this flag, at the same speed; the bench run with
- *   it gave +22 MB (148 MB) where the runs without gave +52 and +57 MB (195 and 199 MB).
+ *   finds them, not later by a V8 background thread. During a conversion V8 holds tens of MB of
+ *   dead Buffers between its major GCs, and with concurrent sweeping malloc grew past that before
+ *   the frees landed: with this flag a 1 GiB conversion peaks lower over idle, at the same speed.
  * --no-allocation-site-pretenuring: V8 never decides that the objects of an allocation site are
  *   long-lived and allocates them straight in the old generation. It decides so for a site whose
  *   objects were mostly alive at one scavenge, and in a streamed conversion, whose buffers bring a
- *   scavenge every 3 MB or so, a hot site can be caught so once (a conversion thread's isolate,
- *   --trace-pretenuring-statistics: 828 objects of one site, 799 alive => tenure). From then on
- *   its objects, dead a moment later, wait for a full mark-compact, and a conversion thread's
- *   isolate is small (8-10 MB): a mark-compact every ~1 MB, 12 to 31 per 256 MiB conversion
- *   against 0 or 1, with their marking on V8's helper threads. bench/pkcs7-concurrent.bench.ts
- *   with CONVERT_THREAD_FROM=1 and --trace-gc: a thread's isolate was caught so in 6 runs of 11,
- *   in none of 5 with the flag. Server CPU of one 256 MiB conversion on a thread (3 runs, two
- *   phases each): 0.31-0.70 s without (0.60-0.70 s in the runs caught), 0.32-0.49 s with; four
- *   at once 1.97-3.36 s -> 1.83-2.38 s. On the event loop unchanged (0.30-0.44 s -> 0.29-0.39 s),
- *   and so is the idle server's 1 KiB encrypt loop (11.3-16.5k -> 12.1-17.0k req/s).
+ *   scavenge every few MB, a hot site can be caught so once (--trace-pretenuring-statistics shows
+ *   it). From then on its objects, dead a moment later, wait for a full mark-compact, and a
+ *   conversion thread's isolate is small: mark-compacts every MB or so instead of almost none,
+ *   with their marking on V8's helper threads (bench/pkcs7-concurrent.bench.ts with
+ *   CONVERT_THREAD_FROM=1 and --trace-gc). With the flag no isolate was caught, and conversions
+ *   on threads cost less CPU; on the event loop, and for small requests, it changes nothing.
  * --liftoff-only: WebAssembly runs on V8's baseline compiler only. The embedded database is
  *   PGlite, a 9 MB WASM module, and V8 recompiling its hot functions with TurboFan in the
- *   background left most of the process's idle RSS behind: PGlite alone on an existing
- *   directory idled at 311 MB, 152 MB with this flag, and initialising a new directory took
- *   6.9 s instead of 10.5 s (bench/embedded.bench.ts has every option tried). Nothing else in
+ *   background left most of the process's idle RSS behind: with this flag PGlite idles at about
+ *   half and initialises a new directory faster (bench/embedded.bench.ts has every option
+ *   tried). Nothing else in
  *   the service runs WASM once the compile cache is warm; on Postgres the flag changes nothing.
  * NODE_COMPILE_CACHE: Node keeps the type-stripped form of our .ts files (each entry checked
  *   against its file's content hash) in a directory of this user's under the OS temp directory
- *   (compileCacheDir), so a warm start never loads the WASM type stripper, about 13 MB of RSS in
+ *   (compileCacheDir), so a warm start never loads the WASM type stripper, which takes RSS in
  *   every isolate (the main thread and each pool thread). An operator's own NODE_COMPILE_CACHE
  *   wins; NODE_DISABLE_COMPILE_CACHE=1 turns it off.
  * glibc malloc: two arenas instead of eight per core for the main thread, the pool and libuv's
  *   threads, and fixed trim and mmap thresholds of 128 KiB (glibc otherwise raises them after
  *   the first large free, and freed buffer memory then stays in the process). Measured with
- *   bench/pkcs7.bench.ts on Postgres: idle RSS 143-165 -> 116 MB, peak over 1 and 4 GiB
- *   conversions 168-217 -> 143-166 MB, conversion CPU unchanged. (A 64 KiB mmap threshold, so
- *   every 64 KiB buffer is mapped and unmapped, doubled the CPU.)
+ *   bench/pkcs7.bench.ts on Postgres: lower idle and peak RSS, conversion CPU unchanged. (A
+ *   64 KiB mmap threshold, so every 64 KiB buffer is mapped and unmapped, doubled the CPU.)
  *
- * `node api/server.ts` and `node workers/main.ts` get them however they are started (npm scripts,
+ * `node api/server.ts` and `node workers/worker.ts` get them however they are started (npm scripts,
  * the Dockerfile, tests, benches): the entry replaces itself, same PID and stdio, with a Node
  * started with them (process.execve) before loading anything else. KEYWARD_NODE_FLAGS=off
  * skips that (to run under a debugger with other flags, say).

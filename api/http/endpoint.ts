@@ -16,8 +16,9 @@ import {
 import type { Static, TObject, TSchema } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { actorOf, attemptOf, requireAnyPermission } from '../access/checks.ts';
+import { actorOf, attemptOf, requireAnyPermission, requirePermissions } from '../access/checks.ts';
 import { jsonBody } from './json-body.ts';
+import { abandonRaw, acceptOneOf, responseSelection } from './streaming.ts';
 import { consumeApiBudget } from '../access/budget.ts';
 import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
@@ -35,6 +36,8 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
  */
 export type Access =
   | { anyOf: readonly [string, ...string[]] }
+  /** Every one of the permissions (an operation that is two things at once, e.g. re-encrypting decrypts). */
+  | { allOf: readonly [string, ...string[]] }
   /** The unversioned API of spec 4.2: a legacy role name in the token's scopes; 401 without it. */
   | { legacyRole: string }
   /** Any bearer token the area admits (its audiences), with no permission of its own. */
@@ -47,10 +50,29 @@ export type CallerOf<A extends Access> = A extends { open: string }
   ? { claims?: undefined; actor?: undefined }
   : { claims: AccessClaims; actor: string };
 
+/** One media type of a body the handler reads or writes itself: its schema (bytes when none), example and part encodings. */
+export interface MediaDoc {
+  schema?: TSchema;
+  example?: unknown;
+  /** multipart/form-data: the media type of a part (`{metadata: {contentType: 'application/json'}}`). */
+  encoding?: Readonly<Record<string, { contentType: string }>>;
+}
+
+/**
+ * A body the handler reads itself (a stream: raw bytes, S/MIME, multipart/form-data through
+ * streamMultipart), with no JSON reader in front: documented by its media types; the handler
+ * checks the media type and the parts.
+ */
+export interface StreamRequest {
+  media: Readonly<Record<string, MediaDoc>>;
+  description?: string;
+}
+
 /**
  * The success answer: its status and, unless it is 204, the schema of its body. A JSON answer is
- * what the handler returns; with `media` (a stream or a file) the handler writes the answer
- * itself through `input.res` and the schema, if any, describes that media.
+ * what the handler returns; with `media` (a stream or a file), or `content` (several media
+ * types, one chosen by negotiation), the handler writes the answer itself through `input.res`
+ * and the schemas, if any, describe those media.
  */
 export interface Answer {
   /** A success, a redirect (302, its Location in `headers`), or 503 (readiness: not ready yet). */
@@ -58,11 +80,8 @@ export interface Answer {
   description: string;
   schema?: TSchema;
   media?: string;
-  /**
-   * Media the handler may write instead of `media`, chosen by the request's Accept (an HTML
-   * page or its JSON form), each with its schema.
-   */
-  otherMedia?: Readonly<Record<string, TSchema>>;
+  /** The media types the handler may write, one chosen by negotiation (`negotiate`), each documented. */
+  content?: Readonly<Record<string, MediaDoc>>;
   /** Headers the answer carries (documentation: the handler sets them through `input.res`). */
   headers?: Readonly<Record<string, string>>;
 }
@@ -155,6 +174,14 @@ export interface EndpointRow<
    * row whose service checks client credentials, RFC 6749 2.3.1); documentation only.
    */
   security?: readonly Readonly<Record<string, readonly string[]>>[];
+  /** A body the handler streams itself instead of a JSON `body` (read after access, budget and input checks). */
+  request?: StreamRequest;
+  /**
+   * Answers of several media types (spec 4.1): an Accept admitting none of `types` nor
+   * problem+json is 406 before the body is read; with `select`, the X-Response-Content-Type
+   * header may name one of them (400 for another value), documented as a header parameter.
+   */
+  negotiate?: { types: readonly string[]; select?: boolean };
   answer: Answer;
   /**
    * Other success answers the handler may give instead of `answer`, choosing one by setting its
@@ -209,6 +236,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     const rule = row.access;
     if ('legacyRole' in rule) requireLegacyRole(ctx, req.auth, rule.legacyRole, attemptOf(req));
     else if ('anyOf' in rule) requireAnyPermission(ctx, req.auth, rule.anyOf, attemptOf(req));
+    else if ('allOf' in rule) requirePermissions(ctx, req.auth, rule.allOf, attemptOf(req));
     // { token: 'any' }: the area's audience check admitted the token; { open }: no token.
     // A budget is per client (spec 8): an open row has none to spend.
     if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
@@ -217,8 +245,16 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   const oauth = row.errors === 'oauth';
   const run: RequestHandler = async (req, res) => {
     const open = 'open' in row.access;
+    let checked;
+    try {
+      checked = oauth ? oauthInput(check, req) : check(req);
+    } catch (err) {
+      // A refused query of a streamed body: the client is asked to close, its bytes discarded.
+      if (row.request) abandonRaw(req, res);
+      throw err;
+    }
     const input = {
-      ...(oauth ? oauthInput(check, req) : check(req)),
+      ...checked,
       ...(open ? {} : { claims: req.auth, actor: actorOf(req) }),
       req,
       res,
@@ -241,7 +277,8 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
         details: audit.details?.(input, result),
       });
     }
-    const mismatch = answer.media ? null : answer.mismatch?.(result);
+    const written = Boolean(answer.media ?? answer.content);
+    const mismatch = written ? null : answer.mismatch?.(result);
     if (mismatch) {
       // Once per row and process: a drift is one bug, not a line per request.
       if (!mismatchLogged)
@@ -252,7 +289,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       mismatchLogged = true;
       if (mode === 'strict') throw problem('internal', 'the answer does not fit its schema');
     }
-    if (answer.media) return; // the handler wrote it
+    if (written) return; // the handler wrote it
     if (answer.status === 204) res.end();
     else res.json(result);
   };
@@ -262,7 +299,13 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       : row.bodyMedia === 'form'
         ? [formBody]
         : jsonBody(row.bodyLimit ?? ctx.config.jsonLimitBytes);
-  return [access, ...(oauth ? reader.map(oauthReader) : reader), run];
+  const negotiate = row.negotiate
+    ? [
+        acceptOneOf(row.negotiate.types),
+        ...(row.negotiate.select ? [responseSelection(row.negotiate.types)] : []),
+      ]
+    : [];
+  return [access, ...negotiate, ...(oauth ? reader.map(oauthReader) : reader), run];
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The OAuth form body (application/x-www-form-urlencoded, RFC 6749 appendix B): read whole up
  * to 16 KiB and parsed with URLSearchParams. Lighter than body-parser + qs on the token
- * endpoint's hot path (measured ~8% of a token request), and strict: a repeated parameter is
+ * endpoint's hot path (bench/results/design-figures.md), and strict: a repeated parameter is
  * invalid_request (RFC 6749 3.2), anything else than the form media type unsupported_grant_type.
  * One reader for both stacks: the Express auth routes (formBody) and the runtime lane's token
  * endpoint (readCanonicalForm) refuse the same bodies with the same OAuth errors.

@@ -7,7 +7,8 @@
  */
 import type { Request } from 'express';
 import { problem } from '../../shared/errors/index.ts';
-import { streamMultipart } from './streaming-multipart.ts';
+import { partTooLarge, streamMultipart } from './streaming-multipart.ts';
+import { readWhole } from '../../shared/streams.ts';
 import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
 import { unfitProblem } from './params.ts';
 
@@ -41,19 +42,11 @@ export async function readSmallMultipart(req: Request, maxFileBytes: number): Pr
       files += 1;
       if (files > FILES)
         throw problem('validation_failed', `the form has more than ${FILES} files`);
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of part.body) {
-        size += chunk.length;
-        if (size > maxFileBytes)
-          throw problem(
-            'payload_too_large',
-            `part ${part.name.slice(0, 64)} is larger than ${maxFileBytes} bytes`,
-          );
-        chunks.push(chunk);
-      }
+      const data = await readWhole(part.body, maxFileBytes, () =>
+        partTooLarge(part.name, maxFileBytes),
+      );
       form.files[part.name] = {
-        data: Buffer.concat(chunks, size),
+        data,
         filename: part.filename,
         mimeType: part.mimeType,
       };

@@ -1,16 +1,7 @@
-/** Typed access to route parameters (Express 5 types them as string | string[]), and the entry step that makes them canonical. */
-import type { Request, RequestHandler } from 'express';
+/** The entry step that makes route parameters, the query and the body canonical. */
+import type { RequestHandler } from 'express';
 import { OAuthError, problem, type AppError } from '../../shared/errors/index.ts';
 import { UnfitInput, canonicalInput, canonicalPath } from '../../shared/ids.ts';
-
-/** A route parameter as a string. */
-export function param(req: Request, name: string): string {
-  const v = req.params[name];
-  return Array.isArray(v) ? v.join('/') : String(v ?? '');
-}
-
-/** The tenant of a tenant-scoped admin path. */
-export const tenantParam = (req: Request) => param(req, 'tenantId');
 
 /** Paths whose every answer has the OAuth error shape (RFC 6749 5.2), the refusal included. */
 // Case-insensitive, as Express matches routes: /API/V3/AUTH/token is the same endpoint.

@@ -176,8 +176,8 @@ function canonicalQuery(url: string): string {
 // holder's Buffer, so an entry goes with the access-key cache entry that holds it) and scope, and
 // kept as HMAC's two padded key blocks (RFC 2104: H(K ^ opad || H(K ^ ipad || m))), so a request's
 // HMAC is two one-shot SHA-256 calls. In the service under load, createHmac (even with a
-// KeyObject) took 10 to 20 µs a request against 3 µs alone (OpenSSL 3 looks its digest up by name
-// on every HMAC context, under a lock the pool's threads share; crypto.hash keeps its digest).
+// KeyObject) took several times what it takes alone (OpenSSL 3 looks its digest up by name on
+// every HMAC context, under a lock the pool's threads share; crypto.hash keeps its digest).
 const signingKeys = new WeakMap<Buffer, Map<string, HmacPads>>();
 /** Scopes kept per secret: a region is any name when AWS_KMS_REGIONS is empty. */
 const MAX_SCOPES = 16;

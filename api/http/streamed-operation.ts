@@ -5,13 +5,14 @@
  * reaches it; a response already begun is cut by the error handler, never left half-written),
  * and one log line and one audit event per operation, success or failure.
  */
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { actorOf } from '../access/checks.ts';
 import { clientGone } from './access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
-import { abandonRaw, counted } from './streaming.ts';
+import { abandonRaw } from './streaming.ts';
+import { counted } from '../../shared/streams.ts';
 import type { StreamingForm } from './streaming-multipart.ts';
 
 /** The actions a streamed operation reports under. */
@@ -36,32 +37,34 @@ export interface OperationState {
   countIn(it: AsyncIterable<Buffer>): AsyncIterable<Buffer>;
 }
 
-/** The handler of a stream endpoint: `run` reads the request and writes the answer. */
-export function streamedOperation(
+/**
+ * Runs one stream operation, the body of a stream endpoint's route row (its input checked, the
+ * request's body unread): `run` reads the request and writes the answer.
+ */
+export async function streamedOperation(
   ctx: AppContext,
+  { req, res }: { req: Request; res: Response },
   action: StreamedAction,
-  run: (op: OperationState, req: Request, res: Response) => Promise<void>,
-): RequestHandler {
-  return async (req, res) => {
-    const started = performance.now();
-    const op: OperationState = {
-      bytesIn: 0,
-      bytesOut: 0,
-      target: null,
-      details: {},
-      form: null,
-      countIn: (it) => counted(it, (n) => (op.bytesIn += n)),
-    };
-    try {
-      await run(op, req, res);
-    } catch (err) {
-      if (op.form) op.form.abandon(res);
-      else abandonRaw(req, res);
-      report(ctx, req, action, started, op, { err, cut: res.headersSent });
-      throw err;
-    }
-    report(ctx, req, action, started, op);
+  run: (op: OperationState) => Promise<void>,
+): Promise<void> {
+  const started = performance.now();
+  const op: OperationState = {
+    bytesIn: 0,
+    bytesOut: 0,
+    target: null,
+    details: {},
+    form: null,
+    countIn: (it) => counted(it, (n) => (op.bytesIn += n)),
   };
+  try {
+    await run(op);
+  } catch (err) {
+    if (op.form) op.form.abandon(res);
+    else abandonRaw(req, res);
+    report(ctx, req, action, started, op, { err, cut: res.headersSent });
+    throw err;
+  }
+  report(ctx, req, action, started, op);
 }
 
 /**

@@ -9,12 +9,17 @@
  * hands a file part out as views of the request's own chunks, never copied; this layer gives the
  * parts their form-data meaning (names, filenames with RFC 8187 filename*, fields read whole,
  * limits per route) and feeds the scanner from the request.
+ *
+ * Two steps, two classes: RequestChunks turns the request into chunks pulled with backpressure
+ * (and discards what follows a failure); FormReader reads the scanner's parts one at a time and
+ * makes each a field read whole or a streamed file.
  */
 import type { Request, Response } from 'express';
 import { AppError, problem } from '../../shared/errors/index.ts';
 import { basename, parseContentType, parseDisposition } from '../../shared/mime/header-params.ts';
 import { MultipartScanner, usableBoundary } from '../../shared/mime/multipart.ts';
 import { onBodyTimeout, streamsBody } from './body-deadline.ts';
+import { readWhole } from '../../shared/streams.ts';
 
 /** One part of the form, as it arrives. */
 export interface StreamedPart {
@@ -65,124 +70,191 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
       `expected multipart/form-data, got ${req.headers['content-type'] ?? 'no content type'}`,
     );
   }
-  const maxParts = opts.maxParts ?? 8;
-  const maxFieldBytes = opts.maxFieldBytes ?? 64 * 1024;
   const boundary = parseContentType(req.headers['content-type'] ?? '')?.params?.boundary;
   if (!usableBoundary(boundary)) throw malformed('Multipart: Boundary not found');
-  const scanner = new MultipartScanner(pull, { boundary, malformed });
+  return new FormReader(new RequestChunks(req), boundary, opts);
+}
 
-  // --- the request as a queue of chunks, paused while READ_AHEAD_BYTES wait
-  const queue: Buffer[] = [];
-  let queued = 0;
-  let inputEnded = false;
-  let discarding = false;
-  let failure: AppError | null = null;
-  let wake: (() => void) | null = null;
-  let bytesRead = 0;
-  const notify = () => {
-    const w = wake;
-    wake = null;
+/** 413 for a part larger than `max` bytes, naming it. */
+export const partTooLarge = (name: string, max: number) =>
+  problem('payload_too_large', `part ${name.slice(0, 64)} is larger than ${max} bytes`);
+
+/** The request as a queue of chunks, paused while READ_AHEAD_BYTES wait. */
+class RequestChunks {
+  readonly #req: Request;
+  readonly #queue: Buffer[] = [];
+  #queued = 0;
+  #inputEnded = false;
+  #discarding = false;
+  #failure: AppError | null = null;
+  #wake: (() => void) | null = null;
+  #bytesRead = 0;
+
+  constructor(req: Request) {
+    this.#req = req;
+    req.on('data', (c: Buffer) => this.#onData(c));
+    req.on('end', () => {
+      this.#inputEnded = true;
+      this.#notify();
+    });
+    req.on('error', (err) => this.fail(malformed(err.message)));
+    // An upload of any size may take as long as it needs, but not pause past the idle deadline.
+    streamsBody(req);
+    onBodyTimeout(req, (err) => this.fail(err));
+    // A client that goes away mid-body never ends the request: fail instead of waiting forever.
+    req.on('close', () => {
+      if (!req.complete) this.fail(problem('bad_request', 'the client aborted the request'));
+      this.#notify();
+    });
+  }
+
+  /** Request bytes received so far (the whole body, delimiters included). */
+  get bytesRead(): number {
+    return this.#bytesRead;
+  }
+
+  /** Whether the client sent the whole request. */
+  get complete(): boolean {
+    return this.#req.complete;
+  }
+
+  /** The failure of the request (or the form), final once set. */
+  get failure(): AppError | null {
+    return this.#failure;
+  }
+
+  #onData(c: Buffer): void {
+    this.#bytesRead += c.length;
+    if (this.#discarding) return;
+    this.#queue.push(c);
+    this.#queued += c.length;
+    if (this.#queued >= READ_AHEAD_BYTES) this.#req.pause();
+    this.#notify();
+  }
+
+  #notify(): void {
+    const w = this.#wake;
+    this.#wake = null;
     w?.();
-  };
-  const fail = (err: AppError) => {
-    if (failure) return;
-    failure = err;
-    notify();
-  };
-  req.on('data', (c: Buffer) => {
-    bytesRead += c.length;
-    if (discarding) return;
-    queue.push(c);
-    queued += c.length;
-    if (queued >= READ_AHEAD_BYTES) req.pause();
-    notify();
-  });
-  req.on('end', () => {
-    inputEnded = true;
-    notify();
-  });
-  req.on('error', (err) => fail(malformed(err.message)));
-  // An upload of any size may take as long as it needs, but not pause past the idle deadline.
-  streamsBody(req);
-  onBodyTimeout(req, fail);
-  // A client that goes away mid-body never ends the request: fail instead of waiting forever.
-  req.on('close', () => {
-    if (!req.complete) fail(problem('bad_request', 'the client aborted the request'));
-    notify();
-  });
+  }
+
+  /** Sets the failure (the first one stays) and wakes the reader. */
+  fail(err: AppError): void {
+    if (this.#failure) return;
+    this.#failure = err;
+    this.#notify();
+  }
 
   /** The next request chunk, or null at the end of the request. */
-  async function pull(): Promise<Buffer | null> {
+  async pull(): Promise<Buffer | null> {
     for (;;) {
-      if (failure) throw failure;
-      const c = queue.shift();
+      if (this.#failure) throw this.#failure;
+      const c = this.#queue.shift();
       if (c) {
-        queued -= c.length;
-        if (queued < READ_AHEAD_BYTES && req.isPaused() && !discarding) req.resume();
+        this.#queued -= c.length;
+        if (this.#queued < READ_AHEAD_BYTES && this.#req.isPaused() && !this.#discarding)
+          this.#req.resume();
         return c;
       }
-      if (inputEnded) return null;
+      if (this.#inputEnded) return null;
       await new Promise<void>((resolve) => {
-        wake = resolve;
+        this.#wake = resolve;
       });
     }
   }
 
-  let parts = 0;
-
   /** Stops reading: what the client still sends is read and discarded. */
-  function drainRequest(): void {
-    discarding = true;
-    queue.length = 0;
-    queued = 0;
-    req.resume();
+  discard(): void {
+    this.#discarding = true;
+    this.#queue.length = 0;
+    this.#queued = 0;
+    this.#req.resume();
   }
 
-  async function nextPart(): Promise<StreamedPart | null> {
+  /** Fails the reader, unless something failed first, and discards the rest of the request. */
+  abandon(): void {
+    this.#failure ??= problem('bad_request', 'the form was abandoned');
+    this.discard();
+    this.#notify();
+  }
+}
+
+/**
+ * The form over the scanner's parts: each part is counted, given its form-data meaning
+ * (`describe`), and handed out as a field read whole (`fieldPart`) or a streamed file
+ * (`filePart`); parts are read one at a time (`next`).
+ */
+class FormReader implements StreamingForm {
+  readonly #chunks: RequestChunks;
+  readonly #scanner: MultipartScanner;
+  readonly #maxParts: number;
+  readonly #maxFieldBytes: number;
+  #parts = 0;
+  /** Parts are read one at a time; a call made while another runs waits for it. */
+  #chain: Promise<unknown> = Promise.resolve();
+
+  constructor(chunks: RequestChunks, boundary: string, opts: StreamingFormOptions) {
+    this.#chunks = chunks;
+    this.#scanner = new MultipartScanner(() => chunks.pull(), { boundary, malformed });
+    this.#maxParts = opts.maxParts ?? 8;
+    this.#maxFieldBytes = opts.maxFieldBytes ?? 64 * 1024;
+  }
+
+  get bytesRead(): number {
+    return this.#chunks.bytesRead;
+  }
+
+  next(): Promise<StreamedPart | null> {
+    const chunks = this.#chunks;
+    const run = this.#chain.then(async () => {
+      if (chunks.failure) throw chunks.failure;
+      try {
+        return await this.#nextPart();
+      } catch (err) {
+        const e =
+          chunks.failure ?? (err instanceof AppError ? err : malformed((err as Error).message));
+        chunks.fail(e);
+        throw e;
+      }
+    });
+    this.#chain = run.catch(() => {});
+    return run;
+  }
+
+  abandon(res: Response): void {
+    if (this.#chunks.complete) return;
+    if (!res.headersSent) res.setHeader('Connection', 'close');
+    this.#chunks.abandon();
+  }
+
+  async #nextPart(): Promise<StreamedPart | null> {
     for (;;) {
-      const part = await scanner.next();
+      const part = await this.#scanner.next();
       if (!part) {
         // The epilogue is ignored.
-        drainRequest();
+        this.#chunks.discard();
         return null;
       }
-      if (++parts > maxParts)
-        throw problem('validation_failed', `the form has more than ${maxParts} parts`);
-      const dispHeader = part.headers.get('content-disposition');
-      const disp = dispHeader ? parseDisposition(dispHeader) : undefined;
+      if (++this.#parts > this.#maxParts)
+        throw problem('validation_failed', `the form has more than ${this.#maxParts} parts`);
+      const meaning = describe(part.headers);
       // A part without a form-data disposition is skipped (RFC 7578 4.2).
-      if (!disp || disp.type !== 'form-data') continue;
-      const name = disp.params?.name ?? '';
-      let filename = disp.params?.['filename*'] ?? disp.params?.filename;
-      if (filename !== undefined) filename = basename(filename);
-      let mimeType = 'text/plain';
-      const ct = part.headers.get('content-type');
-      const parsed = ct ? parseContentType(ct) : undefined;
-      if (parsed) mimeType = `${parsed.type}/${parsed.subtype}`;
+      if (!meaning) continue;
+      const { name, filename, mimeType } = meaning;
       if (mimeType === 'application/octet-stream' || filename !== undefined)
-        return filePart(name, filename, mimeType, part.body);
-      return await fieldPart(name, mimeType, part.body);
+        return this.#filePart(name, filename, mimeType, part.body);
+      return await this.#fieldPart(name, mimeType, part.body);
     }
   }
 
   /** A plain field, read whole now (at most maxFieldBytes). */
-  async function fieldPart(
+  async #fieldPart(
     name: string,
     mimeType: string,
     bytes: AsyncIterable<Buffer>,
   ): Promise<StreamedPart> {
-    const chunks: Buffer[] = [];
-    let n = 0;
-    for await (const c of bytes) {
-      n += c.length;
-      if (n > maxFieldBytes)
-        throw problem(
-          'payload_too_large',
-          `part ${name.slice(0, 64)} is larger than ${maxFieldBytes} bytes`,
-        );
-      chunks.push(Buffer.from(c));
-    }
-    const data = Buffer.concat(chunks, n);
+    const max = this.#maxFieldBytes;
+    const data = await readWhole(bytes, max, () => partTooLarge(name, max));
     const value = data.toString('utf8');
     return {
       name,
@@ -191,29 +263,28 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
         yield data;
       })(),
       text: async (max) => {
-        if (data.length > max)
-          throw problem(
-            'payload_too_large',
-            `part ${name.slice(0, 64)} is larger than ${max} bytes`,
-          );
+        if (data.length > max) throw partTooLarge(name, max);
         return value;
       },
     };
   }
 
   /** A file part streamed as views of the request chunks; its consumer may stop early. */
-  function filePart(
+  #filePart(
     name: string,
     filename: string | undefined,
     mimeType: string,
     bytes: AsyncIterable<Buffer>,
   ): StreamedPart {
+    const request = this.#chunks;
     async function* body(): AsyncGenerator<Buffer> {
       try {
         yield* bytes;
       } catch (err) {
         // The request's own failure (an abort) is the answer, rather than what it caused.
-        throw failure ?? (err instanceof AppError ? err : malformed((err as Error).message));
+        throw (
+          request.failure ?? (err instanceof AppError ? err : malformed((err as Error).message))
+        );
       }
     }
     const it = body();
@@ -223,48 +294,25 @@ export function streamMultipart(req: Request, opts: StreamingFormOptions = {}): 
       mimeType,
       body: it,
       async text(max) {
-        const parts: Buffer[] = [];
-        let n = 0;
-        for await (const c of it) {
-          n += c.length;
-          if (n > max)
-            throw problem(
-              'payload_too_large',
-              `part ${name.slice(0, 64)} is larger than ${max} bytes`,
-            );
-          parts.push(c);
-        }
-        return Buffer.concat(parts).toString('utf8');
+        return (await readWhole(it, max, () => partTooLarge(name, max))).toString('utf8');
       },
     };
   }
+}
 
-  // Parts are read one at a time; a call made while another runs waits for it.
-  let chain: Promise<unknown> = Promise.resolve();
-  return {
-    get bytesRead() {
-      return bytesRead;
-    },
-    next() {
-      const run = chain.then(async () => {
-        if (failure) throw failure;
-        try {
-          return await nextPart();
-        } catch (err) {
-          const e = failure ?? (err instanceof AppError ? err : malformed((err as Error).message));
-          fail(e);
-          throw e;
-        }
-      });
-      chain = run.catch(() => {});
-      return run;
-    },
-    abandon(res) {
-      if (req.complete) return;
-      if (!res.headersSent) res.setHeader('Connection', 'close');
-      failure ??= problem('bad_request', 'the form was abandoned');
-      drainRequest();
-      notify();
-    },
-  };
+/** A part's form-data meaning from its headers; undefined for a part that is not form-data. */
+function describe(
+  headers: Map<string, string>,
+): { name: string; filename?: string; mimeType: string } | undefined {
+  const dispHeader = headers.get('content-disposition');
+  const disp = dispHeader ? parseDisposition(dispHeader) : undefined;
+  if (!disp || disp.type !== 'form-data') return undefined;
+  const name = disp.params?.name ?? '';
+  let filename = disp.params?.['filename*'] ?? disp.params?.filename;
+  if (filename !== undefined) filename = basename(filename);
+  let mimeType = 'text/plain';
+  const ct = headers.get('content-type');
+  const parsed = ct ? parseContentType(ct) : undefined;
+  if (parsed) mimeType = `${parsed.type}/${parsed.subtype}`;
+  return { name, filename, mimeType };
 }

@@ -76,19 +76,6 @@ export function labelFor(req: Request, candidates: readonly string[]): string {
   );
 }
 
-/** Counts the bytes flowing through an iterable. */
-export function counted(
-  it: AsyncIterable<Buffer>,
-  add: (n: number) => void,
-): AsyncIterable<Buffer> {
-  return (async function* () {
-    for await (const c of it) {
-      add(c.length);
-      yield c;
-    }
-  })();
-}
-
 /**
  * The raw request body as a byte stream that a consumer may stop early without killing the
  * socket. It may take as long as it needs, but a pause past the idle deadline fails the read.

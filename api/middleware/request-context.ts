@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Express, RequestHandler } from 'express';
 import type { Logger } from '../../shared/logger.ts';
+import { isSafeId } from '../../shared/ids.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -14,11 +15,9 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const SAFE_ID = /^[\w.:-]{1,128}$/;
-
-/** The request's id: the client's X-Request-Id when it is a safe token (1 to 128 of \w . : -), else a new UUID. */
+/** The request's id: the client's X-Request-Id when it is a SAFE_ID, else a new UUID. */
 export function requestIdOf(header: string | string[] | undefined): string {
-  return typeof header === 'string' && SAFE_ID.test(header) ? header : randomUUID();
+  return isSafeId(header) ? header : randomUUID();
 }
 
 const LOG = Symbol('request logger');

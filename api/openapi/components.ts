@@ -44,25 +44,6 @@ export const oauthErrorResponse = (
   },
 });
 
-/** Problem responses by status: `{404: 'key-not-found: ...'}`. */
-export const problems = (rows: Record<number, string>) =>
-  Object.fromEntries(Object.entries(rows).map(([code, text]) => [code, problemResponse(text)]));
-
-/** A JSON response; the example is the schema's first `examples` entry unless one is given. */
-export const jsonResponse = (description: string, schema: Schema, example?: unknown) => {
-  const given = example ?? (schema.examples as unknown[] | undefined)?.[0];
-  return {
-    description,
-    content: { 'application/json': { schema, ...(given === undefined ? {} : { example: given }) } },
-  };
-};
-
-/** A schema with an example (JSON Schema 2020-12 `examples`), which a response built over it shows. */
-export const withExample = (schema: Schema, example: unknown): Schema => ({
-  ...schema,
-  examples: [example],
-});
-
 export const components = {
   securitySchemes: {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (RFC 9068 at+jwt)' },

@@ -5,7 +5,7 @@
  * written by hand (components.ts, problem-examples.ts).
  */
 import type { TObject, TSchema } from 'typebox';
-import type { Answer, Endpoint, ProblemText } from '../http/endpoint.ts';
+import type { Answer, Endpoint, MediaDoc, ProblemText } from '../http/endpoint.ts';
 import { oauthErrorResponse, plainSchema, problemResponse, type Schema } from './components.ts';
 import { operation as runtimeDoc } from './crypto.ts';
 import { COMMON, type OperationDoc } from '../http/runtime-contract.ts';
@@ -71,6 +71,7 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   401: 'missing, invalid or expired bearer token, or the wrong audience',
   403: 'the role lacks the permission, or the path names another tenant',
   404: 'no such record in this tenant',
+  406: 'not-acceptable: Accept (or X-Response-Content-Type) admits none of the result types',
   409: 'conflict with the current state',
   413: 'body too large',
   415: 'wrong media type (application/json expected)',
@@ -78,7 +79,17 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   429: "the client's budget for this endpoint is spent (Retry-After)",
 };
 
-/** Express path → OpenAPI path: `/:id` → `/{id}`, a wildcard `/*path` → `/{path}`. */
+/** Spec 4.1's selection header of a row that negotiates its answer's media type (api/http/streaming.ts). */
+const selectHeader = (types: readonly string[]): Schema => ({
+  name: 'X-Response-Content-Type',
+  in: 'header',
+  required: false,
+  description:
+    "Spec 4.1: selects the response content type among the endpoint's response types. The default, application/problem+json, constrains nothing (the input decides the result type; errors are problems). Another value asserts the result type: when the input converts to another type the answer is 406 before any output; application/json labels a JWS object as JSON. Accept is honoured the same way: an Accept admitting none of the endpoint's types nor application/problem+json is 406 before the body is read.",
+  schema: { enum: ['application/problem+json', ...types], default: 'application/problem+json' },
+});
+
+/** Express path → OpenAPI path: `/:id` → `/{id}`, a wildcard `/*name` → `/{name}`. */
 const openApiPath = (path: string) => path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}');
 
 /** The row's full path: the area's prefix, the mount and the row's own path ('/' is the mount). */
@@ -117,6 +128,7 @@ function problemStatuses(row: Endpoint): Record<number, ProblemText> {
   // An OAuth row refuses a body too large or of another media with 400 invalid_request.
   if (row.body && row.errors !== 'oauth') implied.push(413, 415);
   if (row.budget) implied.push(429);
+  if (row.negotiate) implied.push(406);
   const out: Record<number, ProblemText> = {};
   for (const status of implied)
     out[status] = row.errors === 'oauth' && status === 400 ? OAUTH_INPUT : PROBLEM_TEXT[status];
@@ -128,7 +140,7 @@ function problemStatuses(row: Endpoint): Record<number, ProblemText> {
  * A success answer: its description, the headers it documents and, unless it has no body, its
  * schema (JSON, or the media the handler writes) and example.
  */
-function response({ schema, media, otherMedia, description, headers }: Answer): Schema {
+function response({ schema, media, content, description, headers }: Answer): Schema {
   const answerHeaders = headers
     ? {
         headers: Object.fromEntries(
@@ -139,6 +151,7 @@ function response({ schema, media, otherMedia, description, headers }: Answer): 
         ),
       }
     : {};
+  if (content) return { description, ...answerHeaders, content: mediaContent(content) };
   if (schema === undefined && media === undefined) return { description, ...answerHeaders };
   return {
     description,
@@ -148,15 +161,22 @@ function response({ schema, media, otherMedia, description, headers }: Answer): 
         schema: schema ? plainSchema(schema) : { type: 'string', format: 'binary' },
         ...(schema ? exampleOf(schema) : {}),
       },
-      ...Object.fromEntries(
-        Object.entries(otherMedia ?? {}).map(([type, s]) => [
-          type,
-          { schema: plainSchema(s), ...exampleOf(s) },
-        ]),
-      ),
     },
   };
 }
+
+/** The content of a body a handler reads or writes itself: per media type, its schema (bytes when none), example, encodings. */
+const mediaContent = (media: Readonly<Record<string, MediaDoc>>): Schema =>
+  Object.fromEntries(
+    Object.entries(media).map(([type, { schema, example, encoding }]) => [
+      type,
+      {
+        schema: schema ? plainSchema(schema) : { type: 'string', format: 'binary' },
+        ...(encoding ? { encoding } : {}),
+        ...(example === undefined ? (schema ? exampleOf(schema) : {}) : { example }),
+      },
+    ]),
+  );
 
 function operation(row: Endpoint): Schema {
   const rule = row.access;
@@ -165,9 +185,11 @@ function operation(row: Endpoint): Schema {
       ? `Requires the legacy role \`${rule.legacyRole}\`.`
       : 'anyOf' in rule
         ? `Requires ${rule.anyOf.map((p) => `\`${p}\``).join(' or ')}.`
-        : 'token' in rule
-          ? 'Requires a bearer token of the area.'
-          : `Open: ${rule.open}.`;
+        : 'allOf' in rule
+          ? `Requires ${rule.allOf.map((p) => `\`${p}\``).join(' and ')}.`
+          : 'token' in rule
+            ? 'Requires a bearer token of the area.'
+            : `Open: ${rule.open}.`;
   const problems = Object.fromEntries(
     Object.entries(problemStatuses(row)).map(([status, text]) => {
       const said = text ?? PROBLEM_TEXT[Number(status)] ?? 'refused';
@@ -181,7 +203,11 @@ function operation(row: Endpoint): Schema {
       ];
     }),
   );
-  const params = [...parameters('path', row.params), ...parameters('query', row.query)];
+  const params = [
+    ...parameters('path', row.params),
+    ...parameters('query', row.query),
+    ...(row.negotiate?.select ? [selectHeader(row.negotiate.types)] : []),
+  ];
   return {
     tags: [row.tag],
     operationId: row.operationId,
@@ -199,7 +225,15 @@ function operation(row: Endpoint): Schema {
             },
           },
         }
-      : {}),
+      : row.request
+        ? {
+            requestBody: {
+              required: true,
+              ...(row.request.description ? { description: row.request.description } : {}),
+              content: mediaContent(row.request.media),
+            },
+          }
+        : {}),
     responses: {
       ...Object.fromEntries(
         [row.answer, ...(row.otherAnswers ?? [])].map((a) => [a.status, response(a)]),

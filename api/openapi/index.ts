@@ -1,18 +1,11 @@
 /**
- * The OpenAPI 3.1 document, assembled from one paths module per API area so each area keeps
- * its documentation next to its routes' shape.
+ * The OpenAPI 3.1 document: every path generated from the route table's rows (endpoints.ts);
+ * written by hand here are only the document's frame, the tag groups of the rendered reference,
+ * and the shared components and examples (components.ts, problem-examples.ts).
  */
-import { adminPaths } from './admin.ts';
-import { migrationPaths } from './migration.ts';
-import { jobsPaths } from './jobs.ts';
 import { components } from './components.ts';
 import { endpointPaths, type RowArea } from './endpoints.ts';
 import { withProblemExamples } from './problem-examples.ts';
-
-type PathsObject = Record<string, Record<string, unknown>>;
-
-// One line per API area; each area module exports its paths object.
-const AREAS: PathsObject[] = [jobsPaths, adminPaths, migrationPaths];
 
 /**
  * The tags of the operations, grouped by API for the rendered reference (Redoc's x-tagGroups:
@@ -98,8 +91,7 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
   ];
 
 /**
- * Builds the document for a deployment's public base URL from the route table's rows (`areas`)
- * and the areas still documented by hand.
+ * Builds the document for a deployment's public base URL from the route table's rows (`areas`).
  */
 export function openApiDocument(
   baseUrl: string,
@@ -116,7 +108,7 @@ export function openApiDocument(
     servers: [{ url: baseUrl }],
     tags: TAG_GROUPS.flatMap((g) => g.tags.map(([name, description]) => ({ name, description }))),
     'x-tagGroups': TAG_GROUPS.map((g) => ({ name: g.name, tags: g.tags.map(([name]) => name) })),
-    paths: withProblemExamples(Object.assign({}, ...AREAS, endpointPaths(areas)), baseUrl),
+    paths: withProblemExamples(endpointPaths(areas), baseUrl),
     components,
     security: [{ bearer: [] }],
   };

@@ -37,22 +37,22 @@ import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { POLICY_ENDPOINTS } from './v3/admin/tenants/policies.ts';
-import { KEY_ENDPOINTS, createKeystoreImportRouter } from './v3/admin/tenants/keys.ts';
+import { KEY_ENDPOINTS, KEYSTORE_IMPORT_ENDPOINTS } from './v3/admin/tenants/keys.ts';
 import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
 import { CRYPTO_OPERATIONS } from './v3/crypto/operations.ts';
 import { CRYPTO_KEY_ENDPOINTS } from './v3/crypto/keys.ts';
-import { createCryptoStreamRouter } from './v3/crypto/stream.ts';
+import { CRYPTO_STREAM_ENDPOINTS } from './v3/crypto/stream.ts';
 import { PQC_KEY_ENDPOINTS, PQC_RUNTIME } from './v3/pqc.ts';
 import { AUDIT_ENDPOINTS } from './v3/audit.ts';
-import { createMigrationStreamRouter } from './v3/migration/stream.ts';
-import { createUploadsRouter } from './v3/migration/uploads.ts';
+import { MIGRATION_STREAM_ENDPOINTS } from './v3/migration/stream.ts';
+import { UPLOAD_ENDPOINTS } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
 import { LEGACY_AUTH_ENDPOINTS } from './legacy/authenticate.ts';
 import { LEGACY_KEY_ENDPOINTS } from './legacy/key-management.ts';
 import { LEGACY_OPERATIONS } from './legacy/crypto.ts';
-import { createLegacyMigrationRouter } from './legacy/migration.ts';
+import { LEGACY_MIGRATION_ENDPOINTS, LEGACY_STREAM_ENDPOINTS } from './legacy/migration.ts';
 
 /** One router at a path below its area's prefix. */
 export interface Mount {
@@ -149,7 +149,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       // Ahead of the key rows, whose /:kid would answer its POST with 405.
       {
         path: `${TENANT}/keys/import-keystore`,
-        router: createKeystoreImportRouter,
+        endpoints: KEYSTORE_IMPORT_ENDPOINTS,
         tenantScoped: true,
       },
       { path: `${TENANT}/keys`, endpoints: KEY_ENDPOINTS, tenantScoped: true },
@@ -168,7 +168,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     mounts: [
       { path: '', runtime: CRYPTO_OPERATIONS, lane: CRYPTO_OPERATIONS },
       { path: '/keys', endpoints: CRYPTO_KEY_ENDPOINTS },
-      { path: '/stream', router: createCryptoStreamRouter },
+      { path: '/stream', endpoints: CRYPTO_STREAM_ENDPOINTS },
     ],
   },
   {
@@ -185,8 +185,8 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '/api/v3/migration',
     audiences: [AUDIENCE_ADMIN, AUDIENCE_CORE],
     mounts: [
-      { path: '/stream', router: createMigrationStreamRouter },
-      { path: '/uploads', router: createUploadsRouter },
+      { path: '/stream', endpoints: MIGRATION_STREAM_ENDPOINTS },
+      { path: '/uploads', endpoints: UPLOAD_ENDPOINTS },
       { path: '/jobs', endpoints: JOB_ENDPOINTS },
     ],
   },
@@ -208,7 +208,10 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/migration',
     audiences: [AUDIENCE_ADMIN, AUDIENCE_CORE],
-    mounts: [{ path: '', router: createLegacyMigrationRouter }],
+    mounts: [
+      { path: '', endpoints: LEGACY_MIGRATION_ENDPOINTS },
+      { path: '/stream', endpoints: LEGACY_STREAM_ENDPOINTS },
+    ],
   },
 ];
 

@@ -81,13 +81,17 @@ export const PROBLEM_ENDPOINTS = [
     answer: {
       status: 200,
       description: 'the page',
-      media: 'text/html',
-      schema: Type.String({
-        examples: [
-          '<!doctype html><html lang="en">...<h1>Key Suspended</h1><p>HTTP status 409. ...</p>...',
-        ],
-      }),
-      otherMedia: { 'application/json': ProblemType },
+      // The page, or its JSON form when the request's Accept prefers JSON.
+      content: {
+        'text/html': {
+          schema: Type.String({
+            examples: [
+              '<!doctype html><html lang="en">...<h1>Key Suspended</h1><p>HTTP status 409. ...</p>...',
+            ],
+          }),
+        },
+        'application/json': { schema: ProblemType },
+      },
     },
     problems: { 404: 'no problem type has this name' },
     handle: (ctx, { params, req, res }) => {

@@ -111,8 +111,8 @@ export interface ConversionRunner {
 /**
  * A conversion goes to a thread when `threadFrom` conversions (itself included) would then run in
  * the process, else it runs on the event loop. With 2 (the default), one conversion alone keeps
- * the event loop, where it measured faster (256 MiB EnvelopedData: 0.70 s against 1.2 to 1.5 s
- * through a thread, bench/pkcs7.bench.ts), and any that start while it runs take threads; with 1
+ * the event loop, where it measured faster than through a thread (bench/pkcs7.bench.ts;
+ * bench/results/design-figures.md), and any that start while it runs take threads; with 1
  * every conversion takes a thread. A conversion counts until its body ends, however it ends.
  */
 export function conversionRunner(pool: WorkPool | null, threadFrom: number): ConversionRunner {

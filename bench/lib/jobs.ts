@@ -1,7 +1,7 @@
 /**
  * What the benches of the jobs path share (jobs, archive-batch): a database created and dropped
  * on the Postgres server, the run's queue keys removed from the shared Redis, worker child
- * processes (`node workers/main.ts`) waited on until ready, and a bounded pool of async calls.
+ * processes (`node workers/worker.ts`) waited on until ready, and a bounded pool of async calls.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -37,7 +37,7 @@ export async function pgAdmin(pgBase: string, sql: string): Promise<void> {
 
 /** Spawns a worker process and waits for its ready line. */
 export async function startWorker(env: NodeJS.ProcessEnv): Promise<{ stop(): Promise<unknown> }> {
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/main.ts')], {
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/worker.ts')], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

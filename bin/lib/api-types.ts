@@ -2,134 +2,6 @@
 // Only the 2xx answers are kept (a refusal is a problem document, read by ApiError), and no prose.
 
 export interface paths {
-  '/api/v3/migration/uploads/{name}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put: operations['uploadObject'];
-    post?: never;
-    delete: operations['deleteUpload'];
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['importKeystore'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/migration/pkcs12': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyImportKeystore'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/migration/stream/analyze-pkcs7': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['analyzePkcs7'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/migration/stream/analyze-pkcs7': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyAnalyzePkcs7'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/migration/stream/convert-pkcs7-to-jose': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['convertPkcs7ToJose'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/stream/reencrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['streamReencrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/stream/resign': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['streamResign'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/healthz': {
     parameters: {
       query?: never;
@@ -818,6 +690,22 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['importKeystore'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/admin/tenants/{tenantId}/keys': {
     parameters: {
       query?: never;
@@ -1154,6 +1042,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/crypto/stream/reencrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['streamReencrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/stream/resign': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['streamResign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/pqc/keys': {
     parameters: {
       query?: never;
@@ -1213,6 +1133,54 @@ export interface paths {
     put?: never;
     post?: never;
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/stream/analyze-pkcs7': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['analyzePkcs7'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/stream/convert-pkcs7-to-jose': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['convertPkcs7ToJose'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/uploads/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['uploadObject'];
+    post?: never;
+    delete: operations['deleteUpload'];
     options?: never;
     head?: never;
     patch?: never;
@@ -1356,6 +1324,38 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['legacyImportKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/migration/pkcs12': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyImportKeystore'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/migration/stream/analyze-pkcs7': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyAnalyzePkcs7'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1679,597 +1679,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  uploadObject: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        name: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/octet-stream': string;
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            key: string;
-            size: number;
-            version: string;
-          };
-        };
-      };
-    };
-  };
-  deleteUpload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        name: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      204: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
-  importKeystore: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          keystore: string;
-          password?: string;
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'verify';
-          /** @enum {unknown} */
-          trustAnchor?: 'true' | 'false';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              usage: string;
-              usages: string[];
-              allowedUsages: string[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  legacyImportKeystore: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          keystore: string;
-          password?: string;
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'verify';
-          /** @enum {unknown} */
-          trustAnchor?: 'true' | 'false';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              usage: string;
-              usages: string[];
-              allowedUsages: string[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  analyzePkcs7: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          file: string;
-        };
-        'application/pkcs7-mime': string;
-        'message/rfc822': string;
-        'application/octet-stream': string;
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {unknown} */
-            contentType:
-              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
-            /** @enum {unknown} */
-            encoding: 'der' | 'ber';
-            /** @enum {unknown} */
-            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
-            contentLength: number;
-            detached: boolean;
-            innerContentType: {
-              oid: string;
-              name: string;
-            };
-            signers: {
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              digestAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signatureAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signedAttributes: boolean;
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-              /** @enum {unknown} */
-              verifiedWith: 'tenant-key' | 'embedded-certificate' | null;
-            }[];
-            certificatesOnly?: boolean;
-            certificateCount?: number;
-            signing?: {
-              /** @enum {unknown} */
-              path?: 'archive-key' | 'signer-key';
-              kids?: string[];
-            } | null;
-            recipients: {
-              /** @enum {unknown} */
-              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              keyEncryptionAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              keyWrapAlgorithm?: {
-                oid: string;
-                name: string;
-              };
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-            }[];
-            decryption?: {
-              kid?: string | null;
-            };
-            contentEncryption: {
-              oid: string;
-              name: string;
-            } | null;
-            convertible: boolean;
-            reason?: string;
-          };
-        };
-      };
-    };
-  };
-  legacyAnalyzePkcs7: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          file: string;
-        };
-        'application/pkcs7-mime': string;
-        'message/rfc822': string;
-        'application/octet-stream': string;
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {unknown} */
-            contentType:
-              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
-            /** @enum {unknown} */
-            encoding: 'der' | 'ber';
-            /** @enum {unknown} */
-            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
-            contentLength: number;
-            detached: boolean;
-            innerContentType: {
-              oid: string;
-              name: string;
-            };
-            signers: {
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              digestAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signatureAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signedAttributes: boolean;
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-              /** @enum {unknown} */
-              verifiedWith: 'tenant-key' | 'embedded-certificate' | null;
-            }[];
-            certificatesOnly?: boolean;
-            certificateCount?: number;
-            signing?: {
-              /** @enum {unknown} */
-              path?: 'archive-key' | 'signer-key';
-              kids?: string[];
-            } | null;
-            recipients: {
-              /** @enum {unknown} */
-              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              keyEncryptionAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              keyWrapAlgorithm?: {
-                oid: string;
-                name: string;
-              };
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-            }[];
-            decryption?: {
-              kid?: string | null;
-            };
-            contentEncryption: {
-              oid: string;
-              name: string;
-            } | null;
-            convertible: boolean;
-            reason?: string;
-          };
-        };
-      };
-    };
-  };
-  convertPkcs7ToJose: {
-    parameters: {
-      query?: never;
-      header?: {
-        'X-Response-Content-Type'?:
-          | 'application/problem+json'
-          | 'application/octet-stream'
-          | 'multipart/mixed'
-          | 'application/json'
-          | 'application/jose+json';
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          metadata: {
-            signerKid?: string;
-            /**
-             * @default signature
-             * @enum {unknown}
-             */
-            verify?: 'signature' | 'chain';
-            recipientKid?: string;
-            targetKid?: string | string[];
-            /** Format: password */
-            password?: string;
-            /** @enum {unknown} */
-            contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
-            keyManagement?: string;
-            /** @default false */
-            b64?: boolean;
-          };
-          /** Format: binary */
-          file: string;
-          /** Format: binary */
-          content?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/octet-stream':
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
-          'application/json':
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
-          'multipart/mixed': string;
-          'application/jwk-set+json': {
-            keys: Record<string, unknown>[];
-          };
-          'application/jose+json': Record<string, unknown>;
-        };
-      };
-    };
-  };
-  streamReencrypt: {
-    parameters: {
-      query: {
-        kid: string;
-        rotateContentKey?: boolean;
-      };
-      header?: {
-        'X-Response-Content-Type'?: 'application/problem+json' | 'multipart/mixed';
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/mixed': string;
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'multipart/mixed': string;
-        };
-      };
-    };
-  };
-  streamResign: {
-    parameters: {
-      query: {
-        kid: string;
-      };
-      header?: {
-        'X-Response-Content-Type'?:
-          'application/problem+json' | 'application/octet-stream' | 'application/json';
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          signature:
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
-          /** Format: binary */
-          file: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/octet-stream':
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
-          'application/json':
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
-        };
-      };
-    };
-  };
   liveness: {
     parameters: {
       query?: never;
@@ -4089,6 +3498,59 @@ export interface operations {
       };
     };
   };
+  importKeystore: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          keystore: string;
+          password?: string;
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'verify';
+          /** @enum {unknown} */
+          trustAnchor?: 'true' | 'false';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              usage: string;
+              usages: string[];
+              allowedUsages: string[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
   listKeys: {
     parameters: {
       query?: {
@@ -5360,6 +4822,115 @@ export interface operations {
       };
     };
   };
+  streamReencrypt: {
+    parameters: {
+      query: {
+        kid: string;
+        rotateContentKey?: boolean;
+      };
+      header?: {
+        'X-Response-Content-Type'?: 'application/problem+json' | 'multipart/mixed';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/mixed': string;
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'multipart/mixed': string;
+        };
+      };
+    };
+  };
+  streamResign: {
+    parameters: {
+      query: {
+        kid: string;
+      };
+      header?: {
+        'X-Response-Content-Type'?:
+          'application/problem+json' | 'application/octet-stream' | 'application/json';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          signature:
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+          /** Format: binary */
+          file: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream':
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+          'application/json':
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+        };
+      };
+    };
+  };
   listPqcKeys: {
     parameters: {
       query?: {
@@ -5521,6 +5092,263 @@ export interface operations {
             at: string | null;
           };
         };
+      };
+    };
+  };
+  analyzePkcs7: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          file: string;
+        };
+        'application/pkcs7-mime': string;
+        'message/rfc822': string;
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {unknown} */
+            contentType:
+              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
+            /** @enum {unknown} */
+            encoding: 'der' | 'ber';
+            /** @enum {unknown} */
+            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
+            contentLength: number;
+            detached: boolean;
+            innerContentType: {
+              oid: string;
+              name: string;
+            };
+            signers: {
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              digestAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signatureAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signedAttributes: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+              verifiedWith: ('tenant-key' | 'embedded-certificate') | null;
+            }[];
+            certificatesOnly?: boolean;
+            certificateCount?: number;
+            signing?: {
+              /** @enum {unknown} */
+              path?: 'archive-key' | 'signer-key';
+              kids?: string[];
+            } | null;
+            recipients: {
+              /** @enum {unknown} */
+              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              keyEncryptionAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              keyWrapAlgorithm?: {
+                oid: string;
+                name: string;
+              };
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+            }[];
+            decryption?: {
+              kid?: string | null;
+            };
+            contentEncryption: {
+              oid: string;
+              name: string;
+            } | null;
+            convertible: boolean;
+            reason?: string;
+          };
+        };
+      };
+    };
+  };
+  convertPkcs7ToJose: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Response-Content-Type'?:
+          | 'application/problem+json'
+          | 'application/octet-stream'
+          | 'multipart/mixed'
+          | 'application/json'
+          | 'application/jose+json';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          metadata: {
+            signerKid?: string;
+            /**
+             * @default signature
+             * @enum {unknown}
+             */
+            verify?: 'signature' | 'chain';
+            recipientKid?: string;
+            targetKid?: string | string[];
+            /** Format: password */
+            password?: string;
+            /** @enum {unknown} */
+            contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
+            keyManagement?: string;
+            /** @default false */
+            b64?: boolean;
+          };
+          /** Format: binary */
+          file: string;
+          /** Format: binary */
+          content?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream':
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+          'application/json':
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+          'multipart/mixed': string;
+          'application/jwk-set+json': {
+            keys: Record<string, unknown>[];
+          };
+          'application/jose+json': Record<string, unknown>;
+        };
+      };
+    };
+  };
+  uploadObject: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            size: number;
+            version: string;
+          };
+        };
+      };
+    };
+  };
+  deleteUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
     };
   };
@@ -6346,6 +6174,176 @@ export interface operations {
             /** Format: date-time */
             updatedAt: string;
             publicKey?: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  legacyImportKeystore: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          keystore: string;
+          password?: string;
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'verify';
+          /** @enum {unknown} */
+          trustAnchor?: 'true' | 'false';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              usage: string;
+              usages: string[];
+              allowedUsages: string[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  legacyAnalyzePkcs7: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          file: string;
+        };
+        'application/pkcs7-mime': string;
+        'message/rfc822': string;
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {unknown} */
+            contentType:
+              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
+            /** @enum {unknown} */
+            encoding: 'der' | 'ber';
+            /** @enum {unknown} */
+            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
+            contentLength: number;
+            detached: boolean;
+            innerContentType: {
+              oid: string;
+              name: string;
+            };
+            signers: {
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              digestAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signatureAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signedAttributes: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+              verifiedWith: ('tenant-key' | 'embedded-certificate') | null;
+            }[];
+            certificatesOnly?: boolean;
+            certificateCount?: number;
+            signing?: {
+              /** @enum {unknown} */
+              path?: 'archive-key' | 'signer-key';
+              kids?: string[];
+            } | null;
+            recipients: {
+              /** @enum {unknown} */
+              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              keyEncryptionAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              keyWrapAlgorithm?: {
+                oid: string;
+                name: string;
+              };
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+            }[];
+            decryption?: {
+              kid?: string | null;
+            };
+            contentEncryption: {
+              oid: string;
+              name: string;
+            } | null;
+            convertible: boolean;
+            reason?: string;
           };
         };
       };

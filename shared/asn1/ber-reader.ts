@@ -19,8 +19,8 @@ export interface BerReaderOptions {
 const EMPTY = Buffer.alloc(0);
 const DEFAULT_MAX_DEPTH = 64;
 /**
- * 112 KiB: fewer, larger steps through decipher, cipher and socket than 64 KiB (1 GiB
- * EnvelopedData to JWE: server CPU 2.5-2.7 s -> 2.0-2.3 s). A batch ends with the slice that
+ * 112 KiB: fewer, larger steps through decipher, cipher and socket than 64 KiB, for less server
+ * CPU per conversion (bench/results/design-figures.md). A batch ends with the slice that
  * reaches the size, so with `openssl cms -stream` input (4 KiB segments) it stays under 116 KiB,
  * below glibc's 128 KiB mmap threshold (shared/node-flags.ts): the buffers made per batch come
  * from the heap rather than a map and unmap each.

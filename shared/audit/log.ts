@@ -10,6 +10,9 @@
  * - while the database is unreachable, events wait in memory (bounded) and are retried with
  *   backoff; what the bound turns away is counted per tenant and written as one
  *   `audit.events-lost` event when writing resumes, so the chain itself says what is missing.
+ *
+ * BatchingAuditLog below is these steps in the order an event meets them: taken in, timed,
+ * gathered into the queue, written per tenant, and on an outage kept, counted and retried.
  */
 import type { DomainMetrics } from '../metrics/index.ts';
 import { randomUUID } from 'node:crypto';
@@ -63,8 +66,8 @@ const FLUSH_MS = 100;
 /**
  * A tally's window: identical runtime events within it become one chained event. 1 s rather than
  * FLUSH_MS: under steady runtime load every window is a transaction on the tenant's chain, and at
- * 100 ms those ten transactions a second cost the embedded database ~2 µs of CPU per encrypt
- * (bench: 1 KiB encrypts at 64 connections) and the API its query building.
+ * 100 ms those ten transactions a second cost the embedded database CPU on every encrypt and the
+ * API its query building (bench/results/design-figures.md).
  */
 const TALLY_MS = 1000;
 const MAX_BATCH = 1000;
@@ -115,31 +118,254 @@ const storable = (
 
 /** Creates a batching writer over the audit_events table. */
 export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions = {}): AuditLog {
-  const maxPending = opts.maxPending ?? 50_000;
-  const retryMinMs = opts.retryMinMs ?? 100;
-  const retryMaxMs = opts.retryMaxMs ?? 2_000;
-  let queue: Pending[] = [];
-  const tallies = new Map<
-    string,
-    { event: Omit<AuditInput, 'details'>; count: number; first: Date }
-  >();
-  const lost = new Map<string, { count: number; since: Date }>();
-  let flushTimer: NodeJS.Timeout | null = null;
-  let tallyTimer: NodeJS.Timeout | null = null;
-  /** Whether the next drain takes the tallies too (their window ended, or a flush was asked for). */
-  let talliesDue = false;
-  let retryTimer: NodeJS.Timeout | null = null;
-  let retryMs = retryMinMs;
-  let downSince: Date | null = null;
-  let lastFullLog = 0;
-  let chain: Promise<void> = Promise.resolve();
-  let queuedDrain: Promise<void> | null = null;
-  let closing: Promise<void> | null = null;
+  return new BatchingAuditLog(db, logger, opts);
+}
 
-  async function appendGroup(tenantId: string, events: Pending[]): Promise<void> {
+/** A tally's event while its window is open. */
+interface Tally {
+  event: Omit<AuditInput, 'details'>;
+  count: number;
+  first: Date;
+}
+
+/**
+ * The writer, its steps in the order an event meets them: taken in (`record`, `tally`), timed
+ * (`scheduleFlush`, `scheduleTallies`, `flush`, `drainSoon`), turned into queued events
+ * (`gather`), written (`drain`, `writeBatch`, `appendGroup`, `setAside`), and on an outage
+ * kept and counted (`outage`, `enqueue`, `countLost`) until `close`.
+ */
+class BatchingAuditLog implements AuditLog {
+  readonly #db: Knex;
+  readonly #logger: Logger;
+  readonly #metrics: AuditLogOptions['metrics'];
+  readonly #maxPending: number;
+  readonly #retryMinMs: number;
+  readonly #retryMaxMs: number;
+  #queue: Pending[] = [];
+  readonly #tallies = new Map<string, Tally>();
+  readonly #lost = new Map<string, { count: number; since: Date }>();
+  #flushTimer: NodeJS.Timeout | null = null;
+  #tallyTimer: NodeJS.Timeout | null = null;
+  /** Whether the next drain takes the tallies too (their window ended, or a flush was asked for). */
+  #talliesDue = false;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #retryMs: number;
+  #downSince: Date | null = null;
+  #lastFullLog = 0;
+  #chain: Promise<void> = Promise.resolve();
+  #queuedDrain: Promise<void> | null = null;
+  #closing: Promise<void> | null = null;
+
+  constructor(db: Knex, logger: Logger, opts: AuditLogOptions) {
+    this.#db = db;
+    this.#logger = logger;
+    this.#metrics = opts.metrics;
+    this.#maxPending = opts.maxPending ?? 50_000;
+    this.#retryMinMs = opts.retryMinMs ?? 100;
+    this.#retryMaxMs = opts.retryMaxMs ?? 2_000;
+    this.#retryMs = this.#retryMinMs;
+  }
+
+  // --- taking events in
+
+  record(event: AuditInput): void {
+    if (this.#closing) {
+      this.#logger.warn(
+        { tenantId: event.tenantId, action: event.action },
+        'audit event recorded after the audit log closed; not written',
+      );
+      return;
+    }
+    // Every key lifecycle change is audited here, whichever route or job made it: one count.
+    if (event.outcome === 'success' && event.action.startsWith('key.'))
+      this.#metrics?.keyEvent(event.action.slice(4));
+    this.#enqueue(storable(event));
+    // While backing off, the armed retry takes it.
+    if (this.#retryTimer) return;
+    if (this.#queue.length >= MAX_BATCH) void this.flush();
+    else this.#scheduleFlush();
+  }
+
+  tally(raw: Omit<AuditInput, 'details'>): void {
+    if (this.#closing) return;
+    // Keyed by the raw fields (their lengths first, so no two splits meet), so the hot path of a
+    // repeated operation is one Map lookup; the fields are made storable once per window.
+    const target = raw.target ?? '';
+    const key = `${raw.tenantId.length}.${raw.actor.length}.${raw.action.length}.${raw.outcome.length}:${raw.tenantId}${raw.actor}${raw.action}${raw.outcome}${target}`;
+    const t = this.#tallies.get(key);
+    if (t) t.count += 1;
+    else {
+      const event = storableText(raw);
+      this.#tallies.set(key, {
+        event: { ...event, outcome: raw.outcome },
+        count: 1,
+        first: new Date(),
+      });
+      this.#scheduleTallies();
+    }
+  }
+
+  pending(): number {
+    return this.#queue.length;
+  }
+
+  // --- timing the writes
+
+  #scheduleFlush(): void {
+    if (this.#flushTimer || this.#retryTimer || this.#closing) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      void this.#drainSoon();
+    }, FLUSH_MS);
+    this.#flushTimer.unref();
+  }
+
+  /** Ends the tallies' window in TALLY_MS; while a retry is armed, that retry takes them. */
+  #scheduleTallies(): void {
+    if (this.#tallyTimer || this.#closing) return;
+    this.#tallyTimer = setTimeout(() => {
+      this.#tallyTimer = null;
+      if (this.#retryTimer) this.#talliesDue = true;
+      else void this.flush();
+    }, TALLY_MS);
+    this.#tallyTimer.unref();
+  }
+
+  /** Writes everything buffered, tallies included. */
+  flush(): Promise<void> {
+    this.#talliesDue = true;
+    if (this.#tallyTimer) clearTimeout(this.#tallyTimer);
+    this.#tallyTimer = null;
+    return this.#drainSoon();
+  }
+
+  /** Writes the queued events (and the tallies when due) after whatever drain is running. */
+  #drainSoon(): Promise<void> {
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#flushTimer = null;
+    this.#retryTimer = null;
+    // One drain waiting behind the running one is enough: it takes whatever is queued when it starts.
+    if (!this.#queuedDrain) {
+      const next: Promise<void> = this.#chain
+        .then(() => {
+          this.#queuedDrain = null;
+          this.#gather(this.#talliesDue);
+          this.#talliesDue = false;
+          return this.#drain();
+        })
+        .catch((err: unknown) => {
+          this.#logger.error({ err: (err as Error).message }, 'audit log writer failed');
+        });
+      this.#queuedDrain = next;
+      this.#chain = next;
+    }
+    return this.#queuedDrain;
+  }
+
+  /** Moves lost counts, and the tallies when `withTallies`, into the queue as events. */
+  #gather(withTallies: boolean): void {
+    const now = new Date();
+    if (withTallies) {
+      for (const t of this.#tallies.values())
+        this.#enqueue(
+          storable({ ...t.event, details: { count: t.count, since: t.first.toISOString() } }, now),
+        );
+      this.#tallies.clear();
+    }
+    for (const [tenantId, l] of this.#lost) {
+      if (this.#queue.length >= this.#maxPending) break;
+      this.#lost.delete(tenantId);
+      this.#queue.push(
+        storable(
+          {
+            tenantId,
+            actor: AUDIT_LOG_ACTOR,
+            action: LOST_ACTION,
+            outcome: 'failure',
+            details: { count: l.count, since: l.since.toISOString() },
+          },
+          now,
+        ),
+      );
+    }
+  }
+
+  // --- writing
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.slice(0, MAX_BATCH);
+      this.#queue = this.#queue.slice(batch.length);
+      const { unwritten, down } = await this.#writeBatch(batch);
+      if (unwritten.length > 0) {
+        this.#queue = [...unwritten, ...this.#queue];
+        this.#outage(down);
+        return;
+      }
+    }
+    if (this.#downSince)
+      this.#logger.warn(
+        { since: this.#downSince.toISOString() },
+        'audit log writing again; the events kept in memory are written',
+      );
+    this.#downSince = null;
+    this.#retryMs = this.#retryMinMs;
+    // Lost counts wait for room in the queue; now there is room, and they belong in the chains.
+    if (this.#lost.size > 0) {
+      this.#gather(false);
+      await this.#drain();
+    }
+  }
+
+  /** Writes one batch, one transaction per tenant; returns what must be retried and why. */
+  async #writeBatch(batch: Pending[]): Promise<{ unwritten: Pending[]; down: unknown }> {
+    const groups = new Map<string, Pending[]>();
+    for (const e of batch) {
+      const group = groups.get(e.tenantId);
+      if (group) group.push(e);
+      else groups.set(e.tenantId, [e]);
+    }
+    const unwritten: Pending[] = [];
+    let down: unknown = null;
+    for (const [tenantId, events] of groups) {
+      // Once the database is unreachable, waiting on it again for every tenant only delays the retry.
+      if (down) {
+        unwritten.push(...events);
+        continue;
+      }
+      try {
+        await this.#appendGroup(tenantId, events);
+        continue;
+      } catch (err) {
+        if (!refusedForGood(err)) {
+          down = err;
+          unwritten.push(...events);
+          continue;
+        }
+      }
+      // Something in this group is refused: write it event by event so only that one is set aside.
+      for (let i = 0; i < events.length; i += 1) {
+        try {
+          await this.#appendGroup(tenantId, [events[i]]);
+        } catch (err) {
+          if (!refusedForGood(err)) {
+            down = err;
+            unwritten.push(...events.slice(i));
+            break;
+          }
+          this.#setAside(events[i], err);
+        }
+      }
+    }
+    return { unwritten, down };
+  }
+
+  /** Appends one tenant's events to its chain in one transaction, skipping what already committed. */
+  async #appendGroup(tenantId: string, events: Pending[]): Promise<void> {
     // Raw knex, not the AuditEvent model: an upsert, a row lock on the head and chunked inserts in
     // one transaction are the whole point here, and a model would only add a copy of each row.
-    await db.transaction(async (trx) => {
+    await this.#db.transaction(async (trx) => {
       await trx('audit_heads')
         .insert({ tenant_id: tenantId, seq: 0, hash: GENESIS_HASH })
         .onConflict('tenant_id')
@@ -190,9 +416,10 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
     });
   }
 
-  function setAside(e: Pending, err: unknown): void {
-    opts.metrics?.auditFailure('refused');
-    logger.error(
+  /** Drops an event the database refused for good, counting it in its tenant's chain as lost. */
+  #setAside(e: Pending, err: unknown): void {
+    this.#metrics?.auditFailure('refused');
+    this.#logger.error(
       {
         err: (err as Error).message,
         code: (err as { code?: unknown }).code,
@@ -208,265 +435,89 @@ export function createAuditLog(db: Knex, logger: Logger, opts: AuditLogOptions =
       "the database refused an audit event; it is set aside and counted in the tenant's chain as lost",
     );
     // The count of a lost-count event that is itself refused (a tenant id that is no uuid) would loop.
-    if (e.action !== LOST_ACTION) countLost(e.tenantId, e.at);
+    if (e.action !== LOST_ACTION) this.#countLost(e.tenantId, e.at);
   }
 
-  /** Writes one batch, one transaction per tenant; returns what must be retried and why. */
-  async function writeBatch(batch: Pending[]): Promise<{ unwritten: Pending[]; down: unknown }> {
-    const groups = new Map<string, Pending[]>();
-    for (const e of batch) {
-      const group = groups.get(e.tenantId);
-      if (group) group.push(e);
-      else groups.set(e.tenantId, [e]);
-    }
-    const unwritten: Pending[] = [];
-    let down: unknown = null;
-    for (const [tenantId, events] of groups) {
-      // Once the database is unreachable, waiting on it again for every tenant only delays the retry.
-      if (down) {
-        unwritten.push(...events);
-        continue;
-      }
-      try {
-        await appendGroup(tenantId, events);
-        continue;
-      } catch (err) {
-        if (!refusedForGood(err)) {
-          down = err;
-          unwritten.push(...events);
-          continue;
-        }
-      }
-      // Something in this group is refused: write it event by event so only that one is set aside.
-      for (let i = 0; i < events.length; i += 1) {
-        try {
-          await appendGroup(tenantId, [events[i]]);
-        } catch (err) {
-          if (!refusedForGood(err)) {
-            down = err;
-            unwritten.push(...events.slice(i));
-            break;
-          }
-          setAside(events[i], err);
-        }
-      }
-    }
-    return { unwritten, down };
-  }
+  // --- an outage: keep, count, retry with backoff
 
-  async function drain(): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(batch.length);
-      const { unwritten, down } = await writeBatch(batch);
-      if (unwritten.length > 0) {
-        queue = [...unwritten, ...queue];
-        outage(down);
-        return;
-      }
-    }
-    if (downSince)
-      logger.warn(
-        { since: downSince.toISOString() },
-        'audit log writing again; the events kept in memory are written',
-      );
-    downSince = null;
-    retryMs = retryMinMs;
-    // Lost counts wait for room in the queue; now there is room, and they belong in the chains.
-    if (lost.size > 0) {
-      gather(false);
-      await drain();
-    }
-  }
-
-  function outage(err: unknown): void {
-    opts.metrics?.auditFailure('unavailable');
-    if (!downSince) {
-      downSince = new Date();
-      logger.error(
-        { err: (err as Error | null)?.message, pending: queue.length, maxPending },
+  #outage(err: unknown): void {
+    this.#metrics?.auditFailure('unavailable');
+    if (!this.#downSince) {
+      this.#downSince = new Date();
+      this.#logger.error(
+        {
+          err: (err as Error | null)?.message,
+          pending: this.#queue.length,
+          maxPending: this.#maxPending,
+        },
         'audit events cannot be written; keeping them in memory and retrying',
       );
     }
-    if (closing) return;
+    if (this.#closing) return;
     // One retry chain: a drain that was queued behind the failed one must not arm a second.
-    if (retryTimer) clearTimeout(retryTimer);
-    retryTimer = setTimeout(() => {
-      retryTimer = null;
-      void flush();
-    }, retryMs);
-    retryTimer.unref();
-    retryMs = Math.min(retryMs * 2, retryMaxMs);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      void this.flush();
+    }, this.#retryMs);
+    this.#retryTimer.unref();
+    this.#retryMs = Math.min(this.#retryMs * 2, this.#retryMaxMs);
   }
 
-  function countLost(tenantId: string, at: Date): void {
-    const entry = lost.get(tenantId);
-    if (entry) entry.count += 1;
-    else lost.set(tenantId, { count: 1, since: at });
-  }
-
-  function enqueue(e: Pending): void {
-    if (queue.length < maxPending) {
-      queue.push(e);
+  /** Queues an event, or counts it as lost for its tenant when the queue is full. */
+  #enqueue(e: Pending): void {
+    if (this.#queue.length < this.#maxPending) {
+      this.#queue.push(e);
       return;
     }
-    countLost(e.tenantId, e.at);
-    opts.metrics?.auditFailure('lost');
+    this.#countLost(e.tenantId, e.at);
+    this.#metrics?.auditFailure('lost');
     const now = Date.now();
-    if (now - lastFullLog >= FULL_LOG_EVERY_MS) {
-      lastFullLog = now;
-      const counts = [...lost.values()].reduce((n, l) => n + l.count, 0);
-      logger.error(
+    if (now - this.#lastFullLog >= FULL_LOG_EVERY_MS) {
+      this.#lastFullLog = now;
+      const counts = [...this.#lost.values()].reduce((n, l) => n + l.count, 0);
+      this.#logger.error(
         {
-          pending: queue.length,
-          maxPending,
+          pending: this.#queue.length,
+          maxPending: this.#maxPending,
           lostSoFar: counts,
-          tenants: lost.size,
-          downSince: downSince?.toISOString(),
+          tenants: this.#lost.size,
+          downSince: this.#downSince?.toISOString(),
         },
         `audit buffer full: new events are counted per tenant (written as ${LOST_ACTION} once the database is back) instead of kept; restore the database connection`,
       );
     }
   }
 
-  /** Moves lost counts, and the tallies when `withTallies`, into the queue as events. */
-  function gather(withTallies: boolean): void {
-    const now = new Date();
-    if (withTallies) {
-      for (const t of tallies.values())
-        enqueue(
-          storable({ ...t.event, details: { count: t.count, since: t.first.toISOString() } }, now),
-        );
-      tallies.clear();
-    }
-    for (const [tenantId, l] of lost) {
-      if (queue.length >= maxPending) break;
-      lost.delete(tenantId);
-      queue.push(
-        storable(
-          {
-            tenantId,
-            actor: AUDIT_LOG_ACTOR,
-            action: LOST_ACTION,
-            outcome: 'failure',
-            details: { count: l.count, since: l.since.toISOString() },
-          },
-          now,
-        ),
-      );
-    }
+  #countLost(tenantId: string, at: Date): void {
+    const entry = this.#lost.get(tenantId);
+    if (entry) entry.count += 1;
+    else this.#lost.set(tenantId, { count: 1, since: at });
   }
 
-  function schedule(): void {
-    if (flushTimer || retryTimer || closing) return;
-    flushTimer = setTimeout(() => {
-      flushTimer = null;
-      void drainSoon();
-    }, FLUSH_MS);
-    flushTimer.unref();
+  // --- closing
+
+  close(): Promise<void> {
+    this.#closing ??= this.#lastFlush();
+    return this.#closing;
   }
 
-  /** Ends the tallies' window in TALLY_MS; while a retry is armed, that retry takes them. */
-  function scheduleTallies(): void {
-    if (tallyTimer || closing) return;
-    tallyTimer = setTimeout(() => {
-      tallyTimer = null;
-      if (retryTimer) talliesDue = true;
-      else void flush();
-    }, TALLY_MS);
-    tallyTimer.unref();
+  /** A last flush; what still waits is reported, per tenant, as lost. */
+  async #lastFlush(): Promise<void> {
+    await this.flush();
+    const waiting = this.#queue.length + [...this.#lost.values()].reduce((n, l) => n + l.count, 0);
+    if (waiting === 0) return;
+    const perTenant = new Map<string, number>();
+    for (const e of this.#queue) perTenant.set(e.tenantId, (perTenant.get(e.tenantId) ?? 0) + 1);
+    for (const [tenantId, l] of this.#lost)
+      perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + l.count);
+    this.#logger.error(
+      {
+        lost: waiting,
+        perTenant: Object.fromEntries(perTenant),
+        downSince: this.#downSince?.toISOString(),
+      },
+      'audit log closed with events the database did not take; they are lost',
+    );
   }
-
-  /** Writes everything buffered, tallies included. */
-  function flush(): Promise<void> {
-    talliesDue = true;
-    if (tallyTimer) clearTimeout(tallyTimer);
-    tallyTimer = null;
-    return drainSoon();
-  }
-
-  /** Writes the queued events (and the tallies when due) after whatever drain is running. */
-  function drainSoon(): Promise<void> {
-    if (flushTimer) clearTimeout(flushTimer);
-    if (retryTimer) clearTimeout(retryTimer);
-    flushTimer = null;
-    retryTimer = null;
-    // One drain waiting behind the running one is enough: it takes whatever is queued when it starts.
-    if (!queuedDrain) {
-      const next: Promise<void> = chain
-        .then(() => {
-          queuedDrain = null;
-          gather(talliesDue);
-          talliesDue = false;
-          return drain();
-        })
-        .catch((err: unknown) => {
-          logger.error({ err: (err as Error).message }, 'audit log writer failed');
-        });
-      queuedDrain = next;
-      chain = next;
-    }
-    return queuedDrain;
-  }
-
-  return {
-    record(event) {
-      if (closing) {
-        logger.warn(
-          { tenantId: event.tenantId, action: event.action },
-          'audit event recorded after the audit log closed; not written',
-        );
-        return;
-      }
-      // Every key lifecycle change is audited here, whichever route or job made it: one count.
-      if (event.outcome === 'success' && event.action.startsWith('key.'))
-        opts.metrics?.keyEvent(event.action.slice(4));
-      enqueue(storable(event));
-      // While backing off, the armed retry takes it.
-      if (retryTimer) return;
-      if (queue.length >= MAX_BATCH) void flush();
-      else schedule();
-    },
-    tally(raw) {
-      if (closing) return;
-      // Keyed by the raw fields (their lengths first, so no two splits meet), so the hot path of a
-      // repeated operation is one Map lookup; the fields are made storable once per window.
-      const target = raw.target ?? '';
-      const key = `${raw.tenantId.length}.${raw.actor.length}.${raw.action.length}.${raw.outcome.length}:${raw.tenantId}${raw.actor}${raw.action}${raw.outcome}${target}`;
-      const t = tallies.get(key);
-      if (t) t.count += 1;
-      else {
-        const event = storableText(raw);
-        tallies.set(key, {
-          event: { ...event, outcome: raw.outcome },
-          count: 1,
-          first: new Date(),
-        });
-        scheduleTallies();
-      }
-    },
-    flush,
-    close() {
-      closing ??= (async () => {
-        await flush();
-        const waiting = queue.length + [...lost.values()].reduce((n, l) => n + l.count, 0);
-        if (waiting > 0) {
-          const perTenant = new Map<string, number>();
-          for (const e of queue) perTenant.set(e.tenantId, (perTenant.get(e.tenantId) ?? 0) + 1);
-          for (const [tenantId, l] of lost)
-            perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + l.count);
-          logger.error(
-            {
-              lost: waiting,
-              perTenant: Object.fromEntries(perTenant),
-              downSince: downSince?.toISOString(),
-            },
-            'audit log closed with events the database did not take; they are lost',
-          );
-        }
-      })();
-      return closing;
-    },
-    pending: () => queue.length,
-  };
 }

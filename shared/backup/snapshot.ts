@@ -81,9 +81,9 @@ export async function* snapshotLines(
       yield `${JSON.stringify({ kind: 'table', name: table })}\n`;
       let count = 0;
       // A cursor of the snapshot's transaction reads each table once, in pages. Paging by
-      // `ctid > last order by ctid limit n` instead ran 479 rows/s over 132,403 rows on the
-      // embedded database (bench/master-key.bench.ts at 100,000 key versions): each page had
-      // the rows after it sorted again.
+      // `ctid > last order by ctid limit n` instead crawled on the embedded database
+      // (bench/master-key.bench.ts; bench/results/design-figures.md): each page had the rows
+      // after it sorted again.
       await trx.raw(
         'declare kw_backup no scroll cursor for select to_jsonb(t)::text as j from ?? as t',
         [table],

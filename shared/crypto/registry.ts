@@ -149,7 +149,7 @@ const RSA_JWS: readonly SignatureAlgorithm[] = [
   'PS512',
 ];
 
-/** RSA verifies and encrypts in 35/51 µs; signing and OAEP decryption take 271/321 µs. */
+/** RSA verifies and encrypts under the loop's bound; signing and OAEP decryption take longer (bench/results/design-figures.md). */
 const RSA_ON_LOOP: readonly RuntimeOp[] = ['encrypt', 'verify', 'encapsulate', 'decapsulate'];
 
 function aes(bits: 128 | 256): KeyTypeSpec {
@@ -234,7 +234,8 @@ function ec(bits: 256 | 384 | 521): KeyTypeSpec {
     curve,
     jwe: { alg: 'ECDH-ES+A256KW', enc: 'A256GCM' },
     jws: [alg],
-    // P-256 signs and verifies in ~55/95 µs; ECDH-ES, P-384 and P-521 take 174 µs to 1.9 ms.
+    // P-256 signs and verifies under the loop's bound; ECDH-ES, P-384 and P-521 take longer
+    // (bench/results/design-figures.md).
     ...(bits === 256 ? { onLoop: ['sign', 'verify'], digestInPool: true } : { onLoop: [] }),
   };
 }

@@ -3,12 +3,12 @@
  * Postgres protocol on a Unix socket in a directory of this user's (mode 0700), reached through
  * the same `pg` client as a Postgres server.
  *
- * Why a process of its own (bench/embedded.bench.ts has the figures): PGlite in the API process
- * ran every query on the API's event loop, synchronously in WASM, and kept its WASM heap, its
- * compiled module and its file system image in the API's memory. In-process the embedded API
- * idled at 187 MB against 122 MB on Postgres, and a conversion took 1.27x its time on Postgres,
- * since every audit or key query of a request stopped the event loop that streams the
- * conversions. Out of process, the API is the same process whichever database it uses, and the
+ * Why a process of its own (bench/embedded.bench.ts measures it; the figures are in
+ * bench/results/design-figures.md): PGlite in the API process ran every query on the API's event
+ * loop, synchronously in WASM, and kept its WASM heap, its compiled module and its file system
+ * image in the API's memory. In-process the embedded API idled well above the same API on
+ * Postgres, and conversions were slower, since every audit or key query of a request stopped the
+ * event loop that streams the conversions. Out of process, the API is the same process whichever database it uses, and the
  * database's memory is its own process's (reported beside the API's by the bench).
  *
  * The child ends with the API: it is told to close, and it closes itself when the IPC channel

@@ -86,8 +86,9 @@ function failed(cause: unknown): AppError {
 
 /**
  * Random 96-bit IVs (RFC 7518 section 5.3) dealt from a pool refilled by the CSPRNG: one
- * randomFillSync per 340 messages instead of a randomBytes call each, which saves about 2 µs of
- * the 5 to 7 µs a 1 KiB encryption costs. Each IV is copied out; the pool is per thread.
+ * randomFillSync per 340 messages instead of a randomBytes call each, which saves a large share
+ * of what a 1 KiB encryption costs (bench/results/design-figures.md). Each IV is copied out; the
+ * pool is per thread.
  */
 const ivPool = Buffer.alloc(IV_BYTES * 340);
 let ivAt = ivPool.length;

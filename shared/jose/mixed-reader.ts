@@ -8,6 +8,7 @@
 import { problem } from '../errors/index.ts';
 import { parseContentType } from '../mime/header-params.ts';
 import { MultipartScanner, usableBoundary } from '../mime/multipart.ts';
+import { readWhole } from '../streams.ts';
 
 export interface MixedPart {
   /** The part's Content-Type, lower-cased; '' when the part has none. */
@@ -61,15 +62,10 @@ export class MixedReader {
   async nextSmall(maxBytes: number): Promise<{ contentType: string; data: Buffer } | null> {
     const part = await this.next();
     if (!part) return null;
-    const chunks: Buffer[] = [];
-    let n = 0;
-    for await (const c of part.body) {
-      n += c.length;
-      if (n > maxBytes)
-        throw malformed(`a ${part.contentType || 'JSON'} part is larger than ${maxBytes} bytes`);
-      chunks.push(c);
-    }
-    return { contentType: part.contentType, data: Buffer.concat(chunks) };
+    const data = await readWhole(part.body, maxBytes, () =>
+      malformed(`a ${part.contentType || 'JSON'} part is larger than ${maxBytes} bytes`),
+    );
+    return { contentType: part.contentType, data };
   }
 
   /** Releases the input (e.g. after a failure). */

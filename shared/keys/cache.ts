@@ -45,6 +45,11 @@ export interface CachedKey {
   versions: Map<number, LoadedKeyVersion>;
   /** Serialized material per version, for tasks sent to the worker pool. */
   material: Map<number, Uint8Array>;
+  /**
+   * The certificate (DER, the chain's leaf) per version that has one, for the CMS resolver. A
+   * version's chain is written once with the version, so it is as current as the entry.
+   */
+  certificates: Map<number, Buffer>;
 }
 
 export interface KeyCache {
@@ -114,9 +119,12 @@ export function createKeyCache(
   async function load(tenantId: string, kid: string): Promise<CachedKey> {
     const row = await Key.query(db).findOne({ tenant_id: tenantId, kid });
     if (!row) throw keyNotFound(kid);
-    const rows = await KeyVersion.query(db).where({ key_id: row.id }).select('version', 'material');
+    const rows = await KeyVersion.query(db)
+      .where({ key_id: row.id })
+      .select('version', 'material', 'certificate_chain');
     const versions = new Map<number, LoadedKeyVersion>();
     const material = new Map<number, Uint8Array>();
+    const certificates = new Map<number, Buffer>();
     const usages = enabledUsages(row as unknown as Record<string, unknown>);
     for (const v of rows) {
       const opened = master.open(v.material, { tenantId, kid, version: v.version });
@@ -130,6 +138,8 @@ export function createKeyCache(
         ),
       );
       material.set(v.version, serializeMaterial(m));
+      const leaf = v.certificate_chain?.[0];
+      if (leaf) certificates.set(v.version, Buffer.from(leaf, 'base64'));
     }
     return {
       tenantId,
@@ -142,6 +152,7 @@ export function createKeyCache(
       minDecryptionVersion: row.min_decryption_version ?? 1,
       versions,
       material,
+      certificates,
     };
   }
 

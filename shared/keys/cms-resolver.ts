@@ -1,12 +1,13 @@
 /**
  * The bridge between the CMS engine and the tenant's keys: finds imported keys by the CMS
  * identifiers (issuer and serial number, subject key identifier, KEK id) or by kid, through the
- * key cache. Only usable (active) keys are handed out; the tenant is fixed at construction.
+ * key cache. Only usable (active) keys are handed out; the tenant is fixed at construction. A key
+ * by kid that the cache holds is answered from it alone (material and certificate); finding a
+ * kid by a CMS identifier reads the database's identifier columns.
  */
 import type { KeyPurpose, KeyResolver, ResolvedKey, CmsKeyRef } from '../pkcs7/types.ts';
 import { AppError } from '../errors/index.ts';
 import { KID, canonicalId } from '../ids.ts';
-import { KeyVersion } from '../db/models/keys.ts';
 import { retainedVersion } from './lifecycle.ts';
 import { issuerSerialKey, usableKey, type KeyLookupDeps } from './lookup.ts';
 import { enabledUsagesSql } from './usages.ts';
@@ -55,13 +56,7 @@ export function tenantKeyResolver(
     if (key.versions.has(v)) retainedVersion(key, v);
     const loaded = key.versions.get(v);
     if (!loaded) return null;
-    const row = await KeyVersion.query(db)
-      .alias('v')
-      .join('keys as k', 'k.id', 'v.key_id')
-      .where({ 'k.tenant_id': tenantId, 'k.kid': kid, 'v.version': v })
-      .select('v.certificate_chain')
-      .first();
-    const chain = row?.certificate_chain ?? [];
+    // The certificate comes with the cached key: a key the cache holds is answered without SQL.
     return {
       kid,
       version: v,
@@ -69,7 +64,7 @@ export function tenantKeyResolver(
       privateKey: loaded.privateKey,
       publicKey: loaded.publicKey,
       secretKey: loaded.secretKey,
-      certificate: chain[0] ? Buffer.from(chain[0], 'base64') : undefined,
+      certificate: key.certificates.get(v),
     };
   }
 

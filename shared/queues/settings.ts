@@ -1,7 +1,7 @@
 /**
  * Tuning of the queued jobs as the queue code reads it, taken from the one configuration schema
  * (shared/config: QUEUE_PREFIX and the JOB_* variables), so the API (producer side) and
- * workers/main.ts (consumer side) validate it at start like every other variable.
+ * workers/worker.ts (consumer side) validate it at start like every other variable.
  */
 import type { Config } from '../config/index.ts';
 

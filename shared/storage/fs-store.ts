@@ -8,10 +8,10 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { problem } from '../errors/index.ts';
 import { byteChunks, discardBody } from './body.ts';
+import { counted } from '../streams.ts';
 import { mapFsError } from './errors.ts';
 import { assertObjectKey, assertPrefix } from './keys.ts';
 import type { ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
@@ -149,12 +149,6 @@ export class FsObjectStore implements ObjectStore {
     }
     const temp = path.join(this.#staging, `${randomUUID()}.part`);
     let size = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        size += chunk.length;
-        done(null, chunk);
-      },
-    });
     // Errors of the body (or an abort) belong to the caller and pass through untouched.
     let bodyFailed = false;
     async function* source(): AsyncGenerator<Uint8Array> {
@@ -166,9 +160,13 @@ export class FsObjectStore implements ObjectStore {
       }
     }
     try {
-      await pipeline(source(), counter, createWriteStream(temp, { flags: 'wx' }), {
-        signal: opts.signal,
-      });
+      await pipeline(
+        counted(source(), (n) => (size += n)),
+        createWriteStream(temp, { flags: 'wx' }),
+        {
+          signal: opts.signal,
+        },
+      );
     } catch (err) {
       discardBody(body);
       await unlink(temp).catch(() => undefined);

@@ -7,7 +7,7 @@ import { ConfigError, SCHEMA, loadConfig } from '../../shared/config/index.ts';
 import { queueSettings } from '../../shared/queues/index.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
-const WORKER = new URL('../../workers/main.ts', import.meta.url).pathname;
+const WORKER = new URL('../../workers/worker.ts', import.meta.url).pathname;
 
 /** Starts a process entry with only `vars` of the schema set; resolves with its exit code and output. */
 async function runEntry(

@@ -19,6 +19,7 @@ import {
 } from '../../shared/pkcs7/index.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
 import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
+import { counted } from '../../shared/streams.ts';
 import {
   CONTENT_EXTENSION,
   encodeProblem,
@@ -46,17 +47,6 @@ export interface ConvertDeps {
   isCancelled(jobId: string): Promise<boolean>;
   /** Counts each conversion (input type, outcome, bytes, duration). */
   metrics?: Pick<DomainMetrics, 'conversion'>;
-}
-
-/** Counts bytes of a stream as they pass, without touching them. */
-async function* counted<T extends Uint8Array>(
-  source: AsyncIterable<T>,
-  onBytes: (n: number) => void,
-): AsyncGenerator<T> {
-  for await (const chunk of source) {
-    onBytes(chunk.length);
-    yield chunk;
-  }
 }
 
 /** Reports progress at most every `intervalMs`; a failed report (Redis away) never fails the job. */

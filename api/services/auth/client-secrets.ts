@@ -12,8 +12,8 @@ const CACHE_TTL_MS = 5_000;
 /**
  * From this age a hit also reloads the workload in the background, so a client that keeps
  * calling never waits for the database: with a plain expiry, every busy client's entry lapsed at
- * once every 5 s and their requests queued behind the reloads (the token endpoint's p99 of
- * 150-250 ms against a p50 of 6 ms at 64 clients). No entry older than CACHE_TTL_MS is used.
+ * once every 5 s and their requests queued behind the reloads (the token endpoint's p99 many
+ * times its p50 under load; bench/results/design-figures.md). No entry older than CACHE_TTL_MS is used.
  */
 const REFRESH_AFTER_MS = 4_000;
 

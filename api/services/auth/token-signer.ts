@@ -3,17 +3,17 @@
  * (api/threads/token-sign-thread.ts): every token issued in one turn of the event loop is signed in
  * one message to the thread.
  *
- * Measured under client_credentials load (64 connections, 64 clients):
- * - one libuv job per token (crypto.sign with a callback) still cost the event loop a fifth of
- *   its time in sign's own setup; a synchronous sign costs ~20 µs per token;
- * - batches as tasks of the piscina pool cost the loop 12.7% of its time in piscina's own
- *   dispatch and completion (~13 µs per task, measured alone), about as much as they saved;
- * - one message each way per batch costs the loop ~1.3 µs per signature at 16 per batch: server
- *   CPU 56-58 µs per token against 62-63 with the pool's tasks, and p99 6.6-6.8 ms against 10-12.
- * One thread is enough: an ES256 signature takes it ~20 µs, 50,000 a second.
+ * Measured under client_credentials load (the figures are in bench/results/design-figures.md):
+ * - one libuv job per token (crypto.sign with a callback) still cost the event loop a large
+ *   share of its time in sign's own setup, and a synchronous sign blocks it for every token;
+ * - batches as tasks of the piscina pool cost the loop about as much in piscina's own dispatch
+ *   and completion as they saved;
+ * - one message each way per batch costs the loop least per signature, and gave the lowest server
+ *   CPU per token and p99.
+ * One thread is enough: it signs far more ES256 tokens a second than the service issues.
  *
- * The thread starts with the first token and ends after IDLE_MS without one (an isolate is
- * ~15 MB). When it cannot sign a batch (it failed to start, died, or answered an error), that
+ * The thread starts with the first token and ends after IDLE_MS without one (an isolate costs
+ * memory). When it cannot sign a batch (it failed to start, died, or answered an error), that
  * batch is signed on libuv's threads instead: issuance never fails for want of the thread.
  */
 import { sign, type KeyObject } from 'node:crypto';

@@ -10,7 +10,7 @@ import { aliasesChanged } from './aliases.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { changeKey, createKey } from '../keys/store.ts';
-import { usableKey } from '../crypto/runtime.ts';
+import { operationKey } from '../crypto/runtime.ts';
 import { AwsError, keyNotFound } from './errors.ts';
 import { ALIAS_NAME, accountOf, aliasArn, keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
 import { KEY_SPECS, KEY_USAGES, algorithmsOf, awsKeySpec, awsKeyUsage } from './specs.ts';
@@ -108,7 +108,7 @@ export async function describeKey(
 
 /** GetPublicKey: SPKI DER of an asymmetric key's current version. */
 export async function getPublicKey(ctx: AppContext, c: AwsCaller, input: Input): Answer {
-  const k = await usableKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input.KeyId));
+  const k = await operationKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input.KeyId));
   const publicKey = k.versions.get(k.currentVersion)?.publicKey;
   if (!publicKey)
     throw new AwsError('UnsupportedOperationException', 'A symmetric key has no public key.');

@@ -17,7 +17,7 @@ import { decodeBase64 } from '../../../shared/base64.ts';
 import { parseCompact } from '../../../shared/jose/compact-jwe.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
-import { encryptionContext, seal, sign, unseal, usableKey, verify } from '../crypto/runtime.ts';
+import { encryptionContext, seal, sign, unseal, operationKey, verify } from '../crypto/runtime.ts';
 import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { AwsError, invalidCiphertext } from './errors.ts';
 import { keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
@@ -117,7 +117,7 @@ function encryptionAlgorithm(input: Input, field = 'EncryptionAlgorithm'): strin
 }
 
 async function key(ctx: AppContext, c: AwsCaller, input: Input, field = 'KeyId') {
-  return usableKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input[field]));
+  return operationKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input[field]));
 }
 
 /** Encrypt: `{KeyId, Plaintext, EncryptionContext?}` → `{CiphertextBlob, KeyId, EncryptionAlgorithm}`. */

@@ -26,7 +26,7 @@ export interface BodyChecks {
 }
 
 /**
- * The running operation: the key type it used, noted by the key lookup (usableKey) for the
+ * The running operation: the key type it used, noted by the key lookup (runtime.ts operationKey) for the
  * metrics label, and who runs it, for the decryption-failure budget (unseal).
  */
 interface OperationSlot {

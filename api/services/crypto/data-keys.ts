@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { assertUsage } from '../../../shared/crypto/registry.ts';
-import { encryptionContext, seal, unseal, usableKey } from './runtime.ts';
+import { encryptionContext, seal, unseal, operationKey } from './runtime.ts';
 import type { DataKeyBody, RandomBody, ReEncryptBody } from './bodies.ts';
 
 /** The bytes of each keySpec (the body schema admits only these; a Map: keySpec is request input). */
@@ -21,7 +21,7 @@ async function dataKey(ctx: AppContext, tenantId: string, body: DataKeyBody) {
   const size = KEY_BYTES.get(body.keySpec);
   if (size === undefined) throw new Error(`keySpec ${body.keySpec} has no size`);
   const context = encryptionContext(ctx, body.context);
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const plaintext = randomBytes(size);
   try {
@@ -65,7 +65,7 @@ export async function reEncrypt(ctx: AppContext, tenantId: string, body: ReEncry
       ? sourceContext
       : encryptionContext(ctx, body.targetContext, 'targetContext');
   const target =
-    body.targetKid === undefined ? undefined : await usableKey(ctx, tenantId, body.targetKid);
+    body.targetKid === undefined ? undefined : await operationKey(ctx, tenantId, body.targetKid);
   if (target) assertUsage(target, 'encrypt');
   const source = await unseal(ctx, tenantId, body.ciphertext, sourceContext);
   try {

@@ -12,12 +12,12 @@ import {
   macMatches,
 } from '../../../shared/crypto/mac.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
-import { b64, usableKey } from './runtime.ts';
+import { b64, operationKey } from './runtime.ts';
 import type { GenerateMacBody, VerifyMacBody } from './bodies.ts';
 
 /** `{kid, data}` → `{kid, version, algorithm, mac}`: HMAC of the data under the key's newest version. */
 export async function generateMac(ctx: AppContext, tenantId: string, body: GenerateMacBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'mac');
   const data = b64(body.data, 'data');
   const v = key.currentVersion;
@@ -37,7 +37,7 @@ export async function generateMac(ctx: AppContext, tenantId: string, body: Gener
  * length is a 400, not `valid: false`: it was truncated or belongs to another algorithm.
  */
 export async function verifyMac(ctx: AppContext, tenantId: string, body: VerifyMacBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'mac');
   const data = b64(body.data, 'data');
   const mac = b64(body.mac, 'mac');

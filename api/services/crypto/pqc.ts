@@ -8,12 +8,12 @@ import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import type { TObject } from 'typebox';
 import type { Operation } from './batch.ts';
 import { DecapsulateBody, EncapsulateBody, SignBody, VerifyBody } from './bodies.ts';
-import { decapsulateKey, encapsulateKey, sign, usableKey, verify } from './runtime.ts';
+import { decapsulateKey, encapsulateKey, operationKey, sign, verify } from './runtime.ts';
 
 /** Restricts an operation to post-quantum key types (its body checked by the route before). */
 function pqcOnly(op: Operation): Operation {
   return async (ctx, tenantId, body: { kid: string }) => {
-    const key = await usableKey(ctx, tenantId, body.kid);
+    const key = await operationKey(ctx, tenantId, body.kid);
     if (keyTypeSpec(key.type).pqc !== true)
       throw problem(
         'key_usage_mismatch',

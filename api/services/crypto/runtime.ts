@@ -24,7 +24,7 @@ import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../../../shared/keys/cache.ts';
 import { decodeBase64 } from '../../../shared/base64.ts';
 import { retainedVersion } from '../../../shared/keys/lifecycle.ts';
-import { usableKey as usableKeyOf } from '../../../shared/keys/lookup.ts';
+import { usableKey } from '../../../shared/keys/lookup.ts';
 import { runsInPool, type RuntimeOp } from './placement.ts';
 import { noteKeyType, runtimeCaller } from './batch.ts';
 import type { DecryptingCaller } from '../../../shared/keys/decryption-budget.ts';
@@ -46,13 +46,16 @@ export const b64 = (s: string, field: string): Buffer => {
 };
 const u8 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
-/** A usable key of the tenant: not suspended, revoked or archived (contract 3); the one lookup is shared/keys. */
-export async function usableKey(
+/**
+ * The key a runtime operation runs with: shared/keys' usableKey (the one lookup), its type noted
+ * for the operation's metrics label.
+ */
+export async function operationKey(
   ctx: AppContext,
   tenantId: string,
   kid: unknown,
 ): Promise<CachedKey> {
-  const key = await usableKeyOf(ctx.keys, tenantId, kid);
+  const key = await usableKey(ctx.keys, tenantId, kid);
   noteKeyType(key.type);
   return key;
 }
@@ -171,7 +174,7 @@ export async function unseal(
   context: string | undefined,
 ): Promise<{ key: CachedKey; version: number; plaintext: Buffer }> {
   const parsed = parseCompact(ciphertext);
-  const key = await usableKey(ctx, tenantId, parsed.kid);
+  const key = await operationKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
   const loaded = retainedVersion(key, parsed.version);
   // The decryption-failure budget of the caller on this key (issue 24): checked before, counted after.
@@ -205,7 +208,7 @@ export async function unseal(
 export async function encrypt(ctx: AppContext, tenantId: string, body: EncryptBody) {
   const context = encryptionContext(ctx, body.context);
   const data = b64(body.data, 'data');
-  return seal(ctx, await usableKey(ctx, tenantId, body.kid), data, context);
+  return seal(ctx, await operationKey(ctx, tenantId, body.kid), data, context);
 }
 
 /** `{ciphertext, context?}` → `{kid, version, data}`; any retained version decrypts, with the context it was sealed under. */
@@ -227,14 +230,14 @@ function signInput({ data, digest }: SignBody): SignInput {
 
 /** `{kid, data | digest, algorithm?}` → `{kid, version, algorithm, signature}` (AWS KMS Sign semantics). */
 export async function sign(ctx: AppContext, tenantId: string, body: SignBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
   const algorithm = body.algorithm;
   const v = key.currentVersion;
   // Data-mode signatures go to libuv's thread pool (crypto.sign's callback form): no copy of
-  // the key or message to a worker, and both cores sign. Measured on RSA-2048: 1,860/s through
-  // piscina vs the figure in the sign bench through libuv. Digest mode has no async form in Node.
+  // the key or message to a worker, and both cores sign; on RSA-2048 it measured faster than
+  // piscina (bench/results/design-figures.md). Digest mode has no async form in Node.
   if (input.digest === undefined) {
     const r = await signMessageAsync(versionOf(key, v), input, algorithm);
     return {
@@ -271,7 +274,7 @@ export async function sign(ctx: AppContext, tenantId: string, body: SignBody) {
  * retained versions newest first. A version named below minDecryptionVersion is key-version-retired.
  */
 export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'sign');
   const input = signInput(body);
   const signature = b64(body.signature, 'signature');
@@ -305,7 +308,7 @@ export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody
 
 /** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
 export async function encapsulateKey(ctx: AppContext, tenantId: string, body: EncapsulateBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
   const r = await place(
@@ -331,7 +334,7 @@ export async function encapsulateKey(ctx: AppContext, tenantId: string, body: En
 
 /** `{kid, ciphertext, version?}` → `{sharedSecret}`. */
 export async function decapsulateKey(ctx: AppContext, tenantId: string, body: DecapsulateBody) {
-  const key = await usableKey(ctx, tenantId, body.kid);
+  const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
   const v = body.version ?? key.currentVersion;
   if (!key.versions.has(v))

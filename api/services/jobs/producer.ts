@@ -67,7 +67,7 @@ export const jobsProducer = perContext(async (ctx): Promise<JobsProducer> => {
   queue.on('error', (err) =>
     ctx.logger.warn({ err: err.message }, 'job queue: redis connection error'),
   );
-  ctx.closers.push({ name: 'job queue', close: () => queue.close() });
+  ctx.closers.add('job queue', () => queue.close());
   return { settings, baseUrl: ctx.config.publicBaseUrl, queue, redis: ctx.redis };
 });
 

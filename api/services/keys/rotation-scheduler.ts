@@ -102,7 +102,7 @@ export function startRotationScheduler(ctx: AppContext, intervalMs: number): Rot
  */
 export function attachRotationScheduler(ctx: AppContext): RotationScheduler {
   const rotation = startRotationScheduler(ctx, ctx.config.keyRotationCheckMs);
-  ctx.closers.push({ name: 'key rotation scheduler', close: () => rotation.close() });
+  ctx.closers.add('key rotation scheduler', () => rotation.close());
   ctx.rotation = rotation;
   return rotation;
 }

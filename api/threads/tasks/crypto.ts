@@ -44,8 +44,8 @@ async function task<T>(body: () => T | Promise<T>): Promise<T> {
 }
 
 /**
- * Loaded keys by SHA-256 of their material (and identity): parsing PKCS#8 costs 130 to 250 µs, as
- * much as the RSA operation itself. Keyed by the bytes, never by the kid alone, so a cached key is
+ * Loaded keys by SHA-256 of their material (and identity): parsing PKCS#8 costs as much as the
+ * RSA operation itself (bench/results/design-figures.md). Keyed by the bytes, never by the kid alone, so a cached key is
  * only ever used when the caller sends that very material again (the caller checks key state).
  */
 const CACHE_LIMIT = 256;

@@ -1,19 +1,21 @@
 /**
  * The one key lookup (shared/keys), as the API and the worker use it: the tenant id in any case
  * spelling names one key, one cache entry and one change ref; a kid no key can have is not found
- * everywhere; a usable key is active and of the asked usage; listings filter by state and type.
- * Built from shared/ alone (database, master key, change feed, cache), as the worker builds it.
+ * everywhere; a usable key is active and of the asked usage; listings filter by state and type;
+ * the CMS resolver answers a key the cache holds without SQL. Built from shared/ alone, by the
+ * key plane both processes open (shared/key-plane.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../support/database.ts';
-import { openDatabase, type Db } from '../../../shared/db/knex.ts';
-import { createMasterKey, type MasterKey } from '../../../shared/crypto/master-key.ts';
+import type { Db } from '../../../shared/db/knex.ts';
+import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import { generateKeyMaterial, serializeMaterial } from '../../../shared/crypto/material.ts';
 import { PQC_KEY_TYPES, type KeyType } from '../../../shared/crypto/registry.ts';
 import { createLogger } from '../../../shared/logger.ts';
-import { createChangeFeed, type ChangeFeed } from '../../../shared/fanout/change-feed.ts';
-import { createKeyCache, type KeyCache } from '../../../shared/keys/cache.ts';
+import { loadConfig } from '../../../shared/config/index.ts';
+import { openKeyPlane, type KeyPlane } from '../../../shared/key-plane.ts';
+import type { KeyCache } from '../../../shared/keys/cache.ts';
 import type { KeyState } from '../../../shared/keys/lifecycle.ts';
 import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
 import { publicKeysOf } from '../../../shared/keys/public-view.ts';
@@ -28,11 +30,13 @@ const logger = createLogger(
   }),
 );
 let database: TestDatabase;
+let plane: KeyPlane;
 let db: Db;
 let master: MasterKey;
-let feed: ChangeFeed;
 let keys: KeyCache;
 let tenantId: string;
+/** The resolver hands the certificate over as stored; no parser reads it on this path. */
+const CERTIFICATE = Buffer.from('a stand-in for a DER certificate');
 
 /** What a promise rejected with (its code), or 'resolved'. */
 const codeOf = (p: Promise<unknown>) =>
@@ -41,17 +45,20 @@ const codeOf = (p: Promise<unknown>) =>
     (err: { code?: string }) => err.code,
   );
 
-/** Stores a key with version 1 sealed as the key store seals it (bound to the canonical tenant id). */
+/**
+ * Stores a key with version 1 sealed as the key store seals it (bound to the canonical tenant id),
+ * with `certificate` as its chain's leaf when given; in the test's tenant unless `owner` is given.
+ */
 async function addKey(
   kid: string,
   type: KeyType,
   usage: string,
-  state: KeyState = 'active',
+  { state = 'active', certificate, owner = tenantId }: AddedKey = {},
 ): Promise<void> {
   const id = randomUUID();
   await db('keys').insert({
     id,
-    tenant_id: tenantId,
+    tenant_id: owner,
     kid,
     type,
     usage,
@@ -60,11 +67,36 @@ async function addKey(
     source: 'generated',
   });
   const material = master.seal(serializeMaterial(await generateKeyMaterial(type)), {
-    tenantId,
+    tenantId: owner,
     kid,
     version: 1,
   });
-  await db('key_versions').insert({ id: randomUUID(), key_id: id, version: 1, material });
+  await db('key_versions').insert({
+    id: randomUUID(),
+    key_id: id,
+    version: 1,
+    material,
+    certificate_chain: certificate ? JSON.stringify([certificate.toString('base64')]) : null,
+  });
+}
+
+interface AddedKey {
+  state?: KeyState;
+  certificate?: Buffer;
+  owner?: string;
+}
+
+/** The SQL statements `run` sent to the database. */
+async function queriesOf(run: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const count = (q: { sql: string }) => sent.push(q.sql);
+  db.on('query', count);
+  try {
+    await run();
+  } finally {
+    db.off('query', count);
+  }
+  return sent;
 }
 
 /** Changes a key's state as the key store does: the change commits with it and reaches every cache. */
@@ -78,22 +110,30 @@ async function setState(anyTenantId: string, kid: string, state: KeyState): Prom
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  db = await openDatabase({ databaseUrl: database.url });
-  master = createMasterKey(Buffer.alloc(32, 9));
-  feed = await createChangeFeed(db, logger);
-  keys = createKeyCache(db, master, feed);
-  feed.start();
+  const config = loadConfig({
+    ...(database.url ? { DATABASE_URL: database.url } : {}),
+    KEYWARD_MASTER_KEY: Buffer.alloc(32, 9).toString('base64'),
+  });
+  plane = await openKeyPlane(config, {
+    logger,
+    embedded: 'memory',
+    connectRedis: async () => undefined,
+  });
+  ({ db, masterKey: master, keys } = plane);
+  plane.changes.start();
   tenantId = randomUUID();
   await db('tenants').insert({ id: tenantId, name: `t-${tenantId.slice(0, 8)}` });
   await addKey('enc-1', 'aes-256', 'encrypt');
   await addKey('sig-1', 'ec-p256', 'sign');
   await addKey('kem-1', 'ml-kem-768', 'encrypt');
-  await addKey('gone-1', 'aes-256', 'encrypt', 'archived');
+  await addKey('gone-1', 'aes-256', 'encrypt', { state: 'archived' });
 });
 
 afterAll(async () => {
-  await feed.close();
-  await db.destroy();
+  const closing = plane.closers.close();
+  // As BullMQ's Worker.close(): a second close answers the first call's promise.
+  expect(plane.closers.close()).toBe(closing);
+  await closing;
   await database.drop();
 });
 
@@ -156,5 +196,25 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
         }),
       ),
     ).toEqual(['kem-1']);
+  });
+
+  it('when the CMS resolver asks for a key the cache holds, then it answers key and certificate without SQL; a change of the key reads it again', async () => {
+    const owner = randomUUID();
+    await db('tenants').insert({ id: owner, name: `t-${owner.slice(0, 8)}` });
+    await addKey('cert-1', 'ec-p256', 'sign', { certificate: CERTIFICATE, owner });
+    const resolver = tenantKeyResolver({ db, keys }, owner, null);
+    const first = await resolver.byKid('cert-1', 'sign');
+    expect(first).toMatchObject({ kid: 'cert-1', version: 1, certificate: CERTIFICATE });
+    let hit;
+    expect(
+      await queriesOf(async () => {
+        hit = await resolver.byKid('cert-1', 'sign');
+      }),
+    ).toEqual([]);
+    expect(hit).toMatchObject({ kid: 'cert-1', version: 1, certificate: CERTIFICATE });
+    expect(hit!.privateKey).toBe(first!.privateKey);
+    await keys.invalidate(owner, 'cert-1');
+    const reread = await queriesOf(() => resolver.byKid('cert-1', 'sign'));
+    expect(reread.length).toBeGreaterThan(0);
   });
 });

@@ -41,7 +41,7 @@ describe('review R1: a cancel channel subscribed while Redis is away', () => {
 
   it('when Redis comes back after the worker subscribed, then a cancel published afterwards reaches the listener', async () => {
     proxy.refuse();
-    // The worker's own client (workers/run.ts): maxRetriesPerRequest 2, with an error listener.
+    // The worker's own client (workers/start.ts): maxRetriesPerRequest 2, with an error listener.
     redis = new Redis({
       host: '127.0.0.1',
       port: proxy.port,

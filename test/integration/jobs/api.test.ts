@@ -9,7 +9,7 @@ import { api, makeTenant, workloadToken } from '../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
 import { JOB_ENDPOINTS } from '../../../api/routes/v3/migration/jobs.ts';
 import { endpointRouter } from '../../../api/http/endpoint.ts';
-import { createUploadsRouter } from '../../../api/routes/v3/migration/uploads.ts';
+import { UPLOAD_ENDPOINTS } from '../../../api/routes/v3/migration/uploads.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';
 
@@ -299,7 +299,7 @@ describe('the OpenAPI document covers the jobs routes', () => {
             ]),
         );
     const registered = [
-      ...routesOf(createUploadsRouter(ctx), '/api/v3/migration/uploads'),
+      ...routesOf(endpointRouter(ctx, UPLOAD_ENDPOINTS), '/api/v3/migration/uploads'),
       ...routesOf(endpointRouter(ctx, JOB_ENDPOINTS), '/api/v3/migration/jobs'),
     ];
     expect(registered.length).toBe(9); // with DELETE of uploads and of job results (issue 13)

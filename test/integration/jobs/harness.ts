@@ -1,7 +1,7 @@
 /**
  * What the jobs tests share: the API in-process over a fresh Postgres database (worker processes
  * read the same keys) with s3rver as object storage and real Redis, worker child processes
- * (`node workers/main.ts`), tenants with imported openssl keys, and small HTTP helpers.
+ * (`node workers/worker.ts`), tenants with imported openssl keys, and small HTTP helpers.
  * Needs Postgres (TEST_DATABASE_URL or 127.0.0.1:5432) and Redis (TEST_REDIS_URL or 127.0.0.1:6379).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -137,12 +137,12 @@ export interface WorkerChild {
   stop(): Promise<number | string | null>;
 }
 
-/** Spawns `node workers/main.ts` and waits for its ready line. */
+/** Spawns `node workers/worker.ts` and waits for its ready line. */
 export async function spawnWorker(
   env: NodeJS.ProcessEnv,
   timeoutMs = 20_000,
 ): Promise<WorkerChild> {
-  const child = spawn(process.execPath, [join(root, 'workers/main.ts')], {
+  const child = spawn(process.execPath, [join(root, 'workers/worker.ts')], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

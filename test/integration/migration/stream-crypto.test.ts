@@ -256,6 +256,23 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     ).toBe(415);
   });
 
+  it('when rotateContentKey is not true or false (1, 0, empty), then 400 naming it: the query is read by the row, as every documented boolean is', async () => {
+    const ct = enveloped.headers.get('content-type')!;
+    for (const raw of ['1', '0', '', 'yes']) {
+      const r = await reencrypt(
+        enveloped.body,
+        ct,
+        `kid=${keys.target.kid}&rotateContentKey=${raw}`,
+      );
+      const problem = r.json<{ status: number; detail: string }>();
+      expect([raw, problem.status, problem.detail]).toEqual([
+        raw,
+        400,
+        expect.stringMatching(/^rotateContentKey /),
+      ]);
+    }
+  });
+
   it('when the token is a HUMAN (service-admin) token, then 401: the crypto paths take service-core tokens only', async () => {
     expect(
       (

@@ -85,7 +85,7 @@ describe('Dockerfile', () => {
 
   it.each([
     ['api', 'api/server.ts'],
-    ['worker', 'workers/main.ts'],
+    ['worker', 'workers/worker.ts'],
   ])(
     'when the %s target runs, then as a non-root user, with a healthcheck, running `node` directly',
     (target, entry) => {

@@ -35,6 +35,36 @@ describe('the buffered log destination', () => {
     expect(f.text()).toBe(Array.from({ length: 100 }, (_, i) => `line ${i}\n`).join(''));
   });
 
+  it('when a line is written while a full batch is in flight and no line follows, then it still goes out', async () => {
+    // The queue worker's start (test/integration/jobs/resilience.test.ts): a batch went out with
+    // no flush timer armed, "keyward worker ready" came while that write was in flight, and
+    // nothing was logged after it, so the line stayed in memory and the worker looked stuck.
+    const f = file('in-flight.log');
+    const dest = bufferedDestination({ fd: f.fd, batchBytes: 64, flushMs: 20, maxBytes: 1 << 24 });
+    const full = `${'x'.repeat(100)}\n`;
+    dest.write(full); // a full batch: written at once, no timer armed
+    dest.write('keyward worker ready\n'); // the write above has not called back yet
+    // No deadline of ours: with the line left behind, this waits until the test's own timeout.
+    while (!f.text().includes('ready')) await new Promise((r) => setTimeout(r, 10));
+    expect(f.text()).toBe(`${full}keyward worker ready\n`);
+  });
+
+  it('when a line is written while the batch the flush timer sent is in flight, then it still goes out', async () => {
+    const f = file('timer-in-flight.log');
+    const dest = bufferedDestination({
+      fd: f.fd,
+      batchBytes: 1 << 20,
+      flushMs: 20,
+      maxBytes: 1 << 24,
+    });
+    dest.write('start-up: migrations done\n'); // arms the flush timer
+    // Same delay, armed in the same tick after the destination's: it runs in the same timers
+    // phase right after the timer sent its batch, before that write's callback can run.
+    setTimeout(() => dest.write('keyward worker ready\n'), 20);
+    while (!f.text().includes('ready')) await new Promise((r) => setTimeout(r, 10));
+    expect(f.text()).toBe('start-up: migrations done\nkeyward worker ready\n');
+  });
+
   it('when many batches are written and then flushed, then every line is out when the flush calls back', async () => {
     const f = file('flush.log');
     const dest = bufferedDestination({

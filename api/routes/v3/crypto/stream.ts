@@ -1,130 +1,162 @@
 /**
- * Stream re-encryption and re-signing of convert results (contract 5), mounted at
+ * Stream re-encryption and re-signing of convert results (contract 5) as route rows, mounted at
  * /api/v3/crypto/stream behind the service-core bearer check. Both take the output of convert
  * exactly as it was returned and stream it: the JWE ciphertext flows through with backpressure,
  * the JWS content is hashed as it arrives.
  */
-import { Router, type RequestHandler } from 'express';
-import type { AppContext } from '../../../context.ts';
-import { route } from '../../../http/route.ts';
+import Type from 'typebox';
+import { endpoint } from '../../../http/endpoint.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
 import { streamedOperation } from '../../../http/streamed-operation.ts';
-import { authorize } from '../../../middleware/authenticate.ts';
-import { apiRateLimit } from '../../../middleware/rate-limit.ts';
+import {
+  DECRYPTING_429,
+  JWE_EXAMPLE,
+  JWE_LAYOUT,
+  JWS_EXAMPLE,
+  Jws,
+  TargetKid,
+} from '../../../http/stream-schemas.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
 import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { MixedReader, mixedBoundary } from '../../../../shared/jose/mixed-reader.ts';
 import { reencryptStream } from '../../../../shared/jose/reencrypt.ts';
 import { startResign } from '../../../../shared/jose/resign.ts';
-import {
-  acceptOneOf,
-  labelFor,
-  rawBody,
-  responseSelection,
-  sendStreamed,
-} from '../../../http/streaming.ts';
+import { labelFor, rawBody, sendStreamed } from '../../../http/streaming.ts';
 import { problem } from '../../../../shared/errors/index.ts';
 
 const MAX_SIGNATURE_BYTES = 64 * 1024;
-
-/** The `kid` query parameter: the target key. */
-function targetKid(query: unknown): string {
-  const kid = (query as Record<string, unknown>).kid;
-  if (typeof kid !== 'string' || kid === '' || kid.length > 256)
-    throw problem('validation_failed', 'the kid query parameter (the target key) is required');
-  return kid;
-}
-
-function flag(query: unknown, name: string): boolean {
-  const v = (query as Record<string, unknown>)[name];
-  if (v === undefined || v === 'false' || v === '0') return false;
-  if (v === 'true' || v === '1' || v === '') return true;
-  throw problem('validation_failed', `${name} must be true or false`);
-}
+const MIXED = ['multipart/mixed'];
+const JWS_TYPES = ['application/octet-stream', 'application/json'];
 
 /** POST reencrypt?kid=: multipart/mixed JWE in, the same layout for the target key out. */
-function reencryptHandler(ctx: AppContext): RequestHandler {
-  return streamedOperation(ctx, 'crypto.stream.reencrypt', async (op, req, res) => {
-    const kid = (op.target = targetKid(req.query));
-    const rotateContentKey = flag(req.query, 'rotateContentKey');
-    op.details = { rotateContentKey };
-    const boundary = mixedBoundary(req.headers['content-type']);
-    if (!boundary)
-      throw problem(
-        'unsupported_media_type',
-        'send the multipart/mixed result of convert-pkcs7-to-jose exactly as it was returned, with its boundary',
-      );
-    const reader = new MixedReader(op.countIn(rawBody(req)), boundary);
-    const result = await reencryptStream(reader, {
-      resolver: callerKeyResolver(ctx, req.auth, 'stream'),
-      targetKid: kid,
-      rotateContentKey,
-    });
-    op.bytesOut = await sendStreamed(res, labelFor(req, [result.contentType]), result.body);
-    op.details = { sourceKid: result.sourceKid, rotateContentKey };
-  });
-}
+const reencrypt = endpoint({
+  method: 'post',
+  path: '/reencrypt',
+  operationId: 'streamReencrypt',
+  tag: 'crypto',
+  summary: 'Re-encrypt a convert JWE for another key, streaming',
+  description:
+    'Opening the content key decrypts (contract 10), hence crypto.decrypt; service-core token. Failures count against the decryption-failure budget (429 past it), and a content key that cannot be unwrapped is replaced by a random one, so it fails at the tag like any other failure. The body is the multipart/mixed result of convert exactly as returned (with its Content-Type and boundary). The content key is opened with the tenant key the recipient header names and wrapped for `kid` (RSA-OAEP-256 for RSA, ECDH-ES+A256KW for EC, AnKW for AES keys); the ciphertext and tag pass byte for byte, the tag being checked on the way. With rotateContentKey=true the content is re-encrypted under a fresh key and IV with AES-GCM of the same key size (AnCBC-HSm becomes AnGCM). A trailing JWS part passes unchanged. A tag that fails cuts the answer before its closing delimiter (or is a 400 problem when the input is small).',
+  // Re-encrypting opens the content key: it decrypts, so it needs crypto.decrypt too (contract 10).
+  access: { allOf: ['crypto.stream.reencrypt', 'crypto.decrypt'] },
+  budget: 'crypto.stream.reencrypt',
+  negotiate: { types: MIXED, select: true },
+  query: Type.Object({
+    kid: TargetKid(),
+    rotateContentKey: Type.Optional(Type.Boolean({ default: false })),
+  }),
+  request: { media: { 'multipart/mixed': {} } },
+  answer: {
+    status: 200,
+    description: `the same layout for the target key: ${JWE_LAYOUT}`,
+    content: {
+      'multipart/mixed': { example: JWE_EXAMPLE.replaceAll('archive-2026#1', 'archive-2027#1') },
+    },
+  },
+  problems: {
+    400: 'decryption-failed (wrong key, bad tag), jose-malformed, validation-failed (kid missing)',
+    404: 'key-not-found: the source or target kid is not a key of this tenant',
+    409: 'key-suspended, key-revoked',
+    415: 'unsupported-media-type (not multipart/mixed), jose-unsupported (enc, alg, several recipients, zip, crit)',
+    422: 'cms-key-unusable: the target key cannot receive a JWE; key-usage-mismatch: the source or target key is not of usage encrypt',
+    429: DECRYPTING_429,
+  },
+  extensions: { 'x-keyward-decrypts': true },
+  handle: (ctx, input) =>
+    streamedOperation(ctx, input, 'crypto.stream.reencrypt', async (op) => {
+      const { req, res, query } = input;
+      const kid = (op.target = query.kid);
+      const rotateContentKey = query.rotateContentKey ?? false;
+      op.details = { rotateContentKey };
+      const boundary = mixedBoundary(req.headers['content-type']);
+      if (!boundary)
+        throw problem(
+          'unsupported_media_type',
+          'send the multipart/mixed result of convert-pkcs7-to-jose exactly as it was returned, with its boundary',
+        );
+      const reader = new MixedReader(op.countIn(rawBody(req)), boundary);
+      const result = await reencryptStream(reader, {
+        resolver: callerKeyResolver(ctx, input.claims, 'stream'),
+        targetKid: kid,
+        rotateContentKey,
+      });
+      op.bytesOut = await sendStreamed(res, labelFor(req, [result.contentType]), result.body);
+      op.details = { sourceKid: result.sourceKid, rotateContentKey };
+    }),
+});
 
 /** POST resign?kid=: `signature` (the JWS object) then `file` (the content) in; a new JWS object out. */
-function resignHandler(ctx: AppContext): RequestHandler {
-  return streamedOperation(ctx, 'crypto.stream.resign', async (op, req, res) => {
-    const kid = (op.target = targetKid(req.query));
-    const form = (op.form = streamMultipart(req));
-    const sig = await form.next();
-    if (!sig || sig.name !== 'signature')
-      throw problem(
-        'validation_failed',
-        'the signature part (the JWS object from convert) must come first, before the file part',
-      );
-    const resigning = await startResign(await sig.text(MAX_SIGNATURE_BYTES), {
-      resolver: tenantKeyResolver(ctx, req.auth.tenantId, null),
-      targetKid: kid,
-    });
-    const file = await form.next();
-    if (!file || file.name !== 'file')
-      throw problem(
-        'validation_failed',
-        'the file part (the signed content) is required after the signature part',
-      );
-    for await (const chunk of op.countIn(file.body)) resigning.update(chunk);
-    const extra = await form.next();
-    if (extra)
-      throw problem(
-        'validation_failed',
-        `unexpected part ${extra.name.slice(0, 64)} after the file part`,
-      );
-    const jws = resigning.finish();
-    const label = labelFor(req, ['application/octet-stream', 'application/json']);
-    const body = Buffer.from(JSON.stringify(jws));
-    res.status(200).type(label).send(body);
-    op.bytesOut = body.length;
-    op.details = { sourceKid: resigning.sourceKid };
-  });
-}
+const resign = endpoint({
+  method: 'post',
+  path: '/resign',
+  operationId: 'streamResign',
+  tag: 'crypto',
+  summary: 'Re-sign a convert JWS with another key, streaming',
+  description:
+    'Service-core token. Parts in order: `signature` (the JWS object exactly as convert returned it) then `file` (the content it covers). The old signature is verified with the tenant key its kid names while the content streams; the answer is a new detached JWS of the same form (same b64, kid in protected) by `kid`, whose alg follows that key (the hash size and PS family of the old alg are kept where the key allows).',
+  access: { anyOf: ['crypto.stream.resign'] },
+  budget: 'crypto.stream.resign',
+  negotiate: { types: JWS_TYPES, select: true },
+  query: Type.Object({ kid: TargetKid() }),
+  request: {
+    media: {
+      'multipart/form-data': {
+        schema: Type.Object({ signature: Jws, file: Type.String({ format: 'binary' }) }),
+        encoding: { signature: { contentType: 'application/json' } },
+      },
+    },
+  },
+  answer: {
+    status: 200,
+    description: 'the new detached JWS object',
+    content: {
+      'application/octet-stream': { schema: Jws },
+      'application/json': { schema: Jws, example: JWS_EXAMPLE },
+    },
+  },
+  problems: {
+    400: 'jose-malformed, validation-failed (missing or misplaced part, kid missing)',
+    404: 'key-not-found: the old or target kid is not a key of this tenant',
+    409: 'key-suspended, key-revoked',
+    415: 'jose-unsupported (alg, crit, attached payload), unsupported-media-type',
+    422: 'signature-invalid, jose-content-too-large (EdDSA over 64 MiB), cms-key-unusable (the target key cannot sign), key-usage-mismatch (the source or target key is not of usage sign)',
+  },
+  handle: (ctx, input) =>
+    streamedOperation(ctx, input, 'crypto.stream.resign', async (op) => {
+      const { req, res, query } = input;
+      const kid = (op.target = query.kid);
+      const form = (op.form = streamMultipart(req));
+      const sig = await form.next();
+      if (!sig || sig.name !== 'signature')
+        throw problem(
+          'validation_failed',
+          'the signature part (the JWS object from convert) must come first, before the file part',
+        );
+      const resigning = await startResign(await sig.text(MAX_SIGNATURE_BYTES), {
+        resolver: tenantKeyResolver(ctx, input.claims.tenantId, null),
+        targetKid: kid,
+      });
+      const file = await form.next();
+      if (!file || file.name !== 'file')
+        throw problem(
+          'validation_failed',
+          'the file part (the signed content) is required after the signature part',
+        );
+      for await (const chunk of op.countIn(file.body)) resigning.update(chunk);
+      const extra = await form.next();
+      if (extra)
+        throw problem(
+          'validation_failed',
+          `unexpected part ${extra.name.slice(0, 64)} after the file part`,
+        );
+      const jws = resigning.finish();
+      const label = labelFor(req, JWS_TYPES);
+      const body = Buffer.from(JSON.stringify(jws));
+      res.status(200).type(label).send(body);
+      op.bytesOut = body.length;
+      op.details = { sourceKid: resigning.sourceKid };
+    }),
+});
 
-/** Mounted at /api/v3/crypto/stream. */
-export function createCryptoStreamRouter(ctx: AppContext): Router {
-  const router = Router();
-  const mixed = ['multipart/mixed'];
-  const jws = ['application/octet-stream', 'application/json'];
-  route(router, '/reencrypt', {
-    post: [
-      // Re-encrypting opens the content key: it decrypts, so it needs crypto.decrypt too (contract 10).
-      authorize(ctx, 'crypto.stream.reencrypt', 'crypto.decrypt'),
-      apiRateLimit(ctx, 'crypto.stream.reencrypt'),
-      acceptOneOf(mixed),
-      responseSelection(mixed),
-      reencryptHandler(ctx),
-    ],
-  });
-  route(router, '/resign', {
-    post: [
-      authorize(ctx, 'crypto.stream.resign'),
-      apiRateLimit(ctx, 'crypto.stream.resign'),
-      acceptOneOf(jws),
-      responseSelection(jws),
-      resignHandler(ctx),
-    ],
-  });
-  return router;
-}
+/** The rows mounted at /api/v3/crypto/stream. */
+export const CRYPTO_STREAM_ENDPOINTS = [reencrypt, resign];

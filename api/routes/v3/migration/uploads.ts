@@ -1,65 +1,91 @@
 /**
  * PUT /api/v3/migration/uploads/{name} (contract 6): streams an input into the tenant's object
- * storage, for a job to read later; DELETE removes it (audited). The tenant always comes from the
- * token.
+ * storage, for a job to read later; DELETE removes it (audited). Route rows; the tenant always
+ * comes from the token.
  */
-import { Router } from 'express';
-import type { AppContext } from '../../../context.ts';
+import Type from 'typebox';
 import { sourceVersionOf } from '../../../../shared/queues/index.ts';
 import { tenantStore } from '../../../../shared/storage/index.ts';
-import { route } from '../../../http/route.ts';
-import { param } from '../../../http/params.ts';
-import { actorOf } from '../../../access/checks.ts';
-import { authorize } from '../../../middleware/authenticate.ts';
+import { endpoint } from '../../../http/endpoint.ts';
 import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
-import { apiRateLimit } from '../../../middleware/rate-limit.ts';
 import { objectStoreOf } from '../../../services/jobs/producer.ts';
 import { rawBody } from '../../../http/streaming.ts';
 import { streamedOperation } from '../../../http/streamed-operation.ts';
 
-/** Mounted at /api/v3/migration/uploads (after authentication). */
-export function createUploadsRouter(ctx: AppContext): Router {
-  const router = Router();
-  route(router, '/*name', {
-    put: [
-      authorize(ctx, 'migration.uploads.write'),
-      apiRateLimit(ctx, 'migration.uploads.write'),
-      streamedOperation(ctx, 'migration.upload', async (op, req, res) => {
-        const objects = tenantStore(await objectStoreOf(ctx), req.auth.tenantId);
-        // The request itself is the body: streamed into storage, visible only once complete. It
-        // goes in as an iterator that leaves the socket alone when the store gives up (a store
-        // destroys a Readable body on failure, which dropped the connection before the refusal
-        // was written).
-        const info = await objects.put(param(req, 'name'), op.countIn(rawBody(req)), {
-          contentType: req.headers['content-type'],
-        });
-        op.target = info.key.slice(0, 512);
-        op.details = { size: info.size };
-        const body = JSON.stringify({
-          key: info.key,
-          size: info.size,
-          version: sourceVersionOf((await objects.head(info.key)) ?? info),
-        });
-        res.status(201).type('application/json').send(body);
-        op.bytesOut = body.length;
-      }),
-    ],
-    delete: [
-      authorize(ctx, 'migration.uploads.write'),
-      apiRateLimit(ctx, 'migration.uploads.write'),
-      async (req, res) => {
-        const r = await deleteUpload(ctx, req.auth.tenantId, param(req, 'name'));
-        ctx.audit.record({
-          tenantId: req.auth.tenantId,
-          actor: actorOf(req),
-          action: 'migration.upload.delete',
-          target: r.key.slice(0, 512),
-          outcome: 'success',
-          details: { size: r.size },
-        });
-        res.status(204).end();
-      },
-    ],
-  });
-  return router;
-}
+const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
+const TAG = 'migration jobs';
+const STORAGE_PROBLEMS = { 400: 'invalid key', 503: 'storage-unavailable' };
+
+/** The object key: a wildcard path parameter (`/` allowed), checked by the store. */
+const ObjectName = (description: string) =>
+  Type.Object({ name: Type.String({ description, examples: [SOURCE_KEY] }) });
+
+const Stored = Type.Object(
+  { key: Type.String(), size: Type.Integer({ minimum: 0 }), version: Type.String() },
+  {
+    examples: [{ key: SOURCE_KEY, size: 1048576, version: '"9b2cf535f27731c974343645a3985328"' }],
+  },
+);
+
+const upload = endpoint({
+  method: 'put',
+  path: '/*name',
+  operationId: 'uploadObject',
+  tag: TAG,
+  summary: 'Stream a file into your object storage',
+  description:
+    'The request body is the file, of any size, streamed into storage (multipart upload on S3); the object becomes visible only once complete. `name` may contain `/` and is the object key to use as `source.key`.',
+  access: { anyOf: ['migration.uploads.write'] },
+  budget: 'migration.uploads.write',
+  params: ObjectName(
+    'object key; no `..`, empty segments, backslashes or control characters; at most 1024 bytes',
+  ),
+  request: { media: { 'application/octet-stream': {} } },
+  answer: { status: 201, description: 'stored', media: 'application/json', schema: Stored },
+  problems: STORAGE_PROBLEMS,
+  handle: (ctx, input) =>
+    streamedOperation(ctx, input, 'migration.upload', async (op) => {
+      const { req, res } = input;
+      const objects = tenantStore(await objectStoreOf(ctx), input.claims.tenantId);
+      // The request itself is the body: streamed into storage, visible only once complete. It
+      // goes in as an iterator that leaves the socket alone when the store gives up (a store
+      // destroys a Readable body on failure, which dropped the connection before the refusal
+      // was written).
+      const info = await objects.put(input.params.name, op.countIn(rawBody(req)), {
+        contentType: req.headers['content-type'],
+      });
+      op.target = info.key.slice(0, 512);
+      op.details = { size: info.size };
+      const body = JSON.stringify({
+        key: info.key,
+        size: info.size,
+        version: sourceVersionOf((await objects.head(info.key)) ?? info),
+      });
+      res.status(201).type('application/json').send(body);
+      op.bytesOut = body.length;
+    }),
+});
+
+const remove = endpoint({
+  method: 'delete',
+  path: '/*name',
+  operationId: 'deleteUpload',
+  tag: TAG,
+  summary: 'Delete an uploaded file from your object storage',
+  description:
+    "Removes the object from the tenant's storage (audited as migration.upload.delete). Objects also go after MIGRATION_OBJECT_RETENTION seconds when the operator set it.",
+  access: { anyOf: ['migration.uploads.write'] },
+  budget: 'migration.uploads.write',
+  params: ObjectName('object key, as given to PUT'),
+  answer: { status: 204, description: 'deleted' },
+  problems: { ...STORAGE_PROBLEMS, 404: 'no such object in this tenant' },
+  handle: (ctx, { params, claims }) => deleteUpload(ctx, claims.tenantId, params.name),
+  audit: {
+    action: 'migration.upload.delete',
+    target: (_, r) => r.key.slice(0, 512),
+    details: (_, r) => ({ size: r.size }),
+  },
+});
+
+/** The rows mounted at /api/v3/migration/uploads. */
+export const UPLOAD_ENDPOINTS = [upload, remove];

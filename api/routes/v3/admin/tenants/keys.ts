@@ -1,15 +1,17 @@
 /**
  * Admin key routes (contract 3): create, list, read, change settings, rotate, suspend, resume,
- * revoke, archive, bulk orchestration and public keys, as route rows; keystore import (contract
- * 4), a multipart form, keeps a hand-written router. Never returns private material.
+ * revoke, archive, bulk orchestration and public keys, and keystore import (contract 4, a
+ * multipart form its handler reads), as route rows. Never returns private material.
  */
-import { Router } from 'express';
 import Type from 'typebox';
-import type { AppContext } from '../../../../context.ts';
 import { endpoint } from '../../../../http/endpoint.ts';
-import { route } from '../../../../http/route.ts';
 import { pageRequest } from '../../../../http/pagination.ts';
-import { importFromRequest } from '../../../../http/keystore-import.ts';
+import {
+  IMPORT_PROBLEMS,
+  ImportedKeys,
+  KEYSTORE_FORM,
+  importFromRequest,
+} from '../../../../http/keystore-import.ts';
 import {
   Body,
   PageOf,
@@ -20,7 +22,6 @@ import {
   Uuid,
 } from '../../../../http/schemas.ts';
 import { KeyRecord, PublicKeys } from '../../../../http/key-schemas.ts';
-import { authorize } from '../../../../middleware/authenticate.ts';
 import { changeKey, createKey, readKey } from '../../../../services/keys/store.ts';
 import { MAX_ROTATION_PERIOD_DAYS, applySettings } from '../../../../services/keys/settings.ts';
 import { tenantPolicy } from '../../../../services/policies.ts';
@@ -471,19 +472,24 @@ export const KEY_ENDPOINTS = [
 
 /**
  * Mounted at /api/v3/admin/tenants/:tenantId/keys/import-keystore, ahead of the key rows (whose
- * `/:kid` would answer its POST 405): a multipart form the JSON rows do not read, imported and
- * audited by http/keystore-import.ts, documented in api/openapi/admin.ts.
+ * `/:kid` would answer its POST 405): a multipart form the handler reads itself, imported and
+ * audited by http/keystore-import.ts.
  */
-export function createKeystoreImportRouter(ctx: AppContext): Router {
-  const router = Router({ mergeParams: true });
-  route(router, '/', {
-    post: [
-      authorize(ctx, 'admin.keys.import'),
-      async (req, res) => {
-        const keys = await importFromRequest(ctx, req);
-        res.status(201).json({ keys });
-      },
-    ],
-  });
-  return router;
-}
+export const KEYSTORE_IMPORT_ENDPOINTS = [
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'importKeystore',
+    tag,
+    summary:
+      'Import the keys of a PKCS#12 file or a PEM key with its certificate chain (contract 4)',
+    description:
+      "PKCS#12 with PBES2 (AES, PBKDF2, SHA-256 MAC) or legacy 3DES/RC2/SHA-1; PEM with a plain or encrypted private key. The chain is stored and the key is found by issuer and serial number or subject key identifier. Each key pair imports as one key whose `allowedUsages` are what the certificate's keyUsage/extendedKeyUsage allow of what its type does (digitalSignature or nonRepudiation: sign; keyEncipherment, dataEncipherment or keyAgreement: encrypt), or everything its type does when the certificate has neither extension (openssl req -x509 and keytool -genkeypair make such certificates): an RSA or EC key then both signs and encrypts. Its `usages` are all of them, or the one `usage` names (narrowed at import; PATCH usages changes them later within allowedUsages). Keys: RSA 2048/3072/4096, RSASSA-PSS 2048/3072/4096 (id-RSASSA-PSS PKCS#8 keys and certificates: sign only, type rsa-pss-*; a key whose RSASSA-PSS-params bind it to a hash other than SHA-256/384/512, to MGF1 over another hash, or to a salt longer than the hash is keystore-unsupported-algorithm when it is to sign), EC P-256/P-384/P-521, Ed25519, Ed448 (sign only), and X25519/X448 (encrypt only: they open CMS key agreement recipients, RFC 8418). Every key pair is checked for consistency. A PEM bundle or PKCS#12 file of certificates without any private key imports each certificate as a verify-only key (usage `verify`, contract 10): it verifies CMS signers (an outside sender's mail) and is never used to sign or decrypt; `trustAnchor=true` makes them the tenant's trust anchors for `verify: chain`. A failure stores nothing.",
+    access: { anyOf: ['admin.keys.import'] },
+    params: Tenant,
+    request: KEYSTORE_FORM,
+    answer: { status: 201, description: 'the imported keys', schema: ImportedKeys },
+    problems: IMPORT_PROBLEMS,
+    handle: (ctx, { req, params }) => importFromRequest(ctx, req, params.tenantId),
+  }),
+];

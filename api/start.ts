@@ -1,6 +1,7 @@
 /**
- * The API process: config, context, bootstrap, listen, and an ordered, idempotent shutdown on
- * SIGTERM/SIGINT (HTTP server, then pool, audit, Redis, database). With WEB_CONCURRENCY > 1 a
+ * The API process's start (its entry is api/server.ts, `npm start`): config, context, bootstrap,
+ * listen, and an ordered, idempotent shutdown on SIGTERM/SIGINT (HTTP server, then the context's
+ * parts newest first: api/context.ts). With WEB_CONCURRENCY > 1 a
  * node:cluster primary forks that many API processes sharing the port.
  */
 import cluster from 'node:cluster';

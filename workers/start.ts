@@ -1,9 +1,10 @@
 /**
- * The worker process (`npm run worker`): consumes the `convert` queue. Opens only what a
- * conversion needs: the database (DATABASE_URL, else the embedded database of the API started
- * with the same DATA_DIR) and master key (tenant keys, through the same key cache and
- * resolver as the API: shared/keys), the object store and Redis, with one subscriber connection
- * (shared/fanout/bus.ts) for both the change feed and the cancel channel. Any number of these
+ * The worker process's start (its entry is workers/worker.ts, `npm run worker`): consumes the
+ * `convert` queue. Opens only what a conversion needs: the key plane as the API opens it
+ * (shared/key-plane.ts: master key, database, Redis, fan-out, change feed, key cache;
+ * DATABASE_URL, else the embedded database of the API started with the same DATA_DIR), with one
+ * subscriber connection (shared/fanout/bus.ts) for both the change feed and the cancel channel,
+ * and the object store. Any number of these
  * processes may run on any number of machines; BullMQ hands each job to one of them and, when a
  * worker dies, gives the job to another once its lock expires (the stalled check).
  *
@@ -17,9 +18,8 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
-import { openDatabase } from '../shared/db/knex.ts';
-import { loadMasterKey } from '../shared/crypto/master-key.ts';
-import { checkKeyring } from '../shared/keys/sealed-items.ts';
+import { openKeyPlane } from '../shared/key-plane.ts';
+import type { Closers } from '../shared/closers.ts';
 import {
   createObjectStore,
   FsObjectStore,
@@ -38,16 +38,12 @@ import {
   type ConvertJobResult,
   type QueueSettings,
 } from '../shared/queues/index.ts';
-import { createKeyCache } from '../shared/keys/cache.ts';
 import { tenantKeyResolver } from '../shared/keys/cms-resolver.ts';
 import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import { createAuditLog } from '../shared/audit/log.ts';
-import { CHANNELS, createFanoutBus } from '../shared/fanout/bus.ts';
-import { createChangeFeed } from '../shared/fanout/change-feed.ts';
+import { CHANNELS } from '../shared/fanout/bus.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './metrics.ts';
-
-type Closer = { name: string; close: () => Promise<unknown> };
 
 function fail(message: string): never {
   console.error(`keyward worker: ${message}`);
@@ -86,30 +82,26 @@ async function openObjectStore(config: Config, logger: Logger): Promise<ObjectSt
 
 async function start(config: Config, settings: QueueSettings): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
-  const closers: Closer[] = [];
-  const master = loadMasterKey(config.masterKey, config.dataDir);
   // Without DATABASE_URL the worker uses the embedded database of the API of its DATA_DIR,
   // through that database's socket (shared/db/embedded.ts), taking turns with the API.
-  const db = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    attachEmbedded: !config.databaseUrl,
-    beforeMigrate: (conn) => checkKeyring(conn, master.key),
+  const plane = await openKeyPlane(config, {
+    logger,
+    embedded: 'attach',
+    // Its own client, unlike the API's (shared/redis.ts): ioredis's defaults, two retries per command.
+    connectRedis: async () => {
+      const client = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
+      client.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+      return client;
+    },
   });
-  closers.push({ name: 'database', close: () => db.destroy() });
-  const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 2 });
-  redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  closers.push({ name: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
-  const fanout = createFanoutBus(redis, logger);
-  closers.push({ name: 'fanout', close: () => fanout.close() });
-  const changes = await createChangeFeed(db, logger, fanout);
-  closers.push({ name: 'change feed', close: () => changes.close() });
-  const keys = createKeyCache(db, master.key, changes, logger);
+  const { db, keys, changes, fanout, closers } = plane;
+  // REDIS_URL is required (requireSetup), so the plane holds the client connected above.
+  const redis = plane.redis!;
   changes.start();
   const objects = await openObjectStore(config, logger);
   if (config.migrationObjectRetention > 0) {
     const sweeper = startRetentionSweeper(objects, config.migrationObjectRetention, logger);
-    closers.push({ name: 'retention sweeper', close: () => sweeper.close() });
+    closers.add('retention sweeper', () => sweeper.close());
     logger.info(
       { retentionSeconds: config.migrationObjectRetention },
       'deleting tenant objects past MIGRATION_OBJECT_RETENTION',
@@ -118,7 +110,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
 
   const metrics = createWorkerMetrics(logger);
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
-  closers.push({ name: 'audit log', close: () => audit.close() });
+  closers.add('audit log', () => audit.close());
   const budget = createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis });
   const processor = createConvertProcessor({
     objects,
@@ -189,7 +181,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const depth = new Queue(CONVERT_QUEUE, { connection: redis, prefix: settings.prefix });
   // Its connection's errors are the worker's own, logged once above; unheard they would throw.
   depth.on('error', (err) => logger.debug({ err: err.message }, 'queue depth reader error'));
-  closers.push({ name: 'queue depth', close: () => depth.close() });
+  closers.add('queue depth', () => depth.close());
   metrics.watchQueue(depth);
   await openMetricsPort(config, metrics, logger, () => worker.isRunning(), closers);
 
@@ -230,14 +222,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
       force.unref();
       await worker.close();
       clearTimeout(release);
-      while (closers.length > 0) {
-        const c = closers.pop()!;
-        await c
-          .close()
-          .catch((err: Error) =>
-            logger.warn({ err: err.message, part: c.name }, 'error while closing'),
-          );
-      }
+      await closers.close();
       logger.info('worker stopped');
       // The log is buffered (shared/log-destination.ts): out before process.exit, in order.
       await flushLogger(logger);
@@ -275,7 +260,7 @@ async function openMetricsPort(
   metrics: WorkerMetrics,
   logger: Logger,
   running: () => boolean,
-  closers: Closer[],
+  closers: Closers,
 ): Promise<void> {
   if (config.workerMetricsPort === 0) return;
   try {
@@ -284,15 +269,15 @@ async function openMetricsPort(
       port: config.workerMetricsPort,
       running,
     });
-    closers.push({
-      name: 'metrics port',
-      close: () =>
+    closers.add(
+      'metrics port',
+      () =>
         new Promise<void>((resolve) => {
           server.close(() => resolve());
           // A scraper's kept-alive connection must not hold the shutdown.
           server.closeAllConnections();
         }),
-    });
+    );
     logger.info({ address: server.address() }, 'worker metrics and health listening');
   } catch (err) {
     logger.error(
