@@ -13,7 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
-import { bearerClaims } from './middleware/authenticate.ts';
+import { bearerClaims } from './access/checks.ts';
 import { requestIdOf } from './middleware/request-context.ts';
 import {
   logFailure,
@@ -21,14 +21,8 @@ import {
   oauthShaped,
   problemResponse,
   toAppError,
-} from './middleware/errors.ts';
-import {
-  bytesMoved,
-  clientGone,
-  logAccess,
-  noteCut,
-  socketBytes,
-} from './middleware/access-log.ts';
+} from './access/problems.ts';
+import { bytesMoved, clientGone, logAccess, noteCut, socketBytes } from './http/access-log.ts';
 import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { bodyChecks, serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';

@@ -11,8 +11,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { OAuthError, problem } from '../../shared/errors/index.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { ConnectionRefusal, Metrics } from '../middleware/metrics.ts';
-import { oauthResponse, problemResponse } from '../middleware/errors.ts';
+import type { ConnectionRefusal, Metrics } from '../metrics.ts';
+import { oauthResponse, problemResponse } from '../access/problems.ts';
 
 /** Served on a connection over the caps, so that health stays answerable under a flood. */
 const HEALTH_PATHS = new Set(['/healthz', '/readyz']);

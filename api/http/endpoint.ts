@@ -16,20 +16,15 @@ import {
 import type { Static, TObject, TSchema } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import {
-  actorOf,
-  attemptOf,
-  requireAnyPermission,
-  requirePermissions,
-} from '../middleware/authenticate.ts';
-import { jsonBody } from '../middleware/body.ts';
+import { actorOf, attemptOf, requireAnyPermission, requirePermissions } from '../access/checks.ts';
+import { jsonBody } from './json-body.ts';
 import { abandonRaw, acceptOneOf, responseSelection } from './streaming.ts';
-import { consumeApiBudget } from '../middleware/rate-limit.ts';
-import { requireLegacyRole } from '../middleware/legacy-role.ts';
+import { consumeApiBudget } from '../access/budget.ts';
+import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { AppError, OAuthError, problem } from '../../shared/errors/index.ts';
-import { oauthShaped } from '../middleware/errors.ts';
+import { oauthShaped } from '../access/problems.ts';
 import { formBody } from './form-body.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';

@@ -1,5 +1,5 @@
 /**
- * The one JSON body reader of the API: the Express routes (api/middleware/body.ts) and the
+ * The one JSON body reader of the API: the Express routes (jsonBody, their body step) and the
  * runtime lane both call readJsonBody, so a path answers the same on either stack.
  * - No body (no Transfer-Encoding and no or a zero Content-Length, or zero bytes read): the
  *   body is undefined, whatever the media type says; the handler decides (RFC 9110 8.6).
@@ -10,6 +10,7 @@
  *   validation-failed (no endpoint takes a bare value).
  */
 import type { IncomingMessage } from 'node:http';
+import type { RequestHandler } from 'express';
 import { problem } from '../../shared/errors/index.ts';
 import { UnfitInput, canonicalInput } from '../../shared/ids.ts';
 import { unfitProblem } from './params.ts';
@@ -138,4 +139,21 @@ export async function readCanonicalJson(req: IncomingMessage, limit: number): Pr
   } catch (err) {
     throw err instanceof UnfitInput ? unfitProblem(err) : err;
   }
+}
+
+/**
+ * The JSON body step of the Express routes: the parsed body lands on req.body (made canonical
+ * there by the entry step), or stays undefined when the request has none; at most `limitBytes`
+ * (415, 413 and 400 problems otherwise).
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  const read: RequestHandler = async (req, res, next) => {
+    // A client announcing more than the cap is refused at once and asked to close, instead of
+    // waiting for its 413 until it has sent the whole body.
+    if (declaredTooLarge(req, limitBytes)) res.setHeader('Connection', 'close');
+    const body = await readJsonBody(req, limitBytes);
+    if (body !== undefined) req.body = body;
+    next();
+  };
+  return [read];
 }

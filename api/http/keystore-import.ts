@@ -10,7 +10,7 @@ import type { AppContext } from '../context.ts';
 import type { StreamRequest } from './endpoint.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { readSmallMultipart } from './multipart.ts';
-import { actorOf } from '../middleware/authenticate.ts';
+import { actorOf } from '../access/checks.ts';
 import { importKeystore } from '../services/keys/import.ts';
 import { KEY_STATES } from '../../shared/keys/lifecycle.ts';
 

@@ -8,8 +8,8 @@
 import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
-import { actorOf } from '../middleware/authenticate.ts';
-import { clientGone } from '../middleware/access-log.ts';
+import { actorOf } from '../access/checks.ts';
+import { clientGone } from './access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
 import { abandonRaw } from './streaming.ts';
 import { counted } from '../../shared/streams.ts';

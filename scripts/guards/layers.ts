@@ -26,9 +26,43 @@ export const LAYER_RULES: readonly LayerRule[] = [
     why: 'workers/ and shared/ never import api/: what both sides need lives in shared/',
   },
   {
+    files: ['api/', 'shared/'],
+    forbid: ['workers/'],
+    why: "workers/ is the queue worker process: the API's threads live in api/threads/, what both processes run in shared/",
+  },
+  {
+    files: ['api/threads/'],
+    forbid: [
+      'express',
+      'api/context.ts',
+      'api/services/',
+      'api/access/',
+      'api/http/',
+      'api/middleware/',
+      'api/routes/',
+      'api/openapi/',
+    ],
+    why: 'a thread has no process context: it takes its inputs by message and runs shared/ code',
+  },
+  {
     files: ['api/services/'],
-    forbid: ['express', 'api/routes/', 'api/middleware/', 'api/http/'],
+    forbid: ['express', 'api/routes/', 'api/middleware/', 'api/http/', 'api/access/'],
     why: 'services know nothing of HTTP, so a test or a worker can call them',
+  },
+  {
+    files: ['api/access/'],
+    forbid: ['express', 'api/http/', 'api/middleware/', 'api/routes/', 'api/openapi/'],
+    why: 'the access checks are transport-free: Express, the route rows and the runtime lane all call them',
+  },
+  {
+    files: ['api/http/'],
+    forbid: ['api/middleware/', 'api/routes/'],
+    why: 'the HTTP edge serves Express and the runtime lane alike: it never takes an Express adapter of api/middleware/',
+  },
+  {
+    files: ['api/middleware/'],
+    forbid: ['api/routes/', 'api/openapi/'],
+    why: 'middleware/ holds thin Express adapters over api/access/ and api/http/, below the routes',
   },
   {
     files: ['api/routes/'],

@@ -168,7 +168,7 @@ export function createDomainMetrics(registry: Registry): DomainMetrics {
   };
 }
 
-/** What the pool gauges read (workers/pool.ts WorkPool fits it). */
+/** What the pool gauges read (api/threads/pool.ts WorkPool fits it). */
 export interface PoolGaugeSource {
   utilization(): number;
   queueSize(): number;

@@ -1,7 +1,7 @@
 /**
  * The legacy runtime operations of spec 4.2, POST /api/crypto/{encrypt,decrypt,sign,verify}:
  * the v3 operations on the same per-route core (api/http/runtime-route.ts), behind legacy tokens
- * and legacy role names (api/middleware/legacy-role.ts).
+ * and legacy role names (api/access/legacy-role.ts).
  */
 import type { LegacyRuntimeRoute } from '../../http/runtime-route.ts';
 import { RUNTIME_OPERATIONS } from '../../http/runtime-contract.ts';

@@ -39,6 +39,17 @@ export interface AccessClaims {
 
 export type NewClaims = Omit<AccessClaims, 'iss' | 'jti' | 'iat' | 'exp'>;
 
+/**
+ * The token of an `Authorization: Bearer <token>` header, read the one way every bearer check
+ * reads it (the scheme name is case-insensitive, RFC 7235 2.1, RFC 6750 2.1): null when the
+ * header is absent, of another scheme, or carries no token.
+ */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header || header.slice(0, 7).toLowerCase() !== 'bearer ') return null;
+  const token = header.slice(7).trim();
+  return token === '' ? null : token;
+}
+
 export interface AccessTokens {
   /** Signs a new token; the ECDSA signature runs off the event loop (api/services/auth/token-signer.ts). */
   issue(claims: NewClaims, ttlSeconds: number): Promise<{ token: string; claims: AccessClaims }>;

@@ -14,7 +14,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
-import type { AccessClaims } from './access-tokens.ts';
+import { bearerToken, type AccessClaims } from './access-tokens.ts';
 import type { WorkloadCredentials } from './client-secrets.ts';
 import {
   authenticateWorkload,
@@ -55,16 +55,14 @@ const noCredentials = () =>
     { 'WWW-Authenticate': 'Bearer realm="keyward", Basic realm="keyward", charset="UTF-8"' },
   );
 
-const isBearer = (header: string | undefined) => !!header && /^bearer /i.test(header);
-
 /** The bearer form: the caller's own token must be fresh; it sees that token, or any with the platform permission. */
-async function bearerCaller(ctx: AppContext, req: IntrospectionRequest) {
+async function bearerCaller(ctx: AppContext, req: IntrospectionRequest, token: string) {
   if (req.form.client_id !== undefined || req.form.client_secret !== undefined)
     throw new OAuthError(
       'invalid_request',
       'the caller authenticated both with a bearer token and with client credentials; use one method (RFC 6749 2.3)',
     );
-  const caller = await ctx.auth.tokens.verifyFresh(req.authorization!.slice(7).trim());
+  const caller = await ctx.auth.tokens.verifyFresh(token);
   if (!caller)
     throw new OAuthError('invalid_client', 'the bearer token is not valid', 401, {
       'WWW-Authenticate': 'Bearer realm="keyward", error="invalid_token"',
@@ -129,7 +127,8 @@ export async function introspect(
 ): Promise<Record<string, unknown>> {
   if (!req.form.token) throw new OAuthError('invalid_request', 'token is required');
   let maySee: (claims: AccessClaims) => boolean;
-  if (isBearer(req.authorization)) maySee = await bearerCaller(ctx, req);
+  const bearer = bearerToken(req.authorization);
+  if (bearer !== null) maySee = await bearerCaller(ctx, req, bearer);
   else {
     const client = clientAuthOf(req.authorization, req.form);
     if (!client) throw noCredentials();

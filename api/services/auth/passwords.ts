@@ -5,7 +5,7 @@
  * their own address, and the owner's login from another address still works.
  */
 import type { Knex } from 'knex';
-import type { WorkPool } from '../../../workers/pool.ts';
+import type { WorkPool } from '../../threads/pool.ts';
 import { Role } from '../../../shared/db/models/identities.ts';
 import {
   clearLockout,

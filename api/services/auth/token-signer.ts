@@ -1,6 +1,6 @@
 /**
  * The ES256 signatures of access tokens, batched onto a signing thread of their own
- * (workers/token-sign-thread.ts): every token issued in one turn of the event loop is signed in
+ * (api/threads/token-sign-thread.ts): every token issued in one turn of the event loop is signed in
  * one message to the thread.
  *
  * Measured under client_credentials load (the figures are in bench/results/design-figures.md):
@@ -22,7 +22,7 @@ import { Worker } from 'node:worker_threads';
 import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
 import { poolThreadEnv } from '../../../shared/node-flags.ts';
 import type { Logger } from '../../../shared/logger.ts';
-import type { SignAnswer, SignRequest } from '../../../workers/token-sign-thread.ts';
+import type { SignAnswer, SignRequest } from '../../threads/token-sign-thread.ts';
 
 /** r || s (64 bytes) of ES256 over the signing input. */
 export type TokenSigner = (signingInput: string, key: KeyObject) => Promise<Buffer>;
@@ -33,7 +33,7 @@ export interface BatchedSigner {
   close(): Promise<void>;
 }
 
-const THREAD = new URL('../../../workers/token-sign-thread.ts', import.meta.url);
+const THREAD = new URL('../../threads/token-sign-thread.ts', import.meta.url);
 /**
  * Signatures per message; a busier turn sends several, and the thread answers each as soon as it
  * is signed, so the first tokens of a turn go out while the thread signs the rest: 22-23.7k
@@ -66,7 +66,7 @@ const onLibuv = (batch: Pending[]) => {
 
 /**
  * A signer that gathers the signatures asked for in one turn and signs them on its thread
- * (`thread`: the thread's file, workers/token-sign-thread.ts; tests give others). A thread that
+ * (`thread`: the thread's file, api/threads/token-sign-thread.ts; tests give others). A thread that
  * fails is logged, and no other is started for a while (BACKOFF_MS): a thread that cannot start
  * (out of memory or file descriptors) must not be started again every turn.
  */

@@ -6,7 +6,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import { redisKeys } from '../../../shared/queues/index.ts';
-import { onQueue, type JobsRuntime } from './runtime.ts';
+import { onQueue, type JobsProducer } from './producer.ts';
 import {
   batchChildIds,
   batchView,
@@ -23,7 +23,7 @@ import { problem } from '../../../shared/errors/index.ts';
 const WAITING = new Set(['waiting', 'wait', 'delayed', 'prioritized', 'waiting-children']);
 
 /** Stops one job (it belongs to `tenantId`: checked by the caller). Finished jobs are left alone. */
-async function stopJob(rt: JobsRuntime, job: ConvertJob): Promise<'stopped' | 'finished'> {
+async function stopJob(rt: JobsProducer, job: ConvertJob): Promise<'stopped' | 'finished'> {
   const state = await job.getState();
   if (state === 'completed' || state === 'failed') return 'finished';
   const p = rt.settings.prefix;
@@ -53,7 +53,7 @@ async function stopJob(rt: JobsRuntime, job: ConvertJob): Promise<'stopped' | 'f
 /** Cancels a conversion; null when the tenant has no such job. A finished job answers 409. */
 export async function cancelConvert(
   ctx: AppContext,
-  rt: JobsRuntime,
+  rt: JobsProducer,
   tenantId: string,
   id: string,
 ): Promise<ConvertView | null> {
@@ -77,7 +77,7 @@ export async function cancelConvert(
 /** Cancels every unfinished child of a batch; null when the tenant has no such batch. */
 export async function cancelBatch(
   ctx: AppContext,
-  rt: JobsRuntime,
+  rt: JobsProducer,
   tenantId: string,
   id: string,
 ): Promise<BatchView | null> {

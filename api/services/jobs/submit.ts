@@ -21,7 +21,7 @@ import {
   type BatchRecord,
   type ConvertJobData,
 } from '../../../shared/queues/index.ts';
-import { objectStoreOf, onQueue, type JobsRuntime } from './runtime.ts';
+import { objectStoreOf, onQueue, type JobsProducer } from './producer.ts';
 import {
   batchView,
   convertView,
@@ -92,7 +92,7 @@ export function parseSubmit(body: unknown): SubmitRequest {
 }
 
 /** Job options of every conversion: retries with exponential backoff, bounded retention. */
-export function jobOptions(rt: JobsRuntime, jobId: string): JobsOptions {
+export function jobOptions(rt: JobsProducer, jobId: string): JobsOptions {
   const age = rt.settings.retentionSeconds;
   return {
     jobId,
@@ -110,7 +110,7 @@ function relativeTo(prefix: string, key: string): string {
 
 /** Adds a job, or brings back the existing one: failed and cancelled jobs run again. */
 async function ensureJob(
-  rt: JobsRuntime,
+  rt: JobsProducer,
   data: ConvertJobData,
   id: string,
   existing: ConvertJob | undefined,
@@ -129,7 +129,7 @@ async function ensureJob(
 /** Submits one conversion; answers its view. */
 export async function submitConvert(
   ctx: AppContext,
-  rt: JobsRuntime,
+  rt: JobsProducer,
   tenantId: string,
   req: Extract<SubmitRequest, { kind: 'convert' }>,
   decrypt: ConvertJobData['decrypt'],
@@ -166,7 +166,7 @@ export async function submitConvert(
 async function listSources(
   ctx: AppContext,
   objects: ObjectStore,
-  rt: JobsRuntime,
+  rt: JobsProducer,
   req: Extract<SubmitRequest, { kind: 'batch' }>,
 ): Promise<Array<{ key: string; version: string }>> {
   const out: Array<{ key: string; version: string }> = [];
@@ -188,7 +188,7 @@ async function listSources(
 /** Submits a batch over a prefix; answers its view. */
 export async function submitBatch(
   ctx: AppContext,
-  rt: JobsRuntime,
+  rt: JobsProducer,
   tenantId: string,
   req: Extract<SubmitRequest, { kind: 'batch' }>,
   decrypt: ConvertJobData['decrypt'],

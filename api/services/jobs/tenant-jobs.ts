@@ -9,7 +9,7 @@ import { AppError, problem } from '../../../shared/errors/index.ts';
 import { isJobId } from '../../../shared/queues/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import type { PageRequest } from '../../../shared/db/page.ts';
-import { jobsRuntime, objectStoreOf, onQueue } from './runtime.ts';
+import { jobsProducer, objectStoreOf, onQueue } from './producer.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
@@ -38,7 +38,7 @@ export async function submitJob(
   claims: AccessClaims,
   body: unknown,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const request = parseSubmit(body);
   // The jobs decrypt as their submitter may (contract 10): the right travels with the job.
   const caller = decryptingCaller(claims);
@@ -54,7 +54,7 @@ export async function readJob(
   tenantId: string,
   rawId: string,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const id = jobId(rawId);
   const view = await onQueue(ctx, 'read', async () => {
     if (id.startsWith('cv-')) return readConvert(rt, tenantId, id);
@@ -71,7 +71,7 @@ export async function cancelJob(
   tenantId: string,
   rawId: string,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const id = jobId(rawId);
   const view = id.startsWith('cv-')
     ? await cancelConvert(ctx, rt, tenantId, id)
@@ -89,7 +89,7 @@ export async function jobChildren(
 ): Promise<{ items: ConvertView[]; nextCursor: string | null }> {
   // The cursor is checked before the queue is asked, so a bad cursor is a 400 even when Redis is down.
   const offset = childrenOffset(page.cursor);
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const id = jobId(rawId);
   const children = await onQueue(ctx, 'children', async () => {
     const record = id.startsWith('bt-') ? await readBatchRecord(rt, id) : null;
@@ -108,7 +108,7 @@ export async function openJobResult(
   rawId: string,
   role: 'result' | 'content' = 'result',
 ): Promise<{ body: Readable; contentType: string; size: number; filename: string }> {
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const id = jobId(rawId);
   if (id.startsWith('bt-')) {
     const record = await onQueue(ctx, 'read', () => readBatchRecord(rt, id));
@@ -162,7 +162,7 @@ export async function deleteJobResults(
   tenantId: string,
   rawId: string,
 ): Promise<{ id: string; deleted: string[] }> {
-  const rt = await jobsRuntime(ctx);
+  const rt = await jobsProducer(ctx);
   const id = jobId(rawId);
   const views: ConvertView[] = [];
   if (id.startsWith('bt-')) {

@@ -13,7 +13,7 @@ import {
   type WrittenObject,
   type ConvertProgress,
 } from '../../../shared/queues/index.ts';
-import type { ConvertQueue, JobsRuntime } from './runtime.ts';
+import type { ConvertQueue, JobsProducer } from './producer.ts';
 import { AppError, problemDocument, type ProblemDocument } from '../../../shared/errors/index.ts';
 
 export type ConvertJob = Job<ConvertJobData, ConvertJobResult>;
@@ -122,7 +122,7 @@ export function publicState(
 
 /** Reads a job's state and then the job itself, so the fields are never older than the state. */
 export async function loadConvert(
-  rt: JobsRuntime,
+  rt: JobsProducer,
   id: string,
 ): Promise<{ job: ConvertJob; state: JobState } | null> {
   const [bullState, tomb] = await Promise.all([rt.queue.getJobState(id), readTombstone(rt, id)]);
@@ -207,14 +207,14 @@ export function goneView(
 }
 
 /** Reads the cancel tombstone of a job, if any. */
-export async function readTombstone(rt: JobsRuntime, id: string): Promise<Tombstone | null> {
+export async function readTombstone(rt: JobsProducer, id: string): Promise<Tombstone | null> {
   const raw = await rt.redis.get(redisKeys.cancelled(rt.settings.prefix, id));
   return raw ? (JSON.parse(raw) as Tombstone) : null;
 }
 
 /** The conversion job's view for a tenant, or null when the tenant has no such job. */
 export async function readConvert(
-  rt: JobsRuntime,
+  rt: JobsProducer,
   tenantId: string,
   id: string,
 ): Promise<ConvertView | null> {
@@ -231,7 +231,7 @@ export async function readConvert(
 }
 
 /** Reads a batch record; null when missing. */
-export async function readBatchRecord(rt: JobsRuntime, id: string): Promise<BatchRecord | null> {
+export async function readBatchRecord(rt: JobsProducer, id: string): Promise<BatchRecord | null> {
   const h = await rt.redis.hgetall(redisKeys.batch(rt.settings.prefix, id));
   if (!h.record) return null;
   return {
@@ -242,7 +242,12 @@ export async function readBatchRecord(rt: JobsRuntime, id: string): Promise<Batc
 }
 
 /** Child job ids of a batch, `start` to `end` inclusive (-1: to the end). */
-export function batchChildIds(rt: JobsRuntime, id: string, start = 0, end = -1): Promise<string[]> {
+export function batchChildIds(
+  rt: JobsProducer,
+  id: string,
+  start = 0,
+  end = -1,
+): Promise<string[]> {
   return rt.redis.lrange(redisKeys.batchChildren(rt.settings.prefix, id), start, end);
 }
 
@@ -263,7 +268,7 @@ export async function fetchJobs(
 }
 
 /** The view of a batch, aggregated over its children. */
-export async function batchView(rt: JobsRuntime, record: BatchRecord): Promise<BatchView> {
+export async function batchView(rt: JobsProducer, record: BatchRecord): Promise<BatchView> {
   const ids = await batchChildIds(rt, record.id);
   const jobs = await fetchJobs(rt.queue, ids);
   const progress: Progress = {
@@ -337,7 +342,7 @@ export function childrenOffset(cursor: string | null): number {
 
 /** One page of a batch's children with their full views. */
 export async function batchChildren(
-  rt: JobsRuntime,
+  rt: JobsProducer,
   record: BatchRecord,
   offset: number,
   limit: number,

@@ -12,7 +12,7 @@ import {
   type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
 import { allowedUsages, refuseDuplicate } from '../../../shared/keys/usages.ts';
-import type { ParsedKeystoreEntry } from '../../../workers/tasks/keystore.ts';
+import type { ParsedKeystoreEntry } from '../../threads/tasks/keystore.ts';
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
 import { issuerSerialKey } from '../../../shared/keys/lookup.ts';

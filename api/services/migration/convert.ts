@@ -9,7 +9,7 @@
  * it ends within that, the next part is looked at before the engine starts; a larger file part
  * streams at once and is taken to carry its content (a content part after it is refused).
  */
-import type { ConversionRunner } from '../../../workers/threaded-convert.ts';
+import type { ConversionRunner } from '../../threads/conversions.ts';
 import type { ConvertMetadata, ConvertResult, KeyResolver } from '../../../shared/pkcs7/index.ts';
 import { problem } from '../../../shared/errors/index.ts';
 

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import express from 'express';
 import { createLogger } from '../../../shared/logger.ts';
 import { requestContext } from '../../../api/middleware/request-context.ts';
-import { jsonBody } from '../../../api/middleware/body.ts';
+import { jsonBody } from '../../../api/http/json-body.ts';
 import { errorHandler, notFound } from '../../../api/middleware/errors.ts';
 import { problem, problemDocument } from '../../../shared/errors/index.ts';
 

@@ -15,7 +15,7 @@ import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
-import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
+import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   JOB_PERMISSIONS,

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
 import { api } from '../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
-import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
+import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   finished,

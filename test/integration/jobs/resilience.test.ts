@@ -21,7 +21,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { OpenSslDir, makeKey, syntheticEnveloped, type TestKey } from '../../fixtures/pkcs7.ts';
 import { api } from '../../support/auth.ts';
-import { objectStoreOf } from '../../../api/services/jobs/runtime.ts';
+import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   finished,

@@ -1,5 +1,5 @@
 /**
- * Conversions on the conversion threads (CONVERT_THREADS, workers/threaded-convert.ts): several
+ * Conversions on the conversion threads (CONVERT_THREADS, api/threads/conversions.ts): several
  * at once give outputs the jose library opens, every bad input answers the same problem as on the
  * event loop, a client that leaves frees its thread, and a thread that throws or dies answers a
  * problem (or cuts an answer already begun) without taking the process down.
@@ -7,8 +7,8 @@
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
-import { createPool } from '../../../workers/pool.ts';
-import { conversionRunner } from '../../../workers/threaded-convert.ts';
+import { createPool } from '../../../api/threads/pool.ts';
+import { conversionRunner } from '../../../api/threads/conversions.ts';
 import {
   CONVERT,
   OpenSslDir,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Piscina } from 'piscina';
-import * as tasks from '../../../workers/tasks/crypto.ts';
+import * as tasks from '../../../api/threads/tasks/crypto.ts';
 import {
   deserializeMaterial,
   generateKeyMaterialSync,
@@ -133,7 +133,7 @@ describe('the crypto pool tasks', () => {
 
   it('when the tasks run in a real piscina pool, then the TypeScript task file loads in a worker and errors cross as plain data', async () => {
     const pool = new Piscina({
-      filename: new URL('../../../workers/tasks/crypto.ts', import.meta.url).href,
+      filename: new URL('../../../api/threads/tasks/crypto.ts', import.meta.url).href,
       maxThreads: 1,
     });
     try {

@@ -4,7 +4,8 @@
  * base image's Node 24 pinned by version, a non-root user and a healthcheck for the API and the
  * worker; compose with pinned images, the app on a bucket-scoped MinIO account, secrets as files.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import { parse } from 'yaml';
 import { SCHEMA } from '../../../shared/config/index.ts';
 
@@ -96,6 +97,36 @@ describe('Dockerfile', () => {
       expect(lastOf(lines, 'CMD')).toBe(`CMD ["node", "${entry}"]`);
     },
   );
+
+  it('when a source starts a file by path (a thread entry, a child process), then that file exists and the image copies it', () => {
+    // Thread entries are loaded by path (piscina's filename, new Worker(url), a spawned script):
+    // no import names them, so a move that misses one fails only when the thread starts.
+    const copied = effective(stages, byName('api'))
+      .filter((l) => l.startsWith('COPY ') && !l.includes('--from='))
+      .map((l) => l.split(/\s+/)[1].replace(/^\.\//, ''));
+    const sources = ['api', 'shared', 'workers'].flatMap((dir) =>
+      readdirSync(new URL(`${dir}/`, ROOT), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => `${dir}/${f}`),
+    );
+    const started: string[] = [];
+    for (const file of sources) {
+      for (const [, spec] of read(file).matchAll(
+        /new URL\('(\.{1,2}\/[^']+\.ts)', import\.meta\.url\)/g,
+      )) {
+        const target = posix.join(posix.dirname(file), spec);
+        started.push(target);
+        expect([file, existsSync(new URL(target, ROOT))]).toEqual([file, true]);
+        expect([target, copied.some((dir) => target.startsWith(`${dir}/`))]).toEqual([
+          target,
+          true,
+        ]);
+      }
+    }
+    expect(started).toEqual(
+      expect.arrayContaining(['api/threads/tasks/index.ts', 'api/threads/token-sign-thread.ts']),
+    );
+  });
 
   it('when no target is given, then the API is built (the last stage)', () => {
     expect(stages.at(-1)!.name).toBe('api');

@@ -79,6 +79,53 @@ describe('scripts/guards/layers: the import rules per folder', () => {
     ).toEqual([]);
   });
 
+  it('when the API or shared/ imports workers/, then it is reported: workers/ is the queue worker process', () => {
+    expect(lint('api/context.ts', "import { createPool } from '../workers/pool.ts';")).toEqual([
+      "'../workers/pool.ts' is not importable from api/context.ts: workers/ is the queue worker process: the API's threads live in api/threads/, what both processes run in shared/.",
+    ]);
+    expect(
+      lint('shared/keys/cache.ts', "import type { J } from '../../workers/jobs/convert.ts';"),
+    ).toHaveLength(1);
+    expect(lint('api/context.ts', "import { createPool } from './threads/pool.ts';")).toEqual([]);
+  });
+
+  it('when a thread file imports the process context, a service or the HTTP edge, then it is reported; shared/ is its to use', () => {
+    const code = [
+      "import type { AppContext } from '../../context.ts';",
+      "import { store } from '../../services/keys/store.ts';",
+      "import { json } from '../../http/json-body.ts';",
+      "import { k } from '../../../shared/crypto/sign.ts';",
+      "import { p } from './password.ts';",
+    ].join('\n');
+    expect(lint('api/threads/tasks/crypto.ts', code)).toHaveLength(3);
+  });
+
+  it('when an access check imports express, the HTTP edge or middleware, then it is reported; services and shared/ are its to use', () => {
+    const code = [
+      "import type { Request } from 'express';",
+      "import { r } from '../http/route.ts';",
+      "import { a } from '../middleware/authenticate.ts';",
+      "import type { AccessClaims } from '../services/auth/access-tokens.ts';",
+      "import { problem } from '../../shared/errors/index.ts';",
+    ].join('\n');
+    expect(lint('api/access/checks.ts', code)).toHaveLength(3);
+  });
+
+  it('when the HTTP edge imports an Express adapter of middleware/, then it is reported; the access checks are its to use', () => {
+    expect(
+      lint('api/http/endpoint.ts', "import { authorize } from '../middleware/authenticate.ts';"),
+    ).toHaveLength(1);
+    expect(
+      lint('api/http/endpoint.ts', "import { attemptOf } from '../access/checks.ts';"),
+    ).toEqual([]);
+    expect(
+      lint('api/middleware/errors.ts', "import { clientGone } from '../http/access-log.ts';"),
+    ).toEqual([]);
+    expect(
+      lint('api/middleware/errors.ts', "import { r } from '../routes/index.ts';"),
+    ).toHaveLength(1);
+  });
+
   it('when the CLI imports api/, then it is reported; test files are not bound by the rules', () => {
     expect(lint('bin/lib/client.ts', "import { createApp } from '../../api/app.ts';")).toHaveLength(
       1,

@@ -9,7 +9,7 @@ import {
   createAccessLog,
   type AccessLine,
   type AccessLogOptions,
-} from '../../../api/middleware/access-log.ts';
+} from '../../../api/http/access-log.ts';
 
 function captured(level = 'info') {
   const lines: string[] = [];

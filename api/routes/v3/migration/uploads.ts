@@ -8,7 +8,7 @@ import { sourceVersionOf } from '../../../../shared/queues/index.ts';
 import { tenantStore } from '../../../../shared/storage/index.ts';
 import { endpoint } from '../../../http/endpoint.ts';
 import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
-import { objectStoreOf } from '../../../services/jobs/runtime.ts';
+import { objectStoreOf } from '../../../services/jobs/producer.ts';
 import { rawBody } from '../../../http/streaming.ts';
 import { streamedOperation } from '../../../http/streamed-operation.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The PKCS#7/CMS conversion as a piscina task (workers/threaded-convert.ts starts it): the engine
+ * The PKCS#7/CMS conversion as a piscina task (api/threads/conversions.ts starts it): the engine
  * runs here, off the API's event loop, on bytes that arrive over MessagePorts. The input comes on
  * `file` (and `content`), the output leaves on `out`, both with backpressure
  * (shared/threads/port-stream.ts); `ctl` carries the input type, the head (the result's content
@@ -8,10 +8,10 @@
  * other side closes the ports once it has read them.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { convertPkcs7ToJose, type ConvertMetadata } from '../../shared/pkcs7/index.ts';
-import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
-import { portResolver } from '../../shared/keys/port-resolver.ts';
-import { errorToData, type ErrorData } from '../../shared/errors/index.ts';
+import { convertPkcs7ToJose, type ConvertMetadata } from '../../../shared/pkcs7/index.ts';
+import { ChunkReceiver, sendChunks } from '../../../shared/threads/port-stream.ts';
+import { portResolver } from '../../../shared/keys/port-resolver.ts';
+import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
 
 /** What the posting thread hands the task (the ports are transferred). */
 export interface ConvertTaskInput {

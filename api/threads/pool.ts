@@ -4,15 +4,15 @@
  */
 import type { TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { errorFromData, problem } from '../shared/errors/index.ts';
-import { poolThreadEnv } from '../shared/node-flags.ts';
+import { errorFromData, problem } from '../../shared/errors/index.ts';
+import { poolThreadEnv } from '../../shared/node-flags.ts';
 
 export interface PoolOptions {
   threads: number;
   maxQueue: number;
   /** What the 503 of a full queue names (default: the crypto worker pool). */
   label?: string;
-  /** The task entry file (default workers/tasks/index.ts; tests give others). */
+  /** The task entry file (default api/threads/tasks/index.ts; tests give others). */
   filename?: string;
 }
 
@@ -31,7 +31,7 @@ export interface WorkPool {
 /** piscina's message when close() waited its closeTimeout for running tasks (errors.ts). */
 const CLOSE_TIMEOUT = 'Close operation timed out';
 
-/** Starts the pool over workers/tasks/index.ts. */
+/** Starts the pool over api/threads/tasks/index.ts. */
 export function createPool(opts: PoolOptions): WorkPool {
   const piscina = new Piscina({
     filename: opts.filename ?? new URL('./tasks/index.ts', import.meta.url).href,

@@ -7,16 +7,16 @@
  * the pool side rebuilds them with errorFromData, never by instanceof.
  */
 import { createHash } from 'node:crypto';
-import { errorToData } from '../../shared/errors/index.ts';
-import { deserializeMaterial, serializeMaterial } from '../../shared/crypto/material-codec.ts';
-import { generateKeyMaterial, loadKeyVersion } from '../../shared/crypto/material.ts';
-import type { LoadedKeyVersion } from '../../shared/crypto/material.ts';
-import { keyTypeSpec } from '../../shared/crypto/registry.ts';
-import type { KeyUsage } from '../../shared/crypto/registry.ts';
-import { signMessage, verifyMessage } from '../../shared/crypto/sign.ts';
-import type { SignInput } from '../../shared/crypto/sign.ts';
-import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
-import { decapsulate, encapsulate } from '../../shared/crypto/pqc.ts';
+import { errorToData } from '../../../shared/errors/index.ts';
+import { deserializeMaterial, serializeMaterial } from '../../../shared/crypto/material-codec.ts';
+import { generateKeyMaterial, loadKeyVersion } from '../../../shared/crypto/material.ts';
+import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
+import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
+import type { KeyUsage } from '../../../shared/crypto/registry.ts';
+import { signMessage, verifyMessage } from '../../../shared/crypto/sign.ts';
+import type { SignInput } from '../../../shared/crypto/sign.ts';
+import { decryptCompact, encryptCompact } from '../../../shared/jose/compact-jwe.ts';
+import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 
 /** A serialized key version and, optionally, the identity the JWE header names (defaults: kid "pool", version 1). */
 export interface KeyArg {

@@ -1,4 +1,4 @@
-import { createPool } from '../../../workers/pool.ts';
+import { createPool } from '../../../api/threads/pool.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 
 describe('worker pool', () => {

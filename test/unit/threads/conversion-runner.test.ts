@@ -1,5 +1,5 @@
-import { conversionRunner } from '../../../workers/threaded-convert.ts';
-import type { WorkPool } from '../../../workers/pool.ts';
+import { conversionRunner } from '../../../api/threads/conversions.ts';
+import type { WorkPool } from '../../../api/threads/pool.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
 

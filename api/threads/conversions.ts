@@ -1,7 +1,7 @@
 /**
  * convertPkcs7ToJose on a thread of the conversion pool, for a caller whose event loop serves
  * other requests: same arguments, same result, same failures, but the parsing, decryption,
- * hashing and encryption run on the thread (workers/tasks/convert.ts), so conversions in one
+ * hashing and encryption run on the thread (api/threads/tasks/convert.ts), so conversions in one
  * process use more than one core and the loop stays free for everything else.
  *
  * This side pumps the input into the thread and hands out the output as it arrives, both with
@@ -13,11 +13,11 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import { convertPkcs7ToJose } from '../shared/pkcs7/index.ts';
-import type { ConvertOptions, ConvertResult } from '../shared/pkcs7/index.ts';
-import { ChunkReceiver, sendChunks } from '../shared/threads/port-stream.ts';
-import { answerKeyRequest, isKeyRequest } from '../shared/keys/port-resolver.ts';
-import { AppError, errorFromData, problem, type ErrorData } from '../shared/errors/index.ts';
+import { convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
+import type { ConvertOptions, ConvertResult } from '../../shared/pkcs7/index.ts';
+import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
+import { answerKeyRequest, isKeyRequest } from '../../shared/keys/port-resolver.ts';
+import { AppError, errorFromData, problem, type ErrorData } from '../../shared/errors/index.ts';
 import type { WorkPool } from './pool.ts';
 import type { ConvertControl, ConvertTaskInput } from './tasks/convert.ts';
 

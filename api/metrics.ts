@@ -2,7 +2,7 @@
  * The API's Prometheus registry: HTTP requests by method, route template and status with their
  * latency, the domain metrics (shared/metrics: crypto, tokens, keys, conversions, audit), the
  * piscina pool's utilisation and queue depth, and the process metrics (event-loop lag included).
- * Requests are recorded by the access log (api/middleware/access-log.ts) and the runtime lane.
+ * Requests are recorded by the access log (api/http/access-log.ts) and the runtime lane.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
 import {
@@ -12,7 +12,7 @@ import {
   registerPoolGauges,
   type DomainMetrics,
   type PoolGaugeSource,
-} from '../../shared/metrics/index.ts';
+} from '../shared/metrics/index.ts';
 
 export interface Metrics {
   registry: Registry;

@@ -2,10 +2,10 @@
  * Keystore parsing in the pool: PBKDF2/PKCS#12 KDF work takes up to a couple of seconds of CPU
  * and must not block the event loop. Returns plain data: PKCS#8 DER keys and DER certificates.
  */
-import { parseKeystore } from '../../shared/keystore/index.ts';
-import { readCertificatesOnly } from '../../shared/keystore/certificates-only.ts';
-import type { CertificateSummary, CertificateUsage } from '../../shared/keystore/index.ts';
-import { AppError, problem } from '../../shared/errors/index.ts';
+import { parseKeystore } from '../../../shared/keystore/index.ts';
+import { readCertificatesOnly } from '../../../shared/keystore/certificates-only.ts';
+import type { CertificateSummary, CertificateUsage } from '../../../shared/keystore/index.ts';
+import { AppError, problem } from '../../../shared/errors/index.ts';
 
 /** One parsed entry as structured-cloneable data. */
 export interface ParsedKeystoreEntry {

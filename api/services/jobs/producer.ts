@@ -26,7 +26,7 @@ import {
 export type ConvertQueue = Queue<ConvertJobData, ConvertJobResult>;
 
 /** The producer side of the queue. */
-export interface JobsRuntime {
+export interface JobsProducer {
   settings: QueueSettings;
   /** PUBLIC_BASE_URL: job problems render with it (RFC 7807 `type`). */
   baseUrl: string;
@@ -49,8 +49,8 @@ function perContext<T>(start: (ctx: AppContext) => Promise<T>): (ctx: AppContext
   };
 }
 
-/** The queue runtime; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
-export const jobsRuntime = perContext(async (ctx): Promise<JobsRuntime> => {
+/** The queue producer; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
+export const jobsProducer = perContext(async (ctx): Promise<JobsProducer> => {
   if (!ctx.config.redisUrl || !ctx.redis) {
     throw problem(
       'queue_unavailable',

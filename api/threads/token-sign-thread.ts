@@ -9,7 +9,7 @@
  */
 import { sign, type KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
-import { derToP1363 } from '../shared/crypto/ecdsa-signature.ts';
+import { derToP1363 } from '../../shared/crypto/ecdsa-signature.ts';
 
 export type SignRequest = { key: KeyObject } | { id: number; inputs: string[] };
 export type SignAnswer = { id: number; signatures: Uint8Array } | { id: number; error: string };

@@ -6,7 +6,7 @@
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
-import type { AccessAttempt } from './authenticate.ts';
+import type { AccessAttempt } from './checks.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** 401 unless the legacy token carries the role (transport-free: the runtime core calls it too). */
