@@ -7,7 +7,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from '../shared/config/index.ts';
-import { closeContext, createContext } from './context.ts';
+import { closeContext, createContext } from './open-context.ts';
 import { createHttpServer } from './http-server.ts';
 import { attachRotationScheduler } from './services/keys/rotation-scheduler.ts';
 import { bootstrapPlatform, type BootstrapResult } from './services/bootstrap.ts';

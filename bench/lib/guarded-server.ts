@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import express from 'express';
 import { loadConfig } from '../../shared/config/index.ts';
-import { createContext } from '../../api/context.ts';
+import { createContext } from '../../api/open-context.ts';
 import { authenticate } from '../../api/middleware/authenticate.ts';
 import { AUDIENCE_CORE } from '../../api/services/auth/access-tokens.ts';
 

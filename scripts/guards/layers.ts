@@ -46,8 +46,15 @@ export const LAYER_RULES: readonly LayerRule[] = [
   },
   {
     files: ['api/services/'],
-    forbid: ['express', 'api/routes/', 'api/middleware/', 'api/http/', 'api/access/'],
-    why: 'services know nothing of HTTP, so a test or a worker can call them',
+    forbid: [
+      'express',
+      'api/routes/',
+      'api/middleware/',
+      'api/http/',
+      'api/access/',
+      'api/open-context.ts',
+    ],
+    why: 'services know nothing of HTTP, so a test or a worker can call them; they take the context (api/context.ts, types only) and never build it',
   },
   {
     files: ['api/access/'],

@@ -1,0 +1,117 @@
+/**
+ * Builds the API process's context (api/context.ts) and closes it in order: the one place that
+ * imports what the context holds, so the services, which import the context's type, never
+ * import its builders.
+ */
+import type { DestinationStream } from 'pino';
+import type { Config } from '../shared/config/index.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { openKeyPlane, type KeyPlane } from '../shared/key-plane.ts';
+import { connectRedis } from '../shared/redis.ts';
+import { createAccessLog } from './http/access-log.ts';
+import { createPool } from './threads/pool.ts';
+import { conversionRunner } from './threads/conversions.ts';
+import { createMetrics } from './metrics.ts';
+import { createAuditLog } from '../shared/audit/log.ts';
+import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
+import { createAuthServices } from './services/auth/index.ts';
+import { batchedSigner } from './services/auth/token-signer.ts';
+import { createBackgroundTasks } from './background.ts';
+import { createRewrapper } from '../shared/keys/rewrap.ts';
+import type { AppContext } from './context.ts';
+
+export interface ContextOptions {
+  /** Keep PGlite in memory instead of DATA_DIR (tests). */
+  inMemoryDatabase?: boolean;
+  logDestination?: DestinationStream;
+}
+
+/**
+ * Builds the API process's context: the logger, the key plane (master key, database, master
+ * secrets, Redis, fan-out, change feed, key cache: shared/key-plane.ts) and the API's own parts
+ * on top (pools, metrics, audit, auth, background tasks, rewrap), each registered on the plane's
+ * closer list. A part that fails to open closes what was opened before it.
+ */
+export async function createContext(
+  config: Config,
+  opts: ContextOptions = {},
+): Promise<AppContext> {
+  const logger = createLogger(config.logLevel, opts.logDestination);
+  const plane = await openKeyPlane(config, {
+    logger,
+    embedded: opts.inMemoryDatabase ? 'memory' : 'own',
+    connectRedis: async () => (config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined),
+  });
+  try {
+    return await withApiParts(config, logger, plane);
+  } catch (err) {
+    await plane.closers.close();
+    throw err;
+  }
+}
+
+/** The API's parts on top of the key plane; their closers run before the plane's. */
+async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Promise<AppContext> {
+  const { db, masterKey, masterSecrets, redis, changes, closers } = plane;
+  const pool = createPool({ threads: config.poolThreads, maxQueue: config.poolMaxQueue });
+  closers.add('worker pool', () => pool.close());
+  const metrics = createMetrics(pool);
+  const conversionPool =
+    config.convertThreads > 0
+      ? createPool({
+          threads: config.convertThreads,
+          maxQueue: config.poolMaxQueue,
+          label: 'conversion pool',
+        })
+      : null;
+  if (conversionPool) closers.add('conversion pool', () => conversionPool.close());
+  const conversions = conversionRunner(conversionPool, config.convertThreadFrom);
+  const audit = createAuditLog(db, logger, { metrics: metrics.domain });
+  closers.add('audit log', () => audit.close());
+  const tokenSigner = batchedSigner(logger);
+  closers.add('token signing thread', () => tokenSigner.close());
+  const auth = await createAuthServices(
+    config,
+    db,
+    masterKey,
+    masterSecrets,
+    logger,
+    changes,
+    tokenSigner.sign,
+    redis,
+  );
+  closers.add('auth services', () => auth.close());
+  // Closed first: what is under way still needs the database, the mailer and the audit log.
+  const background = createBackgroundTasks(logger);
+  closers.add('background tasks', () => background.close());
+  const rewrap = createRewrapper(db, masterKey, { logger, metrics: metrics.domain });
+  closers.add('master-key rewrap', () => rewrap.close());
+  // Every listener is registered: from here on no change is missed.
+  changes.start();
+  return {
+    ...plane,
+    config,
+    logger,
+    accessLog: createAccessLog(logger, {
+      enabled: config.accessLog === 'on',
+      sample: config.accessLogSample,
+      slowMs: config.accessLogSlowMs,
+    }),
+    pool,
+    conversions,
+    metrics,
+    audit,
+    auth,
+    decryption: createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis }),
+    background,
+    rewrap,
+  };
+}
+
+/**
+ * Closes what the context opened, newest first, then writes out the log (shared/closers.ts); a
+ * second call answers the first call's promise.
+ */
+export function closeContext(ctx: AppContext): Promise<void> {
+  return ctx.closers.close();
+}
