@@ -14,6 +14,7 @@ import { operationKey } from '../crypto/runtime.ts';
 import { AwsError, keyNotFound } from './errors.ts';
 import { ALIAS_NAME, accountOf, aliasArn, keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
 import { KEY_SPECS, KEY_USAGES, algorithmsOf, awsKeySpec, awsKeyUsage } from './specs.ts';
+import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
@@ -230,7 +231,7 @@ export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): 
   const type = KEY_SPECS.get(input.KeySpec ?? input.CustomerMasterKeySpec ?? 'SYMMETRIC_DEFAULT');
   if (!type) throw new AwsError('ValidationException', 'KeySpec is not one this service supports');
   const usage = KEY_USAGES.get(
-    input.KeyUsage ?? (type.startsWith('hmac') ? 'GENERATE_VERIFY_MAC' : 'ENCRYPT_DECRYPT'),
+    input.KeyUsage ?? (keyTypeSpec(type).mac ? 'GENERATE_VERIFY_MAC' : 'ENCRYPT_DECRYPT'),
   );
   if (!usage)
     throw new AwsError(
