@@ -39,6 +39,10 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
       res.destroy();
       return;
     }
+    // A refusal before the body has arrived (the bearer or permission check of an upload): the
+    // client is asked to close, as the runtime lane asks it. Kept alive, the connection would
+    // have Node read the rest of the body, however long, to find the next request.
+    if (!req.complete) res.setHeader('Connection', 'close');
     if (err instanceof OAuthError) {
       const answer = oauthResponse(err);
       for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);

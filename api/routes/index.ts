@@ -193,7 +193,11 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/authenticate',
     audiences: null,
-    mounts: [{ path: '', endpoints: LEGACY_AUTH_ENDPOINTS }],
+    // The legacy login answers as the Auth API does: never cached, an unknown path a 404 in the OAuth shape.
+    mounts: [
+      { path: '', router: createAuthHeadersRouter },
+      { path: '', endpoints: LEGACY_AUTH_ENDPOINTS, router: createAuthFallbackRouter },
+    ],
   },
   {
     prefix: '/api/key-management',

@@ -67,11 +67,8 @@ export const LEGACY_AUTH_ENDPOINTS = [
       401: { text: 'unknown or disabled client', errors: ['invalid_client'] },
       429: RATE_LIMITED,
     },
-    handle: async (ctx, { body, req, res }) => {
-      const answer = await legacyLogin(ctx, body, req.ip ?? 'unknown');
-      res.setHeader('Cache-Control', 'no-store');
-      return answer;
-    },
+    // Never cached: the area's first router sets Cache-Control: no-store (api/routes/index.ts).
+    handle: (ctx, { body, req }) => legacyLogin(ctx, body, req.ip ?? 'unknown'),
   }),
   endpoint({
     method: 'post',
@@ -96,10 +93,7 @@ export const LEGACY_AUTH_ENDPOINTS = [
       },
       429: RATE_LIMITED,
     },
-    handle: async (ctx, { body, req, res }) => {
-      const answer = await legacyRefresh(ctx, body, req.ip ?? 'unknown');
-      res.setHeader('Cache-Control', 'no-store');
-      return answer;
-    },
+    // Never cached: the area's first router sets Cache-Control: no-store (api/routes/index.ts).
+    handle: (ctx, { body, req }) => legacyRefresh(ctx, body, req.ip ?? 'unknown'),
   }),
 ];

@@ -366,7 +366,7 @@ export const AUTH_ENDPOINTS = [
   }),
 ];
 
-/** Ahead of the rows: no answer of the Auth API is cached (RFC 6749 5.1), refusals included. */
+/** Ahead of the rows: no answer of the Auth API or the legacy login is cached (RFC 6749 5.1), refusals included. */
 export function createAuthHeadersRouter(): Router {
   const router = Router();
   router.use((_req, res, next) => {
@@ -376,7 +376,7 @@ export function createAuthHeadersRouter(): Router {
   return router;
 }
 
-/** After the rows: an unknown path of the Auth API is a 404 in its OAuth shape. */
+/** After the rows: an unknown path of the Auth API or the legacy login is a 404 in their OAuth shape. */
 export function createAuthFallbackRouter(): Router {
   const router = Router();
   router.use((req, _res, next) =>

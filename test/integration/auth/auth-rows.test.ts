@@ -81,6 +81,18 @@ describe('legacy login rows', () => {
     expect([r.status, r.headers.get('allow')]).toEqual([405, 'POST']);
     expect(((await r.json()) as { error: string }).error).toBe('method_not_allowed');
   });
+
+  it('when a path under /api/authenticate is unknown, then 404 in the OAuth shape, never cached, like the Auth API (it was a problem+json without Cache-Control)', async () => {
+    const r = await send('/api/authenticate/no-such-path', { method: 'POST' });
+    expect([r.status, r.headers.get('cache-control'), await r.json()]).toEqual([
+      404,
+      'no-store',
+      {
+        error: 'not_found',
+        error_description: 'no endpoint at POST /api/authenticate/no-such-path',
+      },
+    ]);
+  });
 });
 
 describe('well-known rows', () => {
