@@ -12,7 +12,7 @@ import { accessLog } from './middleware/access-log.ts';
 import { errorHandler, notFound } from './middleware/errors.ts';
 import { canonicalEntry } from './http/params.ts';
 import { authenticate, tenantScope } from './middleware/authenticate.ts';
-import { ROUTE_TABLE, mountPath, mountRouters } from './routes/index.ts';
+import { ROUTE_TABLE, assertAreaAccess, mountPath, mountRouters } from './routes/index.ts';
 
 /** Builds the app over a context. */
 export function createApp(ctx: AppContext): Express {
@@ -23,6 +23,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(requestContext(app, ctx.logger));
   app.use(accessLog(ctx.accessLog, ctx.metrics));
   app.use(canonicalEntry);
+  assertAreaAccess(ROUTE_TABLE);
   for (const area of ROUTE_TABLE) {
     // Authentication covers the whole prefix, so an unknown path under it is a 401 before a 404.
     if (area.audiences) app.use(area.prefix, authenticate(ctx, area.audiences));

@@ -219,6 +219,27 @@ export const ROUTE_TABLE: readonly Area[] = [
   },
 ];
 
+/**
+ * What the table's shape promises, checked when the app is built (a row in the wrong area fails
+ * the start, never a request): an open row only where no bearer check covers the area, a row
+ * needing a token only behind one (else it would be served to anyone, or answer 500), and a
+ * row whose path names `:tenantId` only in a tenant-scoped mount.
+ */
+export function assertAreaAccess(areas: readonly Area[]): void {
+  for (const area of areas)
+    for (const mount of area.mounts)
+      for (const row of mount.endpoints ?? []) {
+        const where = `${row.method.toUpperCase()} ${mountPath(area, mount)}${row.path === '/' ? '' : row.path}`;
+        const open = 'open' in row.access;
+        if (open && area.audiences)
+          throw new Error(`${where} is open, but its area ${area.prefix} checks a bearer token`);
+        if (!open && !area.audiences)
+          throw new Error(`${where} needs a token, but its area ${area.prefix || '/'} checks none`);
+        if (`${mount.path}${row.path}`.includes(':tenantId') && !mount.tenantScoped)
+          throw new Error(`${where} names :tenantId outside a tenant-scoped mount`);
+      }
+}
+
 /** The routers of a mount: its rows', its runtime operations' and its hand-written one, in that order. */
 export const mountRouters = (ctx: AppContext, mount: Mount): Router[] => [
   ...(mount.endpoints ? [endpointRouter(ctx, mount.endpoints)] : []),
