@@ -104,18 +104,30 @@ export type EndpointInput<P, Q, B, A extends Access = { anyOf: [string] }> = {
 /* The caller's claims and audit actor (`workload:<id>` or `user:<id>`) come from CallerOf. */
 
 /** The audit event a successful call records, in the path's tenant (or the caller's). */
-export interface EndpointAudit<P, Q, B, R, A extends Access = Access> {
+/** What one audit event names: its target and details. */
+export interface AuditedTarget {
+  target: string | null;
+  details?: Record<string, unknown>;
+}
+
+/** The audit event (or events) a successful call records, in the path's tenant (or the caller's). */
+export type EndpointAudit<P, Q, B, R, A extends Access = Access> = {
   action: string;
-  target: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string | null;
-  details?: (
-    input: EndpointInput<P, Q, B, A>,
-    result: NoInfer<R>,
-  ) => Record<string, unknown> | undefined;
   /** The tenant whose chain records it when not the path's (or the caller's): one the call made or changed. */
   tenant?: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string;
   /** Who acted, when the row is open (no token names the caller): e.g. the user a reset token names. */
   actor?: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string;
-}
+} & (
+  | {
+      target: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => string | null;
+      details?: (
+        input: EndpointInput<P, Q, B, A>,
+        result: NoInfer<R>,
+      ) => Record<string, unknown> | undefined;
+    }
+  /** One event per thing the call made (each key a keystore import stored). */
+  | { each: (input: EndpointInput<P, Q, B, A>, result: NoInfer<R>) => readonly AuditedTarget[] }
+);
 
 /** One endpoint, as a route file declares it. */
 export interface EndpointRow<
@@ -268,14 +280,21 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
       throw new Error(`${row.operationId} answered ${res.statusCode}, which it does not declare`);
     for (const audit of audits) {
       const params = input.params as { tenantId?: string };
-      ctx.audit.record({
-        tenantId: audit.tenant?.(input, result) ?? params.tenantId ?? req.auth.tenantId,
-        actor: audit.actor?.(input, result) ?? input.actor ?? 'anonymous',
-        action: audit.action,
-        outcome: 'success',
-        target: audit.target(input, result),
-        details: audit.details?.(input, result),
-      });
+      const tenantId = audit.tenant?.(input, result) ?? params.tenantId ?? req.auth.tenantId;
+      const actor = audit.actor?.(input, result) ?? input.actor ?? 'anonymous';
+      const events: readonly AuditedTarget[] =
+        'each' in audit
+          ? audit.each(input, result)
+          : [{ target: audit.target(input, result), details: audit.details?.(input, result) }];
+      for (const { target, details } of events)
+        ctx.audit.record({
+          tenantId,
+          actor,
+          action: audit.action,
+          outcome: 'success',
+          target,
+          details,
+        });
     }
     const written = Boolean(answer.media ?? answer.content);
     const mismatch = written ? null : answer.mismatch?.(result);

@@ -2,7 +2,8 @@
  * The keystore import form of contract 4 (a `keystore` part, PKCS#12 file or PEM, with
  * optional password, kid, usage and trustAnchor fields), read and imported, and what its rows
  * declare of it: the v3 admin row (api/routes/v3/admin/tenants/keys.ts) and the unversioned
- * alias (api/routes/legacy/migration.ts) both take this form and answer the imported keys.
+ * alias (api/routes/legacy/migration.ts) both take this form, answer the imported keys and
+ * record one `key.import` event per key (importedKeyEvents).
  */
 import type { Request } from 'express';
 import Type from 'typebox';
@@ -10,7 +11,6 @@ import type { AppContext } from '../context.ts';
 import type { StreamRequest } from './endpoint.ts';
 import { problem } from '../../shared/errors/index.ts';
 import { readSmallMultipart } from './multipart.ts';
-import { actorOf } from '../access/checks.ts';
 import { importKeystore } from '../services/keys/import.ts';
 import { KEY_STATES } from '../../shared/keys/lifecycle.ts';
 
@@ -34,15 +34,6 @@ export async function importFromRequest(ctx: AppContext, req: Request, tenantId:
     usage: form.fields.usage,
     trustAnchor: anchor === 'true',
   });
-  for (const k of keys)
-    ctx.audit.record({
-      tenantId,
-      actor: actorOf(req),
-      action: 'key.import',
-      outcome: 'success',
-      target: k.kid,
-      details: { type: k.type, usages: k.usages },
-    });
   return {
     keys: keys.map((k) => ({
       kid: k.kid,
@@ -55,6 +46,22 @@ export async function importFromRequest(ctx: AppContext, req: Request, tenantId:
     })),
   };
 }
+
+/** The v3 row's handler: an import into the path's tenant. */
+export const importIntoPathTenant = (
+  ctx: AppContext,
+  { req, params }: { req: Request; params: { tenantId: string } },
+) => importFromRequest(ctx, req, params.tenantId);
+
+/** The unversioned alias's handler: an import into the token's tenant (older clients name none). */
+export const importIntoTokenTenant = (
+  ctx: AppContext,
+  { req, claims }: { req: Request; claims: { tenantId: string } },
+) => importFromRequest(ctx, req, claims.tenantId);
+
+/** The audit events of an import, declared by both its rows: one `key.import` per stored key. */
+export const importedKeyEvents = (result: Awaited<ReturnType<typeof importFromRequest>>) =>
+  result.keys.map((k) => ({ target: k.kid, details: { type: k.type, usages: k.usages } }));
 
 /** The multipart/form-data body of an import (read by readSmallMultipart, at most 1 MiB). */
 export const KEYSTORE_FORM: StreamRequest = {

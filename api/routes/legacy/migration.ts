@@ -12,7 +12,8 @@ import {
   IMPORT_PROBLEMS,
   ImportedKeys,
   KEYSTORE_FORM,
-  importFromRequest,
+  importedKeyEvents,
+  importIntoTokenTenant,
 } from '../../http/keystore-import.ts';
 import { analyzeEndpoint } from '../../http/pkcs7-analyze.ts';
 
@@ -30,7 +31,8 @@ export const LEGACY_MIGRATION_ENDPOINTS = [
     request: KEYSTORE_FORM,
     answer: { status: 201, description: 'the imported keys', schema: ImportedKeys },
     problems: IMPORT_PROBLEMS,
-    handle: (ctx, { req, claims }) => importFromRequest(ctx, req, claims.tenantId),
+    audit: { action: 'key.import', each: (_input, keys) => importedKeyEvents(keys) },
+    handle: importIntoTokenTenant,
   }),
 ];
 

@@ -364,5 +364,27 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       ).status,
     ).toBe(403);
     expect((await fetch(`${app.url}/api/migration/pkcs12`, { method: 'POST' })).status).toBe(401);
+    // Each import is audited by its row, one key.import per stored key, in the tenant it went to.
+    await app.ctx.audit.flush();
+    const events = await app.ctx
+      .db('audit_events')
+      .where({ action: 'key.import' })
+      .whereIn('target', ['via-alias', 'core-import'])
+      .orderBy('id')
+      .select('tenant_id', 'actor', 'target', 'outcome');
+    expect(events).toEqual([
+      {
+        tenant_id: t.tenantId,
+        actor: expect.stringMatching(/^user:/),
+        target: 'via-alias',
+        outcome: 'success',
+      },
+      {
+        tenant_id: migrator.tenantId,
+        actor: expect.stringMatching(/^workload:/),
+        target: 'core-import',
+        outcome: 'success',
+      },
+    ]);
   });
 });

@@ -10,7 +10,8 @@ import {
   IMPORT_PROBLEMS,
   ImportedKeys,
   KEYSTORE_FORM,
-  importFromRequest,
+  importedKeyEvents,
+  importIntoPathTenant,
 } from '../../../../http/keystore-import.ts';
 import {
   Body,
@@ -472,8 +473,8 @@ export const KEY_ENDPOINTS = [
 
 /**
  * Mounted at /api/v3/admin/tenants/:tenantId/keys/import-keystore, ahead of the key rows (whose
- * `/:kid` would answer its POST 405): a multipart form the handler reads itself, imported and
- * audited by http/keystore-import.ts.
+ * `/:kid` would answer its POST 405): a multipart form the handler reads itself, imported by
+ * http/keystore-import.ts.
  */
 export const KEYSTORE_IMPORT_ENDPOINTS = [
   endpoint({
@@ -490,6 +491,7 @@ export const KEYSTORE_IMPORT_ENDPOINTS = [
     request: KEYSTORE_FORM,
     answer: { status: 201, description: 'the imported keys', schema: ImportedKeys },
     problems: IMPORT_PROBLEMS,
-    handle: (ctx, { req, params }) => importFromRequest(ctx, req, params.tenantId),
+    audit: { action: 'key.import', each: (_input, keys) => importedKeyEvents(keys) },
+    handle: importIntoPathTenant,
   }),
 ];
