@@ -12,16 +12,13 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
+import { callersOfEveryApi, type ApiCallers } from './route-table.ts';
 
 type Json = Record<string, any>;
 
 /** A hang guard, not a timing assertion: an answer that never comes fails with its operation named. */
 const HANG_MS = 60_000;
-const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
-const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
 /** Reads first, changes next, deletions last, so a deletion cannot empty what a read would show. */
 const ORDER = ['get', 'head', 'post', 'put', 'patch', 'delete'];
 
@@ -32,29 +29,10 @@ const isJson = (media: string) => media === 'application/json' || media.endsWith
 
 describe(`every documented operation answers as its document says (${TEST_ENGINE})`, () => {
   let app: TestApp;
-  let tenant: TestTenant;
-  let admin: string;
-  let core: string;
-  let legacy: string;
+  let callers: ApiCallers;
   beforeAll(async () => {
     app = await startTestApp();
-    tenant = await makeTenant(
-      app,
-      PERMISSIONS.filter((p) => !isPlatformPermission(p)),
-    );
-    admin = await adminToken(app);
-    core = await workloadToken(app, tenant);
-    legacy = (
-      await api(app, 'POST', '/api/authenticate/app', undefined, {
-        clientId: tenant.clientId,
-        clientSecret: tenant.clientSecret,
-      })
-    ).body.accessToken as string;
-    const key = await api(app, 'POST', `/api/v3/admin/tenants/${tenant.tenantId}/keys`, admin, {
-      type: 'aes-256',
-      kid: 'doc-key',
-    });
-    expect(key.status).toBe(201);
+    callers = await callersOfEveryApi(app, 'doc-key');
   });
   afterAll(async () => {
     await app.stop();
@@ -62,7 +40,7 @@ describe(`every documented operation answers as its document says (${TEST_ENGINE
 
   /** A value for a parameter: the test tenant, its key, the documented example, or a plausible one. */
   function parameterValue(p: Json): string {
-    if (/tenant/i.test(p.name)) return tenant.tenantId;
+    if (/tenant/i.test(p.name)) return callers.tenant.tenantId;
     if (p.name === 'kid') return 'doc-key';
     const s = p.schema ?? {};
     const v = p.example ?? s.examples?.[0] ?? s.enum?.[0] ?? s.default;
@@ -115,8 +93,7 @@ describe(`every documented operation answers as its document says (${TEST_ENGINE
       url = url.replace(/\{(\w+)\}/g, (_m, n: string) => parameterValue({ name: n, in: 'path' }));
       const headers: Record<string, string> = {};
       const open = Array.isArray(op.security) && op.security.length === 0;
-      if (!open)
-        headers.authorization = `Bearer ${CORE.test(path) ? core : LEGACY.test(path) ? legacy : admin}`;
+      if (!open) headers.authorization = `Bearer ${callers.tokenFor(path)}`;
       let body: string | undefined;
       const content = op.requestBody?.content as Json | undefined;
       if (content) {

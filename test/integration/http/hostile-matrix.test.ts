@@ -10,8 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
+import { api, type TestTenant } from '../../support/auth.ts';
 import { createApp } from '../../../api/app.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';
@@ -20,10 +19,12 @@ import {
   AWS_SHAPED,
   GENERIC_FIELDS,
   ROUTE_FIELDS,
+  callersOfEveryApi,
   expressRoutes,
   laneRoutes,
   openApiFields,
   pathParams,
+  type ApiCallers,
   type AppRoute,
   type Field,
 } from './route-table.ts';
@@ -69,9 +70,6 @@ interface Probe {
   token?: string;
 }
 
-/** Which of the tokens a route takes: the admin API the platform admin's, the core API the victim workload's, the legacy API its legacy token. */
-const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
-const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
 interface Finding {
   request: string;
   field: string;
@@ -84,28 +82,11 @@ interface Finding {
 describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
   let app: TestApp;
   let victim: TestTenant;
-  let admin: string;
-  let core: string;
-  let legacy: string;
+  let callers: ApiCallers;
   beforeAll(async () => {
     app = await startTestApp();
-    victim = await makeTenant(
-      app,
-      PERMISSIONS.filter((p) => !isPlatformPermission(p)),
-    );
-    admin = await adminToken(app);
-    core = await workloadToken(app, victim);
-    legacy = (
-      await api(app, 'POST', '/api/authenticate/app', undefined, {
-        clientId: victim.clientId,
-        clientSecret: victim.clientSecret,
-      })
-    ).body.accessToken as string;
-    expect(legacy).toEqual(expect.any(String));
-    await api(app, 'POST', `/api/v3/admin/tenants/${victim.tenantId}/keys`, admin, {
-      type: 'aes-256',
-      kid: 'matrix-key',
-    });
+    callers = await callersOfEveryApi(app, 'matrix-key');
+    victim = callers.tenant;
   });
   afterAll(async () => {
     await app.stop();
@@ -197,9 +178,7 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
     return { url: `${app.url}${path}${qs ? `?${qs}` : ''}`, init };
   }
 
-  function tokenFor(route: AppRoute): string {
-    return CORE.test(route.path) ? core : LEGACY.test(route.path) ? legacy : admin;
-  }
+  const tokenFor = (route: AppRoute): string => callers.tokenFor(route.path);
 
   /** The shape problem of an answer, or '' when it is right. */
   function shapeProblem(route: AppRoute, status: number, type: string, text: string): string {
@@ -345,8 +324,14 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
     expect((await api(app, 'GET', '/healthz')).status).toBe(200);
     // The matrix may have suspended the victim through its platform path; its workload verifies its chain.
     expect(
-      (await api(app, 'POST', `/api/v3/admin/platform/tenants/${victim.tenantId}/resume`, admin))
-        .status,
+      (
+        await api(
+          app,
+          'POST',
+          `/api/v3/admin/platform/tenants/${victim.tenantId}/resume`,
+          callers.admin,
+        )
+      ).status,
     ).toBe(200);
     expect(await brokenAuditChains(app)).toEqual([]);
     expect(summary(findings)).toBe('');

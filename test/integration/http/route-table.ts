@@ -1,11 +1,61 @@
 /**
- * The app's own route table and the input fields of each route, for the hostile-input matrix.
+ * The app's own route table, the input fields of each route and the callers of every API, for
+ * the tests generated from the table (the hostile-input matrix, the documented answers).
  * Routes come from the Express router stack of createApp(ctx) plus the runtime lane; fields from
  * the OpenAPI document, which describes every route (else from ROUTE_FIELDS below, empty now). A
  * route with neither is reported as unenumerable, so coverage cannot shrink without a failing test.
  */
 import type { Express } from 'express';
 import { laneRoutes as tableLaneRoutes } from '../../../api/routes/index.ts';
+import type { TestApp } from '../../support/app.ts';
+import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
+import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
+
+/** The callers of every API over the route table: one tenant, its key, and a token per API. */
+export interface ApiCallers {
+  /** A tenant whose role holds every tenant permission, its workload and user. */
+  tenant: TestTenant;
+  admin: string;
+  core: string;
+  legacy: string;
+  /** The token a path takes: the Core API the workload's, the legacy API its legacy token, else the platform admin's. */
+  tokenFor(path: string): string;
+}
+
+const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
+const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
+
+/**
+ * A tenant holding every tenant permission with an AES-256 key `kid`, and the token of each API:
+ * the platform admin's (admin API), the tenant workload's (Core) and its legacy token.
+ */
+export async function callersOfEveryApi(app: TestApp, kid: string): Promise<ApiCallers> {
+  const tenant = await makeTenant(
+    app,
+    PERMISSIONS.filter((p) => !isPlatformPermission(p)),
+  );
+  const admin = await adminToken(app);
+  const core = await workloadToken(app, tenant);
+  const login = await api(app, 'POST', '/api/authenticate/app', undefined, {
+    clientId: tenant.clientId,
+    clientSecret: tenant.clientSecret,
+  });
+  const legacy = login.body.accessToken;
+  if (typeof legacy !== 'string')
+    throw new Error(`legacy login failed: ${JSON.stringify(login.body)}`);
+  const key = await api(app, 'POST', `/api/v3/admin/tenants/${tenant.tenantId}/keys`, admin, {
+    type: 'aes-256',
+    kid,
+  });
+  if (key.status !== 201) throw new Error(`key ${kid} not created: ${JSON.stringify(key.body)}`);
+  return {
+    tenant,
+    admin,
+    core,
+    legacy,
+    tokenFor: (path) => (CORE.test(path) ? core : LEGACY.test(path) ? legacy : admin),
+  };
+}
 
 export interface AppRoute {
   method: string;
