@@ -100,7 +100,7 @@ const KeySettings = Type.Object(
   {
     additionalProperties: false,
     minProperties: 1,
-    examples: [{ rotationPeriodDays: 90, minDecryptionVersion: 2 }],
+    examples: [{ description: 'orders database column encryption', rotationPeriodDays: 90 }],
   },
 );
 
@@ -155,7 +155,7 @@ const Orchestration = Body(
       }),
     ),
   },
-  { operation: 'rotate', selector: { type: 'aes-256', state: 'active' }, expectedCount: 120 },
+  { operation: 'rotate', selector: { state: 'active' } },
 );
 const RESULTS_EXAMPLE = [
   { kid: 'orders-db', status: 200, state: 'active', version: 4 },

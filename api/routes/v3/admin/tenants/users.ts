@@ -22,6 +22,17 @@ import {
   updateUser,
 } from '../../../../services/admin/users.ts';
 
+const USER_EXAMPLE = {
+  id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
+  tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
+  email: 'ops@acme.example',
+  roleId: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
+  disabled: false,
+  lockedUntil: null,
+  createdAt: '2026-11-23T16:00:00.000Z',
+  updatedAt: '2026-11-23T16:00:00.000Z',
+};
+
 const User = Resource(
   {
     id: Uuid(),
@@ -33,16 +44,7 @@ const User = Resource(
     createdAt: Type.Optional(Time()),
     updatedAt: Type.Optional(Time()),
   },
-  {
-    id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
-    tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
-    email: 'ops@acme.example',
-    roleId: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
-    disabled: false,
-    lockedUntil: null,
-    createdAt: '2026-11-23T16:00:00.000Z',
-    updatedAt: '2026-11-23T16:00:00.000Z',
-  },
+  USER_EXAMPLE,
 );
 
 const Tenant = Type.Object(TENANT_PARAM);
@@ -73,11 +75,18 @@ export const USER_ENDPOINTS = [
     summary: 'Create a human user',
     access: { anyOf: [WRITE] },
     params: Tenant,
-    body: Body({
-      email: Type.String({ maxLength: 254, description: 'an e-mail address' }),
-      password: Type.String({ minLength: 12, writeOnly: true }),
-      roleId: Uuid('a role of this tenant'),
-    }),
+    body: Body(
+      {
+        email: Type.String({ maxLength: 254, description: 'an e-mail address' }),
+        password: Type.String({ minLength: 12, writeOnly: true }),
+        roleId: Uuid('a role of this tenant'),
+      },
+      {
+        email: USER_EXAMPLE.email,
+        password: 'correct horse battery staple',
+        roleId: USER_EXAMPLE.roleId,
+      },
+    ),
     answer: { status: 201, description: 'the user', schema: User },
     problems: { 409: 'a user with that e-mail exists in this tenant' },
     handle: (ctx, { params, body }) => createUser(ctx, params.tenantId, body),
@@ -103,10 +112,13 @@ export const USER_ENDPOINTS = [
     summary: "Change a user's role or disable it",
     access: { anyOf: [WRITE] },
     params: UserPath,
-    body: Body({
-      roleId: Type.Optional(Uuid('a role of this tenant')),
-      disabled: Type.Optional(Type.Boolean()),
-    }),
+    body: Body(
+      {
+        roleId: Type.Optional(Uuid('a role of this tenant')),
+        disabled: Type.Optional(Type.Boolean()),
+      },
+      { disabled: true },
+    ),
     answer: { status: 200, description: 'the user', schema: User },
     problems: { 404: 'no such user in this tenant' },
     handle: (ctx, { params, body, actor }) =>
