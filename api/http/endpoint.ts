@@ -171,11 +171,6 @@ export interface EndpointRow<
   /** The JSON reader's cap in bytes, when the row takes less than the configured JSON limit. */
   bodyLimit?: number;
   /**
-   * The handler reads the body itself (a core the runtime lane shares, api/runtime-lane.ts): no
-   * reader runs and `body` only documents it, so both stacks answer alike.
-   */
-  bodyReadByHandler?: boolean;
-  /**
    * The shape of the row's errors: RFC 7807 problems (the default) or the OAuth shape
    * `{error, error_description}` (RFC 6749 5.2), where a refused input (its reader's or the
    * schema's refusal) is 400 invalid_request naming the field.
@@ -232,10 +227,7 @@ export function endpoint<
 
 /** The Express handlers of one row: access, body reader, checked input, handler, audit, answer. */
 function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
-  // A body the handler reads itself is not read or checked here.
-  const check: InputChecker = inputChecker(
-    row.bodyReadByHandler ? { ...row, body: undefined } : row,
-  );
+  const check: InputChecker = inputChecker(row);
   const mode = ctx.config.answerCheck;
   const answers = [row.answer, ...(row.otherAnswers ?? [])].map((answer) => ({
     ...answer,
@@ -312,12 +304,11 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     if (answer.status === 204) res.end();
     else res.json(result);
   };
-  const reader =
-    !row.body || row.bodyReadByHandler
-      ? []
-      : row.bodyMedia === 'form'
-        ? [formBody]
-        : jsonBody(row.bodyLimit ?? ctx.config.jsonLimitBytes);
+  const reader = !row.body
+    ? []
+    : row.bodyMedia === 'form'
+      ? [formBody]
+      : jsonBody(row.bodyLimit ?? ctx.config.jsonLimitBytes);
   const negotiate = row.negotiate
     ? [
         acceptOneOf(row.negotiate.types),

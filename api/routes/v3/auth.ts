@@ -175,10 +175,8 @@ export const AUTH_ENDPOINTS = [
     access: { open: OPEN },
     // No bearer token; a workload may authenticate by HTTP Basic (client_secret_basic) instead of the form fields.
     security: [{}, { clientSecretBasic: [] }],
-    body: TokenRequest,
-    bodyMedia: 'form',
     // The core the runtime lane runs too (AUTH_LANE) reads the form and checks the grant.
-    bodyReadByHandler: true,
+    request: { media: { 'application/x-www-form-urlencoded': { schema: TokenRequest } } },
     errors: 'oauth',
     answer: {
       status: 200,
