@@ -40,8 +40,6 @@ export type Access =
   | { allOf: readonly [string, ...string[]] }
   /** The unversioned API of spec 4.2: a legacy role name in the token's scopes; 401 without it. */
   | { legacyRole: string }
-  /** Any bearer token the area admits (its audiences), with no permission of its own. */
-  | { token: 'any' }
   /** No token at all; the text says why the endpoint is open (documented as the operation's access). */
   | { open: string };
 
@@ -241,7 +239,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     if ('legacyRole' in rule) requireLegacyRole(ctx, req.auth, rule.legacyRole, attemptOf(req));
     else if ('anyOf' in rule) requireAnyPermission(ctx, req.auth, rule.anyOf, attemptOf(req));
     else if ('allOf' in rule) requirePermissions(ctx, req.auth, rule.allOf, attemptOf(req));
-    // { token: 'any' }: the area's audience check admitted the token; { open }: no token.
+    // { open }: no token.
     // A budget is per client (spec 8): an open row has none to spend.
     if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
     next();

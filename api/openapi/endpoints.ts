@@ -122,8 +122,7 @@ const OAUTH_INPUT: ProblemText = {
 function problemStatuses(row: Endpoint): Record<number, ProblemText> {
   // A legacy role missing is 401 (spec 5.12), never 403.
   const legacy = 'legacyRole' in row.access;
-  const implied: number[] =
-    'open' in row.access ? [] : legacy || 'token' in row.access ? [401] : [401, 403];
+  const implied: number[] = 'open' in row.access ? [] : legacy ? [401] : [401, 403];
   if (row.body || row.query) implied.push(400);
   // An OAuth row refuses a body too large or of another media with 400 invalid_request.
   if (row.body && row.errors !== 'oauth') implied.push(413, 415);
@@ -187,9 +186,7 @@ function operation(row: Endpoint): Schema {
         ? `Requires ${rule.anyOf.map((p) => `\`${p}\``).join(' or ')}.`
         : 'allOf' in rule
           ? `Requires ${rule.allOf.map((p) => `\`${p}\``).join(' and ')}.`
-          : 'token' in rule
-            ? 'Requires a bearer token of the area.'
-            : `Open: ${rule.open}.`;
+          : `Open: ${rule.open}.`;
   const problems = Object.fromEntries(
     Object.entries(problemStatuses(row)).map(([status, text]) => {
       const said = text ?? PROBLEM_TEXT[Number(status)] ?? 'refused';
