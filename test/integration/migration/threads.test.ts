@@ -45,7 +45,9 @@ beforeAll(async () => {
     await importKey(app, actor, ssl, { ...rsa, kid: 'threads-rsa-signer' }, 'sign');
     actors.set(app, actor);
   }
-}, 60_000);
+  // A hang guard, not a timing bound: two apps, an RSA key and four imports took over 60 s at a
+  // load average of 20 on 2 cores (a helper's run), and passed alone right after.
+}, 180_000);
 
 afterAll(async () => {
   ssl.cleanup();
