@@ -23,6 +23,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
+import { withBadPadding } from '../../support/damage.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -183,8 +184,7 @@ describe('password recipients', () => {
       password: 'archive 2020',
       targetKid: 'mr-archive',
     });
-    const damaged = Buffer.from(file);
-    damaged[damaged.length - 1] ^= 1;
+    const damaged = withBadPadding(file);
     const bad = await convert(app, actor.user, damaged, {
       password: 'archive 2019',
       targetKid: 'mr-archive',

@@ -23,6 +23,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
+import { withBadPadding } from '../../support/damage.ts';
 
 const MiB = 1024 * 1024;
 
@@ -121,8 +122,7 @@ describe('conversions on the conversion threads', () => {
     const data = randomBytes(20_000);
     ssl.write('bad.bin', data);
     const good = enveloped('bad.bin');
-    const flipped = Buffer.from(good);
-    flipped[flipped.length - 1] ^= 1;
+    const flipped = withBadPadding(good);
     const sig = signed('bad.bin');
     const stranger = makeKey(ssl, 'stranger', 'rsa-2048');
     const cases: Array<[string, Buffer, Record<string, unknown>?, Buffer?]> = [
@@ -144,7 +144,7 @@ describe('conversions on the conversion threads', () => {
           'DER',
         ]),
       ],
-      ['a flipped last block', flipped],
+      ['a content whose padding is broken', flipped],
       ['an unknown signerKid', sig, { signerKid: 'nope' }],
       ['a bad contentEncryption', good, { contentEncryption: 'A1GCM' }],
       ['a content part with an EnvelopedData', good, {}, data],

@@ -11,6 +11,7 @@ import {
   resolverFor,
 } from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
+import { withBadPadding } from '../../support/damage.ts';
 
 let ssl: OpenSslDir;
 let archive: TestKey;
@@ -93,8 +94,7 @@ describe('password recipients (RFC 3211)', () => {
   it('when the password is wrong, then the one decryption-failed, as a damaged content', async () => {
     const file = pwri('right', '-aes-256-cbc');
     const wrong = await failureOf(file, { password: 'wrong', targetKid: 'archive-p256' });
-    const damaged = Buffer.from(file);
-    damaged[damaged.length - 1] ^= 1;
+    const damaged = withBadPadding(file);
     const bad = await failureOf(damaged, { password: 'right', targetKid: 'archive-p256' });
     expect(wrong?.code).toBe('decryption_failed');
     expect(wrong).toEqual(bad);

@@ -12,6 +12,7 @@ import {
   resolverFor,
 } from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
+import { withBadPadding } from '../../support/damage.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -126,8 +127,7 @@ describe('several CMS recipients', () => {
     };
     // A tenant RSA key no recipient names, picked by recipientKid: the RSA copy is unwrapped with it.
     const wrongKey = await failure(twoRecipients, { recipientKid: 'other-rsa' });
-    const badContent = Buffer.from(twoRecipients);
-    badContent[badContent.length - 1] ^= 1;
+    const badContent = withBadPadding(twoRecipients);
     const wrongContent = await failure(badContent, {});
     expect(wrongKey).toEqual({
       code: 'decryption_failed',
