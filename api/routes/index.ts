@@ -37,7 +37,9 @@ import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
 import { ROLE_ENDPOINTS } from './v3/admin/tenants/roles.ts';
 import { USER_ENDPOINTS } from './v3/admin/tenants/users.ts';
 import { POLICY_ENDPOINTS } from './v3/admin/tenants/policies.ts';
-import { KEY_ENDPOINTS, KEYSTORE_IMPORT_ENDPOINTS } from './v3/admin/tenants/keys.ts';
+import { KEY_ENDPOINTS } from './v3/admin/tenants/keys.ts';
+import { KEYSTORE_IMPORT_ENDPOINTS } from './v3/admin/tenants/keys/import-keystore.ts';
+import { ORCHESTRATE_ENDPOINTS } from './v3/admin/tenants/keys/orchestrate.ts';
 import { EXCHANGE_ENDPOINTS } from './v3/admin/tenants/cryptographic-exchanges.ts';
 import { TENANT_SELF_ENDPOINTS } from './v3/admin/tenants.ts';
 import { TENANT_AUDIT_ENDPOINTS } from './v3/admin/tenants/audit.ts';
@@ -146,10 +148,15 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: `${TENANT}/roles`, endpoints: ROLE_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/users`, endpoints: USER_ENDPOINTS, tenantScoped: true },
       { path: `${TENANT}/policies`, endpoints: POLICY_ENDPOINTS, tenantScoped: true },
-      // Ahead of the key rows, whose /:kid would answer its POST with 405.
+      // Ahead of the key rows, whose /:kid would answer their POSTs with 405.
       {
         path: `${TENANT}/keys/import-keystore`,
         endpoints: KEYSTORE_IMPORT_ENDPOINTS,
+        tenantScoped: true,
+      },
+      {
+        path: `${TENANT}/keys/orchestrate`,
+        endpoints: ORCHESTRATE_ENDPOINTS,
         tenantScoped: true,
       },
       { path: `${TENANT}/keys`, endpoints: KEY_ENDPOINTS, tenantScoped: true },

@@ -706,22 +706,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listKeys'];
-    put?: never;
-    post: operations['createKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v3/admin/tenants/{tenantId}/keys/orchestrate': {
     parameters: {
       query?: never;
@@ -748,6 +732,22 @@ export interface paths {
     get: operations['getKeyOperation'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listKeys'];
+    put?: never;
+    post: operations['createKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -3551,116 +3551,6 @@ export interface operations {
       };
     };
   };
-  listKeys: {
-    parameters: {
-      query?: {
-        state?: 'active' | 'suspended' | 'revoked' | 'archived';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-              description: string | null;
-              rotationPeriodDays: number | null;
-              rotationPeriodFrom: ('key' | 'policy') | null;
-              nextRotationAt: string | null;
-              lastRotatedAt: string | null;
-              minDecryptionVersion: number;
-              archiveSigning: boolean;
-              trustAnchor: boolean;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          type: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'mac' | 'verify';
-          kid?: string;
-          description?: string;
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
   orchestrateKeys: {
     parameters: {
       query?: never;
@@ -3825,6 +3715,116 @@ export interface operations {
             startedAt?: string;
             /** Format: date-time */
             finishedAt?: string;
+          };
+        };
+      };
+    };
+  };
+  listKeys: {
+    parameters: {
+      query?: {
+        state?: 'active' | 'suspended' | 'revoked' | 'archived';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  createKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          type: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'mac' | 'verify';
+          kid?: string;
+          description?: string;
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
           };
         };
       };
