@@ -20,7 +20,13 @@ import { problem } from '../errors/index.ts';
 
 /** Content held in memory before it goes to the spool file. */
 export const SPOOL_MEMORY = 1024 * 1024;
-const READ_CHUNK = 1024 * 1024;
+/**
+ * Bytes per write to and read from the spool file. Two buffers of this size alternate each way,
+ * so the content streams on while the last megabyte is written, and the signing pass hashes one
+ * megabyte while the next is read: awaiting each ~112 KiB write before parsing on made the spool
+ * the longest stretch of a SignedData conversion (bench/results/design-figures.md).
+ */
+const SPOOL_IO = 1024 * 1024;
 
 /** A JWS in the General JSON Serialization with a detached payload (RFC 7515 section 7.2.1). */
 export interface GeneralJws {
@@ -41,7 +47,14 @@ export class SpooledJwsSigner {
   #held: Buffer[] = [];
   #heldBytes = 0;
   #file: FileHandle | null = null;
+  /** Bytes handed to writes of the spool file. */
   #size = 0;
+  /** The buffer being filled, how much of it is, and the other one (written, or free). */
+  #fill: Buffer | null = null;
+  #filled = 0;
+  #spare: Buffer | null = null;
+  /** The write in flight (its failure is rethrown by the next wait). */
+  #writing: Promise<void> = Promise.resolve();
   #closed = false;
 
   constructor(opts: { b64: boolean }) {
@@ -58,11 +71,36 @@ export class SpooledJwsSigner {
     }
     if (!this.#file) {
       this.#file = await openSpool();
-      for (const b of this.#held)
-        await writeAll(this.#file, b, this.#size + 0, (n) => (this.#size += n));
+      this.#fill = Buffer.allocUnsafeSlow(SPOOL_IO);
+      const held = this.#held;
       this.#held = [];
+      for (const b of held) await this.#stage(b);
     }
-    await writeAll(this.#file, chunk, this.#size, (n) => (this.#size += n));
+    await this.#stage(chunk);
+  }
+
+  /** Copies bytes into the buffer being filled; a full one starts its write. */
+  async #stage(bytes: Buffer): Promise<void> {
+    for (let at = 0; at < bytes.length;) {
+      const n = bytes.copy(this.#fill!, this.#filled, at);
+      this.#filled += n;
+      at += n;
+      if (this.#filled === SPOOL_IO) await this.#startWrite();
+    }
+  }
+
+  /** Waits for the write in flight, then writes the filled buffer and fills the other. */
+  async #startWrite(): Promise<void> {
+    await this.#writing;
+    const full = this.#fill!;
+    const write = writeAll(this.#file!, full.subarray(0, this.#filled), this.#size);
+    // Awaited by the next wait; marked handled so a failure waits for it rather than the process.
+    write.catch(() => {});
+    this.#writing = write;
+    this.#size += this.#filled;
+    this.#fill = this.#spare ?? Buffer.allocUnsafeSlow(SPOOL_IO);
+    this.#spare = full;
+    this.#filled = 0;
   }
 
   async *#content(): AsyncGenerator<Buffer> {
@@ -70,17 +108,26 @@ export class SpooledJwsSigner {
       yield* this.#held;
       return;
     }
-    const buf = Buffer.allocUnsafe(READ_CHUNK);
-    for (let pos = 0; pos < this.#size;) {
-      const { bytesRead } = await this.#file.read(
-        buf,
-        0,
-        Math.min(READ_CHUNK, this.#size - pos),
-        pos,
-      );
+    if (this.#filled > 0) await this.#startWrite();
+    await this.#writing;
+    const file = this.#file;
+    const size = this.#size;
+    const bufs = [this.#fill!, this.#spare ?? Buffer.allocUnsafeSlow(SPOOL_IO)];
+    const readAt = async (pos: number, buf: Buffer): Promise<number> => {
+      const { bytesRead } = await file.read(buf, 0, Math.min(SPOOL_IO, size - pos), pos);
       if (bytesRead === 0) throw new Error('the spool file is shorter than written');
-      pos += bytesRead;
-      yield buf.subarray(0, bytesRead);
+      return bytesRead;
+    };
+    // One read ahead: the next megabyte is read while this one is hashed.
+    let next = readAt(0, bufs[0]);
+    for (let pos = 0, i = 0; pos < size; i ^= 1) {
+      const n = await next;
+      pos += n;
+      if (pos < size) {
+        next = readAt(pos, bufs[i ^ 1]);
+        next.catch(() => {});
+      }
+      yield bufs[i].subarray(0, n);
     }
   }
 
@@ -154,6 +201,7 @@ export class SpooledJwsSigner {
   async close(): Promise<void> {
     this.#closed = true;
     this.#held = [];
+    this.#fill = this.#spare = null;
     const f = this.#file;
     this.#file = null;
     await f?.close();
@@ -170,15 +218,9 @@ async function openSpool(): Promise<FileHandle> {
   return f;
 }
 
-async function writeAll(
-  f: FileHandle,
-  b: Buffer,
-  at: number,
-  wrote: (n: number) => void,
-): Promise<void> {
+async function writeAll(f: FileHandle, b: Buffer, at: number): Promise<void> {
   for (let off = 0; off < b.length;) {
     const { bytesWritten } = await f.write(b, off, b.length - off, at + off);
     off += bytesWritten;
-    wrote(bytesWritten);
   }
 }

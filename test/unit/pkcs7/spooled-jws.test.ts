@@ -45,6 +45,20 @@ describe('SpooledJwsSigner', () => {
     }
   });
 
+  it('when the content spans several write buffers in odd chunks, then it comes back whole and in order', async () => {
+    // Past the two alternating 1 MiB write buffers several times, in chunks that never align.
+    const big = randomBytes(5 * 1024 * 1024 + 7);
+    const s = new SpooledJwsSigner({ b64: false });
+    for (let i = 0; i < big.length; i += 100_003)
+      await s.update(big.subarray(i, Math.min(big.length, i + 100_003)));
+    const k = key('spool-big', 'ec');
+    const jws = (await s.finish([{ key: k, alg: 'ES384' }], {})) as {
+      protected: string;
+      signature: string;
+    };
+    await flattenedVerify({ ...jws, payload: big }, k.publicKey!);
+  });
+
   it('when two keys sign, then the General JSON form has one signature each, both verifying', async () => {
     const a = key('spool-a', 'ec');
     const b = key('spool-b', 'ed25519');
