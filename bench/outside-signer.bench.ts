@@ -94,6 +94,7 @@ try {
     baselineValue: median(times.own),
     ratio,
     unit: 's',
+    target: { op: '<=', value: 1.1, of: 'ratio', issue: 26 },
     notes: `${SIZE / MiB} MiB, ${ROUNDS} rounds alternated ABBA, in-process engine, load ${loadavg()[0].toFixed(1)}`,
   });
 } finally {
