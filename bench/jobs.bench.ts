@@ -187,6 +187,8 @@ try {
       'migration.jobs.read',
       'migration.jobs.result.read',
       'migration.convert',
+      // Converting encrypted content decrypts it: the service asks for crypto.decrypt as well.
+      'crypto.decrypt',
     ],
   });
   const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, {
