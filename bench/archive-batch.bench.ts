@@ -332,7 +332,7 @@ try {
   stoppers.push(() => keyward.stop());
   for (let i = 0; i < 2; i++) {
     const w = await startWorker(
-      cleanEnv({ ...shared, WORKER_CONCURRENCY: '1', WORKER_METRICS_PORT: '0', LOG_LEVEL: 'info' }),
+      cleanEnv({ ...shared, WORKER_CONCURRENCY: '1', WORKER_METRICS_PORT: '0' }),
     );
     stoppers.push(() => w.stop());
   }

@@ -183,7 +183,8 @@ try {
     baselineValue: Math.round(expressRun.requestsPerSecond),
     ratio: Number((issued.requestsPerSecond / expressRun.requestsPerSecond).toFixed(3)),
     unit: 'tokens/s',
-    notes: `${tool}, ${connections} connections, ${seconds} s, ${CLIENTS} workloads in turn; target >= 5000/s; p50 ${issued.p50Ms.toFixed(2)} ms p99 ${issued.p99Ms.toFixed(2)} ms; bare node:http ${Math.round(bareRun.requestsPerSecond)} req/s`,
+    target: { op: '>=', value: 5000, of: 'value', issue: 3 },
+    notes: `${tool}, ${connections} connections, ${seconds} s, ${CLIENTS} workloads in turn; p50 ${issued.p50Ms.toFixed(2)} ms p99 ${issued.p99Ms.toFixed(2)} ms; bare node:http ${Math.round(bareRun.requestsPerSecond)} req/s`,
   });
 
   const token = readFileSync(join(tokenDir, 'token'), 'utf8');
@@ -222,7 +223,8 @@ try {
     baselineValue: Math.round(mean(runs.open)),
     ratio: Number(ratio.toFixed(3)),
     unit: 'req/s',
-    notes: `${tool}, ${connections} connections, 2x${seconds} s each (ABBA); target ratio >= 0.70`,
+    target: { op: '>=', value: 0.7, of: 'ratio', issue: 3 },
+    notes: `${tool}, ${connections} connections, 2x${seconds} s each (ABBA)`,
   });
 
   if (peerInstall.ok) {
@@ -264,7 +266,8 @@ try {
       baselineValue: Math.round(mean(pairs.peer)),
       ratio: Number(ratio.toFixed(3)),
       unit: 'tokens/s',
-      notes: `target >= 2; ${tool}, ${PEER_CONNECTIONS} connections, ${CLIENTS} clients in turn each side, ABAB 2x${seconds} s; Keyward ${pairs.keyward.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.keyward)}), peer ${pairs.peer.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.peer)}); ${load()}`,
+      target: { op: '>=', value: 2, of: 'ratio', issue: 29 },
+      notes: `${tool}, ${PEER_CONNECTIONS} connections, ${CLIENTS} clients in turn each side, ABAB 2x${seconds} s; Keyward ${pairs.keyward.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.keyward)}), peer ${pairs.peer.map((r) => Math.round(r.requestsPerSecond)).join('/')} (${ps(pairs.peer)}); ${load()}`,
     });
   } else {
     console.log(

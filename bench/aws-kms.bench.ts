@@ -100,7 +100,8 @@ try {
     baselineValue: Math.round(mean(runs.core)),
     ratio: Number(ratio.toFixed(3)),
     unit: 'req/s',
-    notes: `${tool}, ${connections} connections, ABBA twice, ${seconds} s each; p50/p99 AWS ${mean(runs.aws, (r) => r.p50Ms).toFixed(2)}/${mean(runs.aws, (r) => r.p99Ms).toFixed(2)} ms, Core ${mean(runs.core, (r) => r.p50Ms).toFixed(2)}/${mean(runs.core, (r) => r.p99Ms).toFixed(2)} ms; service CPU per request AWS ${avg(cpuPerRequest.aws).toFixed(0)} µs, Core ${avg(cpuPerRequest.core).toFixed(0)} µs (Core/AWS ${cpuRatio.toFixed(3)}); target >= 0.8`,
+    target: { op: '>=', value: 0.8, of: 'ratio', issue: 27 },
+    notes: `${tool}, ${connections} connections, ABBA twice, ${seconds} s each; p50/p99 AWS ${mean(runs.aws, (r) => r.p50Ms).toFixed(2)}/${mean(runs.aws, (r) => r.p99Ms).toFixed(2)} ms, Core ${mean(runs.core, (r) => r.p50Ms).toFixed(2)}/${mean(runs.core, (r) => r.p99Ms).toFixed(2)} ms; service CPU per request AWS ${avg(cpuPerRequest.aws).toFixed(0)} µs, Core ${avg(cpuPerRequest.core).toFixed(0)} µs (Core/AWS ${cpuRatio.toFixed(3)})`,
   });
 } finally {
   await k.stop();

@@ -117,7 +117,8 @@ try {
     baselineValue: Math.round(echoRps),
     ratio: Number((encRps / echoRps).toFixed(3)),
     unit: 'req/s',
-    notes: `${tool}, 64 connections, ABBA ${seconds} s; encrypt floor (bare node:http, JSON + AES-GCM + JWE only) ${Math.round(floor.requestsPerSecond)} req/s = ${(floor.requestsPerSecond / echoRps).toFixed(3)} of echo; p50/p99 encrypt ${mean(encrypt, (r) => r.p50Ms).toFixed(2)}/${mean(encrypt, (r) => r.p99Ms).toFixed(2)} ms, echo ${mean(echo, (r) => r.p50Ms).toFixed(2)}/${mean(echo, (r) => r.p99Ms).toFixed(2)} ms; target >= 0.60`,
+    target: { op: '>=', value: 0.6, of: 'ratio', issue: 5 },
+    notes: `${tool}, 64 connections, ABBA ${seconds} s; encrypt floor (bare node:http, JSON + AES-GCM + JWE only) ${Math.round(floor.requestsPerSecond)} req/s = ${(floor.requestsPerSecond / echoRps).toFixed(3)} of echo; p50/p99 encrypt ${mean(encrypt, (r) => r.p50Ms).toFixed(2)}/${mean(encrypt, (r) => r.p99Ms).toFixed(2)} ms, echo ${mean(echo, (r) => r.p50Ms).toFixed(2)}/${mean(echo, (r) => r.p99Ms).toFixed(2)} ms`,
   });
 
   const floorRps = mean(floors);
@@ -134,7 +135,8 @@ try {
     baselineValue: Math.round(floorRps),
     ratio: Number((viaApi / floorRps).toFixed(3)),
     unit: 'req/s',
-    notes: `${tool}, 64 connections, API, floor, API, floor ${seconds} s each; p50/p99 API ${mean(againstFloor, (r) => r.p50Ms).toFixed(2)}/${mean(againstFloor, (r) => r.p99Ms).toFixed(2)} ms, floor ${mean(floors, (r) => r.p50Ms).toFixed(2)}/${mean(floors, (r) => r.p99Ms).toFixed(2)} ms; target >= 0.80`,
+    target: { op: '>=', value: 0.8, of: 'ratio', issue: 29 },
+    notes: `${tool}, 64 connections, API, floor, API, floor ${seconds} s each; p50/p99 API ${mean(againstFloor, (r) => r.p50Ms).toFixed(2)}/${mean(againstFloor, (r) => r.p99Ms).toFixed(2)} ms, floor ${mean(floors, (r) => r.p50Ms).toFixed(2)}/${mean(floors, (r) => r.p99Ms).toFixed(2)} ms`,
   });
 
   const signBody = (kid: string) =>
@@ -155,7 +157,8 @@ try {
     baselineValue: Math.round(nodeRate),
     ratio: Number((rsa.requestsPerSecond / nodeRate).toFixed(2)),
     unit: 'signatures/s',
-    notes: `${tool}, 64 connections; target >= 1.5`,
+    target: { op: '>=', value: 1.5, of: 'ratio', issue: 5 },
+    notes: `${tool}, 64 connections`,
   });
   // The batch form (contract 3) signs its items concurrently on libuv's pool: the HTTP cost is
   // shared by BATCH signatures, so this shows what the pool does with both cores.
@@ -190,7 +193,8 @@ try {
     baselineValue: Math.round(encRps),
     ratio: Number((es.requestsPerSecond / encRps).toFixed(2)),
     unit: 'req/s',
-    notes: `${tool}, 64 connections; target >= 0.5`,
+    target: { op: '>=', value: 0.5, of: 'ratio', issue: 5 },
+    notes: `${tool}, 64 connections`,
   });
 
   // Issue 29: the same encrypt on a second service of this build with the access log off.
@@ -251,5 +255,6 @@ printResult({
   baselineValue: Math.round(clustered['1']),
   ratio: Number(growth.toFixed(2)),
   unit: 'req/s',
+  target: { op: '>', value: 1, of: 'ratio', issue: 5 },
   notes: `${tool} (1 thread) shares the 2 cores with the API processes`,
 });

@@ -42,7 +42,6 @@ try {
         PORT: String(appPort),
         HOST: '127.0.0.1',
         DATA_DIR: dataDir,
-        LOG_LEVEL: 'warn',
         KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
         KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local',
         KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: randomBytes(18).toString('base64url'),

@@ -76,7 +76,8 @@ try {
       baselineValue: Math.round(enc),
       ratio: Number(ratio.toFixed(3)),
       unit: 'req/s',
-      notes: `${tool}, ${connections} connections, ABAB ${seconds} s; p50/p99 ${op} ${mean(runs[op], (r) => r.p50Ms).toFixed(2)}/${mean(runs[op], (r) => r.p99Ms).toFixed(2)} ms, encrypt ${mean(runs.encrypt, (r) => r.p50Ms).toFixed(2)}/${mean(runs.encrypt, (r) => r.p99Ms).toFixed(2)} ms; target >= 0.8`,
+      target: { op: '>=', value: 0.8, of: 'ratio', issue: 14 },
+      notes: `${tool}, ${connections} connections, ABAB ${seconds} s; p50/p99 ${op} ${mean(runs[op], (r) => r.p50Ms).toFixed(2)}/${mean(runs[op], (r) => r.p99Ms).toFixed(2)} ms, encrypt ${mean(runs.encrypt, (r) => r.p50Ms).toFixed(2)}/${mean(runs.encrypt, (r) => r.p99Ms).toFixed(2)} ms`,
     });
   }
 } finally {

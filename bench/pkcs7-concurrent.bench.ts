@@ -228,7 +228,8 @@ try {
       baselineValue: Number(fmt(Math.max(alone1.mbps, alone2.mbps), 1)),
       ratio: Number(fmt(Math.min(r1, r2), 3)),
       unit: 'MB/s',
-      notes: `target >= 1.0: ${r1 >= 1 && r2 >= 1 ? 'met' : 'NOT met'}; pairs ${fmt(r1, 3)} and ${fmt(r2, 3)}; server peak RSS ${fmt(peak, 0)} MB (Postgres)`,
+      target: { op: '>=', value: 1, of: 'ratio', issue: 29 },
+      notes: `pairs ${fmt(r1, 3)} and ${fmt(r2, 3)}; server peak RSS ${fmt(peak, 0)} MB (Postgres)`,
     });
     printResult({
       name: 'pkcs7-concurrent-encrypt-p99',
@@ -238,7 +239,8 @@ try {
       baselineValue: Number(fmt(idle.p99Ms)),
       ratio: Number(fmt(p99 / idle.p99Ms)),
       unit: 'ms',
-      notes: `target p99 < 50 ms: ${p99 < 50 ? 'met' : 'NOT met'}; p50 ${fmt(p50)} ms; ${four1.enc!.tool}, 4 connections, worst of both B phases`,
+      target: { op: '<', value: 50, of: 'value', issue: 29 },
+      notes: `p50 ${fmt(p50)} ms; ${four1.enc!.tool}, 4 connections, worst of both B phases`,
     });
     printResult({
       name: 'pkcs7-concurrent-cpu',

@@ -1,28 +1,31 @@
 /**
  * `npm run bench [-- filter ...]`: runs every bench/*.bench.ts (or those whose name contains a
  * filter) one after another, each in its own Node process so no figure disturbs the next. Each
- * script prints human lines and one `RESULT {json}` line per figure; the runner gathers them into
+ * script prints human lines and one `RESULT {json}` line per figure, with its target if it has
+ * one (bench/lib/result.ts decides whether it is met); the runner gathers them into
  * bench/results/latest.json.tmp and latest.md.tmp (ignored by git), or, with `--record`, into the
  * committed bench/results/latest.json and latest.md (conventions rule 16: a bench run rewrites
- * committed results only when asked). Exits 1 when a script fails.
+ * committed results only when asked), and a `--record` run of every script also rewrites the
+ * README's table between its bench:results markers (bench/lib/report.ts). Exits 1 when a script
+ * fails.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseResults, type BenchResult } from './lib/result.ts';
+import { parseResults } from './lib/result.ts';
 import { chooseTool } from './lib/load.ts';
-
-interface Outcome {
-  script: string;
-  ok: boolean;
-  exitCode: number | null;
-  seconds: number;
-  results: BenchResult[];
-}
+import {
+  markdown,
+  readmeBlock,
+  replaceReadmeBlock,
+  type Outcome,
+  type RunMeta,
+} from './lib/report.ts';
 
 const benchDir = new URL('.', import.meta.url).pathname;
 const resultsDir = join(benchDir, 'results');
+const readmePath = join(benchDir, '..', 'README.md');
 const record = process.argv.includes('--record');
 const filters = process.argv.slice(2).filter((a) => a !== '--record');
 
@@ -45,30 +48,6 @@ function runScript(script: string): Promise<Outcome> {
   });
 }
 
-const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en') : String(n));
-
-function markdown(outcomes: Outcome[], meta: Record<string, string>): string {
-  const lines = [
-    `# Benchmark results`,
-    '',
-    Object.entries(meta)
-      .map(([k, v]) => `- ${k}: ${v}`)
-      .join('\n'),
-    '',
-    '| benchmark | metric | value | baseline | baseline value | ratio | notes |',
-    '|---|---|---:|---|---:|---:|---|',
-    ...outcomes.flatMap(({ script, ok, exitCode, results }) =>
-      ok
-        ? results.map(
-            (r) =>
-              `| ${r.name} | ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.baseline} | ${fmt(r.baselineValue)} ${r.unit} | ${r.ratio} | ${r.notes} |`,
-          )
-        : [`| ${script} | failed (exit ${exitCode}) | | | | | |`],
-    ),
-  ];
-  return `${lines.join('\n')}\n`;
-}
-
 const scripts = readdirSync(benchDir)
   .filter((f) => f.endsWith('.bench.ts'))
   .filter((f) => filters.length === 0 || filters.some((flt) => f.includes(flt)))
@@ -78,12 +57,9 @@ if (scripts.length === 0) {
   process.exit(1);
 }
 
-const meta = {
-  date: new Date().toISOString(),
-  node: process.version,
-  cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
-  load: chooseTool(),
-};
+const started = performance.now();
+const loadAtStart = loadavg();
+const date = new Date().toISOString();
 const outcomes: Outcome[] = [];
 for (const script of scripts) {
   console.log(`\n== ${script}`);
@@ -94,6 +70,15 @@ for (const script of scripts) {
     );
   outcomes.push(outcome);
 }
+const meta: RunMeta = {
+  date,
+  node: process.version,
+  cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
+  load: chooseTool(),
+  loadAtStart,
+  loadAtEnd: loadavg(),
+  seconds: Math.round((performance.now() - started) / 1000),
+};
 
 mkdirSync(resultsDir, { recursive: true });
 const suffix = record ? '' : '.tmp';
@@ -105,4 +90,12 @@ writeFileSync(join(resultsDir, `latest.md${suffix}`), markdown(outcomes, meta));
 console.log(
   `\nwrote bench/results/latest.json${suffix} and bench/results/latest.md${suffix}${record ? '' : ' (--record writes the committed files)'}`,
 );
+if (record && filters.length === 0) {
+  writeFileSync(
+    readmePath,
+    replaceReadmeBlock(readFileSync(readmePath, 'utf8'), readmeBlock(outcomes, meta)),
+  );
+  console.log('rewrote the benchmark table in README.md');
+} else if (record)
+  console.log('README.md left as it is: only a run of every script rewrites its table');
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);

@@ -89,6 +89,7 @@ export async function accessLogCost(
     baselineValue: Math.round(rps(got.off)),
     ratio: Number(ratio.toFixed(3)),
     unit: 'req/s',
-    notes: `${notes}; on, off, off, on; p99 on ${p99(got.on).toFixed(1)} ms, off ${p99(got.off).toFixed(1)} ms; server CPU on ${cpu(got.on).toFixed(1)} µs/request, off ${cpu(got.off).toFixed(1)}; target >= 0.95`,
+    target: { op: '>=', value: 0.95, of: 'ratio', issue: 29 },
+    notes: `${notes}; on, off, off, on; p99 on ${p99(got.on).toFixed(1)} ms, off ${p99(got.off).toFixed(1)} ms; server CPU on ${cpu(got.on).toFixed(1)} µs/request, off ${cpu(got.off).toFixed(1)}`,
   });
 }
