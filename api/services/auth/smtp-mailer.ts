@@ -3,7 +3,6 @@
  * no SMTP server is configured, or the server refuses or cannot be reached, the mail is written
  * to the outbox (README, "Password-reset mail") and the request answers as it would have.
  */
-import { createTransport } from 'nodemailer';
 import type { SMTPTransportOptions } from 'nodemailer/lib/smtp-transport';
 import type { Config } from '../../../shared/config/index.ts';
 import type { Logger } from '../../../shared/logger.ts';
@@ -39,11 +38,16 @@ export function smtpMailer(
   fallback: Mailer,
   logger: Logger,
 ): Mailer {
-  const transport = createTransport(options);
+  // nodemailer (about 5 MB of heap) loads only where an SMTP server is configured: the embedded
+  // default never pays for it (issue 29, the API's RSS).
+  const transport = import('nodemailer').then(({ createTransport }) => createTransport(options));
+  transport.catch(() => {}); // a failure surfaces in send, which falls back to the outbox
   return {
     async send(mail) {
       try {
-        await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.body });
+        await (
+          await transport
+        ).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.body });
         logger.info({ to: mail.to, subject: mail.subject }, 'mail sent over SMTP');
       } catch (err) {
         logger.warn(
