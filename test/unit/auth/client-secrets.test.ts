@@ -158,6 +158,38 @@ describe('the workload cache of the token endpoint', () => {
     expect(d.asked).toHaveLength(3);
   });
 
+  it('when a batch is read, then the entries in use that come due within a second join it, and entries not looked up since do not', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const [a, b, idle] = ['a', 'b', 'c'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const loaded = secrets.lookup(a);
+    await settle();
+    d.releaseAll(0);
+    await loaded;
+    now.mockReturnValue(t0 + 800);
+    const others = Promise.all([secrets.lookup(b), secrets.lookup(idle)]);
+    await settle();
+    d.releaseAll(1);
+    await others;
+    now.mockReturnValue(t0 + 2_000);
+    await secrets.lookup(b); // in use; `idle` is not looked up again
+    now.mockReturnValue(t0 + 4_100);
+    await secrets.lookup(a); // due: its read takes b along (3.3 s old), not idle
+    await settle();
+    expect(d.asked).toEqual([[a], [b, idle], [a, b]]);
+    d.releaseAll(2);
+    await settle();
+    await settle();
+    // Both were refreshed at 4.1 s: at 7 s neither is due, and both answer without a read.
+    now.mockReturnValue(t0 + 7_000);
+    expect((await secrets.lookup(a))?.clientId).toBe(a);
+    expect((await secrets.lookup(b))?.clientId).toBe(b);
+    await settle();
+    expect(d.asked).toHaveLength(3);
+  });
+
   it('when a cached entry is past its expiry, then the lookup waits for the database', async () => {
     const d = heldDatabase();
     const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
