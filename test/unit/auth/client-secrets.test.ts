@@ -11,12 +11,16 @@ import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const CLIENT = '6f1c2e3d-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
 
-/** A knex stand-in: each workload read waits until the test releases it with the row of that moment. */
+/**
+ * A knex stand-in: each workload read waits until the test releases it with the row of that
+ * moment; `asked` holds the client ids each read named.
+ */
 function heldDatabase() {
-  const held: Array<(row: Record<string, unknown>) => void> = [];
-  const row = (disabled: boolean) => ({
-    id: 'w1',
-    client_id: CLIENT,
+  const held: Array<(rows: Array<Record<string, unknown>>) => void> = [];
+  const asked: string[][] = [];
+  const row = (disabled: boolean, clientId = CLIENT) => ({
+    id: `w-${clientId}`,
+    client_id: clientId,
     tenant_id: 't1',
     disabled,
     permissions: ['crypto.encrypt'],
@@ -26,9 +30,12 @@ function heldDatabase() {
     const query: Record<string, unknown> = {};
     Object.assign(query, {
       join: () => query,
-      where: () => query,
+      whereIn: (column: string, ids: string[]) => {
+        if (column === 'w.client_id') asked.push(ids);
+        return query;
+      },
       andWhere: () => query,
-      first: () => new Promise((resolve) => held.push(resolve)),
+      select: () => new Promise((resolve) => held.push(resolve)),
       // The secrets read (awaited as a query builder).
       then: (ok: (v: unknown) => unknown, ko: (e: unknown) => unknown) =>
         Promise.resolve(table === 'workload_secrets' ? [] : []).then(ok, ko),
@@ -38,7 +45,10 @@ function heldDatabase() {
   return {
     db,
     reads: () => held.length,
-    release: (i: number, disabled: boolean) => held[i](row(disabled)),
+    asked,
+    release: (i: number, disabled: boolean) => held[i]([row(disabled)]),
+    /** Answers read `i` with a row for each client it asked for. */
+    releaseAll: (i: number) => held[i](asked[i].map((id) => row(false, id))),
   };
 }
 
@@ -68,7 +78,7 @@ describe('the workload cache of the token endpoint', () => {
     expect(all.every((c) => c?.disabled === false)).toBe(true);
   });
 
-  it('when the workload changes while it is being read, then the next lookup reads it again and the old read is not cached', async () => {
+  it('when the workload changes while it is being read, then the next lookup reads it again after that read and the old answer is not cached', async () => {
     const d = heldDatabase();
     const { f, change } = feed();
     const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), f);
@@ -77,12 +87,17 @@ describe('the workload cache of the token endpoint', () => {
     change(CLIENT); // disabled by an administrator, here or on another instance
     const after = secrets.lookup(CLIENT);
     await settle();
-    expect(d.reads()).toBe(2);
-    d.release(1, true);
-    d.release(0, false); // the read that began before the change answers last, with the old state
-    expect((await after)?.disabled).toBe(true);
+    // One read at a time: the next waits for the one out, which answers with the old state.
+    expect(d.reads()).toBe(1);
+    d.release(0, false);
     expect((await before)?.disabled).toBe(false);
-    // The cache holds the state after the change, not the late answer from before it.
+    await settle();
+    expect(d.reads()).toBe(2);
+    // The old answer was not cached: a lookup now waits for the read after the change.
+    const again = secrets.lookup(CLIENT);
+    d.release(1, true);
+    expect((await after)?.disabled).toBe(true);
+    expect((await again)?.disabled).toBe(true);
     expect((await secrets.lookup(CLIENT))?.disabled).toBe(true);
     expect(d.reads()).toBe(2);
   });
@@ -106,6 +121,73 @@ describe('the workload cache of the token endpoint', () => {
     await settle();
     expect((await secrets.lookup(CLIENT))?.disabled).toBe(true);
     expect(d.reads()).toBe(2);
+  });
+
+  it('when many cached entries near their expiry together, then they are reloaded in one read while the next ones wait for it', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const clients = Array.from(
+      { length: 64 },
+      (_, i) => `6f1c2e3d-4b5a-4c6d-8e7f-${String(i).padStart(12, '0')}`,
+    );
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const first = Promise.all(clients.map((c) => secrets.lookup(c)));
+    await settle();
+    expect(d.asked).toEqual([clients]);
+    d.releaseAll(0);
+    expect((await first).map((c) => c?.clientId)).toEqual(clients);
+    now.mockReturnValue(t0 + 4_500);
+    // The first half is asked for in one turn of the event loop, the rest in the next, while
+    // the first read is still out: the second read waits for it, then takes all of the rest.
+    for (const c of clients.slice(0, 32)) expect((await secrets.lookup(c))?.clientId).toBe(c);
+    await settle();
+    for (const c of clients.slice(32)) expect((await secrets.lookup(c))?.clientId).toBe(c);
+    await settle();
+    expect(d.asked).toEqual([clients, clients.slice(0, 32)]);
+    d.releaseAll(1);
+    await settle();
+    await settle();
+    expect(d.asked).toEqual([clients, clients.slice(0, 32), clients.slice(32)]);
+    d.releaseAll(2);
+    await settle();
+    await settle();
+    // Every entry was refreshed: past the first load's expiry, none waits for the database.
+    now.mockReturnValue(t0 + 5_500);
+    for (const c of clients) expect((await secrets.lookup(c))?.clientId).toBe(c);
+    expect(d.asked).toHaveLength(3);
+  });
+
+  it('when a batch is read, then the entries in use that come due within a second join it, and entries not looked up since do not', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const [a, b, idle] = ['a', 'b', 'c'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const loaded = secrets.lookup(a);
+    await settle();
+    d.releaseAll(0);
+    await loaded;
+    now.mockReturnValue(t0 + 800);
+    const others = Promise.all([secrets.lookup(b), secrets.lookup(idle)]);
+    await settle();
+    d.releaseAll(1);
+    await others;
+    now.mockReturnValue(t0 + 2_000);
+    await secrets.lookup(b); // in use; `idle` is not looked up again
+    now.mockReturnValue(t0 + 4_100);
+    await secrets.lookup(a); // due: its read takes b along (3.3 s old), not idle
+    await settle();
+    expect(d.asked).toEqual([[a], [b, idle], [a, b]]);
+    d.releaseAll(2);
+    await settle();
+    await settle();
+    // Both were refreshed at 4.1 s: at 7 s neither is due, and both answer without a read.
+    now.mockReturnValue(t0 + 7_000);
+    expect((await secrets.lookup(a))?.clientId).toBe(a);
+    expect((await secrets.lookup(b))?.clientId).toBe(b);
+    await settle();
+    expect(d.asked).toHaveLength(3);
   });
 
   it('when a cached entry is past its expiry, then the lookup waits for the database', async () => {
