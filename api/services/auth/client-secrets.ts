@@ -26,21 +26,7 @@ const LOAD_BATCH = 500;
  */
 const JOIN_AFTER_MS = 3_000;
 
-interface Deferred {
-  promise: Promise<WorkloadCredentials | null>;
-  resolve(creds: WorkloadCredentials | null): void;
-  reject(err: unknown): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: Deferred['resolve'];
-  let reject!: Deferred['reject'];
-  const promise = new Promise<WorkloadCredentials | null>((ok, ko) => {
-    resolve = ok;
-    reject = ko;
-  });
-  return { promise, resolve, reject };
-}
+type Deferred = PromiseWithResolvers<WorkloadCredentials | null>;
 
 /** What the token endpoint needs to know about a workload, cached briefly. */
 export interface WorkloadCredentials {
@@ -203,7 +189,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
       // Still waiting for its batch (a change forgot its promise): that read comes after the change.
       let wait = queued.get(clientId);
       if (!wait) {
-        wait = deferred();
+        wait = Promise.withResolvers<WorkloadCredentials | null>();
         queued.set(clientId, wait);
         schedule();
       }
