@@ -4,8 +4,15 @@
  * piscina pool's utilisation and queue depth, and the process metrics (event-loop lag included).
  * Requests are recorded by the access log (api/http/access-log.ts) and the runtime lane.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import {
+  FastCounter,
+  FastHistogram,
+  type CounterSeries,
+  type HistogramSeries,
+} from '../shared/metrics/fast.ts';
+import {
+  LATENCY_BUCKETS,
   METRIC_PREFIX,
   createDomainMetrics,
   createRegistry,
@@ -33,17 +40,18 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 /** Creates the registry with the HTTP, domain, pool and process metrics. */
 export function createMetrics(pool: PoolGaugeSource): Metrics {
   const registry = createRegistry();
-  const requests = new Counter({
+  // The per-request series are our own (shared/metrics/fast.ts), same exposition as prom-client's.
+  const requests = new FastCounter({
     name: `${METRIC_PREFIX}http_requests_total`,
     help: 'HTTP requests by method, route template and status',
     labelNames: ['method', 'route', 'status'],
     registers: [registry],
   });
-  const latency = new Histogram({
+  const latency = new FastHistogram({
     name: `${METRIC_PREFIX}http_request_duration_seconds`,
     help: 'HTTP request latency by method, route template and status',
     labelNames: ['method', 'route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
   const refused = new Counter({
@@ -53,16 +61,15 @@ export function createMetrics(pool: PoolGaugeSource): Metrics {
     registers: [registry],
   });
   registerPoolGauges(registry, pool);
-  // Label children resolved once per (method, route, status): prom-client hashes label objects
-  // on every inc/observe otherwise, a measurable cost at tens of thousands of requests a second.
-  const children = new Map<string, { count: Counter.Internal; time: Histogram.Internal<string> }>();
+  // Both series of a (method, route, status) resolved once, found with one lookup per request.
+  const children = new Map<string, { count: CounterSeries; time: HistogramSeries }>();
   const observe = (rawMethod: string, route: string, status: number, seconds: number) => {
     const method = METHODS.has(rawMethod) ? rawMethod : 'OTHER';
     const key = `${method} ${route} ${status}`;
     let child = children.get(key);
     if (!child) {
-      const labels = { method, route, status: String(status) };
-      child = { count: requests.labels(labels), time: latency.labels(labels) };
+      const labels = [method, route, String(status)];
+      child = { count: requests.labels(...labels), time: latency.labels(...labels) };
       children.set(key, child);
     }
     child.count.inc();
