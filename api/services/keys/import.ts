@@ -1,10 +1,11 @@
 /**
- * Keystore import (contract 4): PKCS#12 or PEM parsed in the worker pool, then every key of it
- * stored in one transaction, so a failure leaves no half-imported key.
+ * Keystore import (contract 4): PKCS#12 or PEM parsed in the worker pool (a small unencrypted PEM
+ * on the event loop), then every key of it stored in one transaction, so a failure leaves no
+ * half-imported key.
  */
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { problem } from '../../../shared/errors/index.ts';
+import { errorFromData, problem } from '../../../shared/errors/index.ts';
 import {
   primaryUsage,
   resolveUsage,
@@ -12,7 +13,7 @@ import {
   type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
 import { allowedUsages, refuseDuplicate } from '../../../shared/keys/usages.ts';
-import type { ParsedKeystoreEntry } from '../../threads/tasks/keystore.ts';
+import { parseKeystoreTask, type ParsedKeystoreEntry } from '../../threads/tasks/keystore.ts';
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
 import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
@@ -76,6 +77,35 @@ export function importUsages(
   return { enabled: allowed, allowed };
 }
 
+/**
+ * The largest PEM parsed on the event loop. An unencrypted PEM key and its chain are a few KiB and
+ * parse in well under a millisecond, with no key derivation to run; sending them to the pool
+ * started a thread for it, about 25 MB of the API's RSS for the pool's idle timeout (issue 29:
+ * 202 MB peak through 1 GiB conversions right after an import, 171 MB once that thread had gone).
+ * A PKCS#12 file, an encrypted PEM (PBKDF2) or a larger bundle still goes to the pool.
+ */
+const LOOP_PEM_BYTES = 64 * 1024;
+
+function parseOnLoop(data: Buffer, password: string | undefined): boolean {
+  if (password !== undefined || data.length > LOOP_PEM_BYTES) return false;
+  const text = data.toString('latin1');
+  return text.includes('-----BEGIN ') && !text.includes('ENCRYPTED');
+}
+
+/** Parses the keystore where its cost belongs; the pool's failures arrive as plain data either way. */
+async function parseEntries(
+  ctx: AppContext,
+  input: { data: Buffer; password?: string },
+): Promise<ParsedKeystoreEntry[]> {
+  if (!parseOnLoop(input.data, input.password))
+    return ctx.pool.run<ParsedKeystoreEntry[]>('parseKeystoreTask', input);
+  try {
+    return parseKeystoreTask(input);
+  } catch (err) {
+    throw errorFromData(err);
+  }
+}
+
 /** Imports every key of a keystore; answers the keys with their certificate summaries. */
 export async function importKeystore(
   ctx: AppContext,
@@ -85,10 +115,7 @@ export async function importKeystore(
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
   if (input.kid !== undefined && !KID.test(input.kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  const entries = await ctx.pool.run<ParsedKeystoreEntry[]>('parseKeystoreTask', {
-    data: input.data,
-    password: input.password,
-  });
+  const entries = await parseEntries(ctx, { data: input.data, password: input.password });
   if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
   if (input.trustAnchor && entries.some((e) => e.privateKeyDer))
     throw problem(

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { X509Certificate, verify } from 'node:crypto';
 import { CompactEncrypt, importX509 } from 'jose';
 import { AsnConvert } from '@peculiar/asn1-schema';
@@ -181,9 +182,13 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
     expect(version.certificate_chain).toEqual([c.raw.toString('base64')]);
   });
 
-  it('when PEM key and certificate import, plain and with an encrypted key, then 201; the encrypted one needs its password', async () => {
+  it('when PEM key and certificate import, plain and with an encrypted key, then 201; the encrypted one needs its password; only the encrypted one is parsed on a pool thread', async () => {
+    const run = jest.spyOn(app.ctx.pool, 'run');
+    const poolParses = () => run.mock.calls.filter(([task]) => task === 'parseKeystoreTask').length;
     const plain = await upload({ keystore: files['plain.pem'], kid: 'ec-plain' });
     expect(plain.status).toBe(201);
+    // No key derivation to run: parsed on the event loop, no thread started for it.
+    expect(poolParses()).toBe(0);
     expect(plain.body.keys[0]).toMatchObject({
       kid: 'ec-plain',
       type: 'ec-p384',
@@ -207,6 +212,8 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       (await upload({ keystore: files['encrypted.pem'], password: PEM_PASSWORD, kid: 'ec-enc' }))
         .status,
     ).toBe(201);
+    expect(poolParses()).toBe(3);
+    run.mockRestore();
   });
 
   it('when the PKCS#12 password is wrong or its MAC is broken, then 400 saying so and nothing is stored', async () => {
@@ -245,6 +252,14 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
     });
     expect([400, 415]).toContain(noise.status);
     expect(noise.body.detail).toMatch(/neither PKCS#12|not/);
+    // A small PEM without a password is parsed on the event loop: its failures answer the same.
+    const badPem = await upload({
+      keystore: Buffer.from(
+        '-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n',
+      ),
+    });
+    expect(badPem.status).toBe(400);
+    expect(badPem.body.type).toMatch(/\/problems\/keystore-/);
     const json = await fetch(`${app.url}${url}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
