@@ -70,7 +70,13 @@ export class SpooledJwsSigner {
       return;
     }
     if (!this.#file) {
-      this.#file = await openSpool();
+      const file = await openSpool();
+      // Closed while the file was opened (an aborted request): close() saw no file to close.
+      if (this.#closed) {
+        await file.close();
+        throw new Error('the spool is closed');
+      }
+      this.#file = file;
       this.#fill = Buffer.allocUnsafeSlow(SPOOL_IO);
       const held = this.#held;
       this.#held = [];

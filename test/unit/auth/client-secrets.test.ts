@@ -17,6 +17,7 @@ const CLIENT = '6f1c2e3d-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
  */
 function heldDatabase() {
   const held: Array<(rows: Array<Record<string, unknown>>) => void> = [];
+  const failing: Array<(err: Error) => void> = [];
   const asked: string[][] = [];
   const row = (disabled: boolean, clientId = CLIENT) => ({
     id: `w-${clientId}`,
@@ -35,7 +36,11 @@ function heldDatabase() {
         return query;
       },
       andWhere: () => query,
-      select: () => new Promise((resolve) => held.push(resolve)),
+      select: () =>
+        new Promise((resolve, reject) => {
+          held.push(resolve);
+          failing.push(reject);
+        }),
       // The secrets read (awaited as a query builder).
       then: (ok: (v: unknown) => unknown, ko: (e: unknown) => unknown) =>
         Promise.resolve(table === 'workload_secrets' ? [] : []).then(ok, ko),
@@ -49,6 +54,9 @@ function heldDatabase() {
     release: (i: number, disabled: boolean) => held[i]([row(disabled)]),
     /** Answers read `i` with a row for each client it asked for. */
     releaseAll: (i: number) => held[i](asked[i].map((id) => row(false, id))),
+    held: (i: number, rows: Array<Record<string, unknown>>) => held[i](rows),
+    /** Fails read `i` (the database went away). */
+    fail: (i: number) => failing[i](new Error('connection terminated')),
   };
 }
 
@@ -206,5 +214,90 @@ describe('the workload cache of the token endpoint', () => {
     expect(answered).toBe(false);
     d.release(1, true);
     expect((await late)?.disabled).toBe(true);
+  });
+
+  it('when a batch read fails, then every lookup waiting on it fails (none hangs) and the next lookup reads again', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const clients = ['1', '2', '3'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
+    const waiting = clients.map((c) =>
+      secrets.lookup(c).then(
+        () => 'answered',
+        () => 'failed',
+      ),
+    );
+    await settle();
+    expect(d.asked).toEqual([clients]);
+    d.fail(0);
+    expect(await Promise.all(waiting)).toEqual(['failed', 'failed', 'failed']);
+    const retry = secrets.lookup(clients[0]);
+    await settle();
+    expect(d.asked).toEqual([clients, [clients[0]]]);
+    d.releaseAll(1);
+    expect((await retry)?.clientId).toBe(clients[0]);
+  });
+
+  it('when an entry that joined a batch (in use, 3 s old) is changed while that batch is out, then the old answer is not cached and the next lookup reads after the change', async () => {
+    const d = heldDatabase();
+    const { f, change } = feed();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), f);
+    const [a, b] = ['a', 'b'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const loaded = Promise.all([secrets.lookup(a), secrets.lookup(b)]);
+    await settle();
+    d.releaseAll(0);
+    await loaded;
+    now.mockReturnValue(t0 + 1_000);
+    await secrets.lookup(b); // in use
+    now.mockReturnValue(t0 + 4_100);
+    await secrets.lookup(a); // due: b (4.1 s old, in use) joins its read
+    await settle();
+    expect(d.asked).toEqual([
+      [a, b],
+      [a, b],
+    ]);
+    change(b); // b's secret rotated out while the read that took it along is out
+    const afterChange = secrets.lookup(b);
+    d.releaseAll(1); // the old state of both
+    await settle();
+    await settle();
+    expect(d.asked).toEqual([[a, b], [a, b], [b]]);
+    // b as of after the change
+    d.held(2, [
+      {
+        id: `w-${b}`,
+        client_id: b,
+        tenant_id: 't1',
+        disabled: true,
+        permissions: ['crypto.encrypt'],
+        status: 'active',
+      },
+    ]);
+    expect((await afterChange)?.disabled).toBe(true);
+    expect((await secrets.lookup(b))?.disabled).toBe(true);
+  });
+
+  it('when many lookups name unknown clients, then they are read 500 at a time and nothing of them stays cached or queued', async () => {
+    const d = heldDatabase();
+    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const unknown = Array.from(
+      { length: 1_200 },
+      (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    );
+    const all = Promise.all(unknown.map((c) => secrets.lookup(c)));
+    for (let i = 0; i < 3; i += 1) {
+      await settle();
+      await settle();
+      d.held(i, []);
+    }
+    expect((await all).every((c) => c === null)).toBe(true);
+    expect(d.asked.map((ids) => ids.length)).toEqual([500, 500, 200]);
+    // A known client asked now is read on its own: no leftover of the flood rides along.
+    const known = secrets.lookup(CLIENT);
+    await settle();
+    expect(d.asked[3]).toEqual([CLIENT]);
+    d.release(3, false);
+    expect((await known)?.clientId).toBe(CLIENT);
   });
 });

@@ -4,6 +4,11 @@
  * one key gives the flattened form, several the General JSON form. Checked with jose.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
 import { flattenedVerify } from 'jose';
 import { SPOOL_MEMORY, SpooledJwsSigner } from '../../../shared/jose/spooled-jws.ts';
 import type { ResolvedKey } from '../../../shared/jose/types.ts';
@@ -75,5 +80,108 @@ describe('SpooledJwsSigner', () => {
     await flattenedVerify({ ...out.signatures[1], payload: content }, b.publicKey!);
     await s.close(); // idempotent after finish
     await expect(s.update(Buffer.from('late'))).rejects.toThrow(/closed/);
+  });
+
+  describe('the spool file on failure paths', () => {
+    // FileHandle is not exported: its prototype is reached through a handle of our own.
+    let proto: Record<string, unknown>;
+    beforeAll(async () => {
+      const f = await open(join(tmpdir(), `spool-proto-${process.pid}`), 'w');
+      proto = Object.getPrototypeOf(f) as Record<string, unknown>;
+      await f.close();
+    });
+    afterEach(() => jest.restoreAllMocks());
+
+    /** Descriptors of this process open on a spool file (unlinked, so '(deleted)'). */
+    const openSpools = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).includes('keyward-spool');
+        } catch {
+          return false;
+        }
+      }).length;
+
+    it('when a spool write fails, then the conversion fails (no JWS) and nothing is left unhandled', async () => {
+      const realWrite = proto.write as (...a: unknown[]) => Promise<unknown>;
+      let writes = 0;
+      jest.spyOn(proto as { write: () => Promise<unknown> }, 'write').mockImplementation(function (
+        this: unknown,
+        ...a: unknown[]
+      ) {
+        writes += 1;
+        if (writes === 2) return Promise.reject(new Error('ENOSPC: injected'));
+        return realWrite.apply(this, a);
+      });
+      const s = new SpooledJwsSigner({ b64: false });
+      const big = randomBytes(4 * 1024 * 1024);
+      const k = key('spool-fail', 'ec');
+      const run = async () => {
+        for (let i = 0; i < big.length; i += 65_536) await s.update(big.subarray(i, i + 65_536));
+        return s.finish([{ key: k, alg: 'ES384' }], {});
+      };
+      await expect(run()).rejects.toThrow(/ENOSPC/);
+      await s.close();
+      expect(openSpools()).toBe(0);
+    });
+
+    it('when spool writes and reads are short, then the content still comes back whole and in order', async () => {
+      const realWrite = proto.write as (...a: unknown[]) => Promise<unknown>;
+      const realRead = proto.read as (...a: unknown[]) => Promise<unknown>;
+      jest
+        .spyOn(proto as { write: (...a: unknown[]) => Promise<unknown> }, 'write')
+        .mockImplementation(function (this: unknown, ...a: unknown[]) {
+          const [b, off, len, pos] = a as [Buffer, number, number, number];
+          return realWrite.call(this, b, off, Math.min(len, 99_991), pos);
+        });
+      jest
+        .spyOn(proto as { read: (...a: unknown[]) => Promise<unknown> }, 'read')
+        .mockImplementation(function (this: unknown, ...a: unknown[]) {
+          const [b, off, len, pos] = a as [Buffer, number, number, number];
+          return realRead.call(this, b, off, Math.min(len, 77_777), pos);
+        });
+      const big = randomBytes(3 * 1024 * 1024 + 5);
+      const s = new SpooledJwsSigner({ b64: true });
+      for (let i = 0; i < big.length; i += 300_007) await s.update(big.subarray(i, i + 300_007));
+      const k = key('spool-short', 'ec');
+      const jws = (await s.finish([{ key: k, alg: 'ES384' }], {})) as {
+        protected: string;
+        signature: string;
+      };
+      await flattenedVerify({ ...jws, payload: big.toString('base64url') }, k.publicKey!);
+    });
+
+    it('when a spool read fails mid-pass, then finish fails (no JWS over part of the content)', async () => {
+      const realRead = proto.read as (...a: unknown[]) => Promise<unknown>;
+      let reads = 0;
+      jest.spyOn(proto as { read: () => Promise<unknown> }, 'read').mockImplementation(function (
+        this: unknown,
+        ...a: unknown[]
+      ) {
+        reads += 1;
+        if (reads === 2) return Promise.reject(new Error('EIO: injected'));
+        return realRead.apply(this, a);
+      });
+      const s = new SpooledJwsSigner({ b64: false });
+      const big = randomBytes(3 * 1024 * 1024);
+      for (let i = 0; i < big.length; i += 65_536) await s.update(big.subarray(i, i + 65_536));
+      await expect(s.finish([{ key: key('spool-eio', 'ec'), alg: 'ES384' }], {})).rejects.toThrow(
+        /EIO/,
+      );
+      await s.close();
+      expect(openSpools()).toBe(0);
+    });
+
+    it('when the spool is closed while its file is being opened (an aborted request), then that file is closed too', async () => {
+      const s = new SpooledJwsSigner({ b64: false });
+      await s.update(randomBytes(SPOOL_MEMORY));
+      // This chunk overflows the memory: update opens the spool file while close runs.
+      const pending = s.update(randomBytes(1024)).catch((err: unknown) => err);
+      await s.close();
+      await pending;
+      // Give a leaked handle every chance to show: nothing else closes it but GC.
+      await new Promise((r) => setImmediate(r));
+      expect(openSpools()).toBe(0);
+    });
   });
 });
