@@ -29,6 +29,15 @@ interface Sample {
   exemplar?: null;
 }
 
+/** What prom-client's Registry reads of a metric's samples. */
+interface MetricData {
+  name: string;
+  help: string;
+  type: string;
+  values: Sample[];
+  aggregator: string;
+}
+
 /**
  * Series by their label values joined with NUL. A value holding a NUL could make two label sets
  * one key, so such a set is refused when its series would be made (with the arity checked, a
@@ -95,48 +104,50 @@ export class CounterSeries {
   }
 }
 
-/** A labelled counter, exposed as prom-client's Counter exposes one. */
-export class FastCounter {
+/** What a counter and a histogram share: name, help, their series table, registration. */
+abstract class FastMetric<S> {
   /** Read (and for OpenMetrics rewritten) by the Registry. */
   name: string;
   readonly help: string;
-  readonly type = 'counter';
+  abstract readonly type: string;
   readonly aggregator = 'sum';
-  readonly #table: SeriesTable<CounterSeries>;
+  protected readonly table: SeriesTable<S>;
 
-  constructor(config: FastMetricConfig) {
+  constructor(config: FastMetricConfig, make: (labels: Labels) => S) {
     this.name = config.name;
     this.help = config.help;
-    this.#table = new SeriesTable(config.labelNames, (labels) => new CounterSeries(labels));
+    this.table = new SeriesTable(config.labelNames, make);
     register(this, config.registers);
   }
 
   /** The series of these label values (in labelNames order), made on first use; keep it to skip the lookup. */
-  labels(...values: string[]): CounterSeries {
-    return this.#table.get(values);
+  labels(...values: string[]): S {
+    return this.table.get(values);
   }
 
-  async get(): Promise<{
-    name: string;
-    help: string;
-    type: string;
-    values: Sample[];
-    aggregator: string;
-  }> {
+  protected data(values: Sample[]): MetricData {
+    const { name, help, type, aggregator } = this;
+    return { name, help, type, values, aggregator };
+  }
+}
+
+/** A labelled counter, exposed as prom-client's Counter exposes one. */
+export class FastCounter extends FastMetric<CounterSeries> {
+  readonly type = 'counter';
+
+  constructor(config: FastMetricConfig) {
+    super(config, (labels) => new CounterSeries(labels));
+  }
+
+  async get(): Promise<MetricData> {
     const values: Sample[] = [];
-    for (const s of this.#table.series.values()) values.push({ value: s.value, labels: s.labels });
-    return {
-      help: this.help,
-      name: this.name,
-      type: this.type,
-      values,
-      aggregator: this.aggregator,
-    };
+    for (const s of this.table.series.values()) values.push({ value: s.value, labels: s.labels });
+    return this.data(values);
   }
 
   /** Zeroes every series in place, so a series a caller kept still counts. */
   reset(): void {
-    for (const s of this.#table.series.values()) s.value = 0;
+    for (const s of this.table.series.values()) s.value = 0;
   }
 }
 
@@ -175,52 +186,30 @@ export class HistogramSeries {
 }
 
 /** A labelled histogram, exposed as prom-client's Histogram exposes one. */
-export class FastHistogram {
-  /** Read by the Registry. */
-  name: string;
-  readonly help: string;
+export class FastHistogram extends FastMetric<HistogramSeries> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
   readonly #bounds: readonly number[];
-  readonly #table: SeriesTable<HistogramSeries>;
 
   constructor(config: FastMetricConfig & { buckets: readonly number[] }) {
-    this.name = config.name;
-    this.help = config.help;
     const bounds = Object.freeze([...config.buckets]);
     for (let i = 1; i < bounds.length; i += 1)
       if (!(bounds[i] > bounds[i - 1])) throw new TypeError('buckets must be increasing');
     if (config.labelNames.includes('le')) throw new TypeError('le is a reserved label keyword');
+    super(config, (labels) => new HistogramSeries(labels, bounds));
     this.#bounds = bounds;
-    this.#table = new SeriesTable(
-      config.labelNames,
-      (labels) => new HistogramSeries(labels, bounds),
-    );
-    register(this, config.registers);
-  }
-
-  /** The series of these label values (in labelNames order), made on first use; keep it to skip the lookup. */
-  labels(...values: string[]): HistogramSeries {
-    return this.#table.get(values);
   }
 
   /**
    * The samples as prom-client's Histogram.getForPromString gives them: per series the
    * cumulative `le` buckets, +Inf, _sum and _count, the series labels as sharedLabels.
    */
-  async getForPromString(): Promise<{
-    name: string;
-    help: string;
-    type: string;
-    values: Sample[];
-    aggregator: string;
-  }> {
+  async getForPromString(): Promise<MetricData> {
     const bucket = `${this.name}_bucket`;
     const sumName = `${this.name}_sum`;
     const countName = `${this.name}_count`;
     const bounds = this.#bounds;
     const values: Sample[] = [];
-    for (const s of this.#table.series.values()) {
+    for (const s of this.table.series.values()) {
       const shared = s.labels;
       let acc = 0;
       for (let i = 0; i < bounds.length; i += 1) {
@@ -231,23 +220,11 @@ export class FastHistogram {
       values.push(sample({}, shared, s.sum, sumName, undefined));
       values.push(sample({}, shared, s.count, countName, undefined));
     }
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values,
-      aggregator: this.aggregator,
-    };
+    return this.data(values);
   }
 
   /** The samples as prom-client's Histogram.get gives them: the series labels after `le`. */
-  async get(): Promise<{
-    name: string;
-    help: string;
-    type: string;
-    values: Sample[];
-    aggregator: string;
-  }> {
+  async get(): Promise<MetricData> {
     const data = await this.getForPromString();
     data.values = data.values.map(({ sharedLabels, labels, ...rest }) => ({
       ...rest,
@@ -258,7 +235,7 @@ export class FastHistogram {
 
   /** Zeroes every series in place, so a series a caller kept still counts. */
   reset(): void {
-    for (const s of this.#table.series.values()) s.zero();
+    for (const s of this.table.series.values()) s.zero();
   }
 }
 

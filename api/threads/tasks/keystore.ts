@@ -2,6 +2,7 @@
  * Keystore parsing in the pool: PBKDF2/PKCS#12 KDF work takes up to a couple of seconds of CPU
  * and must not block the event loop. Returns plain data: PKCS#8 DER keys and DER certificates.
  */
+import type { KeyObject } from 'node:crypto';
 import { parseKeystore } from '../../../shared/keystore/index.ts';
 import { readCertificatesOnly } from '../../../shared/keystore/certificates-only.ts';
 import type { CertificateSummary, CertificateUsage } from '../../../shared/keystore/index.ts';
@@ -36,6 +37,27 @@ export function parseKeystoreTask(input: {
   }
 }
 
+/** What every entry carries: its public half, its certificates and how a CMS names it. */
+function publicPart(e: {
+  type: string;
+  publicKey: KeyObject;
+  certificates: Uint8Array[];
+  certificate?: CertificateSummary;
+  issuerDer?: Uint8Array;
+  serialNumber?: Uint8Array;
+  subjectKeyIdentifier?: Uint8Array;
+}): ParsedKeystoreEntry {
+  return {
+    type: e.type,
+    publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
+    certificates: e.certificates,
+    certificate: e.certificate,
+    issuerDer: e.issuerDer,
+    serialNumber: e.serialNumber,
+    subjectKeyIdentifier: e.subjectKeyIdentifier,
+  };
+}
+
 function parseEntries(input: { data: Uint8Array; password?: string }): ParsedKeystoreEntry[] {
   const data = Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength);
   try {
@@ -43,28 +65,14 @@ function parseEntries(input: { data: Uint8Array; password?: string }): ParsedKey
       data,
       password: input.password,
     }).map((e) => ({
-      type: e.type,
+      ...publicPart(e),
       privateKeyDer: e.privateKey.export({ format: 'der', type: 'pkcs8' }),
-      publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
-      certificates: e.certificates,
-      certificate: e.certificate,
-      issuerDer: e.issuerDer,
-      serialNumber: e.serialNumber,
-      subjectKeyIdentifier: e.subjectKeyIdentifier,
       ...(e.usages ? { usages: e.usages } : {}),
       friendlyName: (e as { friendlyName?: string }).friendlyName,
     }));
   } catch (err) {
     // Certificates without a private key: an outside signer's, imported to verify only.
     if (!(err instanceof AppError) || err.code !== 'keystore_empty') throw err;
-    return readCertificatesOnly(data, input.password).map((e) => ({
-      type: e.type,
-      publicKeyDer: e.publicKey.export({ format: 'der', type: 'spki' }),
-      certificates: e.certificates,
-      certificate: e.certificate,
-      issuerDer: e.issuerDer,
-      serialNumber: e.serialNumber,
-      subjectKeyIdentifier: e.subjectKeyIdentifier,
-    }));
+    return readCertificatesOnly(data, input.password).map(publicPart);
   }
 }
