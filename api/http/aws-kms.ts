@@ -10,23 +10,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_CORE, type AccessClaims } from '../services/auth/access-tokens.ts';
-import {
-  ACCESS_KEY_ID,
-  accessKeys,
-  type AccessKeyHolder,
-} from '../services/auth/access-keys.ts';
+import { ACCESS_KEY_ID, accessKeys, type AccessKeyHolder } from '../services/auth/access-keys.ts';
 import { isRateLimited, rateKey, retryAfterSeconds } from '../services/auth/rate-limits.ts';
 import { requirePermissions } from '../access/checks.ts';
 import { consumeApiBudget } from '../access/budget.ts';
 import { runRuntime } from '../services/crypto/batch.ts';
 import { AwsError, toAwsError } from '../services/aws-kms/errors.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
-import {
-  checkScope,
-  parseAuthorization,
-  verifySignature,
-  type SigV4Credential,
-} from './sigv4.ts';
+import { checkScope, parseAuthorization, verifySignature, type SigV4Credential } from './sigv4.ts';
 import { readCappedBytes } from './json-body.ts';
 import { ANONYMOUS_ACTOR, subjectActor } from '../../shared/audit/actor.ts';
 
