@@ -27,7 +27,7 @@ describe('AWS KMS API: the caller is anonymous until its signature verifies', ()
   beforeAll(async () => {
     app = await startTestApp({ RATE_LIMIT_FAILURES_PER_MINUTE: String(BUDGET) });
     a = await awsTenant(app);
-  }, 60_000);
+  });
   afterAll(async () => {
     await app?.stop();
   });
