@@ -84,8 +84,12 @@ function claimsOf(holder: AccessKeyHolder): AccessClaims {
   return claims;
 }
 
-/** The requests a process answers 429 without verifying them: their pair's failure budget is spent. */
-const spentPairs = new Map<string, number>();
+/**
+ * The (access key, address) pairs this instance saw spend their failure budget, until when: their
+ * requests answer 429 without being verified, and without asking the limiter, so a correctly
+ * signed request never waits on a round trip for the budget.
+ */
+const spentPairsOf = new WeakMap<AppContext, Map<string, number>>();
 const MAX_SPENT_PAIRS = 10_000;
 
 /** The 429 of a spent failure budget, as the token endpoint answers it, in AWS's words. */
@@ -114,6 +118,8 @@ async function authenticate(
   const address = req.socket.remoteAddress ?? 'unknown';
   let holder: AccessKeyHolder | null = null;
   let pair = `access-key:${cred.accessKeyId}@${address}`;
+  let spentPairs = spentPairsOf.get(ctx);
+  if (!spentPairs) spentPairsOf.set(ctx, (spentPairs = new Map()));
   const spentUntil = spentPairs.get(pair);
   if (spentUntil !== undefined) {
     if (spentUntil > Date.now()) throw budgetSpent(Math.ceil((spentUntil - Date.now()) / 1000));
