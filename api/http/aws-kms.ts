@@ -4,20 +4,22 @@
  * (Express's route, api/routes/aws-kms.ts, for an app without the lane), with this one core: SigV4 against
  * the workload's access key, then the request acts as the workload does with its OAuth tokens
  * (the same AccessClaims: tenant, permissions, rate budget, audit actor). Every refusal is the
- * AWS shape `{"__type", "message"}`; once a workload is identified, it is audited too.
+ * AWS shape `{"__type", "message"}`; once the signature verifies, it is audited in the workload's
+ * name too (before that, see authenticate below).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_CORE, type AccessClaims } from '../services/auth/access-tokens.ts';
-import { accessKeys, type AccessKeyHolder } from '../services/auth/access-keys.ts';
+import { ACCESS_KEY_ID, accessKeys, type AccessKeyHolder } from '../services/auth/access-keys.ts';
+import { isRateLimited, rateKey, retryAfterSeconds } from '../services/auth/rate-limits.ts';
 import { requirePermissions } from '../access/checks.ts';
 import { consumeApiBudget } from '../access/budget.ts';
 import { runRuntime } from '../services/crypto/batch.ts';
 import { AwsError, toAwsError } from '../services/aws-kms/errors.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
-import { checkScope, parseAuthorization, verifySignature } from './sigv4.ts';
+import { checkScope, parseAuthorization, verifySignature, type SigV4Credential } from './sigv4.ts';
 import { readCappedBytes } from './json-body.ts';
-import { subjectActor } from '../../shared/audit/actor.ts';
+import { ANONYMOUS_ACTOR, subjectActor } from '../../shared/audit/actor.ts';
 
 /** The AWS protocol's media type (awsJson1_1). */
 export const AMZ_JSON = 'application/x-amz-json-1.1';
@@ -43,9 +45,16 @@ function regionsOf(ctx: AppContext): string[] {
   return list;
 }
 
-function answerOf(status: number, body: unknown, id: string, errorType?: string): AwsAnswer {
+function answerOf(
+  status: number,
+  body: unknown,
+  id: string,
+  errorType?: string,
+  retryAfter?: number,
+): AwsAnswer {
   const headers: Record<string, string> = { 'Content-Type': AMZ_JSON, 'x-amzn-RequestId': id };
   if (errorType) headers['x-amzn-ErrorType'] = errorType;
+  if (retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);
   return { status, headers, body: JSON.stringify(body) };
 }
 
@@ -75,27 +84,55 @@ function claimsOf(holder: AccessKeyHolder): AccessClaims {
   return claims;
 }
 
-/** Answers one AWS KMS API request; `noteClaims` learns the workload once it is identified. */
-export async function awsAnswer(
+/**
+ * The (access key, address) pairs this instance saw spend their failure budget, until when: their
+ * requests answer 429 without being verified, and without asking the limiter, so a correctly
+ * signed request never waits on a round trip for the budget.
+ */
+const spentPairsOf = new WeakMap<AppContext, Map<string, number>>();
+const MAX_SPENT_PAIRS = 10_000;
+
+/** The 429 of a spent failure budget, as the token endpoint answers it, in AWS's words. */
+const budgetSpent = (retryAfter: number) =>
+  new AwsError(
+    'LimitExceededException',
+    'Too many failed authentications from this address; retry later.',
+    429,
+    retryAfter,
+  );
+
+/**
+ * The access key whose signature verifies, with the body it signs. Until then the caller is
+ * anonymous: nothing it sends is written in the key's tenant chain. As at the token endpoint
+ * (api/services/auth/grants.ts, unknown client ids), every refusal once an access key id is named
+ * is tallied in the platform chain (one event per address and second, actor `anonymous`,
+ * target the access key and address) and spends the failure budget of the (access key, address)
+ * pair, or of the address alone for an id that names no key; past it, 429 LimitExceededException
+ * until the budget refills, without verifying (docs/aws-kms.md).
+ */
+async function authenticate(
   ctx: AppContext,
   req: IncomingMessage,
-  id: string,
-  noteClaims: (claims: AccessClaims) => void,
-): Promise<AwsAnswer> {
-  let claims: AccessClaims | undefined;
-  let action = 'aws-kms.request';
-  let audited = false;
+): Promise<{ cred: SigV4Credential; holder: AccessKeyHolder; body: Buffer }> {
+  const cred = parseAuthorization(req.headers.authorization);
+  const address = req.socket.remoteAddress ?? 'unknown';
+  let holder: AccessKeyHolder | null = null;
+  let pair = `access-key:${cred.accessKeyId}@${address}`;
+  let spentPairs = spentPairsOf.get(ctx);
+  if (!spentPairs) spentPairsOf.set(ctx, (spentPairs = new Map()));
+  const spentUntil = spentPairs.get(pair);
+  if (spentUntil !== undefined) {
+    if (spentUntil > Date.now()) throw budgetSpent(Math.ceil((spentUntil - Date.now()) / 1000));
+    spentPairs.delete(pair);
+  }
   try {
-    const cred = parseAuthorization(req.headers.authorization);
     checkScope(cred, req.headers, regionsOf(ctx), Date.now());
-    const holder = await accessKeys(ctx).lookup(cred.accessKeyId);
+    holder = await accessKeys(ctx).lookup(cred.accessKeyId);
     if (!holder || !holder.usable)
       throw new AwsError(
         'UnrecognizedClientException',
         'The security token included in the request is invalid.',
       );
-    claims = claimsOf(holder);
-    noteClaims(claims);
     let body: Buffer;
     try {
       body = await readCappedBytes(req, ctx.config.jsonLimitBytes);
@@ -108,6 +145,53 @@ export async function awsAnswer(
       );
     }
     verifySignature(cred, holder.secret, req.method ?? 'POST', req.url ?? '/', req.headers, body);
+    return { cred, holder, body };
+  } catch (err) {
+    if (!(err instanceof AwsError) || err.status >= 500) throw err;
+    // A scope refused before the lookup: which budget it spends depends on whether the id names a key.
+    if (holder === null && ACCESS_KEY_ID.test(cred.accessKeyId))
+      holder = await accessKeys(ctx)
+        .lookup(cred.accessKeyId)
+        .catch(() => null);
+    const known = holder !== null;
+    if (!known) pair = rateKey('address', address);
+    ctx.audit.tally({
+      tenantId: await ctx.auth.platformTenantId(),
+      actor: ANONYMOUS_ACTOR,
+      action: 'aws-kms.authenticate',
+      outcome: 'failure',
+      // Never the sender's text: an id that names no key is not written.
+      target: known ? `access-key:${cred.accessKeyId}@${address}` : `address:${address}`,
+    });
+    try {
+      await ctx.auth.limits.failures.consume(pair);
+    } catch (spent) {
+      if (!isRateLimited(spent)) throw err;
+      if (known) {
+        if (spentPairs.size >= MAX_SPENT_PAIRS)
+          spentPairs.delete(spentPairs.keys().next().value as string);
+        spentPairs.set(pair, Date.now() + spent.msBeforeNext);
+      }
+      throw budgetSpent(retryAfterSeconds(spent));
+    }
+    throw err;
+  }
+}
+
+/** Answers one AWS KMS API request; `noteClaims` learns the workload once its signature verifies. */
+export async function awsAnswer(
+  ctx: AppContext,
+  req: IncomingMessage,
+  id: string,
+  noteClaims: (claims: AccessClaims) => void,
+): Promise<AwsAnswer> {
+  let claims: AccessClaims | undefined;
+  let action = 'aws-kms.request';
+  let audited = false;
+  try {
+    const { cred, holder, body } = await authenticate(ctx, req);
+    claims = claimsOf(holder);
+    noteClaims(claims);
     const target = req.headers['x-amz-target'];
     const name =
       typeof target === 'string' && target.startsWith('TrentService.') ? target.slice(13) : '';
@@ -181,6 +265,6 @@ export async function awsAnswer(
         outcome: 'failure',
         details: { exception: e.type },
       });
-    return answerOf(e.status, { __type: e.type, message: e.message }, id, e.type);
+    return answerOf(e.status, { __type: e.type, message: e.message }, id, e.type, e.retryAfter);
   }
 }

@@ -80,7 +80,16 @@ export function parseAuthorization(header: string | undefined): SigV4Credential 
   };
 }
 
-/** Checks what can be checked without the secret: service, region, signed headers and date. */
+/** Headers that must be signed whenever they are sent (lower-case name, name as shown). */
+const MUST_SIGN: ReadonlyArray<[string, string]> = [
+  ['x-amz-target', 'X-Amz-Target'],
+  ['content-type', 'Content-Type'],
+];
+
+/**
+ * Checks what can be checked without the secret: service, region, no session token, signed
+ * headers and date.
+ */
 export function checkScope(
   cred: SigV4Credential,
   headers: IncomingHttpHeaders,
@@ -94,9 +103,22 @@ export function checkScope(
     (regions.length > 0 && !regions.includes(cred.region))
   )
     throw invalid(`Credential should be scoped to a valid region.`);
+  // Keyward issues no temporary credentials: a session token would be ignored, and a client
+  // holding one believes a scoped, expiring credential was checked when it was not.
+  if (headers['x-amz-security-token'] !== undefined)
+    throw new AwsError(
+      'UnrecognizedClientException',
+      'The security token included in the request is invalid: this service issues no session tokens. Sign with a workload access key alone, without X-Amz-Security-Token.',
+    );
   const signed = cred.signedHeaders;
   if (!signed.includes('host'))
     throw invalid("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+  // The operation and the body's media type are what the signature must bind: an unsigned
+  // X-Amz-Target would let a captured DescribeKey be replayed as ScheduleKeyDeletion. Every AWS
+  // SDK and the CLI sign both.
+  for (const [name, shown] of MUST_SIGN)
+    if (headers[name] !== undefined && !signed.includes(name))
+      throw invalid(`'${shown}' must be a 'SignedHeader' in the AWS Authorization.`);
   const amzDate = headers['x-amz-date'];
   if (typeof amzDate !== 'string' || !signed.includes('x-amz-date'))
     throw incomplete(
@@ -144,7 +166,9 @@ const FOLDABLE = /[^\S ]| {2}/;
 function canonicalHeaders(headers: IncomingHttpHeaders, names: readonly string[]): string {
   let out = '';
   for (const name of names) {
-    const raw = headers[name];
+    // An own property only: a signed name such as `constructor` or `__proto__` is request input
+    // and must not reach Object.prototype.
+    const raw = Object.hasOwn(headers, name) ? headers[name] : undefined;
     if (raw === undefined)
       throw invalid(`Signed header ${name.slice(0, 64)} is missing from the request.`);
     const value = Array.isArray(raw) ? raw.join(',') : raw;

@@ -42,7 +42,7 @@ export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
       operationId: 'awsKms',
       summary: 'AWS KMS API: the operation named by X-Amz-Target (TrentService.<Operation>)',
       description:
-        "Point an AWS client at the service (`--endpoint-url`, `AWS_ENDPOINT_URL_KMS`, `endpoint`). Requests are signed with AWS Signature Version 4 (service `kms`) by a workload access key (`POST /api/v3/admin/tenants/{tenantId}/workloads/{workloadId}/access-keys`) and act as that workload: its permissions, rate budgets and audit. The body is the AWS operation's request in awsJson1_1 (blobs base64); the answer is its AWS response. See docs/aws-kms.md for the operations, their Keyward permissions and key states.",
+        "Point an AWS client at the service: `--endpoint-url` on every CLI command, `endpoint` in an SDK client (not `AWS_ENDPOINT_URL_KMS` alone: CLIs before 2.13.0 and 1.29.0 ignore it and send the request, plaintext included, to AWS). Requests are signed with AWS Signature Version 4 (service `kms`) by a workload access key (`POST /api/v3/admin/tenants/{tenantId}/workloads/{workloadId}/access-keys`) and act as that workload: its permissions, rate budgets and audit, once the signature verifies (until then a refusal spends the failure budget of the access key at the sending address, as failed client authentication does at the token endpoint: 429 LimitExceededException past it). X-Amz-Target and Content-Type must be signed; session tokens (X-Amz-Security-Token) are refused. The body is the AWS operation's request in awsJson1_1 (blobs base64); the answer is its AWS response. See docs/aws-kms.md for the operations, their Keyward permissions and key states.",
       security: [{ awsSigV4: [] }],
       parameters: [
         {
@@ -85,8 +85,15 @@ export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
           },
         },
         400: awsError(
-          'an AWS exception: MissingAuthenticationTokenException, IncompleteSignatureException, InvalidSignatureException, UnrecognizedClientException, UnknownOperationException, SerializationException, ValidationException, NotFoundException, DisabledException, KMSInvalidStateException, InvalidCiphertextException, IncorrectKeyException, InvalidKeyUsageException, AccessDeniedException, LimitExceededException, KMSInvalidSignatureException, KMSInvalidMacException, UnsupportedOperationException, AlreadyExistsException',
+          'an AWS exception: MissingAuthenticationTokenException, IncompleteSignatureException, InvalidSignatureException, UnrecognizedClientException, UnknownOperationException, SerializationException, ValidationException, NotFoundException, DisabledException, KMSInvalidStateException, InvalidCiphertextException, IncorrectKeyException, InvalidKeyUsageException, AccessDeniedException, LimitExceededException, KMSInvalidSignatureException, KMSInvalidMacException, UnsupportedOperationException, AlreadyExistsException, TagException',
           { __type: 'NotFoundException', message: "Key 'alias/none' does not exist" },
+        ),
+        429: awsError(
+          'LimitExceededException: too many refusals before the signature verified, for this access key at this address (RATE_LIMIT_FAILURES_PER_MINUTE; Retry-After)',
+          {
+            __type: 'LimitExceededException',
+            message: 'Too many failed authentications from this address; retry later.',
+          },
         ),
         500: awsError('KMSInternalException', {
           __type: 'KMSInternalException',

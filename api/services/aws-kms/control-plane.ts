@@ -307,14 +307,16 @@ export async function cancelKeyDeletion(
   return { kid, KeyId: keyArn(c, kid) };
 }
 
+/** Tags one key may hold (AWS KMS's quota). */
+const MAX_TAGS_PER_KEY = 50;
+
 /** Tags as AWS gives them: `[{TagKey, TagValue}]`, keys 1 to 128, values 0 to 256 characters. */
 function readTags(v: unknown, required: boolean): Array<[string, string]> {
   if (v === undefined && !required) return [];
-  if (!Array.isArray(v) || v.length > 50)
-    throw new AwsError(
-      'ValidationException',
-      'Tags must be a list of at most 50 {TagKey, TagValue}',
-    );
+  if (!Array.isArray(v))
+    throw new AwsError('ValidationException', 'Tags must be a list of {TagKey, TagValue}');
+  if (v.length > MAX_TAGS_PER_KEY)
+    throw new AwsError('TagException', `A key holds at most ${MAX_TAGS_PER_KEY} tags`);
   return v.map((t) => {
     const k = (t as Row)?.TagKey;
     const val = (t as Row)?.TagValue;
@@ -347,6 +349,25 @@ async function writeTags(
       .merge(['tag_value']);
 }
 
+/**
+ * LimitExceededException, as AWS answers, when the key's tags and the new ones (a TagKey the key
+ * holds is replaced, not added) would be more than MAX_TAGS_PER_KEY.
+ */
+async function withinTagQuota(
+  ctx: AppContext,
+  tenantId: string,
+  kid: string,
+  tags: Array<[string, string]>,
+): Promise<void> {
+  const held = await ctx.db('key_tags').where({ tenant_id: tenantId, kid }).pluck('tag_key');
+  const after = new Set<string>([...held, ...tags.map(([k]) => k)]);
+  if (after.size > MAX_TAGS_PER_KEY)
+    throw new AwsError(
+      'LimitExceededException',
+      `A key holds at most ${MAX_TAGS_PER_KEY} tags; this one holds ${held.length}`,
+    );
+}
+
 /** TagResource: adds or replaces tags. */
 export async function tagResource(
   ctx: AppContext,
@@ -356,6 +377,7 @@ export async function tagResource(
 ): Answer {
   const tags = readTags(input.Tags, true);
   const { kid } = await keyOf(ctx, c, input, actor);
+  await withinTagQuota(ctx, c.tenantId, kid, tags);
   await writeTags(ctx, c.tenantId, kid, tags);
   return { kid };
 }

@@ -21,7 +21,7 @@ import { encryptionContext, seal, sign, unseal, operationKey, verify } from '../
 import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { AwsError, invalidCiphertext } from './errors.ts';
 import { keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
-import { awsSigningAlgorithm } from './specs.ts';
+import { algorithmsOf, awsSigningAlgorithm } from './specs.ts';
 
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
@@ -105,7 +105,7 @@ async function open(
   }
 }
 
-/** The encryption algorithm named, checked against the AWS names we serve. */
+/** The encryption algorithm named (SYMMETRIC_DEFAULT when absent, as AWS), one AWS serves. */
 function encryptionAlgorithm(input: Input, field = 'EncryptionAlgorithm'): string {
   const v = input[field] ?? 'SYMMETRIC_DEFAULT';
   if (v !== 'SYMMETRIC_DEFAULT' && v !== 'RSAES_OAEP_SHA_256')
@@ -116,16 +116,36 @@ function encryptionAlgorithm(input: Input, field = 'EncryptionAlgorithm'): strin
   return v;
 }
 
+/** True when the key encrypts with the algorithm (the list DescribeKey shows for it). */
+const keyEncryptsWith = (k: { type: string; usage: string }, algorithm: string): boolean =>
+  algorithmsOf(k.type, k.usage).EncryptionAlgorithms?.includes(algorithm) ?? false;
+
+/**
+ * The algorithm to encrypt with under `k`: as AWS, InvalidKeyUsageException when the key's
+ * KeySpec does not encrypt with it (an AES key asked for RSAES_OAEP_SHA_256, an RSA key with
+ * SYMMETRIC_DEFAULT, which is also the default).
+ */
+function sealingAlgorithm(k: { kid: string; type: string; usage: string }, algorithm: string) {
+  if (!keyEncryptsWith(k, algorithm))
+    throw new AwsError(
+      'InvalidKeyUsageException',
+      `The key ${k.kid} does not encrypt with ${algorithm}; DescribeKey lists its EncryptionAlgorithms.`,
+    );
+  return algorithm;
+}
+
 async function key(ctx: AppContext, c: AwsCaller, input: Input, field = 'KeyId') {
   return operationKey(ctx, c.tenantId, await resolveKeyId(ctx, c, input[field]));
 }
 
 /** Encrypt: `{KeyId, Plaintext, EncryptionContext?}` → `{CiphertextBlob, KeyId, EncryptionAlgorithm}`. */
 export async function encrypt(ctx: AppContext, c: AwsCaller, input: Input): Answer {
-  const algorithm = encryptionAlgorithm(input);
+  const named = encryptionAlgorithm(input);
   const plaintext = blob(input, 'Plaintext', MAX_PLAINTEXT_BYTES)!;
   const context = contextOf(ctx, input, 'EncryptionContext');
-  const sealed = await seal(ctx, await key(ctx, c, input), plaintext, context);
+  const k = await key(ctx, c, input);
+  const algorithm = sealingAlgorithm(k, named);
+  const sealed = await seal(ctx, k, plaintext, context);
   return {
     kid: sealed.kid,
     CiphertextBlob: toBlob(sealed.ciphertext),
@@ -139,6 +159,9 @@ export async function decrypt(ctx: AppContext, c: AwsCaller, input: Input): Answ
   const algorithm = encryptionAlgorithm(input);
   const { key: k, plaintext } = await open(ctx, c, input, 'KeyId', 'EncryptionContext');
   try {
+    // A blob opened under another algorithm than the one named fails as AWS's Decrypt does,
+    // with the one answer of every failed decryption (no hint of why).
+    if (!keyEncryptsWith(k, algorithm)) throw invalidCiphertext();
     return {
       kid: k.kid,
       KeyId: keyArn(c, k.kid),
@@ -152,18 +175,22 @@ export async function decrypt(ctx: AppContext, c: AwsCaller, input: Input): Answ
 
 /** ReEncrypt: opens under the source context, seals to DestinationKeyId under the destination context. */
 export async function reEncrypt(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+  const sourceAlgorithm = encryptionAlgorithm(input, 'SourceEncryptionAlgorithm');
+  const namedDestination = encryptionAlgorithm(input, 'DestinationEncryptionAlgorithm');
   const destination = await key(ctx, c, input, 'DestinationKeyId');
+  const destinationAlgorithm = sealingAlgorithm(destination, namedDestination);
   const context = contextOf(ctx, input, 'DestinationEncryptionContext');
   const source = await open(ctx, c, input, 'SourceKeyId', 'SourceEncryptionContext');
   try {
+    if (!keyEncryptsWith(source.key, sourceAlgorithm)) throw invalidCiphertext();
     const sealed = await seal(ctx, destination, source.plaintext, context);
     return {
       kid: sealed.kid,
       CiphertextBlob: toBlob(sealed.ciphertext),
       SourceKeyId: keyArn(c, source.key.kid),
       KeyId: keyArn(c, sealed.kid),
-      SourceEncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
-      DestinationEncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+      SourceEncryptionAlgorithm: sourceAlgorithm,
+      DestinationEncryptionAlgorithm: destinationAlgorithm,
     };
   } finally {
     source.plaintext.fill(0);

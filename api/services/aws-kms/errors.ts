@@ -9,10 +9,13 @@ import { AppError, type ProblemCode } from '../../../shared/errors/index.ts';
 export class AwsError extends Error {
   readonly type: string;
   readonly status: number;
-  constructor(type: string, message: string, status = 400) {
+  /** Seconds for Retry-After, on a 429. */
+  readonly retryAfter?: number;
+  constructor(type: string, message: string, status = 400, retryAfter?: number) {
     super(message);
     this.type = type;
     this.status = status;
+    if (retryAfter !== undefined) this.retryAfter = retryAfter;
   }
 }
 

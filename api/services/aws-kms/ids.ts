@@ -1,8 +1,8 @@
 /**
  * AWS names of Keyward keys (contract 10): the tenant's 12-digit account, key and alias ARNs,
  * and the KeyId forms a request may use (kid, `alias/<name>`, a key or alias ARN). A KeyId of
- * another tenant, a foreign account or an unknown alias is NotFoundException with the same
- * words, never a hint that it exists.
+ * another tenant, a foreign account, another region than the request's or an unknown alias is
+ * NotFoundException with the same words, never a hint that it exists.
  */
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
@@ -50,7 +50,8 @@ export async function resolveKeyId(ctx: AppContext, c: AwsCaller, keyId: unknown
   let name = keyId;
   const arn = ARN.exec(keyId);
   if (arn) {
-    if (arn[2] !== accountOf(c.tenantId)) throw keyNotFound(keyId);
+    // As AWS: an ARN names one region's key; another region's ARN names no key of this one.
+    if (arn[2] !== accountOf(c.tenantId) || arn[1] !== c.region) throw keyNotFound(keyId);
     name = arn[3];
   } else if (keyId.startsWith('arn:')) throw keyNotFound(keyId);
   if (name.startsWith('alias/')) {

@@ -3,7 +3,7 @@
  * the limit, a blob that is not base64, a wrong X-Amz-Target, unsigned and half-signed requests,
  * another tenant's access key and KeyId, a foreign account's ARN, a stale or altered signature.
  * Each answers the AWS error shape at once, writes nothing, and is audited once the workload is
- * known. Requests are signed by hand (support.ts) so they can be what no SDK sends.
+ * known by its signature. Requests are signed by hand (support.ts) so they can be what no SDK sends.
  */
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api } from '../../support/auth.ts';
@@ -21,7 +21,7 @@ interface Row {
   /** Rewrites the signed headers and body before sending (tampering, half-signing). */
   tamper?: (h: Record<string, string>, body: string | Buffer) => string | Buffer;
   type: string;
-  /** The workload is identified, so the refusal is audited in A's chain. */
+  /** The signature verified, so the refusal is audited in A's chain (before that, nowhere in it). */
   audited: boolean;
 }
 
@@ -30,6 +30,7 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
   let a: AwsTenant;
   let b: AwsTenant;
   let kidA: string;
+  let arnA: string;
   let kidB: string;
   let arnB: string;
 
@@ -62,7 +63,9 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
   const json = (v: unknown) => JSON.stringify(v);
 
   beforeAll(async () => {
-    app = await startTestApp();
+    // Every row's refusal before the signature verifies spends the (key, address) failure budget
+    // (anonymous-until-signed.test.ts tests it): room for all of them.
+    app = await startTestApp({ RATE_LIMIT_FAILURES_PER_MINUTE: '1000' });
     a = await awsTenant(app);
     b = await awsTenant(app);
     const create = async (who: AwsTenant) =>
@@ -70,7 +73,9 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
         KeyId: string;
         Arn: string;
       };
-    kidA = (await create(a)).KeyId;
+    const ma = await create(a);
+    kidA = ma.KeyId;
+    arnA = ma.Arn;
     const mb = await create(b);
     kidB = mb.KeyId;
     arnB = mb.Arn;
@@ -126,8 +131,9 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
         target: 'TrentService.Encrypt',
         body: json({ KeyId: kidA, Plaintext: 'A'.repeat(app.config.jsonLimitBytes + 10) }),
       }),
+      // Read before the signature is verified: the caller is still anonymous.
       type: 'ValidationException',
-      audited: true,
+      audited: false,
     },
     {
       name: 'a blob that is not base64',
@@ -207,7 +213,7 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
       send: () => ({ target: 'TrentService.CreateKey', body: json({ Description: 'signed' }) }),
       tamper: () => json({ Description: 'changed' }),
       type: 'InvalidSignatureException',
-      audited: true,
+      audited: false,
     },
     {
       name: 'a captured request with its target changed',
@@ -217,7 +223,52 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
         return body;
       },
       type: 'InvalidSignatureException',
-      audited: true,
+      audited: false,
+    },
+    {
+      // Signed over host and x-amz-date only, so the target could be swapped for another operation.
+      name: 'a request whose X-Amz-Target is not signed, replayed as another operation',
+      send: () => ({
+        target: 'TrentService.DescribeKey',
+        body: json({ KeyId: kidA }),
+        o: { signed: ['host'] },
+      }),
+      tamper: (h, body) => {
+        h['x-amz-target'] = 'TrentService.ScheduleKeyDeletion';
+        return body;
+      },
+      type: 'InvalidSignatureException',
+      audited: false,
+    },
+    {
+      name: 'a request whose Content-Type is not signed',
+      send: () => ({
+        target: 'TrentService.DescribeKey',
+        body: json({ KeyId: kidA }),
+        o: { signed: ['host', 'x-amz-target'] },
+      }),
+      type: 'InvalidSignatureException',
+      audited: false,
+    },
+    ...['constructor', '__proto__', 'toString', 'hasOwnProperty'].map((name): Row => ({
+      name: `a signed header named ${name} (an Object.prototype member)`,
+      send: () => ({
+        target: 'TrentService.DescribeKey',
+        body: json({ KeyId: kidA }),
+        o: { signed: ['content-type', 'host', 'x-amz-target', name] },
+      }),
+      type: 'InvalidSignatureException',
+      audited: false,
+    })),
+    {
+      name: 'a session token (X-Amz-Security-Token) beside the access key',
+      send: () => ({ target: 'TrentService.CreateKey', body: '{}' }),
+      tamper: (h, body) => {
+        h['x-amz-security-token'] = 'FwoGZXIvYXdzEXAMPLE';
+        return body;
+      },
+      type: 'UnrecognizedClientException',
+      audited: false,
     },
     {
       name: "this tenant's access key id on a request signed with another tenant's secret",
@@ -228,7 +279,7 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
         return body;
       },
       type: 'InvalidSignatureException',
-      audited: true,
+      audited: false,
     },
     {
       name: 'an unknown access key',
@@ -276,6 +327,16 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
       type: 'NotFoundException',
       audited: true,
     },
+    {
+      // The ARN DescribeKey gave, its region changed: AWS names one region's key by it.
+      name: "this tenant's own key ARN with another region than the request's",
+      send: () => ({
+        target: 'TrentService.DescribeKey',
+        body: json({ KeyId: arnA.replace(':eu-west-1:', ':us-west-2:') }),
+      }),
+      type: 'NotFoundException',
+      audited: true,
+    },
   ];
 
   it.each(ROWS.map((r) => [r.name, r] as const))(
@@ -303,6 +364,8 @@ describe('AWS KMS API bad input: the AWS error at once, nothing written', () => 
     expect((await messageOf(kidB)).replace(kidB, '<id>')).toBe(never);
     expect((await messageOf('alias/b-only')).replace('alias/b-only', '<id>')).toBe(never);
     expect((await messageOf(arnB)).replace(arnB, '<id>')).toBe(never);
+    const elsewhere = arnA.replace(':eu-west-1:', ':us-west-2:');
+    expect((await messageOf(elsewhere)).replace(elsewhere, '<id>')).toBe(never);
   });
 
   it('when an access key is deleted, then its next request is UnrecognizedClientException at once', async () => {

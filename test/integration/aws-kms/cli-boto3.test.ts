@@ -1,14 +1,18 @@
 /**
  * The AWS CLI (Debian's awscli) and boto3 (python3-boto3) against Keyward's AWS KMS API, with
- * credentials from the environment only (no config files, no instance metadata).
+ * credentials from the environment only (no config files, no instance metadata). Every client
+ * runs behind a proxy that records and refuses whatever is bound beyond loopback, so a client
+ * that ignores its endpoint setting and signs for AWS's own endpoint (Debian 12's CLI 2.9.19
+ * ignores AWS_ENDPOINT_URL_KMS) fails the test instead of sending plaintext to AWS.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startRefusingProxy, type RefusingProxy } from '../../support/refusing-proxy.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 const run = promisify(execFile);
@@ -18,11 +22,14 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
   let app: TestApp;
   let t: AwsTenant;
   let env: NodeJS.ProcessEnv;
+  let proxy: RefusingProxy;
 
   beforeAll(async () => {
     app = await startTestApp();
     t = await awsTenant(app);
+    proxy = await startRefusingProxy();
     env = {
+      ...proxy.env,
       PATH: process.env.PATH,
       HOME: mkdtempSync(join(tmpdir(), 'aws-home-')),
       AWS_ACCESS_KEY_ID: t.accessKeyId,
@@ -35,7 +42,12 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     };
   });
   afterAll(async () => {
+    await proxy?.close();
     await app?.stop();
+  });
+  afterEach(() => {
+    // Nothing any client ran by a test was bound beyond this machine.
+    expect(proxy.recorded).toEqual([]);
   });
 
   const aws = (...args: string[]) =>
@@ -78,20 +90,56 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(Buffer.from(random.Plaintext, 'base64')).toHaveLength(16);
   });
 
-  it("when the README's AWS CLI example is run as written, with the endpoint and access key from the environment, then it prints the plaintext", async () => {
+  /** The fenced blocks of a Markdown file, with their language. */
+  const blocksOf = (markdown: string) =>
+    [...markdown.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map(([, lang, code]) => ({ lang, code }));
+  const DOCS = [
+    '../../../README.md',
+    ...readdirSync(new URL('../../../docs/', import.meta.url))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `../../../docs/${f}`),
+  ];
+
+  it('when the README and docs show an AWS client, then every one names its endpoint on the command or in the client (never only in AWS_ENDPOINT_URL_KMS, which older CLIs ignore)', () => {
+    let commands = 0;
+    for (const file of DOCS) {
+      const text = readFileSync(new URL(file, import.meta.url), 'utf8');
+      for (const { code } of blocksOf(text)) {
+        // Shell: each `aws` command (continuation lines joined) names --endpoint-url.
+        for (const line of code.replace(/\\\n/g, ' ').split('\n'))
+          for (const call of line.match(/(?:^|[\s$(|;&])aws\s[^|;&)]*/g) ?? []) {
+            commands += 1;
+            expect([file, call.trim(), call.includes('--endpoint-url')]).toEqual([
+              file,
+              call.trim(),
+              true,
+            ]);
+          }
+        // SDK clients: the endpoint in the client's own configuration.
+        for (const client of code.match(/new KMSClient\(\{[\s\S]*?\}\)/g) ?? [])
+          expect([file, /\bendpoint:/.test(client)]).toEqual([file, true]);
+        for (const client of code.match(/boto3\.client\([^)]*\)/g) ?? [])
+          expect([file, /endpoint_url=/.test(client)]).toEqual([file, true]);
+      }
+    }
+    expect(commands).toBeGreaterThanOrEqual(4);
+  });
+
+  it("when the README's AWS CLI example is run as written by Debian's CLI (/usr/bin/aws), with the endpoint and access key from the environment, then it prints the plaintext and nothing leaves the machine", async () => {
     const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
     const block = /The AWS CLI:\n\n```sh\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(block).toContain('aws kms decrypt');
+    expect(block).toContain('aws --endpoint-url "$KEYWARD_URL" kms decrypt');
     // Its exports name placeholders (KWAK..., the example URL): this test's values stand in.
     const exported = block!.split('\n').filter((l) => l.startsWith('export '));
-    expect(exported.join(' ')).toMatch(/AWS_ACCESS_KEY_ID=.*AWS_ENDPOINT_URL_KMS=/s);
-    const script = block!
-      .split('\n')
-      .filter((l) => !l.startsWith('export '))
-      .join('\n');
+    expect(exported.join(' ')).toMatch(/AWS_ACCESS_KEY_ID=.*KEYWARD_URL=/s);
+    // Debian's packaged CLI, whatever `aws` PATH finds first (a newer one may honour what it ignores).
+    const script = [
+      'aws() { /usr/bin/aws "$@"; }',
+      ...block!.split('\n').filter((l) => !l.startsWith('export ')),
+    ].join('\n');
     const { stdout } = await run('/bin/bash', ['-euo', 'pipefail', '-c', script], {
-      env: { ...env, AWS_ENDPOINT_URL_KMS: app.url, AWS_DEFAULT_REGION: REGION },
+      env: { ...env, KEYWARD_URL: app.url, AWS_DEFAULT_REGION: REGION, AWS_MAX_ATTEMPTS: '1' },
       cwd: mkdtempSync(join(tmpdir(), 'aws-readme-')),
     });
     expect(stdout.trimEnd().split('\n').pop()).toBe('invoice 42');
@@ -114,11 +162,15 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       await aws('create-alias', '--alias-name', 'alias/invoices', '--target-key-id', kid);
     });
     const root = fileURLToPath(new URL('../../../', import.meta.url));
-    const { stdout } = await run(
+    // The SDK's https agent ignores HTTPS_PROXY: a preload refuses and reports any connection
+    // beyond loopback instead.
+    const guard = fileURLToPath(new URL('../../support/loopback-only.ts', import.meta.url));
+    const { stdout, stderr } = await run(
       process.execPath,
-      ['--input-type=module', '--no-warnings', '-e', script],
+      ['--import', guard, '--input-type=module', '--no-warnings', '-e', script],
       { cwd: root, env: { PATH: process.env.PATH, KEYWARD_AWS_SECRET: t.secretAccessKey } },
     );
+    expect(stderr).not.toContain('NON-LOOPBACK');
     expect(stdout.trimEnd()).toBe('invoice 42');
   });
 

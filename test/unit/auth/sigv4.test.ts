@@ -93,4 +93,25 @@ describe('SigV4 verification', () => {
       expect.objectContaining({ type: 'InvalidSignatureException' }),
     );
   });
+  it('when a signed header is named after an Object.prototype member, then it is a missing header (InvalidSignatureException), never a TypeError', () => {
+    const secret = Buffer.from(keyA.secretAccessKey);
+    for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty'])
+      expect([
+        name,
+        verdict(arrived(keyA, { signed: ['content-type', 'host', 'x-amz-target', name] }), secret),
+      ]).toEqual([name, 'InvalidSignatureException']);
+  });
+
+  it('when X-Amz-Target or Content-Type is sent but not signed, then InvalidSignatureException before the secret is used', () => {
+    const secret = Buffer.from(keyA.secretAccessKey);
+    expect(verdict(arrived(keyA, { signed: ['host'] }), secret)).toBe('InvalidSignatureException');
+    expect(verdict(arrived(keyA, { signed: ['host', 'x-amz-target'] }), secret)).toBe(
+      'InvalidSignatureException',
+    );
+    expect(verdict(arrived(keyA, { signed: ['content-type', 'host'] }), secret)).toBe(
+      'InvalidSignatureException',
+    );
+    const session = { ...arrived(keyA), 'x-amz-security-token': 'FwoGZXIvYXdzEXAMPLE' };
+    expect(verdict(session, secret)).toBe('UnrecognizedClientException');
+  });
 });
