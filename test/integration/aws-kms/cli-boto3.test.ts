@@ -159,7 +159,7 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       tags: [{ TagKey: 'env', TagValue: 'prod' }],
       scheduled: 'PendingDeletion',
       pending_describe: 'PendingDeletion',
-      encrypt_pending: ['DisabledException', 400],
+      encrypt_pending: ['KMSInvalidStateException', 400],
       window_bad: ['ValidationException', 400],
       cancelled: 'Disabled',
       cancel_again: ['KMSInvalidStateException', 400],
