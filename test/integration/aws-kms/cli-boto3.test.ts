@@ -144,6 +144,42 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     });
   });
 
+  it('when a script cancels a deletion with the CLI, then enable-key, disable-key, update-alias, update-key-description, get-key-policy, list-key-policies and list-grants answer as AWS does', async () => {
+    const json = async (...args: string[]) => {
+      const { stdout } = await aws(...args);
+      return stdout.trim() === '' ? {} : JSON.parse(stdout);
+    };
+    const kid = (await json('create-key', '--description', 'script')).KeyMetadata.KeyId as string;
+    const state = async () =>
+      (await json('describe-key', '--key-id', kid)).KeyMetadata.KeyState as string;
+    await json('schedule-key-deletion', '--key-id', kid, '--pending-window-in-days', '7');
+    await expect(aws('enable-key', '--key-id', kid)).rejects.toMatchObject({
+      stderr: expect.stringContaining('KMSInvalidStateException'),
+    });
+    await json('cancel-key-deletion', '--key-id', kid);
+    expect(await state()).toBe('Disabled');
+    await json('enable-key', '--key-id', kid);
+    expect(await state()).toBe('Enabled');
+    await json('disable-key', '--key-id', kid);
+    expect(await state()).toBe('Disabled');
+    await json('enable-key', '--key-id', kid);
+    await json('update-key-description', '--key-id', kid, '--description', 'renamed');
+    expect((await json('describe-key', '--key-id', kid)).KeyMetadata.Description).toBe('renamed');
+    const policy = await json('get-key-policy', '--key-id', kid, '--policy-name', 'default');
+    expect(JSON.parse(policy.Policy).Statement[0]).toMatchObject({
+      Effect: 'Allow',
+      Action: 'kms:*',
+    });
+    expect((await json('list-key-policies', '--key-id', kid)).PolicyNames).toEqual(['default']);
+    expect((await json('list-grants', '--key-id', kid)).Grants).toEqual([]);
+    const other = (await json('create-key')).KeyMetadata.KeyId as string;
+    await json('create-alias', '--alias-name', 'alias/cli-moving', '--target-key-id', kid);
+    await json('update-alias', '--alias-name', 'alias/cli-moving', '--target-key-id', other);
+    expect((await json('describe-key', '--key-id', 'alias/cli-moving')).KeyMetadata.KeyId).toBe(
+      other,
+    );
+  });
+
   it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion) and the error path of every operation the other clients call only with success, then each answer is what AWS gives', async () => {
     const script = fileURLToPath(new URL('./boto3_client.py', import.meta.url));
     const { stdout } = await run('/usr/bin/python3', [script, app.url, REGION], { env });
@@ -163,6 +199,15 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       window_bad: ['ValidationException', 400],
       cancelled: 'Disabled',
       cancel_again: ['KMSInvalidStateException', 400],
+      enabled: 'Enabled',
+      disabled: 'Disabled',
+      encrypt_disabled: ['DisabledException', 400],
+      description: 'renamed',
+      policy_actions: ['kms:*'],
+      policy_names: ['default'],
+      policy_other: ['NotFoundException', 400],
+      grants: [],
+      alias_moved: true,
       unknown_key: ['NotFoundException', 400],
       errors: {
         re_encrypt: ['NotFoundException', 400],
@@ -181,6 +226,12 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
         tag: ['NotFoundException', 400],
         untag: ['NotFoundException', 400],
         list_tags: ['NotFoundException', 400],
+        enable_key: ['NotFoundException', 400],
+        disable_key: ['NotFoundException', 400],
+        update_alias: ['NotFoundException', 400],
+        update_description: ['NotFoundException', 400],
+        list_grants: ['NotFoundException', 400],
+        list_key_policies: ['NotFoundException', 400],
       },
     });
   });
