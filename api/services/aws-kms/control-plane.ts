@@ -1,5 +1,5 @@
 /**
- * The AWS KMS control plane (contract 10) over Keyward's key store and lifecycle: describe, list,
+ * The AWS KMS control plane (docs/aws-kms.md) over Keyward's key store and lifecycle: describe, list,
  * create, enable and disable, aliases, descriptions, tags, the key policy, grants and scheduled
  * deletion (rotation: rotation.ts). AWS key states are views of the native lifecycle, never a
  * state of their own (docs/aws-kms.md, "Key states"): Enabled = active, Disabled = suspended,
