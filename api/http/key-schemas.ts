@@ -30,6 +30,13 @@ export const KEY_VIEW = {
       "what the key may ever do: for an imported key pair, what its certificate's keyUsage/extendedKeyUsage allow of what its type does (everything the type does when the certificate has neither extension); for other keys, its one usage",
   }),
   state: Type.Enum(KEY_STATES),
+  deletionDate: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'only while a deletion is pending (the key is suspended and refuses every operation): when the key is revoked and archived for good. Resume cancels the deletion, revoke settles it (docs/aws-kms.md)',
+    }),
+  ),
   currentVersion: Type.Integer({ minimum: 1 }),
   source: Type.Enum(['generated', 'imported', 'exchange']),
   createdAt: Time(),

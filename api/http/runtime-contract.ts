@@ -37,7 +37,7 @@ export const COMMON = {
 };
 const KEY_PROBLEMS = {
   404: "key-not-found: no such kid in the token's tenant",
-  409: 'key-suspended or key-revoked: the key is not active',
+  409: 'key-suspended, key-pending-deletion or key-revoked: the key is not active',
   422: "key-usage-mismatch: the key's usage or type does not allow this operation",
 };
 
@@ -63,7 +63,7 @@ const CTX = { tenant: 'acme', purpose: 'invoices' };
 const DECRYPTION = {
   400: 'validation-failed (bad base64, context, or an unknown member) or decryption-failed (opaque: a wrong context, a tampered or foreign ciphertext)',
   404: KEY_PROBLEMS[404],
-  409: "key-suspended, key-revoked, or key-version-retired: the version is below the key's minDecryptionVersion",
+  409: "key-suspended, key-pending-deletion, key-revoked, or key-version-retired: the version is below the key's minDecryptionVersion",
   422: KEY_PROBLEMS[422],
 };
 const dataKeyAnswer = {
@@ -81,7 +81,7 @@ const res = (properties: Schema, required: string[] = Object.keys(properties)): 
 });
 const KEY = {
   404: "key-not-found: no such kid in the token's tenant",
-  409: 'key-suspended or key-revoked: the key is not active',
+  409: 'key-suspended, key-pending-deletion or key-revoked: the key is not active',
 };
 const MAC = 'q8v3Jb2ZK0e5bJY3m8C1dGvJmX0cQ4mJ7dBqkq0vJ5E=';
 const macAlg = {
@@ -159,7 +159,7 @@ export const RUNTIME_OPERATIONS = {
     problems: {
       400: 'validation-failed: bad base64, neither or both of data and digest, an unknown member',
       404: KEY_PROBLEMS[404],
-      409: 'key-suspended, key-revoked or key-version-retired',
+      409: 'key-suspended, key-pending-deletion, key-revoked or key-version-retired',
       422: KEY_PROBLEMS[422],
     },
   },
@@ -267,7 +267,7 @@ export const RUNTIME_OPERATIONS = {
     problems: {
       400: "validation-failed: bad base64, a MAC that is not the algorithm's full length, a version that is not a positive integer, or an unknown member",
       404: KEY[404],
-      409: 'key-suspended, key-revoked or key-version-retired',
+      409: 'key-suspended, key-pending-deletion, key-revoked or key-version-retired',
       422: "key-usage-mismatch: the key's usage is not mac",
     },
   },

@@ -1760,16 +1760,23 @@ export interface operations {
           | 'TrentService.GetKeyRotationStatus'
           | 'TrentService.ListKeyRotations'
           | 'TrentService.ListResourceTags'
+          | 'TrentService.GetKeyPolicy'
+          | 'TrentService.ListKeyPolicies'
+          | 'TrentService.ListGrants'
           | 'TrentService.EnableKeyRotation'
           | 'TrentService.DisableKeyRotation'
           | 'TrentService.RotateKeyOnDemand'
           | 'TrentService.CreateKey'
           | 'TrentService.CreateAlias'
+          | 'TrentService.UpdateAlias'
           | 'TrentService.DeleteAlias'
+          | 'TrentService.UpdateKeyDescription'
           | 'TrentService.TagResource'
           | 'TrentService.UntagResource'
           | 'TrentService.ScheduleKeyDeletion'
-          | 'TrentService.CancelKeyDeletion';
+          | 'TrentService.CancelKeyDeletion'
+          | 'TrentService.EnableKey'
+          | 'TrentService.DisableKey';
       };
       path?: never;
       cookie?: never;
@@ -1923,6 +1930,7 @@ export interface operations {
           | 'invalid-reset-token'
           | 'key-not-found'
           | 'key-suspended'
+          | 'key-pending-deletion'
           | 'key-revoked'
           | 'invalid-transition'
           | 'key-version-retired'
@@ -3750,6 +3758,8 @@ export interface operations {
               allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
               currentVersion: number;
               /** @enum {unknown} */
               source: 'generated' | 'imported' | 'exchange';
@@ -3809,6 +3819,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -3856,6 +3868,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -3920,6 +3934,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4017,6 +4033,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4064,6 +4082,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4111,6 +4131,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4158,6 +4180,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4205,6 +4229,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -4449,6 +4475,8 @@ export interface operations {
               allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
               currentVersion: number;
               /** @enum {unknown} */
               source: 'generated' | 'imported' | 'exchange';
@@ -4764,6 +4792,8 @@ export interface operations {
               allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
               currentVersion: number;
               /** @enum {unknown} */
               source: 'generated' | 'imported' | 'exchange';
@@ -4958,6 +4988,8 @@ export interface operations {
               allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
               currentVersion: number;
               /** @enum {unknown} */
               source: 'generated' | 'imported' | 'exchange';
@@ -6069,6 +6101,8 @@ export interface operations {
               allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
               /** @enum {unknown} */
               state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
               currentVersion: number;
               /** @enum {unknown} */
               source: 'generated' | 'imported' | 'exchange';
@@ -6117,6 +6151,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';
@@ -6166,6 +6202,8 @@ export interface operations {
             allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
             /** @enum {unknown} */
             state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
             currentVersion: number;
             /** @enum {unknown} */
             source: 'generated' | 'imported' | 'exchange';

@@ -2,11 +2,11 @@
  * Restore of a backup into an empty database (issue 28), with the service stopped. Two passes
  * over the file: the first decrypts and checks all of it (every chunk's tag, the final chunk,
  * the header's schema, every table's row count) and writes nothing; only then is the target
- * opened, checked empty (before its migrations run), migrated, and loaded in one transaction,
- * so a failure at any point leaves nothing behind but an empty schema.
+ * opened, checked empty (before its migrations run), migrated to the backup's own schema, loaded
+ * in one transaction, and migrated on to this version's schema.
  */
 import type { Knex } from 'knex';
-import { openDatabase } from '../db/knex.ts';
+import { migrateRest, openDatabase } from '../db/knex.ts';
 import { createKeyring } from '../crypto/master-key.ts';
 import type { KeyringEntry } from '../crypto/keyring.ts';
 import { checkKeyring } from '../keys/sealed-items.ts';
@@ -169,10 +169,13 @@ export async function restoreBackup(opts: RestoreOptions): Promise<RestoreReport
       ? { databaseUrl: opts.target.databaseUrl }
       : { dataDir: opts.target.dataDir }),
     beforeMigrate: assertEmpty,
+    // The rows go into the schema they were taken from; the newer migrations then move them as
+    // they moved every live database's (a table merged into another, a column split).
+    migrations: report.migrations,
   });
   try {
-    // A backup of an older schema: its rows fill the columns it has, newer ones take defaults.
     await load(db, opts);
+    await migrateRest(db);
   } finally {
     await db.destroy();
   }

@@ -25,6 +25,12 @@ export interface DbOptions {
   /** Runs once the database is reachable and before its migrations (the master keyring's check). */
   beforeMigrate?: (db: Knex) => Promise<void>;
   /**
+   * Runs only these migrations (a backup's schema), in order, instead of all of them: a restore
+   * loads the rows into the schema they were taken from, then runs the rest (migrateRest), so a
+   * later migration moves them as it moved every live database's.
+   */
+  migrations?: readonly string[];
+  /**
    * Without `databaseUrl`: connect to the embedded database that the API of `dataDir` serves
    * (embeddedSocketDir) instead of starting one; its migrations are the API's. The worker's way.
    */
@@ -96,9 +102,27 @@ export async function openDatabase(opts: DbOptions): Promise<Db> {
     t0 = performance.now();
   }
   if (opts.beforeMigrate) await checkedBefore(db, opts.beforeMigrate);
-  await db.migrate.latest({ migrationSource });
+  if (opts.migrations) await migrateThrough(db, opts.migrations);
+  else await db.migrate.latest({ migrationSource });
   onStep('migrations', Math.round(performance.now() - t0));
   return db;
+}
+
+/** Runs the pending migrations one by one while they are among `names`. */
+async function migrateThrough(db: Knex, names: readonly string[]): Promise<void> {
+  for (;;) {
+    const [, pending] = (await db.migrate.list({ migrationSource })) as [
+      unknown,
+      Array<[string, unknown]>,
+    ];
+    if (pending.length === 0 || !names.includes(pending[0][0])) return;
+    await db.migrate.up({ migrationSource });
+  }
+}
+
+/** Runs every migration not yet run (after a restore into an older schema). */
+export async function migrateRest(db: Knex): Promise<void> {
+  await db.migrate.latest({ migrationSource });
 }
 
 /** Runs `check` on an open database, closing it when the check fails. */

@@ -156,6 +156,12 @@ const KEYS = {
     title: 'Key Suspended',
     help: 'The key is suspended and refuses operations until it is resumed. Ask a key administrator to resume it, or use another key.',
   },
+  key_pending_deletion: {
+    status: 409,
+    slug: 'key-pending-deletion',
+    title: 'Key Pending Deletion',
+    help: 'The key is scheduled for deletion and refuses operations; at its deletion date it is revoked and archived for good. Resume the key (or CancelKeyDeletion on the AWS KMS API) to cancel the deletion, or use another key.',
+  },
   key_revoked: {
     status: 409,
     slug: 'key-revoked',

@@ -39,6 +39,8 @@ export interface CachedKey {
   usage: KeyUsage;
   usages: readonly KeyUsage[];
   state: KeyState;
+  /** When a pending deletion destroys the key (it is suspended meanwhile), else null. */
+  deletionAt: Date | null;
   currentVersion: number;
   /** Versions below this no longer decrypt or verify (contract 8, Vault min_decryption_version); they are kept. */
   minDecryptionVersion: number;
@@ -148,6 +150,7 @@ export function createKeyCache(
       usage: row.usage as KeyUsage,
       usages,
       state: row.state,
+      deletionAt: row.deletion_at ? new Date(row.deletion_at) : null,
       currentVersion: row.current_version,
       minDecryptionVersion: row.min_decryption_version ?? 1,
       versions,

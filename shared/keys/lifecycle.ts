@@ -38,8 +38,17 @@ export function keyNotFound(kid: string): AppError {
   return problem('key_not_found', `no key ${kid.slice(0, 128)} in this tenant`);
 }
 
-/** The problem for using a key that is not active (runtime operations). */
-export function unusable(kid: string, state: KeyState): AppError {
+/**
+ * The problem for using a key that is not active (runtime operations). A suspended key with a
+ * `deletionAt` is pending deletion: it is destroyed then, unless the deletion is cancelled.
+ */
+export function unusable(kid: string, state: KeyState, deletionAt?: Date | null): AppError {
+  if (state === 'suspended' && deletionAt)
+    return problem(
+      'key_pending_deletion',
+      `key ${kid} is pending deletion on ${deletionAt.toISOString()}; resume it to cancel the deletion`,
+      { details: { kid, deletionDate: deletionAt.toISOString() } },
+    );
   if (state === 'suspended') return problem('key_suspended', `key ${kid} is suspended`);
   if (state === 'revoked' || state === 'archived')
     return problem('key_revoked', `key ${kid} is ${state}; no operation is allowed`);

@@ -31,7 +31,7 @@ export async function usableKey(
   if (typeof kid !== 'string' || !KID.test(kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
   const key = await keys.get(tenantId, kid);
-  if (key.state !== 'active') throw unusable(kid, key.state);
+  if (key.state !== 'active') throw unusable(kid, key.state, key.deletionAt);
   if (usage) assertUsage(key, usage);
   return key;
 }

@@ -5,6 +5,8 @@
  * of kind `alias` (ref `<tenantId>:<name>`), written by whoever creates or deletes that alias, and
  * everything on a resync. A lookup begun before a change is never kept after it.
  */
+import type { Knex } from 'knex';
+import type { Change } from '../../../shared/fanout/change-feed.ts';
 import type { AppContext } from '../../context.ts';
 
 /** Entries kept; past it the oldest goes first. Unknown names are kept too, so the bound matters. */
@@ -69,4 +71,22 @@ export async function aliasesChanged(
   names: readonly string[],
 ): Promise<void> {
   for (const name of names) await ctx.changes.record('alias', `${tenantId}:${name}`);
+}
+
+/**
+ * As aliasesChanged, for aliases deleted inside `trx`: the changes commit with it; call the
+ * returned function after the commit.
+ */
+export async function aliasesChangedIn(
+  ctx: AppContext,
+  trx: Knex,
+  tenantId: string,
+  names: readonly string[],
+): Promise<() => void> {
+  const changes: Change[] = [];
+  for (const name of names)
+    changes.push(await ctx.changes.write(trx, 'alias', `${tenantId}:${name}`));
+  return () => {
+    for (const c of changes) ctx.changes.announce(c);
+  };
 }

@@ -1,15 +1,26 @@
 /**
- * The AWS KMS control plane (contract 10) over Keyward's key store and lifecycle: describe, list,
- * create, aliases, tags and scheduled deletion (rotation: rotation.ts). AWS's
- * key states map onto Keyward's: Enabled = active, Disabled = suspended, PendingDeletion =
- * suspended with a row in key_deletions (its window 7 to 30 days); at the end of the window the
- * key is revoked and archived (destroyed for every operation) and answers NotFoundException.
+ * The AWS KMS control plane (docs/aws-kms.md) over Keyward's key store and lifecycle: describe, list,
+ * create, enable and disable, aliases, descriptions, tags, the key policy, grants and scheduled
+ * deletion (rotation: rotation.ts). AWS key states are views of the native lifecycle, never a
+ * state of their own (docs/aws-kms.md, "Key states"): Enabled = active, Disabled = suspended,
+ * PendingDeletion = suspended with a deletion date (api/services/keys/deletion.ts owns it); at
+ * that date the key is revoked and archived, and answers NotFoundException from then on.
  */
+import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { aliasesChanged } from './aliases.ts';
 import { AppError } from '../../../shared/errors/index.ts';
+import { unfitText } from '../../../shared/ids.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { changeKey, createKey } from '../keys/store.ts';
+import { applySettings } from '../keys/settings.ts';
+import { tenantPolicy } from '../policies.ts';
+import {
+  cancelDeletion,
+  destroyIfDue,
+  pendingDeletion,
+  scheduleDeletion,
+} from '../keys/deletion.ts';
 import { operationKey } from '../crypto/runtime.ts';
 import { AwsError, keyNotFound } from './errors.ts';
 import { ALIAS_NAME, accountOf, aliasArn, keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
@@ -23,51 +34,47 @@ type Row = Record<string, unknown>;
 const DAY_MS = 86_400_000;
 export const epoch = (v: unknown) => Math.floor(new Date(v as string).getTime() / 1000);
 
-/** Revokes and archives the tenant's keys whose deletion window has ended (run before reading them). */
-async function destroyDue(ctx: AppContext, tenantId: string, actor: string): Promise<void> {
-  const due = await ctx
-    .db('key_deletions as d')
-    .join('keys as k', function on() {
-      this.on('k.tenant_id', '=', 'd.tenant_id').andOn('k.kid', '=', 'd.kid');
-    })
-    .where('d.tenant_id', tenantId)
-    .andWhere('d.delete_at', '<=', new Date())
-    .whereNot('k.state', 'archived')
-    .select('d.kid', 'k.state');
-  for (const { kid, state } of due) {
-    if (state !== 'revoked') await changeKey(ctx, tenantId, kid, 'revoke', actor);
-    await changeKey(ctx, tenantId, kid, 'archive', actor);
-    const names = (
-      await ctx.db('key_aliases').where({ tenant_id: tenantId, kid }).delete().returning('name')
-    ).map((r: { name: string }) => r.name);
-    await aliasesChanged(ctx, tenantId, names);
-  }
+/**
+ * A text member as the native API takes text: no NUL, no lone surrogate (shared/ids.ts), so the
+ * database never sees what it refuses.
+ */
+function text(v: unknown, field: string, type = 'ValidationException'): string {
+  if (typeof v !== 'string') throw new AwsError(type, `${field} must be a string`);
+  const unfit = unfitText(v);
+  if (unfit) throw new AwsError(type, `${field} ${unfit}`);
+  return v;
 }
 
-/** The key row a KeyId names; NotFoundException also for a key destroyed by a deletion. */
-export async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, actor: string) {
+/**
+ * The key row a KeyId names; NotFoundException for a key destroyed by its deletion (archived).
+ * The first read of a key whose deletion date has come destroys it (deletion.ts), as the sweep
+ * would.
+ */
+export async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, _actor?: string) {
   const kid = await resolveKeyId(ctx, c, input.KeyId);
-  await destroyDue(ctx, c.tenantId, actor);
-  let row: Row;
-  try {
-    row = await keyRow(ctx.db, c.tenantId, kid);
-  } catch {
-    throw keyNotFound(String(input.KeyId));
-  }
-  const deletion = await ctx.db('key_deletions').where({ tenant_id: c.tenantId, kid }).first();
-  if (deletion && row.state === 'archived') throw keyNotFound(String(input.KeyId));
-  return { kid, row, deletion: deletion as Row | undefined };
+  let row = await findKeyRow(ctx.db, c.tenantId, kid);
+  if (
+    row &&
+    pendingDeletion(row) &&
+    new Date(row.deletion_at as string) <= new Date() &&
+    (await destroyIfDue(ctx, c.tenantId, kid))
+  )
+    row = await findKeyRow(ctx.db, c.tenantId, kid);
+  if (!row || row.state === 'archived') throw keyNotFound(String(input.KeyId));
+  return { kid, row };
 }
 
-export function keyState(row: Row, deletion: Row | undefined): string {
-  if (deletion) return 'PendingDeletion';
+/** The AWS KeyState of a key row. */
+export function keyState(row: Row): string {
+  if (pendingDeletion(row)) return 'PendingDeletion';
   if (row.state === 'active') return 'Enabled';
   if (row.state === 'suspended') return 'Disabled';
   return 'Unavailable';
 }
 
-function metadata(c: AwsCaller, row: Row, deletion: Row | undefined): Record<string, unknown> {
+function metadata(c: AwsCaller, row: Row): Record<string, unknown> {
   const spec = awsKeySpec(row.type as string);
+  const pending = pendingDeletion(row);
   return {
     AWSAccountId: accountOf(c.tenantId),
     KeyId: row.kid,
@@ -76,13 +83,13 @@ function metadata(c: AwsCaller, row: Row, deletion: Row | undefined): Record<str
     Enabled: row.state === 'active',
     Description: (row.description as string | null) ?? '',
     KeyUsage: awsKeyUsage(row.usage as string),
-    KeyState: keyState(row, deletion),
-    ...(deletion
+    KeyState: keyState(row),
+    ...(pending
       ? {
-          DeletionDate: epoch(deletion.delete_at),
+          DeletionDate: epoch(row.deletion_at),
           PendingDeletionWindowInDays: Math.round(
-            (new Date(deletion.delete_at as string).getTime() -
-              new Date(deletion.requested_at as string).getTime()) /
+            (new Date(row.deletion_at as string).getTime() -
+              new Date((row.deletion_requested_at ?? row.updated_at) as string).getTime()) /
               DAY_MS,
           ),
         }
@@ -103,8 +110,8 @@ export async function describeKey(
   input: Input,
   actor: string,
 ): Answer {
-  const { kid, row, deletion } = await keyOf(ctx, c, input, actor);
-  return { kid, KeyMetadata: metadata(c, row, deletion) };
+  const { kid, row } = await keyOf(ctx, c, input, actor);
+  return { kid, KeyMetadata: metadata(c, row) };
 }
 
 /** GetPublicKey: SPKI DER of an asymmetric key's current version. */
@@ -150,10 +157,9 @@ export function paged<T>(
   };
 }
 
-/** ListKeys: the tenant's keys but the archived ones. */
-export async function listKeys(ctx: AppContext, c: AwsCaller, input: Input, actor: string): Answer {
+/** ListKeys: the tenant's keys but the archived ones (a read only: it destroys nothing). */
+export async function listKeys(ctx: AppContext, c: AwsCaller, input: Input): Answer {
   const { limit, offset } = paging(input);
-  await destroyDue(ctx, c.tenantId, actor);
   const rows = await keysQuery(ctx.db, c.tenantId, { exceptStates: ['archived'] })
     .orderBy('created_at', 'asc')
     .orderBy('kid', 'asc')
@@ -226,7 +232,7 @@ export async function deleteAlias(ctx: AppContext, c: AwsCaller, input: Input): 
   return {};
 }
 
-/** CreateKey: a generated key of KeySpec and KeyUsage, with its Description and Tags. */
+/** CreateKey: a generated key of KeySpec and KeyUsage, with its Description and Tags, in one transaction. */
 export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
   const type = KEY_SPECS.get(input.KeySpec ?? input.CustomerMasterKeySpec ?? 'SYMMETRIC_DEFAULT');
   if (!type) throw new AwsError('ValidationException', 'KeySpec is not one this service supports');
@@ -240,28 +246,31 @@ export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): 
     );
   if (input.Origin !== undefined && input.Origin !== 'AWS_KMS')
     throw new AwsError('UnsupportedOperationException', 'Only Origin AWS_KMS is supported');
+  // Everything is checked before anything is written: a refused tag leaves no key behind.
   const tags = readTags(input.Tags, false);
+  const description = input.Description === undefined ? '' : text(input.Description, 'Description');
   let record;
   try {
-    record = await createKey(ctx, c.tenantId, {
-      type,
-      usage,
-      ...(input.Description !== undefined && input.Description !== ''
-        ? { description: input.Description }
-        : {}),
-    });
+    record = await createKey(
+      ctx,
+      c.tenantId,
+      { type, usage, ...(description !== '' ? { description } : {}) },
+      (trx, kid) => writeTags(trx, c.tenantId, kid, tags),
+    );
   } catch (err) {
     // A usage the type does not have (an AES key that signs) is AWS's ValidationException too.
     if (err instanceof AppError && err.code === 'key_usage_mismatch')
       throw new AwsError('ValidationException', err.message);
     throw err;
   }
-  await writeTags(ctx, c.tenantId, record.kid, tags);
   const row = await keyRow(ctx.db, c.tenantId, record.kid);
-  return { kid: record.kid, KeyMetadata: metadata(c, row, undefined) };
+  return { kid: record.kid, KeyMetadata: metadata(c, row) };
 }
 
-/** ScheduleKeyDeletion: suspends the key and records its window (7 to 30 days, default 30). */
+/**
+ * ScheduleKeyDeletion: the key's own lifecycle suspends it with a deletion date (7 to 30 days,
+ * default 30); of concurrent requests, one wins and the others answer KMSInvalidStateException.
+ */
 export async function scheduleKeyDeletion(
   ctx: AppContext,
   c: AwsCaller,
@@ -274,43 +283,183 @@ export async function scheduleKeyDeletion(
       'ValidationException',
       'PendingWindowInDays must be an integer from 7 to 30',
     );
-  const { kid, row, deletion } = await keyOf(ctx, c, input, actor);
-  if (deletion) throw new AwsError('KMSInvalidStateException', `Key ${kid} is pending deletion.`);
-  if (row.state !== 'active' && row.state !== 'suspended')
-    throw new AwsError('KMSInvalidStateException', `Key ${kid} is ${keyState(row, deletion)}`);
-  const now = new Date();
-  const deleteAt = new Date(now.getTime() + (days as number) * DAY_MS);
-  await ctx
-    .db('key_deletions')
-    .insert({ tenant_id: c.tenantId, kid, delete_at: deleteAt, requested_at: now });
-  if (row.state === 'active') await changeKey(ctx, c.tenantId, kid, 'suspend', actor);
+  const { kid } = await keyOf(ctx, c, input, actor);
+  const deleteAt = new Date(Date.now() + (days as number) * DAY_MS);
+  const row = await scheduleDeletion(ctx, c.tenantId, kid, deleteAt, actor);
   return {
     kid,
     KeyId: keyArn(c, kid),
-    DeletionDate: epoch(deleteAt),
+    DeletionDate: epoch(row.deletion_at),
     KeyState: 'PendingDeletion',
     PendingWindowInDays: days,
   };
 }
 
-/** CancelKeyDeletion: the key returns Disabled (as in AWS); EnableKey would make it usable. */
+/** CancelKeyDeletion: the key returns Disabled (as in AWS); EnableKey makes it usable again. */
 export async function cancelKeyDeletion(
   ctx: AppContext,
   c: AwsCaller,
   input: Input,
   actor: string,
 ): Answer {
-  const { kid, deletion } = await keyOf(ctx, c, input, actor);
-  if (!deletion)
-    throw new AwsError('KMSInvalidStateException', `Key ${kid} is not pending deletion.`);
-  await ctx.db('key_deletions').where({ tenant_id: c.tenantId, kid }).delete();
+  const { kid } = await keyOf(ctx, c, input, actor);
+  await cancelDeletion(ctx, c.tenantId, kid);
   return { kid, KeyId: keyArn(c, kid) };
+}
+
+/**
+ * EnableKey: the native resume of a Disabled key; an Enabled key stays so (AWS answers success).
+ * A key pending deletion is refused: CancelKeyDeletion first, as in AWS.
+ */
+export async function enableKey(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const { kid, row } = await keyOf(ctx, c, input, actor);
+  if (pendingDeletion(row))
+    throw new AwsError(
+      'KMSInvalidStateException',
+      `Key ${keyArn(c, kid)} is pending deletion; call CancelKeyDeletion first.`,
+    );
+  if (row.state !== 'active') await changeKey(ctx, c.tenantId, kid, 'resume', actor);
+  return { kid };
+}
+
+/** DisableKey: the native suspend of an Enabled key; a Disabled key stays so. */
+export async function disableKey(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const { kid, row } = await keyOf(ctx, c, input, actor);
+  if (pendingDeletion(row))
+    throw new AwsError('KMSInvalidStateException', `Key ${keyArn(c, kid)} is pending deletion.`);
+  if (row.state !== 'suspended') await changeKey(ctx, c.tenantId, kid, 'suspend', actor);
+  return { kid };
+}
+
+/** UpdateKeyDescription: the key's native description (the native text rules and bound). */
+export async function updateKeyDescription(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const description = text(input.Description, 'Description');
+  const { kid } = await keyOf(ctx, c, input, actor);
+  await applySettings(
+    ctx,
+    c.tenantId,
+    kid,
+    { description: description === '' ? null : description },
+    async (t) => (await tenantPolicy(ctx, t)).effective.rotationPeriodDays,
+  );
+  return { kid };
+}
+
+/**
+ * The one key policy Keyward applies, in AWS's words: AWS's default key policy, which leaves
+ * every decision to the caller's identity policy; here that is the workload's Keyward
+ * permissions (docs/aws-kms.md). Keyward keeps no other policy, so PutKeyPolicy is not served.
+ */
+function defaultPolicy(c: AwsCaller): string {
+  return JSON.stringify({
+    Version: '2012-10-17',
+    Id: 'key-default-1',
+    Statement: [
+      {
+        Sid: 'Enable IAM User Permissions',
+        Effect: 'Allow',
+        Principal: { AWS: `arn:aws:iam::${accountOf(c.tenantId)}:root` },
+        Action: 'kms:*',
+        Resource: '*',
+      },
+    ],
+  });
+}
+
+/** GetKeyPolicy: the default policy, the only one a key has. */
+export async function getKeyPolicy(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const name = input.PolicyName ?? 'default';
+  if (typeof name !== 'string' || !/^[\w]{1,128}$/.test(name))
+    throw new AwsError('ValidationException', 'PolicyName must be 1 to 128 word characters');
+  const { kid } = await keyOf(ctx, c, input, actor);
+  if (name !== 'default')
+    throw new AwsError('NotFoundException', `Key ${keyArn(c, kid)} has no policy named ${name}`);
+  return { kid, Policy: defaultPolicy(c), PolicyName: 'default' };
+}
+
+/** ListKeyPolicies: `default`, the only policy name a key has. */
+export async function listKeyPolicies(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const { offset } = paging(input);
+  const { kid } = await keyOf(ctx, c, input, actor);
+  return { kid, PolicyNames: offset === 0 ? ['default'] : [], Truncated: false };
+}
+
+/** ListGrants: Keyward holds no grants (access is the workload's permissions), so an empty list. */
+export async function listGrants(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  paging(input);
+  const { kid } = await keyOf(ctx, c, input, actor);
+  return { kid, Grants: [], Truncated: false };
+}
+
+/**
+ * UpdateAlias: points an existing alias at another key of the tenant, which must have the same
+ * KeyUsage and be as symmetric as the current one (AWS's rule, so a client's calls keep working).
+ */
+export async function updateAlias(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
+  const name = input.AliasName;
+  if (typeof name !== 'string' || !ALIAS_NAME.test(name) || name.startsWith('alias/aws/'))
+    throw new AwsError(
+      'ValidationException',
+      'AliasName must be alias/ followed by 1 to 250 of A-Z a-z 0-9 / _ -, not alias/aws/',
+    );
+  const { kid, row } = await keyOf(ctx, c, { KeyId: input.TargetKeyId }, actor);
+  const current = await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).first();
+  if (!current) throw new AwsError('NotFoundException', `Alias ${name} does not exist`);
+  const old = await findKeyRow(ctx.db, c.tenantId, current.kid as string);
+  const kindOf = (r: Row | null) =>
+    r ? `${awsKeyUsage(r.usage as string)}/${keyTypeSpec(r.type as string).symmetric}` : null;
+  if (old && kindOf(old) !== kindOf(row))
+    throw new AwsError(
+      'ValidationException',
+      'The new target key must have the same KeyUsage and key type (symmetric or asymmetric) as the current one',
+    );
+  await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).update({ kid });
+  await aliasesChanged(ctx, c.tenantId, [name]);
+  return { kid };
 }
 
 /** Tags one key may hold (AWS KMS's quota). */
 const MAX_TAGS_PER_KEY = 50;
 
-/** Tags as AWS gives them: `[{TagKey, TagValue}]`, keys 1 to 128, values 0 to 256 characters. */
+/**
+ * Tags as AWS gives them: `[{TagKey, TagValue}]`, keys 1 to 128, values 0 to 256 characters, of
+ * text the database can hold (TagException otherwise).
+ */
 function readTags(v: unknown, required: boolean): Array<[string, string]> {
   if (v === undefined && !required) return [];
   if (!Array.isArray(v))
@@ -331,22 +480,23 @@ function readTags(v: unknown, required: boolean): Array<[string, string]> {
         'TagException',
         'Each tag needs a TagKey of 1 to 128 and a TagValue of 0 to 256 characters',
       );
-    return [k, val];
+    return [text(k, 'TagKey', 'TagException'), text(val, 'TagValue', 'TagException')];
   });
 }
 
-async function writeTags(
-  ctx: AppContext,
-  tenantId: string,
-  kid: string,
-  tags: Array<[string, string]>,
-) {
-  for (const [tag_key, tag_value] of tags)
-    await ctx
-      .db('key_tags')
-      .insert({ tenant_id: tenantId, kid, tag_key, tag_value })
-      .onConflict(['tenant_id', 'kid', 'tag_key'])
-      .merge(['tag_value']);
+async function writeTags(db: Knex, tenantId: string, kid: string, tags: Array<[string, string]>) {
+  if (tags.length === 0) return;
+  // One row per TagKey, the last value winning: one statement may not update a row twice.
+  const rows = [...new Map(tags)].map(([tag_key, tag_value]) => ({
+    tenant_id: tenantId,
+    kid,
+    tag_key,
+    tag_value,
+  }));
+  await db('key_tags')
+    .insert(rows)
+    .onConflict(['tenant_id', 'kid', 'tag_key'])
+    .merge(['tag_value']);
 }
 
 /**
@@ -354,12 +504,12 @@ async function writeTags(
  * holds is replaced, not added) would be more than MAX_TAGS_PER_KEY.
  */
 async function withinTagQuota(
-  ctx: AppContext,
+  db: Knex,
   tenantId: string,
   kid: string,
   tags: Array<[string, string]>,
 ): Promise<void> {
-  const held = await ctx.db('key_tags').where({ tenant_id: tenantId, kid }).pluck('tag_key');
+  const held = await db('key_tags').where({ tenant_id: tenantId, kid }).pluck('tag_key');
   const after = new Set<string>([...held, ...tags.map(([k]) => k)]);
   if (after.size > MAX_TAGS_PER_KEY)
     throw new AwsError(
@@ -377,8 +527,13 @@ export async function tagResource(
 ): Answer {
   const tags = readTags(input.Tags, true);
   const { kid } = await keyOf(ctx, c, input, actor);
-  await withinTagQuota(ctx, c.tenantId, kid, tags);
-  await writeTags(ctx, c.tenantId, kid, tags);
+  // The quota check and the write in one transaction, the key's row locked, so two concurrent
+  // TagResource calls cannot together pass the quota.
+  await ctx.db.transaction(async (trx) => {
+    await trx('keys').where({ tenant_id: c.tenantId, kid }).forUpdate().first('kid');
+    await withinTagQuota(trx, c.tenantId, kid, tags);
+    await writeTags(trx, c.tenantId, kid, tags);
+  });
   return { kid };
 }
 
@@ -392,6 +547,7 @@ export async function untagResource(
   const keys = input.TagKeys;
   if (!Array.isArray(keys) || keys.length > 50 || !keys.every((k) => typeof k === 'string'))
     throw new AwsError('ValidationException', 'TagKeys must be a list of at most 50 strings');
+  for (const k of keys) text(k, 'TagKey', 'TagException');
   const { kid } = await keyOf(ctx, c, input, actor);
   await ctx.db('key_tags').where({ tenant_id: c.tenantId, kid }).whereIn('tag_key', keys).delete();
   return { kid };

@@ -95,9 +95,14 @@ async function open(
   } catch (err) {
     if (
       err instanceof AppError &&
-      ['key_suspended', 'key_revoked', 'rate_limited', 'pool_busy', 'unavailable'].includes(
-        err.code,
-      )
+      [
+        'key_suspended',
+        'key_pending_deletion',
+        'key_revoked',
+        'rate_limited',
+        'pool_busy',
+        'unavailable',
+      ].includes(err.code)
     )
       throw err;
     if (err instanceof AppError && err.status >= 500) throw err;

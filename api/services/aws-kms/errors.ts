@@ -28,6 +28,7 @@ const BY_CODE = new Map<ProblemCode, string>([
   ['not_found', 'NotFoundException'],
   ['key_not_found', 'NotFoundException'],
   ['key_suspended', 'DisabledException'],
+  ['key_pending_deletion', 'KMSInvalidStateException'],
   ['key_revoked', 'KMSInvalidStateException'],
   ['invalid_transition', 'KMSInvalidStateException'],
   ['key_version_retired', 'InvalidCiphertextException'],

@@ -62,16 +62,23 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['GetKeyRotationStatus', op(READ, rotation.getKeyRotationStatus, false)],
   ['ListKeyRotations', op(READ, rotation.listKeyRotations, false)],
   ['ListResourceTags', op(READ, control.listResourceTags, false)],
+  ['GetKeyPolicy', op(READ, control.getKeyPolicy, false)],
+  ['ListKeyPolicies', op(READ, control.listKeyPolicies, false)],
+  ['ListGrants', op(READ, control.listGrants, false)],
   ['EnableKeyRotation', op('admin.keys.update', rotation.enableKeyRotation, false)],
   ['DisableKeyRotation', op('admin.keys.update', rotation.disableKeyRotation, false)],
   ['RotateKeyOnDemand', op('admin.keys.rotate', rotation.rotateKeyOnDemand, false)],
   ['CreateKey', op('admin.keys.create', control.createKeyOp, false)],
   ['CreateAlias', op('admin.keys.update', control.createAlias, false)],
+  ['UpdateAlias', op('admin.keys.update', control.updateAlias, false)],
   ['DeleteAlias', op('admin.keys.update', control.deleteAlias, false)],
+  ['UpdateKeyDescription', op('admin.keys.update', control.updateKeyDescription, false)],
   ['TagResource', op('admin.keys.update', control.tagResource, false)],
   ['UntagResource', op('admin.keys.update', control.untagResource, false)],
   ['ScheduleKeyDeletion', op('admin.keys.revoke', control.scheduleKeyDeletion, false)],
   ['CancelKeyDeletion', op('admin.keys.resume', control.cancelKeyDeletion, false)],
+  ['EnableKey', op('admin.keys.resume', control.enableKey, false)],
+  ['DisableKey', op('admin.keys.suspend', control.disableKey, false)],
 ];
 
 /** Every operation by its X-Amz-Target name (`TrentService.<name>`). */

@@ -55,11 +55,8 @@ async function symmetricGenerated(ctx: AppContext, c: AwsCaller, input: Input, a
       'UnsupportedOperationException',
       'Only symmetric keys with generated material rotate.',
     );
-  if (k.deletion || k.row.state !== 'active')
-    throw new AwsError(
-      'KMSInvalidStateException',
-      `Key ${k.kid} is ${keyState(k.row, k.deletion)}`,
-    );
+  if (k.row.state !== 'active')
+    throw new AwsError('KMSInvalidStateException', `Key ${k.kid} is ${keyState(k.row)}`);
   return k;
 }
 

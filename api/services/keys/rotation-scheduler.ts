@@ -6,11 +6,14 @@
  * and rotates only if it is still due, so the first process moves the schedule on and every
  * other one finds it no longer due. A crash inside the transaction rolls both back, so a
  * rotation is never lost to a claim without its version. Audited as a rotation by the system.
+ * The same pass destroys the keys whose scheduled deletion has come (deletion.ts), by the same
+ * row-lock rule: once, by whichever process gets there first.
  */
 import type { AppContext, RotationScheduler } from '../../context.ts';
 import { tenantPolicy } from '../policies.ts';
 import { rotateIfDue } from './store.ts';
 import { scheduleUnscheduled } from './settings.ts';
+import { sweepDueDeletions } from './deletion.ts';
 
 /** Keys looked at per pass; the rest wait for the next pass. */
 const BATCH = 100;
@@ -26,6 +29,7 @@ export function startRotationScheduler(ctx: AppContext, intervalMs: number): Rot
     (await tenantPolicy(ctx, tenantId)).effective.rotationPeriodDays;
 
   async function pass(now: Date): Promise<number> {
+    await sweepDueDeletions(ctx, now);
     await scheduleUnscheduled(ctx, policyPeriod, BATCH);
     const due = await ctx
       .db('keys')

@@ -70,6 +70,8 @@ export interface KeyView {
   usages: string[];
   allowedUsages: string[];
   state: KeyState;
+  /** A pending deletion: when the key is destroyed (it is suspended until then). */
+  deletionDate?: string;
   currentVersion: number;
   source: string;
   createdAt: string;
@@ -92,6 +94,7 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
     usages,
     allowedUsages: allowedUsagesOf(row),
     state: row.state as KeyState,
+    ...(row.deletion_at ? { deletionDate: new Date(row.deletion_at as string).toISOString() } : {}),
     currentVersion: Number(row.current_version),
     source: row.source as string,
     createdAt: new Date(row.created_at as string).toISOString(),
@@ -188,7 +191,11 @@ export async function checkNewKey(
 /** A key record of the Admin API: metadata and settings (contract 8). */
 export type KeyRecord = KeyView & KeySettingsView;
 
-/** Creates a key with freshly generated material (version 1); description and rotationPeriodDays are optional settings. */
+/**
+ * Creates a key with freshly generated material (version 1); description and rotationPeriodDays
+ * are optional settings. `alsoWrite` writes what belongs with the key (its AWS tags) in the same
+ * transaction, so either both are stored or neither.
+ */
 export async function createKey(
   ctx: AppContext,
   tenantId: string,
@@ -199,18 +206,28 @@ export async function createKey(
     description?: unknown;
     rotationPeriodDays?: unknown;
   },
+  alsoWrite?: (trx: Knex, kid: string) => Promise<void>,
 ): Promise<KeyRecord> {
   const description = input.description === undefined ? null : readDescription(input.description);
   const rotationPeriodDays =
     input.rotationPeriodDays === undefined ? null : readRotationPeriod(input.rotationPeriodDays);
   const { type, usage, kid, policyPeriodDays } = await checkNewKey(ctx, tenantId, input);
   const material = await makeMaterial(ctx, type);
-  return storeKey(
-    ctx,
-    tenantId,
-    { kid, type, usage, source: 'generated', description, rotationPeriodDays, policyPeriodDays },
-    material,
-  );
+  const meta = {
+    kid,
+    type,
+    usage,
+    source: 'generated',
+    description,
+    rotationPeriodDays,
+    policyPeriodDays,
+  };
+  if (!alsoWrite) return storeKey(ctx, tenantId, meta, material);
+  return ctx.db.transaction(async (trx) => {
+    const record = await storeKey(ctx, tenantId, meta, material, undefined, trx);
+    await alsoWrite(trx, record.kid);
+    return record;
+  });
 }
 
 /** What storeKey records besides the material; a generated key with policyPeriodDays is scheduled for rotation at once. */
@@ -317,7 +334,9 @@ export async function readKey(
 
 /**
  * Applies a lifecycle action (suspend, resume, revoke, archive, rotate) under a row lock; a key
- * leaving the active state withdraws its pending exchange offers in the same transaction.
+ * leaving the active state withdraws its pending exchange offers in the same transaction. A
+ * pending deletion ends with the suspension it rides on: resume cancels it, revoke settles it
+ * (docs/aws-kms.md, "Key states").
  */
 export async function changeKey(
   ctx: AppContext,
@@ -388,9 +407,13 @@ async function applyChange(
             ),
           }
         : {};
+    const deletion =
+      state === 'suspended'
+        ? {}
+        : { deletion_at: null, deletion_requested_at: null, deletion_requested_by: null };
     const [updated] = await trx('keys')
       .where({ id: row.id })
-      .update({ state, current_version: version, updated_at: now, ...schedule })
+      .update({ state, current_version: version, updated_at: now, ...schedule, ...deletion })
       .returning('*');
     const current = await KeyVersion.query(trx).findOne({ key_id: row.id, version });
     const announce = await ctx.keys.changedIn(trx, tenantId, kid);

@@ -31,6 +31,7 @@ const KEY_FIELDS = [
   'usages',
   'allowedUsages',
   'state',
+  'deletionDate',
   'currentVersion',
   'source',
   'description',

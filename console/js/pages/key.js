@@ -30,7 +30,12 @@ export async function renderKey(ui, kid) {
     ['Type', key.type],
     ['Usage', (key.usages ?? [key.usage]).join(', ')],
     ['Allowed usages', (key.allowedUsages ?? [key.usage]).join(', ')],
-    ['State', key.state],
+    [
+      'State',
+      key.deletionDate
+        ? `${key.state}, pending deletion on ${when(key.deletionDate)} (resume cancels it)`
+        : key.state,
+    ],
     ['Source', key.source],
     ['Current version', String(key.currentVersion)],
     ['Minimum decryption version', String(key.minDecryptionVersion ?? 1)],

@@ -13,6 +13,7 @@ import * as awsKms from './007_aws_kms.ts';
 import * as masterSecrets from './007_master_secrets.ts';
 import * as archiveSigning from './008_archive_signing.ts';
 import * as keyUsages from './009_key_usages.ts';
+import * as keyDeletion from './010_key_deletion.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -30,6 +31,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['007_master_secrets', masterSecrets],
   ['008_archive_signing', archiveSigning],
   ['009_key_usages', keyUsages],
+  ['010_key_deletion', keyDeletion],
 ];
 
 /** The migrations' names in order: the schema a backup names (shared/backup). */

@@ -20,6 +20,10 @@ export class Key extends Model {
   declare min_decryption_version: number;
   declare next_rotation_at: Date | null;
   declare last_rotated_at: Date | null;
+  /** A pending deletion (the key is suspended): when it is destroyed, since when and by whom (docs/aws-kms.md). */
+  declare deletion_at: Date | null;
+  declare deletion_requested_at: Date | null;
+  declare deletion_requested_by: string | null;
   declare created_at: Date;
   declare updated_at: Date;
 }

@@ -48,6 +48,24 @@ out["window_bad"] = err(kms.schedule_key_deletion, KeyId=kid, PendingWindowInDay
 kms.cancel_key_deletion(KeyId=kid)
 out["cancelled"] = kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"]
 out["cancel_again"] = err(kms.cancel_key_deletion, KeyId=kid)
+# What scripts call after a cancellation: EnableKey (the key stays Disabled until then, as in AWS).
+kms.enable_key(KeyId=kid)
+out["enabled"] = kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"]
+kms.disable_key(KeyId=kid)
+out["disabled"] = kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"]
+out["encrypt_disabled"] = err(kms.encrypt, KeyId=kid, Plaintext=b"x")
+kms.enable_key(KeyId=kid)
+kms.update_key_description(KeyId=kid, Description="renamed")
+out["description"] = kms.describe_key(KeyId=kid)["KeyMetadata"]["Description"]
+policy = kms.get_key_policy(KeyId=kid, PolicyName="default")
+out["policy_actions"] = [s["Action"] for s in json.loads(policy["Policy"])["Statement"]]
+out["policy_names"] = kms.list_key_policies(KeyId=kid)["PolicyNames"]
+out["policy_other"] = err(kms.get_key_policy, KeyId=kid, PolicyName="other")
+out["grants"] = kms.list_grants(KeyId=kid)["Grants"]
+other = kms.create_key()["KeyMetadata"]["KeyId"]
+kms.create_alias(AliasName="alias/boto3-moving", TargetKeyId=kid)
+kms.update_alias(AliasName="alias/boto3-moving", TargetKeyId=other)
+out["alias_moved"] = kms.describe_key(KeyId="alias/boto3-moving")["KeyMetadata"]["KeyId"] == other
 out["unknown_key"] = err(kms.describe_key, KeyId="nope")
 
 # Error paths: one for each operation the other tests call only with success (issue 27: every
@@ -76,5 +94,11 @@ out["errors"] = {
     "tag": err(kms.tag_resource, KeyId="nope", Tags=[{"TagKey": "a", "TagValue": "b"}]),
     "untag": err(kms.untag_resource, KeyId="nope", TagKeys=["a"]),
     "list_tags": err(kms.list_resource_tags, KeyId="nope"),
+    "enable_key": err(kms.enable_key, KeyId="nope"),
+    "disable_key": err(kms.disable_key, KeyId="nope"),
+    "update_alias": err(kms.update_alias, AliasName="alias/none", TargetKeyId=aes),
+    "update_description": err(kms.update_key_description, KeyId="nope", Description="x"),
+    "list_grants": err(kms.list_grants, KeyId="nope"),
+    "list_key_policies": err(kms.list_key_policies, KeyId="nope"),
 }
 print(json.dumps(out))

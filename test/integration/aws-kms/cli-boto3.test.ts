@@ -196,6 +196,42 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     });
   });
 
+  it('when a script cancels a deletion with the CLI, then enable-key, disable-key, update-alias, update-key-description, get-key-policy, list-key-policies and list-grants answer as AWS does', async () => {
+    const json = async (...args: string[]) => {
+      const { stdout } = await aws(...args);
+      return stdout.trim() === '' ? {} : JSON.parse(stdout);
+    };
+    const kid = (await json('create-key')).KeyMetadata.KeyId as string;
+    // The key's state is read from its row: each CLI start takes seconds on a loaded machine.
+    const row = () => app.ctx.db('keys').where({ tenant_id: t.tenantId, kid }).first();
+    await json('schedule-key-deletion', '--key-id', kid, '--pending-window-in-days', '7');
+    await json('cancel-key-deletion', '--key-id', kid);
+    expect((await row()).state).toBe('suspended');
+    await json('enable-key', '--key-id', kid);
+    expect((await row()).state).toBe('active');
+    await json('disable-key', '--key-id', kid);
+    expect((await row()).state).toBe('suspended');
+    await json('enable-key', '--key-id', kid);
+    await json('update-key-description', '--key-id', kid, '--description', 'renamed');
+    expect(await row()).toMatchObject({ state: 'active', description: 'renamed' });
+    const policy = await json('get-key-policy', '--key-id', kid, '--policy-name', 'default');
+    expect(JSON.parse(policy.Policy).Statement[0]).toMatchObject({
+      Effect: 'Allow',
+      Action: 'kms:*',
+    });
+    expect((await json('list-key-policies', '--key-id', kid)).PolicyNames).toEqual(['default']);
+    expect((await json('list-grants', '--key-id', kid)).Grants).toEqual([]);
+    const other = (await json('create-key')).KeyMetadata.KeyId as string;
+    await json('create-alias', '--alias-name', 'alias/cli-moving', '--target-key-id', kid);
+    await json('update-alias', '--alias-name', 'alias/cli-moving', '--target-key-id', other);
+    expect(
+      await app.ctx
+        .db('key_aliases')
+        .where({ tenant_id: t.tenantId, name: 'alias/cli-moving' })
+        .first('kid'),
+    ).toEqual({ kid: other });
+  }, 240_000);
+
   it('when boto3 runs the control plane (keys, aliases, rotation, tags, deletion) and the error path of every operation the other clients call only with success, then each answer is what AWS gives', async () => {
     const script = fileURLToPath(new URL('./boto3_client.py', import.meta.url));
     const { stdout } = await run('/usr/bin/python3', [script, app.url, REGION], { env });
@@ -211,10 +247,19 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
       tags: [{ TagKey: 'env', TagValue: 'prod' }],
       scheduled: 'PendingDeletion',
       pending_describe: 'PendingDeletion',
-      encrypt_pending: ['DisabledException', 400],
+      encrypt_pending: ['KMSInvalidStateException', 400],
       window_bad: ['ValidationException', 400],
       cancelled: 'Disabled',
       cancel_again: ['KMSInvalidStateException', 400],
+      enabled: 'Enabled',
+      disabled: 'Disabled',
+      encrypt_disabled: ['DisabledException', 400],
+      description: 'renamed',
+      policy_actions: ['kms:*'],
+      policy_names: ['default'],
+      policy_other: ['NotFoundException', 400],
+      grants: [],
+      alias_moved: true,
       unknown_key: ['NotFoundException', 400],
       errors: {
         re_encrypt: ['NotFoundException', 400],
@@ -233,6 +278,12 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
         tag: ['NotFoundException', 400],
         untag: ['NotFoundException', 400],
         list_tags: ['NotFoundException', 400],
+        enable_key: ['NotFoundException', 400],
+        disable_key: ['NotFoundException', 400],
+        update_alias: ['NotFoundException', 400],
+        update_description: ['NotFoundException', 400],
+        list_grants: ['NotFoundException', 400],
+        list_key_policies: ['NotFoundException', 400],
       },
     });
   });

@@ -80,7 +80,7 @@ for (const redis of [true, false]) {
     function applied(
       app: TestApp,
       ref: string,
-      kind: 'client' | 'alias' = 'client',
+      kind: 'client' | 'alias' | 'key' = 'client',
     ): Promise<void> {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(
@@ -167,6 +167,45 @@ for (const redis of [true, false]) {
       ).toBe(200);
       await seen;
       expect(await encrypt()).toBe(created[1]);
+    }, 30_000);
+
+    it('when instance A schedules, cancels and natively resumes a deletion, then B refuses and serves the key as each change reaches its feed', async () => {
+      const [, created] = await call(a, 'TrentService.CreateKey', {});
+      const kid = (created.KeyMetadata as { KeyId: string }).KeyId;
+      const ref = `${t.tenantId}:${kid}`;
+      const encrypt = async () => {
+        const [status, answer] = await call(b, 'TrentService.Encrypt', {
+          KeyId: kid,
+          Plaintext: Buffer.from('hello').toString('base64'),
+        });
+        return status === 200 ? 'ok' : answer.__type;
+      };
+      // B caches the key as active.
+      expect(await encrypt()).toBe('ok');
+      let seen = applied(b, ref, 'key');
+      expect(
+        (
+          await call(a, 'TrentService.ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 })
+        )[0],
+      ).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe('KMSInvalidStateException');
+      seen = applied(b, ref, 'key');
+      expect((await call(a, 'TrentService.CancelKeyDeletion', { KeyId: kid }))[0]).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe('DisabledException');
+      // The native resume on A: B serves the key again.
+      await call(a, 'TrentService.ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+      seen = applied(b, ref, 'key');
+      const resumed = await api(
+        a,
+        'POST',
+        `/api/v3/admin/tenants/${t.tenantId}/keys/${kid}/resume`,
+        t.admin,
+      );
+      expect(resumed.status).toBe(200);
+      await seen;
+      expect(await encrypt()).toBe('ok');
     }, 30_000);
   });
 }

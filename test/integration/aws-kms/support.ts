@@ -15,6 +15,7 @@ export const AWS_PERMISSIONS = [
   'admin.keys.rotate',
   'admin.keys.revoke',
   'admin.keys.resume',
+  'admin.keys.suspend',
 ];
 
 export interface AwsTenant extends TestTenant {

@@ -56,7 +56,7 @@ const reencrypt = endpoint({
   problems: {
     400: 'decryption-failed (wrong key, bad tag), jose-malformed, validation-failed (kid missing)',
     404: 'key-not-found: the source or target kid is not a key of this tenant',
-    409: 'key-suspended, key-revoked',
+    409: 'key-suspended, key-pending-deletion, key-revoked',
     415: 'unsupported-media-type (not multipart/mixed), jose-unsupported (enc, alg, several recipients, zip, crit)',
     422: 'cms-key-unusable: the target key cannot receive a JWE; key-usage-mismatch: the source or target key is not of usage encrypt',
     429: DECRYPTING_429,
@@ -117,7 +117,7 @@ const resign = endpoint({
   problems: {
     400: 'jose-malformed, validation-failed (missing or misplaced part, kid missing)',
     404: 'key-not-found: the old or target kid is not a key of this tenant',
-    409: 'key-suspended, key-revoked',
+    409: 'key-suspended, key-pending-deletion, key-revoked',
     415: 'jose-unsupported (alg, crit, attached payload), unsupported-media-type',
     422: 'signature-invalid, jose-content-too-large (EdDSA over 64 MiB), cms-key-unusable (the target key cannot sign), key-usage-mismatch (the source or target key is not of usage sign)',
   },
