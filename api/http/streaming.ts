@@ -116,13 +116,16 @@ export const PRE_BUFFER_BYTES = 64 * 1024;
  * Answers 200 with a streamed body. The first PRE_BUFFER_BYTES of output (or all of it, when
  * shorter) are produced before the headers, so any failure up to there is still a problem
  * response; later failures cut the connection (pipeline destroys the response), and a slow
- * client slows the producer through pipeline's backpressure. Resolves to the bytes sent.
+ * client slows the producer through pipeline's backpressure. `sent.bytesOut` grows as the
+ * response takes each piece, so an answer cut midway (the producer failed, the client left)
+ * still reports what had left: the audit said 0 for one cut after 261 KB of its 300 KB.
  */
 export async function sendStreamed(
   res: Response,
   contentType: string,
   body: AsyncIterable<Buffer>,
-): Promise<number> {
+  sent: { bytesOut: number },
+): Promise<void> {
   const it = body[Symbol.asyncIterator]();
   const held: Buffer[] = [];
   let heldBytes = 0;
@@ -146,15 +149,19 @@ export async function sendStreamed(
   if (done) {
     res.setHeader('Content-Length', String(heldBytes));
     res.end(Buffer.concat(held));
-    return heldBytes;
+    sent.bytesOut += heldBytes;
+    return;
   }
-  let sent = 0;
   let exhausted = false;
   async function* rest(): AsyncGenerator<Buffer> {
+    // A piece counts once the response has taken it: pipeline asks for the next one only after
+    // its write returned (and, under backpressure, drained).
+    let yielded = 0;
     try {
       for (const c of held.splice(0)) {
-        sent += c.length;
+        yielded = c.length;
         yield c;
+        sent.bytesOut += yielded;
       }
       for (;;) {
         const r = await it.next();
@@ -162,14 +169,19 @@ export async function sendStreamed(
           exhausted = true;
           return;
         }
-        sent += r.value.length;
+        yielded = r.value.length;
         yield r.value;
+        sent.bytesOut += yielded;
       }
     } finally {
-      // The client went away or a write failed: stop the producer and release its input.
-      if (!exhausted) await it.return?.();
+      if (!exhausted) {
+        // Cut: what the response still holds (its own buffer and the socket's) is dropped with
+        // it, so only what reached the kernel is counted.
+        sent.bytesOut = Math.max(0, sent.bytesOut - res.writableLength);
+        // The client went away or a write failed: stop the producer and release its input.
+        await it.return?.();
+      }
     }
   }
   await pipeline(rest(), res);
-  return sent;
 }

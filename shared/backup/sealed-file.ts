@@ -38,9 +38,19 @@ export class BackupFileError extends Error {
   override name = 'BackupFileError';
 }
 
+/**
+ * The scrypt cost every backup is written with: log2 N, r, p (about 32 MiB and a tenth of a
+ * second). A reader accepts these only: the header is read before the passphrase can be checked,
+ * so any cost it may name is a cost anyone who hands over a file can make a restore pay (the
+ * highest the old range allowed took 2 GiB and two minutes before saying the passphrase is wrong).
+ */
+const SCRYPT = Object.freeze({ logN: 15, r: 8, p: 1 });
+
 async function keyOf(passphrase: string, salt: Buffer, logN: number, r: number, p: number) {
-  if (logN < 14 || logN > 20 || r < 1 || r > 16 || p < 1 || p > 4)
-    throw new BackupFileError('the backup header has scrypt parameters out of range');
+  if (logN !== SCRYPT.logN || r !== SCRYPT.r || p !== SCRYPT.p)
+    throw new BackupFileError(
+      `the backup header asks for scrypt parameters N=2^${logN}, r=${r}, p=${p}; this version reads only the ones it writes (N=2^${SCRYPT.logN}, r=${SCRYPT.r}, p=${SCRYPT.p}): the file was altered or not written by keyward backup`,
+    );
   const N = 2 ** logN;
   return scrypt(passphrase, salt, 32, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 });
 }
@@ -63,7 +73,7 @@ export async function* encryptBackup(
 ): AsyncGenerator<Buffer> {
   const salt = randomBytes(16);
   const prefix = randomBytes(7);
-  const [logN, r, p] = [15, 8, 1];
+  const { logN, r, p } = SCRYPT;
   const key = await keyOf(passphrase, salt, logN, r, p);
   const header = Buffer.concat([MAGIC, Buffer.of(VERSION, logN, r, p), salt, prefix, checkOf(key)]);
   yield header;

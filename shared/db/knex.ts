@@ -135,10 +135,14 @@ async function checkedBefore(db: Knex, check: (db: Knex) => Promise<void>): Prom
   }
 }
 
-/** True when the database answers a trivial query. */
+/**
+ * True when the database answers a query on one of Keyward's tables, named as every query names
+ * it (unqualified): `select 1` also answered while the session could no longer find a table (an
+ * emptied search_path), and readiness said ready while every API query failed.
+ */
 export async function databaseReachable(db: Db): Promise<boolean> {
   try {
-    await db.raw('select 1');
+    await db.raw('select 1 from tenants limit 1');
     return true;
   } catch {
     return false;

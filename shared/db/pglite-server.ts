@@ -12,7 +12,10 @@
  * worker's (`npm run worker` beside `npm start`, shared/db/knex.ts) interleave between
  * transactions, never inside one; Keyward keeps no session state (no SET, no session locks, no
  * named statements) that one connection could see of another's. A connection that goes inside
- * a transaction has it rolled back before the next is served.
+ * a transaction has it rolled back before the next is served, and whatever session state it
+ * left (a search_path set to '' by a pg_dump, a role, prepared statements, temporary tables,
+ * advisory locks) is dropped by DISCARD ALL once it has gone, so one client of the socket cannot
+ * leave the backend broken for the others until a restart.
  */
 import { createServer, type Socket } from 'node:net';
 import { unlinkSync } from 'node:fs';
@@ -138,13 +141,28 @@ async function serve(pg: PGlite, conn: Connection): Promise<void> {
       }
     }
   } finally {
-    // Gone during its turn: a Sync ends an extended query it left half sent (its answer is
-    // nobody's), then its transaction is rolled back, before the next connection is served.
-    if (holder === conn) {
-      await pg.execProtocolRaw(SYNC).catch(() => undefined);
-      if (pg.isInTransaction()) await pg.exec('ROLLBACK').catch(() => undefined);
-      release(conn);
-    }
+    await leave(pg, conn, started);
+  }
+}
+
+/**
+ * After a connection has gone. Gone during its turn: a Sync ends an extended query it left half
+ * sent (its answer is nobody's), then its transaction is rolled back. A connection that got as
+ * far as its startup then has the backend once more, for DISCARD ALL (RESET ALL, DEALLOCATE ALL,
+ * CLOSE ALL, UNLISTEN *, pg_advisory_unlock_all, DISCARD TEMP and PLANS): what it SET is its
+ * own session's, but here every connection shares the one backend.
+ */
+async function leave(pg: PGlite, conn: Connection, started: boolean): Promise<void> {
+  if (holder !== conn) {
+    if (!started) return;
+    await take(conn);
+  }
+  try {
+    await pg.execProtocolRaw(SYNC).catch(() => undefined);
+    if (pg.isInTransaction()) await pg.exec('ROLLBACK').catch(() => undefined);
+    if (started) await pg.exec('DISCARD ALL').catch(() => undefined);
+  } finally {
+    release(conn);
   }
 }
 

@@ -1,9 +1,13 @@
 /**
- * Every item sealed under the master keyring, in one table (issue 28): where it lives, its
- * primary key and the context it is sealed under. The start check, the status counts, the
- * rewrap and the sealed master secrets all read this list, so a new sealed column is added here
- * once. The id a blob names is read in SQL from its header (v2: 0x02 | length | id), so counting
- * and finding what is left to rewrap never load the blobs into the process.
+ * Every value sealed under the master keyring, in one table: where it lives, its primary key,
+ * the context it is sealed under and the files that seal it. The start check, the restore's
+ * check, the status counts, the rewrap and the sealed master secrets all read this list, so a
+ * new sealed column is added here once; test/unit/keys/sealed-sources.test.ts finds every call
+ * of a master key's `seal` in the source tree and fails until its file is listed here (the
+ * access keys' secrets were once sealed without being listed: the rewrap left them under the
+ * old key, the status said that key sealed nothing, and removing it broke every SigV4 call).
+ * The id a blob names is read in SQL from its header (v2: 0x02 | length | id), so counting and
+ * finding what is left to rewrap never load the blobs into the process.
  */
 import type { Knex } from 'knex';
 import { ConfigError } from '../config/index.ts';
@@ -13,6 +17,13 @@ import { IntegrityError, type MasterKey, type SealContext } from '../crypto/mast
 export const SIGNING_KEYS_SEAL_TENANT = 'platform-signing-keys';
 /** The seal context's tenant of the master secrets. */
 const MASTER_SECRETS_SEAL_TENANT = 'platform-master-secrets';
+
+/** The seal context of a workload access key's secret (api/services/auth/access-keys.ts). */
+export const accessKeySealContext = (tenantId: string, accessKeyId: string): SealContext => ({
+  tenantId,
+  kid: `access-key:${accessKeyId}`,
+  version: 0,
+});
 
 /** One kind of sealed item. */
 export interface SealedSource {
@@ -25,6 +36,11 @@ export interface SealedSource {
   /** Rows with `pk`, `material` and what `context` needs, filtered by `where`. */
   select(db: Knex): Knex.QueryBuilder;
   context(row: Record<string, unknown>): SealContext;
+  /**
+   * The files (from the repository's root) that seal new values of this source with the master
+   * key, one entry per call: a file sealing two kinds of value is listed by two sources.
+   */
+  sealedIn: readonly string[];
 }
 
 /** The sealed items, in the order a rewrap walks them. */
@@ -49,6 +65,7 @@ export const SEALED_SOURCES: readonly SealedSource[] = [
       kid: r.kid as string,
       version: r.version as number,
     }),
+    sealedIn: ['api/services/keys/store.ts'],
   },
   {
     name: 'signing-keys',
@@ -58,6 +75,7 @@ export const SEALED_SOURCES: readonly SealedSource[] = [
     select: (db) =>
       db('signing_keys').select(db.raw('kid as pk'), 'private_material as material', 'kid'),
     context: (r) => ({ tenantId: SIGNING_KEYS_SEAL_TENANT, kid: r.kid as string, version: 1 }),
+    sealedIn: ['api/services/auth/signing-keys.ts'],
   },
   {
     name: 'master-secrets',
@@ -66,6 +84,19 @@ export const SEALED_SOURCES: readonly SealedSource[] = [
     column: 'material',
     select: (db) => db('master_secrets').select(db.raw('name as pk'), 'material', 'name'),
     context: (r) => ({ tenantId: MASTER_SECRETS_SEAL_TENANT, kid: r.name as string, version: 1 }),
+    sealedIn: ['shared/keys/sealed-items.ts'],
+  },
+  {
+    // The AWS-style secret access keys of workloads: SigV4 needs the secret itself, so it is
+    // sealed rather than hashed.
+    name: 'access-keys',
+    table: 'access_keys',
+    pk: 'id',
+    column: 'secret',
+    select: (db) =>
+      db('access_keys').select(db.raw('id as pk'), 'secret as material', 'id', 'tenant_id'),
+    context: (r) => accessKeySealContext(r.tenant_id as string, r.id as string),
+    sealedIn: ['api/services/auth/access-keys.ts'],
   },
 ];
 

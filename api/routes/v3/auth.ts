@@ -22,6 +22,7 @@ import {
 } from '../../http/auth-schemas.ts';
 import { issueToken, revokePresentedToken } from '../../services/auth/token-endpoint.ts';
 import { introspect } from '../../services/auth/introspection.ts';
+import { BASIC_CHALLENGE } from '../../services/auth/grants.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
 import type { OAuthRoute } from '../../http/runtime-route.ts';
 
@@ -192,7 +193,7 @@ export const AUTH_ENDPOINTS = [
       401: {
         text: 'client_id unknown, the workload or its tenant disabled, or any failed HTTP Basic client authentication',
         errors: ['invalid_client'],
-        headers: { 'WWW-Authenticate': 'Basic realm="keyward"' },
+        headers: { 'WWW-Authenticate': BASIC_CHALLENGE },
       },
       429: RATE_LIMITED,
     },

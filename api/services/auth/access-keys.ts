@@ -15,6 +15,8 @@ import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { Role } from '../../../shared/db/models/identities.ts';
 import { findWorkload } from '../admin/workloads.ts';
+import { accessKeySealContext } from '../../../shared/keys/sealed-items.ts';
+import { IntegrityError, UnknownKeyIdError, sealedBy } from '../../../shared/crypto/master-key.ts';
 
 /** An access key as the API lists it (never the secret). */
 export interface AccessKeyView {
@@ -42,11 +44,8 @@ const CACHE_TTL_MS = 5_000;
 export const ACCESS_KEY_ID = /^KWAK[A-Z2-7]{16}$/;
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
-const sealContext = (tenantId: string, accessKeyId: string) => ({
-  tenantId,
-  kid: `access-key:${accessKeyId}`,
-  version: 0,
-});
+/** An unopenable access key is logged at most once per key in this time. */
+const UNOPENABLE_LOG_MS = 60_000;
 
 function newAccessKeyId(): string {
   const bytes = randomBytes(16);
@@ -84,7 +83,10 @@ export async function createAccessKey(
     id: accessKeyId,
     tenant_id: tenantId,
     workload_id: workloadId,
-    secret: ctx.masterKey.seal(Buffer.from(secretAccessKey), sealContext(tenantId, accessKeyId)),
+    secret: ctx.masterKey.seal(
+      Buffer.from(secretAccessKey),
+      accessKeySealContext(tenantId, accessKeyId),
+    ),
     created_at: new Date(),
   };
   await ctx.db('access_keys').insert(row);
@@ -171,12 +173,21 @@ function createResolver(ctx: AppContext): AccessKeyResolver {
       );
     if (!row) return null;
     const { permissions } = Role.fromDatabaseJson({ permissions: row.permissions });
+    const sealed = Buffer.from(row.secret);
+    let secret: Buffer;
+    try {
+      secret = ctx.masterKey.open(
+        sealed,
+        accessKeySealContext(row.tenant_id as string, accessKeyId),
+      );
+    } catch (err) {
+      if (!(err instanceof IntegrityError)) throw err;
+      unopenable(row, sealed, err);
+      return null;
+    }
     return {
       accessKeyId,
-      secret: ctx.masterKey.open(
-        Buffer.from(row.secret),
-        sealContext(row.tenant_id as string, accessKeyId),
-      ),
+      secret,
       tenantId: row.tenant_id,
       workloadId: row.workload_id,
       clientId: row.client_id,
@@ -184,6 +195,37 @@ function createResolver(ctx: AppContext): AccessKeyResolver {
       usable: !row.disabled && row.status === 'active',
       loadedAt: Date.now(),
     };
+  }
+
+  /**
+   * An access key whose secret this keyring cannot open (its master key id removed too early,
+   * or another key under that id): without the secret no signature can be checked, so the caller
+   * is answered as for an unknown key (a client error the AWS CLI does not retry, and nothing an
+   * unauthenticated caller could learn the key's existence from), and the operator is told why.
+   */
+  const logged = new Map<string, number>();
+  function unopenable(row: Record<string, unknown>, sealed: Buffer, err: IntegrityError): void {
+    const id = row.id as string;
+    const now = Date.now();
+    if (now - (logged.get(id) ?? -Infinity) < UNOPENABLE_LOG_MS) return;
+    if (logged.size >= 1_000) logged.clear();
+    logged.set(id, now);
+    const keyId = sealedBy(sealed) ?? '(sealed before the keyring)';
+    const held = ctx.masterKey.ids.join(', ');
+    const cause =
+      err instanceof UnknownKeyIdError
+        ? `its secret is sealed under master key id ${err.keyId}, which this service's keyring (${held}) does not hold`
+        : `its secret does not open under master key id ${keyId} of this service's keyring (${held}): another key under that id, or an altered row`;
+    ctx.logger.error(
+      {
+        accessKeyId: id,
+        tenantId: row.tenant_id,
+        workloadId: row.workload_id,
+        sealedUnder: keyId,
+        keyring: ctx.masterKey.ids,
+      },
+      `AWS KMS API: access key ${id} is refused as invalid because ${cause}. Put that master key back in KEYWARD_MASTER_KEY (after the newest) and run the rewrap, or delete this access key and create a new one for workload ${String(row.workload_id)}`,
+    );
   }
 
   // One load per access key at a time: when an entry expires under load, every request in

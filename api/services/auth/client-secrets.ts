@@ -3,7 +3,7 @@
  * string) stored only as HMAC-SHA-256 under a server pepper derived from the master key, and
  * compared in constant time. A rotated-out secret keeps working until its `valid_until`.
  */
-import { createHmac, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Role } from '../../../shared/db/models/identities.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
@@ -26,6 +26,18 @@ const LOAD_BATCH = 500;
  */
 const JOIN_AFTER_MS = 3_000;
 
+/** What an unknown client id's secret is compared with: one secret, as most workloads have. */
+const DUMMY_SECRETS: WorkloadCredentials['secrets'] = [{ hash: randomBytes(32), validUntil: null }];
+
+/**
+ * Client ids that name no workload, remembered CACHE_TTL_MS as a known one is (at most this many,
+ * the oldest forgotten first): an unknown id read the database on every attempt, twice per
+ * request, while a known one came from the cache, so an id answered three times slower when it
+ * did not exist. A workload's client id is a random UUID made with it, so none is created while
+ * remembered as unknown; any change to a client forgets it here as well.
+ */
+const UNKNOWN_MAX = 10_000;
+
 type Deferred = PromiseWithResolvers<WorkloadCredentials | null>;
 
 /** What the token endpoint needs to know about a workload, cached briefly. */
@@ -46,8 +58,11 @@ export interface ClientSecrets {
   hash(secret: string): string;
   /** Credentials by client_id (cached 5 s; invalidated on change across instances). */
   lookup(clientId: string): Promise<WorkloadCredentials | null>;
-  /** Constant-time check against every currently valid secret. */
-  matches(creds: WorkloadCredentials, secret: string): boolean;
+  /**
+   * Constant-time check against every currently valid secret; with no workload (an unknown
+   * client id), the same work against a dummy secret, and false.
+   */
+  matches(creds: WorkloadCredentials | null, secret: string): boolean;
   /** Drops a cached workload here and, through the change feed, on every instance. */
   invalidate(clientId: string): Promise<void>;
 }
@@ -55,6 +70,8 @@ export interface ClientSecrets {
 /** Creates the secret service over the workloads tables. */
 export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed): ClientSecrets {
   const cache = new Map<string, WorkloadCredentials>();
+  /** Client ids found to name no workload, and when (insertion order = age). */
+  const unknown = new Map<string, number>();
   const loading = new Map<string, Promise<WorkloadCredentials | null>>();
   /** Clients looked up since their entry was loaded (JOIN_AFTER_MS). */
   const used = new Set<string>();
@@ -64,6 +81,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
   const forget = (clientId: string) => {
     generation += 1;
     cache.delete(clientId);
+    unknown.delete(clientId);
     loading.delete(clientId);
     used.delete(clientId);
   };
@@ -71,6 +89,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
   feed.onResync(() => {
     generation += 1;
     cache.clear();
+    unknown.clear();
     loading.clear();
     used.clear();
   });
@@ -157,7 +176,10 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
         const fresh = found.get(clientId) ?? null;
         if (generation === startedAt) {
           if (fresh) cache.set(clientId, fresh);
-          else cache.delete(clientId);
+          else {
+            cache.delete(clientId);
+            rememberUnknown(clientId);
+          }
           used.delete(clientId);
         }
         wait.resolve(fresh);
@@ -168,6 +190,12 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
       reading = false;
       if (queued.size > 0) schedule();
     }
+  }
+
+  function rememberUnknown(clientId: string): void {
+    unknown.delete(clientId);
+    if (unknown.size >= UNKNOWN_MAX) unknown.delete(unknown.keys().next().value as string);
+    unknown.set(clientId, Date.now());
   }
 
   /** Queues the entries in use from JOIN_AFTER_MS of age, up to a full batch. */
@@ -210,6 +238,10 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
     hash,
     async lookup(clientId) {
       const hit = cache.get(clientId);
+      if (!hit) {
+        const seen = unknown.get(clientId);
+        if (seen !== undefined && Date.now() - seen < CACHE_TTL_MS) return null;
+      }
       const age = hit ? Date.now() - hit.loadedAt : Infinity;
       if (age < CACHE_TTL_MS) {
         // A failed background reload is left to the next lookup past the TTL, which reports it.
@@ -224,11 +256,11 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
       const now = Date.now();
       let ok = false;
       // Check every secret (no early exit) so timing does not tell which one matched.
-      for (const s of creds.secrets) {
+      for (const s of creds?.secrets ?? DUMMY_SECRETS) {
         const valid = s.validUntil === null || s.validUntil > now;
         if (timingSafeEqual(candidate, s.hash) && valid) ok = true;
       }
-      return ok;
+      return ok && creds !== null;
     },
     async invalidate(clientId) {
       forget(clientId);

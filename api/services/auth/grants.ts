@@ -78,11 +78,16 @@ export interface ClientAuth {
   method: 'client_secret_basic' | 'client_secret_post';
 }
 
-/** The 401 of a failed HTTP Basic client authentication: RFC 6749 5.2 requires 401 with a challenge for the scheme used. */
+/**
+ * The one challenge of every failed client authentication (RFC 7617: credentials are UTF-8),
+ * whatever failed: a header that differed between an unknown client and a known one with a wrong
+ * secret told which client ids exist.
+ */
+export const BASIC_CHALLENGE = 'Basic realm="keyward", charset="UTF-8"';
+
+/** The 401 of a failed client authentication: RFC 6749 5.2 requires 401 with a challenge for the scheme used. */
 export const basicFailure = (description: string) =>
-  new OAuthError('invalid_client', description, 401, {
-    'WWW-Authenticate': 'Basic realm="keyward", charset="UTF-8"',
-  });
+  new OAuthError('invalid_client', description, 401, { 'WWW-Authenticate': BASIC_CHALLENGE });
 
 /** application/x-www-form-urlencoded decoding of one credential part (RFC 6749 2.3.1, appendix B). */
 function formDecode(part: string): string {
@@ -168,6 +173,9 @@ export async function authenticateWorkload(
 ): Promise<WorkloadCredentials> {
   const clientId = canonicalId(anyCaseClientId);
   const creds = isUuid(clientId) ? await ctx.auth.secrets.lookup(clientId) : null;
+  // The secret is checked whatever the client is (against a dummy when there is none), so an
+  // unknown, a disabled and a known client cost the same: the time of the answer names no id.
+  const secretMatches = ctx.auth.secrets.matches(creds, clientSecret);
   if (!creds) {
     // Anyone can send made-up ids: one chained event per address and tally window with its
     // count, and the actor is ours, never the sender's text (issue 24 #5: one event per request,
@@ -179,9 +187,7 @@ export async function authenticateWorkload(
       outcome: 'failure',
       target: `address:${address}`,
     });
-    throw new OAuthError('invalid_client', 'client authentication failed', 401, {
-      'WWW-Authenticate': 'Basic realm="keyward"',
-    });
+    throw basicFailure('client authentication failed');
   }
   if (creds.disabled || !creds.tenantActive) {
     ctx.audit.record({
@@ -191,11 +197,9 @@ export async function authenticateWorkload(
       outcome: 'failure',
       details: { reason: 'disabled' },
     });
-    throw new OAuthError('invalid_client', 'client authentication failed', 401, {
-      'WWW-Authenticate': 'Basic realm="keyward"',
-    });
+    throw basicFailure('client authentication failed');
   }
-  if (!ctx.auth.secrets.matches(creds, clientSecret)) {
+  if (!secretMatches) {
     ctx.audit.record({
       tenantId: creds.tenantId,
       actor: clientActor(clientId),

@@ -17,6 +17,7 @@ import { OAuthError } from '../../../shared/errors/index.ts';
 import { bearerToken, type AccessClaims } from './access-tokens.ts';
 import type { WorkloadCredentials } from './client-secrets.ts';
 import {
+  BASIC_CHALLENGE,
   authenticateWorkload,
   basicFailure,
   clientAuthOf,
@@ -52,7 +53,7 @@ const noCredentials = () =>
     'invalid_client',
     'introspection requires client authentication (client_secret_basic or client_secret_post) or the caller’s bearer token',
     401,
-    { 'WWW-Authenticate': 'Bearer realm="keyward", Basic realm="keyward", charset="UTF-8"' },
+    { 'WWW-Authenticate': `Bearer realm="keyward", ${BASIC_CHALLENGE}` },
   );
 
 /** The bearer form: the caller's own token must be fresh; it sees that token, or any with the platform permission. */
@@ -135,7 +136,10 @@ export async function introspect(
     maySee = await clientCaller(ctx, req, client);
   }
   const claims = await ctx.auth.tokens.verifyFresh(req.form.token);
-  if (!claims || !maySee(claims)) return { active: false };
+  // Verification allows 30 s of clock skew for tokens a resource server checks with its own
+  // clock; here the clock is the issuer's own, so a token is active only before its exp
+  // (RFC 7519 4.1.4), and the answer never shows an exp in the past beside active: true.
+  if (!claims || claims.exp <= Date.now() / 1000 || !maySee(claims)) return { active: false };
   return {
     active: true,
     sub: claims.sub,

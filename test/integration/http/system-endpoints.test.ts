@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken } from '../../support/auth.ts';
@@ -35,6 +36,30 @@ describe(`system endpoints and the platform bootstrap (${TEST_ENGINE})`, () => {
       });
     } finally {
       app.ctx.pool.open = open;
+    }
+  });
+
+  it("when the database answers but cannot find the service's tables (search_path emptied), then /readyz answers 503 with database false", async () => {
+    // One connection of its own, so the broken session is the one /readyz queries on either engine.
+    const { default: knexFactory } = await import('knex');
+    const broken = knexFactory({
+      client: 'pg',
+      connection: (app.ctx.db.client as { config: Knex.Config }).config.connection,
+      pool: { min: 1, max: 1 },
+    });
+    const db = app.ctx.db;
+    try {
+      await broken.raw("select pg_catalog.set_config('search_path', '', false)");
+      (app.ctx as { db: unknown }).db = broken;
+      const res = await fetch(`${app.url}/readyz`);
+      expect([res.status, ((await res.json()) as any).checks]).toEqual([
+        503,
+        { database: false, pool: true },
+      ]);
+    } finally {
+      (app.ctx as { db: unknown }).db = db;
+      await broken.raw("select pg_catalog.set_config('search_path', '\"$user\", public', false)");
+      await broken.destroy();
     }
   });
 

@@ -78,6 +78,28 @@ describe('the backup file encryption', () => {
     await expect(decrypt(file, 'another passphrase')).rejects.toThrow(/passphrase is wrong/);
   });
 
+  it('when the header asks for another scrypt cost than the one written, then it is refused before any key derivation', async () => {
+    // Cheap costs first: on a reader that trusted the header, the first one is accepted and
+    // the error is the wrong passphrase instead (the last one, the old highest, took 2 GiB).
+    for (const [logN, r, p] of [
+      [16, 8, 1],
+      [15, 9, 1],
+      [15, 8, 2],
+      [14, 8, 1],
+      [20, 16, 4],
+    ]) {
+      const bad = Buffer.from(file);
+      bad[9] = logN;
+      bad[10] = r;
+      bad[11] = p;
+      const started = performance.now();
+      await expect(decrypt(bad)).rejects.toThrow(
+        `the backup header asks for scrypt parameters N=2^${logN}, r=${r}, p=${p}; this version reads only the ones it writes (N=2^15, r=8, p=1)`,
+      );
+      expect(performance.now() - started).toBeLessThan(1000);
+    }
+  });
+
   it('when an empty plaintext is encrypted, then it still ends with an authenticated last chunk', async () => {
     expect((await decrypt(await encrypt(Buffer.alloc(0)))).length).toBe(0);
   });

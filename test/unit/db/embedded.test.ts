@@ -130,6 +130,40 @@ describe('the embedded database process', () => {
     }
   }, 60_000);
 
+  it('when a client leaves session state behind (a pg_dump empties search_path), then the others find their tables again once it has gone', async () => {
+    const embedded = await startEmbeddedDatabase({ dataDir: null });
+    const connect = () =>
+      new pg.Client({ host: embedded.socketDir, port: EMBEDDED_PORT, user: 'postgres' });
+    const api = connect();
+    try {
+      await api.connect();
+      await api.query('create table users (v int)');
+      await api.query('insert into users values (1)');
+      // What pg_dump sends first, plus a prepared statement and a temporary table.
+      const dump = connect();
+      await dump.connect();
+      await dump.query("select pg_catalog.set_config('search_path', '', false)");
+      await dump.query('prepare left_behind as select 1');
+      await dump.query('create temporary table scratch (v int)');
+      await dump.end();
+      expect((await api.query('select count(*)::int as n from users')).rows[0].n).toBe(1);
+      expect(
+        (await api.query('select count(*)::int as n from pg_prepared_statements')).rows[0].n,
+      ).toBe(0);
+      // A client that is cut off (no Terminate) is cleaned up too.
+      const cut = connect();
+      cut.on('error', () => undefined);
+      await cut.connect();
+      await cut.query("set search_path = ''");
+      cut.connection.stream.destroy();
+      await sleep(200);
+      expect((await api.query('select count(*)::int as n from users')).rows[0].n).toBe(1);
+    } finally {
+      await api.end();
+      await embedded.close();
+    }
+  }, 60_000);
+
   it('when a data directory is given, then its socket lies where a worker of the same DATA_DIR finds it', async () => {
     const dir = join(root, 'shared-socket');
     const db: Db = await openDatabase({ dataDir: dir });

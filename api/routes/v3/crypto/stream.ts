@@ -80,7 +80,7 @@ const reencrypt = endpoint({
         targetKid: kid,
         rotateContentKey,
       });
-      op.bytesOut = await sendStreamed(res, labelFor(req, [result.contentType]), result.body);
+      await sendStreamed(res, labelFor(req, [result.contentType]), result.body, op);
       op.details = { sourceKid: result.sourceKid, rotateContentKey };
     }),
 });

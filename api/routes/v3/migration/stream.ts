@@ -210,10 +210,11 @@ const convert = endpoint({
         op.bytesOut = json.length;
         return;
       }
-      op.bytesOut = await sendStreamed(
+      await sendStreamed(
         res,
         label,
         checkedBeforeLast(result.body, () => request.checkNoMoreParts()),
+        op,
       );
     }),
 });
