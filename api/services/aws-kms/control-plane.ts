@@ -227,7 +227,12 @@ export async function deleteAlias(ctx: AppContext, c: AwsCaller, input: Input): 
 }
 
 /** CreateKey: a generated key of KeySpec and KeyUsage, with its Description and Tags. */
-export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+export async function createKeyOp(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
   const type = KEY_SPECS.get(input.KeySpec ?? input.CustomerMasterKeySpec ?? 'SYMMETRIC_DEFAULT');
   if (!type) throw new AwsError('ValidationException', 'KeySpec is not one this service supports');
   const usage = KEY_USAGES.get(
@@ -243,13 +248,18 @@ export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): 
   const tags = readTags(input.Tags, false);
   let record;
   try {
-    record = await createKey(ctx, c.tenantId, {
-      type,
-      usage,
-      ...(input.Description !== undefined && input.Description !== ''
-        ? { description: input.Description }
-        : {}),
-    });
+    record = await createKey(
+      ctx,
+      c.tenantId,
+      {
+        type,
+        usage,
+        ...(input.Description !== undefined && input.Description !== ''
+          ? { description: input.Description }
+          : {}),
+      },
+      actor,
+    );
   } catch (err) {
     // A usage the type does not have (an AES key that signs) is AWS's ValidationException too.
     if (err instanceof AppError && err.code === 'key_usage_mismatch')

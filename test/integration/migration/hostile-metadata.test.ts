@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { compileJava, runJava } from '../../fixtures/bouncycastle.ts';
+import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import {
   CONVERT,
   OpenSslDir,
@@ -20,8 +21,8 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
 
-/** The engine's cap (shared/pkcs7/password-recipient.ts MAX_ITERATIONS). */
-const CAP = 1_000_000;
+/** The engine's cap. */
+const CAP = MAX_ITERATIONS;
 const PASSWORDS = ['correct horse 7f3a', 'wrong battery 9c1e', 'no pwri here 42d0'];
 
 let app: TestApp;
