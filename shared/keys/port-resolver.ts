@@ -72,8 +72,7 @@ export async function answerKeyRequest(
       value = resolver.derivePasswordKey
         ? await resolver.derivePasswordKey(r)
         : await pbkdf2Async(r.password, r.salt, r.iterations, r.keyLength, r.digest);
-    }
-    else value = await resolver.keyTypes?.();
+    } else value = await resolver.keyTypes?.();
     answer = { key, value };
   } catch (err) {
     answer = { key, error: errorToData(err) };
@@ -118,7 +117,8 @@ export function portResolver(
       decryptionFailed: async (kid) => void (await ask('decryptionFailed', [kid])),
       decryptionSucceeded: async (kid) => void (await ask('decryptionSucceeded', [kid])),
       // The thread never derives on its own: the owning side places and budgets the work.
-      derivePasswordKey: async (r) => asBuffer((await ask('derivePasswordKey', [r])) as Uint8Array)!,
+      derivePasswordKey: async (r) =>
+        asBuffer((await ask('derivePasswordKey', [r])) as Uint8Array)!,
     },
     receive(m) {
       const a = m as KeyAnswer;

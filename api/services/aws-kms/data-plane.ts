@@ -261,7 +261,11 @@ export async function generateDataKeyPair(
       abandoned: c.abandoned,
     },
   );
-  const privateDer = Buffer.from(pair.privateKey.buffer, pair.privateKey.byteOffset, pair.privateKey.byteLength);
+  const privateDer = Buffer.from(
+    pair.privateKey.buffer,
+    pair.privateKey.byteOffset,
+    pair.privateKey.byteLength,
+  );
   try {
     const sealed = await seal(ctx, k, privateDer, context);
     return {
