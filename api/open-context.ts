@@ -12,7 +12,7 @@ import { createAccessLog } from './http/access-log.ts';
 import { createPool } from './threads/pool.ts';
 import { conversionRunner } from './threads/conversions.ts';
 import { createExpensiveWork } from './threads/expensive.ts';
-import { WorkBudget } from './access/budget.ts';
+import { WorkBudget } from '../shared/keys/work-budget.ts';
 import { createMetrics } from './metrics.ts';
 import { createAuditLog } from '../shared/audit/log.ts';
 import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';

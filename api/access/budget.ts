@@ -1,25 +1,8 @@
 /**
- * The budgets a caller spends, in one place (docs/expensive-work.md):
- *
- * - the per client, per endpoint rate limit of the bearer APIs: 429 problem with Retry-After
- *   (consumeApiBudget);
- * - the per-principal cost budget of expensive work, whose cost the caller sets (a PWRI password's
- *   PBKDF2 iterations, a key pair's size): `work.spend(principal, kind, cost)` (WorkBudget).
- *
- * The decryption-failure budget counts failures rather than cost and lives with the key lookup
- * that both the API and the workers use (shared/keys/decryption-budget.ts).
- *
+ * Per client, per endpoint rate limit of the bearer APIs (spec 8): 429 problem with Retry-After.
  * Transport-free: the route rows, the runtime lane's core and Express (api/middleware/
  * rate-limit.ts) all take their point here.
  */
-import { createHash } from 'node:crypto';
-import {
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
-import type { Redis } from 'ioredis';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { problem } from '../../shared/errors/index.ts';
@@ -39,93 +22,5 @@ export async function consumeApiBudget(
         headers: { 'Retry-After': String(retryAfterSeconds(err)) },
       });
     throw err;
-  }
-}
-
-/**
- * What expensive work is for: the metric label, the words of the 429. Key derivation and key
- * generation are spent here; certificate chains may be (another caller of spend).
- */
-export type WorkKind = 'key-derivation' | 'key-generation' | 'certificate-chain';
-
-/**
- * Cost units: about a millisecond of one core on a small server, measured on the 2-core machine
- * the benches run on (docs/expensive-work.md has the figures). Only the order matters: the budget
- * must hold a legitimate caller's burst and stop a loop of the most expensive requests.
- */
-export const WORK_COSTS = {
-  /** PBKDF2: one unit per 1,000 iterations (HMAC-SHA-512, the slowest PRF, ~0.6 ms per 1,000). */
-  pbkdf2: (iterations: number): number => Math.max(1, Math.ceil(iterations / 1000)),
-  /** RSA key-pair generation by modulus size: its average, rounded up (the tail is long). */
-  rsa: (bits: number): number => (bits <= 2048 ? 100 : bits <= 3072 ? 300 : 1000),
-  /** EC and EdDSA/ECDH pairs: well under a millisecond. */
-  ec: 1,
-  /** Post-quantum and other generations the catalogue calls slow (SLH-DSA). */
-  slow: 300,
-} as const;
-
-export interface WorkBudgetOptions {
-  /** Units per principal per window. */
-  units: number;
-  windowSeconds: number;
-  /** Shared by every instance when given; memory otherwise (one process). */
-  redis?: Redis;
-  /** Told each refusal (a metric, a log line). */
-  onRefused?: (kind: WorkKind) => void;
-}
-
-/**
- * The per-principal cost budget of expensive work. A fixed window of `units` per principal,
- * whatever the kind (one currency: CPU time), in Redis when the process has it.
- */
-export class WorkBudget {
-  readonly #limiter: RateLimiterAbstract;
-  readonly #opts: WorkBudgetOptions;
-
-  constructor(opts: WorkBudgetOptions) {
-    this.#opts = opts;
-    const settings = {
-      keyPrefix: 'keyward:expensive-work',
-      points: opts.units,
-      duration: opts.windowSeconds,
-    };
-    this.#limiter = opts.redis
-      ? new RateLimiterRedis({
-          ...settings,
-          storeClient: opts.redis,
-          insuranceLimiter: new RateLimiterMemory(settings),
-        })
-      : new RateLimiterMemory(settings);
-  }
-
-  /** Hashed: an audit actor string names a user or client, which need not sit in Redis keys. */
-  #key(principal: string): string {
-    return createHash('sha256').update(principal).digest('base64url').slice(0, 32);
-  }
-
-  /**
-   * Spends `cost` units of `principal`'s budget before the work starts, or throws the 429
-   * rate_limited problem (LimitExceededException on the AWS KMS API) with Retry-After. A cost
-   * larger than the whole budget is always refused.
-   */
-  async spend(principal: string, kind: WorkKind, cost: number): Promise<void> {
-    const units = Math.max(1, Math.ceil(cost));
-    try {
-      if (units > this.#opts.units) throw new RateLimiterRes(0, 1000 * this.#opts.windowSeconds);
-      await this.#limiter.consume(this.#key(principal), units);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      this.#opts.onRefused?.(kind);
-      throw problem(
-        'rate_limited',
-        `the budget of expensive work (${kind}) of this caller is spent; retry later (EXPENSIVE_BUDGET)`,
-        { headers: { 'Retry-After': String(Math.max(1, Math.ceil(err.msBeforeNext / 1000))) } },
-      );
-    }
-  }
-
-  /** Gives back what spend() took for work that never started (its client left, a full queue). */
-  async refund(principal: string, cost: number): Promise<void> {
-    await this.#limiter.reward(this.#key(principal), Math.max(1, Math.ceil(cost)));
   }
 }

@@ -13,7 +13,7 @@
  * cost given back.
  */
 import { problem } from '../../shared/errors/index.ts';
-import type { WorkBudget, WorkKind } from '../access/budget.ts';
+import type { WorkBudget, WorkKind } from '../../shared/keys/work-budget.ts';
 import type { WorkPool } from './pool.ts';
 
 /** Who asks for a task, what it costs, and whether its client is still there. */

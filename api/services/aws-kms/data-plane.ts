@@ -21,7 +21,7 @@ import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { AwsError, invalidCiphertext } from './errors.ts';
 import { keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
 import { awsSigningAlgorithm } from './specs.ts';
-import { WORK_COSTS } from '../../access/budget.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 import type { DataKeyPairRequest } from '../../threads/tasks/expensive.ts';
 
 type Input = Record<string, unknown>;

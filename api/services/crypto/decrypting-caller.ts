@@ -9,7 +9,7 @@ import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/types.ts';
 import type { DecryptingCaller, DecryptionSource } from '../../../shared/keys/decryption-budget.ts';
 import { subjectActor } from '../../../shared/audit/actor.ts';
-import { WORK_COSTS } from '../../access/budget.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 
 /** Who the claims are as a decrypting caller. */
 export function decryptingCaller(claims: AccessClaims): DecryptingCaller {

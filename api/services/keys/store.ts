@@ -51,7 +51,7 @@ import {
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
 import { KID } from '../../../shared/ids.ts';
 import { SYSTEM_ACTOR } from '../../../shared/audit/actor.ts';
-import { WORK_COSTS } from '../../access/budget.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 export { KID };
 
 /** What an imported version may carry besides its material. */

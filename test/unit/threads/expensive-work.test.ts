@@ -1,7 +1,7 @@
-import { WORK_COSTS, WorkBudget } from '../../../api/access/budget.ts';
+import { WORK_COSTS, WorkBudget } from '../../../shared/keys/work-budget.ts';
 import { createExpensiveWork } from '../../../api/threads/expensive.ts';
 import type { WorkPool } from '../../../api/threads/pool.ts';
-import { AppError } from '../../../shared/errors/index.ts';
+import type { AppError } from '../../../shared/errors/index.ts';
 
 /** A pool whose tasks end when the test says so: what started, and a way to finish each. */
 function heldPool() {
