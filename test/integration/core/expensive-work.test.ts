@@ -132,8 +132,8 @@ describe('GenerateDataKeyPair', () => {
   }
 
   beforeAll(async () => {
-    // One thread, so a queue forms; RSA-4096 costs 1000 units: three fit, the fourth does not.
-    app = await startTestApp({ EXPENSIVE_BUDGET: '3500', EXPENSIVE_THREADS: '1' });
+    // Two threads, so a queue forms; RSA-4096 costs 1000 units: three fit, the fourth does not.
+    app = await startTestApp({ EXPENSIVE_BUDGET: '3500', EXPENSIVE_THREADS: '2' });
     t = await awsTenant(app);
     const created = await aws('CreateKey', { Description: 'wraps data key pairs' });
     expect(created.status).toBe(200);
@@ -164,24 +164,26 @@ describe('GenerateDataKeyPair', () => {
     expect(healthz.failures).toBe(0);
     expect(healthz.answers).toBeGreaterThanOrEqual(5);
     expect(healthz.longestGapMs).toBeLessThan(HEALTHZ_GAP_MS);
-  });
+  }, 180_000);
 
   it('when the clients of waiting generations disconnect, then those generations never start', async () => {
     t = await awsTenant(app);
     const created = await aws('CreateKey', {});
     const keyId = (created.body.KeyMetadata as { KeyId: string }).KeyId;
-    // The one thread is held by system work (no budget) long enough for the requests to queue.
-    const blocker = app.ctx.expensive.run(
-      'derivePbkdf2',
-      {
-        password: Buffer.from('x'),
-        salt: Buffer.alloc(16),
-        iterations: 1_000_000,
-        keyLength: 32,
-        digest: 'sha512',
-      },
-      { principal: '', kind: 'key-derivation', cost: 0 },
-    );
+    // Both threads are held by system work (no budget) long enough for the requests to queue.
+    const hold = () =>
+      app.ctx.expensive.run(
+        'derivePbkdf2',
+        {
+          password: Buffer.from('x'),
+          salt: Buffer.alloc(16),
+          iterations: 1_000_000,
+          keyLength: 32,
+          digest: 'sha512',
+        },
+        { principal: '', kind: 'key-derivation', cost: 0 },
+      );
+    const blockers = [hold(), hold()];
     const dropped = app.ctx.expensive.dropped();
     const leaving = new AbortController();
     const requests = Array.from({ length: 3 }, () =>
@@ -195,7 +197,7 @@ describe('GenerateDataKeyPair', () => {
     expect(app.ctx.expensive.waiting()).toBe(3);
     leaving.abort();
     expect(await Promise.all(requests)).toEqual(['AbortError', 'AbortError', 'AbortError']);
-    await blocker;
+    await Promise.all(blockers);
     expect(app.ctx.expensive.dropped() - dropped).toBe(3);
     expect(app.ctx.expensive.running() + app.ctx.expensive.waiting()).toBe(0);
   });
