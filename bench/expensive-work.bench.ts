@@ -10,7 +10,8 @@
  *    tenant's Sign p50/p99, against a quiet baseline; the generations' answers by status.
  *
  * BENCH_KEYWARD_ROOT runs another checkout's api/server.ts (older code, for before/after).
- * Prints figures only; writes no results.
+ * Two RESULT lines, report-only: /healthz's rate during the first PWRI series against a quiet
+ * second of probing, and the other tenant's Sign p99 with 8 generations in flight against quiet.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { cpuSeconds, convertOverHttp } from './lib/cms.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
 import { signedRequest } from '../test/support/sigv4.ts';
 import { pwriEnvelope } from '../test/fixtures/pwri.ts';
+import { printResult } from './lib/result.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 6);
 const root = process.env.BENCH_KEYWARD_ROOT ?? fileURLToPath(new URL('..', import.meta.url));
@@ -91,6 +93,13 @@ try {
     [{ kid: 'target', type: 'ec-p256', usage: 'encrypt' }],
   );
   const metadata = JSON.stringify({ password: PASSWORD, targetKid: 'target' });
+  const quietProbe = prober(k.url);
+  await sleep(1000);
+  const quietHealthz = await quietProbe.stop();
+  console.log(
+    `/healthz, quiet: ${quietHealthz.answers} answers in 1 s, p99 ${ms(quietHealthz.p99)}`,
+  );
+  let pwriRate = NaN;
   for (const n of iterations) {
     const probe = prober(k.url);
     await sleep(300);
@@ -104,6 +113,7 @@ try {
     const wall = (performance.now() - t0) / 1000;
     const cpu = cpuSeconds(pid) - cpu0;
     const h = await probe.stop();
+    if (Number.isNaN(pwriRate)) pwriRate = h.answers / wall;
     console.log(
       `PWRI ${n.toLocaleString('en')} iterations x10: ${wall.toFixed(2)} s, API CPU ${cpu.toFixed(2)} s, statuses ${JSON.stringify(Object.fromEntries(statuses))}; /healthz ${h.answers} answers (${(h.answers / wall).toFixed(0)}/s), p99 ${ms(h.p99)}, longest gap ${ms(h.maxGap)}`,
     );
@@ -167,6 +177,7 @@ try {
   console.log(
     `Sign RSA-2048, quiet: ${quiet.length} signatures, p50 ${ms(pct(quiet, 50))}, p99 ${ms(pct(quiet, 99))}`,
   );
+  let signP99At8 = NaN;
   for (const inFlight of [4, 8]) {
     const body = JSON.stringify({ KeyId: 'wrap', KeyPairSpec: 'RSA_4096' });
     const statuses = new Map<string, number>();
@@ -201,6 +212,7 @@ try {
     aborts.abort();
     await Promise.all(loops);
     const cpu = cpuSeconds(pid) - cpu0;
+    if (inFlight === 8) signP99At8 = pct(lat, 99);
     console.log(
       `Sign RSA-2048 while ${inFlight} RSA-4096 GenerateDataKeyPair in flight: ${lat.length} signatures in ${seconds} s, p50 ${ms(pct(lat, 50))}, p99 ${ms(pct(lat, 99))}; generations ${JSON.stringify(Object.fromEntries(statuses))}; API CPU ${cpu.toFixed(2)} s`,
     );
@@ -214,6 +226,26 @@ try {
     console.log(`  quiet again after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
   signAgent.destroy();
+  printResult({
+    name: 'expensive-pwri-healthz',
+    metric: `/healthz answers per second during ten PWRI conversions of ${iterations[0].toLocaleString('en')} iterations`,
+    value: Number(pwriRate.toFixed(1)),
+    baseline: '/healthz answers per second, quiet, same run',
+    baselineValue: quietHealthz.answers,
+    ratio: Number((pwriRate / quietHealthz.answers).toFixed(3)),
+    unit: 'answers/s',
+    notes: `closed loop on one connection; ${root === fileURLToPath(new URL('..', import.meta.url)) ? 'this checkout' : root}`,
+  });
+  printResult({
+    name: 'expensive-keypair-sign-p99',
+    metric: 'another tenant’s RSA-2048 Sign p99 while 8 RSA-4096 GenerateDataKeyPair are in flight',
+    value: Number(signP99At8.toFixed(1)),
+    baseline: 'the same Sign p99, quiet, same run',
+    baselineValue: Number(pct(quiet, 99).toFixed(1)),
+    ratio: Number((signP99At8 / pct(quiet, 99)).toFixed(3)),
+    unit: 'ms',
+    notes: `${seconds} s of signing; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  });
   console.log(`load average ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
 } finally {
   await k.stop();
