@@ -10,6 +10,7 @@ import type { KeyPlane } from '../shared/key-plane.ts';
 import type { AccessLog } from './http/access-log.ts';
 import type { WorkPool } from './threads/pool.ts';
 import type { ConversionRunner } from './threads/conversions.ts';
+import type { ExpensiveWork } from './threads/expensive.ts';
 import type { Metrics } from './metrics.ts';
 import type { AuditLog } from '../shared/audit/log.ts';
 import type { DecryptionBudget } from '../shared/keys/decryption-budget.ts';
@@ -40,6 +41,11 @@ export interface AppContext extends KeyPlane {
   metrics: Metrics;
   audit: AuditLog;
   auth: AuthServices;
+  /**
+   * Where work whose cost the caller sets runs (key derivation, key-pair generation), and the
+   * per-principal budget it spends (docs/expensive-work.md).
+   */
+  expensive: ExpensiveWork;
   /** The decryption-failure budget of every decrypting path (issue 24). */
   decryption: DecryptionBudget;
   /** Work requests start after answering (reset mails); shutdown waits for it. */

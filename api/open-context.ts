@@ -11,6 +11,8 @@ import { connectRedis } from '../shared/redis.ts';
 import { createAccessLog } from './http/access-log.ts';
 import { createPool } from './threads/pool.ts';
 import { conversionRunner } from './threads/conversions.ts';
+import { createExpensiveWork } from './threads/expensive.ts';
+import { WorkBudget } from '../shared/keys/work-budget.ts';
 import { createMetrics } from './metrics.ts';
 import { createAuditLog } from '../shared/audit/log.ts';
 import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
@@ -66,6 +68,24 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
       : null;
   if (conversionPool) closers.add('conversion pool', () => conversionPool.close());
   const conversions = conversionRunner(conversionPool, config.convertThreadFrom);
+  // Its own threads: a flood of key generations or derivations waits here, not in front of the
+  // crypto pool's signatures or libuv's (docs/expensive-work.md).
+  const expensivePool = createPool({
+    threads: config.expensiveThreads,
+    maxQueue: config.expensiveThreads,
+    label: 'expensive-work pool',
+  });
+  closers.add('expensive-work pool', () => expensivePool.close());
+  const expensive = createExpensiveWork({
+    pool: expensivePool,
+    threads: config.expensiveThreads,
+    maxQueue: config.expensiveMaxQueue,
+    budget: new WorkBudget({
+      units: config.expensiveBudget,
+      windowSeconds: config.expensiveWindowSeconds,
+      redis,
+    }),
+  });
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
   closers.add('audit log', () => audit.close());
   const tokenSigner = batchedSigner(logger);
@@ -99,6 +119,7 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
     }),
     pool,
     conversions,
+    expensive,
     metrics,
     audit,
     auth,

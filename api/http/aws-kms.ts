@@ -19,6 +19,7 @@ import { AwsError, toAwsError } from '../services/aws-kms/errors.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
 import { checkScope, parseAuthorization, verifySignature, type SigV4Credential } from './sigv4.ts';
 import { readCappedBytes } from './json-body.ts';
+import { clientGone } from './access-log.ts';
 import { ANONYMOUS_ACTOR, subjectActor } from '../../shared/audit/actor.ts';
 
 /** The AWS protocol's media type (awsJson1_1). */
@@ -222,7 +223,11 @@ export async function awsAnswer(
     audited = true;
     requirePermissions(ctx, claims, operation.permissions, attempt);
     await consumeApiBudget(ctx, claims, operation.action);
-    const caller = { tenantId: holder.tenantId, region: cred.region };
+    const caller = {
+      tenantId: holder.tenantId,
+      region: cred.region,
+      abandoned: () => clientGone(req),
+    };
     const actor = subjectActor(claims);
     const members = input as Record<string, unknown>;
     let result: Record<string, unknown>;

@@ -33,13 +33,15 @@ const ADMIN = 'bench@keyward.local';
  */
 export async function startKeyward(
   env: Record<string, string> = {},
+  /** The checkout whose api/server.ts runs (another worktree, to measure older code). */
+  from: string = root,
 ): Promise<KeywardInstance & { adminPassword: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'keyward-bench-'));
   const adminPassword = randomBytes(18).toString('base64url');
   const url = `http://127.0.0.1:${port}`;
   const child = await startChild(
-    [join(root, 'api/server.ts')],
+    [join(from, 'api/server.ts')],
     cleanEnv({
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -6,7 +6,9 @@
  * again; failures cross as plain data (conventions rule 4).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { CmsKeyRef, KeyResolver, ResolvedKey } from '../pkcs7/types.ts';
+import { pbkdf2 } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { CmsKeyRef, KeyResolver, PasswordKeyRequest, ResolvedKey } from '../pkcs7/types.ts';
 import { errorFromData, errorToData, type ErrorData } from '../errors/index.ts';
 
 type Op =
@@ -17,7 +19,8 @@ type Op =
   | 'trustAnchors'
   | 'admitDecryption'
   | 'decryptionFailed'
-  | 'decryptionSucceeded';
+  | 'decryptionSucceeded'
+  | 'derivePasswordKey';
 /** A lookup request, from the thread converting. */
 export interface KeyRequest {
   key: number;
@@ -25,6 +28,8 @@ export interface KeyRequest {
   args: unknown[];
 }
 type KeyAnswer = { key: number; value: unknown } | { key: number; error: ErrorData };
+
+const pbkdf2Async = promisify(pbkdf2);
 
 const asBuffer = (u: Uint8Array | undefined): Buffer | undefined =>
   u && Buffer.from(u.buffer, u.byteOffset, u.byteLength);
@@ -61,7 +66,13 @@ export async function answerKeyRequest(
       await resolver.admitDecryption(args[0] as string | undefined);
     } else if (op === 'decryptionFailed') await resolver.decryptionFailed?.(args[0] as string);
     else if (op === 'decryptionSucceeded') await resolver.decryptionSucceeded?.(args[0] as string);
-    else value = await resolver.keyTypes?.();
+    else if (op === 'derivePasswordKey') {
+      // Where the owning side runs the caller's expensive work, on its budget.
+      const r = args[0] as PasswordKeyRequest;
+      value = resolver.derivePasswordKey
+        ? await resolver.derivePasswordKey(r)
+        : await pbkdf2Async(r.password, r.salt, r.iterations, r.keyLength, r.digest);
+    } else value = await resolver.keyTypes?.();
     answer = { key, value };
   } catch (err) {
     answer = { key, error: errorToData(err) };
@@ -105,6 +116,9 @@ export function portResolver(
       admitDecryption: async (kid) => void (await ask('admitDecryption', [kid])),
       decryptionFailed: async (kid) => void (await ask('decryptionFailed', [kid])),
       decryptionSucceeded: async (kid) => void (await ask('decryptionSucceeded', [kid])),
+      // The thread never derives on its own: the owning side places and budgets the work.
+      derivePasswordKey: async (r) =>
+        asBuffer((await ask('derivePasswordKey', [r])) as Uint8Array)!,
     },
     receive(m) {
       const a = m as KeyAnswer;

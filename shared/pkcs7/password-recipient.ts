@@ -4,8 +4,9 @@
  * double CBC encryption under it with a length byte and check bytes (RFC 3211 section 2.3). The
  * password comes from `metadata.password` as a secret KeyObject and is never logged or stored.
  */
-import { createDecipheriv, pbkdf2Sync } from 'node:crypto';
+import { createDecipheriv, pbkdf2 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
 import { PasswordRecipientInfo, RecipientInfo } from '@peculiar/asn1-cms';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import { OctetString } from '@peculiar/asn1-schema';
@@ -13,6 +14,7 @@ import { octets, parseAsn, walk } from '../asn1/der.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { Pbkdf2Params } from '../keystore/schemas.ts';
 import { decryptionFailed, problem } from '../errors/index.ts';
+import type { PasswordKeyRequest } from './types.ts';
 
 /** The key type of the stand-in ResolvedKey that carries `metadata.password` to a PWRI recipient. */
 export const PASSWORD_KEY_TYPE = 'password';
@@ -36,11 +38,19 @@ const PRFS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * More PBKDF2 iterations than this are refused before any work: a hostile count would hold a
- * conversion thread (1,000,000 rounds: 0.2 s with HMAC-SHA-256, 0.7 s with HMAC-SHA-1 on this
- * 2-core machine under load; OpenSSL writes 2,048). Each guess also spends the decryption budget.
+ * More PBKDF2 iterations than this are refused before any work (cms-unsupported). Producers write
+ * far fewer: OpenSSL's `cms -pwri_password` always 2,048, BouncyCastle's generator 1,024 unless
+ * told otherwise; 100,000 leaves fifty times OpenSSL's count for a producer that raised it, and
+ * costs at most ~60 ms of a core (HMAC-SHA-512), which the caller's budget of expensive work pays
+ * (docs/expensive-work.md).
  */
-const MAX_ITERATIONS = 1_000_000;
+export const MAX_ITERATIONS = 100_000;
+
+const pbkdf2Async = promisify(pbkdf2);
+
+/** The derivation of an engine run without a resolver that places it: libuv's async pbkdf2. */
+const deriveHere = async (r: PasswordKeyRequest): Promise<Buffer> =>
+  pbkdf2Async(r.password, r.salt, r.iterations, r.keyLength, r.digest);
 
 const malformed = () => problem('cms_malformed', 'PasswordRecipientInfo is not valid DER');
 
@@ -100,11 +110,17 @@ function innerCipherOf(pwri: PasswordRecipientInfo): AlgorithmIdentifier {
 }
 
 /**
- * Opens the content key of a password recipient. Malformed or unsupported parameters are plain
- * problems; a wrong password (check bytes, length byte) is the opaque decryption-failed, which
- * the caller replaces by a random stand-in key like every other unwrap failure.
+ * Opens the content key of a password recipient. Malformed or unsupported parameters (an
+ * iteration count past MAX_ITERATIONS among them) are plain problems thrown before any
+ * derivation; `derive` runs the PBKDF2 (the resolver's, off the event loop and on the caller's
+ * budget). A wrong password (check bytes, length byte) is the opaque decryption-failed, which the
+ * caller replaces by a random stand-in key like every other unwrap failure.
  */
-export function pwriUnwrap(pwri: PasswordRecipientInfo, password: KeyObject): Buffer {
+export async function pwriUnwrap(
+  pwri: PasswordRecipientInfo,
+  password: KeyObject,
+  derive: (r: PasswordKeyRequest) => Promise<Buffer> = deriveHere,
+): Promise<Buffer> {
   const why = pwriUnsupported(pwri);
   if (why) throw problem('cms_unsupported', `${why} is not supported`);
   const inner = innerCipherOf(pwri);
@@ -124,13 +140,13 @@ export function pwriUnwrap(pwri: PasswordRecipientInfo, password: KeyObject): Bu
     throw problem('cms_unsupported', `a PBKDF2 iteration count of ${n} is not supported`);
   if (params.keyLength !== undefined && params.keyLength !== spec.keyLength)
     throw problem('cms_malformed', 'the PBKDF2 key length does not fit the PWRI-KEK cipher');
-  const kek = pbkdf2Sync(
-    password.export(),
-    Buffer.from(params.salt.buffer),
-    n,
-    spec.keyLength,
-    prf,
-  );
+  const kek = await derive({
+    password: password.export(),
+    salt: new Uint8Array(params.salt.buffer),
+    iterations: n,
+    keyLength: spec.keyLength,
+    digest: prf,
+  });
   const c = Buffer.from(pwri.encryptedKey.buffer);
   const b = spec.block;
   if (c.length < 2 * b || c.length % b !== 0) throw decryptionFailed(new Error('PWRI key length'));

@@ -371,7 +371,12 @@ export async function openContentKey(
   try {
     if (ri.ktri) cek = unwrapKtri(ri, key);
     else if (ri.kari) cek = unwrapKari(ri.kari, key);
-    else if (ri.pwri) cek = pwriUnwrap(ri.pwri, key.secretKey!);
+    else if (ri.pwri)
+      cek = await pwriUnwrap(
+        ri.pwri,
+        key.secretKey!,
+        resolver.derivePasswordKey && ((r) => resolver.derivePasswordKey!(r)),
+      );
     else
       cek = keyUnwrap(
         ri.kekri!.keyEncryptionAlgorithm.algorithm,

@@ -30,6 +30,24 @@ export interface KeyResolver extends KidResolver {
   archiveSigningKey?(): Promise<ResolvedKey | null>;
   /** DER of the tenant's trust anchors, for `verify: "chain"`. */
   trustAnchors?(): Promise<Buffer[]>;
+  /**
+   * Derives a password recipient's key-encryption key (PBKDF2, RFC 8018 section 5.2) where the
+   * caller's expensive work runs and on its budget (docs/expensive-work.md): the owning side's
+   * resolver runs it off the event loop, spending the caller's cost budget (429 past it).
+   * Without it the engine derives with node:crypto's async pbkdf2 (tests of the engine alone).
+   */
+  derivePasswordKey?(request: PasswordKeyRequest): Promise<Buffer>;
+}
+
+/** The inputs of one PBKDF2 derivation of a PWRI key-encryption key. */
+export interface PasswordKeyRequest {
+  password: Uint8Array;
+  salt: Uint8Array;
+  /** Already checked against the engine's cap. */
+  iterations: number;
+  keyLength: number;
+  /** The node:crypto digest of the PRF (sha1, sha256, ...). */
+  digest: string;
 }
 
 /** The `metadata` part of a conversion request (contract section 5). */

@@ -65,7 +65,7 @@ export const LEGACY_KEY_ENDPOINTS = [
       400: 'validation-failed: an unknown type or usage, a bad kid, description or rotationPeriodDays',
       ...KEY_ERRORS,
     },
-    handle: (ctx, { claims, body }) => createKey(ctx, claims.tenantId, body),
+    handle: (ctx, { claims, body, actor }) => createKey(ctx, claims.tenantId, body, actor),
     audit: {
       action: 'key.create',
       target: (_input, key) => key.kid,

@@ -233,7 +233,12 @@ export async function deleteAlias(ctx: AppContext, c: AwsCaller, input: Input): 
 }
 
 /** CreateKey: a generated key of KeySpec and KeyUsage, with its Description and Tags, in one transaction. */
-export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+export async function createKeyOp(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
   const type = KEY_SPECS.get(input.KeySpec ?? input.CustomerMasterKeySpec ?? 'SYMMETRIC_DEFAULT');
   if (!type) throw new AwsError('ValidationException', 'KeySpec is not one this service supports');
   const usage = KEY_USAGES.get(
@@ -255,6 +260,7 @@ export async function createKeyOp(ctx: AppContext, c: AwsCaller, input: Input): 
       ctx,
       c.tenantId,
       { type, usage, ...(description !== '' ? { description } : {}) },
+      actor,
       (trx, kid) => writeTags(trx, c.tenantId, kid, tags),
     );
   } catch (err) {

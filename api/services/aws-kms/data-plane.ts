@@ -9,8 +9,7 @@
  * compact JWE whose protected header names `<kid>#<version>` and binds the context digest. Decrypt
  * needs no KeyId; every failure to open one is the same InvalidCiphertextException.
  */
-import { generateKeyPair, randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { decodeBase64 } from '../../../shared/base64.ts';
@@ -22,6 +21,8 @@ import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { AwsError, invalidCiphertext } from './errors.ts';
 import { keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
 import { algorithmsOf, awsSigningAlgorithm } from './specs.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
+import type { DataKeyPairRequest } from '../../threads/tasks/expensive.ts';
 
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
@@ -255,19 +256,23 @@ export async function generateDataKeyWithoutPlaintext(
   return rest;
 }
 
-const generatePair = promisify(generateKeyPair);
-const PAIR_SPECS = new Map<unknown, [type: 'rsa' | 'ec', size: number | string]>([
-  ['RSA_2048', ['rsa', 2048]],
-  ['RSA_3072', ['rsa', 3072]],
-  ['RSA_4096', ['rsa', 4096]],
-  ['ECC_NIST_P256', ['ec', 'P-256']],
-  ['ECC_NIST_P384', ['ec', 'P-384']],
-  ['ECC_NIST_P521', ['ec', 'P-521']],
-  ['ECC_SECG_P256K1', ['ec', 'secp256k1']],
+const PAIR_SPECS = new Map<unknown, DataKeyPairRequest>([
+  ['RSA_2048', { type: 'rsa', size: 2048 }],
+  ['RSA_3072', { type: 'rsa', size: 3072 }],
+  ['RSA_4096', { type: 'rsa', size: 4096 }],
+  ['ECC_NIST_P256', { type: 'ec', size: 'P-256' }],
+  ['ECC_NIST_P384', { type: 'ec', size: 'P-384' }],
+  ['ECC_NIST_P521', { type: 'ec', size: 'P-521' }],
+  ['ECC_SECG_P256K1', { type: 'ec', size: 'secp256k1' }],
 ]);
 
 /** GenerateDataKeyPair: a fresh RSA or EC pair (PKCS#8 and SPKI DER), the private key sealed under KeyId. */
-export async function generateDataKeyPair(ctx: AppContext, c: AwsCaller, input: Input): Answer {
+export async function generateDataKeyPair(
+  ctx: AppContext,
+  c: AwsCaller,
+  input: Input,
+  actor: string,
+): Answer {
   const spec = PAIR_SPECS.get(input.KeyPairSpec);
   if (!spec)
     throw new AwsError(
@@ -276,19 +281,30 @@ export async function generateDataKeyPair(ctx: AppContext, c: AwsCaller, input: 
     );
   const context = contextOf(ctx, input, 'EncryptionContext');
   const k = await key(ctx, c, input);
-  // Generated on libuv's threads (RSA-4096 takes hundreds of ms), never on the event loop.
-  const pair =
-    spec[0] === 'rsa'
-      ? await generatePair('rsa', { modulusLength: spec[1] as number })
-      : await generatePair('ec', { namedCurve: spec[1] as string });
-  const privateDer = pair.privateKey.export({ type: 'pkcs8', format: 'der' });
+  // Expensive work (RSA-4096 takes up to seconds): its own pool and the caller's budget, never
+  // the event loop or the libuv threads that sign (docs/expensive-work.md).
+  const pair = await ctx.expensive.run<{ privateKey: Uint8Array; publicKey: Uint8Array }>(
+    'generateDataKeyPairTask',
+    spec,
+    {
+      principal: actor,
+      kind: 'key-generation',
+      cost: spec.type === 'rsa' ? WORK_COSTS.rsa(spec.size as number) : WORK_COSTS.ec,
+      abandoned: c.abandoned,
+    },
+  );
+  const privateDer = Buffer.from(
+    pair.privateKey.buffer,
+    pair.privateKey.byteOffset,
+    pair.privateKey.byteLength,
+  );
   try {
     const sealed = await seal(ctx, k, privateDer, context);
     return {
       kid: sealed.kid,
       PrivateKeyCiphertextBlob: toBlob(sealed.ciphertext),
       PrivateKeyPlaintext: b64(privateDer),
-      PublicKey: b64(pair.publicKey.export({ type: 'spki', format: 'der' })),
+      PublicKey: b64(Buffer.from(pair.publicKey)),
       KeyId: keyArn(c, sealed.kid),
       KeyPairSpec: input.KeyPairSpec,
     };
@@ -302,8 +318,14 @@ export async function generateDataKeyPairWithoutPlaintext(
   ctx: AppContext,
   c: AwsCaller,
   input: Input,
+  actor: string,
 ): Answer {
-  const { PrivateKeyPlaintext: _dropped, ...rest } = await generateDataKeyPair(ctx, c, input);
+  const { PrivateKeyPlaintext: _dropped, ...rest } = await generateDataKeyPair(
+    ctx,
+    c,
+    input,
+    actor,
+  );
   return rest;
 }
 

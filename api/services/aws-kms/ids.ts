@@ -14,6 +14,8 @@ import { aliasTarget } from './aliases.ts';
 export interface AwsCaller {
   tenantId: string;
   region: string;
+  /** True once the client has disconnected: expensive work not yet started is dropped. */
+  abandoned?: () => boolean;
 }
 
 /** Account numbers by tenant id: every answer names keys by ARN, so each request needs one. */

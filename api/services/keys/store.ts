@@ -51,6 +51,7 @@ import {
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
 import { KID } from '../../../shared/ids.ts';
 import { SYSTEM_ACTOR } from '../../../shared/audit/actor.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 export { KID };
 
 /** What an imported version may carry besides its material. */
@@ -111,10 +112,21 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
   };
 }
 
-async function makeMaterial(ctx: AppContext, type: KeyType): Promise<KeyMaterial> {
-  if (keyTypeSpec(type).slowGeneration) {
-    // RSA-3072/4096 and SLH-DSA take tens to thousands of ms: generate in the worker pool.
-    const bytes = await ctx.pool.run<Uint8Array>('generateKey', { type });
+/**
+ * Fresh material of `type`. RSA of every size, SLH-DSA and the other slow kinds take tens to
+ * thousands of ms: expensive work, on its pool and (for a named caller) its budget; system work
+ * (scheduled rotations) spends none. The rest is generated here.
+ */
+async function makeMaterial(
+  ctx: AppContext,
+  type: KeyType,
+  principal?: string,
+): Promise<KeyMaterial> {
+  const spec = keyTypeSpec(type);
+  if (spec.slowGeneration || spec.family === 'rsa') {
+    const cost = spec.family === 'rsa' ? WORK_COSTS.rsa(spec.bits) : WORK_COSTS.slow;
+    const order = { principal: principal ?? '', kind: 'key-generation' as const, cost };
+    const bytes = await ctx.expensive.run<Uint8Array>('generateKey', { type }, order);
     return deserializeMaterial(bytes);
   }
   return generateKeyMaterial(type);
@@ -193,8 +205,9 @@ export type KeyRecord = KeyView & KeySettingsView;
 
 /**
  * Creates a key with freshly generated material (version 1); description and rotationPeriodDays
- * are optional settings. `alsoWrite` writes what belongs with the key (its AWS tags) in the same
- * transaction, so either both are stored or neither.
+ * are optional settings. `principal` (the caller's audit actor) pays the generation from its
+ * budget of expensive work. `alsoWrite` writes what belongs with the key (its AWS tags) in the
+ * same transaction, so either both are stored or neither.
  */
 export async function createKey(
   ctx: AppContext,
@@ -206,13 +219,14 @@ export async function createKey(
     description?: unknown;
     rotationPeriodDays?: unknown;
   },
+  principal?: string,
   alsoWrite?: (trx: Knex, kid: string) => Promise<void>,
 ): Promise<KeyRecord> {
   const description = input.description === undefined ? null : readDescription(input.description);
   const rotationPeriodDays =
     input.rotationPeriodDays === undefined ? null : readRotationPeriod(input.rotationPeriodDays);
   const { type, usage, kid, policyPeriodDays } = await checkNewKey(ctx, tenantId, input);
-  const material = await makeMaterial(ctx, type);
+  const material = await makeMaterial(ctx, type, principal);
   const meta = {
     kid,
     type,
@@ -372,7 +386,11 @@ async function applyChange(
   const { dueBy } = opts;
   const material =
     action === 'rotate'
-      ? await makeMaterial(ctx, (await keyRow(ctx.db, tenantId, kid)).type as KeyType)
+      ? await makeMaterial(
+          ctx,
+          (await keyRow(ctx.db, tenantId, kid)).type as KeyType,
+          opts.actor === SYSTEM_ACTOR ? undefined : opts.actor,
+        )
       : null;
   const { effective } = await tenantPolicy(ctx, tenantId);
   const done = await ctx.db.transaction(async (trx) => {

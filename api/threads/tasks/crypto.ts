@@ -1,6 +1,6 @@
 /**
  * Piscina tasks for the crypto that is too slow for the event loop (RSA private operations,
- * slow key generation, SLH-DSA). Select one with `pool.run(arg, { name: 'signWithKey' })`.
+ * SLH-DSA; key generation is expensive work, api/threads/tasks/expensive.ts). Select one with `pool.run(arg, { name: 'signWithKey' })`.
  *
  * Each task takes plain, structured-cloneable data (key material as its serialized bytes) and
  * returns plain data. Failures are thrown as plain `{code, message, details}` (conventions rule 4):
@@ -8,10 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import { errorToData } from '../../../shared/errors/index.ts';
-import { deserializeMaterial, serializeMaterial } from '../../../shared/crypto/material-codec.ts';
-import { generateKeyMaterial, loadKeyVersion } from '../../../shared/crypto/material.ts';
+import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
+import { loadKeyVersion } from '../../../shared/crypto/material.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
-import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import type { KeyUsage } from '../../../shared/crypto/registry.ts';
 import { signMessage, verifyMessage } from '../../../shared/crypto/sign.ts';
 import type { SignInput } from '../../../shared/crypto/sign.ts';
@@ -68,11 +67,6 @@ function load(arg: KeyArg, usage: KeyUsage): LoadedKeyVersion {
 /** Exactly one of data and digest; signMessage refuses anything else as validation_failed. */
 function input(arg: InputArg): SignInput {
   return { data: arg.data && buf(arg.data), digest: arg.digest && buf(arg.digest) } as SignInput;
-}
-
-/** Generates a key version and returns its serialized material. */
-export function generateKey({ type }: { type: string }): Promise<Uint8Array> {
-  return task(async () => serializeMaterial(await generateKeyMaterial(keyTypeSpec(type).type)));
 }
 
 /** Signs data or a digest. */

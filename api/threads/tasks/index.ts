@@ -8,6 +8,7 @@ import type * as Password from './password.ts';
 import type * as Keystore from './keystore.ts';
 import type * as Crypto from './crypto.ts';
 import type * as Convert from './convert.ts';
+import type * as Expensive from './expensive.ts';
 
 type Task<M, K extends keyof M> = M[K] extends (input: infer I) => infer R
   ? (input: I) => Promise<Awaited<R>>
@@ -23,6 +24,7 @@ const password = () => import('./password.ts');
 const keystore = () => import('./keystore.ts');
 const crypto = () => import('./crypto.ts');
 const convert = () => import('./convert.ts');
+const expensive = () => import('./expensive.ts');
 
 export const hashPassword = lazy<typeof Password, 'hashPassword'>(password, 'hashPassword');
 export const verifyPassword = lazy<typeof Password, 'verifyPassword'>(password, 'verifyPassword');
@@ -30,7 +32,7 @@ export const parseKeystoreTask = lazy<typeof Keystore, 'parseKeystoreTask'>(
   keystore,
   'parseKeystoreTask',
 );
-export const generateKey = lazy<typeof Crypto, 'generateKey'>(crypto, 'generateKey');
+export const generateKey = lazy<typeof Expensive, 'generateKey'>(expensive, 'generateKey');
 export const signWithKey = lazy<typeof Crypto, 'signWithKey'>(crypto, 'signWithKey');
 export const verifyWithKey = lazy<typeof Crypto, 'verifyWithKey'>(crypto, 'verifyWithKey');
 export const encryptCompactWithKey = lazy<typeof Crypto, 'encryptCompactWithKey'>(
@@ -50,3 +52,8 @@ export const decapsulateWithKey = lazy<typeof Crypto, 'decapsulateWithKey'>(
   'decapsulateWithKey',
 );
 export const convertStream = lazy<typeof Convert, 'convertStream'>(convert, 'convertStream');
+export const derivePbkdf2 = lazy<typeof Expensive, 'derivePbkdf2'>(expensive, 'derivePbkdf2');
+export const generateDataKeyPairTask = lazy<typeof Expensive, 'generateDataKeyPairTask'>(
+  expensive,
+  'generateDataKeyPairTask',
+);

@@ -1,12 +1,13 @@
 /**
  * The conversion metadata of issue 26 as an attacker sends it: a PWRI `password` is never
  * logged (at LOG_LEVEL debug), stored or echoed, whatever else fails; its PBKDF2 iteration count
- * is capped before any derivation (BouncyCastle writes the files: OpenSSL's CLI always uses
- * 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly
+ * is capped before any derivation (test/fixtures/pwri.ts writes the files: OpenSSL's CLI always
+ * uses 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly
  * as an unknown kid does; hostile shapes of `targetKid` and `verify` are cms-bad-metadata.
  */
 import { randomBytes } from 'node:crypto';
-import { compileJava, runJava } from '../../fixtures/bouncycastle.ts';
+import { pwriEnvelope } from '../../fixtures/pwri.ts';
+import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import {
   CONVERT,
   OpenSslDir,
@@ -20,8 +21,8 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
 
-/** The engine's cap (shared/pkcs7/password-recipient.ts MAX_ITERATIONS). */
-const CAP = 1_000_000;
+/** The engine's cap. */
+const CAP = MAX_ITERATIONS;
 const PASSWORDS = ['correct horse 7f3a', 'wrong battery 9c1e', 'no pwri here 42d0'];
 
 let app: TestApp;
@@ -53,9 +54,7 @@ beforeAll(async () => {
   await importKey(app, other, ssl, { ...elsewhere, kid: 'hm-elsewhere-signer' }, 'sign');
   data = randomBytes(2000);
   ssl.write('data.bin', data);
-  compileJava(ssl, 'PwriEnvelope');
-  for (const n of [CAP, CAP + 1])
-    runJava(ssl, 'PwriEnvelope', [PASSWORDS[0], String(n), 'data.bin', `pwri-${n}.der`]);
+  for (const n of [CAP, CAP + 1]) ssl.write(`pwri-${n}.der`, pwriEnvelope(data, PASSWORDS[0], n));
 }, 120_000);
 
 afterAll(async () => {
@@ -92,7 +91,7 @@ const signed = () =>
   ]);
 
 describe('PBKDF2 iterations of a password recipient', () => {
-  it(`when BouncyCastle wrote ${CAP} iterations, then it converts; with one more, cms-unsupported before any derivation`, async () => {
+  it(`when a file has ${CAP} iterations, then it converts; with one more, cms-unsupported before any derivation`, async () => {
     const ok = await converted(ssl.read(`pwri-${CAP}.der`), {
       password: PASSWORDS[0],
       targetKid: 'hm-archive',

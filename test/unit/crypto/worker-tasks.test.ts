@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Piscina } from 'piscina';
 import * as tasks from '../../../api/threads/tasks/crypto.ts';
+import * as expensive from '../../../api/threads/tasks/expensive.ts';
 import {
   deserializeMaterial,
   generateKeyMaterialSync,
@@ -19,7 +20,7 @@ describe('the crypto pool tasks', () => {
   const rsa = serializeMaterial(generateKeyMaterialSync('rsa-2048'));
 
   it('when a key is generated in a task, then the serialized material comes back and loads', async () => {
-    const blob = await tasks.generateKey({ type: 'ec-p384' });
+    const blob = await expensive.generateKey({ type: 'ec-p384' });
     expect(deserializeMaterial(blob).type).toBe('ec-p384');
   });
 
@@ -100,7 +101,7 @@ describe('the crypto pool tasks', () => {
 
   it('when a task fails, then it throws plain {code, message} data that errorFromData rebuilds', async () => {
     const failures = [
-      await thrown(() => tasks.generateKey({ type: 'rsa-1024' })),
+      await thrown(() => expensive.generateKey({ type: 'rsa-1024' })),
       await thrown(() => tasks.decryptCompactWithKey({ material: cloned(rsa), jwe: 'x.y.z' })),
       await thrown(() =>
         tasks.signWithKey({
@@ -133,7 +134,7 @@ describe('the crypto pool tasks', () => {
 
   it('when the tasks run in a real piscina pool, then the TypeScript task file loads in a worker and errors cross as plain data', async () => {
     const pool = new Piscina({
-      filename: new URL('../../../api/threads/tasks/crypto.ts', import.meta.url).href,
+      filename: new URL('../../../api/threads/tasks/index.ts', import.meta.url).href,
       maxThreads: 1,
     });
     try {

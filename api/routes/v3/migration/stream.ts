@@ -171,7 +171,7 @@ const convert = endpoint({
   problems: {
     ...CMS_PROBLEMS,
     403: 'the role lacks the permission (an encrypted input needs crypto.decrypt as well)',
-    429: DECRYPTING_429,
+    429: `${DECRYPTING_429}; for a password recipient, also the caller's budget of expensive work (EXPENSIVE_BUDGET per EXPENSIVE_WINDOW_SECONDS: its PBKDF2 costs a unit per 1,000 iterations)`,
   },
   extensions: { 'x-keyward-decrypts': true },
   handle: (ctx, input) =>

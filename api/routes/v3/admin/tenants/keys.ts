@@ -179,7 +179,7 @@ export const KEY_ENDPOINTS = [
       409: 'the kid exists',
       422: 'policy-violation (type not allowed) or key-usage-mismatch',
     },
-    handle: (ctx, { params, body }) => createKey(ctx, params.tenantId, body),
+    handle: (ctx, { params, body, actor }) => createKey(ctx, params.tenantId, body, actor),
     audit: {
       action: 'key.create',
       target: (_input, key) => key.kid,
