@@ -187,12 +187,13 @@ function checkPreservable(head: CmsHead, cc: ContentCipher): void {
  */
 async function envelopeKeys(head: CmsHead, opts: ConvertOptions) {
   const { metadata, resolver } = opts;
-  const { ri, key: recipientKey } = await chooseRecipient(head.recipientInfos, resolver, {
+  const chosen = await chooseRecipient(head.recipientInfos, resolver, {
     recipientKid: metadata.recipientKid,
     password:
       metadata.password === undefined ? undefined : createSecretKey(metadata.password, 'utf8'),
   });
-  const targets = await targetKeysOf(resolver, metadata.targetKid, recipientKey);
+  const { ri, key: recipientKey } = chosen;
+  const targets = await targetKeysOf(resolver, metadata.targetKid, chosen, head.recipientInfos);
   // One content key, wrapped for each target (RFC 7516 section 7.2.1, one recipient each).
   const wrapFor = (cek: Buffer) =>
     targets.map((t) => wrapContentKey(t, cek, metadata.keyManagement ?? defaultKeyManagement(t)));

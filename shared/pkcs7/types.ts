@@ -36,7 +36,10 @@ export interface KeyResolver extends KidResolver {
 export interface ConvertMetadata {
   signerKid?: string;
   recipientKid?: string;
-  /** Who the new JWE is for (a list: one JWE recipient each); default the CMS recipient key. */
+  /**
+   * Who the new JWE is for (a list: one JWE recipient each); default every recipient of the
+   * input whose key the tenant holds for encryption.
+   */
   targetKid?: string | string[];
   /** Opens a password recipient (RFC 3211); never logged or stored. */
   password?: string;
