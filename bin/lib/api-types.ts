@@ -5207,6 +5207,7 @@ export interface operations {
               oid: string;
               name: string;
             } | null;
+            signatureChecked: boolean;
             convertible: boolean;
             reason?: string;
           };
@@ -6342,6 +6343,7 @@ export interface operations {
               oid: string;
               name: string;
             } | null;
+            signatureChecked: boolean;
             convertible: boolean;
             reason?: string;
           };

@@ -145,6 +145,11 @@ export interface Analysis {
    */
   decryption?: { kid: string | null };
   contentEncryption: AlgorithmSummary | null;
+  /**
+   * Whether the analysis checked the signatures over the content: always false, as it reads the
+   * structure, algorithms and keys only; `convertible` does not vouch for a signature.
+   */
+  signatureChecked: false;
   convertible: boolean;
   reason?: string;
 }
