@@ -150,7 +150,14 @@ const Analysis = Type.Object(
       ),
     ),
     contentEncryption: Type.Union([Algorithm(), Type.Null()]),
-    convertible: Type.Boolean(),
+    signatureChecked: Type.Boolean({
+      description:
+        'whether the analysis checked the CMS signatures over the content: false, as analyze reads the structure, algorithms, certificates and keys, never a signature (the content of an encrypted form is not even decrypted). So convertible true says a conversion has the keys and algorithms it needs, not that the signature is valid: convert checks it (422 cms-signature-invalid, or decryption-failed inside encrypted content)',
+    }),
+    convertible: Type.Boolean({
+      description:
+        'true when the keys and algorithms a conversion needs are in place (see signatureChecked: the signature itself is checked by convert); false with the reason',
+    }),
     reason: Type.Optional(
       Type.String({
         description:
@@ -189,6 +196,7 @@ const Analysis = Type.Object(
         ],
         decryption: { kid: 'archive-2026' },
         contentEncryption: { oid: '2.16.840.1.101.3.4.1.42', name: 'aes256-CBC' },
+        signatureChecked: false,
         convertible: true,
       },
     ],

@@ -5239,6 +5239,7 @@ export interface operations {
               oid: string;
               name: string;
             } | null;
+            signatureChecked: boolean;
             convertible: boolean;
             reason?: string;
           };
@@ -6380,6 +6381,7 @@ export interface operations {
               oid: string;
               name: string;
             } | null;
+            signatureChecked: boolean;
             convertible: boolean;
             reason?: string;
           };

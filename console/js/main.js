@@ -58,6 +58,8 @@ function fail(err) {
     h('span', { class: 'problem-detail', text: detail }),
   );
   alertBox.hidden = false;
+  // A success said before this failure is no longer true of the page.
+  replace(statusBox);
 }
 
 function clearAlert() {
@@ -67,6 +69,8 @@ function clearAlert() {
 
 /** @param {string} message */
 function say(message) {
+  // A new outcome replaces the last one: an earlier failure does not stay beside a success.
+  if (message) clearAlert();
   replace(statusBox, message);
 }
 

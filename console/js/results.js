@@ -1,7 +1,8 @@
 /**
  * Conversion results as files: a name by media type, and the bytes as a Blob. A multipart/mixed
- * result (a JWE in parts, contract 5) is saved as a MIME entity whose Content-Type line names
- * the boundary, so the file alone can be parsed again.
+ * result (a JWE in parts) is saved as its body, exactly as a job stores it (`<name>.jwe`): the
+ * body starts with its first delimiter, which names the boundary, so `keyward open`, the jobs'
+ * downloads and the console's files are one format.
  */
 
 /**
@@ -12,7 +13,7 @@
 export function resultName(name, type) {
   const base = name.replace(/\.(p7m|p7s|p7b|p7|cms|der|pem|jwe|jws|json)$/i, '') || 'converted';
   if (type.startsWith('application/json')) return `${base}.jws.json`;
-  if (type.startsWith('multipart/mixed')) return `${base}.jwe.mime`;
+  if (type.startsWith('multipart/mixed')) return `${base}.jwe`;
   return `${base}.bin`;
 }
 
@@ -22,9 +23,7 @@ export function resultName(name, type) {
  * @param {ArrayBuffer} bytes
  */
 export function resultBlob(type, bytes) {
-  return type.startsWith('multipart/')
-    ? new Blob([`MIME-Version: 1.0\r\nContent-Type: ${type}\r\n\r\n`, bytes], {
-        type: 'message/rfc822',
-      })
-    : new Blob([bytes], { type });
+  return new Blob([bytes], {
+    type: type.startsWith('multipart/') ? 'application/octet-stream' : type,
+  });
 }

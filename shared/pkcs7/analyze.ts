@@ -195,6 +195,9 @@ export async function analyzePkcs7(
       contentEncryption: head.contentEncryption
         ? { oid: head.contentEncryption.algorithm, name: oidName(head.contentEncryption.algorithm) }
         : null,
+      // No signature is checked here (the content is counted, not digested; an encrypted one is
+      // not decrypted): said, so convertible is not read as a valid signature.
+      signatureChecked: false,
       convertible: reasons.length === 0,
       ...(reasons.length ? { reason: reasons.join('; ') } : {}),
     };

@@ -7,7 +7,7 @@ import type { RecipientInfo } from '@peculiar/asn1-cms';
 import { describeRecipient, kariKeyFits, recipientKeyOf } from './recipients.ts';
 import { PASSWORD_KEY_TYPE } from './password-recipient.ts';
 import type { KeyResolver, ResolvedKey } from './types.ts';
-import { problem } from '../errors/index.ts';
+import { AppError, problem } from '../errors/index.ts';
 
 /** At most this many targets in a `targetKid` list (one wrapped content key each). */
 export const MAX_TARGETS = 16;
@@ -28,16 +28,27 @@ export function checkTargetKids(value: unknown): void {
     throw problem('cms_bad_metadata', 'targetKid names a key more than once');
 }
 
-/** The keys the new JWE is for: each kid of `targetKid`, in its order, else the recipient key. */
+/**
+ * The keys the new JWE is for: each kid of `targetKid`, in its order; without one, every
+ * recipient of the input whose key the tenant holds for encryption, in file order (the key that
+ * decrypts among them), so the archive keeps who could read the message. A recipient whose key
+ * is refused for encryption (a signing-only key) or not held is no target.
+ */
 export async function targetKeysOf(
   resolver: KeyResolver,
   targetKid: string | string[] | undefined,
-  recipientKey: ResolvedKey,
+  chosen: { ri: RecipientInfo; key: ResolvedKey },
+  infos: readonly RecipientInfo[],
 ): Promise<ResolvedKey[]> {
   if (targetKid === undefined) {
-    if (recipientKey.type === PASSWORD_KEY_TYPE)
+    if (chosen.key.type === PASSWORD_KEY_TYPE)
       throw problem('cms_bad_metadata', 'a password recipient needs targetKid');
-    return [recipientKey];
+    const keys: ResolvedKey[] = [];
+    for (const ri of infos) {
+      const key = ri === chosen.ri ? chosen.key : await heldKeyOf(ri, resolver);
+      if (key && !keys.some((k) => k.kid === key.kid)) keys.push(key);
+    }
+    return keys;
   }
   const keys: ResolvedKey[] = [];
   for (const kid of Array.isArray(targetKid) ? targetKid : [targetKid]) {
@@ -46,6 +57,19 @@ export async function targetKeysOf(
     keys.push(key);
   }
   return keys;
+}
+
+/** The tenant's encryption key of a RecipientInfo, or null when it holds none (or refuses it). */
+async function heldKeyOf(ri: RecipientInfo, resolver: KeyResolver): Promise<ResolvedKey | null> {
+  const d = describeRecipient(ri);
+  if (d.unsupported || !d.ref) return null;
+  try {
+    return await resolver.byCmsRef(d.ref, 'encrypt');
+  } catch (err) {
+    // A key refused for its usage is no target; a failure of the lookup itself is told.
+    if (err instanceof AppError && err.status < 500) return null;
+    throw err;
+  }
 }
 
 /**

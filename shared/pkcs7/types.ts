@@ -54,7 +54,10 @@ export interface PasswordKeyRequest {
 export interface ConvertMetadata {
   signerKid?: string;
   recipientKid?: string;
-  /** Who the new JWE is for (a list: one JWE recipient each); default the CMS recipient key. */
+  /**
+   * Who the new JWE is for (a list: one JWE recipient each); default every recipient of the
+   * input whose key the tenant holds for encryption.
+   */
   targetKid?: string | string[];
   /** Opens a password recipient (RFC 3211); never logged or stored. */
   password?: string;
@@ -160,6 +163,11 @@ export interface Analysis {
    */
   decryption?: { kid: string | null };
   contentEncryption: AlgorithmSummary | null;
+  /**
+   * Whether the analysis checked the signatures over the content: always false, as it reads the
+   * structure, algorithms and keys only; `convertible` does not vouch for a signature.
+   */
+  signatureChecked: false;
   convertible: boolean;
   reason?: string;
 }

@@ -22,6 +22,7 @@ import {
 import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
 import { adminToken, api } from '../support/auth.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
+import { runKeywardCli } from '../integration/jobs/harness.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -474,17 +475,86 @@ describe('the web console in headless Chromium', () => {
       page.waitForEvent('download'),
       page.getByRole('button', { name: 'Convert and download' }).click(),
     ]);
-    expect(download.suggestedFilename()).toBe('invoice.jwe.mime');
-    const entity = readFileSync(await download.path());
-    const split = entity.indexOf('\r\n\r\n');
-    const contentType = /Content-Type: ([^\r\n]*)/.exec(entity.subarray(0, split).toString())![1];
+    // Regression: the file kept MIME headers (invoice.jwe.mime), which keyward open refused; it
+    // is now the body a job stores, opened by jose and by keyward open alike.
+    expect(download.suggestedFilename()).toBe('invoice.jwe');
+    const saved = readFileSync(await download.path());
+    const boundary = /^--([^\r\n]+)\r\n/.exec(saved.toString('latin1', 0, 100))![1];
     const answer = {
-      body: entity.subarray(split + 4),
-      headers: new Headers({ 'content-type': contentType }),
+      body: saved,
+      headers: new Headers({ 'content-type': `multipart/mixed; boundary="${boundary}"` }),
     } as unknown as Answer;
     const opened = await openJwe(answer, archiveKey.privateKey);
     expect(opened.closed).toBe(true);
     expect(opened.plaintext.equals(plaintext)).toBe(true);
+    const file = ssl.write('invoice.jwe', saved);
+    const out = ssl.path('invoice.out');
+    const cli = await runKeywardCli(
+      ['open', file, '--key', ssl.path(archiveKey.keyFile), '--out', out],
+      {},
+    );
+    expect([cli.code, cli.stderr]).toEqual([0, '']);
+    expect(readFileSync(out).equals(plaintext)).toBe(true);
+  });
+
+  it('when an S/MIME .eml is analyzed, then the container says S/MIME, not DER', async () => {
+    // Regression: the Container line showed the CMS encoding (DER) whatever the archive form.
+    ssl.write('note.txt', Buffer.from('a short archived note\n'));
+    const eml = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'note.txt', archiveKey.certFile]);
+    await page
+      .getByLabel('CMS file', { exact: true })
+      .setInputFiles({ name: 'note.eml', mimeType: 'message/rfc822', buffer: eml });
+    await page.getByRole('button', { name: 'Analyze' }).click();
+    await until('the S/MIME analysis', async () =>
+      (await page.locator('#analysis').innerText()).includes('S/MIME'),
+    );
+    const facts = await page.locator('#analysis dl').innerText();
+    expect(facts).toMatch(/Container\s+S\/MIME, CMS in DER/);
+  });
+
+  it('when metadata is filled in, then convert sends it; a failure after a success leaves no stale success notice', async () => {
+    await page
+      .getByLabel('CMS file', { exact: true })
+      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: cms });
+    // Regression: the page had no metadata fields, and always sent {}.
+    await page.getByLabel('Target kids (targetKid)').fill('archive-rsa');
+    await page.getByLabel('Signer check (verify)').selectOption('chain');
+    // The metadata part as the page hands it to fetch (a multipart body with a file has no
+    // postData for the browser's request events).
+    await page.evaluate(`{
+      const send = window.fetch;
+      window.sentMetadata = [];
+      window.fetch = (url, opts) => {
+        if (opts?.body instanceof FormData) window.sentMetadata.push(opts.body.get('metadata'));
+        return send(url, opts);
+      };
+    }`);
+    await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Convert and download' }).click(),
+    ]);
+    expect(await page.evaluate('window.sentMetadata')).toEqual([
+      '{"targetKid":"archive-rsa","verify":"chain"}',
+    ]);
+    await until('the success notice', async () =>
+      (await page.locator('#status').innerText()).startsWith('Converted invoice.p7m'),
+    );
+    // Regression: the success notice stayed beside the next failure's problem.
+    await page.getByLabel('Target kids (targetKid)').fill('archive-rsa, nobody-here');
+    await page.getByRole('button', { name: 'Convert and download' }).click();
+    await until('the problem', async () => (await alertText()).length > 0);
+    expect(await page.locator('#alert .problem-detail').innerText()).toContain('nobody-here');
+    expect(await page.locator('#status').innerText()).toBe('');
+    await check('11b-migration-metadata-problem');
+    // And the other way round: a success takes the earlier failure's problem away.
+    await page.getByLabel('Target kids (targetKid)').fill('');
+    await page.getByLabel('Signer check (verify)').selectOption('');
+    await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Convert and download' }).click(),
+    ]);
+    await until('the problem to go', async () => !(await page.locator('#alert').isVisible()));
+    expect(await page.evaluate('window.sentMetadata.at(-1)')).toBe('{}');
   });
 
   it('when a batch is started without the queue, then the problem of the service is shown, not a blank page', async () => {

@@ -244,6 +244,26 @@ function describe(v: Verification): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** A key in a few words: its file and kind ("rsa.pem, an RSA 2048-bit private key"). */
+function keyWords(file: string, key: KeyObject): string {
+  if (key.type === 'secret') return `${file}, a ${(key.symmetricKeySize ?? 0) * 8}-bit secret key`;
+  const d = key.asymmetricKeyDetails;
+  const kind = key.asymmetricKeyType?.toUpperCase() ?? 'unknown';
+  const size = d?.namedCurve ?? (d?.modulusLength ? `${d.modulusLength}-bit` : '');
+  return `${file}, an ${kind}${size ? ` ${size}` : ''} private key`;
+}
+
+/** Who a JWE is for (the kids of its recipients) and the key given, for a failure to open it. */
+function forWhom(jwe: FlatJwe, file: string, key: KeyObject): string {
+  const kids = (jwe.recipients ?? [{ header: jwe.header }])
+    .map((r) => r.header?.kid)
+    .filter((k): k is string => typeof k === 'string');
+  const target = kids.length
+    ? `the JWE is for ${kids.length === 1 ? 'kid' : 'kids'} ${kids.join(', ')}`
+    : 'the JWE names no kid';
+  return `${target}; the key given is ${keyWords(file, key)}`;
+}
+
 const openCommand: Command = {
   name: 'open',
   summary: 'Decrypt a conversion result (JWE) locally with jose; exit 4 when it does not open',
@@ -276,7 +296,9 @@ const openCommand: Command = {
           : await flattenedDecrypt(jwe, key)
       ).plaintext;
     } catch (err) {
-      inv.stderr.write(`keyward: the JWE does not open with this key: ${(err as Error).message}\n`);
+      inv.stderr.write(
+        `keyward: the JWE does not open with this key: ${(err as Error).message}; ${forWhom(jwe, keyFile, key)}\n`,
+      );
       return EXIT.invalid;
     }
     const certFile = str(inv.values, 'cert');

@@ -1,10 +1,11 @@
 /**
- * Migration of PKCS#7/CMS files: drop or choose a file, analyze it (container, content type,
+ * Migration of PKCS#7/CMS files: drop or choose a file, analyze it (archive form, content type,
  * signers, recipients, algorithms, and whether their keys are imported into this tenant), then
- * convert it to JOSE and download the result. All through /api/v3/migration/stream/*.
+ * convert it to JOSE with the conversion's metadata (signerKid, targetKid, verify) and download
+ * the result. All through /api/v3/migration/stream/*.
  */
 import { call, json } from '../api.js';
-import { button, download, field, h, replace, table } from '../dom.js';
+import { button, download, field, h, replace, select, table } from '../dom.js';
 import { batchSection } from './batch.js';
 import { resultBlob, resultName } from '../results.js';
 
@@ -17,11 +18,51 @@ const identifier = (id) =>
     ? `${id.issuer}, serial ${id.serialNumber}`
     : (id.subjectKeyIdentifier ?? id.kekId ?? id.type);
 
+/** The archive forms of the analysis's `container`, as a person names them. */
+const CONTAINERS = new Map([
+  ['der', 'DER'],
+  ['ber', 'BER'],
+  ['pem', 'PEM'],
+  ['base64', 'base64'],
+  ['smime', 'S/MIME'],
+  ['multipart-signed', 'S/MIME clear-signed (multipart/signed)'],
+]);
+
+/**
+ * The archive form in one line: the container, and the CMS encoding inside a wrapper.
+ * @param {any} a the analysis
+ */
+const containerOf = (a) => {
+  const form = CONTAINERS.get(a.container) ?? String(a.container ?? a.encoding);
+  const inner = a.container === a.encoding ? '' : `, CMS in ${a.encoding.toUpperCase()}`;
+  return `${form}${inner}${a.detached ? ', detached content' : ''}`;
+};
+
+/**
+ * The metadata part of a conversion from the form's fields; empty fields are left out.
+ * @param {{ signerKid: string, targetKid: string, verify: string }} v
+ */
+function metadataOf(v) {
+  /** @type {Record<string, unknown>} */
+  const m = {};
+  if (v.signerKid.trim()) m.signerKid = v.signerKid.trim();
+  const targets = v.targetKid
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  if (targets.length) m.targetKid = targets.length === 1 ? targets[0] : targets;
+  if (v.verify) m.verify = v.verify;
+  return m;
+}
+
 /** @param {import('../main.js').Ui} ui */
 export async function renderMigration(ui) {
   ui.title('Migration');
   const input = /** @type {HTMLInputElement} */ (
-    h('input', { type: 'file', accept: '.p7m,.p7s,.p7b,.p7,.cms,.der,.pem,application/pkcs7-mime' })
+    h('input', {
+      type: 'file',
+      accept: '.p7m,.p7s,.p7b,.p7,.cms,.der,.pem,.eml,application/pkcs7-mime,message/rfc822',
+    })
   );
   const chosen = h('p', { class: 'hint', id: 'chosen', text: 'No file chosen.' });
   const analysis = h('div', { id: 'analysis', 'aria-live': 'polite' });
@@ -54,6 +95,39 @@ export async function renderMigration(ui) {
     choose(event.dataTransfer?.files?.[0] ?? null);
   });
 
+  const signerKid = /** @type {HTMLInputElement} */ (
+    h('input', { type: 'text', name: 'signerKid', autocomplete: 'off' })
+  );
+  const targetKid = /** @type {HTMLInputElement} */ (
+    h('input', { type: 'text', name: 'targetKid', autocomplete: 'off' })
+  );
+  const verify = /** @type {HTMLSelectElement} */ (
+    select(
+      [
+        ['', 'default (signature)'],
+        ['signature', 'signature: with the signer certificate'],
+        ['chain', "chain: also up to one of the tenant's trust anchors"],
+      ],
+      { name: 'verify' },
+    )
+  );
+  const metadata = h(
+    'fieldset',
+    { class: 'metadata' },
+    h('legend', { text: 'Conversion metadata (optional)' }),
+    field(
+      'Signer kid (signerKid)',
+      signerKid,
+      "the key that signs the JWS; default: the tenant's archive signing key, else each signer's own",
+    ),
+    field(
+      'Target kids (targetKid)',
+      targetKid,
+      'who the JWE is for, comma-separated; default: every recipient whose key this tenant holds',
+    ),
+    field('Signer check (verify)', verify),
+  );
+
   const need = () => {
     if (!file) throw { title: 'No file', detail: 'choose or drop a CMS file first' };
     return file;
@@ -76,7 +150,12 @@ export async function renderMigration(ui) {
       const f = need();
       const form = new FormData();
       // The service reads metadata first, then the file (README: Conversion).
-      form.append('metadata', '{}');
+      const meta = metadataOf({
+        signerKid: signerKid.value,
+        targetKid: targetKid.value,
+        verify: verify.value,
+      });
+      form.append('metadata', JSON.stringify(meta));
       form.append('file', f, f.name);
       const res = await call('POST', '/api/v3/migration/stream/convert-pkcs7-to-jose', {
         form,
@@ -108,7 +187,7 @@ export async function renderMigration(ui) {
       ),
     ].filter(Boolean);
     const facts = [
-      ['Container', `${a.encoding.toUpperCase()}${a.detached ? ', detached content' : ''}`],
+      ['Container', containerOf(a)],
       ['Type', a.contentType],
       ['Inner content', a.innerContentType?.name ?? '—'],
       ['Content length', `${Number(a.contentLength).toLocaleString()} bytes`],
@@ -116,6 +195,10 @@ export async function renderMigration(ui) {
       // The keys the converter will really use (analyze asks its own lookups), and why not.
       ...(a.signing ? [['Signs with', a.signing.kids.join(', ') || '—']] : []),
       ...(a.decryption ? [['Decrypts with', a.decryption.kid ?? '—']] : []),
+      // Analysis checks no signature (signatureChecked false): convert does.
+      ...((a.signers ?? []).length && !a.signatureChecked
+        ? [['Signature', 'not checked by the analysis; the conversion verifies it']]
+        : []),
       [
         'Convertible',
         a.convertible
@@ -173,6 +256,7 @@ export async function renderMigration(ui) {
       { class: 'card', 'aria-labelledby': 'convert-title' },
       h('h2', { id: 'convert-title', text: 'Analyze and convert a CMS file' }),
       drop,
+      metadata,
       h('div', { class: 'actions' }, analyze, convert),
     ),
     analysis,

@@ -92,6 +92,45 @@ describe('keyward open', () => {
     expect(wrong.stdout.length).toBe(0);
   });
 
+  it("when the key is not the one the JWE is for, then the message names the JWE's kids and the key given", async () => {
+    // Regression: an EC key given for an RSA recipient said "Invalid key type" and nothing more.
+    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes256', '-in', 'text.txt', rsa.certFile]);
+    const result = ssl.write('for-rsa.jwe', (await convert(enc)).body);
+    const ec = await cli(['open', result, '--key', ssl.path(signer.keyFile)]);
+    expect(ec.code).toBe(4);
+    expect(ec.stderr).toContain('the JWE is for kid open-rsa#1');
+    expect(ec.stderr).toContain(`the key given is ${ssl.path(signer.keyFile)}, an EC prime256v1`);
+    const rsaOther = await cli(['open', result, '--key', ssl.path(other.keyFile)]);
+    expect(rsaOther.stderr).toMatch(
+      /the JWE is for kid open-rsa#1; the key given is .*an RSA 2048-bit private key/,
+    );
+  });
+
+  it('when mail to two mailboxes the tenant holds is converted with {}, then either key opens the result', async () => {
+    const enc = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes256',
+      '-in',
+      'text.txt',
+      rsa.certFile,
+      other.certFile,
+    ]);
+    const r = await convertPkcs7ToJose(chunked(enc, 4096), {
+      metadata: {},
+      resolver: resolverFor([rsa, other]),
+    });
+    const result = ssl.write('two.jwe', await collect(r.body));
+    for (const k of [rsa, other]) {
+      const out = await cli(['open', result, '--key', ssl.path(k.keyFile)]);
+      expect([k.kid, out.code, out.stderr]).toEqual([k.kid, 0, '']);
+      expect(out.stdout.equals(TEXT)).toBe(true);
+    }
+    const none = await cli(['open', result, '--key', ssl.path(signer.keyFile)]);
+    expect(none.stderr).toContain('the JWE is for kids open-rsa#1, open-other#1');
+  });
+
   it('when the result is the flattened JSON JWE, then it opens too', async () => {
     const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes128', '-in', 'text.txt', rsa.certFile]);
     const r = await convertPkcs7ToJose(chunked(enc, 4096), {

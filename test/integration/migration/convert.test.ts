@@ -342,6 +342,19 @@ describe('POST analyze-pkcs7', () => {
     ).toBe(401);
   });
 
+  it('when the signature of a SignedData does not match its content, then analyze says it checked no signature, and convert refuses it', async () => {
+    // Regression: convertible true stood alone for a file whose signature fails.
+    const file = sign(keys.rsaSigner, ['-nodetach']);
+    const at = file.indexOf(data.subarray(1000, 1032));
+    file[at] ^= 0x01;
+    const r = await postRaw(app, ANALYZE, actor.user, file, 'application/pkcs7-mime');
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ convertible: true, signatureChecked: false });
+    const c = await convert(app, actor.user, file, {});
+    expect(c.status).toBe(422);
+    expect(c.json().type).toMatch(/\/problems\/cms-signature-invalid$/);
+  });
+
   it('when a key of the file is not imported, then convertible is false with the reason', async () => {
     const other = makeKey(ssl, 'not-imported', 'ec-p256');
     const r = await postRaw(

@@ -92,6 +92,27 @@ describe('several recipients', () => {
     expect((await open(r, keys.recipient.privateKey)).equals(data)).toBe(true);
   });
 
+  it('when both recipients are held and no targetKid is given, then the JWE is for both, in file order, and each key opens it', async () => {
+    // Regression: the default target was the decrypting recipient only, so the second mailbox
+    // lost its copy.
+    const both = encrypt(['-aes-256-cbc', keys.archive.certFile, keys.recipient.certFile]);
+    const r = await convert(app, actor.user, both, {});
+    expect(r.status).toBe(200);
+    expect(kids(r)).toEqual(['mr-archive#1', 'mr-recipient#1']);
+    expect((await open(r, keys.archive.privateKey)).equals(data)).toBe(true);
+    expect((await open(r, keys.recipient.privateKey)).equals(data)).toBe(true);
+    // recipientKid picks the key that decrypts; the targets stay every held recipient.
+    const picked = await convert(app, actor.user, both, { recipientKid: 'mr-recipient' });
+    expect(kids(picked)).toEqual(['mr-archive#1', 'mr-recipient#1']);
+  });
+
+  it('when a held recipient key is for signing only, then it is no target of the default', async () => {
+    const mixed = encrypt(['-aes-256-cbc', keys.signer.certFile, keys.recipient.certFile]);
+    const r = await convert(app, actor.user, mixed, {});
+    expect(r.status).toBe(200);
+    expect(kids(r)).toEqual(['mr-recipient#1']);
+  });
+
   it('when targetKid lists two keys, then each opens the General JSON JWE', async () => {
     const r = await convert(app, actor.user, mail, { targetKid: ['mr-archive', 'mr-recipient'] });
     expect(r.status).toBe(200);

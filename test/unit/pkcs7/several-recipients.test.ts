@@ -54,16 +54,20 @@ function encryptTo(names: string[], extra: string[] = []): Buffer {
 const TAG = 16;
 
 async function convert(file: Buffer, metadata: ConvertMetadata, held: string[]) {
-  const result = await convertPkcs7ToJose(chunked(file, 8192), {
-    metadata,
-    resolver: resolverFor(held.map((n) => keys[n])),
-  });
+  // Which key decrypted: the one whose decryption the engine reports as succeeded.
+  const decrypted: string[] = [];
+  const resolver = {
+    ...resolverFor(held.map((n) => keys[n])),
+    decryptionSucceeded: async (kid: string) => void decrypted.push(kid),
+  };
+  const result = await convertPkcs7ToJose(chunked(file, 8192), { metadata, resolver });
   const { parts, closed } = parseMultipart(await collect(result.body), result.contentType);
   expect(closed).toBe(true);
   const header = JSON.parse(parts[0].body.toString());
   const body = parts[1].body;
   return {
     header,
+    decrypted,
     /** Decrypts with jose's General JSON reader, as any JOSE client would. */
     open: async (key: KeyObject) =>
       Buffer.from(
@@ -93,15 +97,18 @@ describe('several CMS recipients', () => {
     expect((await out.open(keys.p256.privateKey)).equals(data)).toBe(true);
   });
 
-  it('when the tenant holds both, then the first in file order decrypts', async () => {
+  it('when the tenant holds both, then the first in file order decrypts and the JWE is for both', async () => {
     const out = await convert(twoRecipients, {}, ['p256', 'rsa']);
-    expect(kidsOf(out.header)).toEqual(['mail-rsa#1']);
+    expect(out.decrypted).toEqual(['mail-rsa']);
+    expect(kidsOf(out.header)).toEqual(['mail-rsa#1', 'mail-p256#1']);
     expect((await out.open(keys.rsa.privateKey)).equals(data)).toBe(true);
+    expect((await out.open(keys.p256.privateKey)).equals(data)).toBe(true);
   });
 
-  it('when recipientKid names the second, then it decrypts', async () => {
+  it('when recipientKid names the second, then it decrypts, and the JWE is still for both', async () => {
     const out = await convert(twoRecipients, { recipientKid: 'mail-p256' }, ['rsa', 'p256']);
-    expect(kidsOf(out.header)).toEqual(['mail-p256#1']);
+    expect(out.decrypted).toEqual(['mail-p256']);
+    expect(kidsOf(out.header)).toEqual(['mail-rsa#1', 'mail-p256#1']);
     expect((await out.open(keys.p256.privateKey)).equals(data)).toBe(true);
   });
 

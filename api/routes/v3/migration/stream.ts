@@ -87,7 +87,7 @@ const Metadata = Type.Object(
         ],
         {
           description:
-            'who the new JWE is for; default the recipient key (an X25519 or X448 recipient key receives no JWE: name a target). A list of 1 to 16 distinct encryption keys gives part 1 in General JSON Serialization with one recipient per target (one content key wrapped for each)',
+            'who the new JWE is for; default every recipient of the input whose key the tenant holds for encryption, in file order, one JWE recipient each (the converted message stays readable by each mailbox that could read it; an X25519 or X448 recipient key receives no JWE: name the targets). A list of 1 to 16 distinct encryption keys gives part 1 in General JSON Serialization with one recipient per target (one content key wrapped for each)',
         },
       ),
     ),
