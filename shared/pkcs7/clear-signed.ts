@@ -111,6 +111,7 @@ export async function* resignClearSigned(
     key,
     resolver: opts.resolver,
     verify: opts.metadata.verify,
+    checkSigners: opts.checkSigners,
   });
 }
 

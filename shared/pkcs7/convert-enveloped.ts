@@ -373,6 +373,7 @@ async function nestedSignedData(
         key: signerKey,
         resolver: opts.resolver,
         verify: opts.metadata.verify,
+        checkSigners: opts.checkSigners,
       }),
     );
     return { source, signing, inner: r };
@@ -413,6 +414,7 @@ function envelopeSignature(
       key: signerKey,
       resolver: opts.resolver,
       verify: opts.metadata.verify,
+      checkSigners: opts.checkSigners,
       decryptSignature,
     }),
   );

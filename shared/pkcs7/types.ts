@@ -1,5 +1,6 @@
 /** The types the engine shares with its callers: key lookup, conversion options, analysis result. */
 import type { KeyPurpose, KidResolver, ResolvedKey } from '../jose/types.ts';
+import type { SignerChecker } from './signer-checks.ts';
 
 export type { KeyPurpose, ResolvedKey } from '../jose/types.ts';
 
@@ -64,6 +65,11 @@ export interface ConvertOptions {
   withContent?: boolean;
   /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
   onInputType?: (type: string) => void;
+  /**
+   * Where a SignedData's signature and chain checks run (a pool thread, for a conversion on an
+   * event loop that serves other requests); default in place.
+   */
+  checkSigners?: SignerChecker;
 }
 
 /** What convertPkcs7ToJose returns: the response content type and a pull-based body. */

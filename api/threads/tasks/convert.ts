@@ -12,6 +12,8 @@ import { convertPkcs7ToJose, type ConvertMetadata } from '../../../shared/pkcs7/
 import { ChunkReceiver, sendChunks } from '../../../shared/threads/port-stream.ts';
 import { portResolver } from '../../../shared/keys/port-resolver.ts';
 import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
+import { checkSigners } from '../../../shared/pkcs7/signer-checks.ts';
+import type { SignerCheckInput, SignerCheckOutput } from '../../../shared/pkcs7/signer-checks.ts';
 
 /** What the posting thread hands the task (the ports are transferred). */
 export interface ConvertTaskInput {
@@ -64,5 +66,18 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
     await content?.return();
     // `ctl` is closed by the other side once it has read everything (closing it here could drop
     // the messages just posted).
+  }
+}
+
+/**
+ * The signature and chain checks of a SignedData whose conversion runs on the API's event loop
+ * (api/threads/conversions.ts): an input chooses how many there are and with what keys, so they
+ * run here, within the bound shared/pkcs7/signature-budget.ts sets.
+ */
+export function checkSignersTask(input: SignerCheckInput): SignerCheckOutput {
+  try {
+    return checkSigners(input);
+  } catch (err) {
+    throw errorToData(err);
   }
 }

@@ -50,3 +50,7 @@ export const decapsulateWithKey = lazy<typeof Crypto, 'decapsulateWithKey'>(
   'decapsulateWithKey',
 );
 export const convertStream = lazy<typeof Convert, 'convertStream'>(convert, 'convertStream');
+export const checkSignersTask = lazy<typeof Convert, 'checkSignersTask'>(
+  convert,
+  'checkSignersTask',
+);
