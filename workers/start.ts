@@ -43,6 +43,7 @@ import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import { createAuditLog } from '../shared/audit/log.ts';
 import { CHANNELS } from '../shared/fanout/bus.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
+import { signerCheckPool } from './signer-pool.ts';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 function fail(message: string): never {
@@ -112,8 +113,11 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
   closers.add('audit log', () => audit.close());
   const budget = createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis });
+  const signerChecks = signerCheckPool(config.workerConcurrency);
+  closers.add('signer check threads', () => signerChecks.close());
   const processor = createConvertProcessor({
     objects,
+    checkSigners: signerChecks.checker,
     logger,
     metrics: metrics.domain,
     progressIntervalMs: settings.progressIntervalMs,

@@ -12,8 +12,6 @@ import { convertPkcs7ToJose, type ConvertMetadata } from '../../../shared/pkcs7/
 import { ChunkReceiver, sendChunks } from '../../../shared/threads/port-stream.ts';
 import { portResolver } from '../../../shared/keys/port-resolver.ts';
 import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
-import { checkSigners } from '../../../shared/pkcs7/signer-checks.ts';
-import type { SignerCheckInput, SignerCheckOutput } from '../../../shared/pkcs7/signer-checks.ts';
 
 /** What the posting thread hands the task (the ports are transferred). */
 export interface ConvertTaskInput {
@@ -69,15 +67,5 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
   }
 }
 
-/**
- * The signature and chain checks of a SignedData whose conversion runs on the API's event loop
- * (api/threads/conversions.ts): an input chooses how many there are and with what keys, so they
- * run here, within the bound shared/pkcs7/signature-budget.ts sets.
- */
-export function checkSignersTask(input: SignerCheckInput): SignerCheckOutput {
-  try {
-    return checkSigners(input);
-  } catch (err) {
-    throw errorToData(err);
-  }
-}
+// The signature and chain checks of a SignedData converted on the event loop (conversions.ts).
+export { checkSignersTask } from '../../../shared/threads/signer-checks.ts';
