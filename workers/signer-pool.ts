@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { errorFromData } from '../shared/errors/index.ts';
 import { poolThreadEnv } from '../shared/node-flags.ts';
-import type { SignerChecker, SignerCheckOutput } from '../shared/pkcs7/signer-checks.ts';
+import type { SignerChecker, SignerCheckOutput } from '../shared/pkcs7/types.ts';
 
 /** A pool of up to `threads` threads that runs checkSigners; close() ends them. */
 export function signerCheckPool(threads: number): {

@@ -15,7 +15,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
 import type { ConvertOptions, ConvertResult } from '../../shared/pkcs7/index.ts';
-import type { SignerChecker, SignerCheckOutput } from '../../shared/pkcs7/signer-checks.ts';
+import type { SignerChecker, SignerCheckOutput } from '../../shared/pkcs7/types.ts';
 import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
 import { answerKeyRequest, isKeyRequest } from '../../shared/keys/port-resolver.ts';
 import { AppError, errorFromData, problem, type ErrorData } from '../../shared/errors/index.ts';

@@ -10,7 +10,6 @@ import {
   ExtendedKeyUsage,
   KeyUsage,
   KeyUsageFlags,
-  Name,
   NameConstraints,
   SubjectAlternativeName,
   id_ce_basicConstraints,
@@ -19,7 +18,7 @@ import {
   id_ce_nameConstraints,
   id_ce_subjectAltName,
 } from '@peculiar/asn1-x509';
-import type { Certificate, GeneralName, GeneralSubtrees } from '@peculiar/asn1-x509';
+import type { Certificate, GeneralName, GeneralSubtrees, Name } from '@peculiar/asn1-x509';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { parseAsn } from '../asn1/der.ts';
 

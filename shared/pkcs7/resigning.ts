@@ -10,7 +10,7 @@ import type { GeneralJws, SpooledJwsSigner } from '../jose/spooled-jws.ts';
 import { cmsDigestName } from './algorithms.ts';
 import type { CmsTail } from './cms-structure.ts';
 import { checkSigners } from './signer-checks.ts';
-import type { HeldSignerKey, SignerCheckInput, SignerChecker } from './signer-checks.ts';
+import type { HeldSignerKey, SignerCheckInput, SignerChecker } from './types.ts';
 import { describeSigner, signingTimeOf } from './signers.ts';
 import type { SignerDescription } from './signers.ts';
 import type {

@@ -4,7 +4,7 @@
  * number and keys of run on a thread, never on an event loop that serves anything else.
  */
 import { checkSigners } from '../pkcs7/signer-checks.ts';
-import type { SignerCheckInput, SignerCheckOutput } from '../pkcs7/signer-checks.ts';
+import type { SignerCheckInput, SignerCheckOutput } from '../pkcs7/types.ts';
 import { errorToData } from '../errors/index.ts';
 
 /** Runs checkSigners; a problem crosses back as plain data (rebuilt by code on the other side). */

@@ -17,7 +17,7 @@ import {
   type ConvertMetadata,
   type KeyResolver,
 } from '../../shared/pkcs7/index.ts';
-import type { SignerChecker } from '../../shared/pkcs7/signer-checks.ts';
+import type { SignerChecker } from '../../shared/pkcs7/types.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
 import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
 import { counted } from '../../shared/streams.ts';
