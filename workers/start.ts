@@ -43,6 +43,8 @@ import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import { createAuditLog } from '../shared/audit/log.ts';
 import { CHANNELS } from '../shared/fanout/bus.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
+import { signerCheckPool } from './signer-pool.ts';
+import { tenantShare, withTenantShare } from './tenant-share.ts';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 function fail(message: string): never {
@@ -112,8 +114,11 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
   const audit = createAuditLog(db, logger, { metrics: metrics.domain });
   closers.add('audit log', () => audit.close());
   const budget = createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis });
+  const signerChecks = signerCheckPool(config.workerConcurrency);
+  closers.add('signer check threads', () => signerChecks.close());
   const processor = createConvertProcessor({
     objects,
+    checkSigners: signerChecks.checker,
     logger,
     metrics: metrics.domain,
     progressIntervalMs: settings.progressIntervalMs,
@@ -132,7 +137,15 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
     isCancelled: async (jobId) =>
       (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
   });
-  const worker = new Worker<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, processor, {
+  const perTenant = tenantShare(config.workerConcurrency, config.workerTenantConcurrency);
+  const shared = withTenantShare(processor, {
+    perTenant,
+    // Long enough that a tenant's waiting jobs do not spin through the slot, short against a job.
+    delayMs: 2000,
+    onDeferred: (tenantId, jobId) =>
+      logger.debug({ tenantId, jobId, perTenant }, "job put back: its tenant's share is running"),
+  });
+  const worker = new Worker<ConvertJobData, ConvertJobResult>(CONVERT_QUEUE, shared, {
     connection: connectionOptions(config.redisUrl!, true),
     prefix: settings.prefix,
     concurrency: config.workerConcurrency,
@@ -194,6 +207,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
       queue: CONVERT_QUEUE,
       prefix: settings.prefix,
       concurrency: config.workerConcurrency,
+      perTenant,
       storage: config.s3Endpoint
         ? `s3 ${config.s3Endpoint}/${config.s3Bucket}`
         : `directory ${join(config.dataDir, 'objects')}`,

@@ -58,7 +58,7 @@ export const CMS_PROBLEMS = {
   409: 'key-suspended, key-revoked: the matching imported key is not active',
   413: 'cms-element-too-large, cms-mime-header-too-large (a MIME header block over 64 KiB), payload-too-large (a flattened JSON JWE over CONVERT_JSON_MAX_BYTES) (metadata part over 64 KiB)',
   415: 'cms-unsupported (type, algorithm, no recipient the engine can open), cms-content-indefinite (a PKCS#7 v1.5 content that is not an OCTET STRING, without a length), cms-nesting-too-deep (CMS content types nested more than 4 levels: a SignedData inside a SignedData or an EnvelopedData, and so on), unsupported-media-type',
-  422: 'cms-signature-invalid, cms-signer-untrusted (verify: chain, and no trust anchor leads to the signer), cms-signer-certificate-mismatch (the carried certificates name someone other than the signer), cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
+  422: 'cms-signature-invalid, cms-signer-untrusted (verify: chain, and no trust anchor leads to the signer, or a certificate on the path is not fit for its place), cms-signer-certificate-mismatch (the carried certificates name someone other than the signer), cms-mime-no-cms (a mail with no S/MIME part), cms-key-unusable, cms-eddsa-content-too-large, key-usage-mismatch (a signer key of usage encrypt, or a recipient or target key of usage sign)',
 };
 
 /** The 429 of an operation that decrypts: its endpoint budget, or the caller's decryption-failure budget of a key. */

@@ -15,6 +15,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
 import type { ConvertOptions, ConvertResult } from '../../shared/pkcs7/index.ts';
+import type { SignerChecker, SignerCheckOutput } from '../../shared/pkcs7/types.ts';
 import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
 import { answerKeyRequest, isKeyRequest } from '../../shared/keys/port-resolver.ts';
 import { AppError, errorFromData, problem, type ErrorData } from '../../shared/errors/index.ts';
@@ -100,6 +101,15 @@ export async function convertInThread(
   return { contentType, body: preferInput };
 }
 
+/**
+ * A SignedData converted on the event loop has its signature and chain checks done on a pool
+ * thread all the same: how many there are, and with what keys, is the input's choice.
+ */
+const onPool =
+  (pool: WorkPool): SignerChecker =>
+  (input) =>
+    pool.run<SignerCheckOutput>('checkSignersTask', input);
+
 /** Where a process's streamed conversions run (AppContext.conversions). */
 export interface ConversionRunner {
   /** convertPkcs7ToJose, on the event loop or on a thread of the pool. */
@@ -130,7 +140,10 @@ export function conversionRunner(pool: WorkPool | null, threadFrom: number): Con
         const result =
           pool && running >= threadFrom
             ? await convertInThread(pool, input, opts)
-            : await convertPkcs7ToJose(input, opts);
+            : await convertPkcs7ToJose(
+                input,
+                pool ? { ...opts, checkSigners: onPool(pool) } : opts,
+              );
         const it = result.body[Symbol.asyncIterator]();
         const body: AsyncIterableIterator<Buffer> = {
           [Symbol.asyncIterator]: () => body,

@@ -368,6 +368,13 @@ export const SCHEMA = {
     default: '2',
     min: 1,
   },
+  workerTenantConcurrency: {
+    env: 'WORKER_TENANT_CONCURRENCY',
+    doc: "Jobs of one tenant each worker process runs at once (a job past it waits a moment in the queue, so other tenants' jobs are not held); 0: WORKER_CONCURRENCY - 1, at least 1",
+    kind: 'int',
+    default: '0',
+    min: 0,
+  },
   workerMetricsPort: {
     env: 'WORKER_METRICS_PORT',
     doc: "Port of the worker process's own GET /metrics and /healthz; 0 turns them off",
@@ -582,6 +589,13 @@ function parseField(field: Field, raw: string): unknown {
 
 /** Named cross-field rules, run after every field parsed. */
 const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => string | null }> = [
+  {
+    name: 'tenant-share-within-worker',
+    check: (c) =>
+      (c.workerTenantConcurrency as number) > (c.workerConcurrency as number)
+        ? `WORKER_TENANT_CONCURRENCY (${c.workerTenantConcurrency as number}) must be at most WORKER_CONCURRENCY (${c.workerConcurrency as number})`
+        : null,
+  },
   {
     name: 's3-credentials',
     check: (c) =>

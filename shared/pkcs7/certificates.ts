@@ -5,6 +5,8 @@ import { Certificate, SubjectKeyIdentifier } from '@peculiar/asn1-x509';
 import { hex, parseAsn, unsignedInteger } from '../asn1/der.ts';
 import { formatName } from '../asn1/name.ts';
 import { OID } from '../asn1/oids.ts';
+import { certificateKeyFault } from './signature-budget.ts';
+import type { SignatureBudget } from './signature-budget.ts';
 import type { CertificateSummary, CmsKeyRef } from './types.ts';
 
 /** A decoded certificate with what identifier matching needs. */
@@ -81,39 +83,69 @@ const x509 = (der: Buffer): X509Certificate | null => {
   }
 };
 
-/** True when `parent` issued `child`: its name and its signature (RFC 5280 section 6.1.3). */
-const issued = (child: X509Certificate, parent: X509Certificate): boolean => {
+/** Whose key may sign a link: the import's key rules (a refused key is never checked). */
+const usableKey = (c: X509Certificate): boolean => {
   try {
-    return child.checkIssued(parent) && child.verify(parent.publicKey);
+    return certificateKeyFault(c.publicKey) === null;
   } catch {
     return false;
   }
 };
 
 /**
+ * True when `parent` issued `child`: its name (RFC 5280 section 6.1.3), then, taken from
+ * `budget`, its signature.
+ */
+const issued = (child: X509Certificate, parent: X509Certificate, budget: SignatureBudget) => {
+  let named: boolean;
+  try {
+    named = child.checkIssued(parent);
+  } catch {
+    return false;
+  }
+  return (
+    named &&
+    budget.link(`${child.fingerprint256}/${parent.fingerprint256}`, () => {
+      try {
+        return child.verify(parent.publicKey);
+      } catch {
+        return false;
+      }
+    })
+  );
+};
+
+/**
  * The certificates from `leaf` towards a root through `pool`, each issued (name and signature)
  * by the next, intermediates being CAs: the path up to and including the first of `anchors` met,
- * with `anchored` true; without one, the path as far as the pool leads. Validity periods are not
- * checked: an archived signature outlives its certificates (documented in docs/migration.md).
+ * with `anchored` true; without one, the path as far as the pool leads. Certificates whose key the
+ * import would refuse are never candidates, and every signature checked is taken from `budget`.
+ * Validity periods are not checked: an archived signature outlives its certificates (documented
+ * in docs/migration.md).
  */
 export function certificatePath(
   leaf: Buffer,
   pool: Buffer[],
   anchors: Buffer[],
+  budget: SignatureBudget,
 ): { path: Buffer[]; anchored: boolean } {
   const first = x509(leaf);
   if (!first) return { path: [leaf], anchored: false };
-  const anchorCerts = anchors.map(x509).filter((c): c is X509Certificate => c !== null);
-  const poolCerts = pool.map(x509).filter((c): c is X509Certificate => c !== null);
+  const anchorCerts = anchors
+    .map(x509)
+    .filter((c): c is X509Certificate => c !== null && usableKey(c));
+  const poolCerts = pool
+    .map(x509)
+    .filter((c): c is X509Certificate => c !== null && c.ca && usableKey(c));
   const path = [first];
   let cur = first;
   while (path.length <= MAX_CHAIN) {
     if (anchorCerts.some((a) => a.raw.equals(cur.raw)))
       return { path: path.map((c) => c.raw), anchored: true };
-    const anchor = anchorCerts.find((a) => issued(cur, a));
+    const anchor = anchorCerts.find((a) => issued(cur, a, budget));
     if (anchor) return { path: [...path, anchor].map((c) => c.raw), anchored: true };
     const next = poolCerts.find(
-      (c) => c.ca && !path.some((p) => p.raw.equals(c.raw)) && issued(cur, c),
+      (c) => !path.some((p) => p.raw.equals(c.raw)) && issued(cur, c, budget),
     );
     if (!next) break;
     path.push(next);

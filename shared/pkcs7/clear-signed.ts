@@ -112,6 +112,7 @@ export async function* resignClearSigned(
     key,
     resolver: opts.resolver,
     verify: opts.metadata.verify,
+    checkSigners: opts.checkSigners,
   });
 }
 

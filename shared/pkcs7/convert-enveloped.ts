@@ -391,6 +391,7 @@ async function nestedSignedData(
         key: signerKey,
         resolver: opts.resolver,
         verify: opts.metadata.verify,
+        checkSigners: opts.checkSigners,
       }),
     );
     return { source, signing, inner: reader };
@@ -431,6 +432,7 @@ function envelopeSignature(
       key: signerKey,
       resolver: opts.resolver,
       verify: opts.metadata.verify,
+      checkSigners: opts.checkSigners,
       decryptSignature,
     }),
   );

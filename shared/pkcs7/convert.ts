@@ -121,6 +121,7 @@ async function convertSigned(
         key,
         resolver,
         verify: metadata.verify,
+        checkSigners: opts.checkSigners,
       });
     } finally {
       await jws.close();

@@ -3,14 +3,15 @@
  * envelope, clear-signed mail): which hash and algs to prepare before the signer is known, the
  * signer key lookup, and the one place the CMS signature is verified before the JWS is signed.
  */
-import type { KeyObject } from 'node:crypto';
 import { algForKey } from '../jose/jws.ts';
+import { publicKeyOf } from '../jose/keys.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import type { GeneralJws, SpooledJwsSigner } from '../jose/spooled-jws.ts';
 import { cmsDigestName } from './algorithms.ts';
 import type { CmsTail } from './cms-structure.ts';
-import { certificatePath } from './certificates.ts';
-import { describeSigner, signerKey, signingTimeOf, verifySigner } from './signers.ts';
+import { checkSigners } from './signer-checks.ts';
+import type { HeldSignerKey, SignerCheckInput, SignerChecker } from './types.ts';
+import { describeSigner, signingTimeOf } from './signers.ts';
 import type { SignerDescription } from './signers.ts';
 import type {
   ConvertMetadata,
@@ -46,6 +47,8 @@ export interface FinishArgs {
   verify?: ConvertMetadata['verify'];
   /** RFC 2315 section 11.2: SignedAndEnvelopedData may encrypt the signature under the content key. */
   decryptSignature?: (sig: Buffer) => Buffer;
+  /** Where the signature and chain checks run (ConvertOptions.checkSigners); default in place. */
+  checkSigners?: SignerChecker;
 }
 
 /** What the JWS protected header records of one original signer, under `kw_signers` (contract 10). */
@@ -65,24 +68,48 @@ export const SIGNERS_MEMBER = 'kw_signers';
 /**
  * Verifies every CMS signer (with its own certificate or the tenant's, contract 10), then signs
  * the JWS with the re-signing key (`key`), else with each signer's own key, one signature per key.
+ * The key lookups run here; the signature and chain checks (signer-checks.ts) run where
+ * `a.checkSigners` puts them (a pool thread), or in place.
  */
 export async function finishSignature(a: FinishArgs): Promise<DetachedJws | GeneralJws> {
   try {
     if (a.tail.signers.length === 0)
       throw problem('cms_malformed', 'the SignedData has no SignerInfo to verify');
-    const recorded: OriginalSigner[] = [];
-    const signing = new Map<string, { key: ResolvedKey; pss: boolean }>();
-    let anyPss = false;
+    const descs: SignerDescription[] = [];
+    const held: SignerCheckInput['held'] = [];
     for (const s of a.tail.signers) {
       const desc = describeSigner(s);
       if (desc.unsupported)
         throw problem('cms_unsupported', `${desc.unsupported} is not supported`);
-      const held = await a.resolver.byCmsRef(desc.ref);
-      const { pub, certificate } = signerKey(desc, a.tail.certificates, held);
-      verifyOne(a, desc, Buffer.from(s.info.signature.buffer), pub);
+      descs.push(desc);
+      held.push(heldKey(await a.resolver.byCmsRef(desc.ref)));
+    }
+    const chain = a.verify === 'chain';
+    const input: SignerCheckInput = {
+      signers: a.tail.signers.map((s) => s.raw),
+      held,
+      certificates: a.tail.certificates,
+      digests: [...a.digests],
+      eContentType: a.eContentType,
+      chain,
+      anchors: chain ? ((await a.resolver.trustAnchors?.()) ?? []) : [],
+    };
+    const checked =
+      a.checkSigners && !a.decryptSignature
+        ? await a.checkSigners(input)
+        : checkSigners(input, a.decryptSignature);
+    const recorded: OriginalSigner[] = [];
+    const signing = new Map<string, { key: ResolvedKey; pss: boolean }>();
+    let anyPss = false;
+    for (const [i, desc] of descs.entries()) {
       const pss = desc.scheme!.kind === 'pss';
       anyPss ||= pss;
-      recorded.push(await original(a, desc, certificate));
+      recorded.push({
+        x5c: checked.x5c[i],
+        signingTime: signingTimeOf(desc),
+        digestAlg: cmsDigestName(desc.digestOid)!,
+        verified: chain ? 'chain' : 'signature',
+      });
       if (a.key) continue;
       const own = await ownSigningKey(a.resolver, desc);
       if (!signing.has(own.kid)) signing.set(own.kid, { key: own, pss });
@@ -99,43 +126,13 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws | Gene
   }
 }
 
-function verifyOne(a: FinishArgs, desc: SignerDescription, sig: Buffer, pub: KeyObject): void {
-  try {
-    verifySigner(desc, sig, a.digests, a.eContentType, pub);
-  } catch (err) {
-    if (!a.decryptSignature || (err as { code?: string }).code !== 'cms_signature_invalid')
-      throw err;
-    let plain: Buffer;
-    try {
-      plain = a.decryptSignature(sig);
-    } catch {
-      throw err;
-    }
-    verifySigner(desc, plain, a.digests, a.eContentType, pub);
-  }
-}
-
-async function original(
-  a: FinishArgs,
-  desc: SignerDescription,
-  certificate: Buffer | null,
-): Promise<OriginalSigner> {
-  const chain = a.verify === 'chain';
-  const anchors = chain ? ((await a.resolver.trustAnchors?.()) ?? []) : [];
-  const found = certificate
-    ? certificatePath(certificate, a.tail.certificates, anchors)
-    : { path: [], anchored: false };
-  if (chain && !found.anchored)
-    throw problem(
-      'cms_signer_untrusted',
-      "the signature verifies, but the signer's certificate leads to none of the tenant's trust anchors",
-      { details: { identifier: desc.identifier } },
-    );
+/** The tenant's key for a signer as checkSigners takes it (its public half, its certificate). */
+function heldKey(key: ResolvedKey | null): HeldSignerKey | null {
+  const pub = key ? publicKeyOf(key) : null;
+  if (!pub) return null;
   return {
-    x5c: found.path.map((c) => c.toString('base64')),
-    signingTime: signingTimeOf(desc),
-    digestAlg: cmsDigestName(desc.digestOid)!,
-    verified: chain ? 'chain' : 'signature',
+    spki: pub.export({ type: 'spki', format: 'der' }),
+    certificate: key!.certificate ?? null,
   };
 }
 

@@ -8,8 +8,8 @@ import type { Hash, KeyObject } from 'node:crypto';
 import { RsaSaPssParams } from '@peculiar/asn1-rsa';
 import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import type { AlgorithmIdentifier as AlgId } from '@peculiar/asn1-x509';
-import { certificatePublicKey, publicKeyOf } from '../jose/keys.ts';
-import { matchCertificate, parseCertificate } from './certificates.ts';
+import { certificatePublicKey } from '../jose/keys.ts';
+import { matchCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
 import { signedAttrsDer } from './cms-structure.ts';
 import type { CapturedSigner } from './cms-structure.ts';
@@ -21,7 +21,7 @@ import { ecdsaVerifyDigest } from '../crypto/ecdsa-digest.ts';
 import { derToP1363 } from '../crypto/ecdsa-signature.ts';
 import { curveSize, joseCurveOf } from '../crypto/ecdh-es.ts';
 import { isDigestHash, pkcs1VerifyDigest, pssVerifyDigest } from '../crypto/rsa-digest.ts';
-import type { CmsKeyRef, IdentifierSummary, ResolvedKey } from './types.ts';
+import type { CmsKeyRef, IdentifierSummary } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 /** How a signature was made, from SignerInfo.signatureAlgorithm. */
@@ -211,6 +211,8 @@ function attributeNode(attrs: Buffer, type: string): { tag: number; bytes: Buffe
 export interface SignerKey {
   pub: KeyObject;
   certificate: Buffer | null;
+  /** True when the key comes from a certificate the message carries, not from the tenant. */
+  carried: boolean;
 }
 
 /**
@@ -223,16 +225,12 @@ export interface SignerKey {
  */
 export function signerKey(
   desc: SignerDescription,
-  certificates: Buffer[],
-  held: ResolvedKey | null,
+  certs: ParsedCertificate[],
+  own: { pub: KeyObject; certificate: Buffer | null } | null,
 ): SignerKey {
-  const own = held ? publicKeyOf(held) : null;
-  if (own) return { pub: own, certificate: held!.certificate ?? null };
-  const certs = certificates
-    .map(parseCertificate)
-    .filter((c): c is ParsedCertificate => c !== null);
+  if (own) return { ...own, carried: false };
   const cert = matchCertificate(certs, desc.ref);
-  if (cert) return { pub: certificatePublicKey(cert.der), certificate: cert.der };
+  if (cert) return { pub: certificatePublicKey(cert.der), certificate: cert.der, carried: true };
   if (certs.length > 0)
     throw problem(
       'cms_signer_certificate_mismatch',

@@ -85,6 +85,11 @@ export interface ConvertOptions {
   withContent?: boolean;
   /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
   onInputType?: (type: string) => void;
+  /**
+   * Where a SignedData's signature and chain checks run (a pool thread, for a conversion on an
+   * event loop that serves other requests); default in place.
+   */
+  checkSigners?: SignerChecker;
 }
 
 /** What convertPkcs7ToJose returns: the response content type and a pull-based body. */
@@ -171,3 +176,35 @@ export interface Analysis {
   convertible: boolean;
   reason?: string;
 }
+
+/** A tenant key that checks a signer: its public key (SPKI DER) and its certificate. */
+export interface HeldSignerKey {
+  spki: Uint8Array;
+  certificate: Uint8Array | null;
+}
+
+/** What shared/pkcs7/signer-checks.ts checkSigners needs; plain data, so that it crosses to a thread as it is. */
+export interface SignerCheckInput {
+  /** Every SignerInfo as read (DER), in file order. */
+  signers: Uint8Array[];
+  /** The tenant's key for each signer, same order; null where the tenant holds none. */
+  held: (HeldSignerKey | null)[];
+  /** The certificates the SignedData carries (DER). */
+  certificates: Uint8Array[];
+  /** The content digests by digest OID (and the held content of an Ed448 signer). */
+  digests: [string, Uint8Array][];
+  eContentType: string;
+  chain: boolean;
+  /** The tenant's trust anchors (DER), for `chain`. */
+  anchors: Uint8Array[];
+}
+
+/** What checkSigners found of each signer: its certificate then the path found (base64 DER). */
+export interface SignerCheckOutput {
+  x5c: string[][];
+  /** Signature checks made (signers and links): at most MAX_SIGNATURE_CHECKS. */
+  checks: number;
+}
+
+/** Runs checkSigners somewhere else (a pool thread); the same result and the same problems. */
+export type SignerChecker = (input: SignerCheckInput) => Promise<SignerCheckOutput>;

@@ -17,6 +17,7 @@ import {
   type ConvertMetadata,
   type KeyResolver,
 } from '../../shared/pkcs7/index.ts';
+import type { SignerChecker } from '../../shared/pkcs7/types.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
 import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
 import { counted } from '../../shared/streams.ts';
@@ -47,6 +48,8 @@ export interface ConvertDeps {
   isCancelled(jobId: string): Promise<boolean>;
   /** Counts each conversion (input type, outcome, bytes, duration). */
   metrics?: Pick<DomainMetrics, 'conversion'>;
+  /** Where a SignedData's signature and chain checks run (workers/signer-pool.ts); default in place. */
+  checkSigners?: SignerChecker;
 }
 
 /** Reports progress at most every `intervalMs`; a failed report (Redis away) never fails the job. */
@@ -132,6 +135,7 @@ export function createConvertProcessor(deps: ConvertDeps) {
           onInputType: (type) => (inputType = type),
           // A SignedData's content is stored beside its JWS, so nothing of the input is lost.
           withContent: true,
+          ...(deps.checkSigners ? { checkSigners: deps.checkSigners } : {}),
         },
       );
       const body = counted(result.body, (n) => {

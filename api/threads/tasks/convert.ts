@@ -66,3 +66,6 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
     // the messages just posted).
   }
 }
+
+// The signature and chain checks of a SignedData converted on the event loop (conversions.ts).
+export { checkSignersTask } from '../../../shared/threads/signer-checks.ts';

@@ -57,3 +57,7 @@ export const generateDataKeyPairTask = lazy<typeof Expensive, 'generateDataKeyPa
   expensive,
   'generateDataKeyPairTask',
 );
+export const checkSignersTask = lazy<typeof Convert, 'checkSignersTask'>(
+  convert,
+  'checkSignersTask',
+);

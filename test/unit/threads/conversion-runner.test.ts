@@ -2,6 +2,9 @@ import { conversionRunner } from '../../../api/threads/conversions.ts';
 import type { WorkPool } from '../../../api/threads/pool.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
+import { checkSignersTask } from '../../../shared/threads/signer-checks.ts';
+import { OpenSslDir, chunked, collect, resolverFor } from '../../fixtures/pkcs7.ts';
+import { hostileSignedData, hostileSigner } from '../../fixtures/hostile-cms.ts';
 
 const resolver: KeyResolver = { byKid: async () => null, byCmsRef: async () => null };
 
@@ -54,5 +57,43 @@ describe('where a conversion runs', () => {
       conversionRunner(pool, 1).convert(garbage(), { metadata: {}, resolver }),
     ).rejects.toMatchObject({ code: 'pool_busy' });
     expect(pool.calls).toBe(1);
+  });
+});
+
+describe("a SignedData's signature checks", () => {
+  it('when its conversion keeps the event loop, then its signature and chain checks run as a pool task all the same, with the same answer', async () => {
+    const ssl = new OpenSslDir();
+    try {
+      const signer = hostileSigner(ssl, 'off-loop');
+      const file = hostileSignedData(ssl, signer, Buffer.from('mail'), { signers: 2, decoys: 0 });
+      const tasks: string[] = [];
+      const pool: WorkPool = {
+        async run<T>(task: string, input: unknown): Promise<T> {
+          tasks.push(task);
+          // The input crosses to a thread by structured clone: Buffers arrive as Uint8Arrays.
+          return checkSignersTask(structuredClone(input) as never) as T;
+        },
+        utilization: () => 0,
+        queueSize: () => 0,
+        threads: () => 1,
+        open: () => true,
+        close: async () => {},
+      };
+      const convert = async (runner: ReturnType<typeof conversionRunner> | null) => {
+        const opts = { metadata: {}, resolver: resolverFor([signer]) };
+        const r = runner
+          ? await runner.convert(chunked(file, 4096), opts)
+          : await (
+              await import('../../../shared/pkcs7/index.ts')
+            ).convertPkcs7ToJose(chunked(file, 4096), opts);
+        return JSON.parse((await collect(r.body)).toString()) as { protected: string };
+      };
+      const onLoop = await convert(conversionRunner(pool, 2));
+      expect(tasks).toEqual(['checkSignersTask']);
+      // The protected header (what was verified and recorded) is the same as checked in place.
+      expect(onLoop.protected).toBe((await convert(null)).protected);
+    } finally {
+      ssl.cleanup();
+    }
   });
 });

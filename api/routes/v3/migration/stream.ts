@@ -70,7 +70,7 @@ const Metadata = Type.Object(
       Type.Enum(['signature', 'chain'], {
         default: 'signature',
         description:
-          "signature: each CMS signer's signature is checked with its certificate. chain: the certificate must also lead, through the file's certificates, to one of the tenant's trust anchors (verify-only certificates with trustAnchor); otherwise 422 cms-signer-untrusted. Validity periods are not checked (archived signatures outlive their certificates)",
+          "signature: each CMS signer's signature is checked with its certificate (no issuer is looked for; kw_signers x5c is that certificate alone). chain: the certificate must also lead, through the file's certificates, to one of the tenant's trust anchors (verify-only certificates with trustAnchor), be one for signing mail (keyUsage digitalSignature or nonRepudiation, extendedKeyUsage emailProtection or anyExtendedKeyUsage, RFC 8550 section 4.4), and each CA above it keep its keyCertSign, pathLenConstraint and nameConstraints; otherwise 422 cms-signer-untrusted. Validity periods are not checked (archived signatures outlive their certificates). At most 128 signature checks per conversion, signers and certificate links together (415 cms-unsupported past it)",
       }),
     ),
     recipientKid: Type.Optional(
