@@ -45,6 +45,9 @@ import { CHANNELS } from '../shared/fanout/bus.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
 import { signerCheckPool } from './signer-pool.ts';
 import { tenantShare, withTenantShare } from './tenant-share.ts';
+
+/** Waiting jobs a worker looks at to tell whether another tenant is waiting for a slot. */
+const OTHERS_LOOKAHEAD = 100;
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './metrics.ts';
 
 function fail(message: string): never {
@@ -137,11 +140,18 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
     isCancelled: async (jobId) =>
       (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
   });
+  // `depth` (below, before the worker runs) is the queue reader this asks.
   const perTenant = tenantShare(config.workerConcurrency, config.workerTenantConcurrency);
   const shared = withTenantShare(processor, {
     perTenant,
     // Long enough that a tenant's waiting jobs do not spin through the slot, short against a job.
     delayMs: 2000,
+    // The next waiting jobs, looked at only when a tenant is past its share: the share yields a
+    // slot to a tenant that is waiting, never to nobody.
+    othersWaiting: async (tenantId) =>
+      (await depth.getWaiting(0, OTHERS_LOOKAHEAD - 1)).some(
+        (j) => j !== undefined && j.data.tenantId !== tenantId,
+      ),
     onDeferred: (tenantId, jobId) =>
       logger.debug({ tenantId, jobId, perTenant }, "job put back: its tenant's share is running"),
   });

@@ -4,7 +4,9 @@
  * past its tenant's share goes back to the queue as delayed for a moment (`job.moveToDelayed` and
  * DelayedError, BullMQ's own way to put a job back without spending an attempt), and the slot
  * takes the next job. BullMQ Pro's groups do this inside Redis; the open-source BullMQ has no
- * per-key concurrency, so the count is kept here, per process. docs/batch-migration.md
+ * per-key concurrency, so the count is kept here, per process. A job is put back only when
+ * another tenant has a job waiting (`othersWaiting`): a tenant alone on the queue keeps every slot,
+ * so a one-tenant migration loses no throughput to the share. docs/batch-migration.md
  * ("Sharing the workers between tenants") explains the choice.
  */
 import { DelayedError, type Job } from 'bullmq';
@@ -17,6 +19,11 @@ export interface TenantShareOptions {
   perTenant: number;
   /** How long a job past its tenant's share waits before it is offered again, in ms. */
   delayMs: number;
+  /**
+   * Whether a job of a tenant other than `tenantId` is waiting; asked only when a job is past its
+   * tenant's share. Without it, a job past its share is always put back.
+   */
+  othersWaiting?: (tenantId: string) => Promise<boolean>;
   /** Told each time a job is put back (metrics, logs). */
   onDeferred?: (tenantId: string, jobId: string | undefined) => void;
 }
@@ -35,7 +42,7 @@ export function withTenantShare<D extends { tenantId: string }, R>(
   const wrapped = async (job: Job<D, R>, token?: string, signal?: AbortSignal): Promise<R> => {
     const tenant = job.data.tenantId;
     const now = running.get(tenant) ?? 0;
-    if (now >= o.perTenant) {
+    if (now >= o.perTenant && (o.othersWaiting === undefined || (await o.othersWaiting(tenant)))) {
       // A little jitter, so that a tenant's many waiting jobs do not all come back at once.
       await job.moveToDelayed(
         Date.now() + o.delayMs + Math.floor(Math.random() * o.delayMs),

@@ -5,7 +5,6 @@
  * minutes. docs/migration.md ("What verification costs") describes the rules.
  */
 import type { KeyObject } from 'node:crypto';
-import { keyTypeOf } from '../keystore/entries.ts';
 import { problem } from '../errors/index.ts';
 
 /**
@@ -51,17 +50,36 @@ export class SignatureBudget {
   }
 }
 
+/** RSA moduli an archived signature may be verified with: 1024 bits (old mail) to 8192. */
+const VERIFY_RSA_BITS = { min: 1024, max: 8192 } as const;
+/** Public exponents beyond this many bits make one verification a full exponentiation. */
+const VERIFY_RSA_EXPONENT_BITS = 256;
+
 /**
- * Why a key from a certificate is refused before any check, or null: the rule a verify-only
- * certificate meets on import (shared/keystore/entries.ts keyTypeOf: RSA 2048/3072/4096 with an
- * odd exponent from 65537 to below 2^256, the NIST curves, Ed25519, Ed448), so a message cannot
- * bring a key the tenant could not have imported.
+ * Why a key from a certificate is refused before any check, or null. The rule is about the cost of
+ * a verification, which the file sets: an RSA modulus of at most 8192 bits and a public exponent of
+ * at most 256 bits (a huge exponent turns each check into a full exponentiation), a DSA prime of at
+ * most 3072 bits; elliptic curves cost what their size bounds. It is wider than the import's rule
+ * for keys the tenant uses (RSA 2048 to 4096, exponent 65537 and up) on purpose: an archive holds
+ * mail signed with RSA-1024 and brainpool keys years ago, and its signatures must still be
+ * verified and recorded as they are. Below 1024 bits a verification proves nothing.
  */
 export function certificateKeyFault(pub: KeyObject): string | null {
-  try {
-    keyTypeOf(pub, false);
+  const type = pub.asymmetricKeyType;
+  const details = pub.asymmetricKeyDetails ?? {};
+  if (type === 'rsa' || type === 'rsa-pss') {
+    const bits = details.modulusLength ?? 0;
+    if (bits < VERIFY_RSA_BITS.min || bits > VERIFY_RSA_BITS.max)
+      return `an RSA key of ${bits} bits (verifiable: ${VERIFY_RSA_BITS.min} to ${VERIFY_RSA_BITS.max})`;
+    const e = details.publicExponent;
+    if (e === undefined || e < 3n || e % 2n === 0n)
+      return `an RSA key whose public exponent is not an odd number of at least 3`;
+    if (e.toString(2).length > VERIFY_RSA_EXPONENT_BITS)
+      return `an RSA key whose public exponent has ${e.toString(2).length} bits (at most ${VERIFY_RSA_EXPONENT_BITS})`;
     return null;
-  } catch (err) {
-    return (err as Error).message;
   }
+  if (type === 'dsa')
+    return (details.modulusLength ?? 0) <= 3072 ? null : 'a DSA key of more than 3072 bits';
+  if (type === 'ec' || type === 'ed25519' || type === 'ed448') return null;
+  return `a ${type ?? 'unknown'} key, which no signature of a message uses`;
 }

@@ -77,3 +77,47 @@ describe("a tenant's share of a worker process", () => {
     expect(processor.running('tenant-a')).toBe(0);
   });
 });
+
+describe('when only the same tenant is waiting', () => {
+  it('then a job past its share runs at once instead of being put back: a tenant alone keeps every slot', async () => {
+    const asked: string[] = [];
+    const processor = withTenantShare<Data, string>(async (job) => job.id!, {
+      perTenant: 1,
+      delayMs: 1000,
+      othersWaiting: async (tenantId) => {
+        asked.push(tenantId);
+        return false;
+      },
+    });
+    let release!: () => void;
+    const held = withTenantShare<Data, string>(
+      (job) =>
+        job.id === 'a1'
+          ? new Promise<string>((resolve) => (release = () => resolve(job.id!)))
+          : Promise.resolve(job.id!),
+      { perTenant: 1, delayMs: 1000, othersWaiting: async () => false },
+    );
+    const first = held(fakeJob('a1', 'tenant-a').job, 'token');
+    const second = fakeJob('a2', 'tenant-a');
+    await expect(held(second.job, 'token')).resolves.toBe('a2');
+    expect(second.moved).toHaveLength(0);
+    release();
+    await expect(first).resolves.toBe('a1');
+    await expect(processor(fakeJob('b1', 'tenant-b').job)).resolves.toBe('b1');
+    expect(asked).toEqual([]);
+  });
+
+  it("then a job past its share is put back as soon as another tenant's job waits", async () => {
+    let release!: () => void;
+    const held = withTenantShare<Data, string>(
+      (job) => new Promise<string>((resolve) => (release = () => resolve(job.id!))),
+      { perTenant: 1, delayMs: 1000, othersWaiting: async (t) => t === 'tenant-a' },
+    );
+    const first = held(fakeJob('a1', 'tenant-a').job, 'token');
+    const second = fakeJob('a2', 'tenant-a');
+    await expect(held(second.job, 'token')).rejects.toBeInstanceOf(DelayedError);
+    expect(second.moved).toHaveLength(1);
+    release();
+    await first;
+  });
+});
