@@ -81,7 +81,7 @@ const GLOBAL_OPTIONS: Record<string, OptionDef> = {
   tenant: {
     type: 'string',
     value: '<id>',
-    help: "tenant of admin commands and of the password login (env KEYWARD_TENANT; default the login's)",
+    help: "tenant of the password login and of tenant admin commands (env KEYWARD_TENANT; default the login's); other commands act in the login's tenant and refuse another",
   },
   output: {
     type: 'string',

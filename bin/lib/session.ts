@@ -17,7 +17,7 @@ import {
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { callAnonymous, operations, type TokenAnswer, type TokenRequest } from './api-client.ts';
-import { ApiError, RENEW_MARGIN_MS, type TokenSource } from './client.ts';
+import { ApiError, RENEW_MARGIN_MS, tenantOfToken, type TokenSource } from './client.ts';
 
 /** What one login keeps. */
 export interface Profile {
@@ -51,18 +51,6 @@ export class SessionError extends Error {
 function configDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.KEYWARD_CONFIG_DIR) return env.KEYWARD_CONFIG_DIR;
   return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'keyward');
-}
-
-/** The `tenantId` claim of an access token (read for defaults only; the service verifies tokens). */
-function tenantOfToken(token: string): string {
-  try {
-    const claims = JSON.parse(
-      Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
-    ) as { tenantId?: unknown };
-    return typeof claims.tenantId === 'string' ? claims.tenantId : '';
-  } catch {
-    return '';
-  }
 }
 
 /** The credentials file: profiles by name. */
