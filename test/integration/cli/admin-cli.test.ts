@@ -215,6 +215,45 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect((await keys('delete', workloadId, accessKeyId)).code).toBe(1);
   });
 
+  it('when --tenant names another tenant than the login, then tenant admin commands act on it and every other command refuses it (exit 2, naming the command and both tenants) instead of acting in the login tenant', async () => {
+    // Before, analyze and migrate of a platform login silently searched the platform tenant.
+    writeFileSync(join(dir, 'mail.p7m'), randomBytes(64));
+    const listed = await runCli(['keys', 'list', '--tenant', tenantId], admin);
+    expect([listed.code, listed.stderr]).toEqual([0, '']);
+    expect(listed.stdout).toMatch(/^orders\s/m);
+    const refusals = [
+      [['analyze', join(dir, 'mail.p7m'), '--tenant', tenantId], admin, 'keyward analyze'],
+      [['tenants', 'list', '--tenant', tenantId], admin, 'keyward tenants list'],
+      [['audit', 'verify', '--tenant', app.platformTenantId], workload, 'keyward audit verify'],
+      [
+        ['audit', 'verify'],
+        { ...workload, KEYWARD_TENANT: app.platformTenantId },
+        'keyward audit verify',
+      ],
+    ] as const;
+    for (const [args, env, command] of refusals) {
+      const r = await runCli([...args], env);
+      expect([args.join(' '), r.code, r.stdout]).toEqual([args.join(' '), 2, '']);
+      expect(r.stderr).toContain(`${command} acts in the tenant of its login`);
+      expect(r.stderr).toMatch(/--tenant\/KEYWARD_TENANT names [0-9a-f-]{36}/);
+    }
+    // Naming the login's own tenant is no change, so nothing to refuse.
+    const own = await runCli(['audit', 'verify', '--tenant', tenantId], workload);
+    expect([own.code, own.stderr]).toEqual([0, '']);
+  }, 60_000);
+
+  it('when the administrator logs in naming the tenant it means to work on, then the refusal says it belongs to the platform tenant and how to reach the other one', async () => {
+    const r = await runCli(
+      ['login', '--url', app.url, '--email', ADMIN_EMAIL, '--tenant', tenantId, '--profile', 'x'],
+      admin,
+      `${ADMIN_PASSWORD}\n`,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('(invalid_grant)');
+    expect(r.stderr).toContain(`the tenant ${tenantId} is wrong`);
+    expect(r.stderr).toContain('a platform administrator to the platform tenant');
+  }, 30_000);
+
   it('when a key does not exist, a command line is wrong, or a subcommand is asked for help, then the exit code says which (1, 2, 0)', async () => {
     const missing = await runCli(['keys', 'show', 'no-such-key', '--tenant', tenantId], admin);
     expect(missing.code).toBe(1);
