@@ -12,7 +12,15 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { ADMIN_PASSWORD } from '../../support/app.ts';
 import { OpenSslDir, makeKey } from '../../fixtures/pkcs7.ts';
-import { spawnWorker, startJobsEnv, type JobsEnv, type WorkerChild } from './harness.ts';
+import { makeTenant } from '../../support/auth.ts';
+import {
+  JOB_PERMISSIONS,
+  runKeywardCli,
+  spawnWorker,
+  startJobsEnv,
+  type JobsEnv,
+  type WorkerChild,
+} from './harness.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 const P12_PASSWORD = 'mailbox keystore password';
@@ -155,4 +163,23 @@ describe("the README's archive recipe", () => {
     );
     expect(existsSync(join(dir, 'converted', 'inbox', '0002.eml.jwe'))).toBe(true);
   }, 240_000);
+
+  it('when the archive is migrated by a workload of a tenant without its keys, then each failure names the tenant searched', async () => {
+    const elsewhere = await makeTenant(env.app, JOB_PERMISSIONS);
+    const r = await runKeywardCli(
+      ['migrate', join(dir, 'archive'), '--out', join(dir, 'elsewhere'), '--poll', '100'],
+      {
+        KEYWARD_CONFIG_DIR: join(dir, 'none'),
+        KEYWARD_URL: env.app.url,
+        KEYWARD_CLIENT_ID: elsewhere.clientId,
+        KEYWARD_CLIENT_SECRET: elsewhere.clientSecret,
+        KEYWARD_TENANT: '',
+        KEYWARD_PROFILE: '',
+      },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `failed: inbox/0002.eml: cms-key-not-imported: the recipient key is not imported in tenant ${elsewhere.tenantId}`,
+    );
+  }, 120_000);
 });
