@@ -4,8 +4,10 @@
  * and the usage errors. Also the exit codes, the output (tables or `--output json`) and the
  * reading of files, stdin and secrets shared by the commands.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
+import type { Content } from './files.ts';
 
 /** Exit codes scripts can rely on (README "CLI"). */
 export const EXIT = {
@@ -275,15 +277,24 @@ export async function readInput(file: string | undefined): Promise<Buffer> {
   return file === undefined || file === '-' ? readStdin() : readFileSync(file);
 }
 
-/** Writes to `--out FILE` (0600 when `secret`), or stdout for `-` or no option. */
-export function writeOutput(
+/**
+ * Writes to `--out FILE` (0600 when `secret`; whole or not at all, bin/lib/files.ts), or stdout
+ * for `-` or no option.
+ */
+export async function writeOutput(
   inv: Invocation,
   file: string | undefined,
-  data: string | Uint8Array,
+  data: Content,
   secret = false,
-): void {
-  if (file === undefined || file === '-') inv.stdout.write(data);
-  else writeFileSync(file, data, secret ? { mode: 0o600 } : {});
+): Promise<void> {
+  if (file !== undefined && file !== '-') {
+    // Loaded here: `keyward --help` and --version import only the command table.
+    const { writeWhole } = await import('./files.ts');
+    await writeWhole(file, data, secret ? { mode: 0o600 } : {});
+    return;
+  }
+  if (typeof data === 'string' || data instanceof Uint8Array) inv.stdout.write(data);
+  else await pipeline(data, inv.stdout, { end: false });
 }
 
 /** A secret from an option, else an environment variable, else stdin (a no-echo prompt on a terminal, else the first line). */

@@ -293,7 +293,7 @@ const openCommand: Command = {
       }
       inv.stderr.write(`JWS part verifies: ${describe(v)}`);
     } else if (jws) inv.stderr.write('the result has a JWS part; --cert <pem> verifies it\n');
-    writeOutput(inv, str(inv.values, 'out'), plaintext);
+    await writeOutput(inv, str(inv.values, 'out'), plaintext, true);
     return EXIT.ok;
   },
 };

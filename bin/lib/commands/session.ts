@@ -14,14 +14,7 @@ import {
   type Command,
   type Invocation,
 } from '../command.ts';
-import {
-  CredentialStore,
-  Session,
-  SessionError,
-  login,
-  logout,
-  type Profile,
-} from '../session.ts';
+import { CredentialStore, Session, SessionError, login, logout, type Profile } from '../session.ts';
 
 /** The profile an invocation names: --profile, else KEYWARD_PROFILE, else "default". */
 export const profileName = (inv: Invocation) =>

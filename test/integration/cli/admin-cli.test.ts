@@ -291,7 +291,7 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect(statSync(store.file).mode & 0o777).toBe(0o600);
 
     // The first refresh token was rotated away (RFC 6749 section 10.4): using it again is refused.
-    store.put('stale', { ...first, expiresAt: 0 });
+    await store.put('stale', { ...first, expiresAt: 0 });
     await expect(new Session(store, 'stale').token(false)).rejects.toThrow(SessionError);
   }, 30_000);
 });
