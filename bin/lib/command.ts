@@ -341,9 +341,13 @@ function promptHidden(prompt: string): Promise<string> {
 /** `--output json`? */
 export const wantsJson = (inv: Invocation) => inv.values.output === 'json';
 
-/** Prints JSON for scripts, or the human view. */
+/**
+ * Prints JSON for scripts, or the human view; either ends with a new line, so what is printed
+ * last (often a secret shown once) is never glued to the shell's prompt or the next output.
+ */
 export function print(inv: Invocation, data: unknown, human: () => string): void {
-  inv.stdout.write(wantsJson(inv) ? `${JSON.stringify(data, null, 2)}\n` : human());
+  const text = wantsJson(inv) ? `${JSON.stringify(data, null, 2)}\n` : human();
+  inv.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 const cell = (v: unknown): string =>

@@ -124,6 +124,7 @@ describe('keyward admin and crypto CLI against the service', () => {
       new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
     const [clientId, clientSecret] = [field('clientId'), field('clientSecret')];
     expect(clientSecret).toMatch(/^[0-9a-f-]{36}$/);
+    expect(registered.stdout).toMatch(/\n$/);
 
     const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], {
       ...workload,
@@ -204,6 +205,13 @@ describe('keyward admin and crypto CLI against the service', () => {
     const { accessKeyId, secretAccessKey } = JSON.parse(created.stdout);
     expect(accessKeyId).toMatch(/^KWAK[A-Z2-7]{16}$/);
     expect(secretAccessKey).toHaveLength(40);
+    const shown = await keys('create', workloadId);
+    expect([shown.code, shown.stdout]).toEqual([
+      0,
+      expect.stringMatching(/secretAccessKey: +\S{40}\n/),
+    ]);
+    const second = /^accessKeyId: +(\S+)$/m.exec(shown.stdout)![1];
+    expect((await keys('delete', workloadId, second)).code).toBe(0);
     const listed = await keys('list', workloadId);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain(accessKeyId);
