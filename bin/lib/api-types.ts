@@ -3877,6 +3877,15 @@ export interface operations {
               /** Format: date-time */
               createdAt: string;
               hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
             }[];
           };
         };
@@ -3941,6 +3950,15 @@ export interface operations {
               /** Format: date-time */
               createdAt: string;
               hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
             }[];
           };
         };

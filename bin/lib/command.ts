@@ -311,6 +311,13 @@ export async function readSecret(
   return text;
 }
 
+/**
+ * A keystore's password from the environment: KEYWARD_KEYSTORE_PASSWORD, else KEYWARD_KEY_PASSWORD.
+ * `keys import` and `open --key` both read either name (they once read one each).
+ */
+export const keystorePasswordFromEnv = (): string | undefined =>
+  process.env.KEYWARD_KEYSTORE_PASSWORD || process.env.KEYWARD_KEY_PASSWORD || undefined;
+
 function promptHidden(prompt: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const stdin = process.stdin;

@@ -6,7 +6,7 @@
  * the exit codes scripts rely on (1 refused, 2 usage) and `--help` on a subcommand, and the
  * renewal of a cached login (in process, with a clock).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -261,6 +261,68 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect(r.stderr).toContain(`the tenant ${tenantId} is wrong`);
     expect(r.stderr).toContain('a platform administrator to the platform tenant');
   }, 30_000);
+
+  it('when a PKCS#12 is imported without --kid, then its kid comes from the certificate (made unique), list shows every usage, and show names the certificate and the archive and trust settings', async () => {
+    const p12 = (name: string) => {
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-utf8']
+          .concat(['-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`)])
+          .concat(['-subj', '/CN=Alice Müller/O=Partner/emailAddress=alice@example.com']),
+        { stdio: 'ignore' },
+      );
+      execFileSync(
+        'openssl',
+        ['pkcs12', '-export', '-inkey', join(dir, `${name}.key`)].concat([
+          '-in',
+          join(dir, `${name}.crt`),
+          '-out',
+          join(dir, `${name}.p12`),
+          '-passout',
+          'pass:p12-pass',
+        ]),
+        { stdio: 'ignore' },
+      );
+      return join(dir, `${name}.p12`);
+    };
+    // `keyward open`'s name for the keystore password works here too.
+    const imported = [];
+    for (const name of ['alice', 'alice-again']) {
+      const r = await runCli(
+        ['keys', 'import', p12(name), '--tenant', tenantId, '--output', 'json'],
+        {
+          ...admin,
+          KEYWARD_KEY_PASSWORD: 'p12-pass',
+        },
+      );
+      expect([name, r.code, r.stderr]).toEqual([name, 0, '']);
+      imported.push(JSON.parse(r.stdout).keys[0].kid);
+    }
+    // Before: imported-<uuid>.
+    expect(imported).toEqual(['Alice-Muller', 'Alice-Muller-2']);
+
+    const list = await runCli(['keys', 'list', '--tenant', tenantId], admin);
+    expect(list.stdout).toMatch(/^Alice-Muller\s+rsa-2048\s+encrypt,sign\s+active/m);
+
+    const show = await runCli(['keys', 'show', 'Alice-Muller', '--tenant', tenantId], admin);
+    expect([show.code, show.stderr]).toEqual([0, '']);
+    expect(show.stdout).toMatch(/^archiveSigning: +false$/m);
+    expect(show.stdout).toMatch(/^trustAnchor: +false$/m);
+    expect(show.stdout).toContain('certificate of version 1:');
+    expect(show.stdout).toMatch(
+      /^ {2}subject: +emailAddress=alice@example.com,O=Partner,CN=Alice Müller$/m,
+    );
+    expect(show.stdout).toMatch(
+      /^ {2}issuer: +emailAddress=alice@example.com,O=Partner,CN=Alice Müller$/m,
+    );
+    expect(show.stdout).toMatch(/^ {2}serialNumber: +[0-9A-F]+$/m);
+    expect(show.stdout).toMatch(/^ {2}notAfter: +\d{4}-\d\d-\d\dT/m);
+    const json = JSON.parse(
+      (await runCli(['keys', 'show', 'orders', '--tenant', tenantId, '--output', 'json'], admin))
+        .stdout,
+    );
+    expect(json.versions[0]).toMatchObject({ hasCertificate: false, certificate: null });
+  }, 60_000);
 
   it('when a key does not exist, a command line is wrong, or a subcommand is asked for help, then the exit code says which (1, 2, 0)', async () => {
     const missing = await runCli(['keys', 'show', 'no-such-key', '--tenant', tenantId], admin);
