@@ -131,6 +131,32 @@ describe('keyward installed as a tool', () => {
     ]);
   }, 240_000);
 
+  it('when `npx keyward` is run from the checkout on the system Node, then npm prints no engine warning (before: the same EBADENGINE block twice)', () => {
+    // npm itself on the system Node, as a user's shell runs it (without the project's .bin),
+    // with a cache of its own: the warnings came with a fresh one.
+    const PATH = (process.env.PATH ?? '')
+      .split(':')
+      .filter((p) => !p.includes('node_modules'))
+      .join(':');
+    const r = spawnSync('npx', ['keyward', '--version'], {
+      cwd: root,
+      encoding: 'utf8',
+      // Nothing of the npm that runs this test (`npm test -s` sets loglevel silent for it).
+      env: {
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')),
+        ),
+        PATH,
+        npm_config_cache: join(dir, 'npm-cache'),
+      },
+    });
+    expect([r.status, r.stdout]).toEqual([
+      0,
+      `${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`,
+    ]);
+    expect(r.stderr).not.toContain('EBADENGINE');
+  }, 60_000);
+
   it('when permissions is run, then the whole catalogue is printed one a line, without a login', async () => {
     const r = await cli(['permissions'], { KEYWARD_CONFIG_DIR: join(dir, 'none') });
     expect([r.code, r.stderr]).toEqual([0, '']);
