@@ -71,7 +71,12 @@ export const KEYSTORE_FORM: StreamRequest = {
       schema: Type.Object({
         keystore: Type.String({ format: 'binary' }),
         password: Type.Optional(Type.String()),
-        kid: Type.Optional(Type.String()),
+        kid: Type.Optional(
+          Type.String({
+            description:
+              "default: the certificate's subject CN, else its e-mail address, in kid characters, with -2, -3 ... when the tenant has it already; imported-<uuid> when the certificate names neither",
+          }),
+        ),
         usage: Type.Optional(Type.Enum(['encrypt', 'sign', 'verify'])),
         trustAnchor: Type.Optional(
           Type.Enum(['true', 'false'], {

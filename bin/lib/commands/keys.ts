@@ -169,7 +169,11 @@ export const keysCommand: Command = {
       details:
         "The keystore password comes from KEYWARD_KEYSTORE_PASSWORD (or KEYWARD_KEY_PASSWORD, as `keyward open` reads it), or stdin with --password-stdin; a PEM key that is not encrypted needs none. Certificates without a private key (an outside signer's, a CA's) import as verify-only keys; --trust-anchor makes them trust anchors for verify: chain.",
       options: {
-        kid: { type: 'string', value: '<kid>', help: 'the key id (default: generated)' },
+        kid: {
+          type: 'string',
+          value: '<kid>',
+          help: "the key id (default: the certificate's subject CN, else its e-mail, made kid-safe and unique)",
+        },
         usage: {
           type: 'string',
           value: '<usage>',
