@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
 import { bearerClaims } from './access/checks.ts';
+import { namingTenant } from '../shared/errors/index.ts';
 import { requestIdOf } from './middleware/request-context.ts';
 import {
   logFailure,
@@ -54,17 +55,20 @@ export function createRuntimeLane(
     id: string,
     noteClaims: (claims: AccessClaims) => void,
   ): Promise<Answer> {
+    let tenantId: string | undefined;
     try {
       const attempt = { method: 'POST', path: lane.path, id };
       const claims = await bearerClaims(ctx, req.headers.authorization, lane.audiences, attempt);
       noteClaims(claims);
+      tenantId = claims.tenantId;
       return {
         status: 200,
         headers: JSON_HEADERS,
         body: JSON.stringify(await serveRuntime(ctx, lane.route, claims, attempt, req)),
       };
     } catch (err) {
-      const error = toAppError(err);
+      // A key not found is named with the tenant searched (the token's).
+      const error = namingTenant(toAppError(err), tenantId);
       // A client that left mid-request is told in the access line, not logged as a failure.
       if (!clientGone(req)) logFailure(ctx.logger.child({ reqId: id }), err, error);
       return problemResponse(error, baseUrl, lane.path);

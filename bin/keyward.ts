@@ -45,6 +45,7 @@ function failure(err: unknown): [number, string] {
   };
   if (err instanceof UsageError) return [EXIT.usage, e.message!];
   if (e?.name === 'SessionError') return [e.exitCode ?? EXIT.refused, e.message!];
+  if (e?.name === 'TenantError') return [EXIT.usage, e.message!];
   if (e?.name === 'ApiError')
     return [(e.status ?? 0) >= 500 ? EXIT.unreachable : EXIT.refused, `${e.message} (${e.slug})`];
   if (err instanceof TypeError && err.message === 'fetch failed')

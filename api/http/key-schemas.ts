@@ -65,6 +65,15 @@ export const VIEW_EXAMPLE = {
   updatedAt: '2026-11-23T16:00:00.000Z',
 };
 
+/** An X.509 certificate as answers show it (shared/keystore/types.ts CertificateSummary). */
+export const CertificateView = Type.Object({
+  subject: Type.String({ description: 'RFC 4514, most specific RDN first' }),
+  issuer: Type.String({ description: 'RFC 4514, most specific RDN first' }),
+  serialNumber: Type.String({ description: 'upper-case hex' }),
+  notBefore: Time(),
+  notAfter: Time(),
+});
+
 /** A key's metadata as the runtime, PQC and legacy APIs list it. */
 export const KeyView = Resource(KEY_VIEW, VIEW_EXAMPLE);
 

@@ -13,6 +13,7 @@ import { problem } from '../../shared/errors/index.ts';
 import { readSmallMultipart } from './multipart.ts';
 import { importKeystore } from '../services/keys/import.ts';
 import { KEY_STATES } from '../../shared/keys/lifecycle.ts';
+import { CertificateView } from './key-schemas.ts';
 
 /** Reads the keystore form and imports it into `tenantId`: the imported keys' views. */
 export async function importFromRequest(ctx: AppContext, req: Request, tenantId: string) {
@@ -70,7 +71,12 @@ export const KEYSTORE_FORM: StreamRequest = {
       schema: Type.Object({
         keystore: Type.String({ format: 'binary' }),
         password: Type.Optional(Type.String()),
-        kid: Type.Optional(Type.String()),
+        kid: Type.Optional(
+          Type.String({
+            description:
+              "default: the certificate's subject CN, else its e-mail address, in kid characters, with -2, -3 ... when the tenant has it already; imported-<uuid> when the certificate names neither",
+          }),
+        ),
         usage: Type.Optional(Type.Enum(['encrypt', 'sign', 'verify'])),
         trustAnchor: Type.Optional(
           Type.Enum(['true', 'false'], {
@@ -84,7 +90,6 @@ export const KEYSTORE_FORM: StreamRequest = {
 };
 
 const Str = () => Type.String();
-const Time = () => Type.String({ format: 'date-time' });
 
 /** The answer of an import: the keys it made. */
 export const ImportedKeys = Type.Object(
@@ -97,16 +102,7 @@ export const ImportedKeys = Type.Object(
         usages: Type.Array(Str()),
         allowedUsages: Type.Array(Str()),
         state: Type.Enum([...KEY_STATES]),
-        certificate: Type.Union([
-          Type.Object({
-            subject: Str(),
-            issuer: Str(),
-            serialNumber: Type.String({ description: 'upper-case hex' }),
-            notBefore: Time(),
-            notAfter: Time(),
-          }),
-          Type.Null(),
-        ]),
+        certificate: Type.Union([CertificateView, Type.Null()]),
       }),
     ),
   },

@@ -3,7 +3,7 @@
  * the final not-found handler.
  */
 import type { ErrorRequestHandler, RequestHandler, Response, Request } from 'express';
-import { OAuthError, problem, type AppError } from '../../shared/errors/index.ts';
+import { OAuthError, namingTenant, problem, type AppError } from '../../shared/errors/index.ts';
 import {
   errMessage,
   logFailure,
@@ -18,6 +18,14 @@ export function sendProblem(req: Request, res: Response, error: AppError, baseUr
   const response = problemResponse(error, baseUrl, req.originalUrl.split('?')[0]);
   for (const [k, v] of Object.entries(response.headers)) res.setHeader(k, v);
   res.status(response.status).send(response.body);
+}
+
+/** A tenant-scoped Admin path: the tenant it names is the one searched. */
+const TENANT_PATH = /^\/api\/v3\/admin\/tenants\/([0-9a-fA-F-]{36})(?:[/?]|$)/;
+
+/** The tenant a request searched: the Admin path's, else the token's (none before authentication). */
+function tenantOf(req: Request): string | undefined {
+  return TENANT_PATH.exec(req.originalUrl)?.[1]?.toLowerCase() ?? req.auth?.tenantId;
 }
 
 /** The error middleware; `baseUrl` is PUBLIC_BASE_URL. */
@@ -49,7 +57,7 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
       res.status(answer.status).send(answer.body);
       return;
     }
-    const error = toAppError(err);
+    const error = namingTenant(toAppError(err), tenantOf(req));
     logFailure(req.log, err, error);
     sendProblem(req, res, error, baseUrl);
   };

@@ -3891,6 +3891,15 @@ export interface operations {
               /** Format: date-time */
               createdAt: string;
               hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
             }[];
           };
         };
@@ -3957,6 +3966,15 @@ export interface operations {
               /** Format: date-time */
               createdAt: string;
               hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
             }[];
           };
         };

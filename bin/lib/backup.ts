@@ -4,11 +4,11 @@
  * (shared/backup/sealed-file.ts); the file appears under its name only once complete. The restore
  * runs beside a stopped service, straight into the target database.
  */
-import { createReadStream, createWriteStream, renameSync, rmSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ApiError, type KeywardClient } from './client.ts';
+import { writeWhole } from './files.ts';
 import { BackupFileError, encryptBackup } from '../../shared/backup/sealed-file.ts';
 
 /** What a backup wrote. */
@@ -31,7 +31,7 @@ async function* complete(source: AsyncIterable<Buffer>, counter: { bytes: number
     throw new BackupFileError('the service ended the snapshot early; no backup was written');
 }
 
-/** Fetches the snapshot and writes it encrypted to `out` (via `out.partial`, then renamed). */
+/** Fetches the snapshot and writes it encrypted to `out` (whole or not at all: bin/lib/files.ts). */
 export async function downloadBackup(
   client: KeywardClient,
   out: string,
@@ -50,26 +50,11 @@ export async function downloadBackup(
       (await res.json().catch(() => ({}))) as Record<string, unknown>,
       'GET /api/v3/admin/platform/backup',
     );
-  const partial = `${out}.partial`;
   const counter = { bytes: 0 };
-  let bytes = 0;
-  try {
-    const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
-    await pipeline(
-      Readable.from(encryptBackup(complete(body, counter), passphrase)),
-      async function* (source: AsyncIterable<Buffer>) {
-        for await (const b of source) {
-          bytes += b.length;
-          yield b;
-        }
-      },
-      createWriteStream(partial, { mode: 0o600, flags: 'wx' }),
-    );
-    renameSync(partial, out);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    throw err;
-  }
+  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  const bytes = await writeWhole(out, encryptBackup(complete(body, counter), passphrase), {
+    mode: 0o600,
+  });
   return { bytes, plaintextBytes: counter.bytes, seconds: (performance.now() - started) / 1000 };
 }
 

@@ -22,8 +22,49 @@ export interface ClientOptions {
   clientSecret?: string;
   /** The tokens of a `keyward login` session (bin/lib/session.ts). */
   tokens?: TokenSource;
+  /**
+   * The tenant the command line names (--tenant or KEYWARD_TENANT), when it names one. Requests
+   * under /api/v3/admin/tenants/{id}/ carry it in their path; every other request acts in the
+   * token's own tenant, and is refused here when that is another one (TenantError).
+   */
+  tenant?: string;
+  /** The command making the requests (`keyward migrate`), named when --tenant is refused. */
+  command?: string;
   /** For tests: the clock. */
   now?: () => number;
+}
+
+/** The `tenantId` claim of an access token (read to name and check the tenant; the service verifies tokens). */
+export function tenantOfToken(token: string): string {
+  try {
+    const claims = JSON.parse(
+      Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
+    ) as { tenantId?: unknown };
+    return typeof claims.tenantId === 'string' ? claims.tenantId : '';
+  } catch {
+    return '';
+  }
+}
+
+/** A path whose tenant is in the path itself: the Admin API's tenant-scoped operations. */
+const TENANT_IN_PATH = /^\/api\/v3\/admin\/tenants\/([^/?]+)(?:[/?]|$)/;
+
+/**
+ * --tenant (or KEYWARD_TENANT) names another tenant than the login's, for an operation that acts
+ * in the token's own tenant (crypto, audit, migration, platform): the API cannot act for another
+ * tenant there, so nothing is sent (exit 2). The README's "CLI" says which commands take --tenant.
+ */
+export class TenantError extends Error {
+  constructor(requested: string, own: string, what: string) {
+    super(
+      [
+        `${what} acts in the tenant of its login (${own}), and --tenant/KEYWARD_TENANT names ${requested}:`,
+        `the API does this only for the token's own tenant. Log in as a workload of ${requested}`,
+        '(`keyward login --client-id <id> --profile <name>`, then --profile), or drop --tenant.',
+      ].join(' '),
+    );
+    this.name = 'TenantError';
+  }
 }
 
 /** A failed call, with the problem document (RFC 7807) or OAuth error the service answered. */
@@ -68,6 +109,8 @@ export class KeywardClient {
   readonly #clientSecret: string;
   readonly #source: TokenSource | null;
   readonly #now: () => number;
+  readonly #tenant: string | undefined;
+  readonly #command: string | undefined;
   #token: { value: string; expiresAt: number } | null = null;
   #renewing: Promise<string> | null = null;
   /** How many tokens this client obtained (for the summary and tests). */
@@ -79,6 +122,19 @@ export class KeywardClient {
     this.#clientSecret = opts.clientSecret ?? '';
     this.#source = opts.tokens ?? null;
     this.#now = opts.now ?? Date.now;
+    this.#tenant = opts.tenant || undefined;
+    this.#command = opts.command;
+  }
+
+  /**
+   * The one check of --tenant for every request: a path under /admin/tenants/{id}/ acts in the
+   * tenant it names; any other acts in the token's tenant, which must then be the one named.
+   */
+  #checkTenant(path: string, token: string): void {
+    if (this.#tenant === undefined || TENANT_IN_PATH.test(path)) return;
+    const own = tenantOfToken(token);
+    if (own && own.toLowerCase() !== this.#tenant.toLowerCase())
+      throw new TenantError(this.#tenant, own, this.#command ?? path.split('?')[0]);
   }
 
   /** A valid access token, renewed when within the margin of its expiry. */
@@ -125,6 +181,7 @@ export class KeywardClient {
   ): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.token(attempt > 0);
+      this.#checkTenant(path, token);
       const made = make?.();
       const headers: Record<string, string> = { authorization: `Bearer ${token}` };
       if (made?.contentType) headers['content-type'] = made.contentType;

@@ -4,8 +4,10 @@
  * and the usage errors. Also the exit codes, the output (tables or `--output json`) and the
  * reading of files, stdin and secrets shared by the commands.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
+import type { Content } from './files.ts';
 
 /** Exit codes scripts can rely on (README "CLI"). */
 export const EXIT = {
@@ -81,7 +83,7 @@ const GLOBAL_OPTIONS: Record<string, OptionDef> = {
   tenant: {
     type: 'string',
     value: '<id>',
-    help: "tenant of admin commands and of the password login (env KEYWARD_TENANT; default the login's)",
+    help: "tenant of the password login and of tenant admin commands (env KEYWARD_TENANT; default the login's); other commands act in the login's tenant and refuse another",
   },
   output: {
     type: 'string',
@@ -275,15 +277,24 @@ export async function readInput(file: string | undefined): Promise<Buffer> {
   return file === undefined || file === '-' ? readStdin() : readFileSync(file);
 }
 
-/** Writes to `--out FILE` (0600 when `secret`), or stdout for `-` or no option. */
-export function writeOutput(
+/**
+ * Writes to `--out FILE` (0600 when `secret`; whole or not at all, bin/lib/files.ts), or stdout
+ * for `-` or no option.
+ */
+export async function writeOutput(
   inv: Invocation,
   file: string | undefined,
-  data: string | Uint8Array,
+  data: Content,
   secret = false,
-): void {
-  if (file === undefined || file === '-') inv.stdout.write(data);
-  else writeFileSync(file, data, secret ? { mode: 0o600 } : {});
+): Promise<void> {
+  if (file !== undefined && file !== '-') {
+    // Loaded here: `keyward --help` and --version import only the command table.
+    const { writeWhole } = await import('./files.ts');
+    await writeWhole(file, data, secret ? { mode: 0o600 } : {});
+    return;
+  }
+  if (typeof data === 'string' || data instanceof Uint8Array) inv.stdout.write(data);
+  else await pipeline(data, inv.stdout, { end: false });
 }
 
 /** A secret from an option, else an environment variable, else stdin (a no-echo prompt on a terminal, else the first line). */
@@ -299,6 +310,13 @@ export async function readSecret(
   if (!text) throw new UsageError(`${prompt} is missing: set ${envName} or pass it on stdin`);
   return text;
 }
+
+/**
+ * A keystore's password from the environment: KEYWARD_KEYSTORE_PASSWORD, else KEYWARD_KEY_PASSWORD.
+ * `keys import` and `open --key` both read either name (they once read one each).
+ */
+export const keystorePasswordFromEnv = (): string | undefined =>
+  process.env.KEYWARD_KEYSTORE_PASSWORD || process.env.KEYWARD_KEY_PASSWORD || undefined;
 
 function promptHidden(prompt: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -330,9 +348,13 @@ function promptHidden(prompt: string): Promise<string> {
 /** `--output json`? */
 export const wantsJson = (inv: Invocation) => inv.values.output === 'json';
 
-/** Prints JSON for scripts, or the human view. */
+/**
+ * Prints JSON for scripts, or the human view; either ends with a new line, so what is printed
+ * last (often a secret shown once) is never glued to the shell's prompt or the next output.
+ */
 export function print(inv: Invocation, data: unknown, human: () => string): void {
-  inv.stdout.write(wantsJson(inv) ? `${JSON.stringify(data, null, 2)}\n` : human());
+  const text = wantsJson(inv) ? `${JSON.stringify(data, null, 2)}\n` : human();
+  inv.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 const cell = (v: unknown): string =>

@@ -8,14 +8,14 @@
  * storage. The state file in --out lets a second run skip what the first one finished.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream, existsSync } from 'node:fs';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApi, type Answer, type Api, type Item } from './api-client.ts';
 import { ApiError, type KeywardClient } from './client.ts';
+import { PARTIAL_SUFFIX, writeWhole } from './files.ts';
 import { Progress, type Snapshot } from './progress.ts';
 import {
   STATE_FILE,
@@ -81,7 +81,7 @@ async function walk(dir: string, skip: string | null): Promise<string[]> {
       const full = join(d, e.name);
       if (skip && (full === skip || full.startsWith(skip + sep))) continue;
       if (e.isDirectory()) await visit(full);
-      else if (e.isFile() && !OWN_FILES.has(e.name) && !e.name.endsWith('.part'))
+      else if (e.isFile() && !OWN_FILES.has(e.name) && !e.name.endsWith(PARTIAL_SUFFIX))
         out.push(toPosix(relative(dir, full)));
     }
   }
@@ -145,7 +145,7 @@ async function deleteUpload(api: Api, name: string): Promise<void> {
   }
 }
 
-/** Downloads a job's result into `dest` (through a temp file, so a partial download never looks whole). */
+/** Downloads a job's result into `dest` (whole or not at all: bin/lib/files.ts). */
 async function download(
   api: Api,
   id: string,
@@ -154,25 +154,7 @@ async function download(
 ): Promise<number> {
   const res = await api.getJobResult({ id, query: object === 'result' ? {} : { object } });
   if (!res.body) throw new ApiError(res.status, {}, `download of ${id}`);
-  const temp = `${dest}.part`;
-  let size = 0;
-  try {
-    await pipeline(
-      Readable.fromWeb(res.body as never),
-      new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          size += chunk.length;
-          done(null, chunk);
-        },
-      }),
-      createWriteStream(temp),
-    );
-    await rename(temp, dest);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw err;
-  }
-  return size;
+  return writeWhole(dest, Readable.fromWeb(res.body as never));
 }
 
 interface Run {

@@ -5,19 +5,12 @@
  * and passwords are never stored: a client_credentials session (no refresh token, RFC 6749
  * section 4.4.3) is renewed from KEYWARD_CLIENT_SECRET when set, else asks for a new login.
  */
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { callAnonymous, operations, type TokenAnswer, type TokenRequest } from './api-client.ts';
-import { ApiError, RENEW_MARGIN_MS, type TokenSource } from './client.ts';
+import { ApiError, RENEW_MARGIN_MS, tenantOfToken, type TokenSource } from './client.ts';
+import { writeWhole } from './files.ts';
 
 /** What one login keeps. */
 export interface Profile {
@@ -53,18 +46,6 @@ function configDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'keyward');
 }
 
-/** The `tenantId` claim of an access token (read for defaults only; the service verifies tokens). */
-function tenantOfToken(token: string): string {
-  try {
-    const claims = JSON.parse(
-      Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
-    ) as { tenantId?: unknown };
-    return typeof claims.tenantId === 'string' ? claims.tenantId : '';
-  } catch {
-    return '';
-  }
-}
-
 /** The credentials file: profiles by name. */
 export class CredentialStore {
   readonly file: string;
@@ -83,12 +64,9 @@ export class CredentialStore {
       : { version: 1, profiles: {} };
   }
 
-  #write(data: CredentialsFile): void {
+  async #write(data: CredentialsFile): Promise<void> {
     mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-    const temp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temp, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
-    chmodSync(temp, 0o600); // a file left by an older run may have other bits
-    renameSync(temp, this.file);
+    await writeWhole(this.file, `${JSON.stringify(data, null, 2)}\n`, { mode: 0o600 });
   }
 
   get(name: string): Profile | null {
@@ -97,21 +75,21 @@ export class CredentialStore {
     return Object.hasOwn(profiles, name) ? profiles[name] : null;
   }
 
-  put(name: string, profile: Profile): void {
+  async put(name: string, profile: Profile): Promise<void> {
     const data = this.#read();
     data.profiles = Object.fromEntries([
       ...Object.entries(data.profiles).filter(([n]) => n !== name),
       [name, profile],
     ]);
-    this.#write(data);
+    await this.#write(data);
   }
 
-  remove(name: string): boolean {
+  async remove(name: string): Promise<boolean> {
     const data = this.#read();
     if (!Object.hasOwn(data.profiles, name)) return false;
     data.profiles = Object.fromEntries(Object.entries(data.profiles).filter(([n]) => n !== name));
     if (Object.keys(data.profiles).length === 0) rmSync(this.file, { force: true });
-    else this.#write(data);
+    else await this.#write(data);
     return true;
   }
 }
@@ -149,7 +127,7 @@ export async function login(
 ): Promise<Profile> {
   const answer = (await callAnonymous(url, operations.token, { body: request })) as TokenAnswer;
   const profile = profileOf(url.replace(/\/+$/, ''), request, answer, now);
-  store.put(name, profile);
+  await store.put(name, profile);
   return profile;
 }
 
@@ -210,7 +188,7 @@ export class Session implements TokenSource {
         );
       throw err;
     }
-    this.#store.put(this.name, this.profile);
+    await this.#store.put(this.name, this.profile);
     return this.profile.accessToken;
   }
 }

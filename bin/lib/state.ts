@@ -4,7 +4,7 @@
  * jobs already submitted; and the summary it writes at the end (JSON and a readable table).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { writeWhole } from './files.ts';
 import { join } from 'node:path';
 import { formatBytes, formatDuration } from './progress.ts';
 
@@ -65,8 +65,7 @@ export class StateWriter {
     const file = this.#file;
     this.#pending = this.#pending.then(async () => {
       this.#dirty = false;
-      await writeFile(`${file}.tmp`, JSON.stringify(this.state, null, 1));
-      await rename(`${file}.tmp`, file);
+      await writeWhole(file, JSON.stringify(this.state, null, 1));
     });
     return this.#pending;
   }
@@ -125,6 +124,6 @@ export function summaryTable(s: Summary, limit = Infinity): string {
 
 /** Writes the JSON summary and the table into `outDir`. */
 export async function writeSummary(outDir: string, s: Summary): Promise<void> {
-  await writeFile(join(outDir, SUMMARY_JSON), `${JSON.stringify(s, null, 2)}\n`);
-  await writeFile(join(outDir, SUMMARY_TEXT), summaryTable(s));
+  await writeWhole(join(outDir, SUMMARY_JSON), `${JSON.stringify(s, null, 2)}\n`);
+  await writeWhole(join(outDir, SUMMARY_TEXT), summaryTable(s));
 }

@@ -89,6 +89,29 @@ export function decryptionFailed(cause?: unknown): AppError {
   return new AppError('decryption_failed', 'the content could not be decrypted', { cause });
 }
 
+/** Codes of a key looked for in one tenant and not found there. */
+const NOT_IN_TENANT = new Set<string>(['key_not_found', 'cms_key_not_imported']);
+
+/**
+ * The error with the tenant that was searched named in its message, for the problems of a key
+ * not found: told only "no recipient key is imported", an operator cannot see that the request
+ * ran in another tenant than the one holding the keys. The tenant is the caller's own (its token's,
+ * or the Admin path's it may act on), so this says nothing it did not know. Other errors are
+ * returned as they are.
+ */
+export function namingTenant<E>(err: E, tenantId: string | undefined): E | AppError {
+  if (!tenantId || !(err instanceof AppError) || !NOT_IN_TENANT.has(err.code)) return err;
+  if (err.message.includes(tenantId)) return err;
+  const message = err.message.includes(' in this tenant')
+    ? err.message.replace(' in this tenant', ` in tenant ${tenantId}`)
+    : `${err.message} in tenant ${tenantId}`;
+  return new AppError(err.code, message, {
+    details: err.details,
+    headers: err.headers,
+    cause: err.cause ?? err,
+  });
+}
+
 /**
  * Rebuilds an error that crossed a boundary as plain data, by its code; a shape that is not
  * ours, or a code the catalogue does not hold, becomes an internal error.

@@ -386,6 +386,12 @@ describe('the web console in headless Chromium', () => {
     await page.getByRole('button', { name: 'Import key' }).click();
     await row('archive-rsa').waitFor();
     await page.getByRole('link', { name: 'archive-rsa', exact: true }).click();
+    // The version names its certificate (before: only "yes").
+    const versions = page.getByRole('table', { name: 'Versions of archive-rsa' });
+    await versions.waitFor();
+    expect(await versions.locator('tbody tr').first().innerText()).toContain(
+      'O=Keyward Tests,CN=archive-rsa',
+    );
     const [download] = await Promise.all([
       page.waitForEvent('download'),
       page.getByRole('button', { name: 'Download version 1 as PEM' }).click(),

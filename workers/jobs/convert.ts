@@ -11,7 +11,7 @@
 import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../../shared/logger.ts';
 import { outcomeOf, type DomainMetrics, type Outcome } from '../../shared/metrics/index.ts';
-import { AppError, problem } from '../../shared/errors/index.ts';
+import { AppError, namingTenant, problem } from '../../shared/errors/index.ts';
 import {
   convertPkcs7ToJose,
   type ConvertMetadata,
@@ -189,7 +189,8 @@ export function createConvertProcessor(deps: ConvertDeps) {
         return release(job, token, signal.reason, log);
       }
       count(outcomeOf(err));
-      throw failure(job, err, log);
+      // A key not found is named with the tenant searched: the job's.
+      throw failure(job, namingTenant(err, job.data.tenantId), log);
     }
   };
 }

@@ -4,6 +4,7 @@
  * half-imported key.
  */
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { errorFromData, problem } from '../../../shared/errors/index.ts';
 import {
@@ -77,6 +78,46 @@ export function importUsages(
   return { enabled: allowed, allowed };
 }
 
+/** The value of the first `type` attribute of an RFC 4514 name string, unescaped; null without one. */
+function attribute(name: string, type: string): string | null {
+  const m = new RegExp(`(?:^|[,+])${type}=((?:\\\\.|[^,+\\\\])*)`).exec(name);
+  return m ? m[1].replace(/\\(.)/g, '$1') : null;
+}
+
+/**
+ * A kid from a certificate's subject: its common name, else its e-mail address, in the kid's
+ * characters (others become `-`, accents are dropped) and at most 100 of them, so `-2`, `-3`
+ * can follow; null when the subject has neither. A kid a person recognises (`alice-example.com`)
+ * beats `imported-<uuid>` in every list, log line and console view.
+ */
+export function kidFromSubject(subject: string | undefined): string | null {
+  if (!subject) return null;
+  const name = attribute(subject, 'CN') ?? attribute(subject, 'emailAddress');
+  if (!name) return null;
+  const safe = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^A-Za-z0-9._:-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100);
+  return safe === '' ? null : safe;
+}
+
+/** `base`, else `base-2`, `base-3`, ...: the first no key of the tenant (nor of this import) has. */
+async function freeKid(trx: Knex, tenantId: string, base: string, taken: Set<string>) {
+  const rows = await trx('keys')
+    .where({ tenant_id: tenantId })
+    .andWhere((q) =>
+      q.where('kid', base).orWhere('kid', 'like', `${base.replace(/[\\%_]/g, '\\$&')}-%`),
+    )
+    .pluck('kid');
+  const used = new Set<string>([...rows, ...taken]);
+  for (let n = 1; ; n++) {
+    const kid = n === 1 ? base : `${base}-${n}`;
+    if (!used.has(kid)) return kid;
+  }
+}
+
 /**
  * The largest PEM parsed on the event loop. An unencrypted PEM key and its chain are a few KiB and
  * parse in well under a millisecond, with no key derivation to run; sending them to the pool
@@ -139,6 +180,7 @@ export async function importKeystore(
   });
   return ctx.db.transaction(async (trx) => {
     const out: Array<KeyView & { certificate: unknown }> = [];
+    const named = new Set<string>();
     for (const { e, enabled, allowed } of plan) {
       const issuerDer = b(e.issuerDer);
       const serialNumber = b(e.serialNumber);
@@ -148,7 +190,12 @@ export async function importKeystore(
         issuerDer && serialNumber ? issuerSerialKey(issuerDer, serialNumber) : undefined,
         enabled,
       );
-      const kid = input.kid ?? `imported-${randomUUID()}`;
+      // Without a kid, the certificate names the key (subject CN or e-mail), made unique.
+      const base = input.kid === undefined ? kidFromSubject(e.certificate?.subject) : null;
+      const kid =
+        input.kid ??
+        (base ? await freeKid(trx, tenantId, base, named) : `imported-${randomUUID()}`);
+      named.add(kid);
       const view = await storeKey(
         ctx,
         tenantId,

@@ -50,6 +50,8 @@ import {
 
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
 import { KID } from '../../../shared/ids.ts';
+import { summarizeCertificate } from '../../../shared/keystore/certificate.ts';
+import type { CertificateSummary } from '../../../shared/keystore/types.ts';
 import { SYSTEM_ACTOR } from '../../../shared/audit/actor.ts';
 import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 export { KID };
@@ -328,7 +330,14 @@ export async function readKey(
   tenantId: string,
   kid: string,
 ): Promise<
-  KeyRecord & { versions: Array<{ version: number; createdAt: string; hasCertificate: boolean }> }
+  KeyRecord & {
+    versions: Array<{
+      version: number;
+      createdAt: string;
+      hasCertificate: boolean;
+      certificate: CertificateSummary | null;
+    }>;
+  }
 > {
   const row = await keyRow(ctx.db, tenantId, kid);
   const versions = await KeyVersion.query(ctx.db)
@@ -342,8 +351,28 @@ export async function readKey(
       version: v.version,
       createdAt: new Date(v.created_at).toISOString(),
       hasCertificate: Boolean(v.certificate_chain),
+      certificate: leafSummary(v.certificate_chain),
     })),
   };
+}
+
+/** Subject, issuer, serial and validity of a stored chain's first certificate (the key's own). */
+function leafSummary(chain: unknown): CertificateSummary | null {
+  const leaf = Array.isArray(chain) ? chain[0] : undefined;
+  if (typeof leaf !== 'string') return null;
+  try {
+    const c = summarizeCertificate(Buffer.from(leaf, 'base64'));
+    return {
+      subject: c.subject,
+      issuer: c.issuer,
+      serialNumber: c.serialNumber,
+      notBefore: c.notBefore,
+      notAfter: c.notAfter,
+    };
+  } catch {
+    // Stored at import, where it parsed: unreadable now means nothing to show, not a failure.
+    return null;
+  }
 }
 
 /**

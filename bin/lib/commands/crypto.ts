@@ -3,15 +3,7 @@
  * verify, data-key, re-encrypt, mac, random from files or stdin; audit events and verify. Data
  * goes to the service in base64 (the JSON API's form); results go to --out or stdout.
  */
-import {
-  createReadStream,
-  createWriteStream,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
-import { pipeline } from 'node:stream/promises';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
 import type { Body, Query } from '../api-client.ts';
 import {
   EXIT,
@@ -32,7 +24,14 @@ import {
 } from '../command.ts';
 import { PAGE_OPTIONS, printPage } from './admin.ts';
 import { connect } from './session.ts';
-import { headerLine, openEnvelope, openHeader, sealEnvelope } from '../envelope.ts';
+import {
+  bodyLine,
+  keyLine,
+  openEnvelope,
+  openHeader,
+  rewrapEnvelope,
+  sealEnvelope,
+} from '../envelope.ts';
 
 type KeySpec = Exclude<Body<'generateDataKey'>, { items: unknown }>['keySpec'];
 
@@ -49,8 +48,6 @@ const CONTEXT: OptionDef = {
   help: 'encryption context member; decryption needs the same ones',
 };
 const b64 = (data: Uint8Array) => Buffer.from(data).toString('base64');
-/** Text input (a JWE, a base64 signature) without the line ending an editor or echo adds. */
-const text = async (file: string | undefined) => (await readInput(file)).toString('utf8').trim();
 
 /**
  * Largest file `encrypt` sends through the JSON API: its base64 (4/3 larger) and the request's
@@ -99,41 +96,32 @@ async function* concat(head: Buffer, rest: AsyncIterable<Buffer> | null): AsyncG
   if (rest) yield* rest;
 }
 
-/**
- * Streams to --out (written beside it and renamed when complete, so a failure leaves no partial
- * file; 0600 when `secret`) or stdout.
- */
-async function writeStream(
-  inv: Invocation,
-  out: string | undefined,
-  source: AsyncIterable<Buffer>,
-  secret = false,
-): Promise<void> {
-  if (out === undefined || out === '-') {
-    await pipeline(source, inv.stdout, { end: false });
-    return;
-  }
-  const partial = `${out}.partial-${process.pid}`;
-  try {
-    await pipeline(source, createWriteStream(partial, secret ? { mode: 0o600 } : {}));
-    renameSync(partial, out);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    throw err;
-  }
+/** The bytes of --in, or stdin for `-` or no option, as a stream. */
+function inputStream(file: string | undefined): AsyncIterable<Buffer> {
+  return file === undefined || file === '-'
+    ? (process.stdin as AsyncIterable<Buffer>)
+    : createReadStream(file);
 }
 
 /** Writes `payload` to --out, or with --output json the whole answer. */
-function emit(
+async function emit(
   inv: Invocation,
   answer: unknown,
   payload: string | Uint8Array,
   secret = false,
-): number {
+): Promise<number> {
   const out = str(inv.values, 'out');
-  if (wantsJson(inv)) writeOutput(inv, out, `${JSON.stringify(answer, null, 2)}\n`, secret);
-  else writeOutput(inv, out, payload, secret);
+  if (wantsJson(inv)) await writeOutput(inv, out, `${JSON.stringify(answer, null, 2)}\n`, secret);
+  else await writeOutput(inv, out, payload, secret);
   return EXIT.ok;
+}
+
+/** An envelope is binary: with --output json, the JSON goes to stdout and the envelope to --out. */
+function envelopeOut(inv: Invocation): string | undefined {
+  const out = str(inv.values, 'out');
+  if (wantsJson(inv) && (out === undefined || out === '-'))
+    throw new UsageError('an envelope is binary: give --out <file> with --output json');
+  return out;
 }
 
 /** A verdict: printed, and exit 4 when false so a script can branch on it. */
@@ -179,16 +167,14 @@ export const cryptoCommands: Command[] = [
         });
         return emit(inv, answer, `${answer.ciphertext}\n`);
       }
-      const out = str(inv.values, 'out');
-      if (wantsJson(inv) && (out === undefined || out === '-'))
-        throw new UsageError('an envelope is binary: give --out <file> with --output json');
+      const out = envelopeOut(inv);
       const dk = await connect(inv).api.generateDataKey({
         body: { kid: inv.args[0], keySpec: 'AES_256', context },
       });
       const key = Buffer.from(dk.plaintext, 'base64');
       try {
-        const header = headerLine({ kid: dk.kid, version: dk.version, wrappedKey: dk.ciphertext });
-        await writeStream(inv, out, sealEnvelope(concat(head, rest), key, header));
+        const line = keyLine({ kid: dk.kid, version: dk.version, wrappedKey: dk.ciphertext });
+        await writeOutput(inv, out, sealEnvelope(concat(head, rest), key, line, bodyLine()));
       } finally {
         key.fill(0);
       }
@@ -206,25 +192,20 @@ export const cryptoCommands: Command[] = [
       'A compact JWE goes to /api/v3/crypto/decrypt (needs crypto.decrypt); a keyward-envelope/1 file has its data key unwrapped there and is decrypted here, chunk by chunk, in constant memory. The same --context as at encryption is needed. With --out, the file appears only once everything decrypted.',
     options: { in: IN, out: OUT, context: CONTEXT },
     async run(inv) {
-      const inFile = str(inv.values, 'in');
-      const input =
-        inFile === undefined || inFile === '-'
-          ? (process.stdin as AsyncIterable<Buffer>)
-          : createReadStream(inFile);
-      const opened = await openHeader(input);
+      const opened = await openHeader(inputStream(str(inv.values, 'in')));
       const context = contextOf(inv.values, 'context');
       if (opened.header === null) {
         const ciphertext = (await collect(opened.rest)).toString('utf8').trim();
         const answer = await connect(inv).api.decrypt({ body: { ciphertext, context } });
         return emit(inv, answer, Buffer.from(answer.data, 'base64'), true);
       }
-      const { header, line, rest } = opened;
+      const { header, aad, rest } = opened;
       const unwrapped = await connect(inv).api.decrypt({
         body: { ciphertext: header.wrappedKey, context },
       });
       const key = Buffer.from(unwrapped.data, 'base64');
       try {
-        await writeStream(inv, str(inv.values, 'out'), openEnvelope(rest, key, header, line), true);
+        await writeOutput(inv, str(inv.values, 'out'), openEnvelope(rest, key, header, aad), true);
       } finally {
         key.fill(0);
       }
@@ -234,7 +215,14 @@ export const cryptoCommands: Command[] = [
   {
     name: 're-encrypt',
     summary:
-      'Re-encrypt a JWE under the newest version, or another key, without the plaintext leaving the service',
+      'Re-encrypt what `keyward encrypt` wrote under the newest version, or another key, without the plaintext leaving the service',
+    details: [
+      'A compact JWE goes to /api/v3/crypto/re-encrypt whole. An envelope (a file over 32 KiB) has only',
+      'its wrapped data key re-encrypted there, and its chunks are copied as they are, in constant',
+      'memory, whatever the size. An envelope written before keyward-envelope/2 binds its chunks to',
+      'its whole header: its data key is unwrapped (needs crypto.decrypt) and the chunks sealed again',
+      'here, in format 2. With --out, the file appears only once complete.',
+    ].join('\n'),
     options: {
       in: IN,
       out: OUT,
@@ -250,15 +238,50 @@ export const cryptoCommands: Command[] = [
       },
     },
     async run(inv) {
-      const ciphertext = await text(str(inv.values, 'in'));
-      const body = {
-        ciphertext,
-        context: contextOf(inv.values, 'context'),
-        targetKid: str(inv.values, 'target-kid'),
-        targetContext: contextOf(inv.values, 'target-context'),
-      };
-      const answer = await connect(inv).api.reEncrypt({ body });
-      return emit(inv, answer, `${answer.ciphertext}\n`);
+      const opened = await openHeader(inputStream(str(inv.values, 'in')));
+      const context = contextOf(inv.values, 'context');
+      const rewrap = (ciphertext: string) =>
+        connect(inv).api.reEncrypt({
+          body: {
+            ciphertext,
+            context,
+            targetKid: str(inv.values, 'target-kid'),
+            targetContext: contextOf(inv.values, 'target-context'),
+          },
+        });
+      if (opened.header === null) {
+        const answer = await rewrap((await collect(opened.rest)).toString('utf8').trim());
+        return emit(inv, answer, `${answer.ciphertext}\n`);
+      }
+      // An envelope: the service re-wraps its data key (a small JWE, whatever the file's size).
+      const out = envelopeOut(inv);
+      const { header, format, aad, rest } = opened;
+      const answer = await rewrap(header.wrappedKey);
+      const line = keyLine({
+        kid: answer.kid,
+        version: answer.version,
+        wrappedKey: answer.ciphertext,
+      });
+      if (format === 2) await writeOutput(inv, out, rewrapEnvelope(line, aad, rest));
+      else {
+        // Format 1 binds every chunk to its whole header, the wrapped key included: the chunks
+        // are sealed again, under the same data key with a fresh nonce prefix, in format 2.
+        const unwrapped = await connect(inv).api.decrypt({
+          body: { ciphertext: header.wrappedKey, context },
+        });
+        const key = Buffer.from(unwrapped.data, 'base64');
+        try {
+          const clear = openEnvelope(rest, key, header, aad);
+          await writeOutput(inv, out, sealEnvelope(clear, key, line, bodyLine()));
+        } finally {
+          key.fill(0);
+        }
+      }
+      if (wantsJson(inv))
+        inv.stdout.write(
+          `${JSON.stringify({ ...answer, ciphertext: undefined, form: 'envelope', out }, null, 2)}\n`,
+        );
+      return EXIT.ok;
     },
   },
   {
@@ -368,7 +391,7 @@ export const cryptoCommands: Command[] = [
         : await c.api.generateDataKey({ body });
       const out = str(inv.values, 'out');
       if (out && out !== '-' && !wantsJson(inv)) {
-        writeOutput(inv, out, `${answer.ciphertext}\n`);
+        await writeOutput(inv, out, `${answer.ciphertext}\n`);
         const shown = { ...answer, ciphertext: `(written to ${out})` };
         inv.stdout.write(record(shown));
         return EXIT.ok;

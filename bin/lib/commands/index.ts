@@ -63,7 +63,7 @@ export const COMMANDS: Command[] = [
   lazy('decrypt', 'Decrypt what `keyward encrypt` wrote (the key and version are in it)', crypto),
   lazy(
     're-encrypt',
-    'Re-encrypt a JWE under the newest version, or another key, without the plaintext leaving the service',
+    'Re-encrypt what `keyward encrypt` wrote under the newest version, or another key, without the plaintext leaving the service',
     crypto,
   ),
   lazy(

@@ -10,6 +10,7 @@ import {
   UsageError,
   allowed,
   int,
+  keystorePasswordFromEnv,
   print,
   readSecret,
   record,
@@ -38,9 +39,23 @@ const KEY_FIELDS = [
   'rotationPeriodDays',
   'nextRotationAt',
   'minDecryptionVersion',
+  'archiveSigning',
+  'trustAnchor',
   'createdAt',
   'updatedAt',
 ];
+/** Each version's certificate (an imported key): who it names, who issued it, and when it is valid. */
+const certificates = (versions: NonNullable<Key['versions']>): string =>
+  versions
+    .filter((v) => v.certificate)
+    .map(
+      (v) =>
+        `\ncertificate of version ${v.version}:\n${record(v.certificate as Record<string, unknown>)
+          .replace(/^/gm, '  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
+
 const showKey = (inv: Invocation, key: Key) => {
   print(
     inv,
@@ -51,8 +66,8 @@ const showKey = (inv: Invocation, key: Key) => {
         ? `\n${table(key.versions, [
             ['version', (v) => v.version],
             ['created', (v) => v.createdAt],
-            ['certificate', (v) => v.hasCertificate],
-          ])}`
+            ['certificate', (v) => v.certificate?.subject ?? v.hasCertificate],
+          ])}${certificates(key.versions)}`
         : ''),
   );
   return EXIT.ok;
@@ -122,7 +137,8 @@ export const keysCommand: Command = {
         return printPage(inv, page, [
           ['kid', (k) => k.kid],
           ['type', (k) => k.type],
-          ['usage', (k) => k.usage],
+          // Every usage enabled: a key pair imported from a certificate may do several.
+          ['usages', (k) => (k.usages ?? [k.usage]).join(',')],
           ['state', (k) => k.state],
           ['version', (k) => k.currentVersion],
           ['nextRotation', (k) => k.nextRotationAt],
@@ -152,9 +168,13 @@ export const keysCommand: Command = {
       summary: 'Import a PKCS#12 file, or a PEM key with its certificate chain',
       args: ['<file>'],
       details:
-        "The keystore password comes from KEYWARD_KEYSTORE_PASSWORD, or stdin with --password-stdin; a PEM key that is not encrypted needs none. Certificates without a private key (an outside signer's, a CA's) import as verify-only keys; --trust-anchor makes them trust anchors for verify: chain.",
+        "The keystore password comes from KEYWARD_KEYSTORE_PASSWORD (or KEYWARD_KEY_PASSWORD, as `keyward open` reads it), or stdin with --password-stdin; a PEM key that is not encrypted needs none. Certificates without a private key (an outside signer's, a CA's) import as verify-only keys; --trust-anchor makes them trust anchors for verify: chain.",
       options: {
-        kid: { type: 'string', value: '<kid>', help: 'the key id (default: generated)' },
+        kid: {
+          type: 'string',
+          value: '<kid>',
+          help: "the key id (default: the certificate's subject CN, else its e-mail, made kid-safe and unique)",
+        },
         usage: {
           type: 'string',
           value: '<usage>',
@@ -170,7 +190,7 @@ export const keysCommand: Command = {
         const file = inv.args[0];
         const data = readFileSync(file);
         const password =
-          process.env.KEYWARD_KEYSTORE_PASSWORD ||
+          keystorePasswordFromEnv() ||
           (inv.values['password-stdin']
             ? await readSecret(undefined, 'KEYWARD_KEYSTORE_PASSWORD', 'keystore password')
             : undefined);

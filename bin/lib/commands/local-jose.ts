@@ -25,6 +25,7 @@ import {
   EXIT,
   UsageError,
   print,
+  keystorePasswordFromEnv,
   readSecret,
   str,
   writeOutput,
@@ -98,7 +99,11 @@ async function loadKey(file: string): Promise<KeyObject> {
   }
   if (text.startsWith('-----BEGIN') && !text.includes('ENCRYPTED')) return createPrivateKey(data);
   // Never an argument: a command line is visible to other users.
-  const pass = await readSecret(undefined, 'KEYWARD_KEY_PASSWORD', 'Keystore password');
+  const pass = await readSecret(
+    keystorePasswordFromEnv(),
+    'KEYWARD_KEY_PASSWORD',
+    'Keystore password',
+  );
   const [entry] = parseKeystore({ data, password: pass });
   return entry.privateKey;
 }
@@ -274,7 +279,7 @@ const openCommand: Command = {
     key: {
       type: 'string',
       value: '<pem|p12|jwk>',
-      help: 'the recipient private key: PEM, PKCS#12 (password from KEYWARD_KEY_PASSWORD or stdin) or JWK',
+      help: 'the recipient private key: PEM, PKCS#12 (password from KEYWARD_KEY_PASSWORD or KEYWARD_KEYSTORE_PASSWORD, or stdin) or JWK',
     },
     cert: {
       type: 'string',
@@ -315,7 +320,7 @@ const openCommand: Command = {
       }
       inv.stderr.write(`JWS part verifies: ${describe(v)}`);
     } else if (jws) inv.stderr.write('the result has a JWS part; --cert <pem> verifies it\n');
-    writeOutput(inv, str(inv.values, 'out'), plaintext);
+    await writeOutput(inv, str(inv.values, 'out'), plaintext, true);
     return EXIT.ok;
   },
 };

@@ -9,7 +9,7 @@ import { KeywardClient } from '../client.ts';
 import { migrate, parseLocation } from '../migrate.ts';
 import { EXIT, UsageError, str, type Command, type Invocation } from '../command.ts';
 import { CredentialStore } from '../session.ts';
-import { connect, profileName } from './session.ts';
+import { connect, profileName, requestedTenant } from './session.ts';
 
 function positiveInt(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -36,7 +36,13 @@ function workloadClient(inv: Invocation): KeywardClient {
       throw new UsageError(
         'the client secret is missing: set KEYWARD_CLIENT_SECRET, or log in with `keyward login --client-id` and use --profile',
       );
-    return new KeywardClient({ url, clientId, clientSecret });
+    return new KeywardClient({
+      url,
+      clientId,
+      clientSecret,
+      tenant: requestedTenant(inv),
+      command: `keyward ${inv.path}`,
+    });
   }
   if (new CredentialStore().get(profileName(inv)) === null)
     throw new UsageError(

@@ -3,7 +3,7 @@
  * that every other command uses.
  */
 import { createApi, type Api } from '../api-client.ts';
-import { KeywardClient } from '../client.ts';
+import { ApiError, KeywardClient } from '../client.ts';
 import {
   EXIT,
   UsageError,
@@ -14,11 +14,15 @@ import {
   type Command,
   type Invocation,
 } from '../command.ts';
-import { CredentialStore, Session, login, logout, type Profile } from '../session.ts';
+import { CredentialStore, Session, SessionError, login, logout, type Profile } from '../session.ts';
 
 /** The profile an invocation names: --profile, else KEYWARD_PROFILE, else "default". */
 export const profileName = (inv: Invocation) =>
   str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
+
+/** The tenant the command line names: --tenant, else KEYWARD_TENANT; undefined when neither. */
+export const requestedTenant = (inv: Invocation): string | undefined =>
+  str(inv.values, 'tenant') || process.env.KEYWARD_TENANT || undefined;
 
 /** What a command works with: the typed API of the login, and the tenant it acts on. */
 export interface Connection {
@@ -38,13 +42,14 @@ export function connect(inv: Invocation): Connection {
     throw new UsageError(
       `profile ${session.name} is logged in to ${session.profile.url}, not ${url}: log in to ${url} with another --profile`,
     );
-  const client = new KeywardClient({ url: session.profile.url, tokens: session });
-  return {
-    api: createApi(client),
-    client,
-    session,
-    tenantId: str(inv.values, 'tenant') ?? process.env.KEYWARD_TENANT ?? session.profile.tenantId,
-  };
+  const tenant = requestedTenant(inv);
+  const client = new KeywardClient({
+    url: session.profile.url,
+    tokens: session,
+    tenant,
+    command: `keyward ${inv.path}`,
+  });
+  return { api: createApi(client), client, session, tenantId: tenant ?? session.profile.tenantId };
 }
 
 /** A login as shown: never a token. */
@@ -109,6 +114,15 @@ export const sessionCommands: Command[] = [
           username: email,
           password,
           tenant_id: tenantId,
+        }).catch((err: unknown) => {
+          // The service cannot say which part is wrong (that would tell who has an account
+          // where); the most common case is a platform administrator naming the tenant it
+          // means to work on instead of its own.
+          if (err instanceof ApiError && err.slug === 'invalid_grant')
+            throw new SessionError(
+              `${err.message} (invalid_grant): the e-mail, the password, or the tenant ${tenantId} is wrong. A user logs in to the tenant it belongs to: a platform administrator to the platform tenant (the id printed at first start), then reaches another tenant's admin commands with --tenant; crypto, audit and migrate act in the login's own tenant and need a workload's login there`,
+            );
+          throw err;
         });
       } else {
         throw new UsageError('login needs --client-id (or KEYWARD_CLIENT_ID) or --email');

@@ -82,7 +82,7 @@ export async function renderKey(ui, kid) {
           return [
             String(v.version),
             when(v.createdAt),
-            v.hasCertificate ? 'yes' : 'no',
+            certificateCell(v),
             p
               ? h(
                   'div',
@@ -185,4 +185,21 @@ function settingsForm(ui, key) {
 async function renderAgain(ui, kid) {
   replace(ui.root);
   await renderKey(ui, kid);
+}
+
+/**
+ * A version's certificate as the key view gives it: who it names, who issued it, its serial and
+ * validity (an imported key); 'no' for a generated one.
+ * @param {any} v
+ */
+function certificateCell(v) {
+  const c = v.certificate;
+  if (!c) return v.hasCertificate ? 'yes' : 'no';
+  return h(
+    'div',
+    {},
+    h('div', { text: c.subject }),
+    h('div', { class: 'hint', text: `issuer ${c.issuer}, serial ${c.serialNumber}` }),
+    h('div', { class: 'hint', text: `valid ${when(c.notBefore)} to ${when(c.notAfter)}` }),
+  );
 }

@@ -6,7 +6,7 @@
  * the exit codes scripts rely on (1 refused, 2 usage) and `--help` on a subcommand, and the
  * renewal of a cached login (in process, with a clock).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -124,6 +124,7 @@ describe('keyward admin and crypto CLI against the service', () => {
       new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
     const [clientId, clientSecret] = [field('clientId'), field('clientSecret')];
     expect(clientSecret).toMatch(/^[0-9a-f-]{36}$/);
+    expect(registered.stdout).toMatch(/\n$/);
 
     const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], {
       ...workload,
@@ -204,6 +205,13 @@ describe('keyward admin and crypto CLI against the service', () => {
     const { accessKeyId, secretAccessKey } = JSON.parse(created.stdout);
     expect(accessKeyId).toMatch(/^KWAK[A-Z2-7]{16}$/);
     expect(secretAccessKey).toHaveLength(40);
+    const shown = await keys('create', workloadId);
+    expect([shown.code, shown.stdout]).toEqual([
+      0,
+      expect.stringMatching(/secretAccessKey: +\S{40}\n/),
+    ]);
+    const second = /^accessKeyId: +(\S+)$/m.exec(shown.stdout)![1];
+    expect((await keys('delete', workloadId, second)).code).toBe(0);
     const listed = await keys('list', workloadId);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain(accessKeyId);
@@ -214,6 +222,107 @@ describe('keyward admin and crypto CLI against the service', () => {
     });
     expect((await keys('delete', workloadId, accessKeyId)).code).toBe(1);
   });
+
+  it('when --tenant names another tenant than the login, then tenant admin commands act on it and every other command refuses it (exit 2, naming the command and both tenants) instead of acting in the login tenant', async () => {
+    // Before, analyze and migrate of a platform login silently searched the platform tenant.
+    writeFileSync(join(dir, 'mail.p7m'), randomBytes(64));
+    const listed = await runCli(['keys', 'list', '--tenant', tenantId], admin);
+    expect([listed.code, listed.stderr]).toEqual([0, '']);
+    expect(listed.stdout).toMatch(/^orders\s/m);
+    const refusals = [
+      [['analyze', join(dir, 'mail.p7m'), '--tenant', tenantId], admin, 'keyward analyze'],
+      [['tenants', 'list', '--tenant', tenantId], admin, 'keyward tenants list'],
+      [['audit', 'verify', '--tenant', app.platformTenantId], workload, 'keyward audit verify'],
+      [
+        ['audit', 'verify'],
+        { ...workload, KEYWARD_TENANT: app.platformTenantId },
+        'keyward audit verify',
+      ],
+    ] as const;
+    for (const [args, env, command] of refusals) {
+      const r = await runCli([...args], env);
+      expect([args.join(' '), r.code, r.stdout]).toEqual([args.join(' '), 2, '']);
+      expect(r.stderr).toContain(`${command} acts in the tenant of its login`);
+      expect(r.stderr).toMatch(/--tenant\/KEYWARD_TENANT names [0-9a-f-]{36}/);
+    }
+    // Naming the login's own tenant is no change, so nothing to refuse.
+    const own = await runCli(['audit', 'verify', '--tenant', tenantId], workload);
+    expect([own.code, own.stderr]).toEqual([0, '']);
+  }, 60_000);
+
+  it('when the administrator logs in naming the tenant it means to work on, then the refusal says it belongs to the platform tenant and how to reach the other one', async () => {
+    const r = await runCli(
+      ['login', '--url', app.url, '--email', ADMIN_EMAIL, '--tenant', tenantId, '--profile', 'x'],
+      admin,
+      `${ADMIN_PASSWORD}\n`,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('(invalid_grant)');
+    expect(r.stderr).toContain(`the tenant ${tenantId} is wrong`);
+    expect(r.stderr).toContain('a platform administrator to the platform tenant');
+  }, 30_000);
+
+  it('when a PKCS#12 is imported without --kid, then its kid comes from the certificate (made unique), list shows every usage, and show names the certificate and the archive and trust settings', async () => {
+    const p12 = (name: string) => {
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-utf8']
+          .concat(['-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`)])
+          .concat(['-subj', '/CN=Alice Müller/O=Partner/emailAddress=alice@example.com']),
+        { stdio: 'ignore' },
+      );
+      execFileSync(
+        'openssl',
+        ['pkcs12', '-export', '-inkey', join(dir, `${name}.key`)].concat([
+          '-in',
+          join(dir, `${name}.crt`),
+          '-out',
+          join(dir, `${name}.p12`),
+          '-passout',
+          'pass:p12-pass',
+        ]),
+        { stdio: 'ignore' },
+      );
+      return join(dir, `${name}.p12`);
+    };
+    // `keyward open`'s name for the keystore password works here too.
+    const imported = [];
+    for (const name of ['alice', 'alice-again']) {
+      const r = await runCli(
+        ['keys', 'import', p12(name), '--tenant', tenantId, '--output', 'json'],
+        {
+          ...admin,
+          KEYWARD_KEY_PASSWORD: 'p12-pass',
+        },
+      );
+      expect([name, r.code, r.stderr]).toEqual([name, 0, '']);
+      imported.push(JSON.parse(r.stdout).keys[0].kid);
+    }
+    // Before: imported-<uuid>.
+    expect(imported).toEqual(['Alice-Muller', 'Alice-Muller-2']);
+
+    const list = await runCli(['keys', 'list', '--tenant', tenantId], admin);
+    expect(list.stdout).toMatch(/^Alice-Muller\s+rsa-2048\s+encrypt,sign\s+active/m);
+
+    const show = await runCli(['keys', 'show', 'Alice-Muller', '--tenant', tenantId], admin);
+    expect([show.code, show.stderr]).toEqual([0, '']);
+    expect(show.stdout).toMatch(/^archiveSigning: +false$/m);
+    expect(show.stdout).toMatch(/^trustAnchor: +false$/m);
+    expect(show.stdout).toContain('certificate of version 1:');
+    expect(show.stdout).toMatch(
+      /^ {2}subject: +emailAddress=alice@example.com,O=Partner,CN=Alice Müller$/m,
+    );
+    expect(show.stdout).toMatch(
+      /^ {2}issuer: +emailAddress=alice@example.com,O=Partner,CN=Alice Müller$/m,
+    );
+    expect(show.stdout).toMatch(/^ {2}serialNumber: +[0-9A-F]+$/m);
+    expect(show.stdout).toMatch(/^ {2}notAfter: +\d{4}-\d\d-\d\dT/m);
+    const json = JSON.parse(
+      (await runCli(['keys', 'show', 'orders', '--tenant', tenantId, '--output', 'json'], admin))
+        .stdout,
+    );
+    expect(json.versions[0]).toMatchObject({ hasCertificate: false, certificate: null });
+  }, 60_000);
 
   it('when a key does not exist, a command line is wrong, or a subcommand is asked for help, then the exit code says which (1, 2, 0)', async () => {
     const missing = await runCli(['keys', 'show', 'no-such-key', '--tenant', tenantId], admin);
@@ -252,7 +361,7 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect(statSync(store.file).mode & 0o777).toBe(0o600);
 
     // The first refresh token was rotated away (RFC 6749 section 10.4): using it again is refused.
-    store.put('stale', { ...first, expiresAt: 0 });
+    await store.put('stale', { ...first, expiresAt: 0 });
     await expect(new Session(store, 'stale').token(false)).rejects.toThrow(SessionError);
   }, 30_000);
 });

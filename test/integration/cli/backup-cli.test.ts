@@ -66,6 +66,9 @@ describe('keyward backup, restore and admin master-key', () => {
       0,
       expect.stringContaining('every item is sealed under the newest id'),
     ]);
+    // Ends with a new line: before, the last line was glued to whatever came next.
+    const table = await runCli(['admin', 'master-key', 'status'], env);
+    expect([table.code, table.stdout]).toEqual([0, expect.stringMatching(/newest id[^\n]*\n$/)]);
   }, 60_000);
 
   it('when a backup is written and restored, then the file is whole and private and the restore reports its tables; a second restore is refused', async () => {
@@ -73,12 +76,14 @@ describe('keyward backup, restore and admin master-key', () => {
     const backup = await runCli(['backup', '--out', file], env);
     expect([backup.code, backup.stderr]).toEqual([0, '']);
     expect(backup.stdout).toContain(`wrote ${file}`);
+    expect(backup.stdout).toMatch(/restoring needs all three\.\n$/);
     expect(statSync(file).mode & 0o777).toBe(0o600);
 
     const restore = await runCli(['restore', file, '--database-url', target.url!], env);
     expect([restore.code, restore.stderr]).toEqual([0, '']);
     expect(restore.stdout).toMatch(/restored \d+ rows of \d+ tables/);
     expect(restore.stdout).toContain('signing_keys');
+    expect(restore.stdout).toMatch(/\n$/);
 
     const again = await runCli(['restore', file, '--database-url', target.url!], env);
     expect(again.code).not.toBe(0);

@@ -87,6 +87,12 @@ describe('keyward open', () => {
       expect([args[1], r.code, r.stderr]).toEqual([args[1], 0, '']);
       expect(r.stdout.equals(TEXT)).toBe(true);
     }
+    // keys import's name for the same password works here too.
+    const other_name = await cli(['open', result, '--key', ssl.path('rsa.p12')], {
+      KEYWARD_KEYSTORE_PASSWORD: 'p12-secret',
+    });
+    expect([other_name.code, other_name.stderr]).toEqual([0, '']);
+    expect(other_name.stdout.equals(TEXT)).toBe(true);
     const wrong = await cli(['open', result, '--key', ssl.path(other.keyFile)]);
     expect(wrong.code).toBe(4);
     expect(wrong.stdout.length).toBe(0);

@@ -5,8 +5,16 @@
  * (before, a 200 KB file answered 413: the JSON limit, unsaid in --help).
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createCipheriv, randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestApp, type TestApp } from '../../support/app.ts';
@@ -14,7 +22,7 @@ import { makeTenant } from '../../support/auth.ts';
 import { PERMISSIONS } from '../../../shared/permissions.ts';
 import { COMMANDS } from '../../../bin/lib/commands/index.ts';
 import type { Command } from '../../../bin/lib/command.ts';
-import { createKey } from '../../../api/services/keys/store.ts';
+import { changeKey, createKey } from '../../../api/services/keys/store.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
@@ -123,6 +131,32 @@ describe('keyward installed as a tool', () => {
     ]);
   }, 240_000);
 
+  it('when `npx keyward` is run from the checkout on the system Node, then npm prints no engine warning (before: the same EBADENGINE block twice)', () => {
+    // npm itself on the system Node, as a user's shell runs it (without the project's .bin),
+    // with a cache of its own: the warnings came with a fresh one.
+    const PATH = (process.env.PATH ?? '')
+      .split(':')
+      .filter((p) => !p.includes('node_modules'))
+      .join(':');
+    const r = spawnSync('npx', ['keyward', '--version'], {
+      cwd: root,
+      encoding: 'utf8',
+      // Nothing of the npm that runs this test (`npm test -s` sets loglevel silent for it).
+      env: {
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')),
+        ),
+        PATH,
+        npm_config_cache: join(dir, 'npm-cache'),
+      },
+    });
+    expect([r.status, r.stdout]).toEqual([
+      0,
+      `${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`,
+    ]);
+    expect(r.stderr).not.toContain('EBADENGINE');
+  }, 60_000);
+
   it('when permissions is run, then the whole catalogue is printed one a line, without a login', async () => {
     const r = await cli(['permissions'], { KEYWARD_CONFIG_DIR: join(dir, 'none') });
     expect([r.code, r.stderr]).toEqual([0, '']);
@@ -164,6 +198,7 @@ describe('keyward encrypt and decrypt of files of any size', () => {
   let app: TestApp;
   let dir: string;
   let env: Record<string, string>;
+  let tenantId: string;
   beforeAll(async () => {
     app = await startTestApp();
     const t = await makeTenant(app, [
@@ -171,6 +206,7 @@ describe('keyward encrypt and decrypt of files of any size', () => {
       'crypto.decrypt',
       'crypto.generate-data-key',
     ]);
+    tenantId = t.tenantId;
     await createKey(app.ctx, t.tenantId, { kid: 'files', type: 'aes-256' });
     dir = mkdtempSync(join(tmpdir(), 'keyward-files-'));
     env = { KEYWARD_CONFIG_DIR: join(dir, 'cfg'), KEYWARD_CLIENT_SECRET: t.clientSecret };
@@ -214,7 +250,7 @@ describe('keyward encrypt and decrypt of files of any size', () => {
       const sealed = readFileSync(`${file}.enc`);
       // Up to 32 KiB a compact JWE (base64url of its JSON header), beyond it an envelope.
       expect(sealed.subarray(0, 18).toString()).toBe(
-        size > 32 * 1024 ? 'keyward-envelope/1' : 'eyJ' + sealed.subarray(3, 18).toString(),
+        size > 32 * 1024 ? 'keyward-envelope/2' : 'eyJ' + sealed.subarray(3, 18).toString(),
       );
       const dec = await cli(
         [
@@ -259,8 +295,8 @@ describe('keyward encrypt and decrypt of files of any size', () => {
     const sealed = readFileSync(`${file}.enc`);
     const flipped = Buffer.from(sealed);
     flipped[flipped.length - 100] ^= 1;
-    // The magic line, the header line, then chunks of 64 KiB + a 16-byte tag (the last shorter).
-    const body = sealed.indexOf(10, sealed.indexOf(10) + 1) + 1;
+    // The magic, key and body lines, then chunks of 64 KiB + a 16-byte tag (the last shorter).
+    const body = chunksStart(sealed);
     const truncated = sealed.subarray(0, sealed.length - 1);
     const dropLast = sealed.subarray(0, body + 2 * (65536 + 16));
     for (const [name, bytes, extra] of [
@@ -279,4 +315,163 @@ describe('keyward encrypt and decrypt of files of any size', () => {
       expect([name, existsSync(out)]).toEqual([name, false]);
     }
   }, 60_000);
+
+  it('when a 200 KB envelope is re-encrypted after a rotation, then only its key line changes (version 2), the chunks are copied, and it decrypts back; before, 413 payload-too-large', async () => {
+    const clear = randomBytes(200_000);
+    const file = join(dir, 'invoice.pdf');
+    writeFileSync(file, clear);
+    const enc = await cli(
+      [
+        'encrypt',
+        'files',
+        '--profile',
+        'billing',
+        '--in',
+        file,
+        '--out',
+        join(dir, 'invoice.jwe'),
+      ].concat(['--context', 'order=42']),
+      env,
+    );
+    expect([enc.code, enc.stderr]).toEqual([0, '']);
+    await changeKey(app.ctx, tenantId, 'files', 'rotate', 'test');
+    const re = await cli(
+      ['re-encrypt', '--profile', 'billing', '--in', join(dir, 'invoice.jwe')].concat([
+        '--out',
+        join(dir, 'invoice-v2.jwe'),
+        '--context',
+        'order=42',
+      ]),
+      env,
+    );
+    expect([re.code, re.stderr]).toEqual([0, '']);
+    const before = readFileSync(join(dir, 'invoice.jwe'));
+    const after = readFileSync(join(dir, 'invoice-v2.jwe'));
+    const keyOf = (b: Buffer) => JSON.parse(b.toString().split('\n')[1]) as { version: number };
+    expect([keyOf(before).version, keyOf(after).version]).toEqual([1, 2]);
+    expect(after.subarray(chunksStart(after)).equals(before.subarray(chunksStart(before)))).toBe(
+      true,
+    );
+    const dec = await cli(
+      ['decrypt', '--profile', 'billing', '--in', join(dir, 'invoice-v2.jwe')].concat([
+        '--context',
+        'order=42',
+      ]),
+      env,
+    );
+    expect([dec.code, dec.stderr]).toEqual([0, '']);
+    expect(dec.stdout.equals(clear)).toBe(true);
+  }, 60_000);
+
+  it('when an envelope of the first format is re-encrypted, then it is sealed again in format 2 and decrypts back', async () => {
+    const clear = randomBytes(150_000);
+    const dk = await cli(['data-key', 'files', '--profile', 'billing', '--output', 'json'], env);
+    expect(dk.code).toBe(0);
+    const { plaintext, ciphertext, kid, version } = JSON.parse(dk.stdout.toString());
+    writeFileSync(
+      join(dir, 'v1.env'),
+      sealFormat1(clear, Buffer.from(plaintext, 'base64'), {
+        kid,
+        version,
+        wrappedKey: ciphertext,
+      }),
+    );
+    // The first format still decrypts as it is.
+    const old = await cli(['decrypt', '--profile', 'billing', '--in', join(dir, 'v1.env')], env);
+    expect([old.code, old.stderr, old.stdout.equals(clear)]).toEqual([0, '', true]);
+    const re = await cli(
+      [
+        're-encrypt',
+        '--profile',
+        'billing',
+        '--in',
+        join(dir, 'v1.env'),
+        '--out',
+        join(dir, 'v2.env'),
+      ],
+      env,
+    );
+    expect([re.code, re.stderr]).toEqual([0, '']);
+    expect(readFileSync(join(dir, 'v2.env')).subarray(0, 19).toString()).toBe(
+      'keyward-envelope/2\n',
+    );
+    const dec = await cli(['decrypt', '--profile', 'billing', '--in', join(dir, 'v2.env')], env);
+    expect([dec.code, dec.stderr, dec.stdout.equals(clear)]).toEqual([0, '', true]);
+  }, 60_000);
+
+  it('when a re-encryption is refused, then no output file is left, under its name or a temporary one', async () => {
+    const file = join(dir, 'refused');
+    writeFileSync(file, randomBytes(100_000));
+    const enc = await cli(
+      [
+        'encrypt',
+        'files',
+        '--profile',
+        'billing',
+        '--in',
+        file,
+        '--out',
+        `${file}.enc`,
+        '--context',
+        'a=1',
+      ],
+      env,
+    );
+    expect(enc.code).toBe(0);
+    const sub = join(dir, 'refused-out');
+    mkdirSync(sub);
+    for (const input of [`${file}.enc`, `${file}`]) {
+      const r = await cli(
+        [
+          're-encrypt',
+          '--profile',
+          'billing',
+          '--in',
+          input,
+          '--out',
+          join(sub, 'x.jwe'),
+          '--context',
+          'a=2',
+        ],
+        env,
+      );
+      expect(r.code).toBe(1);
+      expect(readdirSync(sub)).toEqual([]);
+    }
+  }, 60_000);
 });
+
+/** Where an envelope's chunks start: after the magic, key and body lines. */
+function chunksStart(envelope: Buffer): number {
+  let at = 0;
+  for (let line = 0; line < 3; line++) at = envelope.indexOf(10, at) + 1;
+  return at;
+}
+
+/** An envelope as `keyward encrypt` wrote it before format 2: one header line, every chunk bound to it. */
+function sealFormat1(
+  clear: Buffer,
+  key: Buffer,
+  k: { kid: string; version: number; wrappedKey: string },
+): Buffer {
+  const prefix = randomBytes(7);
+  const line = Buffer.from(
+    `${JSON.stringify({ ...k, enc: 'A256GCM', chunk: 65536, noncePrefix: prefix.toString('base64url') })}\n`,
+  );
+  const parts = [Buffer.from('keyward-envelope/1\n'), line];
+  const count = Math.max(1, Math.ceil(clear.length / 65536));
+  for (let i = 0; i < count; i++) {
+    const nonce = Buffer.alloc(12);
+    prefix.copy(nonce);
+    nonce.writeUInt32BE(i, 7);
+    nonce[11] = i === count - 1 ? 1 : 0;
+    const cipher = createCipheriv('aes-256-gcm', key, nonce);
+    cipher.setAAD(line);
+    parts.push(
+      cipher.update(clear.subarray(i * 65536, (i + 1) * 65536)),
+      cipher.final(),
+      cipher.getAuthTag(),
+    );
+  }
+  return Buffer.concat(parts);
+}

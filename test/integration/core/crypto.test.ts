@@ -175,6 +175,13 @@ describe(`core API (${TEST_ENGINE})`, () => {
     });
   });
 
+  it('when the kid does not exist, then the problem names the tenant searched (the token’s), on the Core and the Admin paths', async () => {
+    const r = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'nope', data });
+    expect(r.body.detail).toBe(`no key nope in tenant ${t.tenantId}`);
+    const shown = await api(app, 'GET', keys('/nope'), admin);
+    expect([shown.status, shown.body.detail]).toEqual([404, `no key nope in tenant ${t.tenantId}`]);
+  });
+
   it('when a key is suspended, revoked or archived, then runtime use answers key-suspended or key-revoked', async () => {
     await api(app, 'POST', keys(''), admin, { kid: 'st', type: 'aes-256' });
     const ct = (await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'st', data })).body

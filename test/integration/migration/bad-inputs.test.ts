@@ -140,7 +140,12 @@ describe('bad CMS inputs over HTTP, to analyze and convert alike', () => {
       '-outform',
       'DER',
     ]);
-    expectProblem(await convert(app, actor.user, cms), 404, 'cms-key-not-imported');
+    const r = await convert(app, actor.user, cms);
+    expectProblem(r, 404, 'cms-key-not-imported');
+    // The problem names the tenant searched, so a conversion run in the wrong tenant says so.
+    expect((r.json() as { detail: string }).detail).toBe(
+      `the recipient key is not imported in tenant ${actor.tenant.tenantId}`,
+    );
   });
 
   it('when the detached content is not what was signed, then 422 cms-signature-invalid and no JWS', async () => {

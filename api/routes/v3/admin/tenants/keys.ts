@@ -14,7 +14,7 @@ import {
   TENANT_PARAM,
   Time,
 } from '../../../../http/schemas.ts';
-import { KeyRecord, PublicKeys } from '../../../../http/key-schemas.ts';
+import { CertificateView, KeyRecord, PublicKeys } from '../../../../http/key-schemas.ts';
 import { changeKey, createKey, readKey } from '../../../../services/keys/store.ts';
 import { MAX_ROTATION_PERIOD_DAYS, applySettings } from '../../../../services/keys/settings.ts';
 import { tenantPolicy } from '../../../../services/policies.ts';
@@ -37,12 +37,25 @@ const KeyDetail = Resource(
   {
     ...KeyRecord.properties,
     versions: Type.Array(
-      Type.Object({ version: Type.Integer(), createdAt: Time(), hasCertificate: Type.Boolean() }),
+      Type.Object({
+        version: Type.Integer(),
+        createdAt: Time(),
+        hasCertificate: Type.Boolean(),
+        certificate: Type.Union([CertificateView, Type.Null()], {
+          description:
+            "the version's own certificate (an imported key): subject, issuer, serial and validity",
+        }),
+      }),
     ),
   },
   {
     ...(KeyRecord as { examples?: object[] }).examples?.[0],
-    versions: [1, 2, 3].map((version) => ({ version, createdAt: AT, hasCertificate: false })),
+    versions: [1, 2, 3].map((version) => ({
+      version,
+      createdAt: AT,
+      hasCertificate: false,
+      certificate: null,
+    })),
   },
 );
 
