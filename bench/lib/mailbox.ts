@@ -60,7 +60,7 @@ export interface Mailbox {
 
 const KB = 1000;
 /** Bumped whenever what is generated changes, so an old cache is not reused. */
-const FORMAT = 2;
+const FORMAT = 3;
 // Log-normal: median 30 KB, sigma 0.8 puts 5 KB and 200 KB about 2.3 sigma either side.
 const MEDIAN = 30 * KB;
 const SIGMA = 0.8;
@@ -137,11 +137,14 @@ async function makeKeys(dir: string): Promise<void> {
     ]);
 }
 
-/** Text as a mail body holds it: base64 lines of 76 characters. */
+const ENTITY_HEAD = 'Content-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n';
+
+/** A MIME entity as a mail holds an attachment: its headers, then base64 lines of 76 characters. */
 function textOf(random: Buffer, bytes: number, offset: number): Buffer {
-  const start = offset % (random.length - bytes);
-  const b64 = random.toString('base64', start, start + Math.ceil((bytes * 3) / 4));
-  return Buffer.from(b64.replace(/.{1,76}/g, '$&\n').slice(0, bytes - 1) + '\n');
+  const body = bytes - ENTITY_HEAD.length;
+  const start = offset % (random.length - body);
+  const b64 = random.toString('base64', start, start + Math.ceil((body * 3) / 4));
+  return Buffer.from(ENTITY_HEAD + b64.replace(/.{1,76}/g, '$&\n').slice(0, body - 1) + '\n');
 }
 
 async function makeMessage(dir: string, i: number, kind: Kind, content: Buffer): Promise<Message> {
