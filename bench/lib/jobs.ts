@@ -35,8 +35,10 @@ export async function pgAdmin(pgBase: string, sql: string): Promise<void> {
   }
 }
 
-/** Spawns a worker process and waits for its ready line. */
-export async function startWorker(env: NodeJS.ProcessEnv): Promise<{ stop(): Promise<unknown> }> {
+/** Spawns a worker process and waits for its ready line; `pid` reads its CPU from /proc. */
+export async function startWorker(
+  env: NodeJS.ProcessEnv,
+): Promise<{ pid: number; stop(): Promise<unknown> }> {
   const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/worker.ts')], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -57,6 +59,7 @@ export async function startWorker(env: NodeJS.ProcessEnv): Promise<{ stop(): Pro
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
+    pid: child.pid!,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve(child.exitCode);
