@@ -1,7 +1,8 @@
 /**
  * Headless Chromium for the console's end-to-end tests: Debian's /usr/bin/chromium driven by
  * playwright-core (`npx playwright install` cannot download browsers here, and CI installs the
- * Debian package: .ci/run). A missing browser fails the test loudly; it never skips.
+ * Debian package: scripts/test-setup.sh, which `npm test` runs first). A missing browser fails
+ * the test loudly; it never skips.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -35,7 +36,7 @@ export function launchChromium(): Promise<Browser> {
 async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(
-      `Chromium is missing at ${CHROMIUM}: the console's end-to-end tests need it (apt-get install -y chromium; .ci/run installs it)`,
+      `Chromium is missing at ${CHROMIUM}: the console's end-to-end tests need it (sudo bash scripts/test-setup.sh installs it)`,
     );
   const profile = mkdtempSync(join(tmpdir(), 'keyward-chromium-'));
   const timeout = scaled(READY_BASE_MS);
