@@ -44,8 +44,8 @@ if (mode === '--snapshot') {
   );
   if (left.length === 0) process.stdout.write('none\n');
   else {
-    process.stdout.write(`still running from ${root}, stopped now:`);
-    for (const r of left) process.stdout.write(`  ${r.pid} ${commandLine(r.pid)}`);
+    process.stdout.write(`still running from ${root}, stopped now:\n`);
+    for (const r of left) process.stdout.write(`  ${r.pid} ${commandLine(r.pid)}\n`);
     await stopProcesses({ pids: left.map((r) => r.pid) });
   }
 } else {
