@@ -52,7 +52,8 @@ async function startApp(
   shared: { databaseUrl?: string; dataDir?: string } | undefined,
   listenPort: number,
 ): Promise<TestApp> {
-  const db = shared ? null : await createTestDatabase();
+  // The API drops its database when it stops (and the file's end stops the API).
+  const db = shared ? null : await createTestDatabase({ dropAtFileEnd: false });
   const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'keyward-test-'));
   const config = loadConfig({
     DATA_DIR: dataDir,

@@ -16,10 +16,16 @@ export interface TestDatabase {
 /** Which engine the suite runs on, for test names and logs. */
 export const TEST_ENGINE = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
-/** Creates an empty database for one test file. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates an empty database for one test file, dropped at the file's end at the latest; with
+ * `dropAtFileEnd: false`, only by its owner (an API instance that drops it when it stops, and
+ * must not lose it before).
+ */
+export async function createTestDatabase({ dropAtFileEnd = true } = {}): Promise<TestDatabase> {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return { url: undefined, drop: async () => {} };
+  if (!dropAtFileEnd)
+    return withDeadline(`a Postgres database on ${new URL(base).host}`, createDatabase(base));
   return createPostgresDatabase(base);
 }
 
