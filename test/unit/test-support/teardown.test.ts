@@ -7,6 +7,7 @@ import { spawnSync, type spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scaled } from '../../support/deadline.ts';
 import { FileTeardown } from '../../support/file-teardown.ts';
 import {
   alive,
@@ -55,8 +56,8 @@ describe('stopping processes', () => {
     expect(processInfo(grandchild)!.pgid).toBe(child);
     const started = Date.now();
     const killed = await stopProcesses({ groups: [child] }, { graceMs: 300 });
-    expect(Date.now() - started).toBeLessThan(5_000);
-    expect(killed.map((r) => r.pid)).toEqual([child]);
+    expect(Date.now() - started).toBeLessThan(scaled(5_000));
+    expect(killed.map((r) => r.pid)).toContain(child);
     expect(alive(child)).toBe(false);
     expect(alive(grandchild)).toBe(false);
   });
@@ -140,13 +141,14 @@ describe('a jest run whose set-up fails', () => {
         {
           cwd: root,
           encoding: 'utf8',
-          timeout: 60_000,
+          timeout: scaled(60_000),
           env: {
             ...process.env,
             KEYWARD_TEARDOWN_PROBE_DIR: probe,
             KEYWARD_TEST_PROCESS_DIR: join(probe, 'records'),
-            // Hooks time out after 0.6 s (a hook's least limit, 120 s, times this).
-            KEYWARD_TEST_TIME_SCALE: '0.005',
+            // Hooks time out after 6 s (a hook's least limit, 120 s, times this): time enough to
+            // start the children on a loaded machine, and the hanging hook is not waited for long.
+            KEYWARD_TEST_TIME_SCALE: '0.05',
           },
         },
       );
