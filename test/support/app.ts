@@ -1,6 +1,7 @@
 /**
  * Starts the real API in-process on 127.0.0.1:0 over a fresh database, with the log captured
- * in memory so tests can grep it. `stop()` closes everything the start opened.
+ * in memory so tests can grep it. `stop()` closes everything the start opened; the file's end
+ * closes it too, if the test never did (or never got it: a start past its deadline).
  */
 import { Writable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { createHttpServer } from '../../api/http-server.ts';
 import { bootstrapPlatform } from '../../api/services/bootstrap.ts';
 import { attachRotationScheduler } from '../../api/services/keys/rotation-scheduler.ts';
 import { createTestDatabase } from './database.ts';
+import { withDeadline } from './deadline.ts';
+import { closeWhenFileEnds, once } from './file-teardown.ts';
 
 export const ADMIN_EMAIL = 'root@keyward.test';
 export const ADMIN_PASSWORD = 'correct horse battery staple';
@@ -33,12 +36,24 @@ export interface TestApp {
  * Starts an API instance; `env` overrides configuration variables. `listenPort` binds a chosen
  * port (0 by default), for clients that check the issuer against the URL they discovered it at.
  */
-export async function startTestApp(
+export function startTestApp(
   env: Record<string, string> = {},
   shared?: { databaseUrl?: string; dataDir?: string },
   listenPort = 0,
 ): Promise<TestApp> {
-  const db = shared ? null : await createTestDatabase();
+  const started = closeWhenFileEnds('the API', startApp(env, shared, listenPort), (app) =>
+    app.stop(),
+  );
+  return withDeadline('the API (database, migrations, bootstrap, listen)', started);
+}
+
+async function startApp(
+  env: Record<string, string>,
+  shared: { databaseUrl?: string; dataDir?: string } | undefined,
+  listenPort: number,
+): Promise<TestApp> {
+  // The API drops its database when it stops (and the file's end stops the API).
+  const db = shared ? null : await createTestDatabase({ dropAtFileEnd: false });
   const dataDir = shared?.dataDir ?? mkdtempSync(join(tmpdir(), 'keyward-test-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -62,30 +77,52 @@ export async function startTestApp(
       cb();
     },
   });
-  const ctx = await createContext(config, {
-    inMemoryDatabase: !config.databaseUrl && !shared,
-    logDestination: sink,
-  });
-  attachRotationScheduler(ctx);
-  await bootstrapPlatform(ctx);
-  const platform = await ctx.db('tenants').where({ is_platform: true }).first();
-  const server: Server = createHttpServer(ctx).listen(listenPort, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    ctx,
-    config,
-    platformTenantId: platform.id,
-    logText: () => lines.join(''),
-    async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await closeContext(ctx);
-      await db?.drop();
-      if (!shared) rmSync(dataDir, { recursive: true, force: true });
-    },
+  const cleanUp = async () => {
+    await db?.drop();
+    if (!shared) rmSync(dataDir, { recursive: true, force: true });
   };
+  let ctx: AppContext;
+  try {
+    ctx = await createContext(config, {
+      inMemoryDatabase: !config.databaseUrl && !shared,
+      logDestination: sink,
+    });
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
+  let server: Server | undefined;
+  // Each step that fails leaves nothing open: the context (its database process, pool threads,
+  // Redis connections) is closed before the error goes on.
+  const stop = once(async () => {
+    if (server?.listening)
+      await new Promise<void>((resolve) => {
+        server!.close(() => resolve());
+        server!.closeAllConnections();
+      });
+    await closeContext(ctx);
+    await cleanUp();
+  });
+  try {
+    attachRotationScheduler(ctx);
+    await bootstrapPlatform(ctx);
+    const platform = await ctx.db('tenants').where({ is_platform: true }).first();
+    server = createHttpServer(ctx).listen(listenPort, '127.0.0.1');
+    await new Promise((resolve, reject) => {
+      server!.once('listening', resolve);
+      server!.once('error', reject);
+    });
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      ctx,
+      config,
+      platformTenantId: platform.id,
+      logText: () => lines.join(''),
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
 }

@@ -1,13 +1,16 @@
 /**
  * Headless Chromium for the console's end-to-end tests: Debian's /usr/bin/chromium driven by
  * playwright-core (`npx playwright install` cannot download browsers here, and CI installs the
- * Debian package: .ci/run). A missing browser fails the test loudly; it never skips.
+ * Debian package: scripts/test-setup.sh, which `npm test` runs first). A missing browser fails
+ * the test loudly; it never skips.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { READY_BASE_MS, scaled } from './deadline.ts';
+import { closeWhenFileEnds, once } from './file-teardown.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -21,37 +24,52 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Starts Chromium with a fresh --user-data-dir; throws with the fix when it is not installed. */
-export async function launchChromium(): Promise<Browser> {
+/**
+ * Starts Chromium with a fresh --user-data-dir; throws with the fix when it is not installed. The
+ * file's end closes it if the test did not (Chromium's processes go with the jest worker's
+ * children in any case: test/support/environment.ts).
+ */
+export function launchChromium(): Promise<Browser> {
+  return closeWhenFileEnds('Chromium', launch(), (browser) => browser.close());
+}
+
+async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM))
     throw new Error(
-      `Chromium is missing at ${CHROMIUM}: the console's end-to-end tests need it (apt-get install -y chromium; .ci/run installs it)`,
+      `Chromium is missing at ${CHROMIUM}: the console's end-to-end tests need it (sudo bash scripts/test-setup.sh installs it)`,
     );
   const profile = mkdtempSync(join(tmpdir(), 'keyward-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    acceptDownloads: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const timeout = scaled(READY_BASE_MS);
+  const context = await chromium
+    .launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      timeout,
+      headless: true,
+      acceptDownloads: true,
+      viewport: { width: 1280, height: 900 },
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
+    .catch((err: Error) => {
+      rmSync(profile, { recursive: true, force: true });
+      throw new Error(`Chromium did not become ready within ${timeout} ms: ${err.message}`);
+    });
   const page = context.pages()[0] ?? (await context.newPage());
   return {
     context,
     page,
-    async close() {
+    close: once(async () => {
       await context.close();
       rmSync(profile, { recursive: true, force: true });
-    },
+    }),
   };
 }
 

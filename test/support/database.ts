@@ -4,6 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import knexFactory from 'knex';
+import { withDeadline } from './deadline.ts';
+import { closeWhenFileEnds, once } from './file-teardown.ts';
 
 export interface TestDatabase {
   /** DATABASE_URL for the context, or undefined for in-memory PGlite. */
@@ -14,10 +16,16 @@ export interface TestDatabase {
 /** Which engine the suite runs on, for test names and logs. */
 export const TEST_ENGINE = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
-/** Creates an empty database for one test file. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates an empty database for one test file, dropped at the file's end at the latest; with
+ * `dropAtFileEnd: false`, only by its owner (an API instance that drops it when it stops, and
+ * must not lose it before).
+ */
+export async function createTestDatabase({ dropAtFileEnd = true } = {}): Promise<TestDatabase> {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return { url: undefined, drop: async () => {} };
+  if (!dropAtFileEnd)
+    return withDeadline(`a Postgres database on ${new URL(base).host}`, createDatabase(base));
   return createPostgresDatabase(base);
 }
 
@@ -28,8 +36,13 @@ export const SHARED_POSTGRES_URL =
 /** Redis for tests that need it (the machine's shared, non-persistent Redis). */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** Creates a fresh database on the Postgres server at `base`. */
-export async function createPostgresDatabase(base: string): Promise<TestDatabase> {
+/** Creates a fresh database on the Postgres server at `base`, dropped at the file's end at the latest. */
+export function createPostgresDatabase(base: string): Promise<TestDatabase> {
+  const created = closeWhenFileEnds('a Postgres database', createDatabase(base), (db) => db.drop());
+  return withDeadline(`a Postgres database on ${new URL(base).host}`, created);
+}
+
+async function createDatabase(base: string): Promise<TestDatabase> {
   const name = `kw_test_${randomBytes(6).toString('hex')}`;
   const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
   try {
@@ -45,10 +58,13 @@ export async function createPostgresDatabase(base: string): Promise<TestDatabase
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    async drop() {
+    drop: once(async () => {
       const again = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
-      await again.raw(`drop database if exists ${name} with (force)`);
-      await again.destroy();
-    },
+      try {
+        await again.raw(`drop database if exists ${name} with (force)`);
+      } finally {
+        await again.destroy();
+      }
+    }),
   };
 }

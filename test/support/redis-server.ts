@@ -2,14 +2,18 @@
  * A private redis-server child for tests that restart Redis: append-only persistence on (as
  * production runs it), a free port on 127.0.0.1 and a temp directory. `restart()` stops it
  * cleanly (SIGTERM, which flushes the append-only file) and starts it again on the same port and
- * directory; `close()` stops it and removes the directory.
+ * directory; `close()` stops it and removes the directory. The child runs in a process group of
+ * its own (processes.ts), so the file's end kills it even when the test never called `close()`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { NotReadyError, scaled, waitUntilReady } from './deadline.ts';
+import { closeWhenFileEnds } from './file-teardown.ts';
 import { freePort } from './free-port.ts';
+import { spawnTracked } from './processes.ts';
 
 export interface TestRedisServer {
   url: string;
@@ -21,31 +25,29 @@ export interface TestRedisServer {
   close(): Promise<void>;
 }
 
-/** Resolves once the port answers PING with PONG. */
-async function waitForPong(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const sock = createConnection({ port, host: '127.0.0.1' });
-      sock.setTimeout(500);
-      sock.once('connect', () => sock.write('PING\r\n'));
-      sock.once('data', (d) => {
-        sock.destroy();
-        resolve(d.toString().startsWith('+PONG'));
-      });
-      sock.once('error', () => resolve(false));
-      sock.once('timeout', () => {
-        sock.destroy();
-        resolve(false);
-      });
+/** Answers whether the port answers PING with PONG. */
+function pong(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const sock = createConnection({ port, host: '127.0.0.1' });
+    sock.setTimeout(500);
+    sock.once('connect', () => sock.write('PING\r\n'));
+    sock.once('data', (d) => {
+      sock.destroy();
+      resolve(d.toString().startsWith('+PONG'));
     });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`redis-server on ${port} did not answer within ${timeoutMs} ms`);
+    sock.once('error', () => resolve(false));
+    sock.once('timeout', () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
 }
 
-export async function startRedisServer(): Promise<TestRedisServer> {
+export function startRedisServer(): Promise<TestRedisServer> {
+  return closeWhenFileEnds('redis-server', startServer(), (redis) => redis.close());
+}
+
+async function startServer(): Promise<TestRedisServer> {
   const directory = await mkdtemp(path.join(tmpdir(), 'keyward-redis-'));
   const port = await freePort();
   let child: ChildProcess | null = null;
@@ -53,7 +55,7 @@ export async function startRedisServer(): Promise<TestRedisServer> {
 
   const start = async () => {
     output = '';
-    child = spawn(
+    child = spawnTracked(
       'redis-server',
       [
         '--port',
@@ -77,9 +79,15 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     child.stderr!.on('data', (c: Buffer) => {
       output += c.toString();
     });
+    const started = child;
     try {
-      await waitForPong(port, 10_000);
+      await waitUntilReady(`redis-server on port ${port}`, () => {
+        if (started.exitCode !== null)
+          throw new NotReadyError(`redis-server exited with ${started.exitCode}`);
+        return pong(port);
+      });
     } catch (err) {
+      started.kill('SIGKILL');
       throw new Error(`${(err as Error).message}\n${output}`);
     }
   };
@@ -89,7 +97,7 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     if (!c || c.exitCode !== null) return;
     const exited = new Promise((resolve) => c.once('exit', resolve));
     c.kill('SIGTERM');
-    const kill = setTimeout(() => c.kill('SIGKILL'), 5000);
+    const kill = setTimeout(() => c.kill('SIGKILL'), scaled(5000));
     await exited;
     clearTimeout(kill);
   };

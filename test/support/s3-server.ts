@@ -1,11 +1,14 @@
 /**
  * Starts an s3rver (S3 protocol server) on 127.0.0.1 with a free port and a temp directory, for
- * tests that run the real minio client against it. `close()` stops it and removes the directory.
+ * tests that run the real minio client against it. `close()` stops it and removes the directory;
+ * the file's end closes it too, if the test never did.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
+import { withDeadline } from './deadline.ts';
+import { closeWhenFileEnds } from './file-teardown.ts';
 
 export interface TestS3Server {
   endpoint: string;
@@ -19,7 +22,12 @@ export interface TestS3Server {
   close(): Promise<void>;
 }
 
-export async function startS3Server(opts: { bucket?: string } = {}): Promise<TestS3Server> {
+export function startS3Server(opts: { bucket?: string } = {}): Promise<TestS3Server> {
+  const started = closeWhenFileEnds('s3rver', startServer(opts), (s3) => s3.close());
+  return withDeadline('s3rver (object storage)', started);
+}
+
+async function startServer(opts: { bucket?: string }): Promise<TestS3Server> {
   const directory = await mkdtemp(path.join(tmpdir(), 'keyward-s3rver-'));
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory });
   const { port } = await server.run();

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
+import { scaled } from '../../support/deadline.ts';
 import { api, makeTenant, workloadToken } from '../../support/auth.ts';
 import {
   createPostgresDatabase,
@@ -137,7 +138,7 @@ export interface WorkerChild {
   stop(): Promise<number | string | null>;
 }
 
-/** Spawns `node workers/worker.ts` and waits for its ready line. */
+/** Spawns `node workers/worker.ts` and waits for its ready line (`timeoutMs` on an idle machine, scaled by the load). */
 export async function spawnWorker(
   env: NodeJS.ProcessEnv,
   timeoutMs = 20_000,
@@ -186,7 +187,7 @@ export async function spawnWorker(
       return child.exitCode ?? child.signalCode;
     },
   };
-  await handle.waitForOutput('keyward worker ready', timeoutMs).catch((err) => {
+  await handle.waitForOutput('keyward worker ready', scaled(timeoutMs)).catch((err) => {
     child.kill('SIGKILL');
     throw err;
   });
