@@ -39,6 +39,7 @@ import { findKeyRow, issuerSerialKey, keyRow } from '../../../shared/keys/lookup
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { versionedKid } from '../../../shared/jose/kid.ts';
 import { withdrawOffersOf } from '../exchange-events.ts';
+import { destroyIfDue, pendingDeletion } from './deletion.ts';
 import {
   afterDays,
   readDescription,
@@ -367,7 +368,7 @@ async function applyChange(
   tenantId: string,
   kid: string,
   action: KeyAction,
-  opts: { actor: string; dueBy?: Date },
+  opts: { actor: string; dueBy?: Date; afterDestroy?: boolean },
 ): Promise<KeyRecord | null> {
   const { dueBy } = opts;
   const material =
@@ -378,6 +379,15 @@ async function applyChange(
   const done = await ctx.db.transaction(async (trx) => {
     const row = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
     if (!row) throw keyNotFound(kid);
+    // A deletion whose date has come is no longer the key's to cancel or settle: the key is
+    // destroyed first (deletion.ts, its own lock and audit), as the sweep would have done, and
+    // the action then meets the archived key.
+    if (
+      !opts.afterDestroy &&
+      pendingDeletion(row) &&
+      new Date(row.deletion_at as string) <= new Date()
+    )
+      return { due: true as const };
     if (
       dueBy &&
       (row.state !== 'active' ||
@@ -431,6 +441,10 @@ async function applyChange(
       announce,
     };
   });
+  if (done && 'due' in done) {
+    await destroyIfDue(ctx, tenantId, kid);
+    return applyChange(ctx, tenantId, kid, action, { ...opts, afterDestroy: true });
+  }
   done?.announce();
   done?.audit?.();
   return done?.view ?? null;

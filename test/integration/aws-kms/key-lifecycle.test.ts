@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, workloadToken } from '../../support/auth.ts';
 import { signedRequest } from '../../support/sigv4.ts';
 import { AWS_PERMISSIONS, awsTenant, type AwsTenant } from './support.ts';
+import { cancelDeletion } from '../../../api/services/keys/deletion.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -194,6 +195,45 @@ describe('AWS KMS key lifecycle: one owner, the native lifecycle', () => {
     expect(await events(kid)).toHaveLength(0);
 
     expect((await aws('DescribeKey', { KeyId: kid })).body.__type).toBe('NotFoundException');
+    expect((await native(kid)).body.state).toBe('archived');
+    expect((await events(kid)).map((e) => e.action)).toEqual(['key.revoke', 'key.archive']);
+  });
+
+  it('when a key whose deletion date has passed is resumed or revoked natively before the sweep, then it is destroyed, not revived', async () => {
+    for (const action of ['resume', 'revoke']) {
+      const kid = await newKey();
+      await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+      // The date has come but no sweep or AWS read has run yet (moved back in the database).
+      await app.ctx
+        .db('keys')
+        .where({ tenant_id: t.tenantId, kid })
+        .update({ deletion_at: new Date(Date.now() - 1000) });
+      await app.ctx.keys.invalidate(t.tenantId, kid);
+
+      const late = await act(kid, action);
+      expect([late.status, late.body.type]).toEqual([
+        409,
+        expect.stringMatching(/\/problems\/invalid-transition$/),
+      ]);
+      expect((await native(kid)).body.state).toBe('archived');
+      expect((await aws('DescribeKey', { KeyId: kid })).body.__type).toBe('NotFoundException');
+      expect((await events(kid)).map((e) => [e.action, e.actor])).toEqual([
+        ['key.revoke', 'system'],
+        ['key.archive', 'system'],
+      ]);
+    }
+  });
+
+  it('when a cancellation reaches the key after its deletion date (a read raced it), then the key is destroyed and the cancellation finds no key', async () => {
+    const kid = await newKey();
+    await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+    await app.ctx
+      .db('keys')
+      .where({ tenant_id: t.tenantId, kid })
+      .update({ deletion_at: new Date(Date.now() - 1000) });
+    await expect(cancelDeletion(app.ctx, t.tenantId, kid)).rejects.toMatchObject({
+      code: 'key_not_found',
+    });
     expect((await native(kid)).body.state).toBe('archived');
     expect((await events(kid)).map((e) => e.action)).toEqual(['key.revoke', 'key.archive']);
   });
