@@ -323,7 +323,9 @@ export async function enableKey(
       'KMSInvalidStateException',
       `Key ${keyArn(c, kid)} is pending deletion; call CancelKeyDeletion first.`,
     );
-  if (row.state !== 'active') await changeKey(ctx, c.tenantId, kid, 'resume', actor);
+  // The lock decides again: a deletion scheduled since the read above is refused, not cancelled.
+  if (row.state !== 'active')
+    await changeKey(ctx, c.tenantId, kid, 'resume', actor, { refusePending: true });
   return { kid };
 }
 

@@ -34,6 +34,7 @@ import {
   nextState,
   type KeyAction,
   type KeyState,
+  unusable,
 } from '../../../shared/keys/lifecycle.ts';
 import { findKeyRow, issuerSerialKey, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
@@ -345,8 +346,9 @@ export async function changeKey(
   kid: string,
   action: KeyAction,
   actor: string,
+  opts: { refusePending?: boolean } = {},
 ): Promise<KeyRecord> {
-  return (await applyChange(ctx, tenantId, kid, action, { actor }))!;
+  return (await applyChange(ctx, tenantId, kid, action, { ...opts, actor }))!;
 }
 
 /**
@@ -368,7 +370,7 @@ async function applyChange(
   tenantId: string,
   kid: string,
   action: KeyAction,
-  opts: { actor: string; dueBy?: Date; afterDestroy?: boolean },
+  opts: { actor: string; dueBy?: Date; afterDestroy?: boolean; refusePending?: boolean },
 ): Promise<KeyRecord | null> {
   const { dueBy } = opts;
   const material =
@@ -388,6 +390,10 @@ async function applyChange(
       new Date(row.deletion_at as string) <= new Date()
     )
       return { due: true as const };
+    // Decided here, under the lock: a caller that read the key before a deletion was scheduled
+    // (AWS EnableKey) must not cancel that deletion with its resume.
+    if (opts.refusePending && pendingDeletion(row))
+      throw unusable(kid, row.state, new Date(row.deletion_at as string));
     if (
       dueBy &&
       (row.state !== 'active' ||

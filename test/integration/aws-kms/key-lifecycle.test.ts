@@ -268,6 +268,25 @@ describe('AWS KMS key lifecycle: one owner, the native lifecycle', () => {
     expect(new Set(statuses)).toEqual(new Set(['400 KMSInvalidStateException']));
   });
 
+  it('when EnableKey races ScheduleKeyDeletion, then the outcome is one of theirs in some order: a deletion answered as scheduled is never silently cancelled', async () => {
+    const lost: string[] = [];
+    for (let round = 0; round < 20; round += 1) {
+      const kid = await newKey();
+      await aws('DisableKey', { KeyId: kid });
+      const [enabled, scheduled] = await Promise.all([
+        aws('EnableKey', { KeyId: kid }),
+        aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 }),
+      ]);
+      const after = (await native(kid)).body;
+      // EnableKey then ScheduleKeyDeletion: both succeed and the key is pending. The other order:
+      // EnableKey is refused (KMSInvalidStateException) and the key is pending.
+      if (scheduled.status === 200 && after.deletionDate === undefined)
+        lost.push(`${enabled.status} ${enabled.body.__type ?? ''} -> ${after.state}`);
+      if (enabled.status !== 200) expect(enabled.body.__type).toBe('KMSInvalidStateException');
+    }
+    expect(lost).toEqual([]);
+  });
+
   it('when a Description or a tag holds NUL, then ValidationException or TagException, and a CreateKey refused for its tags leaves no key', async () => {
     const count = async () =>
       Number((await app.ctx.db('keys').where({ tenant_id: t.tenantId }).count('* as n'))[0].n);
