@@ -287,6 +287,33 @@ describe('AWS KMS key lifecycle: one owner, the native lifecycle', () => {
     expect(lost).toEqual([]);
   });
 
+  it('when a key is pending deletion, then CreateAlias, UpdateAlias, TagResource, UntagResource and UpdateKeyDescription refuse it with KMSInvalidStateException (as AWS) and write nothing, so no alias outlives its destruction', async () => {
+    const kid = await newKey();
+    const other = await newKey();
+    const moving = `alias/moving-${other.slice(-6)}`;
+    await aws('CreateAlias', { AliasName: moving, TargetKeyId: other });
+    await aws('TagResource', { KeyId: kid, Tags: [{ TagKey: 'team', TagValue: 'a' }] });
+    await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+    const refused = [
+      await aws('CreateAlias', { AliasName: `alias/late-${kid.slice(-6)}`, TargetKeyId: kid }),
+      await aws('UpdateAlias', { AliasName: moving, TargetKeyId: kid }),
+      await aws('TagResource', { KeyId: kid, Tags: [{ TagKey: 'env', TagValue: 'b' }] }),
+      await aws('UntagResource', { KeyId: kid, TagKeys: ['team'] }),
+      await aws('UpdateKeyDescription', { KeyId: kid, Description: 'late' }),
+    ];
+    expect(refused.map((r) => `${r.status} ${r.body.__type}`)).toEqual(
+      Array(5).fill('400 KMSInvalidStateException'),
+    );
+    expect(await app.ctx.db('key_aliases').where({ tenant_id: t.tenantId, kid })).toEqual([]);
+    expect(
+      (await app.ctx.db('key_aliases').where({ tenant_id: t.tenantId, name: moving }).first()).kid,
+    ).toBe(other);
+    expect((await aws('ListResourceTags', { KeyId: kid })).body.Tags).toEqual([
+      { TagKey: 'team', TagValue: 'a' },
+    ]);
+    expect((await native(kid)).body.description ?? null).toBeNull();
+  });
+
   it('when a Description or a tag holds NUL, then ValidationException or TagException, and a CreateKey refused for its tags leaves no key', async () => {
     const count = async () =>
       Number((await app.ctx.db('keys').where({ tenant_id: t.tenantId }).count('* as n'))[0].n);
