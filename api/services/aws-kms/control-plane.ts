@@ -64,6 +64,36 @@ export async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, _actor?
   return { kid, row };
 }
 
+/**
+ * KMSInvalidStateException for a key pending deletion, as AWS answers every change to one but
+ * its cancellation (aliases, tags, description): an alias written beside the destruction would
+ * outlive it, pointing at a destroyed key.
+ */
+function refusePending(c: AwsCaller, kid: string, row: Row): void {
+  if (pendingDeletion(row))
+    throw new AwsError('KMSInvalidStateException', `Key ${keyArn(c, kid)} is pending deletion.`);
+}
+
+/**
+ * Runs `write` with the key's row locked, once the locked row shows the key neither destroyed nor
+ * pending deletion: the destruction (deletion.ts) takes the same lock, so a write either lands
+ * before it (and goes with the key) or sees the key gone.
+ */
+async function whileKeyLive<T>(
+  ctx: AppContext,
+  c: AwsCaller,
+  kid: string,
+  keyId: unknown,
+  write: (trx: Knex, row: Row) => Promise<T>,
+): Promise<T> {
+  return ctx.db.transaction(async (trx) => {
+    const row = await trx('keys').where({ tenant_id: c.tenantId, kid }).forUpdate().first();
+    if (!row || row.state === 'archived') throw keyNotFound(String(keyId));
+    refusePending(c, kid, row);
+    return write(trx, row);
+  });
+}
+
 /** The AWS KeyState of a key row. */
 export function keyState(row: Row): string {
   if (pendingDeletion(row)) return 'PendingDeletion';
@@ -208,9 +238,9 @@ export async function createAlias(
     );
   const { kid } = await keyOf(ctx, c, { KeyId: input.TargetKeyId }, actor);
   try {
-    await ctx
-      .db('key_aliases')
-      .insert({ tenant_id: c.tenantId, name, kid, created_at: new Date() });
+    await whileKeyLive(ctx, c, kid, input.TargetKeyId, (trx) =>
+      trx('key_aliases').insert({ tenant_id: c.tenantId, name, kid, created_at: new Date() }),
+    );
   } catch (err) {
     if (/unique|duplicate/i.test((err as Error).message))
       throw new AwsError('AlreadyExistsException', `An alias with the name ${name} already exists`);
@@ -329,7 +359,9 @@ export async function enableKey(
       'KMSInvalidStateException',
       `Key ${keyArn(c, kid)} is pending deletion; call CancelKeyDeletion first.`,
     );
-  if (row.state !== 'active') await changeKey(ctx, c.tenantId, kid, 'resume', actor);
+  // The lock decides again: a deletion scheduled since the read above is refused, not cancelled.
+  if (row.state !== 'active')
+    await changeKey(ctx, c.tenantId, kid, 'resume', actor, { refusePending: true });
   return { kid };
 }
 
@@ -341,8 +373,7 @@ export async function disableKey(
   actor: string,
 ): Answer {
   const { kid, row } = await keyOf(ctx, c, input, actor);
-  if (pendingDeletion(row))
-    throw new AwsError('KMSInvalidStateException', `Key ${keyArn(c, kid)} is pending deletion.`);
+  refusePending(c, kid, row);
   if (row.state !== 'suspended') await changeKey(ctx, c.tenantId, kid, 'suspend', actor);
   return { kid };
 }
@@ -355,7 +386,8 @@ export async function updateKeyDescription(
   actor: string,
 ): Answer {
   const description = text(input.Description, 'Description');
-  const { kid } = await keyOf(ctx, c, input, actor);
+  const { kid, row } = await keyOf(ctx, c, input, actor);
+  refusePending(c, kid, row);
   await applySettings(
     ctx,
     c.tenantId,
@@ -454,7 +486,9 @@ export async function updateAlias(
       'ValidationException',
       'The new target key must have the same KeyUsage and key type (symmetric or asymmetric) as the current one',
     );
-  await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).update({ kid });
+  await whileKeyLive(ctx, c, kid, input.TargetKeyId, (trx) =>
+    trx('key_aliases').where({ tenant_id: c.tenantId, name }).update({ kid }),
+  );
   await aliasesChanged(ctx, c.tenantId, [name]);
   return { kid };
 }
@@ -535,8 +569,7 @@ export async function tagResource(
   const { kid } = await keyOf(ctx, c, input, actor);
   // The quota check and the write in one transaction, the key's row locked, so two concurrent
   // TagResource calls cannot together pass the quota.
-  await ctx.db.transaction(async (trx) => {
-    await trx('keys').where({ tenant_id: c.tenantId, kid }).forUpdate().first('kid');
+  await whileKeyLive(ctx, c, kid, input.KeyId, async (trx) => {
     await withinTagQuota(trx, c.tenantId, kid, tags);
     await writeTags(trx, c.tenantId, kid, tags);
   });
@@ -554,7 +587,8 @@ export async function untagResource(
   if (!Array.isArray(keys) || keys.length > 50 || !keys.every((k) => typeof k === 'string'))
     throw new AwsError('ValidationException', 'TagKeys must be a list of at most 50 strings');
   for (const k of keys) text(k, 'TagKey', 'TagException');
-  const { kid } = await keyOf(ctx, c, input, actor);
+  const { kid, row } = await keyOf(ctx, c, input, actor);
+  refusePending(c, kid, row);
   await ctx.db('key_tags').where({ tenant_id: c.tenantId, kid }).whereIn('tag_key', keys).delete();
   return { kid };
 }

@@ -78,9 +78,17 @@ export async function scheduleDeletion(
   }))!;
 }
 
-/** Cancels a pending deletion; the key stays suspended (as AWS KMS's CancelKeyDeletion). */
+/** True when the row's pending deletion has come by `now`. */
+const dueBy = (row: Row, now: Date): boolean =>
+  pendingDeletion(row) && new Date(row.deletion_at as string) <= now;
+
+/**
+ * Cancels a pending deletion; the key stays suspended (as AWS KMS's CancelKeyDeletion). A
+ * deletion whose date has come is not cancelled: the key is destroyed and named no more.
+ */
 export async function cancelDeletion(ctx: AppContext, tenantId: string, kid: string): Promise<Row> {
-  return (await underLock(ctx, tenantId, kid, async (trx, row) => {
+  const cancelled = await underLock(ctx, tenantId, kid, async (trx, row) => {
+    if (dueBy(row, new Date())) return null;
     if (!pendingDeletion(row))
       throw problem('invalid_transition', `key ${kid} is not pending deletion`, {
         details: { kid, state: row.state },
@@ -95,7 +103,10 @@ export async function cancelDeletion(ctx: AppContext, tenantId: string, kid: str
       })
       .returning('*');
     return { result: updated as Row };
-  }))!;
+  });
+  if (cancelled) return cancelled;
+  await destroyIfDue(ctx, tenantId, kid);
+  throw keyNotFound(kid);
 }
 
 /**
@@ -110,7 +121,7 @@ export async function destroyIfDue(
   now = new Date(),
 ): Promise<boolean> {
   const destroyed = await underLock(ctx, tenantId, kid, async (trx, row) => {
-    if (!pendingDeletion(row) || new Date(row.deletion_at as string) > now) return null;
+    if (!dueBy(row, now)) return null;
     const revoked = nextState(kid, row.state as never, 'revoke');
     const archived = nextState(kid, revoked, 'archive');
     await trx('keys').where({ id: row.id }).update({

@@ -34,11 +34,13 @@ import {
   nextState,
   type KeyAction,
   type KeyState,
+  unusable,
 } from '../../../shared/keys/lifecycle.ts';
 import { findKeyRow, issuerSerialKey, keyRow } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { versionedKid } from '../../../shared/jose/kid.ts';
 import { withdrawOffersOf } from '../exchange-events.ts';
+import { destroyIfDue, pendingDeletion } from './deletion.ts';
 import {
   afterDays,
   readDescription,
@@ -387,8 +389,9 @@ export async function changeKey(
   kid: string,
   action: KeyAction,
   actor: string,
+  opts: { refusePending?: boolean } = {},
 ): Promise<KeyRecord> {
-  return (await applyChange(ctx, tenantId, kid, action, { actor }))!;
+  return (await applyChange(ctx, tenantId, kid, action, { ...opts, actor }))!;
 }
 
 /**
@@ -410,7 +413,7 @@ async function applyChange(
   tenantId: string,
   kid: string,
   action: KeyAction,
-  opts: { actor: string; dueBy?: Date },
+  opts: { actor: string; dueBy?: Date; afterDestroy?: boolean; refusePending?: boolean },
 ): Promise<KeyRecord | null> {
   const { dueBy } = opts;
   const material =
@@ -425,6 +428,19 @@ async function applyChange(
   const done = await ctx.db.transaction(async (trx) => {
     const row = await trx('keys').where({ tenant_id: tenantId, kid }).forUpdate().first();
     if (!row) throw keyNotFound(kid);
+    // A deletion whose date has come is no longer the key's to cancel or settle: the key is
+    // destroyed first (deletion.ts, its own lock and audit), as the sweep would have done, and
+    // the action then meets the archived key.
+    if (
+      !opts.afterDestroy &&
+      pendingDeletion(row) &&
+      new Date(row.deletion_at as string) <= new Date()
+    )
+      return { due: true as const };
+    // Decided here, under the lock: a caller that read the key before a deletion was scheduled
+    // (AWS EnableKey) must not cancel that deletion with its resume.
+    if (opts.refusePending && pendingDeletion(row))
+      throw unusable(kid, row.state, new Date(row.deletion_at as string));
     if (
       dueBy &&
       (row.state !== 'active' ||
@@ -478,6 +494,10 @@ async function applyChange(
       announce,
     };
   });
+  if (done && 'due' in done) {
+    await destroyIfDue(ctx, tenantId, kid);
+    return applyChange(ctx, tenantId, kid, action, { ...opts, afterDestroy: true });
+  }
   done?.announce();
   done?.audit?.();
   return done?.view ?? null;

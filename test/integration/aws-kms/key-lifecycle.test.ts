@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, workloadToken } from '../../support/auth.ts';
 import { signedRequest } from '../../support/sigv4.ts';
 import { AWS_PERMISSIONS, awsTenant, type AwsTenant } from './support.ts';
+import { cancelDeletion } from '../../../api/services/keys/deletion.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -198,6 +199,45 @@ describe('AWS KMS key lifecycle: one owner, the native lifecycle', () => {
     expect((await events(kid)).map((e) => e.action)).toEqual(['key.revoke', 'key.archive']);
   });
 
+  it('when a key whose deletion date has passed is resumed or revoked natively before the sweep, then it is destroyed, not revived', async () => {
+    for (const action of ['resume', 'revoke']) {
+      const kid = await newKey();
+      await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+      // The date has come but no sweep or AWS read has run yet (moved back in the database).
+      await app.ctx
+        .db('keys')
+        .where({ tenant_id: t.tenantId, kid })
+        .update({ deletion_at: new Date(Date.now() - 1000) });
+      await app.ctx.keys.invalidate(t.tenantId, kid);
+
+      const late = await act(kid, action);
+      expect([late.status, late.body.type]).toEqual([
+        409,
+        expect.stringMatching(/\/problems\/invalid-transition$/),
+      ]);
+      expect((await native(kid)).body.state).toBe('archived');
+      expect((await aws('DescribeKey', { KeyId: kid })).body.__type).toBe('NotFoundException');
+      expect((await events(kid)).map((e) => [e.action, e.actor])).toEqual([
+        ['key.revoke', 'system'],
+        ['key.archive', 'system'],
+      ]);
+    }
+  });
+
+  it('when a cancellation reaches the key after its deletion date (a read raced it), then the key is destroyed and the cancellation finds no key', async () => {
+    const kid = await newKey();
+    await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+    await app.ctx
+      .db('keys')
+      .where({ tenant_id: t.tenantId, kid })
+      .update({ deletion_at: new Date(Date.now() - 1000) });
+    await expect(cancelDeletion(app.ctx, t.tenantId, kid)).rejects.toMatchObject({
+      code: 'key_not_found',
+    });
+    expect((await native(kid)).body.state).toBe('archived');
+    expect((await events(kid)).map((e) => e.action)).toEqual(['key.revoke', 'key.archive']);
+  });
+
   it('when a key pending deletion is revoked natively, then the deletion is settled and the sweep leaves the revoked key alone', async () => {
     const kid = await newKey();
     await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
@@ -226,6 +266,52 @@ describe('AWS KMS key lifecycle: one owner, the native lifecycle', () => {
       for (const a of answers) if (a.status !== 200) statuses.push(`${a.status} ${a.body.__type}`);
     }
     expect(new Set(statuses)).toEqual(new Set(['400 KMSInvalidStateException']));
+  });
+
+  it('when EnableKey races ScheduleKeyDeletion, then the outcome is one of theirs in some order: a deletion answered as scheduled is never silently cancelled', async () => {
+    const lost: string[] = [];
+    for (let round = 0; round < 20; round += 1) {
+      const kid = await newKey();
+      await aws('DisableKey', { KeyId: kid });
+      const [enabled, scheduled] = await Promise.all([
+        aws('EnableKey', { KeyId: kid }),
+        aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 }),
+      ]);
+      const after = (await native(kid)).body;
+      // EnableKey then ScheduleKeyDeletion: both succeed and the key is pending. The other order:
+      // EnableKey is refused (KMSInvalidStateException) and the key is pending.
+      if (scheduled.status === 200 && after.deletionDate === undefined)
+        lost.push(`${enabled.status} ${enabled.body.__type ?? ''} -> ${after.state}`);
+      if (enabled.status !== 200) expect(enabled.body.__type).toBe('KMSInvalidStateException');
+    }
+    expect(lost).toEqual([]);
+  });
+
+  it('when a key is pending deletion, then CreateAlias, UpdateAlias, TagResource, UntagResource and UpdateKeyDescription refuse it with KMSInvalidStateException (as AWS) and write nothing, so no alias outlives its destruction', async () => {
+    const kid = await newKey();
+    const other = await newKey();
+    const moving = `alias/moving-${other.slice(-6)}`;
+    await aws('CreateAlias', { AliasName: moving, TargetKeyId: other });
+    await aws('TagResource', { KeyId: kid, Tags: [{ TagKey: 'team', TagValue: 'a' }] });
+    await aws('ScheduleKeyDeletion', { KeyId: kid, PendingWindowInDays: 7 });
+    const refused = [
+      await aws('CreateAlias', { AliasName: `alias/late-${kid.slice(-6)}`, TargetKeyId: kid }),
+      await aws('UpdateAlias', { AliasName: moving, TargetKeyId: kid }),
+      await aws('TagResource', { KeyId: kid, Tags: [{ TagKey: 'env', TagValue: 'b' }] }),
+      await aws('UntagResource', { KeyId: kid, TagKeys: ['team'] }),
+      await aws('UpdateKeyDescription', { KeyId: kid, Description: 'late' }),
+    ];
+    expect(refused.map((r) => `${r.status} ${r.body.__type}`)).toEqual(
+      Array(5).fill('400 KMSInvalidStateException'),
+    );
+    expect(await app.ctx.db('key_aliases').where({ tenant_id: t.tenantId, kid })).toEqual([]);
+    expect(
+      (await app.ctx.db('key_aliases').where({ tenant_id: t.tenantId, name: moving }).first()).kid,
+    ).toBe(other);
+    expect((await aws('ListResourceTags', { KeyId: kid })).body.Tags).toEqual([
+      { TagKey: 'team', TagValue: 'a' },
+    ]);
+    expect((await native(kid)).body.description ?? null).toBeNull();
   });
 
   it('when a Description or a tag holds NUL, then ValidationException or TagException, and a CreateKey refused for its tags leaves no key', async () => {
