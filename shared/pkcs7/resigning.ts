@@ -48,7 +48,7 @@ export interface FinishArgs {
   decryptSignature?: (sig: Buffer) => Buffer;
 }
 
-/** What the JWS protected header records of one original signer, under `kw_signers` (contract 10). */
+/** What the JWS protected header records of one original signer, under `kw_signers`. */
 export interface OriginalSigner {
   /** The signer's certificate and the chain found for it, base64 DER, the signer's first. */
   x5c: string[];
@@ -63,7 +63,7 @@ export interface OriginalSigner {
 export const SIGNERS_MEMBER = 'kw_signers';
 
 /**
- * Verifies every CMS signer (with its own certificate or the tenant's, contract 10), then signs
+ * Verifies every CMS signer (with its own certificate or the tenant's), then signs
  * the JWS with the re-signing key (`key`), else with each signer's own key, one signature per key.
  */
 export async function finishSignature(a: FinishArgs): Promise<DetachedJws | GeneralJws> {
@@ -175,7 +175,7 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
  * after the whole content (so every failure is a plain problem). With `withContent`, a
  * multipart/mixed of the content (application/octet-stream) as it streams, then the JWS
  * (application/jose+json): nothing of the input is lost, and a failure after the first byte cuts
- * the answer before its closing delimiter (contract 5). Failures before the content starts
+ * the answer before its closing delimiter. Failures before the content starts
  * (keys, metadata) are plain problems either way: the first step runs before this returns.
  */
 export async function signedResult(

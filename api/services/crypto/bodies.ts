@@ -9,7 +9,7 @@ import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import { KID } from '../../../shared/ids.ts';
 import { refusedAs } from '../../../shared/validation/refusal.ts';
 
-/** A closed request object: a member it does not know is a 400 naming it (contract 8). */
+/** A closed request object: a member it does not know is a 400 naming it. */
 const body = <P extends TProperties>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
 

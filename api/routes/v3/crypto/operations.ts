@@ -60,7 +60,7 @@ export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
     DataKeyBody,
     generateDataKeyWithoutPlaintext,
   ),
-  // Re-encryption decrypts and encrypts, so it needs both (contract 8).
+  // Re-encryption decrypts and encrypts, so it needs both.
   operation('re-encrypt', ['crypto.decrypt', 'crypto.encrypt'], ReEncryptBody, reEncrypt),
   operation('random', 'crypto.generate-data-key', RandomBody, random),
   operation('generate-mac', 'crypto.sign', GenerateMacBody, generateMac),
