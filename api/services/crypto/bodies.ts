@@ -1,5 +1,5 @@
 /**
- * The request bodies of the runtime operations (contracts 3 and 8), one TypeBox schema each:
+ * The request bodies of the runtime operations, one TypeBox schema each:
  * the route core (api/http/runtime-route.ts) checks every body, and each item of a batch, against
  * it before the operation runs (unknown members refused naming the member), and the OpenAPI
  * operation is generated from it (api/http/runtime-contract.ts). What a schema cannot say (base64
