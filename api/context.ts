@@ -46,12 +46,12 @@ export interface AppContext extends KeyPlane {
    * per-principal budget it spends (docs/expensive-work.md).
    */
   expensive: ExpensiveWork;
-  /** The decryption-failure budget of every decrypting path (issue 24). */
+  /** The decryption-failure budget of every decrypting path. */
   decryption: DecryptionBudget;
   /** Work requests start after answering (reset mails); shutdown waits for it. */
   background: BackgroundTasks;
-  /** This instance's master-key rewrap (issue 28). */
+  /** This instance's master-key rewrap. */
   rewrap: Rewrapper;
-  /** Automatic key rotation (contract 8); its timer runs when KEY_ROTATION_CHECK_MS > 0. */
+  /** Automatic key rotation; its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
 }

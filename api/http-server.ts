@@ -1,6 +1,7 @@
 /**
  * The API's node:http server, shared by the process start (api/start.ts), the tests and the benches:
- * the request listener (runtime lane, then Express) behind the connection limits of issue 24,
+ * the request listener (runtime lane, then Express) behind the connection limits
+ * (api/http/connection-limits.ts),
  * which thus hold on both stacks. Node's requestTimeout stays off, because conversions and
  * uploads of any size stream for as long as they take; stalled bodies are cut by the body
  * deadlines instead (idle on every route, overall on the small-body ones), stalled headers by

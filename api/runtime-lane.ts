@@ -135,7 +135,7 @@ export function createRuntimeLane(
 
   return (req, res) => {
     if (req.method !== 'POST') return false;
-    // The AWS KMS API (contract 10): POST / with X-Amz-Target, on the hot path like /crypto.
+    // The AWS KMS API: POST / with X-Amz-Target, on the hot path like /crypto.
     // With a query string too: SigV4 signs the query, and every answer of this API, a refusal
     // of hostile query input included, must be the AWS error shape, not Express's problem+json.
     const url = req.url ?? '';

@@ -20,7 +20,7 @@ let onSignal: (signal: string) => void = (signal) => {
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('SIGINT', () => onSignal('SIGINT'));
 
-/** Printed once, on the very first start, to stdout (contract 1); never logged. */
+/** Printed once, on the very first start, to stdout; never logged. */
 function printBootstrap(boot: BootstrapResult | null): void {
   if (!boot) return;
   process.stdout.write(

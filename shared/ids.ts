@@ -53,7 +53,7 @@ export class UnfitInput extends Error {
 /**
  * Fields whose values are secrets or payload, never identifiers: a password that happens to look
  * like a UUID must reach the hash as typed, and an encryption context binds exactly the bytes the
- * caller gave (contract 8). Everything else UUID-shaped is lower-cased.
+ * caller gave. Everything else UUID-shaped is lower-cased.
  */
 const OPAQUE_FIELD =
   /password|secret|plaintext|ciphertext|payload|^data$|^aad$|signature|^token$|^context$|^targetContext$/i;

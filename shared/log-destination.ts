@@ -1,5 +1,5 @@
 /**
- * The log's destination on stdout (issue 29): lines gather in memory and go out in batches, each
+ * The log's destination on stdout: lines gather in memory and go out in batches, each
  * batch one asynchronous write from libuv's thread pool, so the event loop never waits on a pipe
  * and pays one write per batch, not one per line.
  *
@@ -9,7 +9,7 @@
  * copies each line's bytes once into a block outside the JavaScript heap, and a block is the
  * batch. Lines were kept as strings until their batch went out (up to 100 ms): under load they
  * outlived two scavenges and were promoted, the largest share of what the old generation took
- * in during token issuance (a sampled heap profile of the promoted objects, issue 29), which
+ * in during token issuance (a sampled heap profile of the promoted objects), which
  * the mark-compact pauses behind the token p99 then had to sweep.
  *
  * Bounded: past `maxBytes` pending (a reader of stdout that fell that far behind), lines are

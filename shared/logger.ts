@@ -51,7 +51,7 @@ const DROP_REPORT_MS = 10_000;
 
 /**
  * stdout as a buffered asynchronous destination (shared/log-destination.ts). Measured on this
- * machine (issue 29), a pino call and its write per request were most of what the access log
+ * machine, a pino call and its write per request were most of what the access log
  * cost 1 KiB encrypts. Dropped lines are counted and reported at most every DROP_REPORT_MS.
  */
 function bufferedStdout(report: () => Logger): DestinationStream {

@@ -1,5 +1,5 @@
 /**
- * The permission catalogue: exactly 82 distinct strings (spec 2.7, contract 2). Wildcard rows of
+ * The permission catalogue: exactly 82 distinct strings. Wildcard rows of
  * the spec (`admin.cryptographicexchange.*`, `admin.platform.*`) are families whose members are
  * listed here. Roles hold subsets; tokens carry the role's list in `permissions`.
  */
@@ -105,7 +105,7 @@ export function isPlatformPermission(p: string): boolean {
 }
 
 /**
- * Legacy role names (spec 4.2) and the catalogue permission each maps onto. A legacy token
+ * Legacy role names and the catalogue permission each maps onto. A legacy token
  * carries the legacy names in `scopes`; a role grants a legacy name when it holds the mapped
  * permission.
  */

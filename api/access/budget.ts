@@ -1,5 +1,5 @@
 /**
- * Per client, per endpoint rate limit of the bearer APIs (spec 8): 429 problem with Retry-After.
+ * Per client, per endpoint rate limit of the bearer APIs: 429 problem with Retry-After.
  * Transport-free: the route rows, the runtime lane's core and Express (api/middleware/
  * rate-limit.ts) all take their point here.
  */

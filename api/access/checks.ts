@@ -1,9 +1,9 @@
 /**
- * The access checks of every non-auth endpoint (spec 5, RFC 6750), transport-free: Express
+ * The access checks of every non-auth endpoint (RFC 6750), transport-free: Express
  * (api/middleware/authenticate.ts), the route rows and the runtime lane all call these. The
  * token verified (cache hit on the hot path, no database), audience by path family (contract
  * 2), then permission and tenant checks per route; every refusal audited. 401 and 403 are
- * problems without an `error` member (spec 7.2).
+ * problems without an `error` member.
  */
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';

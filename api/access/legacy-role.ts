@@ -1,6 +1,6 @@
 /**
- * The legacy role check of the unversioned API (spec 4.2): the legacy role names are checked
- * against the token's `scopes`, and a missing role answers 401 (spec 5.12), unlike the v3
+ * The legacy role check of the unversioned API: the legacy role names are checked
+ * against the token's `scopes`, and a missing role answers 401, unlike the v3
  * APIs' 403.
  */
 import type { AppContext } from '../context.ts';

@@ -1,5 +1,5 @@
 /**
- * The one place errors become responses: AppError → problem+json (RFC 7807, spec 2.5),
+ * The one place errors become responses: AppError → problem+json (RFC 7807),
  * OAuthError → {error, error_description} (RFC 6749 5.2). Anything else is a 500 whose
  * cause is logged and never sent. Transport-free: Express's error handler
  * (api/middleware/errors.ts), the runtime lane and the connection limits all render with these.
@@ -73,7 +73,7 @@ export function toAppError(err: unknown): AppError {
   );
 }
 
-/** The RFC 7807 body of an AppError (spec 2.5), rendered by the one shared renderer. */
+/** The RFC 7807 body of an AppError, rendered by the one shared renderer. */
 export function problemBody(error: AppError, baseUrl: string, instance: string): string {
   return JSON.stringify(problemDocument(error, baseUrl, { instance }));
 }

@@ -1,5 +1,5 @@
 /**
- * The AWS KMS API's transport (contract 10): `POST /` with `X-Amz-Target: TrentService.<Op>`
+ * The AWS KMS API's transport: `POST /` with `X-Amz-Target: TrentService.<Op>`
  * and `Content-Type: application/x-amz-json-1.1`. Served by the runtime lane (api/runtime-lane.ts)
  * (Express's route, api/routes/aws-kms.ts, for an app without the lane), with this one core: SigV4 against
  * the workload's access key, then the request acts as the workload does with its OAuth tokens

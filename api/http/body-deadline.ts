@@ -1,5 +1,5 @@
 /**
- * Deadlines on request bodies (issue 24), for Express and the runtime lane alike: Node's own
+ * Deadlines on request bodies, for Express and the runtime lane alike: Node's own
  * requestTimeout is off (it would cut streaming uploads of any size), so without these a client
  * that announces a body and stops sending holds its connection, and a reader's promise, forever.
  * - Idle: no byte for `idleMs` while the service waits for one answers 408 and closes. Time the

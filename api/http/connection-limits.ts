@@ -1,5 +1,5 @@
 /**
- * Caps on open connections (issue 24): per client address and in all. A connection over a cap
+ * Caps on open connections: per client address and in all. A connection over a cap
  * is still read for one request: a GET or HEAD of a health path is served (then the connection
  * closes), anything else answers 503 too-many-connections with Retry-After and closes. So an
  * orchestrator's probe is answered while the caps are full, as long as the reserve

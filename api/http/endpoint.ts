@@ -1,5 +1,5 @@
 /**
- * The route row (issue 25): one declaration per endpoint that the Express registration, the
+ * The route row: one declaration per endpoint that the Express registration, the
  * request validation, the audit and the OpenAPI document (api/openapi/endpoints.ts) are all
  * made from. OpenBao's framework.Path and fastify's schema-per-route are the models: a row says
  * what the endpoint takes and answers, who may call it and what it records, and its handler
@@ -38,7 +38,7 @@ export type Access =
   | { anyOf: readonly [string, ...string[]] }
   /** Every one of the permissions (an operation that is two things at once, e.g. re-encrypting decrypts). */
   | { allOf: readonly [string, ...string[]] }
-  /** The unversioned API of spec 4.2: a legacy role name in the token's scopes; 401 without it. */
+  /** The unversioned API: a legacy role name in the token's scopes; 401 without it. */
   | { legacyRole: string }
   /** No token at all; the text says why the endpoint is open (documented as the operation's access). */
   | { open: string };
@@ -147,7 +147,7 @@ export interface EndpointRow<
   description?: string;
   access: A;
   /**
-   * The rate-limit endpoint whose budget a call spends (spec 8: per client and endpoint), taken
+   * The rate-limit endpoint whose budget a call spends (per client and endpoint), taken
    * after the access check and before the body is read.
    */
   budget?: string;
@@ -156,7 +156,7 @@ export interface EndpointRow<
   /** The detail of that 404, when the row words it itself (default: no such record). */
   notFound?: string;
   query?: QS;
-  /** The JSON body; objects are closed (unknown members refused naming the member, contract 8). */
+  /** The JSON body; objects are closed (unknown members refused naming the member). */
   body?: BS;
   /** Whether a request may come without a body (then the handler sees `{}`). */
   bodyOptional?: boolean;
@@ -182,7 +182,7 @@ export interface EndpointRow<
   /** A body the handler streams itself instead of a JSON `body` (read after access, budget and input checks). */
   request?: StreamRequest;
   /**
-   * Answers of several media types (spec 4.1): an Accept admitting none of `types` nor
+   * Answers of several media types: an Accept admitting none of `types` nor
    * problem+json is 406 before the body is read; with `select`, the X-Response-Content-Type
    * header may name one of them (400 for another value), documented as a header parameter.
    */
@@ -240,7 +240,7 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
     else if ('anyOf' in rule) requireAnyPermission(ctx, req.auth, rule.anyOf, attemptOf(req));
     else if ('allOf' in rule) requirePermissions(ctx, req.auth, rule.allOf, attemptOf(req));
     // { open }: no token.
-    // A budget is per client (spec 8): an open row has none to spend.
+    // A budget is per client: an open row has none to spend.
     if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
     next();
   };

@@ -2,7 +2,7 @@
  * The one reader of a row's input (api/http/endpoint.ts): path parameters, query and JSON body
  * checked against the row's schemas by validators compiled once at startup (TypeBox's compiler:
  * generated code, no schema walk per request). A refusal names the field: 400 validation-failed
- * for the query and the body (an unknown member named as such, contract 8), 404 for a path
+ * for the query and the body (an unknown member named as such), 404 for a path
  * parameter that does not fit, since it names no record.
  */
 import type { Request } from 'express';

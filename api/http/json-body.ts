@@ -29,7 +29,7 @@ const PLAIN_JSON = { type: 'application/json', charset: null } as const;
 
 /** The media type and charset of a Content-Type header, lower-cased. */
 function mediaOf(header: string | undefined): { type: string; charset: string | null } {
-  // What nearly every client sends: no split, no parameter list (issue 29, the lane's hot path).
+  // What nearly every client sends: no split, no parameter list (the lane's hot path).
   if (header === 'application/json') return PLAIN_JSON;
   const [type, ...params] = (header ?? '').split(';');
   const charset = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('charset='));

@@ -101,7 +101,7 @@ export const KeyRecord = Resource(
     }),
     archiveSigning: Type.Boolean({
       description:
-        "the tenant's default archive signing key: it signs the JWS of a SignedData conversion without signerKid, whoever the CMS signers are (contract 10); one key per tenant",
+        "the tenant's default archive signing key: it signs the JWS of a SignedData conversion without signerKid, whoever the CMS signers are; one key per tenant",
     }),
     trustAnchor: Type.Boolean({
       description: 'a verify-only certificate that verify: chain validates CMS signers to',

@@ -1,5 +1,5 @@
 /**
- * The keystore import form of contract 4 (a `keystore` part, PKCS#12 file or PEM, with
+ * The keystore import form (a `keystore` part, PKCS#12 file or PEM, with
  * optional password, kid, usage and trustAnchor fields), read and imported, and what its rows
  * declare of it: the v3 admin row (api/routes/v3/admin/tenants/keys.ts) and the unversioned
  * alias (api/routes/legacy/migration.ts) both take this form, answer the imported keys and

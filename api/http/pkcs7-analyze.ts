@@ -1,5 +1,5 @@
 /**
- * POST analyze-pkcs7 (spec 4, contract 5): the JSON analysis of a PKCS#7/CMS input, read in one
+ * POST analyze-pkcs7: the JSON analysis of a PKCS#7/CMS input, read in one
  * streaming pass from a multipart form's file part or from the raw body. One row, served at
  * /api/v3/migration/stream/analyze-pkcs7 and at the unversioned alias.
  */
@@ -16,7 +16,7 @@ import { problem } from '../../shared/errors/index.ts';
 
 /**
  * Media types a raw (non-multipart) analyze body may have (RFC 8551 section 3.2.1, RFC 5751); a
- * whole mail (.eml, contract 9) is message/rfc822. What the bytes are is found from the bytes.
+ * whole mail (.eml) is message/rfc822. What the bytes are is found from the bytes.
  */
 const RAW_TYPES = [
   'application/pkcs7-mime',
@@ -74,7 +74,7 @@ const Kid = () =>
 
 const RSA_OAEP = { oid: '1.2.840.113549.1.1.1', name: 'rsaEncryption' };
 
-/** The analysis of contract 5. */
+/** The analysis of a PKCS#7/CMS input. */
 const Analysis = Type.Object(
   {
     contentType: Type.Enum([
@@ -86,7 +86,7 @@ const Analysis = Type.Object(
     encoding: Type.Enum(['der', 'ber']),
     container: Type.Enum(['der', 'ber', 'pem', 'base64', 'smime', 'multipart-signed'], {
       description:
-        'the archive form the CMS object was found in (contract 9): binary DER or BER, PEM armour (PKCS7 or CMS), bare base64, an S/MIME entity (application/pkcs7-mime, alone or inside a mail), or a clear-signed multipart/signed message',
+        'the archive form the CMS object was found in: binary DER or BER, PEM armour (PKCS7 or CMS), bare base64, an S/MIME entity (application/pkcs7-mime, alone or inside a mail), or a clear-signed multipart/signed message',
     }),
     contentLength: Type.Integer({
       description:
@@ -104,7 +104,7 @@ const Analysis = Type.Object(
         kid: Kid(),
         verifiedWith: Type.Union([Type.Enum(['tenant-key', 'embedded-certificate']), Type.Null()], {
           description:
-            'what verifies this signer (contract 10): a tenant key of its identifier (its own key pair, or a certificate imported to verify only), else the certificate the file carries; null: neither (the conversion answers cms-key-not-imported or cms-signer-certificate-mismatch)',
+            'what verifies this signer: a tenant key of its identifier (its own key pair, or a certificate imported to verify only), else the certificate the file carries; null: neither (the conversion answers cms-key-not-imported or cms-signer-certificate-mismatch)',
         }),
       }),
     ),
@@ -126,7 +126,7 @@ const Analysis = Type.Object(
         ],
         {
           description:
-            "who signs the JWS when the metadata names no signerKid (contract 10): `archive-key`, the tenant's archive signing key (key setting archiveSigning), else `signer-key`, each signer's own key, `kids` listing those the tenant holds with sign among their usages (the reason names a key refused for its usage). Absent for an enveloped-only file",
+            "who signs the JWS when the metadata names no signerKid: `archive-key`, the tenant's archive signing key (key setting archiveSigning), else `signer-key`, each signer's own key, `kids` listing those the tenant holds with sign among their usages (the reason names a key refused for its usage). Absent for an enveloped-only file",
         },
       ),
     ),
@@ -207,7 +207,7 @@ const binary = () => Type.String({ format: 'binary' });
 
 /**
  * The analyze row, at /api/v3/migration/stream (analyzePkcs7) and at the unversioned alias
- * /api/migration/stream (spec 4): reads the file (a form's `file` part or the raw body) in one
+ * /api/migration/stream: reads the file (a form's `file` part or the raw body) in one
  * streaming pass and answers its analysis.
  */
 export const analyzeEndpoint = (operationId: string, summary: string): Endpoint =>
@@ -218,7 +218,7 @@ export const analyzeEndpoint = (operationId: string, summary: string): Endpoint 
     tag: 'migration',
     summary,
     description:
-      'Service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, archive form (DER, BER, PEM, base64, S/MIME, clear-signed multipart/signed: contract 9), signers, recipients, algorithms, the matching imported kids and whether it converts.',
+      'Service-admin or service-core token. Reads the PKCS#7/CMS file in one streaming pass (constant memory whatever the size) and reports its type, encoding, archive form (DER, BER, PEM, base64, S/MIME, clear-signed multipart/signed), signers, recipients, algorithms, the matching imported kids and whether it converts.',
     access: { anyOf: ['migration.analyze'] },
     budget: 'migration.analyze',
     negotiate: { types: ['application/json'] },

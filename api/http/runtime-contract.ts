@@ -1,5 +1,5 @@
 /**
- * The contract of the runtime operations (contracts 3 and 8): the answer of encrypt, decrypt,
+ * The contract of the runtime operations: the answer of encrypt, decrypt,
  * sign, verify, the data keys, re-encrypt and random, with their examples and problems, declared
  * once and shared by the rows that serve them (api/routes/v3/crypto/operations.ts, the PQC and
  * legacy paths); their request is the body schema the route checks (api/services/crypto/

@@ -45,9 +45,9 @@ export interface OAuthRoute {
   serve: (ctx: AppContext, req: IncomingMessage) => Promise<unknown>;
 }
 
-/** A legacy operation (spec 4.2): a legacy role name in place of the permissions. */
+/** A legacy operation: a legacy role name in place of the permissions. */
 export interface LegacyRuntimeRoute extends Omit<RuntimeRoute, 'permissions'> {
-  /** Checked against the token's scopes; 401 without it (spec 5.12). */
+  /** Checked against the token's scopes; 401 without it. */
   legacyRole: string;
 }
 

@@ -10,7 +10,7 @@ export const Uuid = (description?: string) =>
 export const Time = () => Type.String({ format: 'date-time' });
 export const NullableTime = () => Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 
-/** A request body object: members it does not know are refused, naming the member (contract 8). */
+/** A request body object: members it does not know are refused, naming the member. */
 export const Body = <P extends TProperties>(properties: P, example?: unknown) =>
   Type.Object(properties, {
     additionalProperties: false,

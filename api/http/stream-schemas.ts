@@ -1,9 +1,9 @@
 /**
- * What the route rows of the streaming PKCS#7/CMS and JOSE endpoints share (spec 4 and 4.1,
- * contract 5): the detached JWS object and the multipart JWE layout that convert answers and
- * re-sign and re-encrypt take back, their examples, and the problems of reading a CMS input.
- * The rows are in api/routes/v3/migration/stream.ts, api/routes/v3/crypto/stream.ts and
- * ./pkcs7-analyze.ts (analyze and its unversioned alias).
+ * What the route rows of the streaming PKCS#7/CMS and JOSE endpoints share: the detached JWS object
+ * and the multipart JWE layout that convert answers and re-sign and re-encrypt take back, their
+ * examples, and the problems of reading a CMS input. The rows are in
+ * api/routes/v3/migration/stream.ts, api/routes/v3/crypto/stream.ts and ./pkcs7-analyze.ts (analyze
+ * and its unversioned alias).
  */
 import Type from 'typebox';
 

@@ -1,7 +1,8 @@
 /**
  * The HTTP edge shared by the streaming endpoints (migration and crypto/stream): content
- * negotiation (spec 4.1), raw request bodies as byte streams, the pre-buffered streamed answer
- * (contract 5 errors). The operation around them is ./streamed-operation.ts.
+ * negotiation, raw request bodies as byte streams, the pre-buffered streamed answer
+ * (docs/decisions.md, "Failures that tell nothing"). The operation around them is
+ * ./streamed-operation.ts.
  */
 import { pipeline } from 'node:stream/promises';
 import type { Request, RequestHandler, Response } from 'express';
@@ -109,7 +110,7 @@ export async function* checkedBeforeLast(
   if (last) yield last;
 }
 
-/** Output held before the status line: small bad inputs still get a problem (contract 5 errors). */
+/** Output held before the status line: small bad inputs still get a problem. */
 export const PRE_BUFFER_BYTES = 64 * 1024;
 
 /**

@@ -42,7 +42,7 @@ interface RuntimeDocumented {
 }
 
 /**
- * The problems of a legacy operation: a missing role is 401 (spec 5.12), never 403, and the
+ * The problems of a legacy operation: a missing role is 401, never 403, and the
  * legacy API has no rate limit of its own.
  */
 const LEGACY_COMMON = {
@@ -120,7 +120,7 @@ const OAUTH_INPUT: ProblemText = {
 
 /** The problem statuses a row may answer: its own, and those its shape implies. */
 function problemStatuses(row: Endpoint): Record<number, ProblemText> {
-  // A legacy role missing is 401 (spec 5.12), never 403.
+  // A legacy role missing is 401, never 403.
   const legacy = 'legacyRole' in row.access;
   const implied: number[] = 'open' in row.access ? [] : legacy ? [401] : [401, 403];
   if (row.body || row.query) implied.push(400);

@@ -80,7 +80,7 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
       tags: [
         [
           'legacy',
-          'The unversioned API of spec 4.2: JSON login, key management and runtime operations under legacy role names.',
+          'The unversioned API: JSON login, key management and runtime operations under legacy role names.',
         ],
       ],
     },

@@ -1,5 +1,5 @@
 /**
- * The AWS KMS API (contract 10, docs/aws-kms.md) at POST /, on Express for an app built without
+ * The AWS KMS API (docs/aws-kms.md) at POST /, on Express for an app built without
  * the runtime lane (createApp alone; the listener's lane serves every POST / first): the same
  * core (api/http/aws-kms.ts). No 405 helper here: GET / is the service's landing page, served by
  * another router. Its protocol is AWS's, not a route row's (SigV4 instead of a bearer token,
@@ -26,7 +26,7 @@ export function createAwsKmsRouter(ctx: AppContext): Router {
   return router;
 }
 
-/** An AWS error answer, with the exceptions contract 10 names (`x-amzn-ErrorType` too). */
+/** An AWS error answer, with the exceptions docs/aws-kms.md names (`x-amzn-ErrorType` too). */
 const awsError = (description: string, example: { __type: string; message: string }) => ({
   description,
   content: { [AMZ_JSON]: { schema: { $ref: '#/components/schemas/AwsError' }, example } },

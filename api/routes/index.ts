@@ -84,7 +84,7 @@ export interface Mount {
 export interface Area {
   prefix: string;
   /**
-   * Token audiences checked once for every path under the prefix (contract 2), unknown paths
+   * Token audiences checked once for every path under the prefix, unknown paths
    * included; null for public areas (and those that answer in the OAuth shape themselves).
    */
   audiences: readonly string[] | null;
@@ -100,7 +100,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: null,
     mounts: [
       { path: '', endpoints: HEALTH_ENDPOINTS },
-      // POST / with X-Amz-Target (contract 10), ahead of the landing page's 405 for POST /;
+      // POST / with X-Amz-Target, ahead of the landing page's 405 for POST /;
       // the runtime lane serves it first.
       { path: '', router: createAwsKmsRouter, documented: AWS_KMS_DOCUMENTED },
       // The document's rows read the document of this table: built when first asked for.

@@ -1,5 +1,5 @@
 /**
- * First start (contract 1): with an empty database, create the platform tenant and an
+ * First start: with an empty database, create the platform tenant and an
  * administrator holding every permission. Credentials come from the environment, or are
  * generated and printed once. Never runs again once a tenant exists.
  */

@@ -17,7 +17,7 @@ import { PQC_KEY_TYPES } from '../../shared/crypto/registry.ts';
 const USABLE: readonly KeyState[] = ['active', 'suspended'];
 const LEGACY_MAX = 1000;
 
-/** GET /api/v3/admin/tenants/{tenantId}/keys: a page of keys in `state` (checked by the route's schema), or of every unarchived one (contract 3). */
+/** GET /api/v3/admin/tenants/{tenantId}/keys: a page of keys in `state` (checked by the route's schema), or of every unarchived one. */
 export async function listAdminKeys(
   ctx: { db: Knex; config: Config },
   tenantId: string,
@@ -59,7 +59,7 @@ export const listPqcKeys = (
     (r: Record<string, unknown>) => keyView(r),
   );
 
-/** GET /api/key-management/keys (spec 4.2): every unarchived key, by kid, at most 1000, unpaged. */
+/** GET /api/key-management/keys: every unarchived key, by kid, at most 1000, unpaged. */
 export async function listLegacyKeys(db: Knex, tenantId: string): Promise<{ keys: KeyView[] }> {
   const rows: Array<Record<string, unknown>> = await keysQuery(db, tenantId, {
     exceptStates: ['archived'],

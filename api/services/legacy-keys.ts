@@ -1,6 +1,6 @@
 /**
- * The legacy key import of spec 4.2 (`POST /api/key-management/keys/import`): a PEM keystore
- * (private key and optional certificates) or a raw AES key in base64.
+ * The legacy key import of the unversioned API (`POST /api/key-management/keys/import`): a PEM
+ * keystore (private key and optional certificates) or a raw AES key in base64.
  */
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';

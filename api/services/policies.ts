@@ -1,4 +1,4 @@
-/** A tenant's policy: its stored overrides, the effective policy they give, and their change (contract 8). */
+/** A tenant's policy: its stored overrides, the effective policy they give, and their change. */
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config/index.ts';
 import { problem } from '../../shared/errors/index.ts';

@@ -191,7 +191,7 @@ export const operations = {
 export type OperationName = keyof typeof operations;
 
 /**
- * Operations of contract 8 that other work of issue 14 is adding to the OpenAPI document now. The
+ * Operations of the route table that the OpenAPI document does not describe yet. The
  * drift test names each one still missing, and fails once one of them is documented so that it
  * leaves this list. Empty when the document covers every row.
  */

@@ -1,5 +1,5 @@
 /**
- * `keyward backup` and `keyward restore` (issue 28). The backup is fetched from the service as
+ * `keyward backup` and `keyward restore`. The backup is fetched from the service as
  * a platform administrator and encrypted here, as it is written, under the operator's passphrase
  * (shared/backup/sealed-file.ts); the file appears under its name only once complete. The restore
  * runs beside a stopped service, straight into the target database.

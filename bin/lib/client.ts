@@ -1,12 +1,12 @@
 /**
  * The CLI's HTTP client: client_credentials authentication, renewing the token 60 s before it
- * expires or when a request answers 401 (spec 5.8). Request bodies are given as factories so a
+ * expires or when a request answers 401. Request bodies are given as factories so a
  * request refused with 401 can be sent again with a fresh stream. The API's operations are called
  * through bin/lib/api-client.ts.
  */
 import { Readable } from 'node:stream';
 
-/** Renew this long before the token's expiry (spec 5.8). */
+/** Renew this long before the token's expiry. */
 export const RENEW_MARGIN_MS = 60_000;
 
 /** Where a client gets its bearer tokens from when not from its own client_credentials. */

@@ -283,8 +283,7 @@ async function migrateFile(
     });
   }
   // --cleanup leaves nothing of the run in the service's storage, failed files included: their
-  // source is still on disk and a re-run uploads it again (issue 27: the uploads of failed files
-  // stayed behind, unsaid).
+  // source is still on disk and a re-run uploads it again.
   const upload = fs.remoteKey;
   if (opts.cleanup && run.outDir && fs.status === 'failed' && upload) {
     try {

@@ -1,5 +1,5 @@
 /**
- * Restore of a backup into an empty database (issue 28), with the service stopped. Two passes
+ * Restore of a backup into an empty database, with the service stopped. Two passes
  * over the file: the first decrypts and checks all of it (every chunk's tag, the final chunk,
  * the header's schema, every table's row count) and writes nothing; only then is the target
  * opened, checked empty (before its migrations run), migrated to the backup's own schema, loaded

@@ -1,5 +1,5 @@
 /**
- * The backup file's encryption (issue 28): a passphrase-keyed stream of AES-256-GCM chunks.
+ * The backup file's encryption: a passphrase-keyed stream of AES-256-GCM chunks.
  * - header: magic `KWBACKUP` | version (1) | scrypt log2 N (1), r (1), p (1) | salt (16) |
  *   nonce prefix (7) | check (16). The check (HMAC of the key) tells a wrong passphrase from a
  *   damaged file; scrypt makes it no cheaper to guess through than a chunk's tag.

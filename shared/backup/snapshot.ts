@@ -1,5 +1,5 @@
 /**
- * A consistent snapshot of every table (issue 28), as NDJSON lines: a header naming the schema
+ * A consistent snapshot of every table, as NDJSON lines: a header naming the schema
  * (the migrations applied), then per table a `table` line, its rows as `{"r": to_jsonb(row)}`
  * and an `end` line with the count, and a last `done` line (a cut plaintext is noticed too).
  * `to_jsonb` keeps every value exact whatever its type (timestamps to the microsecond, bytea as

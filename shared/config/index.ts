@@ -140,7 +140,7 @@ export const SCHEMA = {
     default: 'log',
     values: ['off', 'log', 'strict'],
   },
-  // access log (issue 29): one line per request at info, written through a buffered
+  // access log: one line per request at info, written through a buffered
   // asynchronous destination (shared/logger.ts); these keys thin it out or switch it off.
   accessLog: {
     env: 'ACCESS_LOG',
@@ -281,7 +281,7 @@ export const SCHEMA = {
     default: '6000000',
     min: 1,
   },
-  // decryption-failure budget (issue 24)
+  // decryption-failure budget
   decryptFailureBudget: {
     env: 'DECRYPT_FAILURE_BUDGET',
     doc: 'Failed decryptions one principal may cause with one key per window (runtime decrypt, conversion, stream re-encrypt, jobs); past it every answer on that key is 429, so a decryption oracle is slow and loud',
@@ -466,7 +466,7 @@ export const SCHEMA = {
     default: '0',
     min: 0,
   },
-  // connection limits (issue 24): what a client without credentials may hold open. Bodies that
+  // connection limits: what a client without credentials may hold open. Bodies that
   // stall, headers that never end and floods of connections from one address are refused, and the
   // health endpoints stay answerable beyond the caps.
   bodyIdleTimeoutMs: {

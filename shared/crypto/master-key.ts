@@ -1,5 +1,5 @@
 /**
- * Key material at rest (contract 3): AES-256-GCM under a key of the master keyring, with the
+ * Key material at rest: AES-256-GCM under a key of the master keyring, with the
  * tenant, kid and version as additional authenticated data, so a sealed blob moved to another
  * row, tenant or version fails to open.
  * Layouts:

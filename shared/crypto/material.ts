@@ -187,7 +187,7 @@ export function jwkUseMembers(
   const list = typeof usages === 'string' ? [usages] : usages;
   if (list.length !== 1) return {};
   const spec = keyTypeSpec(type);
-  // A verify-only certificate (contract 10) checks signatures: `sig`, with no alg of its own.
+  // A verify-only certificate checks signatures: `sig`, with no alg of its own.
   const signs = list[0] === 'sign' || list[0] === 'verify';
   // The key's own first algorithm when it is at hand: an RSASSA-PSS key bound to SHA-384 signs PS384.
   const sign = publicKey ? keySignatureAlgorithms(publicKey, spec.jws ?? [])[0] : spec.jws?.[0];

@@ -10,7 +10,7 @@ export type KeyFamily =
   'aes' | 'hmac' | 'rsa' | 'ec' | 'okp' | 'ml-kem' | 'ml-dsa' | 'slh-dsa' | 'hybrid';
 /**
  * What a key may do: encrypt (and unwrap), sign (and verify), or compute and check MACs; `verify`
- * is a certificate imported without its private key (an outside signer's, contract 10): it only
+ * is a certificate imported without its private key (an outside signer's): it only
  * verifies, and is never offered for signing or decrypting.
  */
 export type KeyUsage = 'encrypt' | 'sign' | 'mac' | 'verify';

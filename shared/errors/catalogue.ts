@@ -142,7 +142,7 @@ const AUTH = {
   },
 } as const;
 
-/** Keys, their states and versions (contract 3), policies and key exchanges. */
+/** Keys, their states and versions, policies and key exchanges. */
 const KEYS = {
   key_not_found: {
     status: 404,
@@ -356,7 +356,7 @@ const CMS = {
   },
 } as const;
 
-/** The JOSE stream endpoints (re-encrypt, re-sign: contract 5). */
+/** The JOSE stream endpoints (re-encrypt, re-sign). */
 const STREAM = {
   jose_malformed: {
     status: 400,
@@ -440,7 +440,7 @@ const STORAGE = {
   },
 } as const;
 
-/** Queued jobs (contract 6). */
+/** Queued jobs. */
 const JOBS = {
   queue_unavailable: {
     status: 503,
@@ -503,8 +503,8 @@ export function isProblemCode(code: unknown): code is ProblemCode {
 }
 
 /**
- * The OAuth 2.0 error codes of the auth endpoints (RFC 6749 section 5.2, RFC 7009, RFC 8693,
- * spec 7.1) with the status each answers unless the endpoint says otherwise. Auth endpoints
+ * The OAuth 2.0 error codes of the auth endpoints (RFC 6749 section 5.2, RFC 7009, RFC 8693)
+ * with the status each answers unless the endpoint says otherwise. Auth endpoints
  * answer `{error, error_description}`, not problem details.
  */
 export const OAUTH_ERRORS = {

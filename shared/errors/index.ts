@@ -158,7 +158,7 @@ export class OAuthError extends Error {
   }
 }
 
-// The one RFC 7807 rendering (spec 2.5): HTTP problem responses on both lanes, failed items of a
+// The one RFC 7807 rendering: HTTP problem responses on both lanes, failed items of a
 // batch, bulk key operations and the problems of queued jobs all have this shape, so a client
 // reads a failure the same way wherever it meets one.
 

@@ -6,7 +6,7 @@
  *   EC keys    alg "ECDH-ES+A256KW" (RFC 7518 section 4.6), enc A256GCM
  *
  * The protected header names the key version as `kid: "<kid>#<version>"`, the same string as that
- * version's public JWK (contract 8), so a verifier picks the right key; `ver` (the version, a number)
+ * version's public JWK, so a verifier picks the right key; `ver` (the version, a number)
  * is written too, for older readers. Ciphertexts from before that naming (`kid` without `#`, plus
  * `ver`) still decrypt. An encryption context (AWS KMS EncryptionContext) is bound as `ctx`, a
  * digest of its entries, never in clear: the protected header is the GCM AAD (RFC 7516 section

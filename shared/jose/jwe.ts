@@ -1,6 +1,6 @@
 /**
  * Detached JWE pieces (RFC 7516 JSON serialization, one recipient): the protected header, the
- * streaming content encryptors, and the multipart/mixed framing of contract section 5. The key
+ * streaming content encryptors, and the multipart/mixed framing of the conversion answer. The key
  * management of the content key is in keys.ts.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomUUID } from 'node:crypto';
@@ -134,7 +134,7 @@ export function cbcPassThrough(cmsKey: Buffer, iv: Buffer, aad: Buffer): Content
   };
 }
 
-/** multipart/mixed framing with the `----service-<UUID>` boundary and CRLF lines (contract section 5). */
+/** multipart/mixed framing with the `----service-<UUID>` boundary and CRLF lines. */
 export class Multipart {
   readonly boundary = `----service-${randomUUID()}`;
   #parts = 0;

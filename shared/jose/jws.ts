@@ -86,7 +86,7 @@ export function candidateAlgs(
   return algs.filter((alg) => signable.has(alg));
 }
 
-/** The flattened JWS object the converter returns (contract section 5). */
+/** The flattened JWS object the converter returns. */
 export interface DetachedJws {
   protected: string;
   signature: string;

@@ -1,5 +1,5 @@
 /**
- * JOSE key management for the detached JWE of contract 5 (RFC 7518 section 4): wrapping a fresh
+ * JOSE key management for the detached JWE of a conversion (RFC 7518 section 4): wrapping a fresh
  * content key for a target key, and opening it again with the key a recipient header names.
  * One table of algorithms serves both directions, so what the writer produces the reader opens.
  */
@@ -66,7 +66,7 @@ export function ecdhKeyWrapBits(alg: unknown): number | undefined {
 
 /**
  * A tenant key by the kid a header or request names (`<kid>#<version>` or bare, splitVersionedKid)
- * for one purpose, or the catalogue's key-not-found (spec 7.3), key-usage-mismatch or key-version-retired.
+ * for one purpose, or the catalogue's key-not-found, key-usage-mismatch or key-version-retired.
  */
 export async function keyByKid(
   resolver: KidResolver,
@@ -96,7 +96,7 @@ export function certificatePublicKey(der: Buffer): KeyObject {
   }
 }
 
-/** The default key management for a target key (contract section 5). */
+/** The default key management for a target key. */
 export function defaultKeyManagement(key: ResolvedKey): string {
   if (key.secretKey) return `A${key.secretKey.symmetricKeySize! * 8}KW`;
   const type = publicKeyOf(key)?.asymmetricKeyType;
@@ -110,7 +110,7 @@ export function defaultKeyManagement(key: ResolvedKey): string {
 
 /**
  * The per-recipient member of the JWE JSON serialization. Its `kid` names the key version,
- * `<kid>#<version>`, as the runtime JWE and the public JWKs do (contract 8).
+ * `<kid>#<version>`, as the runtime JWE and the public JWKs do.
  */
 export interface JweRecipient {
   header: { alg: string; kid: string; epk?: Record<string, string> };
@@ -211,7 +211,7 @@ export function unwrapContentKey(
     throw decryptionFailed(err);
   }
   // A wrapped key that fails its integrity check or does not fit enc: a random key stands in, so
-  // the failure surfaces at the tag, where every other one does (issue 24).
+  // the failure surfaces at the tag, where every other one does.
   try {
     const cek = aesKeyUnwrap(kek, encryptedKey);
     return cek.length === cekBytes ? cek : randomBytes(cekBytes);

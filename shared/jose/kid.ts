@@ -1,4 +1,4 @@
-/** How JOSE headers and JWKs name a key version (contract 8). */
+/** How JOSE headers and JWKs name a key version. */
 
 /** The name a key version goes by in JOSE headers and JWKs: `<kid>#<version>` (kids never hold `#`). */
 export const versionedKid = (kid: string, version: number): string => `${kid}#${version}`;

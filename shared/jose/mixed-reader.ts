@@ -1,5 +1,5 @@
 /**
- * The multipart/mixed conversion output of contract 5 fed back to the stream endpoints, read
+ * The multipart/mixed conversion output fed back to the stream endpoints, read
  * part after part on the one multipart scanner (shared/mime/multipart.ts): each body is an
  * AsyncIterable<Buffer> that ends at the next delimiter, so a ciphertext part of any size
  * streams. This layer holds what is particular to convert's output: no preamble, a short epilogue,

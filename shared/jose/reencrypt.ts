@@ -1,5 +1,5 @@
 /**
- * Stream re-encryption of a convert result (contract 5): the multipart/mixed detached JWE comes
+ * Stream re-encryption of a convert result: the multipart/mixed detached JWE comes
  * in as convert wrote it and goes out in the same layout for the target key.
  *
  * By default only the content key is re-wrapped and the ciphertext passes through byte for byte;

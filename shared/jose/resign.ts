@@ -1,5 +1,5 @@
 /**
- * Stream re-signing of a convert result (contract 5): the detached JWS object as convert wrote
+ * Stream re-signing of a convert result: the detached JWS object as convert wrote
  * it, then the content it covers. The old signature is checked with the tenant key its kid
  * names while the content streams, and a new detached JWS of the same form (same b64, flattened
  * JSON, kid protected) is made with the target key in the same pass. Nothing is answered before

@@ -1,5 +1,5 @@
 /**
- * The JWS of a SignedData conversion (contract 10). Its protected header records the original
+ * The JWS of a SignedData conversion. Its protected header records the original
  * signers, who are only known from the SignerInfos after the content, and its signing keys (the
  * archive key, or each signer's own) decide the algs; a JWS signing input starts with that header.
  * So the content is spooled as it streams (memory up to SPOOL_MEMORY, then an unlinked file of

@@ -31,7 +31,7 @@ export interface KidResolver {
    */
   keyTypes?(): Promise<readonly string[]>;
   /**
-   * Admits one decryption of content (issue 24; contract 10): throws 403 when the caller may not
+   * Admits one decryption of content: throws 403 when the caller may not
    * decrypt and, given the kid that will decrypt, 429 when the caller's decryption-failure budget
    * on it is spent. The engines call it before any byte is decrypted. Every resolver that serves
    * requests has it (shared/keys/cms-resolver.ts, and the thread-side port resolver forwards it);

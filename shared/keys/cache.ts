@@ -42,7 +42,7 @@ export interface CachedKey {
   /** When a pending deletion destroys the key (it is suspended meanwhile), else null. */
   deletionAt: Date | null;
   currentVersion: number;
-  /** Versions below this no longer decrypt or verify (contract 8, Vault min_decryption_version); they are kept. */
+  /** Versions below this no longer decrypt or verify (as Vault min_decryption_version); kept. */
   minDecryptionVersion: number;
   versions: Map<number, LoadedKeyVersion>;
   /** Serialized material per version, for tasks sent to the worker pool. */

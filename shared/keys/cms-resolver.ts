@@ -52,7 +52,7 @@ export function tenantKeyResolver(
       throw err;
     }
     const v = version ?? key.currentVersion;
-    // A version below the key's minDecryptionVersion no longer decrypts or verifies (contract 8).
+    // A version below the key's minDecryptionVersion no longer decrypts or verifies.
     if (key.versions.has(v)) retainedVersion(key, v);
     const loaded = key.versions.get(v);
     if (!loaded) return null;
@@ -90,7 +90,7 @@ export function tenantKeyResolver(
       q.orderByRaw(`case when ${enabledUsagesSql('k.')} @> ?::jsonb then 0 else 1 end`, [
         JSON.stringify([purpose]),
       ]);
-    // A verify-only certificate never signs or decrypts (contract 10); without a purpose it is
+    // A verify-only certificate never signs or decrypts; without a purpose it is
     // the public key that checks a signer.
     if (purpose) q.whereNot('k.usage', 'verify');
     const row = await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version');

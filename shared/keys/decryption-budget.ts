@@ -1,5 +1,5 @@
 /**
- * The decryption-failure budget (issue 24): failed decryptions per (tenant, principal, key) in a
+ * The decryption-failure budget: failed decryptions per (tenant, principal, key) in a
  * window, shared by runtime decrypt and re-encrypt, conversion, stream re-encrypt and jobs, in
  * Redis when the process has it (every instance and worker sees the same count) and in memory on
  * the embedded default (one process). Once a pair's budget is spent, every decryption it asks for

@@ -1,5 +1,5 @@
 /**
- * Key lifecycle (contract 3): states active, suspended, revoked, archived; rotation adds a
+ * Key lifecycle: states active, suspended, revoked, archived; rotation adds a
  * version. The transition table is data, checked in one place.
  */
 import { problem, type AppError } from '../errors/index.ts';
@@ -57,7 +57,7 @@ export function unusable(kid: string, state: KeyState, deletionAt?: Date | null)
 
 /**
  * A retained version that may still decrypt or verify: 409 key-version-retired below the key's
- * minDecryptionVersion (contract 8), decryption-failed when the key has no such version.
+ * minDecryptionVersion, decryption-failed when the key has no such version.
  */
 export function retainedVersion<V>(
   key: { kid: string; minDecryptionVersion: number; versions: ReadonlyMap<number, V> },

@@ -19,7 +19,7 @@ export interface KeyLookupDeps {
 
 /**
  * A usable key of the tenant, named by a request member `kid`: 400 when the member cannot be a
- * kid, 404 when the tenant has no such key, 423/409 when it is not active (contract 3), and 422
+ * kid, 404 when the tenant has no such key, 423/409 when it is not active, and 422
  * key-usage-mismatch when `usage` is given and the key is not for it (an encrypt key never signs).
  */
 export async function usableKey(

@@ -1,5 +1,5 @@
 /**
- * Public keys per version (contract 8): every retained version of an asymmetric key as a public
+ * Public keys per version: every retained version of an asymmetric key as a public
  * JWK whose `kid` is `<kid>#<version>`, the name the service's JOSE headers give that version, and
  * as SPKI PEM. Built from the loaded KeyObjects of the key cache: only the public half is exported,
  * so no private member (`d`, `p`, `q`, `dp`, `dq`, `qi`, `priv`) or secret (`k`) can appear.
@@ -34,7 +34,7 @@ export interface PublicKeysView {
 
 /**
  * The public keys of a tenant's key. `runtime` (the Core API) refuses revoked and archived keys as
- * every runtime use does (contract 3); the admin view shows any state. Symmetric keys (AES, HMAC)
+ * every runtime use does; the admin view shows any state. Symmetric keys (AES, HMAC)
  * have no public key: 422 key-usage-mismatch. Versions below minDecryptionVersion are left out,
  * since nothing they signed verifies any more.
  */

@@ -1,11 +1,11 @@
 /**
- * Online master-key rotation (issue 28): re-seals every sealed item under the newest key of the
- * keyring, in batches, while the service serves. Each item is one UPDATE that compares the blob
- * it read (compare-and-set), and each batch one transaction: a kill -9 leaves every item either as
- * it was or rewrapped, both readable; two instances never overwrite each other's work, so no item is
- * sealed twice under different keys; a later run finishes what is left. Only items sealed under
- * an older id of this keyring (or v1 blobs) are touched: an id this instance does not know is
- * counted, never guessed at.
+ * Online master-key rotation (docs/decisions.md, "The master keyring and what it seals"): re-seals
+ * every sealed item under the newest key of the keyring, in batches, while the service serves. Each
+ * item is one UPDATE that compares the blob it read (compare-and-set), and each batch one
+ * transaction: a kill -9 leaves every item either as it was or rewrapped, both readable; two
+ * instances never overwrite each other's work, so no item is sealed twice under different keys; a
+ * later run finishes what is left. Only items sealed under an older id of this keyring (or v1
+ * blobs) are touched: an id this instance does not know is counted, never guessed at.
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';

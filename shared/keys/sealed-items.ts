@@ -138,7 +138,7 @@ async function sampleOf(
 }
 
 /**
- * The start's check (issue 28): every id the database's material names is in the keyring, and
+ * The start's check: every id the database's material names is in the keyring, and
  * one item of each id (and one v1 item, if any) opens. Run before the migrations and before
  * anything is served or written; throws a ConfigError naming the ids otherwise.
  */

@@ -1,9 +1,9 @@
 /**
- * What a key may do, declared once (issue 26, "key usage that tells the truth"): a key records
- * the usages its certificate allows (`allowed_usages`; every usage its type has when nothing
- * restricts it) and the usages enabled now (`usages`, never empty, never past the allowed ones).
- * The `usage` column is the key's one usage for what can name only one (a JWK's `use`, AWS KMS
- * KeyUsage, listings): the type's default when it is enabled, else the first enabled.
+ * What a key may do, declared once (docs/decisions.md, "Key usage from certificates"): a key
+ * records the usages its certificate allows (`allowed_usages`; every usage its type has when
+ * nothing restricts it) and the usages enabled now (`usages`, never empty, never past the allowed
+ * ones). The `usage` column is the key's one usage for what can name only one (a JWK's `use`, AWS
+ * KMS KeyUsage, listings): the type's default when it is enabled, else the first enabled.
  * assertUsage (shared/crypto/registry.ts) checks the enabled usages on every path that uses a key.
  */
 import type { Knex } from 'knex';
@@ -21,7 +21,7 @@ import {
 type CertificateUsages = readonly ('sign' | 'encrypt')[] | undefined;
 
 /**
- * The usages a keystore entry allows: `verify` alone without a private key (contract 10), else
+ * The usages a keystore entry allows: `verify` alone without a private key, else
  * what the certificate allows that the type can do, or everything the type does (a certificate
  * without keyUsage/extendedKeyUsage, or none) except `mac`, which keys pairs never do.
  */

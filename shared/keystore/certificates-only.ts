@@ -1,5 +1,5 @@
 /**
- * A keystore with certificates and no private key (contract 10, outside signers): each
+ * A keystore with certificates and no private key (docs/decisions.md, "Outside signers"): each
  * certificate becomes a verify-only entry, its public key checked as keystore keys are (type,
  * RSA exponent). Read only after parseKeystore found no private key, so a keystore that holds
  * one never takes this path.

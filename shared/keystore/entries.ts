@@ -34,7 +34,7 @@ const EC_CURVES: Record<string, string> = {
 const RSA_SIZES = new Set([2048, 3072, 4096]);
 
 /**
- * The service key type of an asymmetric key (contract section 3): 'rsa-2048', 'rsa-3072',
+ * The service key type of an asymmetric key: 'rsa-2048', 'rsa-3072',
  * 'rsa-4096', 'rsa-pss-2048/3072/4096', 'ec-p256', 'ec-p384', 'ec-p521', 'ed25519', 'ed448', 'x25519' or
  * 'x448'; keystore-unsupported-algorithm otherwise, and for an RSASSA-PSS key that is to sign (`signs`)
  * with parameters no JOSE PS* fits.

@@ -1,5 +1,5 @@
 /**
- * Keystore import (contract section 4): reads a PKCS#12 file (RFC 7292) or a PEM bundle into
+ * Keystore import: reads a PKCS#12 file (RFC 7292) or a PEM bundle into
  * private keys with their certificate chains. Every failure is a keystore problem (problems.ts),
  * never a raw exception.
  *

@@ -1,7 +1,7 @@
 /** The shapes parseKeystore returns. */
 import type { KeyObject } from 'node:crypto';
 
-/** What the API shows about a certificate (contract section 4). */
+/** What the API shows about a certificate. */
 export interface CertificateSummary {
   /** RFC 4514 string, most specific RDN first, e.g. `CN=leaf,O=Acme,C=US`. */
   subject: string;

@@ -1,5 +1,5 @@
 /**
- * analyzePkcs7: what a CMS message holds (contract section 5), read in one streaming pass. The
+ * analyzePkcs7: what a CMS message holds, read in one streaming pass. The
  * content is counted and discarded, so memory stays constant whatever the size.
  */
 import { BerReader } from '../asn1/ber-reader.ts';
@@ -118,7 +118,7 @@ export async function analyzePkcs7(
     }
     // A certificates-only SignedData (.p7b) converts to a JWK Set of its certificates.
     const certificatesOnly = head.type === 'signedData' && signers.length === 0 && !head.content;
-    // Who will sign the JWS without signerKid (contract 10): the archive key, else each signer's own.
+    // Who will sign the JWS without signerKid: the archive key, else each signer's own.
     let signing: Analysis['signing'] = null;
     if (signed && resolver && !certificatesOnly) {
       const archive = (await resolver.archiveSigningKey?.()) ?? null;
@@ -134,7 +134,7 @@ export async function analyzePkcs7(
       }
     }
     const recipients: RecipientSummary[] = [];
-    // Several recipients convert when one of them can (contract 10): which, the converter says.
+    // Several recipients convert when one of them can: which, the converter says.
     const unusable: string[] = [];
     const usable: boolean[] = [];
     for (const ri of head.recipientInfos) {
@@ -174,7 +174,7 @@ export async function analyzePkcs7(
         if (!(err instanceof AppError)) throw err;
         const kid = err.details?.kid;
         decryption = { kid: typeof kid === 'string' ? kid : null };
-        // A password recipient opens with metadata.password instead (contract 10).
+        // A password recipient opens with metadata.password instead.
         if (!head.recipientInfos.some((ri) => ri.pwri)) reasons.push(err.message);
       }
     }

@@ -60,7 +60,7 @@ export function matchCertificate(
   );
 }
 
-/** Subject, issuer, serial and validity, the fields contract section 4 reports. */
+/** Subject, issuer, serial and validity, the fields the keystore import reports. */
 export function certificateSummary(c: ParsedCertificate): CertificateSummary {
   const tbs = c.cert.tbsCertificate;
   return {

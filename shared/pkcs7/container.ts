@@ -1,5 +1,5 @@
 /**
- * The forms a CMS object takes in an archive (contract section 9), told apart by their first
+ * The forms a CMS object takes in an archive, told apart by their first
  * bytes and unwrapped while they stream: DER/BER as they are; PEM armour and bare base64 through
  * the one base64 decoder; an S/MIME entity (RFC 8551 section 3.2: application/pkcs7-mime, the
  * .p7m attachment or the whole .eml) through its transfer encoding, found through nested
@@ -119,7 +119,7 @@ function printable(s: string): string {
 const isSpace = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 const BASE64_HEAD = /^[A-Za-z0-9+/=\r\n\t ]+$/;
 
-/** What a refused input looks like, for the cms-malformed detail (contract section 9). */
+/** What a refused input looks like, for the cms-malformed detail. */
 export function describeInput(head: Buffer): string {
   const s = head.toString('latin1', 0, Math.min(head.length, 64));
   const t = s.trimStart();
@@ -144,7 +144,7 @@ export function describeInput(head: Buffer): string {
   return `the input is binary data that is not DER/BER (first byte 0x${head[0].toString(16).padStart(2, '0')})`;
 }
 
-/** Finds the CMS object in an archive input (contract section 9). */
+/** Finds the CMS object in an archive input. */
 export async function openContainer(input: AsyncIterable<Uint8Array>): Promise<Container> {
   const src = new ByteSource(input);
   try {

@@ -332,7 +332,7 @@ async function decryptedContent(
   if (entity === 'clear') {
     // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
     // entity as the CMS carries it; its signature is verified and a JWS of the signed part
-    // is added as for a nested SignedData (contract 5).
+    // is added as for a nested SignedData.
     return { encryptor, ending, source: plain, signing: clearSignedVerifier(opts), inner: null };
   }
   if (entity === 'opaque') {
@@ -350,7 +350,7 @@ async function decryptedContent(
 /**
  * A SignedData inside the plaintext (what `cms -sign | cms -encrypt` makes): its content is
  * the JWE's, its signature verified and re-signed. A failure found in it is told at the end, as
- * every failure of the plaintext is (contract 10): the rest is read (and its padding checked)
+ * every failure of the plaintext is: the rest is read (and its padding checked)
  * without passing anything on.
  */
 async function nestedSignedData(

@@ -1,5 +1,5 @@
 /**
- * convertPkcs7ToJose: the streaming PKCS#7/CMS to JOSE conversion of contract section 5.
+ * convertPkcs7ToJose: the streaming PKCS#7/CMS to JOSE conversion.
  *
  * Everything that can be known before the content (type, keys, content key) is settled before the
  * function returns, so those failures are plain problems. The body is a pull-based generator: it
@@ -76,7 +76,7 @@ async function convertSigned(
     source = content;
   } else {
     tail = await readTail(reader, head);
-    // A certificates-only SignedData (.p7b) signs nothing: its certificates as a JWK Set (contract 10).
+    // A certificates-only SignedData (.p7b) signs nothing: its certificates as a JWK Set.
     if (tail.signers.length === 0 && !opts.content) {
       await reader.close();
       // A JWK Set has no content to stream beside it (jobs, Accept: multipart/mixed).
@@ -146,7 +146,7 @@ function releasing(result: ConvertResult, container: { close(): Promise<void> })
   return { contentType: result.contentType, body: body() };
 }
 
-/** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE (contract section 5). */
+/** Converts a PKCS#7/CMS stream into a detached JWS or a multipart detached JWE. */
 export async function convertPkcs7ToJose(
   input: AsyncIterable<Uint8Array>,
   opts: ConvertOptions,

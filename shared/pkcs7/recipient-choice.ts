@@ -1,6 +1,7 @@
 /**
- * Several recipients (contract 10): which RecipientInfo decrypts, chosen from identifiers and the
- * tenant's keys alone, and the target keys of the new JWE (`targetKid`, one kid or a list).
+ * Several recipients (docs/decisions.md, "Several recipients and several signers"): which
+ * RecipientInfo decrypts, chosen from identifiers and the tenant's keys alone, and the target keys
+ * of the new JWE (`targetKid`, one kid or a list).
  */
 import type { KeyObject } from 'node:crypto';
 import type { RecipientInfo } from '@peculiar/asn1-cms';
@@ -87,7 +88,7 @@ function keyFits(ri: RecipientInfo, key: ResolvedKey): boolean {
 /**
  * Chooses the RecipientInfo that decrypts and its key, from the identifiers and the tenant's keys
  * alone: nothing is tried, so which recipient is used never depends on a secret, and a failure of
- * its unwrap is the one decryption-failed whichever recipient it was (contract 10). A password
+ * its unwrap is the one decryption-failed whichever recipient it was. A password
  * picks the first password recipient; `recipientKid` the recipient that names that key (or, when
  * none names it, the first of its kind); else the first recipient, in file order, whose key the
  * tenant holds.

@@ -343,7 +343,7 @@ export async function recipientKeyOf(
  * or OAEP padding, an AES key wrap integrity failure) or has the wrong length is replaced by a
  * random key of the right length (RFC 3218 section 2.3.2, as shared/jose/keys.ts does for JOSE):
  * every failure then surfaces where a content failure does, as the one decryption-failed
- * (contract 10). `rejected` keeps the cause for the log.
+ * (docs/decisions.md, "Failures that tell nothing"). `rejected` keeps the cause for the log.
  */
 export async function openContentKey(
   ri: RecipientInfo,

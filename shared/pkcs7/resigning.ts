@@ -51,7 +51,7 @@ export interface FinishArgs {
   checkSigners?: SignerChecker;
 }
 
-/** What the JWS protected header records of one original signer, under `kw_signers` (contract 10). */
+/** What the JWS protected header records of one original signer, under `kw_signers`. */
 export interface OriginalSigner {
   /** The signer's certificate and the chain found for it, base64 DER, the signer's first. */
   x5c: string[];
@@ -66,7 +66,7 @@ export interface OriginalSigner {
 export const SIGNERS_MEMBER = 'kw_signers';
 
 /**
- * Verifies every CMS signer (with its own certificate or the tenant's, contract 10), then signs
+ * Verifies every CMS signer (with its own certificate or the tenant's), then signs
  * the JWS with the re-signing key (`key`), else with each signer's own key, one signature per key.
  * The key lookups run here; the signature and chain checks (signer-checks.ts) run where
  * `a.checkSigners` puts them (a pool thread), or in place.
@@ -172,7 +172,7 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
  * after the whole content (so every failure is a plain problem). With `withContent`, a
  * multipart/mixed of the content (application/octet-stream) as it streams, then the JWS
  * (application/jose+json): nothing of the input is lost, and a failure after the first byte cuts
- * the answer before its closing delimiter (contract 5). Failures before the content starts
+ * the answer before its closing delimiter. Failures before the content starts
  * (keys, metadata) are plain problems either way: the first step runs before this returns.
  */
 export async function signedResult(

@@ -26,7 +26,7 @@ export interface KeyResolver extends KidResolver {
    * the identifier, verify-only certificates included (the public key that checks a signer).
    */
   byCmsRef(ref: CmsKeyRef, purpose?: KeyPurpose): Promise<ResolvedKey | null>;
-  /** The tenant's default archive signing key (a key setting, contract 10), if it has one. */
+  /** The tenant's default archive signing key (a key setting), if it has one. */
   archiveSigningKey?(): Promise<ResolvedKey | null>;
   /** DER of the tenant's trust anchors, for `verify: "chain"`. */
   trustAnchors?(): Promise<Buffer[]>;
@@ -50,7 +50,7 @@ export interface PasswordKeyRequest {
   digest: string;
 }
 
-/** The `metadata` part of a conversion request (contract section 5). */
+/** The `metadata` part of a conversion request. */
 export interface ConvertMetadata {
   signerKid?: string;
   recipientKid?: string;
@@ -66,7 +66,7 @@ export interface ConvertMetadata {
   /** RFC 7797 unencoded payload when false (the default). */
   b64?: boolean;
   /**
-   * How far a CMS signer is checked (contract 10): `signature` (the default) against its
+   * How far a CMS signer is checked: `signature` (the default) against its
    * certificate, `chain` also up to one of the tenant's trust anchors.
    */
   verify?: 'signature' | 'chain';
@@ -104,7 +104,7 @@ export interface AlgorithmSummary {
   name: string;
 }
 
-/** The certificate fields the analysis reports: the keystore import's shape (contract section 4). */
+/** The certificate fields the analysis reports: the keystore import's shape. */
 export type { CertificateSummary } from '../keystore/types.ts';
 import type { CertificateSummary } from '../keystore/types.ts';
 
@@ -125,7 +125,7 @@ export interface SignerSummary {
   certificate: CertificateSummary | null;
   kid: string | null;
   /**
-   * What verifies the signature (contract 10): a tenant key of the signer's identifier (its own
+   * What verifies the signature: a tenant key of the signer's identifier (its own
    * key pair or a verify-only certificate), else the certificate the file carries; null: nothing.
    */
   verifiedWith: 'tenant-key' | 'embedded-certificate' | null;
@@ -140,11 +140,11 @@ export interface RecipientSummary {
   kid: string | null;
 }
 
-/** The answer of analyzePkcs7 (contract section 5). */
+/** The answer of analyzePkcs7. */
 export interface Analysis {
   contentType: 'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
   encoding: 'der' | 'ber';
-  /** The archive form the CMS object was found in (contract section 9). */
+  /** The archive form the CMS object was found in. */
   container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
   /** Bytes of eContent or encryptedContent; 0 for a detached SignedData. */
   contentLength: number;

@@ -23,14 +23,14 @@ export interface ConvertJobData {
   source: { key: string };
   /** The source object's version when submitted (etag, or size and mtime); a changed source fails the job. */
   sourceVersion: string;
-  /** The conversion metadata of contract 5. */
+  /** The conversion metadata, as the HTTP conversion takes it. */
   metadata: Record<string, unknown>;
   /** Where the result goes, without its extension (added from the result's type). */
   output: { key: string };
   /**
    * Present when the submitter's role held crypto.decrypt: the principal whose decryption-failure
    * budget the job's failures count against. Without it an encrypted input is refused (403), as
-   * over HTTP (contract 10).
+   * over HTTP.
    */
   decrypt?: { principal: string };
 }
@@ -91,7 +91,7 @@ const digest = (parts: string[]): string =>
 
 /**
  * The job id of a conversion: the same tenant, source object and version, metadata and output
- * give the same id, so BullMQ ignores a resubmission (idempotency, contract 6).
+ * give the same id, so BullMQ ignores a resubmission (idempotency).
  */
 export function convertJobId(
   data: Omit<ConvertJobData, 'source' | 'output'> & {

@@ -1,5 +1,5 @@
 /**
- * The legacy JSON login of spec 4.2 (`POST /api/authenticate/app`) and its refresh call, as
+ * The legacy JSON login (`POST /api/authenticate/app`) and its refresh call, as
  * route rows: open (these calls issue the tokens), JSON bodies of at most 16 KiB, errors in the
  * OAuth shape (a body that is not a JSON object is invalid_request).
  */
@@ -45,7 +45,7 @@ export const LEGACY_AUTH_ENDPOINTS = [
     path: '/app',
     operationId: 'legacyLogin',
     tag,
-    summary: 'Legacy JSON login of a workload (spec 4.2)',
+    summary: 'Legacy JSON login of a workload',
     access: { open: 'it issues the tokens' },
     body: Resource(
       {

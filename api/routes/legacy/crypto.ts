@@ -1,5 +1,5 @@
 /**
- * The legacy runtime operations of spec 4.2, POST /api/crypto/{encrypt,decrypt,sign,verify}:
+ * The legacy runtime operations, POST /api/crypto/{encrypt,decrypt,sign,verify}:
  * the v3 operations on the same per-route core (api/http/runtime-route.ts), behind legacy tokens
  * and legacy role names (api/access/legacy-role.ts).
  */

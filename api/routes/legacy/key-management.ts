@@ -1,8 +1,8 @@
 /**
- * The legacy key management of spec 4.2, /api/key-management/keys: JSON bodies, legacy tokens
- * from /api/authenticate/app, legacy role names (a missing one is 401, spec 5.12). Members a
- * body does not know are ignored here: the legacy contract predates the closed bodies of
- * contract 8.
+ * The legacy key management, /api/key-management/keys: JSON bodies, legacy tokens
+ * from /api/authenticate/app, legacy role names (a missing one is 401). Members a
+ * body does not know are ignored here: the legacy API predates the closed bodies of
+ * the v3 API.
  */
 import Type from 'typebox';
 import { endpoint } from '../../http/endpoint.ts';

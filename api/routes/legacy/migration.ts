@@ -1,10 +1,10 @@
 /**
  * The unversioned migration aliases as route rows, mounted at /api/migration (both the admin and
  * the core audience, as for /api/v3/migration; the permission decides):
- * - `POST /api/migration/pkcs12` (contract 4): the same multipart form and answer as
+ * - `POST /api/migration/pkcs12`: the same multipart form and answer as
  *   `POST /api/v3/admin/tenants/{tenantId}/keys/import-keystore`, importing into the token's
  *   tenant (older clients have no tenant in the path);
- * - `POST /api/migration/stream/analyze-pkcs7` (spec 4): the analyze row of
+ * - `POST /api/migration/stream/analyze-pkcs7`: the analyze row of
  *   /api/v3/migration/stream.
  */
 import { endpoint } from '../../http/endpoint.ts';
@@ -38,5 +38,5 @@ export const LEGACY_MIGRATION_ENDPOINTS = [
 
 /** The analyze alias, mounted at /api/migration/stream. */
 export const LEGACY_STREAM_ENDPOINTS = [
-  analyzeEndpoint('legacyAnalyzePkcs7', 'Analyze a PKCS#7/CMS file (unversioned alias of spec 4)'),
+  analyzeEndpoint('legacyAnalyzePkcs7', 'Analyze a PKCS#7/CMS file (unversioned alias)'),
 ];

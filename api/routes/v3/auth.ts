@@ -1,5 +1,5 @@
 /**
- * The Auth API (spec 2.1-2.4, 7.1): token, revocation (RFC 7009), introspection (RFC 7662),
+ * The Auth API: token, revocation (RFC 7009), introspection (RFC 7662),
  * forgot and reset password, as route rows. Open endpoints (they issue the tokens): a client
  * authenticates, where it does, inside the service (HTTP Basic or the form's client_secret).
  * Form-urlencoded only; errors in the OAuth shape `{error, error_description}`.
@@ -172,7 +172,7 @@ export const AUTH_ENDPOINTS = [
     description:
       "Form-urlencoded only (RFC 6749 section 4); a JSON body or another media type is unsupported_grant_type. No scope is requested: the token carries the permissions of the identity's role. " +
       'For client_credentials the workload authenticates either with client_id and client_secret in the form (client_secret_post) or with `Authorization: Basic base64(urlencode(client_id):urlencode(client_secret))` (client_secret_basic, RFC 6749 section 2.3.1; the form then holds the grant type only), never both: a client_secret in the form beside Basic, or a form client_id naming another client, is invalid_request. ' +
-      'Over Basic every failed client authentication (unknown, disabled, wrong secret, undecodable header) is 401 invalid_client with `WWW-Authenticate: Basic` (RFC 6749 section 5.2); in the form a wrong secret stays 400 invalid_grant (spec 7.1). Basic credentials on a grant that authenticates no client are invalid_request. Both methods, on this path and on the legacy login, spend the same budget of the client at the sending address: wrong secrets from one address never refuse the right secret from another. A client_id naming no workload spends the budget of the sending address (429 for every client_credentials request from it naming no workload once spent), and such failures are audited as one tallied event per address and second (actor `client:unknown`).',
+      'Over Basic every failed client authentication (unknown, disabled, wrong secret, undecodable header) is 401 invalid_client with `WWW-Authenticate: Basic` (RFC 6749 section 5.2); in the form a wrong secret stays 400 invalid_grant. Basic credentials on a grant that authenticates no client are invalid_request. Both methods, on this path and on the legacy login, spend the same budget of the client at the sending address: wrong secrets from one address never refuse the right secret from another. A client_id naming no workload spends the budget of the sending address (429 for every client_credentials request from it naming no workload once spent), and such failures are audited as one tallied event per address and second (actor `client:unknown`).',
     access: { open: OPEN },
     // No bearer token; a workload may authenticate by HTTP Basic (client_secret_basic) instead of the form fields.
     security: [{}, { clientSecretBasic: [] }],
@@ -181,7 +181,7 @@ export const AUTH_ENDPOINTS = [
     errors: 'oauth',
     answer: {
       status: 200,
-      description: 'the token response (spec 2.2)',
+      description: 'the token response',
       schema: TokenResponse,
       headers: { 'Cache-Control': 'no-store' },
     },
@@ -207,7 +207,7 @@ export const AUTH_ENDPOINTS = [
     tag,
     summary: 'Revoke an access or refresh token (RFC 7009)',
     description:
-      'Answers 200 whether or not the token existed (spec 3.1, RFC 7009 section 2.2). Revoking a refresh token revokes its whole family. The token_type_hint is not needed: the token is found either way.',
+      'Answers 200 whether or not the token existed (RFC 7009 section 2.2). Revoking a refresh token revokes its whole family. The token_type_hint is not needed: the token is found either way.',
     access: { open: OPEN },
     body: Resource(
       {
@@ -228,7 +228,7 @@ export const AUTH_ENDPOINTS = [
     problems: { 400: { text: NOT_A_FORM, errors: FORM_ERRORS } },
     handle: async (ctx, { body }) => {
       await revokePresentedToken(ctx, body.token);
-      // RFC 7009 2.2 and spec 3.1: 200 whether or not the token existed.
+      // RFC 7009 section 2.2: 200 whether or not the token existed.
       return {};
     },
   }),

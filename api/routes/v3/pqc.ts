@@ -1,5 +1,5 @@
 /**
- * The PQC API (contract 3): ML-KEM and X-Wing hybrid (X25519 + ML-KEM-768) encapsulation,
+ * The PQC API: ML-KEM and X-Wing hybrid (X25519 + ML-KEM-768) encapsulation,
  * ML-DSA and SLH-DSA signatures, on Node 24's native implementations.
  */
 import { endpoint } from '../../http/endpoint.ts';

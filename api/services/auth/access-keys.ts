@@ -1,5 +1,5 @@
 /**
- * Workload access keys (issue 27, contract 10): the AWS-style credential pair a workload signs
+ * Workload access keys (docs/aws-kms.md): the AWS-style credential pair a workload signs
  * AWS KMS API requests with (SigV4). SigV4 is an HMAC keyed by the secret itself, so unlike a
  * client secret it cannot be kept as a hash: it is sealed under the master key as key material
  * is (AES-256-GCM, bound to tenant and access key id) and shown once, at creation.

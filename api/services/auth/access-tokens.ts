@@ -16,7 +16,7 @@ export const AUDIENCE_LEGACY = 'service-legacy';
 const LEEWAY_S = 30;
 const CACHE_MAX = 20_000;
 
-/** The claims of contract 2. */
+/** The claims of an access token. */
 export interface AccessClaims {
   iss: string;
   sub: string;

@@ -142,7 +142,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
 
   /**
    * The reads waiting for their turn, by client: one batch is read at a time, and whatever
-   * lookups ask for meanwhile is read together after it (issue 29). Reading each workload on its
+   * lookups ask for meanwhile is read together after it. Reading each workload on its
    * own cost two round trips per client every REFRESH_AFTER_MS, all due together since the
    * entries were loaded together: at 64 busy clients, 128 queries in a burst every 4 s, which on
    * the embedded database (one backend, one connection) took 0.4 to 2.3 s to drain under load,

@@ -1,6 +1,6 @@
 /**
- * The four grants of spec 2.1, one function each. Each returns the token response of spec 2.2
- * or throws an OAuthError with the code of spec 7.1. Every attempt is audited.
+ * The four grants of the token endpoint, one function each. Each returns the token response
+ * (RFC 6749 section 5.1) or throws an OAuthError with its RFC 6749 code. Every attempt is audited.
  */
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
@@ -41,10 +41,10 @@ const HUMAN_CLIENT = 'keyward-admin';
 /**
  * The budget key of a workload's authentication from one address: the (client, address) pair,
  * as the password lockout is keyed, so wrong secrets sent from one address never refuse the
- * right secret sent from another (issue 24 #4: ten wrong secrets a minute from anyone who knew a
- * client id locked the workload out). A client id that names no workload spends the budget of
- * its sender's address, as a refresh token naming no family does (issue 24 #5: every made-up id
- * had a budget of its own, so one address could try ids without limit). The lookup is the
+ * right secret sent from another (else ten wrong secrets a minute from anyone who knew a client
+ * id would lock the workload out). A client id that names no workload spends the budget of
+ * its sender's address, as a refresh token naming no family does (were every made-up id given
+ * a budget of its own, one address could try ids without limit). The lookup is the
  * grant's own, cached for known clients. The client id is canonical (lower-case) as the lookup
  * sees it; a known one is a UUID and the socket address is bounded, so neither is hashed.
  */
@@ -159,7 +159,7 @@ function required(form: Record<string, string>, ...fields: string[]): void {
 
 /**
  * Authenticates a workload: 401 invalid_client when unknown or disabled, 400 invalid_grant on a
- * wrong secret in the body (spec 7.1); over HTTP Basic a wrong secret is 401 invalid_client with
+ * wrong secret in the body; over HTTP Basic a wrong secret is 401 invalid_client with
  * a Basic challenge, as RFC 6749 5.2 requires for the Authorization header. Failures naming no
  * known client are tallied per address, not recorded one by one.
  */
@@ -178,8 +178,8 @@ export async function authenticateWorkload(
   const secretMatches = ctx.auth.secrets.matches(creds, clientSecret);
   if (!creds) {
     // Anyone can send made-up ids: one chained event per address and tally window with its
-    // count, and the actor is ours, never the sender's text (issue 24 #5: one event per request,
-    // with the attacker's string as actor, in the platform tenant's chain).
+    // count, and the actor is ours, never the sender's text (not one event per request with
+    // the attacker's string as actor, in the platform tenant's chain).
     ctx.audit.tally({
       tenantId: await ctx.auth.platformTenantId(),
       actor: UNKNOWN_CLIENT_ACTOR,
@@ -386,7 +386,7 @@ export async function refreshTokenGrant(
   return legacyTokens(ctx, creds, familyId);
 }
 
-/** Access and refresh token of the legacy JSON login (spec 4.2): legacy role names in `scopes`. */
+/** Access and refresh token of the legacy JSON login: legacy role names in `scopes`. */
 export async function legacyTokens(
   ctx: AppContext,
   creds: WorkloadCredentials,
@@ -451,7 +451,7 @@ export async function tokenExchangeGrant(
   const [, targetTenant, flavour] = match;
   const audience = flavour.toLowerCase() === 'admin' ? AUDIENCE_ADMIN : AUDIENCE_CORE;
   // Exchange moves a token between tenants, never between audiences: an APPLICATION token stays
-  // a service-core token and a HUMAN token a service-admin token (spec 5.2).
+  // a service-core token and a HUMAN token a service-admin token.
   if (audience !== subject.aud)
     throw new OAuthError(
       'invalid_target',

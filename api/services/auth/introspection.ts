@@ -75,7 +75,7 @@ async function bearerCaller(ctx: AppContext, req: IntrospectionRequest, token: s
 /**
  * The client form: the workload authenticates inside the token endpoint's budget. A wrong secret
  * in the body is 401 invalid_client here (RFC 7662 2.1 defers to RFC 6749 5.2's client
- * authentication failure), not the token endpoint's invalid_grant of spec 7.1.
+ * authentication failure), not the token endpoint's invalid_grant.
  */
 async function clientCaller(ctx: AppContext, req: IntrospectionRequest, client: ClientAuth) {
   if (client.method === 'client_secret_post' && (!client.clientId || !client.clientSecret))

@@ -1,7 +1,7 @@
 /**
- * The legacy JSON login of spec 4.2 and its refresh: a workload's client id and secret give a
- * legacy-audience token pair, in the legacy camelCase shape. The budgets are those of the OAuth
- * grants: one workload, one budget, whichever door it knocks on.
+ * The legacy JSON login (`POST /api/authenticate/app`) and its refresh: a workload's client id and
+ * secret give a legacy-audience token pair, in the legacy camelCase shape. The budgets are those of
+ * the OAuth grants: one workload, one budget, whichever door it knocks on.
  */
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';

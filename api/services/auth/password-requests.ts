@@ -1,5 +1,5 @@
 /**
- * The unauthenticated password endpoints (spec 2.4): forgot (mail a reset link) and reset (set a
+ * The unauthenticated password endpoints: forgot (mail a reset link) and reset (set a
  * new password with the link's token). Both answer alike for known and unknown accounts, and
  * spend budgets keyed so that a flood costs its sender, not the account owner.
  */
@@ -15,8 +15,8 @@ import { userActor } from '../../../shared/audit/actor.ts';
  * Forgot-password: checks the request and the sender address's budget, then hands everything
  * about the account (the per-account budgets, the lookup, the reset token, the mail, the audit
  * event) to a background task, so the caller answers before any of it runs: the same work, in
- * the same order, before the answer for a registered address as for any other (issue 24 #7:
- * known addresses answered after the mail was handed over, slower in 30 of 30 paired requests).
+ * the same order, before the answer for a registered address as for any other: answering
+ * a known address only after its mail was handed over would tell which addresses are registered.
  */
 export async function forgotPassword(
   ctx: AppContext,

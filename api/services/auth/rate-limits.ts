@@ -1,5 +1,5 @@
 /**
- * Rate limits per client and per endpoint (spec 8), shared through Redis when REDIS_URL is set
+ * Rate limits per client and per endpoint, shared through Redis when REDIS_URL is set
  * and in memory otherwise. Failed authentications have their own, much tighter budget, and the
  * password lockout keeps its counts here too, per (account, client address).
  */

@@ -1,5 +1,5 @@
 /**
- * Token signing keys (contract 2): ES256, private halves sealed under the master key. The
+ * Token signing keys: ES256, private halves sealed under the master key. The
  * newest key signs; retired keys stay in the JWKS until every token they signed has expired.
  * Rotation happens on a schedule and on demand, and reaches every other instance through the
  * change feed (they reload, so they stop signing with the retired key); an instance also reloads

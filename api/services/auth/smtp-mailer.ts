@@ -39,7 +39,7 @@ export function smtpMailer(
   logger: Logger,
 ): Mailer {
   // nodemailer (about 5 MB of heap) loads only where an SMTP server is configured: the embedded
-  // default never pays for it (issue 29, the API's RSS).
+  // default never pays for it (the API's RSS).
   const transport = import('nodemailer').then(({ createTransport }) => createTransport(options));
   transport.catch(() => {}); // a failure surfaces in send, which falls back to the outbox
   return {

@@ -1,5 +1,5 @@
 /**
- * The token endpoints of the Auth API (spec 2.1-2.4): issuing (RFC 6749 3.2), revocation
+ * The token endpoints of the Auth API: issuing (RFC 6749 3.2), revocation
  * (RFC 7009) and introspection (RFC 7662). Plain values in, the response body out; failures are
  * OAuthErrors, which the route renders in the OAuth shape.
  */

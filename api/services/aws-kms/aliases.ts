@@ -1,5 +1,5 @@
 /**
- * Alias names to kids, per tenant (contract 10), kept in memory: clients such as the AWS
+ * Alias names to kids, per tenant, kept in memory: clients such as the AWS
  * Encryption SDK name their key by alias on every call, and a database read per request is what
  * the hot path must not make. Every instance drops an entry when the change feed carries a change
  * of kind `alias` (ref `<tenantId>:<name>`), written by whoever creates or deletes that alias, and

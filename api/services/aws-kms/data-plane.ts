@@ -1,5 +1,5 @@
 /**
- * The AWS KMS data plane (contract 10) over the runtime's own seal and unseal, sign, verify and
+ * The AWS KMS data plane over the runtime's own seal and unseal, sign, verify and
  * MAC: the JWE, the context binding (contextDigest: HMAC of the JSON of the sorted pairs, so
  * `{"ab":"c"}` and `{"a":"bc"}` differ), the key states and the decryption-failure budget are the
  * Core API's. Each operation answers the AWS members plus `kid` (the audit target, dropped before

@@ -1,5 +1,5 @@
 /**
- * The AWS KMS API's errors (contract 10): `{"__type": "<ExceptionName>", "message": "..."}`
+ * The AWS KMS API's errors: `{"__type": "<ExceptionName>", "message": "..."}`
  * with the status AWS documents, and the one table from Keyward's problem codes to them, so a
  * failure of the shared services answers what an AWS client expects.
  */

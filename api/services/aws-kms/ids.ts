@@ -1,5 +1,5 @@
 /**
- * AWS names of Keyward keys (contract 10): the tenant's 12-digit account, key and alias ARNs,
+ * AWS names of Keyward keys: the tenant's 12-digit account, key and alias ARNs,
  * and the KeyId forms a request may use (kid, `alias/<name>`, a key or alias ARN). A KeyId of
  * another tenant, a foreign account, another region than the request's or an unknown alias is
  * NotFoundException with the same words, never a hint that it exists.

@@ -1,5 +1,5 @@
 /**
- * The AWS KMS API's operations (contract 10, docs/aws-kms.md): each X-Amz-Target operation with
+ * The AWS KMS API's operations (docs/aws-kms.md): each X-Amz-Target operation with
  * the Keyward permissions it needs, its audit action and rate-limit endpoint, and whether it is a
  * runtime operation (run through runRuntime: the metrics, the tallied audit and the
  * decryption-failure budget of the Core API) or a control-plane one (audited as a change).

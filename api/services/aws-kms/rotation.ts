@@ -1,5 +1,5 @@
 /**
- * The AWS KMS rotation operations (contract 10) over Keyward's rotation settings and on-demand
+ * The AWS KMS rotation operations over Keyward's rotation settings and on-demand
  * rotation: GetKeyRotationStatus, Enable/DisableKeyRotation, RotateKeyOnDemand, ListKeyRotations.
  * As AWS KMS answers for asymmetric, HMAC and imported keys, only generated symmetric keys rotate.
  */

@@ -1,5 +1,5 @@
 /**
- * The request bodies of the runtime operations (contracts 3 and 8), one TypeBox schema each:
+ * The request bodies of the runtime operations, one TypeBox schema each:
  * the route core (api/http/runtime-route.ts) checks every body, and each item of a batch, against
  * it before the operation runs (unknown members refused naming the member), and the OpenAPI
  * operation is generated from it (api/http/runtime-contract.ts). What a schema cannot say (base64
@@ -9,7 +9,7 @@ import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import { KID } from '../../../shared/ids.ts';
 import { refusedAs } from '../../../shared/validation/refusal.ts';
 
-/** A closed request object: a member it does not know is a 400 naming it (contract 8). */
+/** A closed request object: a member it does not know is a 400 naming it. */
 const body = <P extends TProperties>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
 

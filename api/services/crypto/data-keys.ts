@@ -1,5 +1,5 @@
 /**
- * KMS operations beyond encrypt and decrypt (contract 8): data keys for envelope encryption
+ * KMS operations beyond encrypt and decrypt: data keys for envelope encryption
  * (AWS KMS GenerateDataKey), re-encryption without the plaintext leaving the service (AWS
  * ReEncrypt, Vault rewrap) and random bytes from the service's CSPRNG. They reuse the runtime's
  * seal and unseal, so the JWE, the context binding and the version rules are the same.

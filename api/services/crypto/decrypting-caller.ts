@@ -1,7 +1,7 @@
 /**
  * The key resolver of one caller's request: the tenant's keys, with the caller's right to decrypt
  * (crypto.decrypt in its role) and its decryption-failure budget attached, so the CMS and JOSE
- * engines admit a decryption and count a failure in one place (issue 24; contract 10).
+ * engines admit a decryption and count a failure in one place.
  */
 import type { AppContext } from '../../context.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';

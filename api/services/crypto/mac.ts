@@ -1,5 +1,5 @@
 /**
- * MAC operations (contract 8, AWS KMS GenerateMac/VerifyMac, Vault Transit hmac/verify): HMAC keys
+ * MAC operations (AWS KMS GenerateMac/VerifyMac, Vault Transit hmac/verify): HMAC keys
  * of the tenant compute a MAC with their newest version and verify with any retained one. HMAC of
  * a JSON-sized message takes microseconds, so both run on the event loop, never in the pool.
  */

@@ -1,5 +1,5 @@
 /**
- * The PQC API's operations (contract 3): the runtime operations restricted to post-quantum keys
+ * The PQC API's operations: the runtime operations restricted to post-quantum keys
  * (ML-KEM, X-Wing hybrid, ML-DSA, SLH-DSA). The key-type table's `pqc` column says what a
  * post-quantum key is, for the listing (PQC_KEY_TYPES in SQL) and for the operations alike.
  */

@@ -1,5 +1,5 @@
 /**
- * Runtime cryptography (contract 3): encrypt, decrypt, sign, verify, encapsulate, decapsulate
+ * Runtime cryptography: encrypt, decrypt, sign, verify, encapsulate, decapsulate
  * by kid within the token's tenant. Keys come from the in-process cache (no database round
  * trip); each operation runs on the event loop or in the pool as placement.ts decides.
  */
@@ -177,7 +177,7 @@ export async function unseal(
   const key = await operationKey(ctx, tenantId, parsed.kid);
   assertUsage(key, 'encrypt');
   const loaded = retainedVersion(key, parsed.version);
-  // The decryption-failure budget of the caller on this key (issue 24): checked before, counted after.
+  // The decryption-failure budget of the caller on this key: checked before, counted after.
   const caller = runtimeCaller();
   if (caller) await ctx.decryption.admit(caller, key.kid);
   const plaintext = await opening(
@@ -339,7 +339,7 @@ export async function decapsulateKey(ctx: AppContext, tenantId: string, body: De
   const v = body.version ?? key.currentVersion;
   if (!key.versions.has(v))
     throw problem('validation_failed', `key ${key.kid} has no version ${v}`);
-  // A retired version no longer decapsulates, like decrypt (contract 8 minDecryptionVersion).
+  // A retired version no longer decapsulates, like decrypt (the key's minDecryptionVersion).
   retainedVersion(key, v);
   const ct = b64(body.ciphertext, 'ciphertext');
   const secret = await place(

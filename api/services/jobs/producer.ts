@@ -49,7 +49,7 @@ function perContext<T>(start: (ctx: AppContext) => Promise<T>): (ctx: AppContext
   };
 }
 
-/** The queue producer; a queue-unavailable problem when REDIS_URL is not set (contract 1). */
+/** The queue producer; a queue-unavailable problem when REDIS_URL is not set. */
 export const jobsProducer = perContext(async (ctx): Promise<JobsProducer> => {
   if (!ctx.config.redisUrl || !ctx.redis) {
     throw problem(

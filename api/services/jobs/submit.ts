@@ -1,5 +1,5 @@
 /**
- * Submitting conversions (contract 6): one object, or every object under a prefix as a batch.
+ * Submitting conversions: one object, or every object under a prefix as a batch.
  * Ids are derived from tenant, source, source version, metadata and output, so a resubmission
  * lands on the same job; resubmitting a failed or cancelled job runs it again under that id.
  */
@@ -57,8 +57,8 @@ export function parseSubmit(body: unknown): SubmitRequest {
   if (!isObject(body)) throw invalid('the body must be a JSON object', 'body');
   const { source, output } = body;
   const metadata = body.metadata ?? {};
-  if (!isObject(metadata)) throw invalid('metadata must be a JSON object (contract 5)', 'metadata');
-  // A job's metadata is stored with the job and shown by GET: a password must never be (contract 10).
+  if (!isObject(metadata)) throw invalid('metadata must be a JSON object', 'metadata');
+  // A job's metadata is stored with the job and shown by GET: a password must never be.
   if ('password' in metadata)
     throw invalid(
       'metadata.password is not accepted by jobs, which store their metadata: convert a password-encrypted file with POST /api/v3/migration/stream/convert-pkcs7-to-jose',

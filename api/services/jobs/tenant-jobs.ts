@@ -1,5 +1,5 @@
 /**
- * The use cases behind /api/v3/migration/jobs (contract 6), for one tenant: submit, read, cancel,
+ * The use cases behind /api/v3/migration/jobs, for one tenant: submit, read, cancel,
  * list a batch's children, open a result. Another tenant's job is exactly a missing one (404),
  * and a malformed id is refused before Redis is asked.
  */
@@ -40,7 +40,7 @@ export async function submitJob(
 ): Promise<ConvertView | BatchView> {
   const rt = await jobsProducer(ctx);
   const request = parseSubmit(body);
-  // The jobs decrypt as their submitter may (contract 10): the right travels with the job.
+  // The jobs decrypt as their submitter may: the right travels with the job.
   const caller = decryptingCaller(claims);
   const decrypt = caller.mayDecrypt ? { principal: caller.principal } : undefined;
   return request.kind === 'convert'

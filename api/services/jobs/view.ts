@@ -1,5 +1,5 @@
 /**
- * How jobs look through the API (contract 6): a state, progress in bytes and objects, the result
+ * How jobs look through the API: a state, progress in bytes and objects, the result
  * object or the problem that failed it. A conversion's state comes from BullMQ; a batch's from
  * its children, read in chunks so a batch of thousands costs a few pipelined round trips.
  */

@@ -1,5 +1,5 @@
 /**
- * Keystore import (contract 4): PKCS#12 or PEM parsed in the worker pool (a small unencrypted PEM
+ * Keystore import: PKCS#12 or PEM parsed in the worker pool (a small unencrypted PEM
  * on the event loop), then every key of it stored in one transaction, so a failure leaves no
  * half-imported key.
  */
@@ -33,7 +33,7 @@ export function importUsages(
 ): { enabled: KeyUsage[]; allowed: KeyUsage[] } {
   const type = e.type as KeyType;
   const allowed = allowedUsages(type, e.usages, !!e.privateKeyDer);
-  // A certificate without its private key only verifies (contract 10), whatever it allows.
+  // A certificate without its private key only verifies, whatever it allows.
   if (!e.privateKeyDer) {
     if (requested !== undefined && requested !== 'verify')
       throw problem(
@@ -45,7 +45,7 @@ export function importUsages(
   }
   if (requested !== undefined) {
     const usage = resolveUsage(type, requested);
-    // HMAC keys are generated, never imported (contract 8): a keystore holds key pairs. The types a
+    // HMAC keys are generated, never imported: a keystore holds key pairs. The types a
     // keystore yields refuse `mac` in resolveUsage already; this also narrows the type.
     if (usage === 'mac')
       throw problem(
@@ -121,8 +121,7 @@ async function freeKid(trx: Knex, tenantId: string, base: string, taken: Set<str
 /**
  * The largest PEM parsed on the event loop. An unencrypted PEM key and its chain are a few KiB and
  * parse in well under a millisecond, with no key derivation to run; sending them to the pool
- * started a thread for it, about 25 MB of the API's RSS for the pool's idle timeout (issue 29:
- * 202 MB peak through 1 GiB conversions right after an import, 171 MB once that thread had gone).
+ * started a thread for it, about 25 MB of the API's RSS for the pool's idle timeout.
  * A PKCS#12 file, an encrypted PEM (PBKDF2) or a larger bundle still goes to the pool.
  */
 const LOOP_PEM_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 /**
- * Automatic key rotation (contract 8). Every API process runs this scheduler; each pass finds
+ * Automatic key rotation. Every API process runs this scheduler; each pass finds
  * the generated, active keys whose `next_rotation_at` has passed and rotates each through the
  * store's rotation (new version, cache invalidation on every instance). Exactly once across any
  * number of processes: the rotation re-reads the key under its row lock (SELECT ... FOR UPDATE)

@@ -1,5 +1,5 @@
 /**
- * Key settings (contract 8): description, the key's own rotation period, the minimum decryption
+ * Key settings: description, the key's own rotation period, the minimum decryption
  * version, and the rotation schedule they lead to. A generated, active key rotates when its
  * `next_rotation_at` passes: last rotation (or creation) plus the key's own period, else the
  * tenant's effective policy period. Imported and exchanged keys have no schedule: their material
@@ -32,7 +32,7 @@ export interface KeySettingsView {
   nextRotationAt: string | null;
   lastRotatedAt: string | null;
   minDecryptionVersion: number;
-  /** The tenant's default archive signing key: it re-signs what outside signers signed (contract 10). */
+  /** The tenant's default archive signing key: it re-signs what outside signers signed. */
   archiveSigning: boolean;
   /** A verify-only certificate that `verify: "chain"` validates to. */
   trustAnchor: boolean;

@@ -104,7 +104,7 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
     source: row.source as string,
     createdAt: new Date(row.created_at as string).toISOString(),
     updatedAt: new Date(row.updated_at as string).toISOString(),
-    // The JWK names its version, `<kid>#<version>` (contract 8), also for rows stored with the bare kid.
+    // The JWK names its version, `<kid>#<version>`, also for rows stored with the bare kid.
     ...(jwk && version
       ? {
           publicKey: {
@@ -204,7 +204,7 @@ export async function checkNewKey(
   return { type: input.type, usage, kid, policyPeriodDays: effective.rotationPeriodDays };
 }
 
-/** A key record of the Admin API: metadata and settings (contract 8). */
+/** A key record of the Admin API: metadata and settings. */
 export type KeyRecord = KeyView & KeySettingsView;
 
 /**
@@ -260,7 +260,7 @@ export interface NewKeyMeta {
   description?: string | null;
   rotationPeriodDays?: number | null;
   policyPeriodDays?: number;
-  /** A verify-only certificate that `verify: "chain"` validates to (contract 10). */
+  /** A verify-only certificate that `verify: "chain"` validates to. */
   trustAnchor?: boolean;
 }
 
@@ -397,7 +397,7 @@ export async function changeKey(
 /**
  * Rotates a key only if it is still due at `now`, under its row lock: of any number of
  * schedulers that saw it due, the first rotates it and moves next_rotation_at on; the others
- * then read the moved schedule and answer null (contract 8: rotated once, by one instance).
+ * then read the moved schedule and answer null (a key due is rotated once, by one instance).
  */
 export function rotateIfDue(
   ctx: AppContext,

@@ -1,5 +1,5 @@
 /**
- * The conversion request of contract 5 read from its parts: `metadata` (a JSON object) first,
+ * The conversion request read from its parts: `metadata` (a JSON object) first,
  * then `file`, then, for a detached SignedData only, `content`.
  *
  * The engine needs to know whether a content part exists when it starts (it refuses one for a
@@ -34,7 +34,7 @@ export interface ConversionRequest {
   checkNoMoreParts(): Promise<void>;
 }
 
-/** Parses the metadata part: a JSON object (spec 2.6), `{}` being enough (contract 5). */
+/** Parses the metadata part: a JSON object, `{}` being enough. */
 export function parseMetadata(text: string): ConvertMetadata {
   let value: unknown;
   try {
@@ -53,7 +53,7 @@ const unexpected = (name: string) =>
     `unexpected part ${name.slice(0, 64)}: the form is metadata, file, then content for a detached SignedData`,
   );
 
-/** Reads metadata and opens file (and content) as streams, in the order contract 5 fixes. */
+/** Reads metadata and opens file (and content) as streams, in the order the form sends them. */
 export async function readConversionForm(
   form: PartSource,
   count: (n: number) => void,

@@ -1,6 +1,6 @@
 /**
  * The flattened JSON serialization of a conversion's JWE (RFC 7516 section 7.2.2), for clients
- * that ask for `application/jose+json` instead of the streamed multipart/mixed of contract 5:
+ * that ask for `application/jose+json` instead of the streamed multipart/mixed answer:
  * the engine's multipart answer is read back part by part (the one multipart/mixed reader) and
  * re-serialized with the ciphertext and tag in base64url. That needs the whole ciphertext in
  * memory, so it is capped: past `maxBytes` nothing more is kept, the conversion still runs to
@@ -47,7 +47,7 @@ export async function flattenedJwe(result: ConvertResult, maxBytes: number): Pro
       n += c.length;
       // Past the cap nothing more is kept, but the rest is still read to its end: a decryption
       // failure must answer decryption-failed, never 413 or 400 depending on where the final
-      // block fell (issue 24).
+      // block fell.
       if (n <= maxBytes) chunks.push(Buffer.from(c));
     }
     if (n > maxBytes)

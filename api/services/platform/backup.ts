@@ -1,5 +1,5 @@
 /**
- * The backup stream of GET /api/v3/admin/platform/backup (issue 28): the consistent snapshot of
+ * The backup stream of GET /api/v3/admin/platform/backup: the consistent snapshot of
  * shared/backup/snapshot.ts as NDJSON. The CLI encrypts it under the operator's passphrase as it
  * writes the file, so the passphrase never reaches the service (no header a proxy could log) and
  * the format's one writer and one reader both live where the file is. Key material in it is

@@ -1,5 +1,5 @@
 /**
- * The master keyring's status and its online rewrap (issue 28), for the platform routes and
+ * The master keyring's status and its online rewrap, for the platform routes and
  * the CLI: which ids the keyring holds, how many sealed items each still seals, and the
  * progress of this instance's rewrap.
  */

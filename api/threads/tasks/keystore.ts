@@ -11,7 +11,7 @@ import { AppError, problem } from '../../../shared/errors/index.ts';
 /** One parsed entry as structured-cloneable data. */
 export interface ParsedKeystoreEntry {
   type: string;
-  /** Absent for a certificate imported without its private key: a verify-only key (contract 10). */
+  /** Absent for a certificate imported without its private key: a verify-only key. */
   privateKeyDer?: Uint8Array;
   publicKeyDer: Uint8Array;
   certificates: Uint8Array[];

@@ -153,7 +153,7 @@ const ACCESS_KEY_COLUMNS: Array<[string, (k: AccessKey) => unknown]> = [
   ['createdAt', (k) => k.createdAt],
 ];
 
-/** `keyward workloads access-keys ...`: the SigV4 credentials of the AWS KMS API (contract 10). */
+/** `keyward workloads access-keys ...`: the SigV4 credentials of the AWS KMS API. */
 const accessKeysCommand: Command = {
   name: 'access-keys',
   summary: "A workload's AWS access keys, for AWS CLIs and SDKs (the AWS KMS API)",

@@ -1,7 +1,7 @@
 /**
  * Local JOSE checks of migration outputs, without the service (built on jose, the reference
  * library, never on the service's own writers): `keyward open <result> --key` decrypts a
- * conversion's JWE (the multipart/mixed of contract 5, as a job stores it, or the flattened
+ * conversion's JWE (the multipart/mixed answer, as a job stores it, or the flattened
  * JSON of Accept: application/jose+json) and checks its JWS part when there is one;
  * `keyward verify <jws> --content <file> --cert <pem>` checks a detached JWS over its content.
  * jose takes whole buffers, so both hold the result in memory: fine for archives of ordinary
@@ -122,10 +122,10 @@ interface FlatJws {
   header?: Record<string, unknown>;
 }
 
-/** A converted SignedData's JWS: flattened, or General JSON with one signature per key (contract 10). */
+/** A converted SignedData's JWS: flattened, or General JSON with one signature per key. */
 type AnyJws = FlatJws | { signatures: FlatJws[] };
 
-/** An original CMS signer as the protected header records it (`kw_signers`, contract 10). */
+/** An original CMS signer as the protected header records it (`kw_signers`). */
 interface OriginalSigner {
   subject: string | null;
   signingTime: string | null;
@@ -220,7 +220,7 @@ async function verifyJws(jws: AnyJws, content: Buffer, key: KeyObject): Promise<
 /**
  * The bytes a JWS part covers in a decrypted result: the plaintext, or, for signed-then-encrypted
  * mail (a clear-signed entity inside the envelope), the signed MIME entity as the signature
- * covers it (contract 5), taken with the service's own container reader.
+ * covers it, taken with the service's own container reader.
  */
 async function signedBytesOf(plaintext: Buffer): Promise<Buffer | null> {
   try {

@@ -1,6 +1,6 @@
 /**
  * Platform commands (a platform administrator's login): the master keyring's status and its
- * online rewrap (issue 28).
+ * online rewrap.
  */
 import type { MasterKeyStatus, RewrapProgress } from '../api-client.ts';
 import { EXIT, print, table, type Command, type Invocation } from '../command.ts';

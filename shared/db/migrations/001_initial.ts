@@ -82,7 +82,7 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('id').primary();
     t.uuid('key_id').notNullable().references('keys.id').onDelete('CASCADE');
     t.integer('version').notNullable();
-    // AES-256-GCM under the master key, bound to tenant, kid and version (contract 3).
+    // AES-256-GCM under the master key, bound to tenant, kid and version.
     t.binary('material').notNullable();
     t.jsonb('public_jwk');
     t.jsonb('certificate_chain');

@@ -1,5 +1,5 @@
 /**
- * Key settings (contract 8): a description, the key's own rotation period (null follows the
+ * Key settings: a description, the key's own rotation period (null follows the
  * tenant's effective policy), the minimum decryption version (Vault min_decryption_version:
  * older versions are kept but no longer decrypt or verify), and the rotation schedule. The
  * scheduler claims a due key by its `next_rotation_at` under a row lock, so one instance of any

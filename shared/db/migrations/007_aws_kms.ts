@@ -1,5 +1,5 @@
 /**
- * The AWS KMS-compatible API (issue 27, contract 10): workload access keys for SigV4 (the secret
+ * The AWS KMS-compatible API (docs/aws-kms.md): workload access keys for SigV4 (the secret
  * sealed under the master key like key material, since SigV4 verification needs the secret
  * itself), tenant-scoped aliases, key tags, and scheduled deletions (a key pending deletion is
  * suspended and destroyed only at the end of its window).

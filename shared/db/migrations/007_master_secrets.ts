@@ -2,7 +2,7 @@
  * Secrets that used to be derived from the master key on every start (the encryption-context
  * binding key, the client-secret pepper) are stored sealed, created once from the key they were
  * derived from, so that a rotation of the master key keeps them: ciphertexts bound to a context
- * keep decrypting and workloads keep logging in after the old key id is gone (issue 28).
+ * keep decrypting and workloads keep logging in after the old key id is gone.
  */
 import type { Knex } from 'knex';
 

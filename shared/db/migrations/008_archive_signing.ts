@@ -1,5 +1,5 @@
 /**
- * Outside signers (contract 10): the tenant's default archive signing key, which re-signs a
+ * Outside signers (docs/decisions.md): the tenant's default archive signing key, which re-signs a
  * SignedData whose signer's private key the tenant does not hold (at most one per tenant, by the
  * partial unique index), and the trust anchors `verify: "chain"` validates to (verify-only
  * certificates marked as anchors).

@@ -1,5 +1,5 @@
 /**
- * Key usage that tells the truth (issue 26): a key records the usages its certificate allows
+ * Key usage from certificates (docs/decisions.md): a key records the usages its certificate allows
  * (`allowed_usages`) and the usages enabled now (`usages`); the `usage` column stays the key's
  * one usage for what names only one. Null columns mean that one usage (keys made before, rows of
  * an older backup restored, which take no default), so nothing is widened by accident. An imported

@@ -181,7 +181,7 @@ export const PLATFORM_ENDPOINTS = [
     }),
     audit: { action: 'platform.signing-key.rotate', target: (_input, { kid }) => kid },
   }),
-  // The master keyring (issue 28). The catalogue stays the spec's 82 permissions: the signing-key
+  // The master keyring. The catalogue stays the spec's 82 permissions: the signing-key
   // pair already means "the platform's root key material", which the master key is the root of.
   endpoint({
     method: 'get',
@@ -209,7 +209,7 @@ export const PLATFORM_ENDPOINTS = [
     // The service audits the start, and the end when the run finishes.
     handle: (ctx, { claims, actor }) => startRewrap(ctx, claims.tenantId, actor),
   }),
-  // Every tenant's data, so the cross-tenant permission; the CLI encrypts it (issue 28).
+  // Every tenant's data, so the cross-tenant permission; the CLI encrypts it.
   endpoint({
     method: 'get',
     path: '/backup',

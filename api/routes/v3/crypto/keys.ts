@@ -9,7 +9,7 @@ import { listUsableKeys } from '../../../services/key-lists.ts';
 
 const tag = 'crypto';
 const access = { anyOf: ['crypto.keys.read'] } as const;
-/** Both spend one rate-limit budget per client (spec 8). */
+/** Both spend one rate-limit budget per client. */
 const budget = 'crypto.keys';
 const COMMON = { 403: 'the role lacks the permission' };
 
@@ -55,7 +55,7 @@ export const CRYPTO_KEY_ENDPOINTS = [
       422: 'key-usage-mismatch: a symmetric key (AES, HMAC) has no public key',
       ...COMMON,
     },
-    // Every retained version's public key (contract 8), for verifiers outside the service.
+    // Every retained version's public key, for verifiers outside the service.
     handle: (ctx, { claims, params }) =>
       publicKeysOf(ctx, claims.tenantId, params.kid, { runtime: true }),
   }),

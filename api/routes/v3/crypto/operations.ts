@@ -1,5 +1,5 @@
 /**
- * The Core API's runtime operations (contracts 3 and 8), POST /api/v3/crypto/<operation>:
+ * The Core API's runtime operations, POST /api/v3/crypto/<operation>:
  * encrypt, decrypt, sign, verify, the data-key, re-encrypt, random and MAC operations, each in
  * single form (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`). The
  * tenant comes from the token only. The runtime lane (api/runtime-lane.ts) serves the same
@@ -60,7 +60,7 @@ export const CRYPTO_OPERATIONS: readonly RuntimeRoute[] = [
     DataKeyBody,
     generateDataKeyWithoutPlaintext,
   ),
-  // Re-encryption decrypts and encrypts, so it needs both (contract 8).
+  // Re-encryption decrypts and encrypts, so it needs both.
   operation('re-encrypt', ['crypto.decrypt', 'crypto.encrypt'], ReEncryptBody, reEncrypt),
   operation('random', 'crypto.generate-data-key', RandomBody, random),
   operation('generate-mac', 'crypto.sign', GenerateMacBody, generateMac),

@@ -1,5 +1,5 @@
 /**
- * Stream re-encryption and re-signing of convert results (contract 5) as route rows, mounted at
+ * Stream re-encryption and re-signing of convert results as route rows, mounted at
  * /api/v3/crypto/stream behind the service-core bearer check. Both take the output of convert
  * exactly as it was returned and stream it: the JWE ciphertext flows through with backpressure,
  * the JWS content is hashed as it arrives.
@@ -36,8 +36,9 @@ const reencrypt = endpoint({
   tag: 'crypto',
   summary: 'Re-encrypt a convert JWE for another key, streaming',
   description:
-    'Opening the content key decrypts (contract 10), hence crypto.decrypt; service-core token. Failures count against the decryption-failure budget (429 past it), and a content key that cannot be unwrapped is replaced by a random one, so it fails at the tag like any other failure. The body is the multipart/mixed result of convert exactly as returned (with its Content-Type and boundary). The content key is opened with the tenant key the recipient header names and wrapped for `kid` (RSA-OAEP-256 for RSA, ECDH-ES+A256KW for EC, AnKW for AES keys); the ciphertext and tag pass byte for byte, the tag being checked on the way. With rotateContentKey=true the content is re-encrypted under a fresh key and IV with AES-GCM of the same key size (AnCBC-HSm becomes AnGCM). A trailing JWS part passes unchanged. A tag that fails cuts the answer before its closing delimiter (or is a 400 problem when the input is small).',
-  // Re-encrypting opens the content key: it decrypts, so it needs crypto.decrypt too (contract 10).
+    'Opening the content key decrypts, hence crypto.decrypt; service-core token. Failures count against the decryption-failure budget (429 past it), and a content key that cannot be unwrapped is replaced by a random one, so it fails at the tag like any other failure. The body is the multipart/mixed result of convert exactly as returned (with its Content-Type and boundary). The content key is opened with the tenant key the recipient header names and wrapped for `kid` (RSA-OAEP-256 for RSA, ECDH-ES+A256KW for EC, AnKW for AES keys); the ciphertext and tag pass byte for byte, the tag being checked on the way. With rotateContentKey=true the content is re-encrypted under a fresh key and IV with AES-GCM of the same key size (AnCBC-HSm becomes AnGCM). A trailing JWS part passes unchanged. A tag that fails cuts the answer before its closing delimiter (or is a 400 problem when the input is small).',
+  // Re-encrypting opens the content key: it decrypts, so it needs crypto.decrypt too
+  // (docs/decisions.md, "Converting is decrypting").
   access: { allOf: ['crypto.stream.reencrypt', 'crypto.decrypt'] },
   budget: 'crypto.stream.reencrypt',
   negotiate: { types: MIXED, select: true },

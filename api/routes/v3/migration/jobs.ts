@@ -1,8 +1,8 @@
 /**
- * The queued side of migration (contract 6), /api/v3/migration/jobs: submits, reads, lists the
+ * The queued side of migration, /api/v3/migration/jobs: submits, reads, lists the
  * children of a batch, streams a result and cancels (uploads are in ./uploads.ts). The tenant
  * always comes from the token; another tenant's job answers 404, exactly like a missing one.
- * Without REDIS_URL every path answers 503 queue-unavailable (contract 1).
+ * Without REDIS_URL every path answers 503 queue-unavailable.
  */
 import { pipeline } from 'node:stream/promises';
 import Type, { type TSchema } from 'typebox';
@@ -186,7 +186,7 @@ const Submit = Body(
         {},
         {
           description:
-            'conversion metadata of contract 5 (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64) and contract 10 (verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
+            'conversion metadata (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64, verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
         },
       ),
     ),
@@ -256,7 +256,7 @@ export const JOB_ENDPOINTS = [
     tag,
     summary: 'Submit a conversion, or a batch over a prefix',
     description:
-      "The job decrypts as its submitter may: a submitter without crypto.decrypt gets a job of its own whose encrypted inputs fail with 403 forbidden, and failed decryptions count against the submitter's decryption-failure budget (contract 10). Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.",
+      "The job decrypts as its submitter may: a submitter without crypto.decrypt gets a job of its own whose encrypted inputs fail with 403 forbidden, and failed decryptions count against the submitter's decryption-failure budget. Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.",
     access: { anyOf: ['migration.jobs.create'] },
     budget: 'migration.jobs.create',
     body: Submit,
@@ -386,7 +386,7 @@ export const JOB_ENDPOINTS = [
     tag,
     summary: 'Download the result of a completed conversion',
     description:
-      'Streams the result object with the content type of contract 5 (`application/octet-stream` JWS object, or `multipart/mixed` JWE); `?object=content` streams the signed content a SignedData conversion stored beside its JWS.',
+      'Streams the result object with the content type of the conversion (`application/octet-stream` JWS object, or `multipart/mixed` JWE); `?object=content` streams the signed content a SignedData conversion stored beside its JWS.',
     access: { anyOf: ['migration.jobs.result.read'] },
     budget: 'migration.jobs.result.read',
     params: JobPath,

@@ -1,10 +1,10 @@
 /**
- * The streaming PKCS#7/CMS endpoints (spec 4 and 4.1, contract 5) as route rows, mounted at
+ * The streaming PKCS#7/CMS endpoints as route rows, mounted at
  * /api/v3/migration/stream (both audiences; the permission decides); the analyze row is shared
  * with the unversioned alias (api/http/pkcs7-analyze.ts). The input is never buffered
  * whole: it flows from the socket through the multipart scanner into the engine, and the
  * engine's output flows to the socket with backpressure, so memory stays flat whatever the size
- * (spec 8: no limit).
+ * (there is no size limit).
  */
 import type { Request } from 'express';
 import Type from 'typebox';
@@ -30,7 +30,7 @@ import {
   sendStreamed,
 } from '../../../http/streaming.ts';
 
-/** The response types of convert (contract 5): JWS object, multipart JWE, and the JWS labelled as JSON. */
+/** The response types of convert: JWS object, multipart JWE, and the JWS labelled as JSON. */
 const CONVERT_TYPES = [
   'application/octet-stream',
   'multipart/mixed',
@@ -41,7 +41,7 @@ const CONVERT_TYPES = [
 /**
  * True when the client asks for a SignedData's content beside its JWS: X-Response-Content-Type
  * multipart/mixed, or an Accept that prefers multipart/mixed to the JWS object's types (a bare
- * or wildcard Accept keeps the JWS-only default of contract 5).
+ * or wildcard Accept keeps the JWS-only default).
  */
 function wantsSignedContent(req: Request): boolean {
   const selected = req.headers[RESPONSE_TYPE_HEADER];
@@ -127,7 +127,7 @@ const convert = endpoint({
   tag: 'migration',
   summary: 'Convert a PKCS#7/CMS file of any size to detached JOSE',
   description:
-    'An encrypted input (EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData, signed-then-encrypted mail) is decrypted, so it needs crypto.decrypt as well (403 before anything is decrypted otherwise; contract 10). Every failure of content decryption is one decryption-failed, the same status, body and point of the answer whatever failed (key transport padding, key length, CBC padding, tag, anything wrong in the decrypted content such as its inner signature); a key that cannot be unwrapped is replaced by a random one. Each principal has a decryption-failure budget per key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with runtime decrypt, stream re-encrypt and jobs): past it, 429 with Retry-After. Service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed), unless `Accept` prefers `multipart/mixed` (or X-Response-Content-Type names it): then the signed content streams as part 1 (application/octet-stream) and the JWS follows as part 2 (application/jose+json); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
+    'An encrypted input (EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData, signed-then-encrypted mail) is decrypted, so it needs crypto.decrypt as well (403 before anything is decrypted otherwise). Every failure of content decryption is one decryption-failed, the same status, body and point of the answer whatever failed (key transport padding, key length, CBC padding, tag, anything wrong in the decrypted content such as its inner signature); a key that cannot be unwrapped is replaced by a random one. Each principal has a decryption-failure budget per key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with runtime decrypt, stream re-encrypt and jobs): past it, 429 with Retry-After. Service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed), unless `Accept` prefers `multipart/mixed` (or X-Response-Content-Type names it): then the signed content streams as part 1 (application/octet-stream) and the JWS follows as part 2 (application/jose+json); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
   access: { anyOf: ['migration.convert'] },
   budget: 'migration.convert',
   negotiate: { types: CONVERT_TYPES, select: true },

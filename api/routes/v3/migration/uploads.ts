@@ -1,5 +1,5 @@
 /**
- * PUT /api/v3/migration/uploads/{name} (contract 6): streams an input into the tenant's object
+ * PUT /api/v3/migration/uploads/{name}: streams an input into the tenant's object
  * storage, for a job to read later; DELETE removes it (audited). Route rows; the tenant always
  * comes from the token.
  */

@@ -1,7 +1,7 @@
 /**
  * The audit log of a tenant for the people who run it (the console): the events, the
  * verification of the chain and its head, as on /api/v3/audit but with the tenant in the path
- * and a service-admin token, like the rest of the Admin API (contract 2: the audit API itself
+ * and a service-admin token, like the rest of the Admin API (the audit API itself
  * stays service-core). A platform administrator with cross-tenant power reads any tenant's.
  */
 import Type from 'typebox';

@@ -1,5 +1,5 @@
 /**
- * Admin key routes (contract 3): create, list, read, change settings, rotate, suspend, resume,
+ * Admin key routes: create, list, read, change settings, rotate, suspend, resume,
  * revoke, archive and public keys, as route rows (bulk orchestration: keys/orchestrate.ts;
  * keystore import: keys/import-keystore.ts). Never returns private material.
  */

@@ -213,7 +213,7 @@ export const WORKLOAD_ENDPOINTS = [
       rotateWorkloadSecret(ctx, params.tenantId, params.id, body.graceSeconds),
     audit: { action: 'workload.secret.rotate', target: ({ params }) => params.id },
   }),
-  // AWS KMS API credentials (contract 10): the secret is answered once, by the POST.
+  // AWS KMS API credentials: the secret is answered once, by the POST.
   endpoint({
     method: 'get',
     path: '/:id/access-keys',

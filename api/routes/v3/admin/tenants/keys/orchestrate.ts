@@ -1,5 +1,5 @@
 /**
- * Bulk key orchestration (contract 3), mounted at /api/v3/admin/tenants/:tenantId/keys/orchestrate
+ * Bulk key orchestration, mounted at /api/v3/admin/tenants/:tenantId/keys/orchestrate
  * ahead of the key rows: rotate, suspend, resume or revoke many keys by kid list or selector,
  * inline up to 50 keys, else in the background with its progress at /orchestrate/{operationId}.
  */
