@@ -59,6 +59,11 @@ export interface Command {
   /** More help text, after the synopsis. */
   details?: string;
   run?: (inv: Invocation) => Promise<number | void>;
+  /**
+   * The command makes no call to the service (it reads local files or the cached login), so it acts
+   * in no tenant: --tenant is refused with a message rather than ignored.
+   */
+  local?: boolean;
   subcommands?: Command[];
   /**
    * Loads the whole command (options, run, subcommands) when the command line reaches it: the
@@ -159,6 +164,13 @@ async function resolve(
   return { cmd, path, rest };
 }
 
+/** --tenant given to a command that acts in no tenant: said, not silently ignored. */
+export function localTenantError(said: string): UsageError {
+  return new UsageError(
+    `${said} works locally and acts in no tenant: drop --tenant (it names the tenant of admin commands and of a password login)`,
+  );
+}
+
 /** Parses and runs argv against the tree; answers the exit code (errors other than usage ones propagate). */
 export async function dispatch(
   root: Command,
@@ -199,6 +211,7 @@ export async function dispatch(
     throw new UsageError(
       `${said}: unexpected argument ${parsed.positionals[args.length]}\n\n${helpOf(cmd, name)}`,
     );
+  if (cmd.local && parsed.values.tenant !== undefined) throw localTenantError(said);
   const output = parsed.values.output;
   if (output !== undefined && output !== 'table' && output !== 'json')
     throw new UsageError(`--output must be table or json, got ${String(output)}`);

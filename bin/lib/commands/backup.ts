@@ -36,6 +36,7 @@ export const backupCommand: Command = {
 
 export const restoreCommand: Command = {
   name: 'restore',
+  local: true,
   summary:
     'Restore a backup into an empty database, the service stopped (checks the whole file first)',
   args: ['<file>'],

@@ -21,6 +21,7 @@ import {
   type Command,
   type Invocation,
   type OptionDef,
+  localTenantError,
 } from '../command.ts';
 import { PAGE_OPTIONS, printPage } from './admin.ts';
 import { connect } from './session.ts';
@@ -336,6 +337,7 @@ export const cryptoCommands: Command[] = [
     },
     async run(inv) {
       if (str(inv.values, 'cert') || str(inv.values, 'content')) {
+        if (inv.values.tenant !== undefined) throw localTenantError('verify --cert');
         // Loaded only here: jose and the keystore reader are the slowest imports of the CLI.
         requireNode(24, 'keyward verify --cert');
         return (await import('./local-jose.ts')).verifyLocally(inv);

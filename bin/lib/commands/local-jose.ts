@@ -271,6 +271,7 @@ function forWhom(jwe: FlatJwe, file: string, key: KeyObject): string {
 
 const openCommand: Command = {
   name: 'open',
+  local: true,
   summary: 'Decrypt a conversion result (JWE) locally with jose; exit 4 when it does not open',
   args: ['<result>'],
   details:

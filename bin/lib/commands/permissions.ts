@@ -8,6 +8,7 @@ import { EXIT, print, type Command } from '../command.ts';
 
 export const permissionsCommand: Command = {
   name: 'permissions',
+  local: true,
   summary: 'The permission catalogue, one permission a line (no login needed)',
   details:
     'admin.platform.* permissions may be held only by roles of the platform tenant. With --output json, an array of {permission, platformOnly}.',

@@ -104,6 +104,15 @@ export const sessionCommands: Command[] = [
           client_id: clientId,
           client_secret: secret,
         });
+        // A workload belongs to one tenant; --tenant naming another would leave later commands
+        // acting where the caller did not mean to. Nothing of such a login is kept.
+        const named = requestedTenant(inv);
+        if (named && named.toLowerCase() !== profile.tenantId.toLowerCase()) {
+          await logout(store, name);
+          throw new SessionError(
+            `client ${clientId} belongs to tenant ${profile.tenantId}, and --tenant/KEYWARD_TENANT names ${named}: log in with a workload of ${named}, or drop --tenant`,
+          );
+        }
       } else if (email) {
         const tenantId = str(v, 'tenant') ?? process.env.KEYWARD_TENANT;
         if (!tenantId)
@@ -150,6 +159,7 @@ export const sessionCommands: Command[] = [
   },
   {
     name: 'whoami',
+    local: true,
     summary: 'Show the cached login (never the token)',
     async run(inv) {
       const name = profileName(inv);

@@ -64,6 +64,7 @@ describe('keyward admin and crypto CLI against the service', () => {
   let admin: Record<string, string>;
   let workload: Record<string, string>;
   let tenantId: string;
+  let workloadCredentials: { clientId: string; clientSecret: string };
 
   beforeAll(async () => {
     app = await startTestApp();
@@ -124,6 +125,7 @@ describe('keyward admin and crypto CLI against the service', () => {
       new RegExp(`^${name}:\\s+(\\S+)$`, 'm').exec(registered.stdout)?.[1] ?? '';
     const [clientId, clientSecret] = [field('clientId'), field('clientSecret')];
     expect(clientSecret).toMatch(/^[0-9a-f-]{36}$/);
+    workloadCredentials = { clientId, clientSecret };
     expect(registered.stdout).toMatch(/\n$/);
 
     const wl = await runCli(['login', '--url', app.url, '--client-id', clientId], {
@@ -261,6 +263,34 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect(r.stderr).toContain(`the tenant ${tenantId} is wrong`);
     expect(r.stderr).toContain('a platform administrator to the platform tenant');
   }, 30_000);
+
+  it('when a command that makes no call to the service is given --tenant, then it refuses it (exit 2) instead of ignoring it', async () => {
+    for (const args of [
+      ['permissions', '--tenant', tenantId],
+      ['whoami', '--tenant', tenantId],
+      ['verify', 'x.jws', '--content', 'x', '--cert', 'x.pem', '--tenant', tenantId],
+    ]) {
+      const r = await runCli(args, admin);
+      expect([args[0], r.code]).toEqual([args[0], 2]);
+      expect(r.stderr).toContain('works locally and acts in no tenant: drop --tenant');
+    }
+  }, 60_000);
+
+  it('when a workload logs in with --tenant naming another tenant than its own, then the login is refused naming both and nothing of it is kept', async () => {
+    const other = { KEYWARD_CONFIG_DIR: join(dir, 'wrong-tenant') };
+    const r = await runCli(
+      ['login', '--url', app.url, '--client-id', workloadCredentials.clientId].concat([
+        '--tenant',
+        app.platformTenantId,
+      ]),
+      { ...other, KEYWARD_CLIENT_SECRET: workloadCredentials.clientSecret },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`belongs to tenant ${tenantId}`);
+    expect(r.stderr).toContain(`names ${app.platformTenantId}`);
+    const who = await runCli(['whoami'], other);
+    expect(who.code).not.toBe(0);
+  }, 60_000);
 
   it('when a PKCS#12 is imported without --kid, then its kid comes from the certificate (made unique), list shows every usage, and show names the certificate and the archive and trust settings', async () => {
     const p12 = (name: string) => {
