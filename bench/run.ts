@@ -6,7 +6,7 @@
  * bench/results/latest.json.tmp and latest.md.tmp (ignored by git), or, with `--record`, into the
  * committed bench/results/latest.json and latest.md (conventions rule 16: a bench run rewrites
  * committed results only when asked), and a `--record` run of every script also rewrites the
- * README's table between its bench:results markers (bench/lib/report.ts). Exits 1 when a script
+ * table of docs/benchmarks.md between its bench:results markers (bench/lib/report.ts). Exits 1 when a script
  * fails.
  */
 import { spawn } from 'node:child_process';
@@ -25,7 +25,7 @@ import {
 
 const benchDir = new URL('.', import.meta.url).pathname;
 const resultsDir = join(benchDir, 'results');
-const readmePath = join(benchDir, '..', 'README.md');
+const benchmarksDocPath = join(benchDir, '..', 'docs', 'benchmarks.md');
 const record = process.argv.includes('--record');
 const filters = process.argv.slice(2).filter((a) => a !== '--record');
 
@@ -92,10 +92,10 @@ console.log(
 );
 if (record && filters.length === 0) {
   writeFileSync(
-    readmePath,
-    replaceReadmeBlock(readFileSync(readmePath, 'utf8'), readmeBlock(outcomes, meta)),
+    benchmarksDocPath,
+    replaceReadmeBlock(readFileSync(benchmarksDocPath, 'utf8'), readmeBlock(outcomes, meta)),
   );
-  console.log('rewrote the benchmark table in README.md');
+  console.log('rewrote the benchmark table in docs/benchmarks.md');
 } else if (record)
-  console.log('README.md left as it is: only a run of every script rewrites its table');
+  console.log('docs/benchmarks.md left as it is: only a run of every script rewrites its table');
 process.exit(outcomes.every((o) => o.ok) ? 0 : 1);

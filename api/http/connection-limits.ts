@@ -17,7 +17,7 @@ import { oauthResponse, problemResponse } from '../access/problems.ts';
 /** Served on a connection over the caps, so that health stays answerable under a flood. */
 const HEALTH_PATHS = new Set(['/healthz', '/readyz']);
 
-/** Answers under this prefix take the OAuth error shape (README, Errors). */
+/** Answers under this prefix take the OAuth error shape (docs/api.md, Errors). */
 const OAUTH_PREFIX = '/api/v3/auth/';
 
 /** Seconds a refused client should wait: a held body frees its slot within the body deadlines. */

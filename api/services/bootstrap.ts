@@ -26,7 +26,7 @@ export async function bootstrapPlatform(ctx: AppContext): Promise<BootstrapResul
   return result;
 }
 
-/** The platform administrator's e-mail when KEYWARD_BOOTSTRAP_ADMIN_EMAIL is unset (the README's examples use it). */
+/** The platform administrator's e-mail when KEYWARD_BOOTSTRAP_ADMIN_EMAIL is unset (the examples of the README and docs/ use it). */
 export const DEFAULT_BOOTSTRAP_ADMIN_EMAIL = 'admin@keyward.local';
 
 async function createPlatformOnce(ctx: AppContext): Promise<BootstrapResult | null> {

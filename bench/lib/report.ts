@@ -1,7 +1,8 @@
 /**
  * What bench/run.ts writes from a run's outcomes: the markdown table of every figure with its
- * target and whether it is met (bench/results/latest.md), and the README's copy of that table,
- * which lives between two markers in its Benchmarks section and is replaced there by `--record`.
+ * target and whether it is met (bench/results/latest.md), and the copy of that table in
+ * docs/benchmarks.md (the README links to it), which lives between two markers there and is
+ * replaced by `--record`. The functions keep their readme names from when the README held it.
  */
 import { describeTarget, metText, type BenchResult } from './result.ts';
 
@@ -69,22 +70,22 @@ export function markdown(outcomes: Outcome[], meta: RunMeta): string {
   return `# Benchmark results\n\n${runLine(meta)}\n\n${resultsTable(outcomes)}\n`;
 }
 
-/** Replaces what lies between the README's markers with `block`; throws unless each marker is there once, start first. */
+/** Replaces what lies between the document's markers with `block`; throws unless each marker is there once, start first. */
 export function replaceReadmeBlock(readme: string, block: string): string {
   const start = readme.indexOf(README_START);
   const end = readme.indexOf(README_END);
   if (start < 0 || end < 0)
-    throw new Error(`README.md has no ${start < 0 ? README_START : README_END} marker`);
+    throw new Error(`docs/benchmarks.md has no ${start < 0 ? README_START : README_END} marker`);
   if (
     end < start ||
     readme.indexOf(README_START, start + 1) >= 0 ||
     readme.indexOf(README_END, end + 1) >= 0
   )
-    throw new Error(`README.md must hold ${README_START} once, then ${README_END} once`);
+    throw new Error(`docs/benchmarks.md must hold ${README_START} once, then ${README_END} once`);
   return `${readme.slice(0, start + README_START.length)}\n${block.trim()}\n${readme.slice(end)}`;
 }
 
-/** What goes between the README's markers. */
+/** What goes between the markers of docs/benchmarks.md. */
 export function readmeBlock(outcomes: Outcome[], meta: RunMeta): string {
   return `${runLine(meta)}\n\n${resultsTable(outcomes)}`;
 }

@@ -52,7 +52,7 @@ const TENANT_IN_PATH = /^\/api\/v3\/admin\/tenants\/([^/?]+)(?:[/?]|$)/;
 /**
  * --tenant (or KEYWARD_TENANT) names another tenant than the login's, for an operation that acts
  * in the token's own tenant (crypto, audit, migration, platform): the API cannot act for another
- * tenant there, so nothing is sent (exit 2). The README's "CLI" says which commands take --tenant.
+ * tenant there, so nothing is sent (exit 2). docs/cli.md says which commands take --tenant.
  */
 export class TenantError extends Error {
   constructor(requested: string, own: string, what: string) {

@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import type { Content } from './files.ts';
 
-/** Exit codes scripts can rely on (README "CLI"). */
+/** Exit codes scripts can rely on (docs/cli.md). */
 export const EXIT = {
   ok: 0,
   /** The service refused the request (a 4xx problem or OAuth error), or the session cannot be renewed. */

@@ -20,13 +20,13 @@ interface Field {
   secret?: boolean;
   /** No fixed default: a named derivation computes it from other keys after parsing. */
   derived?: true;
-  /** How the README names a default computed on the machine. */
+  /** How docs/configuration.md names a default computed on the machine. */
   defaultDoc?: string;
   /** For strings: the whole value must match. */
   pattern?: RegExp;
 }
 
-/** The schema: the single source of configuration keys, also rendered into the README table. */
+/** The schema: the single source of configuration keys, also rendered into the table of docs/configuration.md. */
 export const SCHEMA = {
   port: { env: 'PORT', doc: 'TCP port of the API', kind: 'int', default: '8080', min: 0 },
   host: { env: 'HOST', doc: 'Interface the API listens on', kind: 'string', default: '127.0.0.1' },
@@ -96,7 +96,7 @@ export const SCHEMA = {
     kind: 'string',
     secret: true,
   },
-  // Password-reset mail. Without SMTP_URL or SMTP_HOST mails go to the outbox table (README).
+  // Password-reset mail. Without SMTP_URL or SMTP_HOST mails go to the outbox table (docs/configuration.md).
   smtpUrl: {
     env: 'SMTP_URL',
     doc: 'SMTP server as a URL (smtp://user:password@host:587, smtps:// for implicit TLS); instead of SMTP_HOST and the rest',
@@ -719,7 +719,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze(out) as Config;
 }
 
-/** Markdown table of the schema, for the README. */
+/** Markdown table of the schema, for docs/configuration.md. */
 export function configTable(): string {
   const shown = (f: Field) =>
     f.defaultDoc ?? (f.default !== undefined && !f.secret ? `\`${f.default}\`` : '');

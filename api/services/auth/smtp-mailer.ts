@@ -1,7 +1,7 @@
 /**
  * The password-reset mail over SMTP (nodemailer), with the outbox table as the fallback: when
  * no SMTP server is configured, or the server refuses or cannot be reached, the mail is written
- * to the outbox (README, "Password-reset mail") and the request answers as it would have.
+ * to the outbox (docs/configuration.md, "Password-reset mail") and the request answers as it would have.
  */
 import type { SMTPTransportOptions } from 'nodemailer/lib/smtp-transport';
 import type { Config } from '../../../shared/config/index.ts';

@@ -125,8 +125,8 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(commands).toBeGreaterThanOrEqual(4);
   });
 
-  it("when the README's AWS CLI example is run as written by Debian's CLI (/usr/bin/aws), with the endpoint and access key from the environment, then it prints the plaintext and nothing leaves the machine", async () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  it("when the AWS CLI example of docs/aws-sdks.md is run as written by Debian's CLI (/usr/bin/aws), with the endpoint and access key from the environment, then it prints the plaintext and nothing leaves the machine", async () => {
+    const readme = readFileSync(new URL('../../../docs/aws-sdks.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
     const block = /The AWS CLI:\n\n```sh\n([\s\S]*?)```/.exec(section)?.[1];
     expect(block).toContain('aws --endpoint-url "$KEYWARD_URL" kms decrypt');
@@ -145,8 +145,8 @@ describe('AWS KMS API with the AWS CLI and boto3', () => {
     expect(stdout.trimEnd().split('\n').pop()).toBe('invoice 42');
   });
 
-  it("when the README's JavaScript SDK example is run as written, with this test's endpoint and access key, then it prints the plaintext", async () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  it("when the JavaScript SDK example of docs/aws-sdks.md is run as written, with this test's endpoint and access key, then it prints the plaintext", async () => {
+    const readme = readFileSync(new URL('../../../docs/aws-sdks.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Use Keyward from AWS SDKs'));
     const block = /`@aws-sdk\/client-kms`\):\n\n```js\n([\s\S]*?)```/.exec(section)?.[1];
     expect(block).toContain('new DecryptCommand');

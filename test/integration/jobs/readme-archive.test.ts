@@ -1,6 +1,6 @@
 /**
- * The README's "Migrate a PKCS#7 archive" recipe, run as written: its shell block is read from
- * README.md and run by bash, with `keyward` the checkout's CLI, against the API and a worker
+ * The "Migrate a PKCS#7 archive" recipe (once the README's, now docs/archive-migration.md), run as
+ * written: its shell block is read from that file and run by bash, with `keyward` the checkout's CLI, against the API and a worker
  * process. Before, the recipe logged the administrator in to the archive's tenant (400
  * invalid_grant: the administrator belongs to the platform tenant), and analyze and migrate of a
  * platform login searched the platform tenant's keys ("0 converted, 31 failed,
@@ -25,9 +25,9 @@ import {
 const root = new URL('../../../', import.meta.url).pathname;
 const P12_PASSWORD = 'mailbox keystore password';
 
-/** The first ```sh block of a README section. */
+/** The first ```sh block of a section of docs/archive-migration.md, where the README's recipe moved. */
 function recipe(section: string): string {
-  const text = readFileSync(join(root, 'README.md'), 'utf8');
+  const text = readFileSync(join(root, 'docs/archive-migration.md'), 'utf8');
   const start = text.indexOf(`\n## ${section}\n`);
   expect(start).toBeGreaterThan(-1);
   const block = /```sh\n([\s\S]*?)```/.exec(text.slice(start));
