@@ -76,7 +76,7 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['ListGrants', op(READ, control.listGrants, false)],
   ['EnableKeyRotation', op('admin.keys.update', rotation.enableKeyRotation, false)],
   ['DisableKeyRotation', op('admin.keys.update', rotation.disableKeyRotation, false)],
-  ['RotateKeyOnDemand', generates(op('admin.keys.rotate', rotation.rotateKeyOnDemand, false))],
+  ['RotateKeyOnDemand', op('admin.keys.rotate', rotation.rotateKeyOnDemand, false)],
   ['CreateKey', generates(op('admin.keys.create', control.createKeyOp, false))],
   ['CreateAlias', op('admin.keys.update', control.createAlias, false)],
   ['UpdateAlias', op('admin.keys.update', control.updateAlias, false)],
