@@ -26,6 +26,7 @@ import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { AppError, OAuthError, problem } from '../../shared/errors/index.ts';
 import { oauthShaped } from '../access/problems.ts';
 import { formBody } from './form-body.ts';
+import type { ExpensiveDeclaration } from '../../shared/keys/work-budget.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -197,6 +198,12 @@ export interface EndpointRow<
   problems?: Readonly<Record<number, ProblemText>>;
   /** The event (or events, each in its own tenant's chain) a successful call records. */
   audit?: EndpointAudit<P, Q, B, R, A> | readonly EndpointAudit<P, Q, B, R, A>[];
+  /**
+   * The caller-costed work the handler can trigger (docs/expensive-work.md): documented as
+   * `x-keyward-expensive`, and driven with a hostile input of each kind while /healthz is probed
+   * by the route-table test. A handler that reaches the expensive pool must declare it.
+   */
+  expensive?: ExpensiveDeclaration;
   /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
   extensions?: Readonly<Record<`x-${string}`, unknown>>;
   handle: (ctx: AppContext, input: EndpointInput<P, Q, B, A>) => Promise<R> | R;

@@ -16,7 +16,12 @@ import { KEY_STATES } from '../../shared/keys/lifecycle.ts';
 import { CertificateView } from './key-schemas.ts';
 
 /** Reads the keystore form and imports it into `tenantId`: the imported keys' views. */
-export async function importFromRequest(ctx: AppContext, req: Request, tenantId: string) {
+export async function importFromRequest(
+  ctx: AppContext,
+  req: Request,
+  tenantId: string,
+  actor: string,
+) {
   const form = await readSmallMultipart(req, 1024 * 1024);
   const keystore =
     form.files.keystore ??
@@ -28,13 +33,18 @@ export async function importFromRequest(ctx: AppContext, req: Request, tenantId:
     throw problem('validation_failed', 'trustAnchor must be true or false', {
       details: { field: 'trustAnchor' },
     });
-  const keys = await importKeystore(ctx, tenantId, {
-    data: keystore.data,
-    password: form.fields.password,
-    kid: form.fields.kid,
-    usage: form.fields.usage,
-    trustAnchor: anchor === 'true',
-  });
+  const keys = await importKeystore(
+    ctx,
+    tenantId,
+    {
+      data: keystore.data,
+      password: form.fields.password,
+      kid: form.fields.kid,
+      usage: form.fields.usage,
+      trustAnchor: anchor === 'true',
+    },
+    actor,
+  );
   return {
     keys: keys.map((k) => ({
       kid: k.kid,
@@ -51,14 +61,14 @@ export async function importFromRequest(ctx: AppContext, req: Request, tenantId:
 /** The v3 row's handler: an import into the path's tenant. */
 export const importIntoPathTenant = (
   ctx: AppContext,
-  { req, params }: { req: Request; params: { tenantId: string } },
-) => importFromRequest(ctx, req, params.tenantId);
+  { req, params, actor }: { req: Request; params: { tenantId: string }; actor: string },
+) => importFromRequest(ctx, req, params.tenantId, actor);
 
 /** The unversioned alias's handler: an import into the token's tenant (older clients name none). */
 export const importIntoTokenTenant = (
   ctx: AppContext,
-  { req, claims }: { req: Request; claims: { tenantId: string } },
-) => importFromRequest(ctx, req, claims.tenantId);
+  { req, claims, actor }: { req: Request; claims: { tenantId: string }; actor: string },
+) => importFromRequest(ctx, req, claims.tenantId, actor);
 
 /** The audit events of an import, declared by both its rows: one `key.import` per stored key. */
 export const importedKeyEvents = (result: Awaited<ReturnType<typeof importFromRequest>>) =>

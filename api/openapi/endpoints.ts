@@ -237,6 +237,14 @@ function operation(row: Endpoint): Schema {
       ),
       ...problems,
     },
+    ...(row.expensive
+      ? {
+          'x-keyward-expensive': {
+            kinds: row.expensive.kinds,
+            runsIn: row.expensive.runsIn ?? 'api',
+          },
+        }
+      : {}),
     ...row.extensions,
   };
 }

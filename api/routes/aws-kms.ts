@@ -44,6 +44,12 @@ export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
       description:
         "Point an AWS client at the service: `--endpoint-url` on every CLI command, `endpoint` in an SDK client (not `AWS_ENDPOINT_URL_KMS` alone: CLIs before 2.13.0 and 1.29.0 ignore it and send the request, plaintext included, to AWS). Requests are signed with AWS Signature Version 4 (service `kms`) by a workload access key (`POST /api/v3/admin/tenants/{tenantId}/workloads/{workloadId}/access-keys`) and act as that workload: its permissions, rate budgets and audit, once the signature verifies (until then a refusal spends the failure budget of the access key at the sending address, as failed client authentication does at the token endpoint: 429 LimitExceededException past it). X-Amz-Target and Content-Type must be signed; session tokens (X-Amz-Security-Token) are refused. The body is the AWS operation's request in awsJson1_1 (blobs base64); the answer is its AWS response. See docs/aws-kms.md for the operations, their Keyward permissions and key states.",
       security: [{ awsSigV4: [] }],
+      // Per X-Amz-Target: the operations that can trigger caller-costed work (their table's rows).
+      'x-keyward-expensive': Object.fromEntries(
+        [...AWS_OPERATIONS]
+          .filter(([, o]) => o.expensive)
+          .map(([name, o]) => [name, { kinds: o.expensive!.kinds, runsIn: 'api' }]),
+      ),
       parameters: [
         {
           name: 'X-Amz-Target',

@@ -15,15 +15,22 @@ export async function importLegacyKey(
   ctx: AppContext,
   tenantId: string,
   body: Record<string, unknown>,
+  /** The audit actor, whose budget of expensive work an encrypted PEM's derivation spends. */
+  actor: string,
 ): Promise<KeyView> {
   const { pem, key, type, kid, usage, password } = body;
   if (typeof pem === 'string') {
-    const [view] = await importKeystore(ctx, tenantId, {
-      data: Buffer.from(pem, 'utf8'),
-      password: text(password),
-      kid: text(kid),
-      usage: text(usage),
-    });
+    const [view] = await importKeystore(
+      ctx,
+      tenantId,
+      {
+        data: Buffer.from(pem, 'utf8'),
+        password: text(password),
+        kid: text(kid),
+        usage: text(usage),
+      },
+      actor,
+    );
     return view;
   }
   if (typeof key !== 'string')

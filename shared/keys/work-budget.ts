@@ -22,6 +22,29 @@ import { problem } from '../errors/index.ts';
 export type WorkKind = 'key-derivation' | 'key-generation' | 'certificate-chain';
 
 /**
+ * The caller-costed work an endpoint can trigger, as its route row declares it
+ * (docs/expensive-work.md): a PWRI password's PBKDF2, a keystore's PKCS#12 or PBES2 derivation,
+ * a key pair's generation, a SignedData's signer and chain checks. Each kind has a hostile driver
+ * in test/integration/core/expensive-routes.test.ts; a row declaring a kind without one fails it.
+ */
+export const EXPENSIVE_KINDS = [
+  'key-derivation',
+  'keystore-derivation',
+  'key-generation',
+  'signer-chain',
+] as const;
+export type ExpensiveKind = (typeof EXPENSIVE_KINDS)[number];
+
+/**
+ * What a row declares: the kinds, and where they run when not in the API process that answers
+ * it (a job's conversion runs in the queue worker, on its own pools and bounds).
+ */
+export interface ExpensiveDeclaration {
+  kinds: readonly [ExpensiveKind, ...ExpensiveKind[]];
+  runsIn?: 'api' | 'worker';
+}
+
+/**
  * Cost units: about a millisecond of one core on a small server, measured on the 2-core machine
  * the benches run on (docs/expensive-work.md has the figures). Only the order matters: the budget
  * must hold a legitimate caller's burst and stop a loop of the most expensive requests.
@@ -35,6 +58,12 @@ export const WORK_COSTS = {
   ec: 1,
   /** Post-quantum and other generations the catalogue calls slow (SLH-DSA). */
   slow: 300,
+  /**
+   * A keystore's parse, charged before it starts: the most one parse may derive (the per-parse
+   * cap of shared/keystore/pkcs12-kdf.ts, about 1.5 s of a core; twice that for a file of
+   * certificates only, read again). What the parse did not use is given back after it.
+   */
+  keystoreMax: 3000,
 } as const;
 
 export interface WorkBudgetOptions {

@@ -65,6 +65,7 @@ export const LEGACY_KEY_ENDPOINTS = [
       400: 'validation-failed: an unknown type or usage, a bad kid, description or rotationPeriodDays',
       ...KEY_ERRORS,
     },
+    expensive: { kinds: ['key-generation'] },
     handle: (ctx, { claims, body, actor }) => createKey(ctx, claims.tenantId, body, actor),
     audit: {
       action: 'key.create',
@@ -102,7 +103,9 @@ export const LEGACY_KEY_ENDPOINTS = [
       ...KEY_ERRORS,
       415: 'not application/json, or keystore-unsupported-algorithm',
     },
-    handle: (ctx, { claims, body }) => importLegacyKey(ctx, claims.tenantId, body),
+    // An encrypted PEM's PBKDF2 or scrypt, on the caller's budget like a keystore's.
+    expensive: { kinds: ['keystore-derivation'] },
+    handle: (ctx, { claims, body, actor }) => importLegacyKey(ctx, claims.tenantId, body, actor),
     audit: {
       action: 'key.import',
       target: (_input, view) => view.kid,

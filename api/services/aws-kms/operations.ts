@@ -6,6 +6,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import type { AwsCaller } from './ids.ts';
+import type { ExpensiveDeclaration } from '../../../shared/keys/work-budget.ts';
 import * as data from './data-plane.ts';
 import * as control from './control-plane.ts';
 import * as rotation from './rotation.ts';
@@ -24,6 +25,8 @@ export interface AwsOperation {
   action: string;
   /** A runtime operation (tallied audit, budget, metrics) rather than a control-plane change. */
   runtime: boolean;
+  /** The caller-costed work it can trigger, like a route row's (docs/expensive-work.md). */
+  expensive?: ExpensiveDeclaration;
   run: AwsRun;
 }
 
@@ -31,6 +34,12 @@ const op = (permissions: string | readonly string[], run: AwsRun, runtime = true
   permissions: typeof permissions === 'string' ? [permissions] : permissions,
   run,
   runtime,
+});
+
+/** An operation that generates key pairs on the caller's budget of expensive work. */
+const generates = <T extends object>(o: T) => ({
+  ...o,
+  expensive: { kinds: ['key-generation'] } as ExpensiveDeclaration,
 });
 
 const READ = 'crypto.keys.read';
@@ -45,10 +54,10 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
     'GenerateDataKeyWithoutPlaintext',
     op('crypto.generate-data-key', data.generateDataKeyWithoutPlaintext),
   ],
-  ['GenerateDataKeyPair', op('crypto.generate-data-key', data.generateDataKeyPair)],
+  ['GenerateDataKeyPair', generates(op('crypto.generate-data-key', data.generateDataKeyPair))],
   [
     'GenerateDataKeyPairWithoutPlaintext',
-    op('crypto.generate-data-key', data.generateDataKeyPairWithoutPlaintext),
+    generates(op('crypto.generate-data-key', data.generateDataKeyPairWithoutPlaintext)),
   ],
   ['GenerateRandom', op('crypto.generate-data-key', data.generateRandom)],
   ['GenerateMac', op('crypto.sign', data.generateMacOp)],
@@ -68,7 +77,7 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['EnableKeyRotation', op('admin.keys.update', rotation.enableKeyRotation, false)],
   ['DisableKeyRotation', op('admin.keys.update', rotation.disableKeyRotation, false)],
   ['RotateKeyOnDemand', op('admin.keys.rotate', rotation.rotateKeyOnDemand, false)],
-  ['CreateKey', op('admin.keys.create', control.createKeyOp, false)],
+  ['CreateKey', generates(op('admin.keys.create', control.createKeyOp, false))],
   ['CreateAlias', op('admin.keys.update', control.createAlias, false)],
   ['UpdateAlias', op('admin.keys.update', control.updateAlias, false)],
   ['DeleteAlias', op('admin.keys.update', control.deleteAlias, false)],

@@ -14,6 +14,7 @@ import {
   type KeyUsage,
 } from '../../../shared/crypto/registry.ts';
 import { allowedUsages, refuseDuplicate } from '../../../shared/keys/usages.ts';
+import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 import { parseKeystoreTask, type ParsedKeystoreEntry } from '../../threads/tasks/keystore.ts';
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
@@ -132,13 +133,30 @@ function parseOnLoop(data: Buffer, password: string | undefined): boolean {
   return text.includes('-----BEGIN ') && !text.includes('ENCRYPTED');
 }
 
-/** Parses the keystore where its cost belongs; the pool's failures arrive as plain data either way. */
+/**
+ * Parses the keystore where its cost belongs; the pool's failures arrive as plain data either way.
+ * A file's PKCS#12 KDF or PBKDF2 iteration counts (and an encrypted PEM's scrypt cost) are the
+ * caller's to choose, so the parse is expensive work (docs/expensive-work.md): on the
+ * expensive-work pool, not the crypto pool that signs for every tenant, charged the most a
+ * parse may cost to the caller's budget first, and given back what it did not use.
+ */
 async function parseEntries(
   ctx: AppContext,
   input: { data: Buffer; password?: string },
+  principal: string,
 ): Promise<ParsedKeystoreEntry[]> {
-  if (!parseOnLoop(input.data, input.password))
-    return ctx.pool.run<ParsedKeystoreEntry[]>('parseKeystoreTask', input);
+  if (!parseOnLoop(input.data, input.password)) {
+    const charged = WORK_COSTS.keystoreMax;
+    const parsed = await ctx.expensive.run<{
+      entries?: ParsedKeystoreEntry[];
+      error?: unknown;
+      ms: number;
+    }>('parseKeystoreCosted', input, { principal, kind: 'key-derivation', cost: charged });
+    const unused = charged - Math.max(1, Math.ceil(parsed.ms));
+    if (principal && unused > 0) await ctx.expensive.budget.refund(principal, unused);
+    if (parsed.error !== undefined) throw errorFromData(parsed.error);
+    return parsed.entries!;
+  }
   try {
     return parseKeystoreTask(input);
   } catch (err) {
@@ -151,11 +169,17 @@ export async function importKeystore(
   ctx: AppContext,
   tenantId: string,
   input: { data: Buffer; password?: string; kid?: string; usage?: string; trustAnchor?: boolean },
+  /** The audit actor whose budget of expensive work the parse spends (none for system work). */
+  principal = '',
 ): Promise<Array<KeyView & { certificate: unknown }>> {
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
   if (input.kid !== undefined && !KID.test(input.kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  const entries = await parseEntries(ctx, { data: input.data, password: input.password });
+  const entries = await parseEntries(
+    ctx,
+    { data: input.data, password: input.password },
+    principal,
+  );
   if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
   if (input.trustAnchor && entries.some((e) => e.privateKeyDer))
     throw problem(

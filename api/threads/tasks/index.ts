@@ -32,6 +32,10 @@ export const parseKeystoreTask = lazy<typeof Keystore, 'parseKeystoreTask'>(
   keystore,
   'parseKeystoreTask',
 );
+export const parseKeystoreCosted = lazy<typeof Keystore, 'parseKeystoreCosted'>(
+  keystore,
+  'parseKeystoreCosted',
+);
 export const generateKey = lazy<typeof Expensive, 'generateKey'>(expensive, 'generateKey');
 export const signWithKey = lazy<typeof Crypto, 'signWithKey'>(crypto, 'signWithKey');
 export const verifyWithKey = lazy<typeof Crypto, 'verifyWithKey'>(crypto, 'verifyWithKey');

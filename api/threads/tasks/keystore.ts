@@ -37,6 +37,26 @@ export function parseKeystoreTask(input: {
   }
 }
 
+/**
+ * {@link parseKeystoreTask} on the expensive-work pool, measured: the milliseconds it held the
+ * thread come back with its entries or its error (as data), so that the caller's budget, charged
+ * the most a keystore may cost before the parse, gets back what this one did not use, also when
+ * the parse failed (a wrong password after a long derivation still costs its derivation).
+ */
+export function parseKeystoreCosted(input: { data: Uint8Array; password?: string }): {
+  entries?: ParsedKeystoreEntry[];
+  error?: unknown;
+  ms: number;
+} {
+  const start = performance.now();
+  try {
+    const entries = parseKeystoreTask(input);
+    return { entries, ms: performance.now() - start };
+  } catch (error) {
+    return { error, ms: performance.now() - start };
+  }
+}
+
 /** What every entry carries: its public half, its certificates and how a CMS names it. */
 function publicPart(e: {
   type: string;

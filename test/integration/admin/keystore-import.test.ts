@@ -183,8 +183,9 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
   });
 
   it('when PEM key and certificate import, plain and with an encrypted key, then 201; the encrypted one needs its password; only the encrypted one is parsed on a pool thread', async () => {
-    const run = jest.spyOn(app.ctx.pool, 'run');
-    const poolParses = () => run.mock.calls.filter(([task]) => task === 'parseKeystoreTask').length;
+    const run = jest.spyOn(app.ctx.expensive, 'run');
+    const poolParses = () =>
+      run.mock.calls.filter(([task]) => task === 'parseKeystoreCosted').length;
     const plain = await upload({ keystore: files['plain.pem'], kid: 'ec-plain' });
     expect(plain.status).toBe(201);
     // No key derivation to run: parsed on the event loop, no thread started for it.

@@ -259,6 +259,9 @@ export const JOB_ENDPOINTS = [
       "The job decrypts as its submitter may: a submitter without crypto.decrypt gets a job of its own whose encrypted inputs fail with 403 forbidden, and failed decryptions count against the submitter's decryption-failure budget. Idempotent: the same tenant, source, source version, metadata and output give the same job; resubmitting a failed or cancelled job runs it again under its id. Transient faults retry with exponential backoff (JOB_ATTEMPTS, JOB_BACKOFF_MS); bad input fails at once with its problem.",
     access: { anyOf: ['migration.jobs.create'] },
     budget: 'migration.jobs.create',
+    // The conversion runs in the queue worker: its PWRI derivation and signer checks are bounded
+    // there (iteration cap, 128 checks, the worker's signer-check threads), not in this process.
+    expensive: { kinds: ['key-derivation', 'signer-chain'], runsIn: 'worker' },
     body: Submit,
     answer: {
       status: 202,

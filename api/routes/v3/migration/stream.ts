@@ -130,6 +130,9 @@ const convert = endpoint({
     'An encrypted input (EnvelopedData, AuthEnvelopedData, SignedAndEnvelopedData, signed-then-encrypted mail) is decrypted, so it needs crypto.decrypt as well (403 before anything is decrypted otherwise). Every failure of content decryption is one decryption-failed, the same status, body and point of the answer whatever failed (key transport padding, key length, CBC padding, tag, anything wrong in the decrypted content such as its inner signature); a key that cannot be unwrapped is replaced by a random one. Each principal has a decryption-failure budget per key (DECRYPT_FAILURE_BUDGET per DECRYPT_FAILURE_WINDOW_SECONDS, shared with runtime decrypt, stream re-encrypt and jobs): past it, 429 with Retry-After. Service-admin or service-core token. Parts in this order: `metadata` (a JSON object, `{}` is enough), `file`, and for a detached SignedData (.p7s) `content`. A file part of at most 1 MiB is read whole before the engine starts, to see whether a content part follows; a larger file part streams at once and must carry its content. SignedData answers after the whole input (signature verified before anything is signed), unless `Accept` prefers `multipart/mixed` (or X-Response-Content-Type names it): then the signed content streams as part 1 (application/octet-stream) and the JWS follows as part 2 (application/jose+json); EnvelopedData streams with backpressure. Outputs of up to 64 KiB are complete before the status line, so small bad inputs get a problem; later failures cut the response without its closing delimiter.',
   access: { anyOf: ['migration.convert'] },
   budget: 'migration.convert',
+  // A password recipient's PBKDF2 (expensive-work pool, caller's budget) and a SignedData's
+  // signer and chain checks (bounded per conversion, on the conversion threads).
+  expensive: { kinds: ['key-derivation', 'signer-chain'] },
   negotiate: { types: CONVERT_TYPES, select: true },
   request: {
     media: {

@@ -15,6 +15,7 @@ import {
   Time,
 } from '../../../../http/schemas.ts';
 import { CertificateView, KeyRecord, PublicKeys } from '../../../../http/key-schemas.ts';
+import type { ExpensiveDeclaration } from '../../../../../shared/keys/work-budget.ts';
 import { changeKey, createKey, readKey } from '../../../../services/keys/store.ts';
 import { MAX_ROTATION_PERIOD_DAYS, applySettings } from '../../../../services/keys/settings.ts';
 import { tenantPolicy } from '../../../../services/policies.ts';
@@ -117,6 +118,7 @@ function lifecycleRow(
   access: readonly [string, ...string[]],
   summary: string,
   conflict: string,
+  expensive?: ExpensiveDeclaration,
 ) {
   return endpoint({
     method: 'post',
@@ -128,6 +130,7 @@ function lifecycleRow(
     params: KeyPath,
     answer: { status: 200, description: 'the key', schema: KeyRecord },
     problems: { 404: NO_KEY, 409: conflict },
+    ...(expensive ? { expensive } : {}),
     handle: (ctx, { params, actor }) => changeKey(ctx, params.tenantId, params.kid, action, actor),
     audit: {
       action: `key.${action}`,
@@ -191,7 +194,9 @@ export const KEY_ENDPOINTS = [
     problems: {
       409: 'the kid exists',
       422: 'policy-violation (type not allowed) or key-usage-mismatch',
+      429: "rate-limited: the caller's budget of expensive work (EXPENSIVE_BUDGET) is spent by key generations",
     },
+    expensive: { kinds: ['key-generation'] },
     handle: (ctx, { params, body, actor }) => createKey(ctx, params.tenantId, body, actor),
     audit: {
       action: 'key.create',
@@ -265,6 +270,8 @@ export const KEY_ENDPOINTS = [
     ['admin.keys.rotate'],
     'Add a new material version (generated keys only)',
     'invalid-transition: not active, or an imported key',
+    // A new version of an RSA or SLH-DSA key is a generation on the caller's budget.
+    { kinds: ['key-generation'] },
   ),
   lifecycleRow(
     'suspend',

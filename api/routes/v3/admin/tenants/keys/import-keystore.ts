@@ -33,6 +33,7 @@ export const KEYSTORE_IMPORT_ENDPOINTS = [
     answer: { status: 201, description: 'the imported keys', schema: ImportedKeys },
     problems: IMPORT_PROBLEMS,
     audit: { action: 'key.import', each: (_input, keys) => importedKeyEvents(keys) },
+    expensive: { kinds: ['keystore-derivation'] },
     handle: importIntoPathTenant,
   }),
 ];

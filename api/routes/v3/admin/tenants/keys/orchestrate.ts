@@ -170,6 +170,8 @@ export const ORCHESTRATE_ENDPOINTS = [
       schema: Inline,
     },
     otherAnswers: [{ status: 202, description: 'started', schema: Started }],
+    // Rotating a batch of RSA keys is a generation per key, on the caller's budget.
+    expensive: { kinds: ['key-generation'] },
     problems: {
       400: 'validation-failed: unknown member, wrong type, empty selector, or both or neither of kids and selector',
       409: 'conflict: the match differs from expectedCount (details: expectedCount, matched); nothing changed',
