@@ -25,6 +25,10 @@
  * Targets: engine >= 0.7 of the floor per kind and for the mix, HTTP >= 1.0 and the queue with
  * two workers >= 1.2 of the floor for the mix (both use more than one core).
  *
+ * BENCH_PATHS (default floor,engine,http,queue) names the ways to run: `floor,engine` needs no
+ * API, workers or Redis. BENCH_KEYWARD_ROOT runs the engine and the API from another checkout
+ * (with its own node_modules), to compare code before and after a change in one sitting.
+ *
  * Needs Redis for the queue (REDIS_URL, default 127.0.0.1:6379; the run's keys under a queue
  * prefix of its own, removed after). BENCH_TIMEOUT_S (default 1800) bounds each CLI run.
  */
@@ -34,14 +38,14 @@ import { linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } f
 import { readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { convertPkcs7ToJose } from '../shared/pkcs7/index.ts';
-import { resolverFor } from '../test/fixtures/pkcs7.ts';
 import { JOB_PERMISSIONS } from '../test/integration/jobs/harness.ts';
 import { importKey, treeCpuSeconds } from './lib/cms.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
 import { KINDS, cryptoFloor, mailbox, type Kind, type Message } from './lib/mailbox.ts';
 import { cleanEnv } from './lib/process.ts';
+import type * as Engine from '../shared/pkcs7/index.ts';
+import type * as Fixtures from '../test/fixtures/pkcs7.ts';
 import { printResult } from './lib/result.ts';
 
 const COUNT = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -52,6 +56,23 @@ const CLI_TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 1800) * 1000;
 const PG = process.env.BENCH_DATABASE_URL;
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const root = new URL('..', import.meta.url).pathname;
+const ALL_PATHS = ['floor', 'engine', 'http', 'queue'];
+const PATHS = new Set(
+  (process.env.BENCH_PATHS ?? ALL_PATHS.join(',')).split(',').map((p) => p.trim()),
+);
+for (const p of PATHS)
+  if (!ALL_PATHS.includes(p))
+    throw new Error(`BENCH_PATHS: ${p} is none of ${ALL_PATHS.join(', ')}`);
+if (!PATHS.has('floor'))
+  throw new Error('BENCH_PATHS: every ratio is to the floor, which must run');
+const KEYWARD_ROOT = process.env.BENCH_KEYWARD_ROOT ?? root;
+// The engine under test: this checkout's, or another's.
+const { convertPkcs7ToJose } = (await import(
+  join(KEYWARD_ROOT, 'shared/pkcs7/index.ts')
+)) as typeof Engine;
+const { resolverFor } = (await import(
+  join(KEYWARD_ROOT, 'test/fixtures/pkcs7.ts')
+)) as typeof Fixtures;
 const work = mkdtempSync(join(tmpdir(), 'keyward-mailbox-bench-'));
 const stoppers: Array<() => Promise<unknown>> = [];
 const clis = new Set<ChildProcess>();
@@ -93,7 +114,7 @@ async function startStack(label: string, env: Record<string, string>): Promise<S
     KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
     ...env,
   };
-  const keyward = await startKeyward(shared);
+  const keyward = await startKeyward(shared, KEYWARD_ROOT);
   stoppers.push(() => keyward.stop());
   const workerPids: number[] = [];
   for (let i = 0; i < 2; i++) {
@@ -302,7 +323,7 @@ try {
   const { messages } = box;
   const mb = (n: number) => (n / 1e6).toFixed(1);
   console.log(
-    `mailbox: ${messages.length} messages, ${mb(messages.reduce((a, m) => a + m.bytes, 0))} MB, ${box.generatedSeconds === null ? `from the cache ${box.cacheDir}` : `generated in ${box.generatedSeconds.toFixed(1)} s into ${box.cacheDir}`}; ${ROUNDS} rounds; Node ${process.version}; load average ${load()}`,
+    `mailbox: ${messages.length} messages, ways ${[...PATHS].join(',')}, code from ${KEYWARD_ROOT}, ${mb(messages.reduce((a, m) => a + m.bytes, 0))} MB, ${box.generatedSeconds === null ? `from the cache ${box.cacheDir}` : `generated in ${box.generatedSeconds.toFixed(1)} s into ${box.cacheDir}`}; ${ROUNDS} rounds; Node ${process.version}; load average ${load()}`,
   );
   for (const kind of KINDS) {
     const of = messages.filter((m) => m.kind === kind).map((m) => m.bytes);
@@ -312,9 +333,11 @@ try {
     );
   }
 
-  const embedded = await startStack('embedded', {});
-  const stacks = [embedded];
-  if (PG) {
+  const stacks: Stack[] = [];
+  const served = PATHS.has('http') || PATHS.has('queue');
+  if (served) stacks.push(await startStack('embedded', {}));
+  const embedded = stacks[0];
+  if (PG && PATHS.has('queue')) {
     const dbName = `kw_bench_mailbox_${randomBytes(4).toString('hex')}`;
     await pgAdmin(PG, `create database ${dbName}`);
     stoppers.push(() => pgAdmin(PG, `drop database if exists ${dbName} with (force)`));
@@ -323,10 +346,11 @@ try {
         DATABASE_URL: Object.assign(new URL(PG), { pathname: `/${dbName}` }).href,
       }),
     );
-  } else console.log('  queue on Postgres: skipped (set BENCH_DATABASE_URL to run it)');
+  } else if (PATHS.has('queue'))
+    console.log('  queue on Postgres: skipped (set BENCH_DATABASE_URL to run it)');
 
   const floor = cryptoFloor(box.keys);
-  const ways: Way[] = [
+  const allWays: Way[] = [
     {
       name: 'floor',
       label: 'cryptographic floor, 1 thread',
@@ -349,7 +373,7 @@ try {
       reads: true,
       cpu: () => ({ api: treeCpuSeconds(embedded.apiPid), workers: 0 }),
     },
-    ...stacks.map((s) =>
+    ...(PATHS.has('queue') ? stacks : []).map((s) =>
       queueWay(
         s,
         s.label === 'embedded' ? 'queue' : 'queue-pg',
@@ -357,6 +381,7 @@ try {
       ),
     ),
   ];
+  const ways = allWays.filter((w) => PATHS.has(w.name.replace('-pg', '')));
 
   // Warm-up (JIT, key caches, connections): one message of each kind through every way.
   const warm = KINDS.map((k) => messages.find((m) => m.kind === k)!);
@@ -441,25 +466,27 @@ try {
       notes: `${messages.length} messages (5-200 KB, median 30 KB), ${ROUNDS} rounds alternated; ${notes}; load ${load()}`,
     });
   };
-  for (const kind of columns)
-    result(
-      'engine',
-      kind,
-      `${kind === 'mix' ? 'the mailbox mix' : `${kind} messages`} converted in process by convertPkcs7ToJose, one at a time`,
-      0.7,
-      'keys in memory',
-    );
+  if (PATHS.has('engine'))
+    for (const kind of columns)
+      result(
+        'engine',
+        kind,
+        `${kind === 'mix' ? 'the mailbox mix' : `${kind} messages`} converted in process by convertPkcs7ToJose, one at a time`,
+        0.7,
+        'keys in memory',
+      );
   const perKind = (way: string) =>
     KINDS.map((k) => `${k} ${rate(tallies.get(way)!, k).toFixed(1)}`).join(', ');
-  const httpCpu = cpuPerMessage(tallies.get('http')!);
-  result(
-    'http',
-    'mix',
-    `mailbox mix through POST .../convert-pkcs7-to-jose, ${IN_FLIGHT} in flight`,
-    1.0,
-    `files/s ${perKind('http')}; API CPU ${httpCpu.api.toFixed(1)} ms/message; embedded database, Redis`,
-  );
-  for (const s of stacks) {
+  const httpCpu = PATHS.has('http') ? cpuPerMessage(tallies.get('http')!) : null;
+  if (httpCpu)
+    result(
+      'http',
+      'mix',
+      `mailbox mix through POST .../convert-pkcs7-to-jose, ${IN_FLIGHT} in flight`,
+      1.0,
+      `files/s ${perKind('http')}; API CPU ${httpCpu.api.toFixed(1)} ms/message; embedded database, Redis`,
+    );
+  for (const s of PATHS.has('queue') ? stacks : []) {
     const name = s.label === 'embedded' ? 'queue' : 'queue-pg';
     const cpu = cpuPerMessage(tallies.get(name)!);
     result(

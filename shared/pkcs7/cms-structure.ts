@@ -275,10 +275,25 @@ async function readSignerParts(r: BerReader, tail: CmsTail): Promise<void> {
   }
   if (!isUniversal(h, TAG.SET))
     throw problem('cms_malformed', `expected signerInfos at byte ${h.offset}`);
-  tail.signers = (await captureItems(r, h, 'signers')).map((raw) => ({
-    raw,
-    info: parseAsn(raw, SignerInfo, 'SignerInfo', 'cms_malformed'),
-  }));
+  tail.signers = (await captureItems(r, h, 'signers')).map(capturedSigner);
+}
+
+/** Parsed SignerInfos by the captured bytes they came from (see capturedSigner). */
+const parsedSigners = new WeakMap<Uint8Array, SignerInfo>();
+
+/**
+ * A captured SignerInfo with its parse. The signature checks receive the same captured bytes
+ * when they run in place, so the parse done while reading is reused rather than done again;
+ * bytes from elsewhere (a pool thread's copy) are parsed anew.
+ */
+export function capturedSigner(raw: Uint8Array): CapturedSigner {
+  const der = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  let info = parsedSigners.get(der);
+  if (!info) {
+    info = parseAsn(der, SignerInfo, 'SignerInfo', 'cms_malformed');
+    parsedSigners.set(der, info);
+  }
+  return { raw: der, info };
 }
 
 /** Reads everything after the content and checks the message ends where the input does. */

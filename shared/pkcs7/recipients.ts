@@ -69,8 +69,24 @@ function kariRecipient(
   return { ref: id.ref, summary: id.summary, encryptedKey: Buffer.from(rek.encryptedKey.buffer) };
 }
 
-/** Describes one RecipientInfo for the analysis and for key lookup. */
+/** Descriptions by the parsed RecipientInfo they describe (see describeRecipient). */
+const described = new WeakMap<RecipientInfo, RecipientDescription>();
+
+/**
+ * Describes one RecipientInfo for the analysis and for key lookup. Choosing the recipient and
+ * finding its key both ask for the same RecipientInfo, so the description is made once per
+ * parsed RecipientInfo; nothing changes it after it is made.
+ */
 export function describeRecipient(ri: RecipientInfo): RecipientDescription {
+  let d = described.get(ri);
+  if (!d) {
+    d = describe(ri);
+    described.set(ri, d);
+  }
+  return d;
+}
+
+function describe(ri: RecipientInfo): RecipientDescription {
   if (ri.ktri) {
     const rid = ri.ktri.rid;
     const id = rid.issuerAndSerialNumber

@@ -5,6 +5,7 @@
  */
 import { algForKey } from '../jose/jws.ts';
 import { publicKeyOf } from '../jose/keys.ts';
+import { spkiOf } from './key-cache.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import type { GeneralJws, SpooledJwsSigner } from '../jose/spooled-jws.ts';
 import { cmsDigestName } from './algorithms.ts';
@@ -128,10 +129,17 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws | Gene
 
 /** The tenant's key for a signer as checkSigners takes it (its public half, its certificate). */
 function heldKey(key: ResolvedKey | null): HeldSignerKey | null {
-  const pub = key ? publicKeyOf(key) : null;
-  if (!pub) return null;
+  // A tenant key's KeyObject is the same object message after message: its SPKI is exported once.
+  const held = key?.publicKey ?? key?.privateKey;
+  const source = held?.type === 'secret' ? undefined : held;
+  const spki = source
+    ? spkiOf(source)
+    : key
+      ? publicKeyOf(key)?.export({ type: 'spki', format: 'der' })
+      : null;
+  if (!spki) return null;
   return {
-    spki: pub.export({ type: 'spki', format: 'der' }),
+    spki,
     certificate: key!.certificate ?? null,
   };
 }

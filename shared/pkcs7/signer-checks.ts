@@ -4,14 +4,12 @@
  * lookups found (done before, on the caller's side), so the call can run on a pool thread
  * (api/threads/tasks/convert.ts) as well as in place. One SignatureBudget bounds it all.
  */
-import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { SignerInfo } from '@peculiar/asn1-cms';
-import { parseAsn } from '../asn1/der.ts';
 import { certificatePath, parseCertificate } from './certificates.ts';
 import type { ParsedCertificate } from './certificates.ts';
 import { issuerFault, signerPurposeFault } from './chain-rules.ts';
-import type { CapturedSigner } from './cms-structure.ts';
+import { capturedSigner } from './cms-structure.ts';
+import { spkiPublicKey } from './key-cache.ts';
 import { describeSigner, signerKey, verifySigner } from './signers.ts';
 import type { SignerDescription } from './signers.ts';
 import { certificateKeyFault, SignatureBudget } from './signature-budget.ts';
@@ -19,12 +17,6 @@ import type { SignerCheckInput, SignerCheckOutput } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-
-/** The SignerInfo as describeSigner takes it. */
-export function capturedSigner(raw: Uint8Array): CapturedSigner {
-  const der = buf(raw);
-  return { raw: der, info: parseAsn(der, SignerInfo, 'SignerInfo', 'cms_malformed') };
-}
 
 /**
  * Verifies every signer (RFC 5652 section 5.6) and, with `chain`, its path to an anchor; throws
@@ -50,7 +42,7 @@ export function checkSigners(
     const held = input.held[i];
     const own = held
       ? {
-          pub: createPublicKey({ key: buf(held.spki), format: 'der', type: 'spki' }),
+          pub: spkiPublicKey(buf(held.spki)),
           certificate: held.certificate ? buf(held.certificate) : null,
         }
       : null;

@@ -112,8 +112,24 @@ function schemeOf(sigAlg: AlgId, digestOid: string): SignatureScheme | string {
   return unknown;
 }
 
-/** Describes one SignerInfo for the analysis, key lookup and verification. */
+/** Descriptions by the parsed SignerInfo they describe (see describeSigner). */
+const described = new WeakMap<CapturedSigner['info'], SignerDescription>();
+
+/**
+ * Describes one SignerInfo for the analysis, key lookup and verification. A conversion asks for
+ * the same SignerInfo several times (the detached check, the key lookup, the signature check),
+ * so the description is made once per parsed SignerInfo; nothing changes it after it is made.
+ */
 export function describeSigner(s: CapturedSigner): SignerDescription {
+  let d = described.get(s.info);
+  if (!d) {
+    d = describe(s);
+    described.set(s.info, d);
+  }
+  return d;
+}
+
+function describe(s: CapturedSigner): SignerDescription {
   const sid = s.info.sid;
   const id = sid.issuerAndSerialNumber
     ? issuerSerialRef(sid.issuerAndSerialNumber)
