@@ -1,9 +1,11 @@
 /**
- * Writes bin/lib/api-types.ts, the TypeScript types of the OpenAPI document (issue 25: the CLI's
- * typed client takes its bodies, answers and queries from the document, not from copies). The CLI
+ * Writes bin/lib/api-types.ts, the TypeScript types of the OpenAPI document (the CLI's typed
+ * client takes its bodies, answers and queries from the document, not from copies). The CLI
  * may not import api/ (scripts/guards/layers.ts), so it imports this generated file, never the
  * document builder. `npm run api-types` rewrites it after a route or schema change;
  * test/integration/cli/api-types.test.ts fails while the committed file and the document differ.
+ * Paths and schemas are written in name order, not in the order the route table registers them,
+ * so moving a route (or a schema) leaves the file as it was; .gitattributes marks it generated.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +34,8 @@ const NAME_MAPS = new Set([
   'securitySchemes',
   '$defs',
 ]);
+/** Name maps whose order is the registration order of routes or schemas: written sorted. */
+const SORTED = new Set(['paths', 'schemas', 'securitySchemes', 'callbacks', 'webhooks', '$defs']);
 
 /**
  * The document without what its types do not need: prose, examples, and the answers other than
@@ -41,7 +45,9 @@ function typesOnly(value: unknown, parent = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => typesOnly(v));
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) {
+  const entries = Object.entries(value);
+  if (SORTED.has(parent)) entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [key, v] of entries) {
     if (NAME_MAPS.has(parent)) out[key] = typesOnly(v);
     else if (parent === 'responses') {
       if (/^2\d\d$/.test(key)) out[key] = typesOnly(v);
@@ -50,9 +56,11 @@ function typesOnly(value: unknown, parent = ''): unknown {
   return out;
 }
 
-/** The generated file's text, formatted as the project formats TypeScript. */
-export async function apiTypes(): Promise<string> {
-  const doc = typesOnly(apiDocument('https://keyward.example')) as Parameters<typeof openapiTS>[0];
+/** The generated file's text (of the service's document by default), formatted as the project formats TypeScript. */
+export async function apiTypes(
+  document: object = apiDocument('https://keyward.example'),
+): Promise<string> {
+  const doc = typesOnly(document) as Parameters<typeof openapiTS>[0];
   const ast = await openapiTS(doc, { rootTypes: false, emptyObjectsUnknown: true });
   const options = await resolveConfig(API_TYPES_FILE);
   return format(`${HEADER}\n${astToString(ast)}`, { ...options, parser: 'typescript' });

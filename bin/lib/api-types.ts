@@ -2,38 +2,6 @@
 // Only the 2xx answers are kept (a refusal is a problem document, read by ApiError), and no prose.
 
 export interface paths {
-  '/healthz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['liveness'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/readyz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['readiness'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/': {
     parameters: {
       query?: never;
@@ -44,118 +12,6 @@ export interface paths {
     get: operations['root'];
     put?: never;
     post: operations['awsKms'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/openapi.json': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['openApiDocument'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/docs': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['apiReference'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/docs/redoc.standalone.js': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['apiReferenceRenderer'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/console': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['console'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/console/{path}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['consoleFile'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/problems/{slug}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['problemType'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/metrics': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['metrics'];
-    put?: never;
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -194,7 +50,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/token': {
+  '/api/authenticate/app': {
     parameters: {
       query?: never;
       header?: never;
@@ -203,14 +59,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['token'];
+    post: operations['legacyLogin'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/token/revoke': {
+  '/api/authenticate/refresh': {
     parameters: {
       query?: never;
       header?: never;
@@ -219,14 +75,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['revokeToken'];
+    post: operations['legacyRefresh'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/token/introspect': {
+  '/api/crypto/decrypt': {
     parameters: {
       query?: never;
       header?: never;
@@ -235,14 +91,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['introspectToken'];
+    post: operations['legacyDecrypt'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/password/forgot': {
+  '/api/crypto/encrypt': {
     parameters: {
       query?: never;
       header?: never;
@@ -251,14 +107,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['forgotPassword'];
+    post: operations['legacyEncrypt'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/auth/password/reset': {
+  '/api/crypto/sign': {
     parameters: {
       query?: never;
       header?: never;
@@ -267,135 +123,103 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['resetPassword'];
+    post: operations['legacySign'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/platform/tenants': {
+  '/api/crypto/verify': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['listTenants'];
+    get?: never;
     put?: never;
-    post: operations['createTenant'];
+    post: operations['legacyVerify'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/platform/tenants/{id}': {
+  '/api/key-management/keys': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['getTenant'];
+    get: operations['legacyListKeys'];
+    put?: never;
+    post: operations['legacyCreateKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/key-management/keys/import': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyImportKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/migration/pkcs12': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyImportKeystore'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/migration/stream/analyze-pkcs7': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['legacyAnalyzePkcs7'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/platform/backup': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['backupPlatform'];
     put?: never;
     post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/tenants/{id}/suspend': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['suspendTenant'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/tenants/{id}/resume': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['resumeTenant'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/scopes': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listPermissions'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/tokens/revoke': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['revokeAnyToken'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/tokens/revoked': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listRevokedTokens'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/platform/signing-keys/rotate': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['rotateSigningKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -434,14 +258,14 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/platform/backup': {
+  '/api/v3/admin/platform/scopes': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['backupPlatform'];
+    get: operations['listPermissions'];
     put?: never;
     post?: never;
     delete?: never;
@@ -450,39 +274,55 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads': {
+  '/api/v3/admin/platform/signing-keys/rotate': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['listWorkloads'];
+    get?: never;
     put?: never;
-    post: operations['createWorkload'];
+    post: operations['rotateSigningKey'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}': {
+  '/api/v3/admin/platform/tenants': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['getWorkload'];
+    get: operations['listTenants'];
+    put?: never;
+    post: operations['createTenant'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/platform/tenants/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getTenant'];
     put?: never;
     post?: never;
-    delete: operations['deleteWorkload'];
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/disable': {
+  '/api/v3/admin/platform/tenants/{id}/resume': {
     parameters: {
       query?: never;
       header?: never;
@@ -491,14 +331,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['disableWorkload'];
+    post: operations['resumeTenant'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/enable': {
+  '/api/v3/admin/platform/tenants/{id}/suspend': {
     parameters: {
       query?: never;
       header?: never;
@@ -507,14 +347,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['enableWorkload'];
+    post: operations['suspendTenant'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/secret': {
+  '/api/v3/admin/platform/tokens/revoke': {
     parameters: {
       query?: never;
       header?: never;
@@ -523,40 +363,392 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['rotateWorkloadSecret'];
+    post: operations['revokeAnyToken'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys': {
+  '/api/v3/admin/platform/tokens/revoked': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['listAccessKeys'];
-    put?: never;
-    post: operations['createAccessKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys/{accessKeyId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
+    get: operations['listRevokedTokens'];
     put?: never;
     post?: never;
-    delete: operations['deleteAccessKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getOwnTenant'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminListAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/head': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminGetAuditHead'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['adminVerifyAudit'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listExchanges'];
+    put?: never;
+    post: operations['createExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getExchange'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['acceptExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['cancelExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rejectExchange'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listKeys'];
+    put?: never;
+    post: operations['createKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['importKeystore'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['orchestrateKeys'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate/{operationId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getKeyOperation'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getKey'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch: operations['updateKey'];
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/archive': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['archiveKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['adminGetPublicKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['resumeKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['revokeKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rotateKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/suspend': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['suspendKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getEffectivePolicy'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['replacePolicyOverrides'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listPolicyTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
     options?: never;
     head?: never;
     patch?: never;
@@ -642,14 +834,126 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/policies/templates': {
+  '/api/v3/admin/tenants/{tenantId}/workloads': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['listPolicyTemplates'];
+    get: operations['listWorkloads'];
+    put?: never;
+    post: operations['createWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getWorkload'];
+    put?: never;
+    post?: never;
+    delete: operations['deleteWorkload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listAccessKeys'];
+    put?: never;
+    post: operations['createAccessKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/access-keys/{accessKeyId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete: operations['deleteAccessKey'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/disable': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['disableWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/enable': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['enableWorkload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/admin/tenants/{tenantId}/workloads/{id}/secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['rotateWorkloadSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/audit/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['listAuditEvents'];
     put?: never;
     post?: never;
     delete?: never;
@@ -658,14 +962,14 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/policies/effective': {
+  '/api/v3/audit/head': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['getEffectivePolicy'];
+    get: operations['getAuditHead'];
     put?: never;
     post?: never;
     delete?: never;
@@ -674,23 +978,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/policies/overrides': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put: operations['replacePolicyOverrides'];
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/import-keystore': {
+  '/api/v3/audit/verify': {
     parameters: {
       query?: never;
       header?: never;
@@ -699,14 +987,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['importKeystore'];
+    post: operations['verifyAudit'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate': {
+  '/api/v3/auth/password/forgot': {
     parameters: {
       query?: never;
       header?: never;
@@ -715,78 +1003,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['orchestrateKeys'];
+    post: operations['forgotPassword'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/orchestrate/{operationId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getKeyOperation'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listKeys'];
-    put?: never;
-    post: operations['createKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getKey'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch: operations['updateKey'];
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/public': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminGetPublicKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/rotate': {
+  '/api/v3/auth/password/reset': {
     parameters: {
       query?: never;
       header?: never;
@@ -795,14 +1019,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['rotateKey'];
+    post: operations['resetPassword'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/suspend': {
+  '/api/v3/auth/token': {
     parameters: {
       query?: never;
       header?: never;
@@ -811,14 +1035,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['suspendKey'];
+    post: operations['token'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/resume': {
+  '/api/v3/auth/token/introspect': {
     parameters: {
       query?: never;
       header?: never;
@@ -827,14 +1051,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['resumeKey'];
+    post: operations['introspectToken'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/revoke': {
+  '/api/v3/auth/token/revoke': {
     parameters: {
       query?: never;
       header?: never;
@@ -843,14 +1067,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['revokeKey'];
+    post: operations['revokeToken'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/keys/{kid}/archive': {
+  '/api/v3/crypto/decrypt': {
     parameters: {
       query?: never;
       header?: never;
@@ -859,46 +1083,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['archiveKey'];
+    post: operations['decrypt'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listExchanges'];
-    put?: never;
-    post: operations['createExchange'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getExchange'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/accept': {
+  '/api/v3/crypto/encrypt': {
     parameters: {
       query?: never;
       header?: never;
@@ -907,14 +1099,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['acceptExchange'];
+    post: operations['encrypt'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/reject': {
+  '/api/v3/crypto/generate-data-key': {
     parameters: {
       query?: never;
       header?: never;
@@ -923,14 +1115,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['rejectExchange'];
+    post: operations['generateDataKey'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/cryptographic-exchanges/{id}/cancel': {
+  '/api/v3/crypto/generate-data-key-without-plaintext': {
     parameters: {
       query?: never;
       header?: never;
@@ -939,30 +1131,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['cancelExchange'];
+    post: operations['generateDataKeyWithoutPlaintext'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/admin/tenants/{tenantId}/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminListAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/verify': {
+  '/api/v3/crypto/generate-mac': {
     parameters: {
       query?: never;
       header?: never;
@@ -971,39 +1147,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['adminVerifyAudit'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['adminGetAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/admin/tenants/{tenantId}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getOwnTenant'];
-    put?: never;
-    post?: never;
+    post: operations['generateMac'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1042,6 +1186,54 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/crypto/random': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['random'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/re-encrypt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['reEncrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/crypto/sign': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['sign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/crypto/stream/reencrypt': {
     parameters: {
       query?: never;
@@ -1074,39 +1266,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/pqc/keys': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listPqcKeys'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['listAuditEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/audit/verify': {
+  '/api/v3/crypto/verify': {
     parameters: {
       query?: never;
       header?: never;
@@ -1115,30 +1275,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['verifyAudit'];
+    post: operations['verify'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/v3/audit/head': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get: operations['getAuditHead'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/migration/stream/analyze-pkcs7': {
+  '/api/v3/crypto/verify-mac': {
     parameters: {
       query?: never;
       header?: never;
@@ -1147,40 +1291,8 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['analyzePkcs7'];
+    post: operations['verifyMac'];
     delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/migration/stream/convert-pkcs7-to-jose': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['convertPkcs7ToJose'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/migration/uploads/{name}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put: operations['uploadObject'];
-    post?: never;
-    delete: operations['deleteUpload'];
     options?: never;
     head?: never;
     patch?: never;
@@ -1266,7 +1378,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/authenticate/app': {
+  '/api/v3/migration/stream/analyze-pkcs7': {
     parameters: {
       query?: never;
       header?: never;
@@ -1275,14 +1387,14 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['legacyLogin'];
+    post: operations['analyzePkcs7'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/authenticate/refresh': {
+  '/api/v3/migration/stream/convert-pkcs7-to-jose': {
     parameters: {
       query?: never;
       header?: never;
@@ -1291,30 +1403,46 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['legacyRefresh'];
+    post: operations['convertPkcs7ToJose'];
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/key-management/keys': {
+  '/api/v3/migration/uploads/{name}': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get: operations['legacyListKeys'];
+    get?: never;
+    put: operations['uploadObject'];
+    post?: never;
+    delete: operations['deleteUpload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/openapi.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['openApiDocument'];
     put?: never;
-    post: operations['legacyCreateKey'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/key-management/keys/import': {
+  '/api/v3/pqc/decapsulate': {
     parameters: {
       query?: never;
       header?: never;
@@ -1323,199 +1451,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    post: operations['legacyImportKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/migration/pkcs12': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyImportKeystore'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/migration/stream/analyze-pkcs7': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['legacyAnalyzePkcs7'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/encrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['encrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/decrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['decrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/sign': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['sign'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/verify': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verify'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/generate-data-key': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateDataKey'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/generate-data-key-without-plaintext': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateDataKeyWithoutPlaintext'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/re-encrypt': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['reEncrypt'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/random': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['random'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/generate-mac': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['generateMac'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v3/crypto/verify-mac': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    post: operations['verifyMac'];
+    post: operations['pqcDecapsulate'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1538,16 +1474,16 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v3/pqc/decapsulate': {
+  '/api/v3/pqc/keys': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['listPqcKeys'];
     put?: never;
-    post: operations['pqcDecapsulate'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1586,64 +1522,128 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/crypto/encrypt': {
+  '/console': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['console'];
     put?: never;
-    post: operations['legacyEncrypt'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/crypto/decrypt': {
+  '/console/{path}': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['consoleFile'];
     put?: never;
-    post: operations['legacyDecrypt'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/crypto/sign': {
+  '/docs': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['apiReference'];
     put?: never;
-    post: operations['legacySign'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
-  '/api/crypto/verify': {
+  '/docs/redoc.standalone.js': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['apiReferenceRenderer'];
     put?: never;
-    post: operations['legacyVerify'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/healthz': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['liveness'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/metrics': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['metrics'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/problems/{slug}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['problemType'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/readyz': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['readiness'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1658,6 +1658,10 @@ export interface components {
       __type: string;
       message: string;
     };
+    OAuthError: {
+      error: string;
+      error_description?: string;
+    };
     Problem: {
       /** Format: uri */
       type: string;
@@ -1665,10 +1669,6 @@ export interface components {
       status: number;
       detail?: string;
       instance?: string;
-    };
-    OAuthError: {
-      error: string;
-      error_description?: string;
     };
   };
   responses: never;
@@ -1679,53 +1679,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  liveness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @constant */
-            status: 'ok';
-          };
-        };
-      };
-    };
-  };
-  readiness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {unknown} */
-            status: 'ready' | 'not-ready';
-            checks: {
-              [key: string]: boolean;
-            };
-          };
-        };
-      };
-    };
-  };
   root: {
     parameters: {
       query?: never;
@@ -1801,223 +1754,6 @@ export interface operations {
       };
     };
   };
-  openApiDocument: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            openapi: string;
-            info: Record<string, unknown>;
-            paths: Record<string, unknown>;
-          };
-        };
-      };
-    };
-  };
-  apiReference: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-        };
-      };
-    };
-  };
-  apiReferenceRenderer: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/javascript': string;
-        };
-      };
-    };
-  };
-  console: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-        };
-      };
-    };
-  };
-  consoleFile: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        path: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/javascript': string;
-        };
-      };
-    };
-  };
-  problemType: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        slug:
-          | 'bad-request'
-          | 'malformed-json'
-          | 'validation-failed'
-          | 'not-found'
-          | 'method-not-allowed'
-          | 'not-acceptable'
-          | 'conflict'
-          | 'request-timeout'
-          | 'payload-too-large'
-          | 'unsupported-media-type'
-          | 'unprocessable'
-          | 'rate-limited'
-          | 'internal-error'
-          | 'service-busy'
-          | 'too-many-connections'
-          | 'service-unavailable'
-          | 'database-unavailable'
-          | 'unauthorized'
-          | 'forbidden'
-          | 'invalid-reset-token'
-          | 'key-not-found'
-          | 'key-suspended'
-          | 'key-pending-deletion'
-          | 'key-revoked'
-          | 'invalid-transition'
-          | 'key-version-retired'
-          | 'key-usage-mismatch'
-          | 'policy-violation'
-          | 'exchange-not-pending'
-          | 'exchange-expired'
-          | 'decryption-failed'
-          | 'cms-malformed'
-          | 'cms-truncated'
-          | 'cms-unsupported'
-          | 'cms-element-too-large'
-          | 'cms-key-not-imported'
-          | 'cms-key-unusable'
-          | 'cms-signature-invalid'
-          | 'cms-content-indefinite'
-          | 'cms-nesting-too-deep'
-          | 'cms-signer-untrusted'
-          | 'cms-signer-certificate-mismatch'
-          | 'cms-eddsa-content-too-large'
-          | 'cms-bad-metadata'
-          | 'cms-base64-invalid'
-          | 'cms-base64-truncated'
-          | 'cms-pem-unterminated'
-          | 'cms-pem-end-mismatch'
-          | 'cms-mime-no-body'
-          | 'cms-mime-header-too-large'
-          | 'cms-mime-too-deep'
-          | 'cms-multipart-signed-malformed'
-          | 'cms-mime-no-cms'
-          | 'jose-malformed'
-          | 'jose-unsupported'
-          | 'signature-invalid'
-          | 'jose-content-too-large'
-          | 'keystore-password-invalid'
-          | 'keystore-malformed'
-          | 'keystore-unsupported-algorithm'
-          | 'keystore-empty'
-          | 'keystore-key-mismatch'
-          | 'keystore-key-invalid'
-          | 'keystore-too-large'
-          | 'storage-unavailable'
-          | 'queue-unavailable'
-          | 'job-cancelled'
-          | 'source-changed'
-          | 'job-not-finished';
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-          'application/json': {
-            /** Format: uri */
-            type: string;
-            title: string;
-            status: number;
-            description: string;
-          };
-        };
-      };
-    };
-  };
-  metrics: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/plain': string;
-        };
-      };
-    };
-  };
   jwks: {
     parameters: {
       query?: never;
@@ -2085,7 +1821,7 @@ export interface operations {
       };
     };
   };
-  token: {
+  legacyLogin: {
     parameters: {
       query?: never;
       header?: never;
@@ -2094,39 +1830,10 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/x-www-form-urlencoded':
-          | {
-              /** @constant */
-              grant_type: 'client_credentials';
-              /** Format: uuid */
-              client_id?: string;
-              /** Format: uuid */
-              client_secret?: string;
-            }
-          | {
-              /** @constant */
-              grant_type: 'password';
-              /** Format: email */
-              username: string;
-              password: string;
-              /** Format: uuid */
-              tenant_id: string;
-              /** @enum {unknown} */
-              remember_me?: 'true' | 'false';
-            }
-          | {
-              /** @constant */
-              grant_type: 'refresh_token';
-              refresh_token: string;
-            }
-          | {
-              /** @constant */
-              grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange';
-              subject_token: string;
-              /** @constant */
-              subject_token_type?: 'urn:ietf:params:oauth:token-type:access_token';
-              resource: string;
-            };
+        'application/json': {
+          clientId: string;
+          clientSecret: string;
+        };
       };
     };
     responses: {
@@ -2137,19 +1844,17 @@ export interface operations {
         };
         content: {
           'application/json': {
-            access_token: string;
+            accessToken: string;
+            refreshToken: string;
             /** @constant */
-            token_type: 'Bearer';
-            expires_in: number;
-            refresh_token?: string;
-            passwordChangeEligible?: boolean;
-            issued_token_type?: string;
+            tokenType?: 'Bearer';
+            expiresIn?: number;
           };
         };
       };
     };
   };
-  revokeToken: {
+  legacyRefresh: {
     parameters: {
       query?: never;
       header?: never;
@@ -2158,10 +1863,53 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/x-www-form-urlencoded': {
-          token?: string;
-          token_type_hint?: string;
+        'application/json': {
+          refreshToken: string;
         };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            accessToken: string;
+            refreshToken: string;
+            /** @constant */
+            tokenType?: 'Bearer';
+            expiresIn?: number;
+          };
+        };
+      };
+    };
+  };
+  legacyDecrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
       };
     };
     responses: {
@@ -2170,12 +1918,33 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': Record<string, unknown>;
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
         };
       };
     };
   };
-  introspectToken: {
+  legacyEncrypt: {
     parameters: {
       query?: never;
       header?: never;
@@ -2184,12 +1953,386 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/x-www-form-urlencoded': {
-          token: string;
-          token_type_hint?: string;
-          client_id?: string;
-          client_secret?: string;
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
         };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacySign: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              algorithm?: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                algorithm?: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                algorithm: string;
+                signature: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      algorithm: string;
+                      signature: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacyVerify: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              signature: string;
+              algorithm?: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                signature: string;
+                algorithm?: string;
+                version?: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version?: number;
+                valid: boolean;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  legacyListKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  legacyCreateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          type: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'mac';
+          kid?: string;
+          description?: string;
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  legacyImportKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          pem?: string;
+          password?: string;
+          key?: string;
+          /** @enum {unknown} */
+          type?: 'aes-128' | 'aes-256';
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  legacyImportKeystore: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          keystore: string;
+          password?: string;
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'verify';
+          /** @enum {unknown} */
+          trustAnchor?: 'true' | 'false';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              usage: string;
+              usages: string[];
+              allowedUsages: string[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  legacyAnalyzePkcs7: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          file: string;
+        };
+        'application/pkcs7-mime': string;
+        'message/rfc822': string;
+        'application/octet-stream': string;
       };
     };
     responses: {
@@ -2199,44 +2342,170 @@ export interface operations {
         };
         content: {
           'application/json': {
-            active: boolean;
-            sub?: string;
-            exp?: number;
-            iat?: number;
-            scope?: string;
-            client_id?: string;
-            aud?: string;
-            iss?: string;
-            jti?: string;
-            /** @constant */
-            token_type?: 'Bearer';
-            /** Format: uuid */
-            tenantId?: string;
-            act?: {
-              sub?: string;
-              /** Format: uuid */
-              tenantId?: string;
+            /** @enum {unknown} */
+            contentType:
+              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
+            /** @enum {unknown} */
+            encoding: 'der' | 'ber';
+            /** @enum {unknown} */
+            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
+            contentLength: number;
+            detached: boolean;
+            innerContentType: {
+              oid: string;
+              name: string;
             };
+            signers: {
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              digestAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signatureAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              signedAttributes: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+              verifiedWith: ('tenant-key' | 'embedded-certificate') | null;
+            }[];
+            certificatesOnly?: boolean;
+            certificateCount?: number;
+            signing?: {
+              /** @enum {unknown} */
+              path?: 'archive-key' | 'signer-key';
+              kids?: string[];
+            } | null;
+            recipients: {
+              /** @enum {unknown} */
+              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
+              identifier: {
+                /** @enum {unknown} */
+                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
+                issuer?: string;
+                serialNumber?: string;
+                subjectKeyIdentifier?: string;
+                kekId?: string;
+              };
+              keyEncryptionAlgorithm: {
+                oid: string;
+                name: string;
+              };
+              keyWrapAlgorithm?: {
+                oid: string;
+                name: string;
+              };
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+              kid: string | null;
+            }[];
+            decryption?: {
+              kid?: string | null;
+            };
+            contentEncryption: {
+              oid: string;
+              name: string;
+            } | null;
+            signatureChecked: boolean;
+            convertible: boolean;
+            reason?: string;
           };
         };
       };
     };
   };
-  forgotPassword: {
+  backupPlatform: {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          email: string;
-          tenant_id: string;
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
         };
       };
     };
+  };
+  getMasterKeyStatus: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keyring: {
+              id: string;
+              newest: boolean;
+              items: number;
+            }[];
+            unversioned: number;
+            unknown: {
+              id: string;
+              items: number;
+            }[];
+            complete: boolean;
+            rewrap: {
+              /** @enum {unknown} */
+              state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
+              targetId: string;
+              startedAt: string | null;
+              finishedAt: string | null;
+              rewrapped: number;
+              raced: number;
+              unopenable: number;
+              error: string | null;
+            };
+          };
+        };
+      };
+    };
+  };
+  rewrapMasterKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
     responses: {
       202: {
         headers: {
@@ -2244,29 +2513,28 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** @constant */
-            status: 'accepted';
-            message: string;
+            /** @enum {unknown} */
+            state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
+            targetId: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            rewrapped: number;
+            raced: number;
+            unopenable: number;
+            error: string | null;
           };
         };
       };
     };
   };
-  resetPassword: {
+  listPermissions: {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/x-www-form-urlencoded': {
-          token: string;
-          password: string;
-        };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
@@ -2274,8 +2542,29 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** @constant */
-            status: 'password-changed';
+            items: string[];
+            total: number;
+          };
+        };
+      };
+    };
+  };
+  rotateSigningKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
           };
         };
       };
@@ -2379,36 +2668,6 @@ export interface operations {
       };
     };
   };
-  suspendTenant: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            name: string;
-            /** @enum {unknown} */
-            status: 'active' | 'suspended';
-            isPlatform: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
   resumeTenant: {
     parameters: {
       query?: never;
@@ -2439,11 +2698,13 @@ export interface operations {
       };
     };
   };
-  listPermissions: {
+  suspendTenant: {
     parameters: {
       query?: never;
       header?: never;
-      path?: never;
+      path: {
+        id: string;
+      };
       cookie?: never;
     };
     requestBody?: never;
@@ -2454,8 +2715,14 @@ export interface operations {
         };
         content: {
           'application/json': {
-            items: string[];
-            total: number;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @enum {unknown} */
+            status: 'active' | 'suspended';
+            isPlatform: boolean;
+            /** Format: date-time */
+            createdAt: string;
           };
         };
       };
@@ -2526,32 +2793,13 @@ export interface operations {
       };
     };
   };
-  rotateSigningKey: {
+  getOwnTenant: {
     parameters: {
       query?: never;
       header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-          };
-        };
+      path: {
+        tenantId: string;
       };
-    };
-  };
-  getMasterKeyStatus: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
       cookie?: never;
     };
     requestBody?: never;
@@ -2562,84 +2810,152 @@ export interface operations {
         };
         content: {
           'application/json': {
-            keyring: {
-              id: string;
-              newest: boolean;
-              items: number;
-            }[];
-            unversioned: number;
-            unknown: {
-              id: string;
-              items: number;
-            }[];
-            complete: boolean;
-            rewrap: {
-              /** @enum {unknown} */
-              state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
-              targetId: string;
-              startedAt: string | null;
-              finishedAt: string | null;
-              rewrapped: number;
-              raced: number;
-              unopenable: number;
-              error: string | null;
-            };
-          };
-        };
-      };
-    };
-  };
-  rewrapMasterKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
+            /** Format: uuid */
+            id: string;
+            name: string;
             /** @enum {unknown} */
-            state: 'idle' | 'running' | 'done' | 'failed' | 'stopped';
-            targetId: string;
-            startedAt: string | null;
-            finishedAt: string | null;
-            rewrapped: number;
-            raced: number;
-            unopenable: number;
-            error: string | null;
+            status: 'active' | 'suspended';
+            isPlatform: boolean;
+            /** Format: date-time */
+            createdAt: string;
           };
         };
       };
     };
   };
-  backupPlatform: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/x-ndjson': string;
-        };
-      };
-    };
-  };
-  listWorkloads: {
+  adminListAuditEvents: {
     parameters: {
       query?: {
+        from?: string;
+        to?: string;
+        actor?: string;
+        action?: string;
+        outcome?: 'success' | 'failure' | 'denied';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              seq: number;
+              /** Format: date-time */
+              at: string;
+              actor: string;
+              action: string;
+              /** @enum {unknown} */
+              outcome: 'success' | 'failure' | 'denied';
+              target: string | null;
+              details: Record<string, unknown>;
+              hash: string;
+              prevHash: string;
+            }[];
+            nextCursor: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminGetAuditHead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
+          };
+        };
+      };
+    };
+  };
+  adminVerifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          fromSeq?: number;
+          toSeq?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                valid: true;
+                checked: number;
+                fromSeq: number;
+                toSeq: number;
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+              }
+            | {
+                /** @constant */
+                valid: false;
+                checked: number;
+                firstBroken: {
+                  seq: number;
+                  reason: string;
+                };
+                head: {
+                  seq: number;
+                  hash: string;
+                };
+                truncated?: {
+                  expectedSeq: number;
+                  foundSeq: number;
+                };
+              };
+        };
+      };
+    };
+  };
+  listExchanges: {
+    parameters: {
+      query?: {
+        direction?: 'incoming' | 'outgoing';
+        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
         limit?: number;
         cursor?: string;
       };
@@ -2660,16 +2976,29 @@ export interface operations {
             items: {
               /** Format: uuid */
               id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
               /** Format: uuid */
-              tenantId: string;
-              name: string;
+              fromTenantId: string;
               /** Format: uuid */
-              clientId: string;
-              /** Format: uuid */
-              roleId: string;
-              disabled: boolean;
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
               /** Format: date-time */
               createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
             }[];
             nextCursor: string | null;
           };
@@ -2677,7 +3006,7 @@ export interface operations {
       };
     };
   };
-  createWorkload: {
+  createExchange: {
     parameters: {
       query?: never;
       header?: never;
@@ -2689,9 +3018,14 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          name: string;
+          kid: string;
           /** Format: uuid */
-          roleId: string;
+          toTenantId: string;
+          /** @enum {unknown} */
+          mode: 'public' | 'wrapped';
+          wrappingKid?: string;
+          /** @default 86400 */
+          expiresInSeconds?: number;
         };
       };
     };
@@ -2704,24 +3038,35 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
             /** Format: uuid */
-            tenantId: string;
-            name: string;
+            fromTenantId: string;
             /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
             /** Format: date-time */
             createdAt: string;
-            /** Format: uuid */
-            clientSecret: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
           };
         };
       };
     };
   };
-  getWorkload: {
+  getExchange: {
     parameters: {
       query?: never;
       header?: never;
@@ -2741,112 +3086,35 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
             /** Format: uuid */
-            tenantId: string;
-            name: string;
+            fromTenantId: string;
             /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
             /** Format: date-time */
             createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
           };
         };
       };
     };
   };
-  deleteWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      204: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
-  disableWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
-  enableWorkload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId: string;
-            name: string;
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            roleId: string;
-            disabled: boolean;
-            /** Format: date-time */
-            createdAt: string;
-          };
-        };
-      };
-    };
-  };
-  rotateWorkloadSecret: {
+  acceptExchange: {
     parameters: {
       query?: never;
       header?: never;
@@ -2859,35 +3127,195 @@ export interface operations {
     requestBody?: {
       content: {
         'application/json': {
-          graceSeconds?: number;
+          kid?: string;
         };
       };
     };
     responses: {
-      201: {
+      200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': {
-            /** Format: uuid */
-            clientId: string;
-            /** Format: uuid */
-            clientSecret: string;
-            /** Format: date-time */
-            previousValidUntil: string;
+            exchange: {
+              /** Format: uuid */
+              id: string;
+              /** @enum {unknown} */
+              direction: 'outgoing' | 'incoming';
+              /** Format: uuid */
+              fromTenantId: string;
+              /** Format: uuid */
+              toTenantId: string;
+              kid: string;
+              version: number;
+              type: string;
+              usage: string;
+              /** @enum {unknown} */
+              mode: 'public' | 'wrapped';
+              wrappingKid: string | null;
+              /** @enum {unknown} */
+              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+              publicKeySha256: string | null;
+              hasCertificate: boolean;
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              expiresAt: string;
+              decidedAt: string | null;
+              acceptedKid?: string | null;
+            };
+            key: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
+            };
           };
         };
       };
     };
   };
-  listAccessKeys: {
+  cancelExchange: {
     parameters: {
       query?: never;
       header?: never;
       path: {
         tenantId: string;
         id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  rejectExchange: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** @enum {unknown} */
+            direction: 'outgoing' | 'incoming';
+            /** Format: uuid */
+            fromTenantId: string;
+            /** Format: uuid */
+            toTenantId: string;
+            kid: string;
+            version: number;
+            type: string;
+            usage: string;
+            /** @enum {unknown} */
+            mode: 'public' | 'wrapped';
+            wrappingKid: string | null;
+            /** @enum {unknown} */
+            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+            publicKeySha256: string | null;
+            hasCertificate: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+            decidedAt: string | null;
+            acceptedKid?: string | null;
+          };
+        };
+      };
+    };
+  };
+  listKeys: {
+    parameters: {
+      query?: {
+        state?: 'active' | 'suspended' | 'revoked' | 'archived';
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        tenantId: string;
       };
       cookie?: never;
     };
@@ -2900,30 +3328,58 @@ export interface operations {
         content: {
           'application/json': {
             items: {
-              accessKeyId: string;
-              /** Format: uuid */
-              workloadId: string;
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
               /** Format: date-time */
               createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+              description: string | null;
+              rotationPeriodDays: number | null;
+              rotationPeriodFrom: ('key' | 'policy') | null;
+              nextRotationAt: string | null;
+              lastRotatedAt: string | null;
+              minDecryptionVersion: number;
+              archiveSigning: boolean;
+              trustAnchor: boolean;
             }[];
+            nextCursor: string | null;
           };
         };
       };
     };
   };
-  createAccessKey: {
+  createKey: {
     parameters: {
       query?: never;
       header?: never;
       path: {
         tenantId: string;
-        id: string;
       };
       cookie?: never;
     };
-    requestBody?: {
+    requestBody: {
       content: {
-        'application/json': Record<string, unknown>;
+        'application/json': {
+          type: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'mac' | 'verify';
+          kid?: string;
+          description?: string;
+          rotationPeriodDays?: number;
+        };
       };
     };
     responses: {
@@ -2933,35 +3389,849 @@ export interface operations {
         };
         content: {
           'application/json': {
-            accessKeyId: string;
-            /** Format: uuid */
-            workloadId: string;
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
             /** Format: date-time */
             createdAt: string;
-            secretAccessKey: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
           };
         };
       };
     };
   };
-  deleteAccessKey: {
+  importKeystore: {
     parameters: {
       query?: never;
       header?: never;
       path: {
         tenantId: string;
-        id: string;
-        accessKeyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          keystore: string;
+          password?: string;
+          kid?: string;
+          /** @enum {unknown} */
+          usage?: 'encrypt' | 'sign' | 'verify';
+          /** @enum {unknown} */
+          trustAnchor?: 'true' | 'false';
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              type: string;
+              usage: string;
+              usages: string[];
+              allowedUsages: string[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  orchestrateKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          operation: 'rotate' | 'suspend' | 'resume' | 'revoke';
+          kids?: string[];
+          selector?: {
+            /** @enum {unknown} */
+            type?:
+              | 'aes-128'
+              | 'aes-256'
+              | 'hmac-sha256'
+              | 'hmac-sha384'
+              | 'hmac-sha512'
+              | 'rsa-2048'
+              | 'rsa-3072'
+              | 'rsa-4096'
+              | 'rsa-pss-2048'
+              | 'rsa-pss-3072'
+              | 'rsa-pss-4096'
+              | 'ec-p256'
+              | 'ec-p384'
+              | 'ec-p521'
+              | 'ed25519'
+              | 'ed448'
+              | 'x25519'
+              | 'x448'
+              | 'ml-kem-768'
+              | 'ml-kem-1024'
+              | 'ml-dsa-44'
+              | 'ml-dsa-65'
+              | 'ml-dsa-87'
+              | 'slh-dsa-sha2-128s'
+              | 'slh-dsa-sha2-128f'
+              | 'slh-dsa-sha2-192s'
+              | 'slh-dsa-sha2-192f'
+              | 'slh-dsa-sha2-256s'
+              | 'slh-dsa-sha2-256f'
+              | 'slh-dsa-shake-128s'
+              | 'slh-dsa-shake-128f'
+              | 'slh-dsa-shake-192s'
+              | 'slh-dsa-shake-192f'
+              | 'slh-dsa-shake-256s'
+              | 'slh-dsa-shake-256f'
+              | 'x25519-ml-kem-768';
+            /** @enum {unknown} */
+            usage?: 'encrypt' | 'sign';
+            /** @enum {unknown} */
+            state?: 'active' | 'suspended' | 'revoked' | 'archived';
+            kidPrefix?: string;
+            /** @constant */
+            all?: true;
+          };
+          dryRun?: boolean;
+          expectedCount?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                operation: string;
+                total: number;
+                succeeded: number;
+                results: {
+                  kid: string;
+                  status: number;
+                  /** @enum {unknown} */
+                  state?: 'active' | 'suspended' | 'revoked' | 'archived';
+                  version?: number;
+                  error?: {
+                    type: string;
+                    title: string;
+                    status: number;
+                    detail?: string;
+                  };
+                }[];
+              }
+            | {
+                operation: string;
+                /** @constant */
+                dryRun: true;
+                total: number;
+                kids: string[];
+              };
+        };
+      };
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            operationId: string;
+            operation: string;
+            total: number;
+            /** @constant */
+            state: 'running';
+            progress: string;
+          };
+        };
+      };
+    };
+  };
+  getKeyOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        operationId: string;
       };
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      204: {
+      200: {
         headers: {
           [name: string]: unknown;
         };
-        content?: never;
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId?: string;
+            operation: string;
+            total: number;
+            done: number;
+            failed: number;
+            /** @enum {unknown} */
+            state: 'running' | 'completed' | 'interrupted';
+            results: {
+              kid: string;
+              status: number;
+              /** @enum {unknown} */
+              state?: 'active' | 'suspended' | 'revoked' | 'archived';
+              version?: number;
+              error?: {
+                type: string;
+                title: string;
+                status: number;
+                detail?: string;
+              };
+            }[];
+            /** Format: date-time */
+            startedAt?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+          };
+        };
+      };
+    };
+  };
+  getKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+            versions: {
+              version: number;
+              /** Format: date-time */
+              createdAt: string;
+              hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  updateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          description?: string | null;
+          rotationPeriodDays?: number | null;
+          minDecryptionVersion?: number;
+          archiveSigning?: boolean;
+          trustAnchor?: boolean;
+          usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+            versions: {
+              version: number;
+              /** Format: date-time */
+              createdAt: string;
+              hasCertificate: boolean;
+              certificate: {
+                subject: string;
+                issuer: string;
+                serialNumber: string;
+                /** Format: date-time */
+                notBefore: string;
+                /** Format: date-time */
+                notAfter: string;
+              } | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  archiveKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  adminGetPublicKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'verify';
+            usages: ('encrypt' | 'sign' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            currentVersion: number;
+            minDecryptionVersion: number;
+            versions: {
+              version: number;
+              jwk: {
+                /** @enum {unknown} */
+                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
+                kid: string;
+                /** @enum {unknown} */
+                use?: 'sig' | 'enc';
+                alg?: string;
+              };
+              pem: string | null;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  resumeKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  revokeKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  rotateKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  suspendKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            type: string;
+            /** @enum {unknown} */
+            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+            /** @enum {unknown} */
+            state: 'active' | 'suspended' | 'revoked' | 'archived';
+            /** Format: date-time */
+            deletionDate?: string;
+            currentVersion: number;
+            /** @enum {unknown} */
+            source: 'generated' | 'imported' | 'exchange';
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            publicKey?: Record<string, unknown>;
+            description: string | null;
+            rotationPeriodDays: number | null;
+            rotationPeriodFrom: ('key' | 'policy') | null;
+            nextRotationAt: string | null;
+            lastRotatedAt: string | null;
+            minDecryptionVersion: number;
+            archiveSigning: boolean;
+            trustAnchor: boolean;
+          };
+        };
+      };
+    };
+  };
+  getEffectivePolicy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  replacePolicyOverrides: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          template?: 'default' | 'strict' | 'pqc-only';
+          allowedKeyTypes?: (
+            | 'aes-128'
+            | 'aes-256'
+            | 'hmac-sha256'
+            | 'hmac-sha384'
+            | 'hmac-sha512'
+            | 'rsa-2048'
+            | 'rsa-3072'
+            | 'rsa-4096'
+            | 'rsa-pss-2048'
+            | 'rsa-pss-3072'
+            | 'rsa-pss-4096'
+            | 'ec-p256'
+            | 'ec-p384'
+            | 'ec-p521'
+            | 'ed25519'
+            | 'ed448'
+            | 'x25519'
+            | 'x448'
+            | 'ml-kem-768'
+            | 'ml-kem-1024'
+            | 'ml-dsa-44'
+            | 'ml-dsa-65'
+            | 'ml-dsa-87'
+            | 'slh-dsa-sha2-128s'
+            | 'slh-dsa-sha2-128f'
+            | 'slh-dsa-sha2-192s'
+            | 'slh-dsa-sha2-192f'
+            | 'slh-dsa-sha2-256s'
+            | 'slh-dsa-sha2-256f'
+            | 'slh-dsa-shake-128s'
+            | 'slh-dsa-shake-128f'
+            | 'slh-dsa-shake-192s'
+            | 'slh-dsa-shake-192f'
+            | 'slh-dsa-shake-256s'
+            | 'slh-dsa-shake-256f'
+            | 'x25519-ml-kem-768'
+          )[];
+          rotationPeriodDays?: number;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            overrides: {
+              template?: string;
+              allowedKeyTypes?: string[];
+              rotationPeriodDays?: number;
+            };
+            policy: {
+              template: string;
+              allowedKeyTypes: string[];
+              rotationPeriodDays: number;
+              tokenLifetimes: {
+                clientCredentials: number;
+                human: number;
+                tokenExchange: number;
+                refresh: number;
+                rememberMeRefresh: number;
+              };
+              rateLimits: {
+                tokenRequestsPerMinute: number;
+                failedAuthenticationsPerMinute: number;
+                apiRequestsPerMinutePerEndpoint: number;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  listPolicyTemplates: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              name: string;
+              description: string;
+              policy: Record<string, unknown>;
+            }[];
+          };
+        };
       };
     };
   };
@@ -3341,9 +4611,12 @@ export interface operations {
       };
     };
   };
-  listPolicyTemplates: {
+  listWorkloads: {
     parameters: {
-      query?: never;
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
       header?: never;
       path: {
         tenantId: string;
@@ -3359,423 +4632,18 @@ export interface operations {
         content: {
           'application/json': {
             items: {
+              /** Format: uuid */
+              id: string;
+              /** Format: uuid */
+              tenantId: string;
               name: string;
-              description: string;
-              policy: Record<string, unknown>;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  getEffectivePolicy: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              template?: string;
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  replacePolicyOverrides: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @enum {unknown} */
-          template?: 'default' | 'strict' | 'pqc-only';
-          allowedKeyTypes?: (
-            | 'aes-128'
-            | 'aes-256'
-            | 'hmac-sha256'
-            | 'hmac-sha384'
-            | 'hmac-sha512'
-            | 'rsa-2048'
-            | 'rsa-3072'
-            | 'rsa-4096'
-            | 'rsa-pss-2048'
-            | 'rsa-pss-3072'
-            | 'rsa-pss-4096'
-            | 'ec-p256'
-            | 'ec-p384'
-            | 'ec-p521'
-            | 'ed25519'
-            | 'ed448'
-            | 'x25519'
-            | 'x448'
-            | 'ml-kem-768'
-            | 'ml-kem-1024'
-            | 'ml-dsa-44'
-            | 'ml-dsa-65'
-            | 'ml-dsa-87'
-            | 'slh-dsa-sha2-128s'
-            | 'slh-dsa-sha2-128f'
-            | 'slh-dsa-sha2-192s'
-            | 'slh-dsa-sha2-192f'
-            | 'slh-dsa-sha2-256s'
-            | 'slh-dsa-sha2-256f'
-            | 'slh-dsa-shake-128s'
-            | 'slh-dsa-shake-128f'
-            | 'slh-dsa-shake-192s'
-            | 'slh-dsa-shake-192f'
-            | 'slh-dsa-shake-256s'
-            | 'slh-dsa-shake-256f'
-            | 'x25519-ml-kem-768'
-          )[];
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            overrides: {
-              template?: string;
-              allowedKeyTypes?: string[];
-              rotationPeriodDays?: number;
-            };
-            policy: {
-              template: string;
-              allowedKeyTypes: string[];
-              rotationPeriodDays: number;
-              tokenLifetimes: {
-                clientCredentials: number;
-                human: number;
-                tokenExchange: number;
-                refresh: number;
-                rememberMeRefresh: number;
-              };
-              rateLimits: {
-                tokenRequestsPerMinute: number;
-                failedAuthenticationsPerMinute: number;
-                apiRequestsPerMinutePerEndpoint: number;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  importKeystore: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          keystore: string;
-          password?: string;
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'verify';
-          /** @enum {unknown} */
-          trustAnchor?: 'true' | 'false';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              usage: string;
-              usages: string[];
-              allowedUsages: string[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  orchestrateKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @enum {unknown} */
-          operation: 'rotate' | 'suspend' | 'resume' | 'revoke';
-          kids?: string[];
-          selector?: {
-            /** @enum {unknown} */
-            type?:
-              | 'aes-128'
-              | 'aes-256'
-              | 'hmac-sha256'
-              | 'hmac-sha384'
-              | 'hmac-sha512'
-              | 'rsa-2048'
-              | 'rsa-3072'
-              | 'rsa-4096'
-              | 'rsa-pss-2048'
-              | 'rsa-pss-3072'
-              | 'rsa-pss-4096'
-              | 'ec-p256'
-              | 'ec-p384'
-              | 'ec-p521'
-              | 'ed25519'
-              | 'ed448'
-              | 'x25519'
-              | 'x448'
-              | 'ml-kem-768'
-              | 'ml-kem-1024'
-              | 'ml-dsa-44'
-              | 'ml-dsa-65'
-              | 'ml-dsa-87'
-              | 'slh-dsa-sha2-128s'
-              | 'slh-dsa-sha2-128f'
-              | 'slh-dsa-sha2-192s'
-              | 'slh-dsa-sha2-192f'
-              | 'slh-dsa-sha2-256s'
-              | 'slh-dsa-sha2-256f'
-              | 'slh-dsa-shake-128s'
-              | 'slh-dsa-shake-128f'
-              | 'slh-dsa-shake-192s'
-              | 'slh-dsa-shake-192f'
-              | 'slh-dsa-shake-256s'
-              | 'slh-dsa-shake-256f'
-              | 'x25519-ml-kem-768';
-            /** @enum {unknown} */
-            usage?: 'encrypt' | 'sign';
-            /** @enum {unknown} */
-            state?: 'active' | 'suspended' | 'revoked' | 'archived';
-            kidPrefix?: string;
-            /** @constant */
-            all?: true;
-          };
-          dryRun?: boolean;
-          expectedCount?: number;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                operation: string;
-                total: number;
-                succeeded: number;
-                results: {
-                  kid: string;
-                  status: number;
-                  /** @enum {unknown} */
-                  state?: 'active' | 'suspended' | 'revoked' | 'archived';
-                  version?: number;
-                  error?: {
-                    type: string;
-                    title: string;
-                    status: number;
-                    detail?: string;
-                  };
-                }[];
-              }
-            | {
-                operation: string;
-                /** @constant */
-                dryRun: true;
-                total: number;
-                kids: string[];
-              };
-        };
-      };
-      202: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            operationId: string;
-            operation: string;
-            total: number;
-            /** @constant */
-            state: 'running';
-            progress: string;
-          };
-        };
-      };
-    };
-  };
-  getKeyOperation: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        operationId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            tenantId?: string;
-            operation: string;
-            total: number;
-            done: number;
-            failed: number;
-            /** @enum {unknown} */
-            state: 'running' | 'completed' | 'interrupted';
-            results: {
-              kid: string;
-              status: number;
-              /** @enum {unknown} */
-              state?: 'active' | 'suspended' | 'revoked' | 'archived';
-              version?: number;
-              error?: {
-                type: string;
-                title: string;
-                status: number;
-                detail?: string;
-              };
-            }[];
-            /** Format: date-time */
-            startedAt?: string;
-            /** Format: date-time */
-            finishedAt?: string;
-          };
-        };
-      };
-    };
-  };
-  listKeys: {
-    parameters: {
-      query?: {
-        state?: 'active' | 'suspended' | 'revoked' | 'archived';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              /** Format: date-time */
-              deletionDate?: string;
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
+              /** Format: uuid */
+              clientId: string;
+              /** Format: uuid */
+              roleId: string;
+              disabled: boolean;
               /** Format: date-time */
               createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-              description: string | null;
-              rotationPeriodDays: number | null;
-              rotationPeriodFrom: ('key' | 'policy') | null;
-              nextRotationAt: string | null;
-              lastRotatedAt: string | null;
-              minDecryptionVersion: number;
-              archiveSigning: boolean;
-              trustAnchor: boolean;
             }[];
             nextCursor: string | null;
           };
@@ -3783,7 +4651,7 @@ export interface operations {
       };
     };
   };
-  createKey: {
+  createWorkload: {
     parameters: {
       query?: never;
       header?: never;
@@ -3795,556 +4663,9 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          type: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'mac' | 'verify';
-          kid?: string;
-          description?: string;
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  getKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-            versions: {
-              version: number;
-              /** Format: date-time */
-              createdAt: string;
-              hasCertificate: boolean;
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  updateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          description?: string | null;
-          rotationPeriodDays?: number | null;
-          minDecryptionVersion?: number;
-          archiveSigning?: boolean;
-          trustAnchor?: boolean;
-          usages?: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-            versions: {
-              version: number;
-              /** Format: date-time */
-              createdAt: string;
-              hasCertificate: boolean;
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  adminGetPublicKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'verify';
-            usages: ('encrypt' | 'sign' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            currentVersion: number;
-            minDecryptionVersion: number;
-            versions: {
-              version: number;
-              jwk: {
-                /** @enum {unknown} */
-                kty: 'RSA' | 'EC' | 'OKP' | 'AKP';
-                kid: string;
-                /** @enum {unknown} */
-                use?: 'sig' | 'enc';
-                alg?: string;
-              };
-              pem: string | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  rotateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  suspendKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  resumeKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  revokeKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  archiveKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-        kid: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-            description: string | null;
-            rotationPeriodDays: number | null;
-            rotationPeriodFrom: ('key' | 'policy') | null;
-            nextRotationAt: string | null;
-            lastRotatedAt: string | null;
-            minDecryptionVersion: number;
-            archiveSigning: boolean;
-            trustAnchor: boolean;
-          };
-        };
-      };
-    };
-  };
-  listExchanges: {
-    parameters: {
-      query?: {
-        direction?: 'incoming' | 'outgoing';
-        state?: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version: number;
-              type: string;
-              usage: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256: string | null;
-              hasCertificate: boolean;
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              expiresAt: string;
-              decidedAt: string | null;
-              acceptedKid?: string | null;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  createExchange: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        tenantId: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          kid: string;
+          name: string;
           /** Format: uuid */
-          toTenantId: string;
-          /** @enum {unknown} */
-          mode: 'public' | 'wrapped';
-          wrappingKid?: string;
-          /** @default 86400 */
-          expiresInSeconds?: number;
+          roleId: string;
         };
       };
     };
@@ -4357,35 +4678,24 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
             /** Format: uuid */
-            fromTenantId: string;
+            tenantId: string;
+            name: string;
             /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version: number;
-            type: string;
-            usage: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256: string | null;
-            hasCertificate: boolean;
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
             /** Format: date-time */
             createdAt: string;
-            /** Format: date-time */
-            expiresAt: string;
-            decidedAt: string | null;
-            acceptedKid?: string | null;
+            /** Format: uuid */
+            clientSecret: string;
           };
         };
       };
     };
   };
-  getExchange: {
+  getWorkload: {
     parameters: {
       query?: never;
       header?: never;
@@ -4405,35 +4715,22 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
             /** Format: uuid */
-            fromTenantId: string;
+            tenantId: string;
+            name: string;
             /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version: number;
-            type: string;
-            usage: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256: string | null;
-            hasCertificate: boolean;
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
             /** Format: date-time */
             createdAt: string;
-            /** Format: date-time */
-            expiresAt: string;
-            decidedAt: string | null;
-            acceptedKid?: string | null;
           };
         };
       };
     };
   };
-  acceptExchange: {
+  deleteWorkload: {
     parameters: {
       query?: never;
       header?: never;
@@ -4443,13 +4740,27 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: {
-      content: {
-        'application/json': {
-          kid?: string;
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
         };
+        content?: never;
       };
     };
+  };
+  listAccessKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
@@ -4457,67 +4768,19 @@ export interface operations {
         };
         content: {
           'application/json': {
-            exchange: {
+            items: {
+              accessKeyId: string;
               /** Format: uuid */
-              id: string;
-              /** @enum {unknown} */
-              direction: 'outgoing' | 'incoming';
-              /** Format: uuid */
-              fromTenantId: string;
-              /** Format: uuid */
-              toTenantId: string;
-              kid: string;
-              version: number;
-              type: string;
-              usage: string;
-              /** @enum {unknown} */
-              mode: 'public' | 'wrapped';
-              wrappingKid: string | null;
-              /** @enum {unknown} */
-              state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-              publicKeySha256: string | null;
-              hasCertificate: boolean;
+              workloadId: string;
               /** Format: date-time */
               createdAt: string;
-              /** Format: date-time */
-              expiresAt: string;
-              decidedAt: string | null;
-              acceptedKid?: string | null;
-            };
-            key: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              /** Format: date-time */
-              deletionDate?: string;
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-              description: string | null;
-              rotationPeriodDays: number | null;
-              rotationPeriodFrom: ('key' | 'policy') | null;
-              nextRotationAt: string | null;
-              lastRotatedAt: string | null;
-              minDecryptionVersion: number;
-              archiveSigning: boolean;
-              trustAnchor: boolean;
-            };
+            }[];
           };
         };
       };
     };
   };
-  rejectExchange: {
+  createAccessKey: {
     parameters: {
       query?: never;
       header?: never;
@@ -4529,11 +4792,59 @@ export interface operations {
     };
     requestBody?: {
       content: {
-        'application/json': {
-          reason?: string;
+        'application/json': Record<string, unknown>;
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            accessKeyId: string;
+            /** Format: uuid */
+            workloadId: string;
+            /** Format: date-time */
+            createdAt: string;
+            secretAccessKey: string;
+          };
         };
       };
     };
+  };
+  deleteAccessKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+        accessKeyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  disableWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
@@ -4543,35 +4854,57 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
             /** Format: uuid */
-            fromTenantId: string;
+            tenantId: string;
+            name: string;
             /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version: number;
-            type: string;
-            usage: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256: string | null;
-            hasCertificate: boolean;
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
             /** Format: date-time */
             createdAt: string;
-            /** Format: date-time */
-            expiresAt: string;
-            decidedAt: string | null;
-            acceptedKid?: string | null;
           };
         };
       };
     };
   };
-  cancelExchange: {
+  enableWorkload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        tenantId: string;
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenantId: string;
+            name: string;
+            /** Format: uuid */
+            clientId: string;
+            /** Format: uuid */
+            roleId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+          };
+        };
+      };
+    };
+  };
+  rotateWorkloadSecret: {
     parameters: {
       query?: never;
       header?: never;
@@ -4584,48 +4917,29 @@ export interface operations {
     requestBody?: {
       content: {
         'application/json': {
-          reason?: string;
+          graceSeconds?: number;
         };
       };
     };
     responses: {
-      200: {
+      201: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': {
             /** Format: uuid */
-            id: string;
-            /** @enum {unknown} */
-            direction: 'outgoing' | 'incoming';
+            clientId: string;
             /** Format: uuid */
-            fromTenantId: string;
-            /** Format: uuid */
-            toTenantId: string;
-            kid: string;
-            version: number;
-            type: string;
-            usage: string;
-            /** @enum {unknown} */
-            mode: 'public' | 'wrapped';
-            wrappingKid: string | null;
-            /** @enum {unknown} */
-            state: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
-            publicKeySha256: string | null;
-            hasCertificate: boolean;
+            clientSecret: string;
             /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            expiresAt: string;
-            decidedAt: string | null;
-            acceptedKid?: string | null;
+            previousValidUntil: string;
           };
         };
       };
     };
   };
-  adminListAuditEvents: {
+  listAuditEvents: {
     parameters: {
       query?: {
         from?: string;
@@ -4637,9 +4951,7 @@ export interface operations {
         cursor?: string;
       };
       header?: never;
-      path: {
-        tenantId: string;
-      };
+      path?: never;
       cookie?: never;
     };
     requestBody?: never;
@@ -4669,13 +4981,36 @@ export interface operations {
       };
     };
   };
-  adminVerifyAudit: {
+  getAuditHead: {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        tenantId: string;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            tenantId: string;
+            seq: number;
+            hash: string;
+            at: string | null;
+          };
+        };
       };
+    };
+  };
+  verifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
       cookie?: never;
     };
     requestBody?: {
@@ -4726,43 +5061,51 @@ export interface operations {
       };
     };
   };
-  adminGetAuditHead: {
+  forgotPassword: {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        tenantId: string;
-      };
+      path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          email: string;
+          tenant_id: string;
+        };
+      };
+    };
     responses: {
-      200: {
+      202: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            at: string | null;
+            /** @constant */
+            status: 'accepted';
+            message: string;
           };
         };
       };
     };
   };
-  getOwnTenant: {
+  resetPassword: {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        tenantId: string;
-      };
+      path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token: string;
+          password: string;
+        };
+      };
+    };
     responses: {
       200: {
         headers: {
@@ -4770,15 +5113,448 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** Format: uuid */
-            id: string;
-            name: string;
-            /** @enum {unknown} */
-            status: 'active' | 'suspended';
-            isPlatform: boolean;
-            /** Format: date-time */
-            createdAt: string;
+            /** @constant */
+            status: 'password-changed';
           };
+        };
+      };
+    };
+  };
+  token: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded':
+          | {
+              /** @constant */
+              grant_type: 'client_credentials';
+              /** Format: uuid */
+              client_id?: string;
+              /** Format: uuid */
+              client_secret?: string;
+            }
+          | {
+              /** @constant */
+              grant_type: 'password';
+              /** Format: email */
+              username: string;
+              password: string;
+              /** Format: uuid */
+              tenant_id: string;
+              /** @enum {unknown} */
+              remember_me?: 'true' | 'false';
+            }
+          | {
+              /** @constant */
+              grant_type: 'refresh_token';
+              refresh_token: string;
+            }
+          | {
+              /** @constant */
+              grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange';
+              subject_token: string;
+              /** @constant */
+              subject_token_type?: 'urn:ietf:params:oauth:token-type:access_token';
+              resource: string;
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          'Cache-Control'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            access_token: string;
+            /** @constant */
+            token_type: 'Bearer';
+            expires_in: number;
+            refresh_token?: string;
+            passwordChangeEligible?: boolean;
+            issued_token_type?: string;
+          };
+        };
+      };
+    };
+  };
+  introspectToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token: string;
+          token_type_hint?: string;
+          client_id?: string;
+          client_secret?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            active: boolean;
+            sub?: string;
+            exp?: number;
+            iat?: number;
+            scope?: string;
+            client_id?: string;
+            aud?: string;
+            iss?: string;
+            jti?: string;
+            /** @constant */
+            token_type?: 'Bearer';
+            /** Format: uuid */
+            tenantId?: string;
+            act?: {
+              sub?: string;
+              /** Format: uuid */
+              tenantId?: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  revokeToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          token?: string;
+          token_type_hint?: string;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': Record<string, unknown>;
+        };
+      };
+    };
+  };
+  decrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  encrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateDataKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              /** @enum {unknown} */
+              keySpec: 'AES_256' | 'AES_128';
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                /** @enum {unknown} */
+                keySpec: 'AES_256' | 'AES_128';
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                plaintext: string;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      plaintext: string;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateDataKeyWithoutPlaintext: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              /** @enum {unknown} */
+              keySpec: 'AES_256' | 'AES_128';
+              context?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                kid: string;
+                /** @enum {unknown} */
+                keySpec: 'AES_256' | 'AES_128';
+                context?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  generateMac: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                /** @enum {unknown} */
+                algorithm: 'HS256' | 'HS384' | 'HS512';
+                mac: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      /** @enum {unknown} */
+                      algorithm: 'HS256' | 'HS384' | 'HS512';
+                      mac: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
         };
       };
     };
@@ -4866,6 +5642,184 @@ export interface operations {
               pem: string | null;
             }[];
           };
+        };
+      };
+    };
+  };
+  random: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              bytes: number;
+            }
+          | {
+              items: {
+                bytes: number;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                data: string;
+              }
+            | {
+                results: (
+                  | ({
+                      data: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  reEncrypt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              ciphertext: string;
+              context?: {
+                [key: string]: string;
+              };
+              targetKid?: string;
+              targetContext?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              items: {
+                ciphertext: string;
+                context?: {
+                  [key: string]: string;
+                };
+                targetKid?: string;
+                targetContext?: {
+                  [key: string]: string;
+                };
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                ciphertext: string;
+                sourceKid: string;
+                sourceVersion: number;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      ciphertext: string;
+                      sourceKid: string;
+                      sourceVersion: number;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
+        };
+      };
+    };
+  };
+  sign: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              kid: string;
+              data?: string;
+              digest?: string;
+              algorithm?: string;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                algorithm?: string;
+              }[];
+            };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                kid: string;
+                version: number;
+                algorithm: string;
+                signature: string;
+              }
+            | {
+                results: (
+                  | ({
+                      kid: string;
+                      version: number;
+                      algorithm: string;
+                      signature: string;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
+              };
         };
       };
     };
@@ -4979,106 +5933,34 @@ export interface operations {
       };
     };
   };
-  listPqcKeys: {
+  verify: {
     parameters: {
-      query?: {
-        limit?: number;
-        cursor?: string;
-      };
+      query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
+    requestBody: {
+      content: {
+        'application/json':
+          | {
               kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              /** Format: date-time */
-              deletionDate?: string;
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  listAuditEvents: {
-    parameters: {
-      query?: {
-        from?: string;
-        to?: string;
-        actor?: string;
-        action?: string;
-        outcome?: 'success' | 'failure' | 'denied';
-        limit?: number;
-        cursor?: string;
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            items: {
-              seq: number;
-              /** Format: date-time */
-              at: string;
-              actor: string;
-              action: string;
-              /** @enum {unknown} */
-              outcome: 'success' | 'failure' | 'denied';
-              target: string | null;
-              details: Record<string, unknown>;
-              hash: string;
-              prevHash: string;
-            }[];
-            nextCursor: string | null;
-          };
-        };
-      };
-    };
-  };
-  verifyAudit: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json': {
-          /** @default 1 */
-          fromSeq?: number;
-          toSeq?: number;
-        };
+              data?: string;
+              digest?: string;
+              signature: string;
+              algorithm?: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data?: string;
+                digest?: string;
+                signature: string;
+                algorithm?: string;
+                version?: number;
+              }[];
+            };
       };
     };
     responses: {
@@ -5089,63 +5971,31 @@ export interface operations {
         content: {
           'application/json':
             | {
-                /** @constant */
-                valid: true;
-                checked: number;
-                fromSeq: number;
-                toSeq: number;
-                head: {
-                  seq: number;
-                  hash: string;
-                };
+                kid: string;
+                version?: number;
+                valid: boolean;
               }
             | {
-                /** @constant */
-                valid: false;
-                checked: number;
-                firstBroken: {
-                  seq: number;
-                  reason: string;
-                };
-                head: {
-                  seq: number;
-                  hash: string;
-                };
-                truncated?: {
-                  expectedSeq: number;
-                  foundSeq: number;
-                };
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
               };
         };
       };
     };
   };
-  getAuditHead: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** Format: uuid */
-            tenantId: string;
-            seq: number;
-            hash: string;
-            at: string | null;
-          };
-        };
-      };
-    };
-  };
-  analyzePkcs7: {
+  verifyMac: {
     parameters: {
       query?: never;
       header?: never;
@@ -5154,13 +6004,21 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          file: string;
-        };
-        'application/pkcs7-mime': string;
-        'message/rfc822': string;
-        'application/octet-stream': string;
+        'application/json':
+          | {
+              kid: string;
+              data: string;
+              mac: string;
+              version?: number;
+            }
+          | {
+              items: {
+                kid: string;
+                data: string;
+                mac: string;
+                version?: number;
+              }[];
+            };
       };
     };
     responses: {
@@ -5169,237 +6027,29 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            /** @enum {unknown} */
-            contentType:
-              'signedData' | 'envelopedData' | 'authEnvelopedData' | 'signedAndEnvelopedData';
-            /** @enum {unknown} */
-            encoding: 'der' | 'ber';
-            /** @enum {unknown} */
-            container: 'der' | 'ber' | 'pem' | 'base64' | 'smime' | 'multipart-signed';
-            contentLength: number;
-            detached: boolean;
-            innerContentType: {
-              oid: string;
-              name: string;
-            };
-            signers: {
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              digestAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signatureAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              signedAttributes: boolean;
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-              verifiedWith: ('tenant-key' | 'embedded-certificate') | null;
-            }[];
-            certificatesOnly?: boolean;
-            certificateCount?: number;
-            signing?: {
-              /** @enum {unknown} */
-              path?: 'archive-key' | 'signer-key';
-              kids?: string[];
-            } | null;
-            recipients: {
-              /** @enum {unknown} */
-              type: 'keyTransport' | 'keyAgreement' | 'kek' | 'password' | 'other';
-              identifier: {
-                /** @enum {unknown} */
-                type: 'issuerAndSerialNumber' | 'subjectKeyIdentifier' | 'kekIdentifier' | 'other';
-                issuer?: string;
-                serialNumber?: string;
-                subjectKeyIdentifier?: string;
-                kekId?: string;
-              };
-              keyEncryptionAlgorithm: {
-                oid: string;
-                name: string;
-              };
-              keyWrapAlgorithm?: {
-                oid: string;
-                name: string;
-              };
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-              kid: string | null;
-            }[];
-            decryption?: {
-              kid?: string | null;
-            };
-            contentEncryption: {
-              oid: string;
-              name: string;
-            } | null;
-            signatureChecked: boolean;
-            convertible: boolean;
-            reason?: string;
-          };
-        };
-      };
-    };
-  };
-  convertPkcs7ToJose: {
-    parameters: {
-      query?: never;
-      header?: {
-        'X-Response-Content-Type'?:
-          | 'application/problem+json'
-          | 'application/octet-stream'
-          | 'multipart/mixed'
-          | 'application/json'
-          | 'application/jose+json';
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          metadata: {
-            signerKid?: string;
-            /**
-             * @default signature
-             * @enum {unknown}
-             */
-            verify?: 'signature' | 'chain';
-            recipientKid?: string;
-            targetKid?: string | string[];
-            /** Format: password */
-            password?: string;
-            /** @enum {unknown} */
-            contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
-            keyManagement?: string;
-            /** @default false */
-            b64?: boolean;
-          };
-          /** Format: binary */
-          file: string;
-          /** Format: binary */
-          content?: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/octet-stream':
-            | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
-              }
-            | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
-              };
           'application/json':
             | {
-                protected: string;
-                signature: string;
-                header?: {
-                  kid: string;
-                };
+                kid: string;
+                version?: number;
+                valid: boolean;
               }
             | {
-                signatures: {
-                  protected: string;
-                  signature: string;
-                  header?: {
-                    kid: string;
-                  };
-                }[];
+                results: (
+                  | ({
+                      kid: string;
+                      version?: number;
+                      valid: boolean;
+                    } & {
+                      /** @constant */
+                      status: 200;
+                    })
+                  | {
+                      status: number;
+                      error: components['schemas']['Problem'];
+                    }
+                )[];
               };
-          'multipart/mixed': string;
-          'application/jwk-set+json': {
-            keys: Record<string, unknown>[];
-          };
-          'application/jose+json': Record<string, unknown>;
         };
-      };
-    };
-  };
-  uploadObject: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        name: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/octet-stream': string;
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            key: string;
-            size: number;
-            version: string;
-          };
-        };
-      };
-    };
-  };
-  deleteUpload: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        name: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      204: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
       };
     };
   };
@@ -6031,263 +6681,7 @@ export interface operations {
       };
     };
   };
-  legacyLogin: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          clientId: string;
-          clientSecret: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          'Cache-Control'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            accessToken: string;
-            refreshToken: string;
-            /** @constant */
-            tokenType?: 'Bearer';
-            expiresIn?: number;
-          };
-        };
-      };
-    };
-  };
-  legacyRefresh: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          refreshToken: string;
-        };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          'Cache-Control'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            accessToken: string;
-            refreshToken: string;
-            /** @constant */
-            tokenType?: 'Bearer';
-            expiresIn?: number;
-          };
-        };
-      };
-    };
-  };
-  legacyListKeys: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              /** @enum {unknown} */
-              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              /** Format: date-time */
-              deletionDate?: string;
-              currentVersion: number;
-              /** @enum {unknown} */
-              source: 'generated' | 'imported' | 'exchange';
-              /** Format: date-time */
-              createdAt: string;
-              /** Format: date-time */
-              updatedAt: string;
-              publicKey?: Record<string, unknown>;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  legacyCreateKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          type: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'mac';
-          kid?: string;
-          description?: string;
-          rotationPeriodDays?: number;
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-          };
-        };
-      };
-    };
-  };
-  legacyImportKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          pem?: string;
-          password?: string;
-          key?: string;
-          /** @enum {unknown} */
-          type?: 'aes-128' | 'aes-256';
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            kid: string;
-            type: string;
-            /** @enum {unknown} */
-            usage: 'encrypt' | 'sign' | 'mac' | 'verify';
-            usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
-            /** @enum {unknown} */
-            state: 'active' | 'suspended' | 'revoked' | 'archived';
-            /** Format: date-time */
-            deletionDate?: string;
-            currentVersion: number;
-            /** @enum {unknown} */
-            source: 'generated' | 'imported' | 'exchange';
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            publicKey?: Record<string, unknown>;
-          };
-        };
-      };
-    };
-  };
-  legacyImportKeystore: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'multipart/form-data': {
-          /** Format: binary */
-          keystore: string;
-          password?: string;
-          kid?: string;
-          /** @enum {unknown} */
-          usage?: 'encrypt' | 'sign' | 'verify';
-          /** @enum {unknown} */
-          trustAnchor?: 'true' | 'false';
-        };
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            keys: {
-              kid: string;
-              type: string;
-              usage: string;
-              usages: string[];
-              allowedUsages: string[];
-              /** @enum {unknown} */
-              state: 'active' | 'suspended' | 'revoked' | 'archived';
-              certificate: {
-                subject: string;
-                issuer: string;
-                serialNumber: string;
-                /** Format: date-time */
-                notBefore: string;
-                /** Format: date-time */
-                notAfter: string;
-              } | null;
-            }[];
-          };
-        };
-      };
-    };
-  };
-  legacyAnalyzePkcs7: {
+  analyzePkcs7: {
     parameters: {
       query?: never;
       header?: never;
@@ -6407,32 +6801,45 @@ export interface operations {
       };
     };
   };
-  encrypt: {
+  convertPkcs7ToJose: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        'X-Response-Content-Type'?:
+          | 'application/problem+json'
+          | 'application/octet-stream'
+          | 'multipart/mixed'
+          | 'application/json'
+          | 'application/jose+json';
+      };
       path?: never;
       cookie?: never;
     };
     requestBody: {
       content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
+        'multipart/form-data': {
+          metadata: {
+            signerKid?: string;
+            /**
+             * @default signature
+             * @enum {unknown}
+             */
+            verify?: 'signature' | 'chain';
+            recipientKid?: string;
+            targetKid?: string | string[];
+            /** Format: password */
+            password?: string;
+            /** @enum {unknown} */
+            contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
+            keyManagement?: string;
+            /** @default false */
+            b64?: boolean;
+          };
+          /** Format: binary */
+          file: string;
+          /** Format: binary */
+          content?: string;
+        };
       };
     };
     responses: {
@@ -6441,151 +6848,121 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
+          'application/octet-stream':
             | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  decrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  sign: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              algorithm?: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                algorithm?: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                algorithm: string;
+                protected: string;
                 signature: string;
+                header?: {
+                  kid: string;
+                };
               }
             | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      algorithm: string;
-                      signature: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
               };
+          'application/json':
+            | {
+                protected: string;
+                signature: string;
+                header?: {
+                  kid: string;
+                };
+              }
+            | {
+                signatures: {
+                  protected: string;
+                  signature: string;
+                  header?: {
+                    kid: string;
+                  };
+                }[];
+              };
+          'multipart/mixed': string;
+          'application/jwk-set+json': {
+            keys: Record<string, unknown>[];
+          };
+          'application/jose+json': Record<string, unknown>;
         };
       };
     };
   };
-  verify: {
+  uploadObject: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            key: string;
+            size: number;
+            version: string;
+          };
+        };
+      };
+    };
+  };
+  deleteUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  openApiDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            openapi: string;
+            info: Record<string, unknown>;
+            paths: Record<string, unknown>;
+          };
+        };
+      };
+    };
+  };
+  pqcDecapsulate: {
     parameters: {
       query?: never;
       header?: never;
@@ -6597,19 +6974,13 @@ export interface operations {
         'application/json':
           | {
               kid: string;
-              data?: string;
-              digest?: string;
-              signature: string;
-              algorithm?: string;
+              ciphertext: string;
               version?: number;
             }
           | {
               items: {
                 kid: string;
-                data?: string;
-                digest?: string;
-                signature: string;
-                algorithm?: string;
+                ciphertext: string;
                 version?: number;
               }[];
             };
@@ -6624,375 +6995,15 @@ export interface operations {
           'application/json':
             | {
                 kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  generateDataKey: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              /** @enum {unknown} */
-              keySpec: 'AES_256' | 'AES_128';
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                /** @enum {unknown} */
-                keySpec: 'AES_256' | 'AES_128';
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
                 version: number;
-                plaintext: string;
-                ciphertext: string;
+                sharedSecret: string;
               }
             | {
                 results: (
                   | ({
                       kid: string;
                       version: number;
-                      plaintext: string;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  generateDataKeyWithoutPlaintext: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              /** @enum {unknown} */
-              keySpec: 'AES_256' | 'AES_128';
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                /** @enum {unknown} */
-                keySpec: 'AES_256' | 'AES_128';
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  reEncrypt: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-              targetKid?: string;
-              targetContext?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-                targetKid?: string;
-                targetContext?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-                sourceKid: string;
-                sourceVersion: number;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                      sourceKid: string;
-                      sourceVersion: number;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  random: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              bytes: number;
-            }
-          | {
-              items: {
-                bytes: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  generateMac: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                /** @enum {unknown} */
-                algorithm: 'HS256' | 'HS384' | 'HS512';
-                mac: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      /** @enum {unknown} */
-                      algorithm: 'HS256' | 'HS384' | 'HS512';
-                      mac: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
-        };
-      };
-    };
-  };
-  verifyMac: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              mac: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                mac: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
+                      sharedSecret: string;
                     } & {
                       /** @constant */
                       status: 200;
@@ -7061,58 +7072,46 @@ export interface operations {
       };
     };
   };
-  pqcDecapsulate: {
+  listPqcKeys: {
     parameters: {
-      query?: never;
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              ciphertext: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                ciphertext: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                sharedSecret: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      sharedSecret: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
+          'application/json': {
+            items: {
+              kid: string;
+              type: string;
+              /** @enum {unknown} */
+              usage: 'encrypt' | 'sign' | 'mac' | 'verify';
+              usages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              allowedUsages: ('encrypt' | 'sign' | 'mac' | 'verify')[];
+              /** @enum {unknown} */
+              state: 'active' | 'suspended' | 'revoked' | 'archived';
+              /** Format: date-time */
+              deletionDate?: string;
+              currentVersion: number;
+              /** @enum {unknown} */
+              source: 'generated' | 'imported' | 'exchange';
+              /** Format: date-time */
+              createdAt: string;
+              /** Format: date-time */
+              updatedAt: string;
+              publicKey?: Record<string, unknown>;
+            }[];
+            nextCursor: string | null;
+          };
         };
       };
     };
@@ -7239,242 +7238,243 @@ export interface operations {
       };
     };
   };
-  legacyEncrypt: {
+  console: {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                kid: string;
-                data: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                ciphertext: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      ciphertext: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
+          'text/html': string;
         };
       };
     };
   };
-  legacyDecrypt: {
+  consoleFile: {
     parameters: {
       query?: never;
       header?: never;
-      path?: never;
+      path: {
+        path: string;
+      };
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              ciphertext: string;
-              context?: {
-                [key: string]: string;
-              };
-            }
-          | {
-              items: {
-                ciphertext: string;
-                context?: {
-                  [key: string]: string;
-                };
-              }[];
-            };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                data: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      data: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
+          'text/javascript': string;
         };
       };
     };
   };
-  legacySign: {
+  apiReference: {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              algorithm?: string;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                algorithm?: string;
-              }[];
-            };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | {
-                kid: string;
-                version: number;
-                algorithm: string;
-                signature: string;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version: number;
-                      algorithm: string;
-                      signature: string;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
+          'text/html': string;
         };
       };
     };
   };
-  legacyVerify: {
+  apiReferenceRenderer: {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    requestBody: {
-      content: {
-        'application/json':
-          | {
-              kid: string;
-              data?: string;
-              digest?: string;
-              signature: string;
-              algorithm?: string;
-              version?: number;
-            }
-          | {
-              items: {
-                kid: string;
-                data?: string;
-                digest?: string;
-                signature: string;
-                algorithm?: string;
-                version?: number;
-              }[];
-            };
-      };
-    };
+    requestBody?: never;
     responses: {
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json':
-            | {
-                kid: string;
-                version?: number;
-                valid: boolean;
-              }
-            | {
-                results: (
-                  | ({
-                      kid: string;
-                      version?: number;
-                      valid: boolean;
-                    } & {
-                      /** @constant */
-                      status: 200;
-                    })
-                  | {
-                      status: number;
-                      error: components['schemas']['Problem'];
-                    }
-                )[];
-              };
+          'text/javascript': string;
+        };
+      };
+    };
+  };
+  liveness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            status: 'ok';
+          };
+        };
+      };
+    };
+  };
+  metrics: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/plain': string;
+        };
+      };
+    };
+  };
+  problemType: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        slug:
+          | 'bad-request'
+          | 'malformed-json'
+          | 'validation-failed'
+          | 'not-found'
+          | 'method-not-allowed'
+          | 'not-acceptable'
+          | 'conflict'
+          | 'request-timeout'
+          | 'payload-too-large'
+          | 'unsupported-media-type'
+          | 'unprocessable'
+          | 'rate-limited'
+          | 'internal-error'
+          | 'service-busy'
+          | 'too-many-connections'
+          | 'service-unavailable'
+          | 'database-unavailable'
+          | 'unauthorized'
+          | 'forbidden'
+          | 'invalid-reset-token'
+          | 'key-not-found'
+          | 'key-suspended'
+          | 'key-pending-deletion'
+          | 'key-revoked'
+          | 'invalid-transition'
+          | 'key-version-retired'
+          | 'key-usage-mismatch'
+          | 'policy-violation'
+          | 'exchange-not-pending'
+          | 'exchange-expired'
+          | 'decryption-failed'
+          | 'cms-malformed'
+          | 'cms-truncated'
+          | 'cms-unsupported'
+          | 'cms-element-too-large'
+          | 'cms-key-not-imported'
+          | 'cms-key-unusable'
+          | 'cms-signature-invalid'
+          | 'cms-content-indefinite'
+          | 'cms-nesting-too-deep'
+          | 'cms-signer-untrusted'
+          | 'cms-signer-certificate-mismatch'
+          | 'cms-eddsa-content-too-large'
+          | 'cms-bad-metadata'
+          | 'cms-base64-invalid'
+          | 'cms-base64-truncated'
+          | 'cms-pem-unterminated'
+          | 'cms-pem-end-mismatch'
+          | 'cms-mime-no-body'
+          | 'cms-mime-header-too-large'
+          | 'cms-mime-too-deep'
+          | 'cms-multipart-signed-malformed'
+          | 'cms-mime-no-cms'
+          | 'jose-malformed'
+          | 'jose-unsupported'
+          | 'signature-invalid'
+          | 'jose-content-too-large'
+          | 'keystore-password-invalid'
+          | 'keystore-malformed'
+          | 'keystore-unsupported-algorithm'
+          | 'keystore-empty'
+          | 'keystore-key-mismatch'
+          | 'keystore-key-invalid'
+          | 'keystore-too-large'
+          | 'storage-unavailable'
+          | 'queue-unavailable'
+          | 'job-cancelled'
+          | 'source-changed'
+          | 'job-not-finished';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/html': string;
+          'application/json': {
+            /** Format: uri */
+            type: string;
+            title: string;
+            status: number;
+            description: string;
+          };
+        };
+      };
+    };
+  };
+  readiness: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {unknown} */
+            status: 'ready' | 'not-ready';
+            checks: {
+              [key: string]: boolean;
+            };
+          };
         };
       };
     };

@@ -18,6 +18,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from '../integration/jobs/harness.ts';
+import { sleep } from '../support/time.ts';
 
 let env: JobsEnv;
 let worker: WorkerChild;
@@ -94,7 +95,7 @@ describe('the console runs a batch conversion through the queue', () => {
     const deadline = Date.now() + 60_000;
     while (!/: (completed|failed|cancelled),/.test(await line.innerText())) {
       if (Date.now() > deadline) throw new Error(`the job did not end: ${await line.innerText()}`);
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
     expect(await line.innerText()).toMatch(/: completed, 2 done, 0 failed of 2\./);
     const progress = 'document.querySelector(\'progress[aria-label="Job progress"]\')';

@@ -23,6 +23,7 @@ import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
 import { adminToken, api } from '../support/auth.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
 import { runKeywardCli } from '../integration/jobs/harness.ts';
+import { expectEventually } from '../support/time.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -44,14 +45,14 @@ let refreshes = 0;
 const axeByPage = new Map<string, AxeViolation[]>();
 const shots: string[] = [];
 
-/** Waits until `check` holds, polling; fails with `what` after 15 s. */
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const end = Date.now() + 15_000;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Waits until `check` holds (a rejection counts as not yet), polling; fails with `what` after 15 s. */
+const until = (what: string, check: () => Promise<boolean>) =>
+  expectEventually(
+    async () => {
+      if (!(await check().catch(() => false))) throw new Error(`timed out waiting for ${what}`);
+    },
+    { timeoutMs: 15_000, intervalMs: 100 },
+  );
 
 /** The text of the alert region, when a problem is shown. */
 const alertText = async () =>

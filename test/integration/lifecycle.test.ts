@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { SCHEMA } from '../../shared/config/index.ts';
 import { openDatabase } from '../../shared/db/knex.ts';
 import { freePort } from '../support/free-port.ts';
+import { sleep } from '../support/time.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
 
@@ -56,7 +57,7 @@ async function startServer(dataDir: string): Promise<Running> {
       () => 0,
     );
     if (status === 200 && out.includes('keyward api listening')) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   const readyAfterMs = Date.now() - started;
   return {

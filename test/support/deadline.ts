@@ -79,6 +79,7 @@ export async function waitUntilReady(
       throw new NotReadyError(
         `${what} did not become ready within ${timeoutMs} ms (${loadNote()})${last ? `: ${(last as Error).message}` : ''}`,
       );
+    // Not time.ts's sleep: time.ts imports this file.
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
   }
 }

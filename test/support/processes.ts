@@ -14,6 +14,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleep } from './time.ts';
 
 /** Where spawned groups are recorded: per checkout, so runs in other checkouts are never touched. */
 export const RECORD_DIR =
@@ -131,7 +132,7 @@ export async function stopProcesses(
     const deadline = Date.now() + ms;
     let left = remaining();
     while (left.length > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, opts.pollMs ?? 50));
+      await sleep(opts.pollMs ?? 50);
       left = remaining();
     }
     return left;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, SCHEMA, loadConfig } from '../../shared/config/index.ts';
 import { queueSettings } from '../../shared/queues/index.ts';
+import { sleep } from '../support/time.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
 const WORKER = new URL('../../workers/worker.ts', import.meta.url).pathname;
@@ -215,7 +216,7 @@ describe('configuration', () => {
       while (!first.out.stdout.includes('keyward api listening')) {
         if (first.child.exitCode !== null)
           throw new Error(`first start failed: ${first.out.stderr}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       first.child.kill('SIGTERM');
       expect(await first.closed).toBe(0);

@@ -2,6 +2,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
 import { signMessage, verifyMessage } from '../../../shared/crypto/sign.ts';
+import { sleep } from '../../support/time.ts';
 
 const PERMS = [
   'admin.keys.read',
@@ -479,7 +480,7 @@ describe(`cryptographic exchanges (${TEST_ENGINE})`, () => {
       // A revocation in progress: it holds the key's row lock, as the lifecycle change does.
       await trx('keys').where({ tenant_id: a.t.tenantId, kid }).forUpdate().first();
       accepting = api(app, 'POST', `${b.base}/${ex.id}/accept`, b.token, { kid: `${kid}-copy` });
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
       await trx('keys').where({ tenant_id: a.t.tenantId, kid }).update({ state: 'revoked' });
     });
     const r = await accepting!;

@@ -21,6 +21,7 @@ import {
 } from '../../support/auth.ts';
 import { storeKey } from '../../../api/services/keys/store.ts';
 import { generateKeyMaterial } from '../../../shared/crypto/material.ts';
+import { sleep } from '../../support/time.ts';
 
 const DAY = 86_400_000;
 const ADMIN = [
@@ -458,9 +459,9 @@ describe('automatic rotation with two instances on one Postgres (needs Postgres 
       Date.now() - started < 5_000 &&
       (await a.ctx.db('keys').where(where).first()).current_version < 2
     )
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     // A few more passes of both schedulers: none may rotate it again.
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const row = await a.ctx.db('keys').where(where).first();
     expect(row.current_version).toBe(2);
     expect(Date.parse(row.next_rotation_at) - Date.now()).toBeGreaterThan(364 * DAY);

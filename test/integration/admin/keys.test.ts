@@ -2,6 +2,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
 import { KEY_TYPES, KEY_TYPE_SPECS, type KeyType } from '../../../shared/crypto/registry.ts';
+import { sleep } from '../../support/time.ts';
 
 const KEY_PERMS = [
   'admin.keys.read',
@@ -151,7 +152,7 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     });
     let progress = await api(app, 'GET', started.body.progress as string, token);
     for (let i = 0; i < 200 && progress.body.state !== 'completed'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
       progress = await api(app, 'GET', started.body.progress as string, token);
     }
     expect(progress.body).toMatchObject({ state: 'completed', total: 60, done: 60, failed: 0 });

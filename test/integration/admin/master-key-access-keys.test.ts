@@ -24,11 +24,11 @@ import {
   countSealedById,
   sealedIdSql,
 } from '../../../shared/keys/sealed-items.ts';
+import { sleep } from '../../support/time.ts';
 
 const A = randomBytes(32).toString('base64');
 const B = randomBytes(32).toString('base64');
 const ring = (...entries: string[]) => ({ KEYWARD_MASTER_KEY: entries.join(',') });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One SigV4 call (GenerateRandom) with the SDK's default retries; what it answered. */
 async function sigv4(app: TestApp, accessKeyId: string, secretAccessKey: string) {

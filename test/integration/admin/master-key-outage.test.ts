@@ -21,11 +21,11 @@ import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { createKeyring } from '../../../shared/crypto/master-key.ts';
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';
 import { addVersions, sealedIds } from './sealed-items.ts';
+import { sleep } from '../../support/time.ts';
 
 const A = randomBytes(32).toString('base64');
 const B = randomBytes(32).toString('base64');
 const RING = { KEYWARD_MASTER_KEY: `k2:${B},k1:${A}` };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let db: TestDatabase;
 let proxy: TcpProxy;

@@ -29,12 +29,12 @@ import {
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';
 import { addVersions, sealedIds } from './sealed-items.ts';
 import { freePort } from '../../support/free-port.ts';
+import { sleep } from '../../support/time.ts';
 
 const A = randomBytes(32).toString('base64');
 const B = randomBytes(32).toString('base64');
 const C = randomBytes(32).toString('base64');
 const ring = (...entries: string[]) => ({ KEYWARD_MASTER_KEY: entries.join(',') });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A blob as the single-key version sealed it: 0x01 | iv | ciphertext | tag, AAD without an id. */
 function sealV1(key: Buffer, plaintext: Buffer, ctx: SealContext): Buffer {

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { createAuditLog, LOST_ACTION, type AuditLog } from '../../../shared/audit/log.ts';
+import { sleep } from '../../support/time.ts';
 
 const EXCHANGE = [
   'admin.keys.create',
@@ -53,8 +54,6 @@ function faultyDb(db: Knex) {
   });
   return { db: proxy, state };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe(`the audit log keeps every event exactly once (${TEST_ENGINE})`, () => {
   let app: TestApp;

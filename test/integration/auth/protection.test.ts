@@ -4,6 +4,7 @@ import { makeTenant, postForm, postFormFrom, type TestTenant } from '../../suppo
 import { rateKey } from '../../../api/services/auth/rate-limits.ts';
 import { lockoutKey } from '../../../api/services/auth/passwords.ts';
 import { rotateWorkloadSecret } from '../../../api/services/admin/workloads.ts';
+import { sleep } from '../../support/time.ts';
 
 const TOKEN = '/api/v3/auth/token';
 
@@ -115,7 +116,7 @@ describe(`rate limits, lockout and secret rotation (${TEST_ENGINE})`, () => {
       });
     expect((await login(w.clientSecret)).status).toBe(200);
     expect((await login(rotated.clientSecret)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1200));
+    await sleep(1200);
     expect((await login(w.clientSecret)).status).toBe(400);
     expect((await login(rotated.clientSecret)).status).toBe(200);
   });

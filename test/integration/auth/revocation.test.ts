@@ -14,6 +14,7 @@ import {
   workloadToken,
   type TestTenant,
 } from '../../support/auth.ts';
+import { sleep } from '../../support/time.ts';
 
 describe(`revocation and introspection (${TEST_ENGINE})`, () => {
   let app: TestApp;
@@ -199,7 +200,7 @@ describe('revocation across API instances sharing Postgres and Redis (needs Post
     while (Date.now() - started < 1000) {
       status = (await api(b, 'GET', '/api/v3/admin/platform/scopes', admin)).status;
       if (status === 401) break;
-      await new Promise((r) => setTimeout(r, 25));
+      await sleep(25);
     }
     expect(status).toBe(401);
     expect(Date.now() - started).toBeLessThan(1000);
@@ -209,7 +210,7 @@ describe('revocation across API instances sharing Postgres and Redis (needs Post
     const admin = await adminToken(a);
     await api(a, 'POST', '/api/v3/admin/platform/signing-keys/rotate', admin);
     const fresh = await adminToken(a);
-    await new Promise((r) => setTimeout(r, 1100));
+    await sleep(1100);
     expect((await api(b, 'GET', '/api/v3/admin/platform/scopes', fresh)).status).toBe(200);
   });
 });

@@ -14,9 +14,10 @@ import {
   workloadToken,
   type TestTenant,
 } from '../../support/auth.ts';
+import { sleep } from '../../support/time.ts';
 
 const PERMISSIONS = ['crypto.keys.read', 'admin.humanuser', 'admin.tenant.read'];
-const nextSecond = () => new Promise((r) => setTimeout(r, 1100));
+const nextSecond = () => sleep(1100);
 
 describe(`subject revocation (${TEST_ENGINE})`, () => {
   let app: TestApp;

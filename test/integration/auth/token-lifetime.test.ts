@@ -5,9 +5,9 @@
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { TEST_ENGINE } from '../../support/database.ts';
 import { adminToken, api, makeTenant, postForm, workloadToken } from '../../support/auth.ts';
+import { sleep } from '../../support/time.ts';
 
 const TOKEN = '/api/v3/auth/token';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe(`tokens outliving what they stood for (${TEST_ENGINE})`, () => {
   let app: TestApp;

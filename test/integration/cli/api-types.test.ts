@@ -1,10 +1,11 @@
 /**
- * The CLI's types are the OpenAPI document's (issue 25): bin/lib/api-types.ts is generated from
+ * The CLI's types are the OpenAPI document's: bin/lib/api-types.ts is generated from
  * apiDocument() by `npm run api-types` (scripts/api-types.ts), and bin/lib/api-client.ts takes
  * every body, query and answer type from it by operationId. A route or schema change that is not
  * followed by a regeneration fails here, naming the command to run.
  */
 import { readFileSync } from 'node:fs';
+import { apiDocument } from '../../../api/routes/index.ts';
 import { API_TYPES_FILE, apiTypes } from '../../../scripts/api-types.ts';
 
 /** Where two texts first differ, said as the fix; null when they are the same. */
@@ -31,5 +32,20 @@ describe('the CLI types generated from the OpenAPI document', () => {
     expect(text).toContain('export interface operations {');
     expect(text).not.toMatch(/^\s+(4\d\d|5\d\d|default): \{/m);
     expect(text).not.toContain('@description');
+  });
+
+  it('when the routes and schemas are registered in another order, then the generated text is the same', async () => {
+    const doc = apiDocument('https://keyward.example') as {
+      paths: Record<string, unknown>;
+      components: { schemas: Record<string, unknown> };
+    };
+    const reversed = (o: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(o).reverse());
+    const reordered = {
+      ...doc,
+      paths: reversed(doc.paths),
+      components: { ...doc.components, schemas: reversed(doc.components.schemas) },
+    };
+    expect(await apiTypes(reordered)).toBe(await apiTypes(doc));
   });
 });

@@ -13,6 +13,7 @@ import { pwriEnvelope } from '../../fixtures/pwri.ts';
 import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import { PERMISSIONS, convert, makeActor, type Actor } from '../migration/helpers.ts';
 import { awsTenant, type AwsTenant } from '../aws-kms/support.ts';
+import { sleep } from '../../support/time.ts';
 
 /** GET /healthz back to back until stop(): how many answered and the longest gap between two. */
 function probeHealthz(app: TestApp) {
@@ -192,8 +193,7 @@ describe('GenerateDataKeyPair', () => {
       ),
     );
     const deadline = Date.now() + 20_000;
-    while (app.ctx.expensive.waiting() < 3 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    while (app.ctx.expensive.waiting() < 3 && Date.now() < deadline) await sleep(20);
     expect(app.ctx.expensive.waiting()).toBe(3);
     leaving.abort();
     expect(await Promise.all(requests)).toEqual(['AbortError', 'AbortError', 'AbortError']);

@@ -11,6 +11,7 @@ import { createLogger } from '../../../shared/logger.ts';
 import { CHANNELS, createFanoutBus } from '../../../shared/fanout/bus.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { TEST_REDIS_URL } from '../../support/database.ts';
+import { sleep } from '../../support/time.ts';
 
 const lines: string[] = [];
 const logger = createLogger(
@@ -22,7 +23,6 @@ const logger = createLogger(
     },
   }),
 );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('review R1: a cancel channel subscribed while Redis is away', () => {
   let proxy: TcpProxy;

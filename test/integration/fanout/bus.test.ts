@@ -11,6 +11,7 @@ import { createLogger } from '../../../shared/logger.ts';
 import { connectRedis } from '../../../shared/redis.ts';
 import { CHANNELS, createFanoutBus, type FanoutBus } from '../../../shared/fanout/bus.ts';
 import { TEST_REDIS_URL } from '../../support/database.ts';
+import { expectEventually } from '../../support/time.ts';
 
 const lines: string[] = [];
 const logger = createLogger(
@@ -22,15 +23,10 @@ const logger = createLogger(
     },
   }),
 );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const prefix = `fanout-test-${process.pid}-${Date.now()}`;
 
 /** Waits (bounded) for `check` to hold: the machine is shared, so no fixed sleeps. */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (Date.now() < deadline && !check()) await sleep(20);
-  expect(check()).toBe(true);
-}
+const until = (check: () => boolean) => expectEventually(() => expect(check()).toBe(true));
 
 describe('one subscriber per process for every cross-instance channel', () => {
   let redis: Redis;

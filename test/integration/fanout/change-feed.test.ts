@@ -19,6 +19,7 @@ import {
 } from '../../support/database.ts';
 import { connectRedis } from '../../../shared/redis.ts';
 import { createFanoutBus } from '../../../shared/fanout/bus.ts';
+import { expectEventually, sleep } from '../../support/time.ts';
 
 const logger = createLogger(
   'warn',
@@ -28,18 +29,10 @@ const logger = createLogger(
     },
   }),
 );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits (bounded) until `seen()` lists `expected`: the machine is shared, so no fixed sleeps. */
-async function until(seen: () => string[], expected: string[]): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (
-    Date.now() < deadline &&
-    JSON.stringify(seen().sort()) !== JSON.stringify([...expected].sort())
-  )
-    await sleep(20);
-  expect(seen().sort()).toEqual([...expected].sort());
-}
+const until = (seen: () => string[], expected: string[]) =>
+  expectEventually(() => expect(seen().sort()).toEqual([...expected].sort()));
 
 describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.0.0.1:5432)', () => {
   let database: TestDatabase;

@@ -21,6 +21,7 @@ import {
 } from '../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
+import { sleep } from '../../support/time.ts';
 
 const RUNTIME = ['crypto.encrypt', 'crypto.decrypt', 'audit.verify', 'audit.events.read'];
 const ADMIN = [
@@ -31,7 +32,6 @@ const ADMIN = [
   'admin.roles.read',
 ];
 const data = Buffer.from('attack at dawn').toString('base64');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const figures: Record<string, string> = {};
 
 /** Milliseconds until `check` holds, polling every 20 ms; fails after `limitMs`. */

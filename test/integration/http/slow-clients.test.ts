@@ -10,6 +10,7 @@
 import { connect, type Socket } from 'node:net';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { makeTenant, workloadToken } from '../../support/auth.ts';
+import { sleep } from '../../support/time.ts';
 
 /** Longest any single exchange may take before the test calls it hung. */
 const HANG_MS = 10_000;
@@ -41,7 +42,7 @@ afterEach(async () => {
   sockets.clear();
   await Promise.all(closed);
   // The server counts a connection out when it sees the close: give it a turn to.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await sleep(200);
 });
 
 afterAll(async () => {
@@ -194,7 +195,7 @@ describe('bodies that stall', () => {
     );
     // 12 chunks 300 ms apart: about 3.6 s in all, past the 2 s deadline, never 1 s idle.
     for (let i = 0; i < chunks; i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
       socket.write(Buffer.alloc(100, i));
     }
     const seen = await a;

@@ -23,6 +23,7 @@ import {
 } from '../../support/database.ts';
 import { startS3Server, type TestS3Server } from '../../support/s3-server.ts';
 import type { OpenSslDir, TestKey } from '../../fixtures/pkcs7.ts';
+import { sleep } from '../../support/time.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 export const MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -171,7 +172,7 @@ export async function spawnWorker(
           throw new Error(
             `worker output lacks ${JSON.stringify(text)} after ${timeoutMs} ms:\n${out}`,
           );
-        await new Promise((r) => setTimeout(r, 25));
+        await sleep(25);
       }
       return out;
     },
@@ -249,7 +250,7 @@ export async function waitForJob(
     } catch {
       // the API may be briefly unable to answer (e.g. while Redis restarts)
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(
     `job ${id} did not reach the expected state within ${timeoutMs} ms; last view: ${JSON.stringify(last).slice(0, 2000)}`,

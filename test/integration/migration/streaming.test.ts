@@ -12,6 +12,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
+import { sleep } from '../../support/time.ts';
 
 const MiB = 1024 * 1024;
 
@@ -103,7 +104,7 @@ describe('streaming with backpressure', () => {
     let before = -1;
     while (before !== up.written()) {
       before = up.written();
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
     console.log(
       `paused: ${(up.written() / MiB).toFixed(1)} MiB of ${(cms.length / MiB).toFixed(1)} MiB sent`,
@@ -133,10 +134,10 @@ describe('streaming with backpressure', () => {
     const up = startUpload();
     const sending = up.send();
     await up.response;
-    while (up.written() < 8 * MiB) await new Promise((r) => setTimeout(r, 20));
+    while (up.written() < 8 * MiB) await sleep(20);
     up.req.destroy();
     await sending;
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const failed = app
       .logText()
       .split('\n')

@@ -24,6 +24,7 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
 import { withBadPadding } from '../../support/damage.ts';
+import { sleep } from '../../support/time.ts';
 
 const MiB = 1024 * 1024;
 
@@ -224,7 +225,7 @@ describe('a client that leaves', () => {
 
   it('when the client goes away in the middle of the upload, then its thread is freed and the next conversions complete', async () => {
     const up = upload(threaded, big);
-    while (up.written() < 8 * MiB) await new Promise((r) => setTimeout(r, 10));
+    while (up.written() < 8 * MiB) await sleep(10);
     up.req.destroy();
     await up.sending;
     await stillConverts();

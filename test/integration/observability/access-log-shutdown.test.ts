@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import { freePort } from '../../support/free-port.ts';
+import { sleep } from '../../support/time.ts';
 
 const SERVER = new URL('../../../api/server.ts', import.meta.url).pathname;
 const BURST = 400;
@@ -42,7 +43,7 @@ describe('the access log of node api/server.ts at shutdown', () => {
         if (up) break;
         if (child.exitCode !== null || Date.now() > deadline)
           throw new Error(`the server did not start:\n${out}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
       let next = 0;
       const worker = async () => {

@@ -15,6 +15,7 @@ import {
   workloadToken,
   type TestTenant,
 } from '../../support/auth.ts';
+import { sleep } from '../../support/time.ts';
 
 const PERMISSIONS = [
   'crypto.encrypt',
@@ -50,7 +51,7 @@ describe(`the access log (${TEST_ENGINE})`, () => {
     for (;;) {
       const found = linesOf(reqId).filter((l) => typeof l.route === 'string');
       if (found.length > 0) return found[0];
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   };
   const send = (path: string, method: string, token: string, reqId: string, json?: unknown) =>
@@ -211,7 +212,7 @@ describe(`the access log (${TEST_ENGINE})`, () => {
       if (type === 'application/json') socket.write('{"kid":"aes","data":"');
       socket.write(Buffer.alloc(20_000, 0x41));
       // Some of the body is read before the client goes (the assertions hold either way).
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       socket.destroy();
       const line = await accessLine(reqId);
       expect(line).toMatchObject({
@@ -225,7 +226,7 @@ describe(`the access log (${TEST_ENGINE})`, () => {
       expect(line.bytesIn as number).toBeGreaterThan(0);
     }
     // Give a late failure log the time to appear before asserting it never did.
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     for (const { reqId } of cases) {
       expect(linesOf(reqId).filter((l) => l.level >= 40)).toEqual([]);
       expect(linesOf(reqId).filter((l) => 'stack' in l)).toEqual([]);

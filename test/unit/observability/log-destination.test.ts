@@ -7,6 +7,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bufferedDestination } from '../../../shared/log-destination.ts';
+import { sleep } from '../../support/time.ts';
 
 describe('the buffered log destination', () => {
   const dir = mkdtempSync(join(tmpdir(), 'keyward-logdest-'));
@@ -31,7 +32,7 @@ describe('the buffered log destination', () => {
     });
     for (let i = 0; i < 100; i += 1) dest.write(`line ${i}\n`);
     expect(f.text()).toBe('');
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(f.text()).toBe(Array.from({ length: 100 }, (_, i) => `line ${i}\n`).join(''));
   });
 
@@ -45,7 +46,7 @@ describe('the buffered log destination', () => {
     dest.write(full); // a full batch: written at once, no timer armed
     dest.write('keyward worker ready\n'); // the write above has not called back yet
     // No deadline of ours: with the line left behind, this waits until the test's own timeout.
-    while (!f.text().includes('ready')) await new Promise((r) => setTimeout(r, 10));
+    while (!f.text().includes('ready')) await sleep(10);
     expect(f.text()).toBe(`${full}keyward worker ready\n`);
   });
 
@@ -61,7 +62,7 @@ describe('the buffered log destination', () => {
     // Same delay, armed in the same tick after the destination's: it runs in the same timers
     // phase right after the timer sent its batch, before that write's callback can run.
     setTimeout(() => dest.write('keyward worker ready\n'), 20);
-    while (!f.text().includes('ready')) await new Promise((r) => setTimeout(r, 10));
+    while (!f.text().includes('ready')) await sleep(10);
     expect(f.text()).toBe('start-up: migrations done\nkeyward worker ready\n');
   });
 

@@ -17,6 +17,7 @@ import {
   spawnTracked,
   stopProcesses,
 } from '../../support/processes.ts';
+import { sleep } from '../../support/time.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
@@ -66,7 +67,7 @@ describe('stopping processes', () => {
     const [child, grandchild] = await stubborn(spawnTracked, { ...process.env, EXIT: '1' });
     leftovers.push(grandchild);
     const deadline = Date.now() + 5_000;
-    while (alive(child) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (alive(child) && Date.now() < deadline) await sleep(20);
     expect(alive(child)).toBe(false);
     expect(alive(grandchild)).toBe(true);
     expect(readdirSync(RECORD_DIR).some((f) => f.startsWith(`${child}-`))).toBe(true);
@@ -100,7 +101,7 @@ describe('closing what a file started in-process', () => {
     expect(await list.closeAll(50)).toEqual(['slow start: not closed within 50 ms']);
     list.add('start after the end', Promise.resolve('late'), (v) => closed.push(v));
     finish('slow');
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     expect(closed.sort()).toEqual(['late', 'slow']);
   });
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { isDatabaseUnavailable, openDatabase, type Db } from '../../../shared/db/knex.ts';
 import { restartDelay, startEmbeddedDatabase, EMBEDDED_PORT } from '../../../shared/db/embedded.ts';
+import { sleep } from '../../support/time.ts';
 
 /** The pglite-server processes that are children of this process. */
 function serverChildren(): number[] {
@@ -26,8 +27,6 @@ function serverChildren(): number[] {
     }
   });
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the embedded database process', () => {
   let root: string;

@@ -6,8 +6,8 @@ import { S3ObjectStore } from '../../../shared/storage/s3-store.ts';
 import type { TestS3Server } from '../../support/s3-server.ts';
 import { startS3Server } from '../../support/s3-server.ts';
 import { partLength } from '../../../shared/storage/s3-upload.ts';
-import { behavesAsAnObjectStore } from './behaviour.ts';
-import { generated, keysOf, problemFrom, readAll, text } from './helpers.ts';
+import { behavesAsAnObjectStore } from '../../unit/storage/behaviour.ts';
+import { generated, keysOf, problemFrom, readAll, text } from '../../unit/storage/helpers.ts';
 
 /** A logger that keeps warnings for assertions instead of printing them. */
 function recordingLogger() {

@@ -8,8 +8,8 @@
  * below 500, never a raw exception. Byte-level mutations of the same forms run over HTTP in
  * test/integration/migration/fuzz.test.ts.
  */
-import { AppError } from '../../../shared/errors/index.ts';
-import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
+import { AppError } from '../../shared/errors/index.ts';
+import { analyzePkcs7, convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
 import {
   OpenSslDir,
   chunked,
@@ -17,8 +17,8 @@ import {
   makeKey,
   resolverFor,
   type TestKey,
-} from '../../fixtures/pkcs7.ts';
-import { prng } from '../../support/prng.ts';
+} from '../fixtures/pkcs7.ts';
+import { prng } from '../support/prng.ts';
 
 const MUTANTS = Number(process.env.FUZZ_MUTANTS ?? 300);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -10,12 +10,12 @@
  */
 import { Readable } from 'node:stream';
 import type { Request } from 'express';
-import { AppError } from '../../../shared/errors/index.ts';
-import { streamMultipart } from '../../../api/http/streaming-multipart.ts';
-import { readSmallMultipart } from '../../../api/http/multipart.ts';
-import { MixedReader, mixedBoundary } from '../../../shared/jose/mixed-reader.ts';
-import { prng } from '../../support/prng.ts';
-import { mutateBytes, type Mutant } from '../../support/mutate.ts';
+import { AppError } from '../../shared/errors/index.ts';
+import { streamMultipart } from '../../api/http/streaming-multipart.ts';
+import { readSmallMultipart } from '../../api/http/multipart.ts';
+import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
+import { prng } from '../support/prng.ts';
+import { mutateBytes, type Mutant } from '../support/mutate.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 2);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
