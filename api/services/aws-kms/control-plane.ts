@@ -223,6 +223,16 @@ export async function listAliases(ctx: AppContext, c: AwsCaller, input: Input): 
   return paged(aliases, limit, offset, 'Aliases');
 }
 
+/** An AliasName a caller may create or point: `alias/` and 1 to 250 characters, not AWS's own. */
+function aliasToWrite(name: unknown): string {
+  if (typeof name !== 'string' || !ALIAS_NAME.test(name) || name.startsWith('alias/aws/'))
+    throw new AwsError(
+      'ValidationException',
+      'AliasName must be alias/ followed by 1 to 250 of A-Z a-z 0-9 / _ -, not alias/aws/',
+    );
+  return name;
+}
+
 /** CreateAlias: `alias/<name>` → a key of the tenant; AlreadyExistsException for a taken name. */
 export async function createAlias(
   ctx: AppContext,
@@ -230,12 +240,7 @@ export async function createAlias(
   input: Input,
   actor: string,
 ): Answer {
-  const name = input.AliasName;
-  if (typeof name !== 'string' || !ALIAS_NAME.test(name) || name.startsWith('alias/aws/'))
-    throw new AwsError(
-      'ValidationException',
-      'AliasName must be alias/ followed by 1 to 250 of A-Z a-z 0-9 / _ -, not alias/aws/',
-    );
+  const name = aliasToWrite(input.AliasName);
   const { kid } = await keyOf(ctx, c, { KeyId: input.TargetKeyId }, actor);
   try {
     await whileKeyLive(ctx, c, kid, input.TargetKeyId, (trx) =>
@@ -469,12 +474,7 @@ export async function updateAlias(
   input: Input,
   actor: string,
 ): Answer {
-  const name = input.AliasName;
-  if (typeof name !== 'string' || !ALIAS_NAME.test(name) || name.startsWith('alias/aws/'))
-    throw new AwsError(
-      'ValidationException',
-      'AliasName must be alias/ followed by 1 to 250 of A-Z a-z 0-9 / _ -, not alias/aws/',
-    );
+  const name = aliasToWrite(input.AliasName);
   const { kid, row } = await keyOf(ctx, c, { KeyId: input.TargetKeyId }, actor);
   const current = await ctx.db('key_aliases').where({ tenant_id: c.tenantId, name }).first();
   if (!current) throw new AwsError('NotFoundException', `Alias ${name} does not exist`);
