@@ -280,7 +280,7 @@ const CMS = {
     status: 422,
     slug: 'cms-signer-untrusted',
     title: 'CMS Signer Untrusted',
-    help: "The CMS signature verifies, but verify: chain was asked and the signer's certificate leads to none of the tenant's trust anchors (verify-only certificates with trustAnchor), or a certificate on its path is not fit for its place: a signer certificate not for signing mail (keyUsage, extendedKeyUsage), a CA past its pathLenConstraint or nameConstraints.",
+    help: "The signature verifies, but verify: chain found no path to the tenant's trust anchors, or a certificate on it is unfit: a signer not for signing mail (keyUsage, extendedKeyUsage), or a CA past its pathLenConstraint or nameConstraints.",
   },
   cms_signer_certificate_mismatch: {
     status: 422,
