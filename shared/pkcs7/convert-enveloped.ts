@@ -23,12 +23,7 @@ import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey } from './recipients.ts';
 import { chooseRecipient, targetKeysOf } from './recipient-choice.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
-import {
-  clearSignedVerifier,
-  looksLikeClearSigned,
-  looksLikeOpaqueSigned,
-} from './clear-signed.ts';
-import { openContainer } from './container.ts';
+import { clearSignedVerifier, looksLikeClearSigned } from './clear-signed.ts';
 import { Peekable } from './peekable.ts';
 import { checkNesting } from './nesting.ts';
 import { finishSignature, signerKeyOf } from './resigning.ts';
@@ -38,23 +33,22 @@ import { AppError, decryptionFailed, problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
-/** How much decrypted content is looked at for a signed entity's header block. */
-const SIGNED_ENTITY_PEEK = 16 * 1024;
+/** How much decrypted content is looked at for a clear-signed entity's header block. */
+const CLEAR_SIGNED_PEEK = 16 * 1024;
 
 /**
- * The signed MIME entity the decrypted content starts, if any: clear-signed (multipart/signed)
- * or opaque-signed (application/pkcs7-mime; smime-type=signed-data). Only as much is read ahead
- * as needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the
- * body, as any other), a header block is read up to its blank line, at most SIGNED_ENTITY_PEEK.
+ * True when the decrypted content starts a clear-signed entity. Only as much is read ahead as
+ * needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the body,
+ * as any other), a header block is read up to its blank line, at most CLEAR_SIGNED_PEEK.
  */
-async function signedEntityAhead(plain: Peekable): Promise<'clear' | 'opaque' | null> {
-  if (!looksLikeHeader(await plain.peek(24))) return null;
-  for (const n of [1024, SIGNED_ENTITY_PEEK]) {
+async function clearSignedAhead(plain: Peekable): Promise<boolean> {
+  if (!looksLikeHeader(await plain.peek(24))) return false;
+  for (const n of [1024, CLEAR_SIGNED_PEEK]) {
     const head = await plain.peek(n);
     if (/\r?\n\r?\n/.test(head.toString('latin1')) || head.length < n)
-      return looksLikeClearSigned(head) ? 'clear' : looksLikeOpaqueSigned(head) ? 'opaque' : null;
+      return looksLikeClearSigned(head);
   }
-  return null;
+  return false;
 }
 
 const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
@@ -328,18 +322,11 @@ async function decryptedContent(
       (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))))
   )
     return { encryptor, ending, ...(await nestedSignedData(plain, b64, signerKey, opts)) };
-  const entity = enveloped && head.contentType === OID.data ? await signedEntityAhead(plain) : null;
-  if (entity === 'clear') {
+  if (enveloped && head.contentType === OID.data && (await clearSignedAhead(plain))) {
     // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
     // entity as the CMS carries it; its signature is verified and a JWS of the signed part
     // is added as for a nested SignedData.
     return { encryptor, ending, source: plain, signing: clearSignedVerifier(opts), inner: null };
-  }
-  if (entity === 'opaque') {
-    // Outlook's signed-then-encrypted mail: the SignedData inside its S/MIME entity is the nested
-    // SignedData once its transfer encoding is undone; converted as that (docs/migration.md).
-    const mime = async () => (await openContainer(plain)).cms;
-    return { encryptor, ending, ...(await nestedSignedData(plain, b64, signerKey, opts, mime)) };
   }
   const signing = enveloped
     ? null
@@ -358,20 +345,16 @@ async function nestedSignedData(
   b64: boolean,
   signerKey: ResolvedKey | null,
   opts: ConvertOptions,
-  unwrap?: () => Promise<AsyncIterable<Buffer>>,
 ): Promise<Pick<Plaintext, 'source' | 'signing' | 'inner'>> {
-  let r: BerReader | null = null;
+  const r = new BerReader(plain);
   try {
-    // The S/MIME entity around an opaque-signed SignedData, when there is one, is read through.
-    const reader = new BerReader(unwrap ? await unwrap() : plain);
-    r = reader;
-    const innerHead = await readHead(reader);
+    const innerHead = await readHead(r);
     if (innerHead.type !== 'signedData' || !innerHead.content)
       throw problem(
         'cms_unsupported',
         'the encrypted content is not a SignedData with its content',
       );
-    const content = new Peekable(reader.octets(innerHead.content));
+    const content = new Peekable(r.octets(innerHead.content));
     await checkNesting(content, 2);
     const source = (async function* () {
       try {
@@ -384,7 +367,7 @@ async function nestedSignedData(
     })();
     const signing = resigning(innerHead, b64, async (digests, jws) =>
       finishSignature({
-        tail: await readTail(reader, innerHead),
+        tail: await readTail(r, innerHead),
         eContentType: innerHead.contentType,
         digests: digests.digest(),
         jws,
@@ -394,7 +377,7 @@ async function nestedSignedData(
         checkSigners: opts.checkSigners,
       }),
     );
-    return { source, signing, inner: reader };
+    return { source, signing, inner: r };
   } catch (err) {
     const source = (async function* () {
       for await (const _ of plain) void _;
