@@ -1,5 +1,5 @@
 /**
- * A batch migration of a folder mixing every archive form through the CLI (issue 13): at least
+ * A batch migration of a folder mixing every archive form through the CLI: at least
  * 200 files made by `openssl cms` (DER, BER, PEM, bare base64, S/MIME .p7m, a whole .eml
  * message, clear-signed multipart/signed, signed-then-encrypted mail, SignedData -nodetach),
  * 4 KiB to 4 MiB of content (log-uniform), migrated by `keyward migrate <folder> --out <dir>

@@ -6,7 +6,7 @@
  *    the credentials of 64 workloads (the same ones as in 3), not one client over and over.
  * 2. The same route with and without bearer checking, called with an already-seen token:
  *    the ratio guarded/open (target >= 0.70).
- * 3. Issuance against a peer (issue 16, target >= 2x): panva's oidc-provider 9, installed on
+ * 3. Issuance against a peer (target >= 2x): panva's oidc-provider 9, installed on
  *    demand outside the project (bench/lib/oidc-peer.ts; skipped with a message, and only this
  *    figure, when it cannot be installed). Fair by construction: both run on this bench's Node
  *    (process.execPath) as child processes on the same machine; 64 clients on each side, each

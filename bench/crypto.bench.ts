@@ -1,9 +1,9 @@
 /**
- * Core API throughput (issue 5), all against baselines measured in the same run:
+ * Core API throughput, all against baselines measured in the same run:
  * 1. Authenticated POST /api/v3/crypto/encrypt of 1 KiB with an AES-256 key, keep-alive,
  *    64 connections, one API process, vs a bare node:http server echoing the same body
  *    (target ratio >= 0.60), with p50/p99; and, for context, the "encrypt floor": the same
- *    bare server doing only what any encrypt must (JSON, AES-GCM, compact JWE); issue 16's ratio,
+ *    bare server doing only what any encrypt must (JSON, AES-GCM, compact JWE); the token endpoint's ratio,
  *    the API against that floor measured alternately (target >= 0.80), with p99.
  * 2. The same with WEB_CONCURRENCY=2 (node:cluster, on Postgres): throughput should grow.
  * 3. RSA-2048 sign through the API vs single-threaded crypto.sign in this process (target >= 1.5x),
@@ -160,7 +160,7 @@ try {
     target: { op: '>=', value: 1.5, of: 'ratio', issue: 5 },
     notes: `${tool}, 64 connections`,
   });
-  // The batch form (contract 3) signs its items concurrently on libuv's pool: the HTTP cost is
+  // The batch form signs its items concurrently on libuv's pool: the HTTP cost is
   // shared by BATCH signatures, so this shows what the pool does with both cores.
   const BATCH = 16;
   const batchBody = JSON.stringify({

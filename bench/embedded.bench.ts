@@ -2,7 +2,7 @@
  * The embedded default (PGlite in DATA_DIR) against Postgres, same run: time from spawn to
  * /readyz on a fresh data directory, idle RSS, peak RSS from start through a 1 GiB and a 4 GiB
  * EnvelopedData conversion, and the 1 GiB conversion's ratio against `openssl cms -decrypt`.
- * Targets (issue 15): embedded ready < 5 s, peak < 250 MB, idle < 150 MB, ratio within 10 % of
+ * Targets: embedded ready < 5 s, peak < 250 MB, idle < 150 MB, ratio within 10 % of
  * Postgres's. Inputs are made once under os.tmpdir() and deleted; each database gets a fresh
  * DATA_DIR (and a fresh Postgres database, dropped after). BENCH_EMBEDDED_MIB shrinks the
  * 1 GiB size (the large input is 4x it) for a quick run; BENCH_DATABASE_URL names the Postgres
@@ -37,7 +37,7 @@
  *   the database process 125 MB; 1 GiB / openssl 0.316 against 0.380 on Postgres. Fresh clone
  *   after npm install (template and compile cache made by scripts/first-start.ts): ready 1.54 s;
  *   with nothing prepared 4.49 s (load average about 2).
- * The figures of the full bench are in the report of issue 15 and in bench/results.
+ * The figures of the full bench are in bench/results.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

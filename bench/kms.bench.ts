@@ -1,5 +1,5 @@
 /**
- * KMS operations of contract 8 (issue 14) against encrypt, measured ABAB in one run on one API
+ * KMS operations (data keys, re-encrypt, MAC, random) against encrypt, measured ABAB in one run on one API
  * process: POST /api/v3/crypto/generate-data-key (AES_256 under an AES-256 key) and
  * POST /api/v3/crypto/generate-mac (HMAC-SHA-256 over 1 KiB), each against
  * POST /api/v3/crypto/encrypt of 1 KiB (target: each at least 0.8 of encrypt), with p50/p99.

@@ -1,5 +1,5 @@
 /**
- * The master keyring's figures (issue 28) on `npm start`'s defaults (the embedded database):
+ * The master keyring's figures on `npm start`'s defaults (the embedded database):
  * - rewrap items/s over BENCH_VERSIONS key versions (default 100,000 over 100 keys, sealed under
  *   k1 with the service stopped), with the encrypt latency (1 KiB, AES-256, p50 and p99) measured during the
  *   rewrap against the same load without one, alternated: alone just before the rewrap and again

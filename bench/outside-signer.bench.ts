@@ -1,5 +1,5 @@
 /**
- * Outside signers (issue 26, contract 10): a 1 GiB SignedData (`openssl cms -sign -binary
+ * Outside signers: a 1 GiB SignedData (`openssl cms -sign -binary
  * -nodetach -stream`, RSA signer, its certificate in the file) converted by the engine with the
  * tenant's archive signing key (the signer's private key not held: verified with the certificate
  * the file carries), against the same file converted with the signer's own key (the peer), in

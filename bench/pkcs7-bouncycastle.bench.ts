@@ -1,6 +1,6 @@
 /**
  * 1 GiB PKCS#7/CMS conversions over HTTP against BouncyCastle's streaming parsers and against the
- * physical floor of a SignedData conversion, alternated in one run (issue 29).
+ * physical floor of a SignedData conversion, alternated in one run.
  *
  * Inputs, in a temporary directory under /tmp: 1 GiB of random bytes made into an EnvelopedData
  * (`openssl cms -encrypt -binary -aes256 -stream`, RSA recipient) and an attached SignedData
@@ -22,12 +22,12 @@
  *   file started at once, wall time until both have ended.
  * Order: EnvelopedData ours, BC, BC, ours (ABBA); SignedData ours, BC, floor, floor, BC, ours.
  * Each ratio is over the sums of both rounds; every round is printed.
- * Targets (issue 29): EnvelopedData ours / BC decrypt <= 0.5; SignedData ours / BC verify <= 1.0;
+ * Targets: EnvelopedData ours / BC decrypt <= 0.5; SignedData ours / BC verify <= 1.0;
  * SignedData ours / the two-SHA floor <= 1.25; the API's peak RSS < 200 MB (sampled every 20 ms
  * through the 1 GiB rounds; the embedded database runs in a process of its own, not counted).
  *
  * The embedded default, then the same rounds on a second API over a fresh database on Postgres
- * (issue 29 asks for both): BENCH_DATABASE_URL names the server (default
+ * (both are measured): BENCH_DATABASE_URL names the server (default
  * postgres://postgres@127.0.0.1:5432/test), BENCH_DATABASE_URL=none runs the embedded one only. BENCH_PKCS7_MIB overrides 1 GiB (smoke runs). The
  * load average is printed at the start and the end and is in every row's notes: the machine's
  * 2 cores are often shared, so read the ratios with it.

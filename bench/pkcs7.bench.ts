@@ -9,7 +9,7 @@
  * (`node api/server.ts`, temp DATA_DIR) with the key imported through import-keystore; each file
  * is streamed from disk with node:http as the file part of convert-pkcs7-to-jose (metadata `{}`),
  * the answer read and discarded; the server's RSS is sampled from /proc every 20 ms.
- * Targets (issue 6): decrypt ratio <= 0.35, verify ratio <= 0.6, server peak RSS < 200 MB.
+ * Targets: decrypt ratio <= 0.35, verify ratio <= 0.6, server peak RSS < 200 MB.
  *
  * BENCH_PKCS7_4G=1 adds a 4 GiB run of ours only (OpenSSL needs about 2.7x the input in RAM)
  * and needs about 12 GiB free under /tmp. BENCH_PKCS7_MIB overrides the 1 GiB size (smoke runs).

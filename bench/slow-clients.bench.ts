@@ -1,5 +1,5 @@
 /**
- * Slow clients (issue 24 defect 3): the service (node api/server.ts on its defaults, but for the
+ * Slow clients: the service (node api/server.ts on its defaults, but for the
  * body and header deadlines, shortened so the run takes seconds) is started under an open-file
  * limit of NOFILE (default 600, through prlimit), and an attacker without credentials opens
  * ATTACK (default 640) connections from 127.0.0.2-9, each a POST /api/v3/auth/token announcing

@@ -1,11 +1,11 @@
 /**
- * An EnvelopedData as mail archives hold it (contract 9): `openssl cms -encrypt -binary -aes256
+ * An EnvelopedData as mail archives hold it: `openssl cms -encrypt -binary -aes256
  * -stream` without -outform, i.e. an S/MIME entity whose body is the base64 of the BER
  * EnvelopedData (about 1.35x the content), converted over HTTP against `openssl cms -decrypt` of
  * the same S/MIME file (OpenSSL reads SMIME by default), same run. Ours: a real API process with
  * the key imported through import-keystore, the file streamed by curl as the file part of
  * convert-pkcs7-to-jose (bench/lib/cms.ts, as the pkcs7 bench), the server's RSS sampled from
- * /proc every 20 ms. Targets (issue 13): ratio <= 0.5, server peak RSS < 200 MB on Postgres.
+ * /proc every 20 ms. Targets: ratio <= 0.5, server peak RSS < 200 MB on Postgres.
  *
  * BENCH_SMIME_MIB sets the content size (default 1024); BENCH_DATABASE_URL (a Postgres server
  * URL) runs the service on a fresh database there, else on the embedded PGlite.

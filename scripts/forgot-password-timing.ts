@@ -1,5 +1,5 @@
 /**
- * Forgot-password timing, known against unknown addresses (issue 24 #7): an in-process API with
+ * Forgot-password timing, known against unknown addresses: an in-process API with
  * an instant local SMTP server, PAIRS pairs of requests (each pair from a loopback address of its
  * own, the order alternating, each known address asked once so its mail budget never runs out),
  * and the median wall time of each kind. Run: node scripts/forgot-password-timing.ts [PAIRS].

@@ -95,7 +95,7 @@ async function call(
   return json;
 }
 
-/** The platform administrator's token; the platform tenant id is printed once at bootstrap (contract 1). */
+/** The platform administrator's token; the platform tenant id is printed once at bootstrap. */
 /** The bootstrap administrator's platform tenant (from the server's first-start line) and token. */
 export async function platformAdmin(
   k: KeywardInstance & { adminPassword: string },

@@ -1,6 +1,6 @@
 /**
  * The token-endpoint peer: panva's oidc-provider 9, imported by absolute path from the bench's
- * cache directory (it is no dependency of the project), configured as issue 16 asks:
+ * cache directory (it is no dependency of the project), configured as a fair peer:
  * client_credentials, resource indicators with one resource server whose access tokens are
  * ES256 JWTs, one ES256 key in jwks, the built-in in-memory adapter, clients that authenticate
  * by client_secret_post. Usage: node oidc-peer-server.ts <port> <install dir> <config.json>

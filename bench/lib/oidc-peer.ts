@@ -1,5 +1,5 @@
 /**
- * panva's oidc-provider 9 as a peer for the token endpoint (issue 16). It is no dependency of
+ * panva's oidc-provider 9 as a peer for the token endpoint. It is no dependency of
  * the project: it is installed on demand into a cache directory outside the repository
  * (~/.cache/keyward-bench/oidc-provider-9, or $KEYWARD_BENCH_CACHE/oidc-provider-9), reused when
  * present, and run as a child process on the bench's own Node (bench/lib/oidc-peer-server.ts).

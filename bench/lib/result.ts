@@ -48,7 +48,7 @@ export function targetMet(
   }
 }
 
-/** The target as a table cell: `ratio >= 0.8 (issue 29)`, `< 200 MB`; empty when there is none. */
+/** The target as a table cell: `ratio >= 0.8`, `< 200 MB`; empty when there is none. */
 export function describeTarget(result: Pick<BenchResult, 'unit' | 'target'>): string {
   const { target } = result;
   if (!target) return '';

@@ -1,5 +1,5 @@
 /**
- * The import rules per folder (issue 12): the folders are the layers, and lint keeps them so.
+ * The import rules per folder: the folders are the layers, and lint keeps them so.
  * One table, read by the ESLint rule `keyward/layers` (eslint.config.js). Paths are
  * project-relative folder prefixes; a package rule names the package (`express` also forbids
  * `express/...`). Type-only imports count: a layer that needs another's types needs its code.

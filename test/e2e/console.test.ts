@@ -424,7 +424,7 @@ describe('the web console in headless Chromium', () => {
       'key.rotate',
     ])
       expect(actions).toContain(action);
-    // Actors read as people and workloads, not bare ids (issue 27): the administrator's e-mail.
+    // Actors read as people and workloads, not bare ids: the administrator's e-mail.
     const actors = await page.locator('tbody tr td:nth-child(3)').allInnerTexts();
     expect(actors.some((a) => a.startsWith(ADMIN_EMAIL))).toBe(true);
     expect(actors.filter((a) => /^user:[0-9a-f-]{36}$/.test(a.trim()))).toEqual([]);

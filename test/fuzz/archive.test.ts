@@ -1,5 +1,5 @@
 /**
- * Mutation fuzzing of the archive-form reader (shared/pkcs7/container.ts, contract 9) at the text
+ * Mutation fuzzing of the archive-form reader (shared/pkcs7/container.ts) at the text
  * level, FUZZ_MUTANTS of them (default 300; FUZZ_SEED replays a run): S/MIME as openssl writes
  * it, clear-signed mail with and without -text and by two signers, PEM, gpgsm's armour labels,
  * bare base64, a .p7m inside a mail, quoted-printable, nested SignedData, get lines dropped, duplicated and swapped, headers invented or folded,
@@ -81,7 +81,7 @@ beforeAll(() => {
     ]);
   const armour = (label: string, b: Buffer) =>
     `-----BEGIN ${label}-----\n${(b.toString('base64').match(/.{1,64}/g) ?? []).join('\n')}\n-----END ${label}-----\n`;
-  // SignedData over SignedData, past the nesting limit (issue 26), as S/MIME.
+  // SignedData over SignedData, past the nesting limit, as S/MIME.
   let input = 'm.txt';
   for (let i = 0; i < 6; i++) {
     ssl.write(`n${i}.der`, signedDer(input));

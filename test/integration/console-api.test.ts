@@ -1,5 +1,5 @@
 /**
- * The console uses the public HTTP API only (issue 17): every call its modules make, read from
+ * The console uses the public HTTP API only: every call its modules make, read from
  * their source, is an operation of the OpenAPI document with that method and path. A call to a
  * path the document does not have (a private endpoint, or a typo) fails here.
  */

@@ -101,7 +101,7 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
   });
 
   // How fast it starts is a figure for bench/, not an assertion: this shared machine measured the
-  // same first start at 9 s alone and 14 s under load (issue 15 owns the start time).
+  // same first start at 9 s alone and 14 s under load.
   it('when it starts for the first time, then /healthz answers 200', async () => {
     if (first.child.exitCode !== null || first.readyAfterMs >= 30_000) {
       throw new Error(

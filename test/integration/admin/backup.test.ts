@@ -1,5 +1,5 @@
 /**
- * Backup and restore (issue 28): a backup taken through the API while the service runs, restored
+ * Backup and restore: a backup taken through the API while the service runs, restored
  * into an empty database of the other engine, gives a service where old ciphertexts decrypt,
  * signatures verify, audit chains verify, workloads log in with their secrets and tokens issued
  * before the backup still verify. Each bad backup or target is refused with nothing written.

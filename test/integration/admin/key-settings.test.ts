@@ -1,5 +1,5 @@
 /**
- * Key settings and automatic rotation (contract 8): PATCH of description, rotationPeriodDays and
+ * Key settings and automatic rotation: PATCH of description, rotationPeriodDays and
  * minDecryptionVersion; key records with their schedule; the scheduler rotating a due key once
  * with two instances on one Postgres; and unknown JSON members refused on every admin endpoint.
  */

@@ -1,5 +1,5 @@
 /**
- * A rewrap interrupted by a database outage (issue 28): the instance reaches the machine's
+ * A rewrap interrupted by a database outage: the instance reaches the machine's
  * Postgres through a TCP proxy the test cuts in the middle of the rewrap (never the server
  * itself). The run stops as failed, with its error in the log and in the status; every item is
  * either as it was or sealed once under the newest id, and all of them open; once the database

@@ -1,5 +1,5 @@
 /**
- * The master keyring and its online rotation (issue 28): material sealed under an old id keeps
+ * The master keyring and its online rotation: material sealed under an old id keeps
  * working through a rewrap and after the old id is removed (context-bound ciphertexts, signatures,
  * workload logins, tokens signed before); a start whose keyring cannot open the database stops
  * naming the ids; a rewrap killed with SIGKILL leaves everything readable and the next run

@@ -1,5 +1,5 @@
 /**
- * The Auth API, the legacy login and the well-known documents as route rows (issue 25): the
+ * The Auth API, the legacy login and the well-known documents as route rows: the
  * answers the rows' framework gives them, where the hand-written routers disagreed or said less.
  * Form refusals name the field in the OAuth shape; the legacy login's refusals keep the OAuth
  * shape and its wrong method is a 405 like the Auth API's (it was a 400 invalid_request).

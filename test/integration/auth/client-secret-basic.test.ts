@@ -1,5 +1,5 @@
 /**
- * client_secret_basic at the token endpoint (RFC 6749 2.3.1, contract 8): the workload's
+ * client_secret_basic at the token endpoint (RFC 6749 2.3.1): the workload's
  * credentials in `Authorization: Basic base64(urlencode(id):urlencode(secret))`, with the same
  * failure rules and budget as the form fields; both at once is invalid_request.
  */
@@ -92,7 +92,7 @@ describe(`client_secret_basic at the token endpoint (${TEST_ENGINE})`, () => {
         expect.stringMatching(/^Basic realm="keyward"/),
       ]);
     }
-    // The form keeps the answers of spec 7.1.
+    // The form keeps the token endpoint's RFC 6749 error answers.
     expect(
       (
         await postForm(app, TOKEN, {

@@ -1,5 +1,5 @@
 /**
- * Forgot-password answers before it does anything about the account (issue 24 #7: for a
+ * Forgot-password answers before it does anything about the account (for a
  * registered address the answer waited for the mail to be handed over, so known addresses were
  * slower in 30 of 30 paired requests). The order is shown by holding or gating the work that
  * comes after the answer, never by a clock.

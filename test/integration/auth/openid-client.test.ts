@@ -1,5 +1,5 @@
 /**
- * A standard OAuth library against Keyward, as a resource server would run it (issue 27):
+ * A standard OAuth library against Keyward, as a resource server would run it:
  * openid-client 6 discovers the server from its RFC 8414 metadata, takes client_credentials
  * tokens with client_secret_basic and client_secret_post, introspects them with both methods
  * (RFC 7662 2.1), revokes them (RFC 7009), and jose verifies them against the JWKS. Before,

@@ -1,5 +1,5 @@
 /**
- * What a caller without credentials can do to others through the token endpoint (issue 24):
+ * What a caller without credentials can do to others through the token endpoint:
  * lock a workload out by sending wrong secrets for its client id (#4), and write without limit
  * into the platform tenant's audit chain with made-up client ids (#5). Every case runs on the
  * runtime lane's exact path and on the variant only Express serves (a query string). Budgets

@@ -1,5 +1,5 @@
 /**
- * Bad input to the AWS KMS API (issue 27, "Bad input"), as one table: malformed JSON, a body over
+ * Bad input to the AWS KMS API ("Bad input"), as one table: malformed JSON, a body over
  * the limit, a blob that is not base64, a wrong X-Amz-Target, unsigned and half-signed requests,
  * another tenant's access key and KeyId, a foreign account's ARN, a stale or altered signature.
  * Each answers the AWS error shape at once, writes nothing, and is audited once the workload is

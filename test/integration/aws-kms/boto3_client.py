@@ -68,7 +68,7 @@ kms.update_alias(AliasName="alias/boto3-moving", TargetKeyId=other)
 out["alias_moved"] = kms.describe_key(KeyId="alias/boto3-moving")["KeyMetadata"]["KeyId"] == other
 out["unknown_key"] = err(kms.describe_key, KeyId="nope")
 
-# Error paths: one for each operation the other tests call only with success (issue 27: every
+# Error paths: one for each operation the other tests call only with success (every
 # operation with success and error paths, through a client made by AWS).
 aes = kms.create_key()["KeyMetadata"]["KeyId"]
 signer = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]

@@ -1,5 +1,5 @@
 /**
- * Access-key revocation across API instances (issue 27: "revokes one across every instance within
+ * Access-key revocation across API instances ("revokes one across every instance within
  * the limits the change feed already keeps"). Two instances share one Postgres database, with
  * Redis (the fast path) and without it (the change feed's poll alone). Instance B verifies a
  * signed request, so it caches the access key; then instance A deletes the key, disables the

@@ -1,5 +1,5 @@
 /**
- * The CLI's typed client against the OpenAPI document (issue 14: "checked against the OpenAPI
+ * The CLI's typed client against the OpenAPI document ("checked against the OpenAPI
  * document, so the CLI and the document cannot drift"): every operation the client calls must be
  * in openApiDocument() with the same method, path template and body media type, and carry the
  * document's operationId as its name where the document gives one.

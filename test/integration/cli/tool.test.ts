@@ -1,5 +1,5 @@
 /**
- * The CLI as a tool (issue 27): packed and installed outside the checkout, `keyward --version`
+ * The CLI as a tool: packed and installed outside the checkout, `keyward --version`
  * fast and silent on stderr, `keyward permissions` a line each, an unknown permission named with
  * its near ones, no secret among any command's options, and encrypt/decrypt of files of any size
  * (before, a 200 KB file answered 413: the JSON limit, unsaid in --help).

@@ -124,7 +124,7 @@ export const ROUTE_FIELDS: Record<string, Field[]> = {};
 
 /**
  * Routes that speak another protocol's error shape than problem+json, declared once for the
- * hostile matrix and the OpenAPI test: the AWS KMS API (contract 10) answers every error as
+ * hostile matrix and the OpenAPI test: the AWS KMS API answers every error as
  * awsJson1_1 `{"__type", "message"}`, because that is what AWS clients parse.
  */
 export const AWS_SHAPED: ReadonlySet<string> = new Set(['POST /']);

@@ -1,5 +1,5 @@
 /**
- * Hostile requests against a route row (issue 25) over a real socket, on the users list of the
+ * Hostile requests against a route row over a real socket, on the users list of the
  * admin API: the query converter reads only plain decimal text as a number, odd query shapes are
  * a 400 (never a 5xx), and the row's access check holds for HEAD, a trailing slash and another
  * letter case of the path.

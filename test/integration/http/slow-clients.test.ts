@@ -1,5 +1,5 @@
 /**
- * Slow and greedy clients (issue 24 defect 3: an unauthenticated client held 200 stalled token
+ * Slow and greedy clients (an unauthenticated client held 200 stalled token
  * bodies open for good, and 640 of them left /healthz unanswerable). With small limits (idle 1 s,
  * small bodies 2 s, headers 1 s, 5 connections per address, 20 in all): stalled and trickling
  * bodies answer 408 and close, on the runtime lane and on Express; stalled headers close; a slow

@@ -1,5 +1,5 @@
 /**
- * Archive forms (contract section 9) through a queued batch: S/MIME as `openssl cms -encrypt`
+ * Archive forms through a queued batch: S/MIME as `openssl cms -encrypt`
  * writes it, `-outform PEM`, and clear-signed mail from `openssl cms -sign`, uploaded as they
  * are, and signed-then-encrypted mail (`-sign | -encrypt`), converted by a real worker process; the results are checked with jose against the
  * bytes each CMS object carries (the signed MIME entity for clear-signed mail).

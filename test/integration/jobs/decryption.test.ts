@@ -1,5 +1,5 @@
 /**
- * The jobs decrypt as their submitter may (issue 24; contract 10), with a real worker, Redis and
+ * The jobs decrypt as their submitter may, with a real worker, Redis and
  * s3rver: the decrypting route of test/integration/migration/decryption-oracle.test.ts that needs
  * the queue. A submitter without crypto.decrypt gets a job of its own whose encrypted input fails
  * with 403 forbidden; with it, every way decryption fails is one decryption-failed, and the

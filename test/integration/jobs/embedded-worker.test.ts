@@ -1,5 +1,5 @@
 /**
- * `npm run worker` beside `npm start` on the embedded default (issue 28): the API on an embedded
+ * `npm run worker` beside `npm start` on the embedded default: the API on an embedded
  * database in a DATA_DIR (no DATABASE_URL), a worker process with the same DATA_DIR and no
  * DATABASE_URL reaching that database through its socket, Redis for the queue, objects in
  * DATA_DIR. A SignedData conversion completes and jose verifies its JWS with the signer's key,

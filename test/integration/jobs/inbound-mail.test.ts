@@ -1,5 +1,5 @@
 /**
- * The inbound-mail archive of issue 26, end to end: a folder of S/MIME messages signed by outside
+ * The inbound-mail archive, end to end: a folder of S/MIME messages signed by outside
  * senders (whose private keys nobody here holds) and encrypted to two recipients (the company's
  * mailbox and the sender's own copy), migrated with `keyward migrate` through two worker
  * processes. Each message is made by the openssl CLI (`cms -sign | cms -encrypt`); every result

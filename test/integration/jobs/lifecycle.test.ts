@@ -1,5 +1,5 @@
 /**
- * Object lifecycle (issue 13 item 5) with a real worker: DELETE of an upload and of a job's
+ * Object lifecycle with a real worker: DELETE of an upload and of a job's
  * results removes exactly the tenant's objects (another tenant's same-named object stays), is
  * audited, and leaves the job readable while its result download answers 404.
  */

@@ -1,5 +1,5 @@
 /**
- * Several recipients through a queued job (contract 10): mail encrypted to its sender and to the
+ * Several recipients through a queued job: mail encrypted to its sender and to the
  * tenant's key converts with the held one, and `targetKid` as a list gives a General JSON JWE that
  * jose's generalDecrypt opens with each target's key (real Redis, s3rver, a worker process). A
  * password is refused at submission: jobs store their metadata.

@@ -1,5 +1,5 @@
 /**
- * Archive forms over HTTP (contract section 9): files as `openssl cms` writes them by default
+ * Archive forms over HTTP: files as `openssl cms` writes them by default
  * (S/MIME), with `-outform PEM`, clear-signed with `-sign` (with and without `-text`), and a mail
  * holding a .p7m attachment, sent to convert and analyze; results checked with jose against the
  * bytes the CMS object carries (for clear-signed mail, the signed MIME entity). Broken wrappers

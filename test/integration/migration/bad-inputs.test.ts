@@ -224,7 +224,7 @@ describe('bad requests to convert', () => {
       406,
       'not-acceptable',
     );
-    // Since issue 13 a SignedData can be answered as multipart/mixed (its content, then the
+    // A SignedData can be answered as multipart/mixed (its content, then the
     // JWS), so an Accept of multipart/* gets that rather than 406.
     const both = await convert(app, actor.user, signed(), {}, undefined, { accept: 'multipart/*' });
     expect(both.status).toBe(200);

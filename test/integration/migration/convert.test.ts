@@ -93,7 +93,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
       name: 'RSA-PSS with SHA-384',
       key: 'rsaSigner',
       args: ['-nodetach', '-md', 'sha384', '-keyopt', 'rsa_padding_mode:pss'],
-      // The alg follows the signing key (SHA-256 for RSA), never the CMS digest (contract 10).
+      // The alg follows the signing key (SHA-256 for RSA), never the CMS digest.
       alg: 'PS256',
     },
     { name: 'ECDSA P-256 in DER', key: 'p256', args: ['-nodetach'], alg: 'ES256' },
@@ -266,7 +266,7 @@ describe('POST analyze-pkcs7', () => {
     );
     expect(r.status).toBe(200);
     const a = r.json();
-    // Convertible: the signer's key is imported for signing, so it re-signs (contract 10).
+    // Convertible: the signer's key is imported for signing, so it re-signs.
     expect(a).toMatchObject({
       contentType: 'signedData',
       encoding: 'ber',

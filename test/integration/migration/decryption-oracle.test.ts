@@ -1,11 +1,11 @@
 /**
- * The generated oracle test (issue 24; contract 10). Every operation the OpenAPI document marks
+ * The generated oracle test. Every operation the OpenAPI document marks
  * `x-keyward-decrypts` has a driver here, or the test fails: a route that decrypts cannot be added
  * without being driven. For each, a caller without crypto.decrypt is refused before anything is
  * decrypted, and for a caller with it every way decryption can fail (a tampered final block, a
  * content key of the wrong length, bad key-transport padding, a flipped tag) answers the same
  * status, slug and body at the same point of the answer, for a small input and, on the stream
- * routes, for one large enough to stream. Then the padding-oracle attack of issue 24 is run
+ * routes, for one large enough to stream. Then the padding-oracle attack is run
  * against convert, and the decryption-failure budget is shown to hold on the runtime API.
  *
  * Inputs are made by OpenSSL, convert and the runtime API, altered with node:crypto and
@@ -380,7 +380,7 @@ describe(`decryption oracles (${TEST_ENGINE})`, () => {
 });
 
 /**
- * The attack of issue 24, defect 1: the content replaced by X || C1 for chosen X, read as "padding
+ * The padding-oracle attack: the content replaced by X || C1 for chosen X, read as "padding
  * valid" on 200 and "invalid" otherwise, guessing the last byte of X. The fixture is remade until
  * the first guess that pads well lies past the budget (with a budget of N a lucky attacker wins a
  * byte with probability about N/256 per window; the test shows the budget's bound, not luck).

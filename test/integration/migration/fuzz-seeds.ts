@@ -1,7 +1,7 @@
 /**
  * The seed files of the HTTP fuzzer (fuzz.test.ts), each made by its real producer in test setup:
  * openssl's signed and enveloped CMS (DER, BER, several signers and recipients, a password
- * recipient, nested 8 deep and at the nesting limit), its archive forms (contract 9: S/MIME,
+ * recipient, nested 8 deep and at the nesting limit), its archive forms (S/MIME,
  * PEM, gpgsm's armour labels, bare base64, clear-signed mail, a .p7m inside a mail,
  * quoted-printable), a certificates-only .p7b, osslsigncode's PKCS#7 v1.5 content that is not an
  * OCTET STRING, and BouncyCastle's X25519 and X448 recipients. The keys that open them are
@@ -20,7 +20,7 @@ const armour = (label: string, der: Buffer) =>
     `-----BEGIN ${label}-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ${label}-----\n`,
   );
 
-/** The archive forms (contract 9) of small CMS objects, as openssl writes them and as mail holds them. */
+/** The archive forms of small CMS objects, as openssl writes them and as mail holds them. */
 function archiveSeeds(ssl: OpenSslDir, rsa: Key, ec: Key): Buffer[] {
   ssl.write(
     'mail.txt',
@@ -75,7 +75,7 @@ function authenticode(ssl: OpenSslDir, k: Key): Buffer {
 
 /**
  * A v1.5 content that is not an OCTET STRING with an indefinite length (no producer writes one:
- * the bad input of issue 26), its eContent a SpcIndirectDataContent type with 4 KiB in it.
+ * a bad input seen in the field), its eContent a SpcIndirectDataContent type with 4 KiB in it.
  */
 function indefiniteV15(): Buffer {
   const head = Buffer.from(
@@ -164,7 +164,7 @@ export async function fuzzSeeds(app: TestApp, actor: Actor, ssl: OpenSslDir): Pr
     encrypt(['-aes-128-cbc', '-stream']),
     encrypt(['-aes-256-cbc'], 'signed.der'),
     encrypt(['-aes-256-cbc', '-stream'], 'large.bin'),
-    // The forms of issue 26: several recipients and signers, a password recipient beside the key
+    // The forms outside producers write: several recipients and signers, a password recipient beside the key
     // one, gpgsm's armour labels, a .p7b, v1.5 content of another type (and without a length),
     // X25519 and X448 recipients, content types nested past the limit and at it.
     encrypt(['-aes-256-cbc', ec.certFile]),

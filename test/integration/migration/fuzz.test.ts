@@ -1,7 +1,7 @@
 /**
  * Mutation fuzzing of the streaming endpoints over HTTP: the real producers' CMS files of
  * fuzz-seeds.ts (openssl's signed and enveloped DER and BER, several signers and recipients,
- * password recipients, nesting, the archive forms of contract 9 and gpgsm's armour, a .p7b,
+ * password recipients, nesting, the archive forms (docs/api.md) and gpgsm's armour, a .p7b,
  * osslsigncode's v1.5 content, BouncyCastle's X25519/X448 recipients) are bit-flipped, truncated,
  * spliced and given edited length bytes, FUZZ_MUTANTS of them (default 400; FUZZ_SEED replays a
  * run), each sent to analyze and convert with one of the metadata of FUZZ_METADATA. Every answer

@@ -1,5 +1,5 @@
 /**
- * The conversion metadata of issue 26 as an attacker sends it: a PWRI `password` is never
+ * The conversion metadata as an attacker sends it: a PWRI `password` is never
  * logged (at LOG_LEVEL debug), stored or echoed, whatever else fails; its PBKDF2 iteration count
  * is capped before any derivation (test/fixtures/pwri.ts writes the files: OpenSSL's CLI always
  * uses 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly

@@ -1,5 +1,5 @@
 /**
- * One output of each form the PKCS#7 → JOSE conversion writes, checked with jwcrypto (issue 26:
+ * One output of each form the PKCS#7 → JOSE conversion writes, checked with jwcrypto (
  * a second JOSE implementation beside jose, Debian's python3-jwcrypto 1.1 run by /usr/bin/python3
  * through test/fixtures/jwcrypto-check.py) against the bytes the openssl-made original signed or
  * encrypted: the detached JWS (b64 false, b64 true, and with the content as a part of its own),
@@ -121,7 +121,7 @@ beforeAll(async () => {
   await importKey(app, actor, ssl, keys.ecSigner, 'sign');
   await importKey(app, actor, ssl, keys.rsaEnc, 'encrypt');
   await importKey(app, actor, ssl, keys.ecEnc, 'encrypt');
-  // Another tenant whose archive signing key re-signs what outsiders signed (contract 10).
+  // Another tenant whose archive signing key re-signs what outsiders signed.
   archiveActor = await makeActor(app, [...PERMISSIONS, 'admin.keys.update']);
   await importKey(app, archiveActor, ssl, keys.archive, 'sign');
   const r = await fetch(

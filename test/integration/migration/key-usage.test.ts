@@ -1,5 +1,5 @@
 /**
- * Key usage that tells the truth (issue 26): certificates made the way users make them (openssl
+ * Key usage that tells the truth: certificates made the way users make them (openssl
  * req -x509 and keytool -genkeypair, neither with keyUsage) import as keys enabled for everything
  * their type does, so an RSA signer re-signs and an EC recipient decrypts; analyze names the key
  * the converter really uses and says not convertible, with the reason, when that key cannot; a

@@ -1,5 +1,5 @@
 /**
- * Outside signers (contract 10): mail signed by someone whose private key the tenant does not
+ * Outside signers: mail signed by someone whose private key the tenant does not
  * hold. The signature is verified with the certificate the file carries or one imported to
  * verify only, optionally up to a trust anchor, and the JWS is signed by the tenant's archive
  * signing key. Files are made with the openssl CLI; every JWS is checked with jose.

@@ -1,5 +1,5 @@
 /**
- * Signature algorithms beyond SHA-2 (issue 26): RSASSA-PSS keys and certificates (id-RSASSA-PSS in
+ * Signature algorithms beyond SHA-2: RSASSA-PSS keys and certificates (id-RSASSA-PSS in
  * the SubjectPublicKeyInfo), Ed448 (RFC 8419) and SHA-3 digests (RFC 9688), each from a real
  * producer made here: openssl (`cms -sign -md sha3-256`, `-keyopt rsa_padding_mode:pss`, `req -x509`
  * with an RSA-PSS key), Python's `cryptography` (PKCS#7 with PSS) and BouncyCastle

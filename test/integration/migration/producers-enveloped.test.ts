@@ -1,5 +1,5 @@
 /**
- * Other producers' armour (issue 26): GnuPG's gpgsm writes `--armor` output as
+ * Other producers' armour: GnuPG's gpgsm writes `--armor` output as
  * `-----BEGIN ENCRYPTED MESSAGE-----` and `-----BEGIN SIGNED MESSAGE-----`. The files are made by
  * the real gpgsm in a throwaway GNUPGHOME holding a key imported from PKCS#12, converted over
  * HTTP with that key imported into the tenant, and every output is checked with jose against the

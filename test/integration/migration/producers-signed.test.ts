@@ -1,6 +1,6 @@
 /**
- * Signed forms of other producers (issue 26), converted with `{}` by the tenant's archive signing
- * key (contract 10: the alg follows the signing key, never the input's digest): an RFC 3161
+ * Signed forms of other producers, converted with `{}` by the tenant's archive signing
+ * key (the alg follows the signing key, never the input's digest): an RFC 3161
  * time-stamp token made by `openssl ts` with a P-256 key over SHA-384 and no certificates; an
  * Authenticode signature by osslsigncode (PKCS#7 v1.5 content that is not an OCTET STRING, signed
  * over its DER value, RFC 2315 section 9.3); a jar signature block by jarsigner (detached, over

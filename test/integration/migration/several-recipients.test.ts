@@ -1,5 +1,5 @@
 /**
- * Several recipients over HTTP (contract 10): mail encrypted to the sender and a recipient
+ * Several recipients over HTTP: mail encrypted to the sender and a recipient
  * converts with whichever key the tenant holds; `targetKid` as a list answers one JWE recipient
  * per target (General JSON Serialization, opened here with jose's generalDecrypt by each target's
  * private key); a password recipient opens with `metadata.password`, and a wrong password answers

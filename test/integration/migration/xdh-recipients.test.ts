@@ -3,7 +3,7 @@
  * EnvelopedData (test/fixtures/java/XdhEnvelope.java; OpenSSL 3.0 cannot) for recipient keys that
  * openssl generates and an EC CA certifies, the keys are imported as PEM keystores, and the JWE
  * for an RSA target is opened with jose. A damaged wrap or another X25519 key answers the one
- * decryption-failed of contract 10.
+ * decryption-failed (docs/decisions.md, "Failures that tell nothing").
  */
 import { randomBytes } from 'node:crypto';
 import { prepareXdh, xdhEnvelopes, xdhKey } from '../../fixtures/xdh-envelope.ts';

@@ -1,5 +1,5 @@
 /**
- * Hostile input against the route row's reader (api/http/input.ts, issue 25): the query
+ * Hostile input against the route row's reader (api/http/input.ts): the query
  * converter turns only plain decimal text into a number, odd query and body shapes are refused
  * as 400 (never thrown as something else), and a refusal bounds the attacker's text it repeats.
  */

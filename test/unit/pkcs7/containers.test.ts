@@ -1,5 +1,5 @@
 /**
- * Archive forms of a CMS object (contract section 9), made by `openssl cms` here: S/MIME as
+ * Archive forms of a CMS object, made by `openssl cms` here: S/MIME as
  * OpenSSL writes it by default, PEM, bare base64, quoted-printable and binary bodies, the .p7m
  * inside a mail with a preamble and folded headers, CRLF and LF files, and clear-signed
  * multipart/signed. Each converts to what its CMS object holds (checked with jose), the analyzer

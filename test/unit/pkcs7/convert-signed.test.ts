@@ -130,7 +130,7 @@ describe('SignedData to a detached JWS', () => {
   for (const c of cases) {
     it(`when the CMS is ${c.name}, then the JWS is ${c.alg} and verifies with jose over the raw content`, async () => {
       const jws = await convertSigned(sign(keys[c.key], c.args));
-      // The alg follows the signing key, never the CMS digest (contract 10).
+      // The alg follows the signing key, never the CMS digest.
       expect(header(jws)).toMatchObject({
         alg: c.alg,
         kid: `${keys[c.key].kid}#1`,

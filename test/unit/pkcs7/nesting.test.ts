@@ -1,10 +1,10 @@
 /**
- * CMS content types nested past MAX_CMS_NESTING (issue 26, bad input "nested content types 8
+ * CMS content types nested past MAX_CMS_NESTING (bad input "nested content types 8
  * deep"): openssl signs (and encrypts) over its own previous output in test setup. A file past the
  * limit is refused with cms-nesting-too-deep before its content is read past the nested heads;
  * one at the limit converts and its JWS verifies with jose over the bytes the outer layer signed.
  * Found inside an encrypted layer, the same depth is a failure of the plaintext: the one
- * decryption-failed at the end of the answer (contract 10), with nothing of a JWS.
+ * decryption-failed at the end of the answer, with nothing of a JWS.
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';

@@ -2,7 +2,7 @@
  * Signed-then-encrypted mail (RFC 8551 section 3.7), as `openssl cms -sign | openssl cms
  * -encrypt` makes it: the EnvelopedData's plaintext is a clear-signed multipart/signed entity.
  * The JWE holds that entity byte for byte; its signature is verified and a third part carries
- * the JWS over the signed MIME entity (contract 5), both checked with jose.
+ * the JWS over the signed MIME entity, both checked with jose.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
@@ -130,7 +130,7 @@ describe('when an S/MIME EnvelopedData holds a clear-signed entity (sign, then e
       metadata: {},
       resolver: resolverFor([rsa, signer]),
     });
-    // Inside encrypted content a bad signature is the one opaque decryption-failed (contract 10):
+    // Inside encrypted content a bad signature is the one opaque decryption-failed:
     // told apart from a bad padding, it would be a padding oracle.
     await expect(collect(r.body)).rejects.toMatchObject({ code: 'decryption_failed' });
   });
