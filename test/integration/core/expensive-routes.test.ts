@@ -20,6 +20,7 @@ import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import { startTestApp, type TestApp } from '../../support/app.ts';
 import { api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
 import { loadNote, scaled } from '../../support/deadline.ts';
+import { probeHealthz } from '../../support/healthz-probe.ts';
 import { signedRequest } from '../../support/sigv4.ts';
 import { pwriEnvelope } from '../../fixtures/pwri.ts';
 import { hostileSignedData, hostileSigner } from '../../fixtures/hostile-cms.ts';
@@ -323,27 +324,6 @@ async function drain(principal: string): Promise<void> {
       }
 }
 
-/** GET /healthz back to back until stop(): answers, failures and the longest gap. */
-function probeHealthz() {
-  const at: number[] = [];
-  let failures = 0;
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const r = await fetch(`${app.url}/healthz`).catch(() => null);
-      if (r?.status === 200) at.push(performance.now());
-      else failures++;
-      await r?.arrayBuffer();
-    }
-  })();
-  return async () => {
-    running = false;
-    await loop;
-    const gaps = at.slice(1).map((t, i) => t - at[i]);
-    return { answers: at.length, failures, longestGapMs: Math.max(0, ...gaps) };
-  };
-}
-
 /** The principals whose budget `body` spent. */
 async function spentDuring<T>(
   body: () => Promise<T>,
@@ -480,7 +460,7 @@ describe('expensive work declared by the route table', () => {
     'when %s is driven with a hostile input while /healthz is probed, then /healthz keeps answering and, where a budget applies, the call spent it and is refused once it is spent',
     async (_op, driver) => {
       const who = await caller();
-      const stop = probeHealthz();
+      const stop = probeHealthz(app.url);
       const { result, principals } = await spentDuring(() => driver.send(who));
       const healthz = await stop();
       expect(`${result.status}${result.type ? ` ${result.type}` : ''}`).toMatch(driver.expected);

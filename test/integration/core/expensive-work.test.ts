@@ -14,27 +14,7 @@ import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import { PERMISSIONS, convert, makeActor, type Actor } from '../migration/helpers.ts';
 import { awsTenant, type AwsTenant } from '../aws-kms/support.ts';
 import { sleep } from '../../support/time.ts';
-
-/** GET /healthz back to back until stop(): how many answered and the longest gap between two. */
-function probeHealthz(app: TestApp) {
-  const at: number[] = [];
-  let failures = 0;
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const r = await fetch(`${app.url}/healthz`).catch(() => null);
-      if (r?.status === 200) at.push(performance.now());
-      else failures++;
-      await r?.arrayBuffer();
-    }
-  })();
-  return async () => {
-    running = false;
-    await loop;
-    const gaps = at.slice(1).map((t, i) => t - at[i]);
-    return { answers: at.length, failures, longestGapMs: Math.max(0, ...gaps) };
-  };
-}
+import { probeHealthz } from '../../support/healthz-probe.ts';
 
 /** The expensive tasks started while `body` runs. */
 async function tasksDuring(app: TestApp, body: () => Promise<void>): Promise<string[]> {
@@ -84,7 +64,7 @@ describe('PWRI key derivation', () => {
     const hostile = pwriEnvelope(data, password, 1_000_000);
     const atCap = pwriEnvelope(data, password, MAX_ITERATIONS, 'sha512');
     const metadata = { password, targetKid: 'target' };
-    const stop = probeHealthz(app);
+    const stop = probeHealthz(app.url);
     let refused: Array<{ status: number; type: string }> = [];
     let converted: number[] = [];
     const tasks = await tasksDuring(app, async () => {
@@ -146,7 +126,7 @@ describe('GenerateDataKeyPair', () => {
   afterAll(() => app?.stop());
 
   it('when four RSA-4096 pairs are asked for at once, then three are generated on the expensive-work pool, the fourth is LimitExceededException, and /healthz keeps answering', async () => {
-    const stop = probeHealthz(app);
+    const stop = probeHealthz(app.url);
     let answers: Array<{ status: number; body: Record<string, unknown> }> = [];
     const tasks = await tasksDuring(app, async () => {
       answers = await Promise.all(
