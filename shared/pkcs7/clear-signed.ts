@@ -11,6 +11,7 @@ import { OID, oidName } from '../asn1/oids.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { problem } from '../errors/index.ts';
+import { parseContentType } from '../mime/header-params.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import { openContainer, type Container } from './container.ts';
 import { finishSignature, signedResult, signerKeyOf } from './resigning.ts';
@@ -123,6 +124,25 @@ export function looksLikeClearSigned(head: Buffer): boolean {
   const block = text.slice(0, end).replace(/\r?\n[ \t]+/g, ' ');
   return /^content-type:[ \t]*multipart\/signed\b.*protocol="?application\/(x-)?pkcs7-signature/im.test(
     block,
+  );
+}
+
+/**
+ * True when bytes start a MIME entity holding an opaque-signed SignedData (RFC 8551 section
+ * 3.5.2: application/pkcs7-mime with smime-type=signed-data), the form Outlook encrypts.
+ */
+export function looksLikeOpaqueSigned(head: Buffer): boolean {
+  const text = head.toString('latin1');
+  const end = text.search(/\r?\n\r?\n/);
+  if (end === -1) return false;
+  const block = text.slice(0, end).replace(/\r?\n[ \t]+/g, ' ');
+  const raw = /^content-type:[ \t]*(.*)$/im.exec(block)?.[1];
+  const mt = raw === undefined ? undefined : parseContentType(raw.trim());
+  return (
+    mt !== undefined &&
+    mt.type === 'application' &&
+    (mt.subtype === 'pkcs7-mime' || mt.subtype === 'x-pkcs7-mime') &&
+    mt.params['smime-type']?.toLowerCase() === 'signed-data'
   );
 }
 

@@ -23,8 +23,14 @@ import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey } from './recipients.ts';
 import { chooseRecipient, targetKeysOf } from './recipient-choice.ts';
 import { looksLikeHeader } from '../mime/entity.ts';
-import { clearSignedVerifier, looksLikeClearSigned } from './clear-signed.ts';
+import {
+  clearSignedVerifier,
+  looksLikeClearSigned,
+  looksLikeOpaqueSigned,
+} from './clear-signed.ts';
+import { openContainer } from './container.ts';
 import { Peekable } from './peekable.ts';
+import { heldToEnd } from '../spool.ts';
 import { checkNesting } from './nesting.ts';
 import { finishSignature, signerKeyOf } from './resigning.ts';
 import { ContentDigests } from './signers.ts';
@@ -33,22 +39,23 @@ import { AppError, decryptionFailed, problem } from '../errors/index.ts';
 
 const OCTET = 'application/octet-stream';
 const JOSE = 'application/jose+json';
-/** How much decrypted content is looked at for a clear-signed entity's header block. */
-const CLEAR_SIGNED_PEEK = 16 * 1024;
+/** How much decrypted content is looked at for a signed entity's header block. */
+const SIGNED_ENTITY_PEEK = 16 * 1024;
 
 /**
- * True when the decrypted content starts a clear-signed entity. Only as much is read ahead as
- * needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the body,
- * as any other), a header block is read up to its blank line, at most CLEAR_SIGNED_PEEK.
+ * The signed MIME entity the decrypted content starts, if any: clear-signed (multipart/signed)
+ * or opaque-signed (application/pkcs7-mime; smime-type=signed-data). Only as much is read ahead
+ * as needed: 24 bytes decide for binary content (so a small bad ciphertext still fails in the
+ * body, as any other), a header block is read up to its blank line, at most SIGNED_ENTITY_PEEK.
  */
-async function clearSignedAhead(plain: Peekable): Promise<boolean> {
-  if (!looksLikeHeader(await plain.peek(24))) return false;
-  for (const n of [1024, CLEAR_SIGNED_PEEK]) {
+async function signedEntityAhead(plain: Peekable): Promise<'clear' | 'opaque' | null> {
+  if (!looksLikeHeader(await plain.peek(24))) return null;
+  for (const n of [1024, SIGNED_ENTITY_PEEK]) {
     const head = await plain.peek(n);
     if (/\r?\n\r?\n/.test(head.toString('latin1')) || head.length < n)
-      return looksLikeClearSigned(head);
+      return looksLikeClearSigned(head) ? 'clear' : looksLikeOpaqueSigned(head) ? 'opaque' : null;
   }
-  return false;
+  return null;
 }
 
 const SIGNED_DATA_PREFIX = Buffer.from('06092a864886f70d010702', 'hex');
@@ -255,6 +262,8 @@ interface Plaintext {
   inner: BerReader | null;
   /** True just before the last piece of plaintext is handed on, once padding and tag checked out. */
   ending(): boolean;
+  /** The answer is produced to its end before any of it is handed on (see `heldToEnd`). */
+  held?: boolean;
 }
 
 /**
@@ -322,11 +331,21 @@ async function decryptedContent(
       (head.contentType === OID.data && looksLikeSignedData(await plain.peek(24))))
   )
     return { encryptor, ending, ...(await nestedSignedData(plain, b64, signerKey, opts)) };
-  if (enveloped && head.contentType === OID.data && (await clearSignedAhead(plain))) {
+  const entity = enveloped && head.contentType === OID.data ? await signedEntityAhead(plain) : null;
+  if (entity === 'clear') {
     // Signed-then-encrypted mail (RFC 8551 section 3.7): the JWE holds the clear-signed
     // entity as the CMS carries it; its signature is verified and a JWS of the signed part
     // is added as for a nested SignedData.
     return { encryptor, ending, source: plain, signing: clearSignedVerifier(opts), inner: null };
+  }
+  if (entity === 'opaque') {
+    // Outlook's signed-then-encrypted mail: the SignedData inside its S/MIME entity is the nested
+    // SignedData once its transfer encoding is undone; converted as that. Its answer is held to
+    // the end: a tampered block makes the base64 text or MIME head around the SignedData fail
+    // where it lies, and that place must not show (docs/api.md, decryption failures).
+    const mime = async () => (await openContainer(plain)).cms;
+    const nested = await nestedSignedData(plain, b64, signerKey, opts, mime);
+    return { encryptor, ending, held: true, ...nested };
   }
   const signing = enveloped
     ? null
@@ -345,16 +364,20 @@ async function nestedSignedData(
   b64: boolean,
   signerKey: ResolvedKey | null,
   opts: ConvertOptions,
+  unwrap?: () => Promise<AsyncIterable<Buffer>>,
 ): Promise<Pick<Plaintext, 'source' | 'signing' | 'inner'>> {
-  const r = new BerReader(plain);
+  let r: BerReader | null = null;
   try {
-    const innerHead = await readHead(r);
+    // The S/MIME entity around an opaque-signed SignedData, when there is one, is read through.
+    const reader = new BerReader(unwrap ? await unwrap() : plain);
+    r = reader;
+    const innerHead = await readHead(reader);
     if (innerHead.type !== 'signedData' || !innerHead.content)
       throw problem(
         'cms_unsupported',
         'the encrypted content is not a SignedData with its content',
       );
-    const content = new Peekable(r.octets(innerHead.content));
+    const content = new Peekable(reader.octets(innerHead.content));
     await checkNesting(content, 2);
     const source = (async function* () {
       try {
@@ -367,7 +390,7 @@ async function nestedSignedData(
     })();
     const signing = resigning(innerHead, b64, async (digests, jws) =>
       finishSignature({
-        tail: await readTail(r, innerHead),
+        tail: await readTail(reader, innerHead),
         eContentType: innerHead.contentType,
         digests: digests.digest(),
         jws,
@@ -377,7 +400,7 @@ async function nestedSignedData(
         checkSigners: opts.checkSigners,
       }),
     );
-    return { source, signing, inner: r };
+    return { source, signing, inner: reader };
   } catch (err) {
     const source = (async function* () {
       for await (const _ of plain) void _;
@@ -514,5 +537,8 @@ function jweAnswer(
       await outcome.ended();
     }
   }
-  return { contentType: mp.contentType, body: guarded() };
+  return {
+    contentType: mp.contentType,
+    body: plaintext.held ? heldToEnd(guarded()) : guarded(),
+  };
 }

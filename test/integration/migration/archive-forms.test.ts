@@ -206,6 +206,53 @@ describe('when signed-then-encrypted mail (openssl cms -sign | openssl cms -encr
   });
 });
 
+describe("when Outlook's form (an opaque-signed entity inside the envelope: openssl cms -sign -nodetach | openssl cms -encrypt) is converted", () => {
+  it('then the JWE holds the signed content and its third part is a JWS jose verifies over it, naming the original signer', async () => {
+    // Regression: the S/MIME entity of the SignedData was passed on as data, its signer neither
+    // verified nor recorded, and nothing said so.
+    const opaque = clearSign(signer, ['-nodetach']);
+    expect(opaque.toString('latin1')).toMatch(/smime-type=signed-data/);
+    ssl.write('opaque.eml', opaque);
+    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque.eml', rsa.certFile]);
+    const a = await convert(app, actor.user, mail);
+    expect(a.status).toBe(200);
+    const jwe = await openJwe(a, rsa.privateKey);
+    expect(jwe.closed).toBe(true);
+    // What the SignedData carries: openssl signs the CRLF-canonical text.
+    expect(jwe.plaintext.equals(crlf(TEXT))).toBe(true);
+    expect(jwe.parts).toHaveLength(3);
+    expect(jwe.parts[2].contentType).toBe('application/jose+json');
+    const jws = JSON.parse(jwe.parts[2].body.toString());
+    await verifyDetached(jws, crlf(TEXT), publicOf(signer));
+    expect(protectedOf(jws).kw_signers).toEqual([
+      expect.objectContaining({ verified: 'signature' }),
+    ]);
+  });
+
+  it('then a signature that does not match its content fails as the one decryption-failed, before any of the answer', async () => {
+    const opaque = clearSign(signer, ['-nodetach']).toString('latin1');
+    // One character of the base64 SignedData's content changed (inside the content, so the DER
+    // stays well formed and only the digest differs).
+    const b64 = opaque.slice(opaque.search(/\r?\n\r?\n/)).replace(/\s+/g, '');
+    const der = Buffer.from(b64, 'base64');
+    const at = der.indexOf(Buffer.from('archived line 1500'));
+    der[at] ^= 0x20;
+    const lines = der
+      .toString('base64')
+      .match(/.{1,64}/g)!
+      .join('\n');
+    ssl.write(
+      'opaque-bad.eml',
+      Buffer.from(`${opaque.slice(0, opaque.search(/\r?\n\r?\n/))}\n\n${lines}\n`, 'latin1'),
+    );
+    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque-bad.eml', rsa.certFile]);
+    const a = await convert(app, actor.user, mail);
+    // The opaque form's answer is held to its end: the failure is a problem before it begins.
+    expect(a.status).toBe(400);
+    expect(a.json().type).toMatch(/\/problems\/decryption-failed$/);
+  });
+});
+
 describe('when a conversion is asked for as application/jose+json (flattened JSON JWE)', () => {
   it('then an enveloped input answers one JSON JWE that jose flattenedDecrypt opens as it is', async () => {
     const small = Buffer.from('a short archived letter\n'.repeat(100));

@@ -267,6 +267,26 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
     expect(() => decryptJwe(multipartJwe(r).jwe, [keys.rsaEnc, wrongKey])).toThrow();
   });
 
+  it('when mail to two held recipients is converted without targetKid, then jwcrypto decrypts each recipient of the JWE with its own key', async () => {
+    const file = ssl.run([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-in',
+      'data.bin',
+      '-outform',
+      'DER',
+      keys.rsaEnc.certFile,
+      keys.ecEnc.certFile,
+    ]);
+    const r = await convert(app, actor.user, file);
+    expect(r.status).toBe(200);
+    const checks = decryptJwe(multipartJwe(r).jwe, [keys.rsaEnc, keys.ecEnc]);
+    expect(checks.map((c) => c.kid)).toEqual([`${keys.rsaEnc.kid}#1`, `${keys.ecEnc.kid}#1`]);
+    for (const c of checks) expect(plaintextOf(c).equals(binary)).toBe(true);
+  });
+
   it('when Accept is application/jose+json, then the one JSON JWE decrypts to the original bytes', async () => {
     const file = cms([
       '-encrypt',
@@ -319,6 +339,38 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
     const [check] = decryptJwe(jwe, [keys.rsaEnc]);
     expect(plaintextOf(check).equals(crlf(ssl.read('signed.eml')))).toBe(true);
     // openssl cms -sign writes the entity as the text with CRLF line ends, no header of its own.
+    const [signature] = verifyJws(JSON.parse(parts[2].body.toString()), crlf(text), [
+      keys.ecSigner,
+    ]);
+    expect(signature).toMatchObject({ payload: 'json-string', header: { alg: 'ES256' } });
+  });
+
+  it('when Outlook’s form (an opaque-signed entity, openssl cms -sign -nodetach, then encrypted) is converted, then the JWE holds the signed content and its third part’s JWS verifies over it', async () => {
+    ssl.write(
+      'opaque.eml',
+      ssl.run([
+        'cms',
+        '-sign',
+        '-nodetach',
+        '-in',
+        'text.txt',
+        '-signer',
+        keys.ecSigner.certFile,
+        '-inkey',
+        keys.ecSigner.keyFile,
+      ]),
+    );
+    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque.eml', keys.rsaEnc.certFile]);
+    const r = await convert(app, actor.user, mail);
+    expect(r.status).toBe(200);
+    const { parts, jwe } = multipartJwe(r);
+    expect(parts.map((p) => p.contentType)).toEqual([
+      'application/jose+json',
+      'application/octet-stream',
+      'application/jose+json',
+    ]);
+    const [check] = decryptJwe(jwe, [keys.rsaEnc]);
+    expect(plaintextOf(check).equals(crlf(text))).toBe(true);
     const [signature] = verifyJws(JSON.parse(parts[2].body.toString()), crlf(text), [
       keys.ecSigner,
     ]);

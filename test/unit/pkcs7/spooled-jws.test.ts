@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { flattenedVerify } from 'jose';
-import { SPOOL_MEMORY, SpooledJwsSigner } from '../../../shared/jose/spooled-jws.ts';
+import { SpooledJwsSigner } from '../../../shared/jose/spooled-jws.ts';
+import { SPOOL_MEMORY } from '../../../shared/spool.ts';
 import type { ResolvedKey } from '../../../shared/jose/types.ts';
 
 function key(kid: string, type: 'ec' | 'ed25519'): ResolvedKey {
