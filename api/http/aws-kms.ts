@@ -105,7 +105,7 @@ const budgetSpent = (retryAfter: number) =>
 /**
  * The access key whose signature verifies, with the body it signs. Until then the caller is
  * anonymous: nothing it sends is written in the key's tenant chain. As at the token endpoint
- * (api/services/auth/grants.ts, unknown client ids), every refusal once an access key id is named
+ * (api/services/auth/client-auth.ts, unknown client ids), every refusal once an access key id is named
  * is tallied in the platform chain (one event per address and second, actor `anonymous`,
  * target the access key and address) and spends the failure budget of the (access key, address)
  * pair, or of the address alone for an id that names no key; past it, 429 LimitExceededException

@@ -22,7 +22,7 @@ import {
 } from '../../http/auth-schemas.ts';
 import { issueToken, revokePresentedToken } from '../../services/auth/token-endpoint.ts';
 import { introspect } from '../../services/auth/introspection.ts';
-import { BASIC_CHALLENGE } from '../../services/auth/grants.ts';
+import { BASIC_CHALLENGE } from '../../services/auth/client-auth.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
 import type { OAuthRoute } from '../../http/runtime-route.ts';
 

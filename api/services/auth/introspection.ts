@@ -23,7 +23,7 @@ import {
   clientAuthOf,
   clientRateKey,
   type ClientAuth,
-} from './grants.ts';
+} from './client-auth.ts';
 import { withAuthBudget } from './rate-limits.ts';
 import { clientActor } from '../../../shared/audit/actor.ts';
 

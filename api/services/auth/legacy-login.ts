@@ -6,14 +6,10 @@
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
 import { AUDIENCE_LEGACY } from './access-tokens.ts';
-import {
-  authenticateWorkload,
-  clientRateKey,
-  legacyTokens,
-  refreshRateKey,
-  refreshTokenGrant,
-  type TokenResponse,
-} from './grants.ts';
+import { authenticateWorkload, clientRateKey } from './client-auth.ts';
+import type { TokenResponse } from './grants/grant.ts';
+import { refreshRateKey, refreshTokenGrant } from './grants/refresh-token.ts';
+import { legacyTokens } from './grants/tokens.ts';
 import { withAuthBudget } from './rate-limits.ts';
 import { countIssue } from './token-metrics.ts';
 import { clientActor } from '../../../shared/audit/actor.ts';

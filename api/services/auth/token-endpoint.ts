@@ -5,14 +5,9 @@
  */
 import type { AppContext } from '../../context.ts';
 import { OAuthError } from '../../../shared/errors/index.ts';
-import {
-  GRANTS,
-  basicClientAuth,
-  clientAuthOf,
-  type ClientAuth,
-  type Grant,
-  type TokenResponse,
-} from './grants.ts';
+import { basicClientAuth, clientAuthOf, type ClientAuth } from './client-auth.ts';
+import { GRANTS } from './grants/index.ts';
+import type { Grant, TokenResponse } from './grants/grant.ts';
 import { withAuthBudget } from './rate-limits.ts';
 import { revokeRefreshFamily } from './refresh-tokens.ts';
 import { countIssue } from './token-metrics.ts';

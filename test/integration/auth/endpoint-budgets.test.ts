@@ -16,7 +16,7 @@ import {
   workloadToken,
   type TestTenant,
 } from '../../support/auth.ts';
-import { GRANTS } from '../../../api/services/auth/grants.ts';
+import { GRANTS } from '../../../api/services/auth/grants/index.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
 import {
