@@ -3,7 +3,7 @@
  * (PGlite and a generated master key in a temp DATA_DIR), started, stopped with SIGTERM and
  * started again on the same directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { SCHEMA } from '../../shared/config/index.ts';
 import { openDatabase } from '../../shared/db/knex.ts';
 import { freePort } from '../support/free-port.ts';
 import { sleep } from '../support/time.ts';
+import { READY_BASE_MS, loadNote, scaled } from '../support/deadline.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
 
@@ -48,10 +49,11 @@ async function startServer(dataDir: string): Promise<Running> {
     child.once('close', (code) => resolve(code)),
   );
   const url = `http://127.0.0.1:${port}`;
-  // Waits up to 30 s: a start that never becomes ready fails the first test with its timing while
-  // the later ones still run. Ready means /healthz answers and the line the server logs
+  // Waits up to READY_BASE_MS times the load's scale (docs/testing.md): a start that never becomes
+  // ready fails the first test with its timing while the later ones still run. Ready means /healthz answers and the line the server logs
   // once it listens has crossed the pipe, so everything printed before it is in `out`.
-  while (Date.now() - started < 30_000 && child.exitCode === null) {
+  const limit = scaled(READY_BASE_MS);
+  while (Date.now() - started < limit && child.exitCode === null) {
     const status = await fetch(`${url}/healthz`).then(
       (r) => r.status,
       () => 0,
@@ -103,14 +105,42 @@ describe('lifecycle of node api/server.ts on embedded defaults', () => {
   // How fast it starts is a figure for bench/, not an assertion: this shared machine measured the
   // same first start at 9 s alone and 14 s under load.
   it('when it starts for the first time, then /healthz answers 200', async () => {
-    if (first.child.exitCode !== null || first.readyAfterMs >= 30_000) {
+    const limit = scaled(READY_BASE_MS);
+    if (first.child.exitCode !== null || first.readyAfterMs >= limit) {
       throw new Error(
-        `not ready within 30 s (exit ${first.child.exitCode}, ${first.readyAfterMs} ms):\n${first.stdout()}${first.stderr()}`,
+        `not ready within ${limit} ms, ${loadNote()} (exit ${first.child.exitCode}, ${first.readyAfterMs} ms):\n${first.stdout()}${first.stderr()}`,
       );
     }
     const res = await fetch(`${first.url}/healthz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it("when the README's commands against a running API are run word for word, then each answers what the README shows", async () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const lines = [...readme.matchAll(/^```sh\n([\s\S]*?)^```/gm)]
+      .flatMap((m) => m[1].split('\n'))
+      .filter((l) => /^(curl|open) .*http:\/\/127\.0\.0\.1:8080/.test(l));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    for (const line of lines) {
+      const [command, shown] = line.split(/\s+#\s+/);
+      const words = command.trim().split(/\s+/);
+      const url = words.at(-1)!.replace('http://127.0.0.1:8080', first.url);
+      if (words[0] === 'curl') {
+        expect(words.slice(0, -1)).toEqual(['curl', '-s']);
+        const out = execFileSync('curl', ['-s', url], { encoding: 'utf8' });
+        expect({ line, answer: JSON.parse(out) }).toEqual({ line, answer: JSON.parse(shown) });
+      } else {
+        // `open` hands the URL to a browser: the page it opens is HTML.
+        expect(words[0]).toBe('open');
+        const res = await fetch(url);
+        expect({ line, status: res.status, type: res.headers.get('content-type') }).toEqual({
+          line,
+          status: 200,
+          type: expect.stringMatching(/^text\/html/),
+        });
+      }
+    }
   });
 
   it('when it starts for the first time, then the bootstrap credentials are printed once on stdout and never logged', () => {
