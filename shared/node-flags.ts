@@ -6,15 +6,14 @@
  *   Buffers of 64 to 112 KiB per batch streamed, and their memory is only released when the young
  *   generation is swept; at Node's default size (16 MB semi-spaces here) hundreds of MB of dead
  *   buffers pile up between sweeps, out of cache, and a large conversion costs several times the
- *   CPU. 1 MB was the setting until 2026-11-26, and it cost the small requests: the 64
- *   connections in flight keep their objects alive across the frequent scavenges, which then
- *   promote them. 4 MB keeps most of the conversion's gain and gives the small requests their
+ *   CPU. 1 MB costs the small requests: the 64 connections in flight keep their objects alive
+ *   across the frequent scavenges, which then promote them. 4 MB keeps most of the conversion's gain and gives the small requests their
  *   CPU and their p99 back (measured alternately in one session).
  * Concurrent array-buffer sweeping stays on (V8's default): the memory of dead Buffers is freed
- *   by a V8 background thread after the GC that finds them. Until 2026-11-27 the service turned
- *   it off, to keep malloc from growing ahead of the frees during a conversion; since the malloc
- *   settings below, that no longer shows (peak RSS the same), while sweeping inside the pause
- *   made every major GC about twice as long (the token p99 spikes) and conversions slower.
+ *   by a V8 background thread after the GC that finds them. Turning it off kept malloc from
+ *   growing ahead of the frees during a conversion before the malloc settings below; with them
+ *   peak RSS is the same either way, while sweeping inside the pause makes every major GC about
+ *   twice as long (the token p99 spikes) and conversions slower.
  * --no-allocation-site-pretenuring: V8 never decides that the objects of an allocation site are
  *   long-lived and allocates them straight in the old generation. It decides so for a site whose
  *   objects were mostly alive at one scavenge, and in a streamed conversion, whose buffers bring a
