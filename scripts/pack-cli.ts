@@ -43,11 +43,16 @@ try {
   mkdirSync(join(stage, 'bin'));
   cpSync(join(root, 'bin/keyward.js'), join(stage, 'bin/keyward.js'));
 
-  // The npm packages the compiled code imports, and theirs: bundled (bundleDependencies).
   const files = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
       e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
     );
+  // Files the compiled code reads beside itself (the KMS plugin's vendored api.proto): tsc copies
+  // only what it compiles.
+  for (const file of files(join(root, 'bin')).filter((f) => f.endsWith('.proto')))
+    cpSync(file, join(stage, 'dist', relative(root, file)));
+
+  // The npm packages the compiled code imports, and theirs: bundled (bundleDependencies).
   const direct = new Set<string>();
   for (const file of files(join(stage, 'dist'))) {
     for (const m of readFileSync(file, 'utf8').matchAll(

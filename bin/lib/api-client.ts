@@ -113,8 +113,10 @@ const op = <P extends string, K extends BodyKind = 'json', R extends Reply = 'js
 type PathParams<P extends string> = P extends `${string}{${infer N}}${infer R}`
   ? { [K in N]: string } & PathParams<R>
   : unknown;
-export type Args<P extends string, B, Q> = PathParams<P> &
-  ([B] extends [never] ? unknown : { body?: B }) &
+export type Args<P extends string, B, Q> = PathParams<P> & {
+  /** Ends the request early (a caller's deadline). */
+  signal?: AbortSignal;
+} & ([B] extends [never] ? unknown : { body?: B }) &
   ([Q] extends [never] ? unknown : { query?: Q });
 
 const P = '/api/v3/admin/platform';
@@ -213,7 +215,11 @@ export type Api = {
     : never;
 };
 
-type Loose = Record<string, unknown> & { body?: unknown; query?: Record<string, unknown> };
+type Loose = Record<string, unknown> & {
+  body?: unknown;
+  query?: Record<string, unknown>;
+  signal?: AbortSignal;
+};
 
 /** The path with its `{name}` parameters filled in (each percent-encoded) and the query appended. */
 export function resolvePath(op: AnyOperation, args: Loose): string {
@@ -276,6 +282,7 @@ async function call(client: KeywardClient, op: AnyOperation, args: Loose = {}): 
     path,
     body === undefined ? undefined : () => encode(op, body),
     op.reply === 'json' ? 'application/json' : undefined,
+    args.signal,
   );
   return answer(res, op, `${op.method} ${path}`);
 }

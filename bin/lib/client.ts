@@ -30,6 +30,11 @@ export interface ClientOptions {
   tenant?: string;
   /** The command making the requests (`keyward migrate`), named when --tenant is refused. */
   command?: string;
+  /**
+   * The deadline of each request, token requests included (a long-running caller such as
+   * `keyward kms-plugin` must not wait on a service that stopped answering); none by default.
+   */
+  timeoutMs?: number;
   /** For tests: the clock. */
   now?: () => number;
 }
@@ -111,6 +116,7 @@ export class KeywardClient {
   readonly #now: () => number;
   readonly #tenant: string | undefined;
   readonly #command: string | undefined;
+  readonly #timeoutMs: number | undefined;
   #token: { value: string; expiresAt: number } | null = null;
   #renewing: Promise<string> | null = null;
   /** How many tokens this client obtained (for the summary and tests). */
@@ -124,6 +130,14 @@ export class KeywardClient {
     this.#now = opts.now ?? Date.now;
     this.#tenant = opts.tenant || undefined;
     this.#command = opts.command;
+    this.#timeoutMs = opts.timeoutMs;
+  }
+
+  /** The signal a request waits under: the caller's, the client's deadline, or both. */
+  #deadline(signal?: AbortSignal): AbortSignal | undefined {
+    const own = this.#timeoutMs === undefined ? undefined : AbortSignal.timeout(this.#timeoutMs);
+    if (own && signal) return AbortSignal.any([own, signal]);
+    return own ?? signal;
   }
 
   /**
@@ -158,6 +172,7 @@ export class KeywardClient {
         client_id: this.#clientId,
         client_secret: this.#clientSecret,
       }).toString(),
+      signal: this.#deadline(),
     });
     const body = await parse(res);
     if (res.status !== 200 || typeof body.access_token !== 'string')
@@ -172,12 +187,16 @@ export class KeywardClient {
     return body.access_token;
   }
 
-  /** Sends a request with the bearer token; on 401 renews the token once and sends it again. */
+  /**
+   * Sends a request with the bearer token; on 401 renews the token once and sends it again.
+   * `signal` ends the request early (the client's own deadline applies as well).
+   */
   async request(
     method: string,
     path: string,
     make?: BodyFactory,
     accept?: string,
+    signal?: AbortSignal,
   ): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.token(attempt > 0);
@@ -193,6 +212,7 @@ export class KeywardClient {
         method,
         headers,
         body,
+        signal: this.#deadline(signal),
         ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
       } as RequestInit);
       if (res.status === 401 && attempt === 0) {

@@ -93,6 +93,11 @@ export const COMMANDS: Command[] = [
     },
   ),
   lazy(
+    'kms-plugin',
+    'Serve the Kubernetes KMS v2 plugin API on a unix socket, sealing with a Keyward key',
+    () => import('./kms-plugin.ts').then((m) => m.kmsPluginCommand),
+  ),
+  lazy(
     'migrate',
     'Convert a directory or bucket prefix of PKCS#7/CMS files to JOSE through the service',
     () => import('./migration.ts').then((m) => m.migrateCommand),

@@ -5,11 +5,9 @@
  */
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createApi } from '../api-client.ts';
-import { KeywardClient } from '../client.ts';
 import { migrate, parseLocation } from '../migrate.ts';
-import { EXIT, UsageError, str, type Command, type Invocation } from '../command.ts';
-import { CredentialStore } from '../session.ts';
-import { connect, profileName, requestedTenant } from './session.ts';
+import { EXIT, UsageError, str, type Command } from '../command.ts';
+import { WORKLOAD_OPTIONS, workloadClient } from './session.ts';
 
 function positiveInt(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -18,46 +16,6 @@ function positiveInt(value: string | undefined, name: string, fallback: number):
     throw new UsageError(`${name} must be a positive integer, got ${value}`);
   return n;
 }
-
-/**
- * The client of migrate and analyze: the saved login of --profile when given; else a workload's
- * client credentials when KEYWARD_CLIENT_ID (or --client-id) is set, the secret from
- * KEYWARD_CLIENT_SECRET (never an argument: a command line is visible to other users); else the
- * saved login of KEYWARD_PROFILE or "default", as every other command uses.
- */
-function workloadClient(inv: Invocation): KeywardClient {
-  if (str(inv.values, 'profile') !== undefined) return connect(inv).client;
-  const clientId = str(inv.values, 'client-id') ?? process.env.KEYWARD_CLIENT_ID;
-  if (clientId) {
-    const url = str(inv.values, 'url') ?? process.env.KEYWARD_URL;
-    const clientSecret = process.env.KEYWARD_CLIENT_SECRET;
-    if (!url) throw new UsageError('the service URL is missing: --url or KEYWARD_URL');
-    if (!clientSecret)
-      throw new UsageError(
-        'the client secret is missing: set KEYWARD_CLIENT_SECRET, or log in with `keyward login --client-id` and use --profile',
-      );
-    return new KeywardClient({
-      url,
-      clientId,
-      clientSecret,
-      tenant: requestedTenant(inv),
-      command: `keyward ${inv.path}`,
-    });
-  }
-  if (new CredentialStore().get(profileName(inv)) === null)
-    throw new UsageError(
-      `not logged in (profile ${profileName(inv)}) and no credentials in the environment: run \`keyward login --client-id <id>\` (then --profile), or set KEYWARD_URL, KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET`,
-    );
-  return connect(inv).client;
-}
-
-const WORKLOAD_OPTIONS = {
-  'client-id': {
-    type: 'string',
-    value: '<id>',
-    help: 'workload client id (env KEYWARD_CLIENT_ID; the secret from KEYWARD_CLIENT_SECRET); without it, the login of --profile',
-  },
-} as const;
 
 export const migrateCommand: Command = {
   name: 'migrate',

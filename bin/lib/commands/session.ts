@@ -1,9 +1,11 @@
 /**
  * `keyward login`, `logout` and `whoami`, and `connect()`: the typed API over the saved login
- * that every other command uses.
+ * that every other command uses; `workloadClient()`, the client of the commands a workload runs
+ * unattended (migrate, analyze, kms-plugin), from a login or from credentials in the environment.
  */
+import { readFileSync } from 'node:fs';
 import { createApi, type Api } from '../api-client.ts';
-import { ApiError, KeywardClient } from '../client.ts';
+import { ApiError, KeywardClient, type ClientOptions } from '../client.ts';
 import {
   EXIT,
   UsageError,
@@ -34,8 +36,8 @@ export interface Connection {
   tenantId: string;
 }
 
-/** The saved login of `--profile` as a typed API. */
-export function connect(inv: Invocation): Connection {
+/** The saved login of `--profile` as a typed API (`timeoutMs`: the deadline of each request). */
+export function connect(inv: Invocation, extra: Pick<ClientOptions, 'timeoutMs'> = {}): Connection {
   const session = new Session(new CredentialStore(), profileName(inv));
   const url = str(inv.values, 'url');
   if (url && url.replace(/\/+$/, '') !== session.profile.url)
@@ -48,9 +50,70 @@ export function connect(inv: Invocation): Connection {
     tokens: session,
     tenant,
     command: `keyward ${inv.path}`,
+    ...extra,
   });
   return { api: createApi(client), client, session, tenantId: tenant ?? session.profile.tenantId };
 }
+
+/**
+ * The workload's client secret from the environment: KEYWARD_CLIENT_SECRET, else the first line
+ * of the file KEYWARD_CLIENT_SECRET_FILE names (a mounted secret: a static pod can pass a file but
+ * no Secret). Undefined when neither is set.
+ */
+function clientSecretFromEnv(): string | undefined {
+  if (process.env.KEYWARD_CLIENT_SECRET) return process.env.KEYWARD_CLIENT_SECRET;
+  const file = process.env.KEYWARD_CLIENT_SECRET_FILE;
+  if (!file) return undefined;
+  const secret = readFileSync(file, 'utf8').split(/\r?\n/)[0];
+  if (!secret) throw new UsageError(`KEYWARD_CLIENT_SECRET_FILE names ${file}, which is empty`);
+  return secret;
+}
+
+/**
+ * The client of the commands a workload runs unattended (migrate, analyze, kms-plugin): the saved
+ * login of --profile when given; else a workload's client credentials when KEYWARD_CLIENT_ID (or
+ * --client-id) is set, the secret from KEYWARD_CLIENT_SECRET or KEYWARD_CLIENT_SECRET_FILE (never
+ * an argument: a command line is visible to other users); else the saved login of KEYWARD_PROFILE
+ * or "default", as every other command uses.
+ */
+export function workloadClient(
+  inv: Invocation,
+  extra: Pick<ClientOptions, 'timeoutMs'> = {},
+): KeywardClient {
+  if (str(inv.values, 'profile') !== undefined) return connect(inv, extra).client;
+  const clientId = str(inv.values, 'client-id') ?? process.env.KEYWARD_CLIENT_ID;
+  if (clientId) {
+    const url = str(inv.values, 'url') ?? process.env.KEYWARD_URL;
+    const clientSecret = clientSecretFromEnv();
+    if (!url) throw new UsageError('the service URL is missing: --url or KEYWARD_URL');
+    if (!clientSecret)
+      throw new UsageError(
+        'the client secret is missing: set KEYWARD_CLIENT_SECRET (or KEYWARD_CLIENT_SECRET_FILE), or log in with `keyward login --client-id` and use --profile',
+      );
+    return new KeywardClient({
+      url,
+      clientId,
+      clientSecret,
+      tenant: requestedTenant(inv),
+      command: `keyward ${inv.path}`,
+      ...extra,
+    });
+  }
+  if (new CredentialStore().get(profileName(inv)) === null)
+    throw new UsageError(
+      `not logged in (profile ${profileName(inv)}) and no credentials in the environment: run \`keyward login --client-id <id>\` (then --profile), or set KEYWARD_URL, KEYWARD_CLIENT_ID and KEYWARD_CLIENT_SECRET`,
+    );
+  return connect(inv, extra).client;
+}
+
+/** The --client-id option of the commands that take workloadClient's credentials. */
+export const WORKLOAD_OPTIONS = {
+  'client-id': {
+    type: 'string',
+    value: '<id>',
+    help: 'workload client id (env KEYWARD_CLIENT_ID; the secret from KEYWARD_CLIENT_SECRET or KEYWARD_CLIENT_SECRET_FILE); without it, the login of --profile',
+  },
+} as const;
 
 /** A login as shown: never a token. */
 const view = (name: string, p: Profile) => ({
