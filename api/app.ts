@@ -9,7 +9,7 @@ import { createRuntimeLane } from './runtime-lane.ts';
 import type { AppContext } from './context.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { accessLog } from './middleware/access-log.ts';
-import { errorHandler, notFound } from './middleware/errors.ts';
+import { errorHandler, noStore, notFound, oauthNotFound } from './middleware/errors.ts';
 import { canonicalEntry } from './http/params.ts';
 import { authenticate, tenantScope } from './middleware/authenticate.ts';
 import { ROUTE_TABLE, assertAreaAccess, mountPath, mountRouters } from './routes/index.ts';
@@ -27,6 +27,7 @@ export function createApp(ctx: AppContext): Express {
   for (const area of ROUTE_TABLE) {
     // Authentication covers the whole prefix, so an unknown path under it is a 401 before a 404.
     if (area.audiences) app.use(area.prefix, authenticate(ctx, area.audiences));
+    if (area.errors === 'oauth') app.use(area.prefix, noStore);
     for (const mount of area.mounts) {
       app.use(
         mountPath(area, mount),
@@ -34,6 +35,7 @@ export function createApp(ctx: AppContext): Express {
         ...mountRouters(ctx, mount),
       );
     }
+    if (area.errors === 'oauth') app.use(area.prefix, oauthNotFound);
   }
   app.use(notFound);
   app.use(errorHandler(ctx.config.publicBaseUrl));

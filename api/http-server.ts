@@ -13,6 +13,7 @@ import { createRequestListener } from './app.ts';
 import { BodyDeadlines } from './http/body-deadline.ts';
 import { hasBody } from './http/json-body.ts';
 import { ConnectionLimits } from './http/connection-limits.ts';
+import { answersInOAuthShape } from './routes/index.ts';
 
 /** Builds the server over a context; the caller listens. */
 export function createHttpServer(ctx: AppContext): Server {
@@ -28,6 +29,7 @@ export function createHttpServer(ctx: AppContext): Server {
       total: config.maxConnections,
       reserve: config.connectionReserve,
       publicBaseUrl: config.publicBaseUrl,
+      oauthShaped: answersInOAuthShape,
     },
     ctx.logger,
     ctx.metrics,

@@ -1,15 +1,16 @@
 /**
- * The runtime lane: the routes of the route table marked `lane` (POST /api/v3/crypto/<operation>
+ * The runtime lane: the rows of the route table marked `lane` (POST /api/v3/crypto/<operation>
  * for encrypt, decrypt, sign, verify, data keys, re-encrypt, random...) served straight from
  * node:http, ahead of Express. These endpoints are what workloads call all day; measured on this
  * machine, the Express pipeline (router, body-parser, type-is, response helpers) cost more than
  * the cryptography itself. Only the transport differs: the lane checks the bearer as the area's
- * authentication does (bearerClaims), then runs the same per-route core as the Express router
- * (serveRuntime: permissions, budget, the one JSON reader, the operation) and renders failures
+ * authentication does (bearerClaims), then runs the same operation core as the Express router
+ * (api/http/operation.ts: access, budget, the one JSON reader, the operation) and renders failures
  * with the same problem renderer. Token issuance (POST /api/v3/auth/token) is here too, for the
- * same reason: its core (the one form reader, then the grant) is the Express route's, and its
- * failures take the same OAuth error shape. Anything else (other methods, paths, a trailing
- * slash or a query string) falls through to Express, which answers it the same way.
+ * same reason: its row's handler (the one form reader, then the grant) runs on both stacks, and its
+ * failures take the same OAuth error shape; so is the AWS KMS API (POST /), a protocol row whose
+ * core answers on both stacks. Anything else (other methods, paths, a trailing slash or, but for
+ * a protocol row, a query string) falls through to Express, which answers it the same way.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './context.ts';
@@ -25,9 +26,9 @@ import {
 } from './access/problems.ts';
 import { bytesMoved, clientGone, logAccess, noteCut, socketBytes } from './http/access-log.ts';
 import type { AccessClaims } from './services/auth/access-tokens.ts';
-import { bodyChecks, serveRuntime } from './http/runtime-route.ts';
+import { operationChecks, serveOperation } from './http/operation.ts';
+import type { EndpointInput } from './http/endpoint.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
-import { awsAnswer } from './http/aws-kms.ts';
 
 /** What the lane writes: status, headers (without length and request id) and the body. */
 interface Answer {
@@ -45,7 +46,7 @@ export function createRuntimeLane(
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const routes = new Map<string, LaneRoute>(laneRoutes().map((r) => [r.path, r]));
   // Each body schema is compiled now, at startup, not on its first request.
-  for (const r of routes.values()) if (r.kind === 'runtime') bodyChecks(r.route);
+  for (const r of routes.values()) if (r.kind === 'runtime') operationChecks(r.row);
   const baseUrl = ctx.config.publicBaseUrl;
 
   /** The answer of a runtime operation: bearer, permissions, budget, body, operation; or its problem. */
@@ -64,7 +65,7 @@ export function createRuntimeLane(
       return {
         status: 200,
         headers: JSON_HEADERS,
-        body: JSON.stringify(await serveRuntime(ctx, lane.route, claims, attempt, req)),
+        body: JSON.stringify(await serveOperation(ctx, lane.row, claims, attempt, req)),
       };
     } catch (err) {
       // A key not found is named with the tenant searched (the token's).
@@ -85,7 +86,8 @@ export function createRuntimeLane(
       return {
         status: 200,
         headers: OAUTH_HEADERS,
-        body: JSON.stringify(await lane.route.serve(ctx, req)),
+        // An open lane row reads its own body: its handler needs the request only.
+        body: JSON.stringify(await lane.row.handle(ctx, { req } as EndpointInput<unknown, unknown, unknown>)),
       };
     } catch (err) {
       return oauthResponse(oauthShaped(err, ctx.logger.child({ reqId: id })));
@@ -93,12 +95,12 @@ export function createRuntimeLane(
   }
 
   async function serve(
-    lane: LaneRoute | 'aws',
+    lane: LaneRoute,
     req: IncomingMessage,
     res: ServerResponse,
     id: string,
   ): Promise<void> {
-    const path = lane === 'aws' ? '/' : lane.path;
+    const path = lane.path;
     const start = performance.now();
     const at = socketBytes(req);
     let status = 200;
@@ -116,11 +118,12 @@ export function createRuntimeLane(
         res,
       });
     });
+    const noteClaims = (c: AccessClaims) => (claims = c);
     const answer =
-      lane === 'aws'
-        ? await awsAnswer(ctx, req, id, (c) => (claims = c))
+      lane.kind === 'protocol'
+        ? await lane.row.serve(ctx, { req, id, params: {}, noteClaims })
         : lane.kind === 'runtime'
-          ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
+          ? await runtimeAnswer(lane, req, id, noteClaims)
           : await oauthAnswer(lane, req, id);
     status = answer.status;
     // An unread body must not be taken for the next request on this connection.
@@ -135,12 +138,13 @@ export function createRuntimeLane(
 
   return (req, res) => {
     if (req.method !== 'POST') return false;
-    // The AWS KMS API: POST / with X-Amz-Target, on the hot path like /crypto.
-    // With a query string too: SigV4 signs the query, and every answer of this API, a refusal
-    // of hostile query input included, must be the AWS error shape, not Express's problem+json.
+    // A row's exact path; a protocol row's with a query string too: every answer of another
+    // protocol (SigV4 signs the query), a refusal of hostile query input included, is in that
+    // protocol's shape, not Express's problem+json.
     const url = req.url ?? '';
-    const lane = url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url);
-    if (!lane) return false;
+    const query = url.indexOf('?');
+    const lane = routes.get(query < 0 ? url : url.slice(0, query));
+    if (!lane || (query >= 0 && lane.kind !== 'protocol')) return false;
     const id = requestIdOf(req.headers['x-request-id']);
     serve(lane, req, res, id).catch((err) => {
       ctx.logger.error(

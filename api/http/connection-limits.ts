@@ -17,9 +17,6 @@ import { oauthResponse, problemResponse } from '../access/problems.ts';
 /** Served on a connection over the caps, so that health stays answerable under a flood. */
 const HEALTH_PATHS = new Set(['/healthz', '/readyz']);
 
-/** Answers under this prefix take the OAuth error shape (docs/api.md, Errors). */
-const OAUTH_PREFIX = '/api/v3/auth/';
-
 /** Seconds a refused client should wait: a held body frees its slot within the body deadlines. */
 const RETRY_AFTER = '5';
 
@@ -35,6 +32,8 @@ export interface ConnectionLimitOptions {
   /** Connections beyond the caps still read for a health probe. */
   reserve: number;
   publicBaseUrl: string;
+  /** Whether a URL answers in the OAuth error shape (the route table's OAuth areas). */
+  oauthShaped: (url: string) => boolean;
 }
 
 /** The caps of one server: attach(server), then refused(req, res) first thing on each request. */
@@ -92,7 +91,7 @@ export class ConnectionLimits {
         ? 'this client address holds as many connections as the service accepts from one address'
         : 'the service holds as many connections as it accepts';
     const headers = { 'Retry-After': RETRY_AFTER };
-    const answer = (req.url ?? '').startsWith(OAUTH_PREFIX)
+    const answer = this.#opts.oauthShaped(req.url ?? '')
       ? oauthResponse(new OAuthError('temporarily_unavailable', detail, 503, headers))
       : problemResponse(
           problem('too_many_connections', detail, { headers }),

@@ -16,11 +16,12 @@ import {
 import type { Static, TObject, TSchema } from 'typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { actorOf, attemptOf, requireAnyPermission, requirePermissions } from '../access/checks.ts';
+import { actorOf, attemptOf } from '../access/checks.ts';
+import { checkAccess, type Access } from '../access/rule.ts';
+import { operationHandler } from './operation.ts';
 import { jsonBody } from './json-body.ts';
 import { abandonRaw, acceptOneOf, responseSelection } from './streaming.ts';
 import { consumeApiBudget } from '../access/budget.ts';
-import { requireLegacyRole } from '../access/legacy-role.ts';
 import { route, type Handlers } from './route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { AppError, OAuthError, problem } from '../../shared/errors/index.ts';
@@ -30,19 +31,7 @@ import type { ExpensiveDeclaration } from '../../shared/keys/work-budget.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/**
- * Who may call: a token holding any one of `anyOf` (the first is the full permission, the rest
- * narrower siblings such as `admin.humanuser.read`). The area's audience and the tenant scope
- * are checked by the route table before the row runs.
- */
-export type Access =
-  | { anyOf: readonly [string, ...string[]] }
-  /** Every one of the permissions (an operation that is two things at once, e.g. re-encrypting decrypts). */
-  | { allOf: readonly [string, ...string[]] }
-  /** The unversioned API: a legacy role name in the token's scopes; 401 without it. */
-  | { legacyRole: string }
-  /** No token at all; the text says why the endpoint is open (documented as the operation's access). */
-  | { open: string };
+export type { Access };
 
 /** The caller a handler sees: none for an open row, the token's claims and audit actor otherwise. */
 export type CallerOf<A extends Access> = A extends { open: string }
@@ -204,6 +193,23 @@ export interface EndpointRow<
    * by the route-table test. A handler that reaches the expensive pool must declare it.
    */
   expensive?: ExpensiveDeclaration;
+  /**
+   * A runtime operation (docs/architecture.md, Runtime operations): `body` is one item and
+   * `answer` the result of one; the row also takes a batch `{items: [1 to 1000 items]}`, answered
+   * `{results: [...]}` in order, each result with its own status, one failure not failing the
+   * others. The handler runs once per item and gets no `res`; each call and item spends a point
+   * of `budget` and is a tallied audit event of that name. Served by one core on Express and on
+   * the runtime lane (api/http/operation.ts).
+   */
+  batch?: true;
+  /**
+   * The runtime lane (api/runtime-lane.ts) serves this row ahead of Express, at its exact path:
+   * a batch row behind its area's bearer check, or an open row of an OAuth area that reads its
+   * own body (`request`), whose handler then gets only `req`. The route table checks which.
+   */
+  lane?: true;
+  /** The examples of the request and the answer, when they are not their schemas' own (rows sharing a schema). */
+  examples?: { request?: unknown; answer?: unknown };
   /** OpenAPI extensions of the operation (`x-keyward-decrypts`: the oracle test drives it). */
   extensions?: Readonly<Record<`x-${string}`, unknown>>;
   handle: (ctx: AppContext, input: EndpointInput<P, Q, B, A>) => Promise<R> | R;
@@ -232,6 +238,7 @@ export function endpoint<
 
 /** The Express handlers of one row: access, body reader, checked input, handler, audit, answer. */
 function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
+  if (row.batch) return [operationHandler(ctx, row)];
   const check: InputChecker = inputChecker(row);
   const mode = ctx.config.answerCheck;
   const answers = [row.answer, ...(row.otherAnswers ?? [])].map((answer) => ({
@@ -242,11 +249,8 @@ function handlersOf(ctx: AppContext, row: Endpoint): RequestHandler[] {
   let mismatchLogged = false;
   const budget = row.budget;
   const access: RequestHandler = async (req, _res, next) => {
-    const rule = row.access;
-    if ('legacyRole' in rule) requireLegacyRole(ctx, req.auth, rule.legacyRole, attemptOf(req));
-    else if ('anyOf' in rule) requireAnyPermission(ctx, req.auth, rule.anyOf, attemptOf(req));
-    else if ('allOf' in rule) requirePermissions(ctx, req.auth, rule.allOf, attemptOf(req));
-    // { open }: no token.
+    // An open rule asks for no token.
+    checkAccess(ctx, row.access, req.auth, attemptOf(req));
     // A budget is per client: an open row has none to spend.
     if (budget && req.auth) await consumeApiBudget(ctx, req.auth, budget);
     next();

@@ -67,3 +67,19 @@ export function errorHandler(baseUrl: string): ErrorRequestHandler {
 export const notFound: RequestHandler = (req, _res, next) => {
   next(problem('not_found', `no endpoint at ${req.method} ${req.path}`));
 };
+
+/** Ahead of the rows of an OAuth area: no answer is cached (RFC 6749 5.1), refusals included. */
+export const noStore: RequestHandler = (_req, res, next) => {
+  res.setHeader('Cache-Control', 'no-store');
+  next();
+};
+
+/** After the rows of an OAuth area: an unknown path is a 404 in the OAuth shape. */
+export const oauthNotFound: RequestHandler = (req, _res, next) =>
+  next(
+    new OAuthError(
+      'not_found',
+      `no endpoint at ${req.method} ${req.baseUrl}${req.path.slice(0, 200)}`,
+      404,
+    ),
+  );

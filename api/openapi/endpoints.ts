@@ -7,8 +7,9 @@
 import type { TObject, TSchema } from 'typebox';
 import type { Answer, Endpoint, MediaDoc, ProblemText } from '../http/endpoint.ts';
 import { oauthErrorResponse, plainSchema, problemResponse, type Schema } from './components.ts';
-import { operation as runtimeDoc } from './crypto.ts';
-import { COMMON, type OperationDoc } from '../http/runtime-contract.ts';
+import { LEGACY_COMMON } from '../http/operation-schemas.ts';
+import { BatchOf } from '../services/crypto/bodies.ts';
+import type { ProtocolRow } from '../http/protocol.ts';
 
 /** The part of the route table the document reads: where each mount's rows are served. */
 export interface RowArea {
@@ -16,53 +17,8 @@ export interface RowArea {
   mounts: readonly {
     path: string;
     endpoints?: readonly Endpoint[];
-    runtime?: readonly RuntimeDocumented[];
-    documented?: readonly HandDocumented[];
+    protocol?: readonly ProtocolRow[];
   }[];
-}
-
-/**
- * An operation of a hand-written router, documented in its route file beside it: a protocol
- * the rows do not speak (the AWS KMS API: SigV4, awsJson1_1, AWS-shaped errors).
- */
-export interface HandDocumented {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** Below the mount, as the router serves it ('/' for the mount itself). */
-  path: string;
-  operation: Schema;
-}
-
-/** What the document reads of a runtime operation (api/http/runtime-route.ts). */
-interface RuntimeDocumented {
-  path: string;
-  body: TObject;
-  permissions?: readonly string[];
-  legacyRole?: string;
-  doc?: OperationDoc;
-}
-
-/**
- * The problems of a legacy operation: a missing role is 401, never 403, and the
- * legacy API has no rate limit of its own.
- */
-const LEGACY_COMMON = {
-  401: 'missing or invalid legacy bearer token, or the token lacks the legacy role (insufficient_scope)',
-  413: COMMON[413],
-  415: COMMON[415],
-};
-
-/** The operation of a runtime route with a contract, its permission or legacy role named. */
-function runtimeOperation(r: RuntimeDocumented & { doc: OperationDoc }) {
-  return runtimeDoc(
-    {
-      ...r.doc,
-      permission: r.legacyRole
-        ? `the legacy role \`${r.legacyRole}\``
-        : (r.permissions ?? []).map((p) => `\`${p}\``).join(' and '),
-      ...(r.legacyRole ? { common: LEGACY_COMMON } : {}),
-    },
-    r.body,
-  ).post;
 }
 
 /** The meaning of a problem status every row may answer, unless the row words it itself. */
@@ -249,6 +205,94 @@ function operation(row: Endpoint): Schema {
   };
 }
 
+/** The `{results}` answer of a batch: per item, the item's answer with status 200, or its problem. */
+const resultsOf = (item: Schema): Schema => ({
+  type: 'object',
+  required: ['results'],
+  properties: {
+    results: {
+      type: 'array',
+      items: {
+        oneOf: [
+          {
+            allOf: [
+              item,
+              {
+                type: 'object',
+                required: ['status'],
+                properties: { status: { const: 200 } },
+                additionalProperties: false,
+              },
+            ],
+          },
+          {
+            type: 'object',
+            required: ['status', 'error'],
+            properties: {
+              status: { type: 'integer' },
+              error: { $ref: '#/components/schemas/Problem' },
+            },
+            additionalProperties: false,
+          },
+        ],
+      },
+    },
+  },
+  additionalProperties: false,
+});
+
+/**
+ * A runtime operation row (`batch`): the single and the batch request, derived from the item
+ * schema, the single and the batch answer, derived from the answer schema, an example each, its
+ * problems (the row's, those every operation shares included).
+ */
+function batchOperation(row: Endpoint): Schema {
+  const item = plainSchema(row.body!);
+  const answer = plainSchema(row.answer.schema!);
+  const rule = row.access;
+  const permission =
+    'legacyRole' in rule
+      ? `the legacy role \`${rule.legacyRole}\``
+      : 'allOf' in rule
+        ? rule.allOf.map((p) => `\`${p}\``).join(' and ')
+        : 'anyOf' in rule
+          ? rule.anyOf.map((p) => `\`${p}\``).join(' or ')
+          : 'no token';
+  return {
+    tags: [row.tag],
+    operationId: row.operationId,
+    summary: row.summary,
+    ...row.extensions,
+    description: `Requires ${permission}. ${row.description} A batch \`{items}\` answers \`{results}\` in order.`,
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: { oneOf: [item, plainSchema(BatchOf(row.body as TObject))] },
+          example: row.examples?.request,
+        },
+      },
+    },
+    responses: {
+      200: {
+        description: row.answer.description,
+        content: {
+          'application/json': {
+            schema: { oneOf: [answer, resultsOf(answer)] },
+            example: row.examples?.answer,
+          },
+        },
+      },
+      ...Object.fromEntries(
+        Object.entries(row.problems ?? {}).map(([code, text]) => [
+          code,
+          problemResponse(typeof text === 'string' ? text : text.text),
+        ]),
+      ),
+    },
+  };
+}
+
 const exampleOf = (schema: TSchema) => {
   const example = (schema as { examples?: unknown[] }).examples?.[0];
   return example === undefined ? {} : { example };
@@ -261,19 +305,11 @@ export function endpointPaths(areas: readonly RowArea[]): Record<string, Record<
     for (const mount of area.mounts)
       for (const row of mount.endpoints ?? []) {
         const path = fullPath(area.prefix, mount.path, row.path);
-        (paths[path] ??= {})[row.method] = operation(row);
+        (paths[path] ??= {})[row.method] = row.batch ? batchOperation(row) : operation(row);
       }
   for (const area of areas)
     for (const mount of area.mounts)
-      for (const d of mount.documented ?? [])
-        (paths[fullPath(area.prefix, mount.path, d.path)] ??= {})[d.method] = d.operation;
-  for (const area of areas)
-    for (const mount of area.mounts)
-      for (const r of mount.runtime ?? [])
-        if (r.doc)
-          (paths[fullPath(area.prefix, mount.path, r.path)] ??= {}).post = runtimeOperation({
-            ...r,
-            doc: r.doc,
-          });
+      for (const p of mount.protocol ?? [])
+        (paths[fullPath(area.prefix, mount.path, p.path)] ??= {})[p.method] = { ...p.operation };
   return paths;
 }

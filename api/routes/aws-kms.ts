@@ -1,30 +1,14 @@
 /**
- * The AWS KMS API (docs/aws-kms.md) at POST /, on Express for an app built without
- * the runtime lane (createApp alone; the listener's lane serves every POST / first): the same
- * core (api/http/aws-kms.ts). No 405 helper here: GET / is the service's landing page, served by
- * another router. Its protocol is AWS's, not a route row's (SigV4 instead of a bearer token,
- * awsJson1_1 bodies, AWS-shaped errors), so its one operation is documented here, beside it: the
- * AWS operation is the `X-Amz-Target` header, whose values come from the operation table, so a
- * new operation is documented by being served.
+ * The AWS KMS API (docs/aws-kms.md) at POST /, as a protocol row (api/http/protocol.ts): SigV4
+ * instead of a bearer token, awsJson1_1 bodies, AWS-shaped errors, answered by one core
+ * (api/http/aws-kms.ts) on the runtime lane and on Express alike. The AWS operation is the
+ * `X-Amz-Target` header, whose values come from the operation table, so a new operation is
+ * documented by being served.
+ * Tests: test/integration/aws-kms/, test/integration/http/hostile-matrix.test.ts.
  */
-import { Router } from 'express';
-import type { AppContext } from '../context.ts';
 import { AMZ_JSON, awsAnswer } from '../http/aws-kms.ts';
-import type { HandDocumented } from '../openapi/endpoints.ts';
+import { protocolRow } from '../http/protocol.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
-
-/** Mounted at /. */
-export function createAwsKmsRouter(ctx: AppContext): Router {
-  const router = Router();
-  router.post('/', async (req, res) => {
-    const answer = await awsAnswer(ctx, req, String(req.id), (claims) => {
-      req.auth = claims;
-    });
-    if (answer.status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
-    res.status(answer.status).set(answer.headers).send(answer.body);
-  });
-  return router;
-}
 
 /** An AWS error answer, with the exceptions docs/aws-kms.md names (`x-amzn-ErrorType` too). */
 const awsError = (description: string, example: { __type: string; message: string }) => ({
@@ -32,11 +16,17 @@ const awsError = (description: string, example: { __type: string; message: strin
   content: { [AMZ_JSON]: { schema: { $ref: '#/components/schemas/AwsError' }, example } },
 });
 
-/** POST / with X-Amz-Target, as the document shows it. */
-export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
-  {
+/** POST / with X-Amz-Target. */
+export const AWS_KMS_ROWS = [
+  protocolRow({
     method: 'post',
     path: '/',
+    protocol: 'aws-kms',
+    errorMedia: AMZ_JSON,
+    errorSchema: '#/components/schemas/AwsError',
+    // The AWS API is called as often as /api/v3/crypto: on the hot path with it.
+    lane: true,
+    serve: (ctx, { req, id, noteClaims }) => awsAnswer(ctx, req, id, noteClaims),
     operation: {
       tags: ['aws-kms'],
       operationId: 'awsKms',
@@ -107,5 +97,5 @@ export const AWS_KMS_DOCUMENTED: readonly HandDocumented[] = [
         }),
       },
     },
-  },
+  }),
 ];

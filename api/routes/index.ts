@@ -6,31 +6,19 @@
  * createApp walks this table; nothing else mounts a router.
  */
 import type { Router } from 'express';
-import {
-  addRuntimeRoutes,
-  type LegacyRuntimeRoute,
-  type OAuthRoute,
-  type RuntimeRoute,
-} from '../http/runtime-route.ts';
-import { Router as expressRouter } from 'express';
 import { endpointRouter, type Endpoint } from '../http/endpoint.ts';
 import { openApiDocument } from '../openapi/index.ts';
-import type { HandDocumented } from '../openapi/endpoints.ts';
+import { protocolRouter, type ProtocolRow } from '../http/protocol.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { HEALTH_ENDPOINTS } from './health.ts';
-import { AWS_KMS_DOCUMENTED, createAwsKmsRouter } from './aws-kms.ts';
+import { AWS_KMS_ROWS } from './aws-kms.ts';
 import { METRICS_ENDPOINTS } from './metrics.ts';
 import { docsEndpoints } from './docs.ts';
 import { CONSOLE_ENDPOINTS } from './console.ts';
 import { PROBLEM_ENDPOINTS } from './problems.ts';
 import { WELL_KNOWN_ENDPOINTS } from './well-known.ts';
-import {
-  AUTH_ENDPOINTS,
-  AUTH_LANE,
-  createAuthFallbackRouter,
-  createAuthHeadersRouter,
-} from './v3/auth.ts';
+import { AUTH_ENDPOINTS } from './v3/auth.ts';
 import { PLATFORM_TENANT_ENDPOINTS } from './v3/admin/platform/tenants.ts';
 import { PLATFORM_ENDPOINTS } from './v3/admin/platform.ts';
 import { WORKLOAD_ENDPOINTS } from './v3/admin/tenants/workloads.ts';
@@ -62,22 +50,10 @@ export interface Mount {
   path: string;
   /** The mount's route rows (api/http/endpoint.ts): served, validated and documented from one declaration. */
   endpoints?: readonly Endpoint[];
-  /**
-   * Runtime operations (POST {kid, ...} or {items}): served by Express through the per-route
-   * core (api/http/runtime-route.ts) and documented from their contract.
-   */
-  runtime?: readonly (RuntimeRoute | LegacyRuntimeRoute)[];
-  /** A router written by hand, for what rows do not describe yet. */
-  router?: (ctx: AppContext) => Router;
-  /** The hand router's operations, documented in its route file (a protocol rows do not speak). */
-  documented?: readonly HandDocumented[];
+  /** The mount's protocol rows (api/http/protocol.ts): another wire protocol, answered whole by its core. */
+  protocol?: readonly ProtocolRow[];
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
   tenantScoped?: boolean;
-  /**
-   * The runtime routes of this router that the node:http runtime lane (api/runtime-lane.ts)
-   * also serves, ahead of Express, with the same per-route core (api/http/runtime-route.ts).
-   */
-  lane?: readonly (RuntimeRoute | OAuthRoute)[];
 }
 
 /** A URL prefix, who may call it, and its routers. */
@@ -88,6 +64,13 @@ export interface Area {
    * included; null for public areas (and those that answer in the OAuth shape themselves).
    */
   audiences: readonly string[] | null;
+  /**
+   * `oauth`: every answer under the prefix takes the OAuth error shape `{error,
+   * error_description}` (RFC 6749 5.2) and is never cached (RFC 6749 5.1): its rows' (which must
+   * say `errors: 'oauth'`), an unknown path's 404 and a refused connection's 503 alike. Read by
+   * createApp, the connection caps and the runtime lane ({@link answersInOAuthShape}).
+   */
+  errors?: 'oauth';
   mounts: readonly Mount[];
 }
 
@@ -100,9 +83,8 @@ export const ROUTE_TABLE: readonly Area[] = [
     audiences: null,
     mounts: [
       { path: '', endpoints: HEALTH_ENDPOINTS },
-      // POST / with X-Amz-Target, ahead of the landing page's 405 for POST /;
-      // the runtime lane serves it first.
-      { path: '', router: createAwsKmsRouter, documented: AWS_KMS_DOCUMENTED },
+      // POST / with X-Amz-Target, ahead of the landing page's 405 for POST /.
+      { path: '', protocol: AWS_KMS_ROWS },
       // The document's rows read the document of this table: built when first asked for.
       { path: '', endpoints: docsEndpoints((baseUrl) => apiDocument(baseUrl)) },
       { path: '', endpoints: CONSOLE_ENDPOINTS },
@@ -126,17 +108,8 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/auth',
     audiences: null,
-    mounts: [
-      // Cache-Control: no-store on every answer of the area, ahead of its rows.
-      { path: '', router: createAuthHeadersRouter },
-      // After the rows, an unknown path is a 404 in the OAuth shape.
-      {
-        path: '',
-        endpoints: AUTH_ENDPOINTS,
-        lane: AUTH_LANE,
-        router: createAuthFallbackRouter,
-      },
-    ],
+    errors: 'oauth',
+    mounts: [{ path: '', endpoints: AUTH_ENDPOINTS }],
   },
   {
     prefix: '/api/v3/admin',
@@ -173,7 +146,7 @@ export const ROUTE_TABLE: readonly Area[] = [
     prefix: '/api/v3/crypto',
     audiences: [AUDIENCE_CORE],
     mounts: [
-      { path: '', runtime: CRYPTO_OPERATIONS, lane: CRYPTO_OPERATIONS },
+      { path: '', endpoints: CRYPTO_OPERATIONS },
       { path: '/keys', endpoints: CRYPTO_KEY_ENDPOINTS },
       { path: '/stream', endpoints: CRYPTO_STREAM_ENDPOINTS },
     ],
@@ -181,7 +154,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/v3/pqc',
     audiences: [AUDIENCE_CORE],
-    mounts: [{ path: '', endpoints: PQC_KEY_ENDPOINTS, runtime: PQC_RUNTIME }],
+    mounts: [{ path: '', endpoints: [...PQC_KEY_ENDPOINTS, ...PQC_RUNTIME] }],
   },
   {
     prefix: '/api/v3/audit',
@@ -200,11 +173,9 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/authenticate',
     audiences: null,
-    // The legacy login answers as the Auth API does: never cached, an unknown path a 404 in the OAuth shape.
-    mounts: [
-      { path: '', router: createAuthHeadersRouter },
-      { path: '', endpoints: LEGACY_AUTH_ENDPOINTS, router: createAuthFallbackRouter },
-    ],
+    // The legacy login answers as the Auth API does.
+    errors: 'oauth',
+    mounts: [{ path: '', endpoints: LEGACY_AUTH_ENDPOINTS }],
   },
   {
     prefix: '/api/key-management',
@@ -214,7 +185,7 @@ export const ROUTE_TABLE: readonly Area[] = [
   {
     prefix: '/api/crypto',
     audiences: [AUDIENCE_LEGACY],
-    mounts: [{ path: '', runtime: LEGACY_OPERATIONS }],
+    mounts: [{ path: '', endpoints: LEGACY_OPERATIONS }],
   },
   {
     prefix: '/api/migration',
@@ -229,8 +200,8 @@ export const ROUTE_TABLE: readonly Area[] = [
 /**
  * What the table's shape promises, checked when the app is built (a row in the wrong area fails
  * the start, never a request): an open row only where no bearer check covers the area, a row
- * needing a token only behind one (else it would be served to anyone, or answer 500), and a
- * row whose path names `:tenantId` only in a tenant-scoped mount.
+ * needing a token only behind one (else it would be served to anyone, or answer 500), a
+ * row whose path names `:tenantId` only in a tenant-scoped mount, and a row's error shape its area's.
  */
 export function assertAreaAccess(areas: readonly Area[]): void {
   for (const area of areas)
@@ -244,15 +215,24 @@ export function assertAreaAccess(areas: readonly Area[]): void {
           throw new Error(`${where} needs a token, but its area ${area.prefix || '/'} checks none`);
         if (`${mount.path}${row.path}`.includes(':tenantId') && !mount.tenantScoped)
           throw new Error(`${where} names :tenantId outside a tenant-scoped mount`);
+        if ((row.errors === 'oauth') !== (area.errors === 'oauth'))
+          throw new Error(`${where} answers errors in another shape than its area ${area.prefix}`);
       }
 }
 
-/** The routers of a mount: its rows', its runtime operations' and its hand-written one, in that order. */
+/** The routers of a mount: its rows' and its protocol rows'. */
 export const mountRouters = (ctx: AppContext, mount: Mount): Router[] => [
   ...(mount.endpoints ? [endpointRouter(ctx, mount.endpoints)] : []),
-  ...(mount.runtime ? [addRuntimeRoutes(ctx, expressRouter(), mount.runtime)] : []),
-  ...(mount.router ? [mount.router(ctx)] : []),
+  ...(mount.protocol ? [protocolRouter(ctx, mount.protocol)] : []),
 ];
+
+const OAUTH_PREFIXES = ROUTE_TABLE.filter((area) => area.errors === 'oauth').map((a) => a.prefix);
+
+/** Whether a request URL is under an area that answers in the OAuth error shape. */
+export function answersInOAuthShape(url: string): boolean {
+  const path = url.split('?')[0];
+  return OAUTH_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
 
 /** The OpenAPI document of this table for a deployment's public base URL. */
 export const apiDocument = (baseUrl: string): Record<string, unknown> =>
@@ -262,28 +242,59 @@ export const apiDocument = (baseUrl: string): Record<string, unknown> =>
 export const mountPath = (area: Area, mount: Mount): string => `${area.prefix}${mount.path}` || '/';
 
 /**
- * A route the runtime lane serves, by its full path: a runtime operation behind its area's
- * bearer check, or a public OAuth form endpoint.
+ * A row the runtime lane serves, by its full path: a runtime operation behind its area's bearer
+ * check, an open row of the OAuth shape that reads its own body (token issuance), or a protocol
+ * row (the AWS KMS API), served at its path with any query string.
  */
 export type LaneRoute =
-  | { kind: 'runtime'; path: string; audiences: readonly string[]; route: RuntimeRoute }
-  | { kind: 'oauth'; path: string; route: OAuthRoute };
+  | { kind: 'runtime'; path: string; audiences: readonly string[]; row: Endpoint }
+  | { kind: 'oauth'; path: string; row: Endpoint }
+  | { kind: 'protocol'; path: string; row: ProtocolRow };
 
-/** Every route of the table that the runtime lane serves. */
-export function laneRoutes(): LaneRoute[] {
+/** Every protocol row of the table, by its full path. */
+export function protocolRoutes(): { method: string; path: string; row: ProtocolRow }[] {
   return ROUTE_TABLE.flatMap((area) =>
     area.mounts.flatMap((mount) =>
-      (mount.lane ?? []).map((route): LaneRoute => {
-        const path = `${area.prefix}${mount.path}${route.path}`;
-        if ('serve' in route) {
-          // An OAuth endpoint authenticates its client itself; behind a bearer check it could not.
-          if (area.audiences) throw new Error(`OAuth lane route ${path} is behind a bearer check`);
-          return { kind: 'oauth', path, route };
-        }
-        // A lane route checks the bearer itself; a public area would have none to check.
-        if (!area.audiences) throw new Error(`lane route ${path} is in a public area`);
-        return { kind: 'runtime', path, audiences: area.audiences, route };
-      }),
+      (mount.protocol ?? []).map((row) => ({
+        method: row.method.toUpperCase(),
+        path: fullPath(area, mount, row.path),
+        row,
+      })),
     ),
   );
+}
+
+/** A row's full path: the mount path, and the row's own below it ('/' is the mount itself). */
+const fullPath = (area: Area, mount: Mount, path: string): string =>
+  path === '/' ? mountPath(area, mount) : `${area.prefix}${mount.path}${path}`;
+
+/** Every row of the table that the runtime lane serves (a row marked `lane`), checked for a kind the lane can serve. */
+export function laneRoutes(): LaneRoute[] {
+  const protocol = protocolRoutes()
+    .filter(({ row }) => row.lane)
+    .map(({ method, path, row }): LaneRoute => {
+      if (method !== 'POST' || path.includes(':'))
+        throw new Error(`lane row ${path} is not a POST at a fixed path`);
+      return { kind: 'protocol', path, row };
+    });
+  return ROUTE_TABLE.flatMap((area) =>
+    area.mounts.flatMap((mount) =>
+      (mount.endpoints ?? [])
+        .filter((row) => row.lane)
+        .map((row): LaneRoute => {
+          const path = fullPath(area, mount, row.path);
+          if (row.method !== 'post' || path.includes(':'))
+            throw new Error(`lane row ${path} is not a POST at a fixed path`);
+          if (row.batch) {
+            // The lane checks the bearer itself; a public area would have none to check.
+            if (!area.audiences) throw new Error(`lane row ${path} is in a public area`);
+            return { kind: 'runtime', path, audiences: area.audiences, row };
+          }
+          // An OAuth row authenticates its client itself; behind a bearer check it could not.
+          if (area.audiences || area.errors !== 'oauth' || !('open' in row.access) || !row.request)
+            throw new Error(`lane row ${path} is neither an operation nor an open OAuth row`);
+          return { kind: 'oauth', path, row };
+        }),
+    ),
+  ).concat(protocol);
 }

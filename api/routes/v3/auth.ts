@@ -5,10 +5,8 @@
  * Form-urlencoded only; errors in the OAuth shape `{error, error_description}`.
  */
 import type { IncomingMessage } from 'node:http';
-import { Router } from 'express';
 import Type from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { OAuthError } from '../../../shared/errors/index.ts';
 import { endpoint } from '../../http/endpoint.ts';
 import { readCanonicalForm } from '../../http/form-body.ts';
 import { Resource, Uuid } from '../../http/schemas.ts';
@@ -24,11 +22,10 @@ import { issueToken, revokePresentedToken } from '../../services/auth/token-endp
 import { introspect } from '../../services/auth/introspection.ts';
 import { BASIC_CHALLENGE } from '../../services/auth/client-auth.ts';
 import { forgotPassword, resetPassword } from '../../services/auth/password-requests.ts';
-import type { OAuthRoute } from '../../http/runtime-route.ts';
 
 /**
- * POST /token's core, run by the row below and by the runtime lane alike: the form (read and
- * made canonical by the one form reader), then the grant. Trust proxy is off, so the client
+ * POST /token's core, run by its row on Express and on the runtime lane alike: the form (read
+ * and made canonical by the one form reader), then the grant. Trust proxy is off, so the client
  * address is the socket's, as Express's req.ip.
  */
 function serveToken(ctx: AppContext, req: IncomingMessage) {
@@ -40,9 +37,6 @@ function serveToken(ctx: AppContext, req: IncomingMessage) {
     }),
   );
 }
-
-/** The routes of this area that the runtime lane also serves (token issuance: workloads call it all day). */
-export const AUTH_LANE: readonly OAuthRoute[] = [{ path: '/token', serve: serveToken }];
 
 const tag = 'auth';
 const OPEN = 'it issues and checks the tokens';
@@ -176,7 +170,9 @@ export const AUTH_ENDPOINTS = [
     access: { open: OPEN },
     // No bearer token; a workload may authenticate by HTTP Basic (client_secret_basic) instead of the form fields.
     security: [{}, { clientSecretBasic: [] }],
-    // The core the runtime lane runs too (AUTH_LANE) reads the form and checks the grant.
+    // Token issuance is called all day by workloads: the runtime lane serves it too.
+    lane: true,
+    // The core reads the form and checks the grant.
     request: { media: { 'application/x-www-form-urlencoded': { schema: TokenRequest } } },
     errors: 'oauth',
     answer: {
@@ -364,28 +360,3 @@ export const AUTH_ENDPOINTS = [
     },
   }),
 ];
-
-/** Ahead of the rows: no answer of the Auth API or the legacy login is cached (RFC 6749 5.1), refusals included. */
-export function createAuthHeadersRouter(): Router {
-  const router = Router();
-  router.use((_req, res, next) => {
-    res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
-  return router;
-}
-
-/** After the rows: an unknown path of the Auth API or the legacy login is a 404 in their OAuth shape. */
-export function createAuthFallbackRouter(): Router {
-  const router = Router();
-  router.use((req, _res, next) =>
-    next(
-      new OAuthError(
-        'not_found',
-        `no endpoint at ${req.method} ${req.baseUrl}${req.path.slice(0, 200)}`,
-        404,
-      ),
-    ),
-  );
-  return router;
-}

@@ -6,19 +6,20 @@ import { endpoint } from '../../http/endpoint.ts';
 import { pageRequest } from '../../http/pagination.ts';
 import { PageOf, PageQuery, Resource } from '../../http/schemas.ts';
 import { KEY_VIEW, VIEW_EXAMPLE } from '../../http/key-schemas.ts';
-import type { RuntimeRoute } from '../../http/runtime-route.ts';
 import {
-  RUNTIME_OPERATIONS,
-  base64,
-  int,
-  obj,
-  str,
-  type OperationDoc,
-} from '../../http/runtime-contract.ts';
+  Answer,
+  Base64Answer,
+  OPERATIONS,
+  Str,
+  VersionAnswer,
+  operationRow,
+  type OperationContract,
+} from '../../http/operation-schemas.ts';
 import { listPqcKeys } from '../../services/key-lists.ts';
 import { PQC_OPERATIONS } from '../../services/crypto/pqc.ts';
+import { DecapsulateBody, EncapsulateBody } from '../../services/crypto/bodies.ts';
 
-const KEY: OperationDoc['problems'] = {
+const KEY = {
   404: "key-not-found: no such kid in the token's tenant",
   409: 'key-suspended or key-revoked: the key is not active',
   422: "key-usage-mismatch: not a post-quantum key, or not one of this operation's families",
@@ -28,36 +29,42 @@ const KEM_CT = 'p3V0cXVhbnR1bS1rZW0tY2lwaGVydGV4dC1zaG9ydGVuZWQ=';
 const SECRET = 'b3Ia9C1mR0Jx4wq6yF2k8Nf0Hq3u5Zp7Vv1Lr9s2TtE=';
 const PQ_SIG = 'bWwtZHNhLTY1LXNpZ25hdHVyZS1zaG9ydGVuZWQ=';
 
-/** The contract of each PQC operation (the OpenAPI operation is generated from it). */
-const DOCS: Record<string, OperationDoc> = {
+/** What each PQC operation takes, answers and may refuse, with its operation id. */
+const CONTRACTS: Record<string, OperationContract & { operationId: string }> = {
   encapsulate: {
-    id: 'pqcEncapsulate',
-    tag: 'pqc',
+    operationId: 'pqcEncapsulate',
     summary: "Encapsulate a fresh shared secret to the key's current version (ML-KEM, X-Wing)",
-    permission: '`pqc.encapsulate`',
     description:
       "Key types ml-kem-768, ml-kem-1024 (FIPS 203) and x25519-ml-kem-768 (X-Wing). The shared secret is 32 bytes; send the ciphertext to the key's holder, who decapsulates it.",
-    response: obj({
-      kid: str,
-      version: int,
-      ciphertext: base64('the KEM ciphertext'),
-      sharedSecret: base64('the 32-byte shared secret'),
+    body: EncapsulateBody,
+    answer: Answer({
+      kid: Str(),
+      version: VersionAnswer(),
+      ciphertext: Base64Answer('the KEM ciphertext'),
+      sharedSecret: Base64Answer('the 32-byte shared secret'),
     }),
-    example: { kid: 'pq-exchange' },
-    answer: { kid: 'pq-exchange', version: 1, ciphertext: KEM_CT, sharedSecret: SECRET },
+    examples: {
+      request: { kid: 'pq-exchange' },
+      answer: { kid: 'pq-exchange', version: 1, ciphertext: KEM_CT, sharedSecret: SECRET },
+    },
     problems: { 400: 'validation-failed: kid missing or an unknown member', ...KEY },
   },
   decapsulate: {
-    id: 'pqcDecapsulate',
-    tag: 'pqc',
+    operationId: 'pqcDecapsulate',
     summary:
       "Recover the shared secret of a KEM ciphertext with the key's current version, or the one named",
-    permission: '`pqc.decapsulate`',
     description:
       'ML-KEM decapsulation is implicit-rejection: a tampered ciphertext yields an unrelated secret, not an error. Versions below minDecryptionVersion answer key-version-retired.',
-    response: obj({ kid: str, version: int, sharedSecret: base64('the 32-byte shared secret') }),
-    example: { kid: 'pq-exchange', ciphertext: KEM_CT },
-    answer: { kid: 'pq-exchange', version: 1, sharedSecret: SECRET },
+    body: DecapsulateBody,
+    answer: Answer({
+      kid: Str(),
+      version: VersionAnswer(),
+      sharedSecret: Base64Answer('the 32-byte shared secret'),
+    }),
+    examples: {
+      request: { kid: 'pq-exchange', ciphertext: KEM_CT },
+      answer: { kid: 'pq-exchange', version: 1, sharedSecret: SECRET },
+    },
     problems: {
       400: 'validation-failed: bad base64, a ciphertext of the wrong length, a version the key does not have, or an unknown member',
       ...KEY,
@@ -65,31 +72,31 @@ const DOCS: Record<string, OperationDoc> = {
     },
   },
   sign: {
-    ...RUNTIME_OPERATIONS.sign,
-    id: 'pqcSign',
-    tag: 'pqc',
+    ...OPERATIONS.sign,
+    operationId: 'pqcSign',
     summary: 'Sign with an ML-DSA (FIPS 204) or SLH-DSA (FIPS 205) key',
-    permission: '`pqc.sign`',
     description:
       "As /api/v3/crypto/sign, for post-quantum keys: `algorithm` defaults to the key's (ML-DSA-65, SLH-DSA-SHA2-128s...).",
-    example: { kid: 'pq-signing', data: 'YXR0YWNrIGF0IGRhd24=' },
-    answer: { kid: 'pq-signing', version: 1, algorithm: 'ML-DSA-65', signature: PQ_SIG },
+    examples: {
+      request: { kid: 'pq-signing', data: 'YXR0YWNrIGF0IGRhd24=' },
+      answer: { kid: 'pq-signing', version: 1, algorithm: 'ML-DSA-65', signature: PQ_SIG },
+    },
     problems: {
       400: 'validation-failed: neither or both of data and digest, an unknown algorithm or member',
       ...KEY,
     },
   },
   verify: {
-    ...RUNTIME_OPERATIONS.verify,
-    id: 'pqcVerify',
-    tag: 'pqc',
+    ...OPERATIONS.verify,
+    operationId: 'pqcVerify',
     summary:
       'Verify an ML-DSA or SLH-DSA signature with any retained version (newest first), or the one named',
-    permission: '`pqc.verify`',
     description:
       'As /api/v3/crypto/verify: a wrong signature is `valid: false` (200), not a problem.',
-    example: { kid: 'pq-signing', data: 'YXR0YWNrIGF0IGRhd24=', signature: PQ_SIG },
-    answer: { kid: 'pq-signing', version: 1, valid: true },
+    examples: {
+      request: { kid: 'pq-signing', data: 'YXR0YWNrIGF0IGRhd24=', signature: PQ_SIG },
+      answer: { kid: 'pq-signing', version: 1, valid: true },
+    },
     problems: {
       400: 'validation-failed: bad base64, neither or both of data and digest, an unknown member',
       ...KEY,
@@ -98,16 +105,19 @@ const DOCS: Record<string, OperationDoc> = {
   },
 };
 
-/** The PQC operations, served by Express behind the area's bearer check (route table `runtime`). */
-export const PQC_RUNTIME: readonly RuntimeRoute[] = PQC_OPERATIONS.map(
-  ([name, permission, body, op]) => ({
-    path: `/${name}`,
-    permissions: [permission],
-    action: `pqc.${name}`,
-    body,
-    op,
-    doc: DOCS[name],
-  }),
+/** The PQC operations, served by Express behind the area's bearer check; each body is the service table's. */
+export const PQC_RUNTIME = PQC_OPERATIONS.map(([name, permission, body, run]) =>
+  operationRow(
+    { ...CONTRACTS[name], body },
+    {
+      path: `/${name}`,
+      operationId: CONTRACTS[name].operationId,
+      tag: 'pqc',
+      access: { allOf: [permission] },
+      budget: `pqc.${name}`,
+      run,
+    },
+  ),
 );
 
 const PqcKey = Resource(KEY_VIEW, {

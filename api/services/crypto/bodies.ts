@@ -1,8 +1,8 @@
 /**
  * The request bodies of the runtime operations, one TypeBox schema each:
- * the route core (api/http/runtime-route.ts) checks every body, and each item of a batch, against
+ * the operation core (api/http/operation.ts) checks every body, and each item of a batch, against
  * it before the operation runs (unknown members refused naming the member), and the OpenAPI
- * operation is generated from it (api/http/runtime-contract.ts). What a schema cannot say (base64
+ * operation is generated from it (api/openapi/endpoints.ts). What a schema cannot say (base64
  * that decodes, 8 KiB of context, exactly one of data and digest) the operation checks.
  */
 import Type, { type Static, type TObject, type TProperties } from 'typebox';

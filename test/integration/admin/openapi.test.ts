@@ -14,8 +14,8 @@ import { slugsNamed } from '../../../api/openapi/problem-examples.ts';
 import { REDOC_BUNDLE_PATH } from '../../../api/routes/docs.ts';
 import { PROBLEMS } from '../../../shared/errors/index.ts';
 import {
-  AMZ_JSON,
-  AWS_SHAPED,
+  PROTOCOL_SHAPED,
+  oauthShaped,
   expressRoutes,
   laneRoutes,
   openApiPath,
@@ -53,7 +53,13 @@ interface Doc {
 
 const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
 /** Endpoints whose errors are OAuth's `{error, error_description}` (RFC 6749 section 5.2), not problem details. */
-const OAUTH_SHAPED = /^\/(api\/v3\/auth|api\/authenticate)\//;
+/** The protocol rows by `METHOD /openapi/path`, as the document names its operations. */
+const PROTOCOL_OPERATIONS = new Map(
+  [...PROTOCOL_SHAPED].map(([key, row]) => {
+    const [method, path] = key.split(' ');
+    return [`${method} ${openApiPath(path)}`, row];
+  }),
+);
 /** Operations anyone may call: no bearer token. */
 const PUBLIC = new Set([
   '/',
@@ -173,9 +179,10 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
         for (const [media, m] of Object.entries(r.content ?? {}))
           if (!m.schema) missing.push(`${key}: ${status} ${media} without a schema`);
         if (!/^[45]/.test(status)) continue;
-        const shape = AWS_SHAPED.has(key)
-          ? r.content?.[AMZ_JSON]?.schema?.$ref === '#/components/schemas/AwsError'
-          : OAUTH_SHAPED.test(path)
+        const protocol = PROTOCOL_OPERATIONS.get(key);
+        const shape = protocol
+          ? r.content?.[protocol.errorMedia]?.schema?.$ref === protocol.errorSchema
+          : oauthShaped(path)
             ? JSON.stringify(r.content?.['application/json']?.schema ?? {}).includes(
                 '#/components/schemas/OAuthError',
               )
@@ -184,7 +191,7 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
         // /readyz answers 503 with its checks, not a problem: the body says which dependency is down.
         if (!shape && key !== 'GET /readyz')
           missing.push(
-            `${key}: ${status} is not ${AWS_SHAPED.has(key) ? 'the AWS error' : OAUTH_SHAPED.test(path) ? 'the OAuth error' : 'a problem'}`,
+            `${key}: ${status} is not ${protocol ? `the ${protocol.protocol} error` : oauthShaped(path) ? 'the OAuth error' : 'a problem'}`,
           );
       }
     }

@@ -15,13 +15,14 @@ import { createApp } from '../../../api/app.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';
 import {
-  AMZ_JSON,
-  AWS_SHAPED,
   GENERIC_FIELDS,
+  PROTOCOL_ERROR_BODY,
+  PROTOCOL_SHAPED,
   ROUTE_FIELDS,
   callersOfEveryApi,
   expressRoutes,
   laneRoutes,
+  oauthShaped,
   openApiFields,
   pathParams,
   type ApiCallers,
@@ -32,7 +33,6 @@ import {
 /** An answer slower than this is a finding (a hang, or work out of proportion to the input). */
 const ANSWER_WITHIN_MS = 5_000;
 const CONCURRENCY = 4;
-const OAUTH_SHAPED = /^\/api\/(v3\/auth|authenticate)\//;
 
 interface Hostile {
   label: string;
@@ -194,14 +194,14 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
     } catch {
       return `a ${status} body that is not JSON (${type})`;
     }
-    if (AWS_SHAPED.has(`${route.method} ${route.path}`)) {
-      return type.startsWith(AMZ_JSON) &&
-        typeof body.__type === 'string' &&
-        typeof body.message === 'string'
+    const protocol = PROTOCOL_SHAPED.get(`${route.method} ${route.path}`);
+    if (protocol) {
+      return type.startsWith(protocol.errorMedia) &&
+        PROTOCOL_ERROR_BODY[protocol.protocol]?.(body)
         ? ''
-        : `not the AWS error shape (${type}, ${text.slice(0, 120)})`;
+        : `not the ${protocol.protocol} error shape (${type}, ${text.slice(0, 120)})`;
     }
-    if (OAUTH_SHAPED.test(route.path)) {
+    if (oauthShaped(route.path)) {
       return typeof body.error === 'string' && type.startsWith('application/json')
         ? ''
         : `not the OAuth error shape (${type}, ${text.slice(0, 120)})`;

@@ -128,7 +128,13 @@ describe(`the runtime lane and Express answer alike (${TEST_ENGINE})`, () => {
 
   beforeAll(async () => {
     app = await startTestApp();
-    const permissions = [...new Set(runtimeLanes().flatMap((r) => r.route.permissions))];
+    const permissions = [
+      ...new Set(
+        runtimeLanes().flatMap(({ row }) =>
+          'allOf' in row.access ? row.access.allOf : 'anyOf' in row.access ? row.access.anyOf : [],
+        ),
+      ),
+    ];
     const t = await makeTenant(app, [...permissions, 'admin.keys.create']);
     tokens.good = await workloadToken(app, t);
     tokens.bad = `${tokens.good.slice(0, -4)}AAAA`;

@@ -6,7 +6,12 @@
  * route with neither is reported as unenumerable, so coverage cannot shrink without a failing test.
  */
 import type { Express } from 'express';
-import { laneRoutes as tableLaneRoutes } from '../../../api/routes/index.ts';
+import {
+  answersInOAuthShape,
+  laneRoutes as tableLaneRoutes,
+  protocolRoutes,
+} from '../../../api/routes/index.ts';
+import type { ProtocolRow } from '../../../api/http/protocol.ts';
 import type { TestApp } from '../../support/app.ts';
 import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
 import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
@@ -123,14 +128,25 @@ export const pathParams = (path: string) => [...path.matchAll(/[:*](\w+)/g)].map
 export const ROUTE_FIELDS: Record<string, Field[]> = {};
 
 /**
- * Routes that speak another protocol's error shape than problem+json, declared once for the
- * hostile matrix and the OpenAPI test: the AWS KMS API answers every error as
- * awsJson1_1 `{"__type", "message"}`, because that is what AWS clients parse.
+ * The routes that answer in another protocol's error shape than problem+json, read from the
+ * table's protocol rows, by `METHOD /path`: the AWS KMS API answers every error as awsJson1_1
+ * `{"__type", "message"}`, because that is what AWS clients parse.
  */
-export const AWS_SHAPED: ReadonlySet<string> = new Set(['POST /']);
+export const PROTOCOL_SHAPED: ReadonlyMap<string, ProtocolRow> = new Map(
+  protocolRoutes().map(({ method, path, row }) => [`${method} ${path}`, row]),
+);
 
-/** The AWS protocol's media type, of its errors too. */
-export const AMZ_JSON = 'application/x-amz-json-1.1';
+/**
+ * The error body of each protocol: a protocol row added without an entry here fails the tests
+ * that read it, so its error shape is checked from its first day.
+ */
+export const PROTOCOL_ERROR_BODY: Readonly<Record<string, (body: Record<string, unknown>) => boolean>> =
+  {
+    'aws-kms': (body) => typeof body.__type === 'string' && typeof body.message === 'string',
+  };
+
+/** Whether a path answers in the OAuth error shape (the table's OAuth areas). */
+export const oauthShaped = (path: string): boolean => answersInOAuthShape(path);
 
 /** Names tried on every route besides its own fields, in its query and body. */
 export const GENERIC_FIELDS = ['id', 'tenantId', 'kid', 'name'];

@@ -205,7 +205,7 @@ describe('bodies that stall', () => {
 });
 
 describe('connection caps', () => {
-  it('when one address holds its 5 connections, then its next request answers 503 with Retry-After, another address is served, and /healthz still answers', async () => {
+  it('when one address holds its 5 connections, then its next request answers 503 with Retry-After (in the OAuth shape on the Auth API and the legacy login), another address is served, and /healthz still answers', async () => {
     for (let i = 0; i < 5; i += 1) await held('127.0.0.2');
 
     const over = await open('127.0.0.2');
@@ -222,6 +222,20 @@ describe('connection caps', () => {
     const t = await refusedToken;
     expect(t.status).toBe(503);
     expect(JSON.parse(t.body)).toMatchObject({ error: 'temporarily_unavailable' });
+
+    // The legacy login answers in the OAuth shape too, as its rows and its unknown paths do.
+    const login = await open('127.0.0.2');
+    const refusedLogin = answer(login);
+    login.write(
+      head('POST', '/api/authenticate/app', {
+        'Content-Type': 'application/json',
+        'Content-Length': '0',
+      }),
+    );
+    const l = await refusedLogin;
+    expect(l.status).toBe(503);
+    expect(JSON.parse(l.body)).toMatchObject({ error: 'temporarily_unavailable' });
+    expect(l.headers.get('cache-control')).toBe('no-store');
 
     const probe = await open('127.0.0.2');
     const health = answer(probe);
