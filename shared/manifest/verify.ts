@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { streamVerifier } from '../jose/jws.ts';
-import { MANIFEST_TYP, TREE_ALG, type ManifestPayload } from './manifest.ts';
+import { MANIFEST_TYP, TREE_ALG, type ManifestPayload } from './payload.ts';
 import { compareKeys, leafBytes, parseReportLine, rowOf, type ReportLine } from './row.ts';
 import { TreeBuilder, leafHash, verifyInclusion } from './tree.ts';
 
@@ -183,6 +183,7 @@ export async function verifyManifest(input: VerifyInput): Promise<VerifyResult> 
   // The index the next row's proof should carry: a gap means rows were removed before it.
   let expected = 0;
   let lineNo = 0;
+  let proofs: boolean | undefined;
   let outputs = 0;
   for await (const text of linesOf(input.report)) {
     lineNo += 1;
@@ -208,6 +209,11 @@ export async function verifyManifest(input: VerifyInput): Promise<VerifyResult> 
     const hash = leafHash(leafBytes(row));
     tree.push(hash);
 
+    // A report either carries proofs on every line or on none: a line without one among lines
+    // with them is not a row the ledger reported.
+    proofs ??= line.proof !== undefined;
+    if (proofs && !line.proof)
+      found({ kind: 'row-added', name, detail: 'the row carries no inclusion proof' });
     if (line.proof) {
       const path = line.proof.path.map((h) => Buffer.from(h, 'hex'));
       const proven = verifyInclusion(hash, line.proof.index, size, path, root);
