@@ -223,7 +223,13 @@ export async function verifyManifest(input: VerifyInput): Promise<VerifyResult> 
           name,
           detail: `${line.proof.index - expected} row(s) signed before ${JSON.stringify(name)} are not in the report (indexes ${expected} to ${line.proof.index - 1})`,
         });
-      if (proven) expected = line.proof.index + 1;
+      if (proven && line.proof.index < expected)
+        found({
+          kind: 'row-added',
+          name,
+          detail: `the row repeats signed row ${line.proof.index}, already in the report`,
+        });
+      else if (proven) expected = line.proof.index + 1;
       else if (line.proof.index === expected) {
         found({
           kind: 'row-edited',

@@ -276,6 +276,19 @@ describe('keyward verify-manifest', () => {
     expect(kinds).toContainEqual(['output-added', removed.outputs[0].key.slice(PREFIX.length)]);
     expect(kinds.filter(([k]) => k !== 'root')).toHaveLength(3);
     expect(removed.proof.index).toBe(17);
+    // A signed row given twice is named too, though its proof holds.
+    lines.splice(50, 0, lines[49]);
+    await writeReport(join(dir, 'twice.jsonl'), lines);
+    const twice = JSON.parse((await cli(args('twice.jsonl', 'out'))).stdout).findings as Array<{
+      kind: string;
+      name?: string;
+    }>;
+    expect(
+      twice
+        .filter((f) => f.name === lines[49].sourceKey)
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual(['report', 'row-added']);
   }, 60_000);
 
   it('when the JWK Set is served over HTTP, or holds another key, then the signature decides', async () => {
