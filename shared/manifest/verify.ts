@@ -135,6 +135,7 @@ export function verifyManifestSignature(
     !p ||
     p.v !== 1 ||
     p.kid !== header.kid ||
+    typeof p.parameters?.outputPrefix !== 'string' ||
     tree?.alg !== TREE_ALG ||
     typeof tree.root !== 'string' ||
     !HEX64.test(tree.root) ||
@@ -187,14 +188,21 @@ export async function verifyManifest(input: VerifyInput): Promise<VerifyResult> 
   let outputs = 0;
   for await (const text of linesOf(input.report)) {
     lineNo += 1;
+    let value: unknown;
     let line: ReportLine | string;
     try {
-      line = parseReportLine(JSON.parse(text));
+      value = JSON.parse(text);
+      line = parseReportLine(value);
     } catch {
       line = 'not JSON';
     }
     if (typeof line === 'string') {
-      found({ kind: 'report', detail: `line ${lineNo}: ${line}` });
+      const key = (value as { sourceKey?: unknown } | undefined)?.sourceKey;
+      found({
+        kind: 'report',
+        ...(typeof key === 'string' ? { name: key } : {}),
+        detail: `line ${lineNo}: ${line}`,
+      });
       continue;
     }
     const name = line.sourceKey;

@@ -56,8 +56,8 @@ export const verifyManifestCommand: Command = {
   args: ['<manifest.jws>'],
   local: true,
   details: [
-    'The report is what `keyward migrate report ID` prints as JSON Lines (with --proofs, each row',
-    'carries its inclusion proof, so an edited row is named, not only detected). --outputs is a',
+    'The report is what `keyward migrate report ID` prints as JSON Lines; when its lines carry',
+    'their inclusion proofs, an edited, added or removed row is named, not only detected. --outputs is a',
     'local copy of the output prefix (its keys relative to the prefix). Exit 0 when everything',
     'matches; 4 with one line per changed, missing or added output and edited, added or removed row.',
     'See docs/manifest.md for the same check in a few lines of Python or JavaScript.',

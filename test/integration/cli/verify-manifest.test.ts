@@ -278,6 +278,8 @@ describe('keyward verify-manifest', () => {
     expect(removed.proof.index).toBe(17);
     // A signed row given twice is named too, though its proof holds.
     lines.splice(50, 0, lines[49]);
+    // And a line that is no ledger row is named by its key.
+    lines[60] = { ...lines[60], attempts: 'many' };
     await writeReport(join(dir, 'twice.jsonl'), lines);
     const twice = JSON.parse((await cli(args('twice.jsonl', 'out'))).stdout).findings as Array<{
       kind: string;
@@ -289,6 +291,10 @@ describe('keyward verify-manifest', () => {
         .map((f) => f.kind)
         .sort(),
     ).toEqual(['report', 'row-added']);
+    expect(twice.find((f) => f.name === lines[60].sourceKey)).toMatchObject({
+      kind: 'report',
+      detail: expect.stringMatching(/^line 61: \/attempts /),
+    });
   }, 60_000);
 
   it('when the JWK Set is served over HTTP, or holds another key, then the signature decides', async () => {
