@@ -103,6 +103,11 @@ export const COMMANDS: Command[] = [
     () => import('./migration.ts').then((m) => m.migrateCommand),
   ),
   lazy(
+    'verify-manifest',
+    "Check a migration's signed manifest offline: signature, every row's proof, every output's digest",
+    () => import('./manifest.ts').then((m) => m.verifyManifestCommand),
+  ),
+  lazy(
     'analyze',
     'Ask the service what a PKCS#7/CMS file holds and whether it converts (JSON)',
     () => import('./migration.ts').then((m) => m.analyzeCommand),
