@@ -7,7 +7,12 @@
 import type { DecipherGCM } from 'node:crypto';
 import { createDecipheriv, createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { generateKeyMaterialSync, loadKeyObjects } from '../../../shared/crypto/material.ts';
+import {
+  generateKeyMaterialSync,
+  loadKeyObjects,
+  loadKeyVersion,
+} from '../../../shared/crypto/material.ts';
+import { decryptCompact, encryptCompact } from '../../../shared/jose/compact-jwe.ts';
 import { xwingExpandSeed } from '../../../shared/crypto/pqc.ts';
 import {
   hpkeUnwrap,
@@ -238,4 +243,31 @@ describe('HPKE JWE: a recipient list mixing classical and post-quantum keys', ()
     expect(recipientMix([pq, { kid: 'pq2', type: 'ml-kem-1024' }], false)).toBeUndefined();
     expect(recipientMix([rsa], false)).toBeUndefined();
   });
+});
+
+describe('HPKE JWE: the runtime compact JWE of ML-KEM and X-Wing keys', () => {
+  it.each([...HPKE_SUITES.keys()])(
+    'when a %s key encrypts at runtime, then the compact JWE is Integrated Encryption naming the key version, the independent reader opens it, and decryptCompact too',
+    async (type) => {
+      const m = generateKeyMaterialSync(type);
+      const key = loadKeyVersion(m, { kid: 'runtime-pq', version: 2, usage: 'encrypt' });
+      const seed = m.secret ?? key.privateKey!.export({ format: 'raw-seed' });
+      const message = Buffer.from('{"account":"12-345"}');
+      const jwe = encryptCompact(key, message);
+      const header = JSON.parse(b64(jwe.split('.')[0]).toString()) as Record<string, unknown>;
+      expect(header).toEqual({
+        alg: HPKE_SUITES.get(type)!.integrated,
+        kid: 'runtime-pq#2',
+        ver: 2,
+      });
+      expect((await openCompact(jwe, seed)).equals(message)).toBe(true);
+      expect(decryptCompact(jwe, () => key).equals(message)).toBe(true);
+      // A context bound at encryption must be given again.
+      const bound = encryptCompact(key, message, { context: 'digest' });
+      expect(decryptCompact(bound, () => key, 'digest').equals(message)).toBe(true);
+      expect(await thrown(() => decryptCompact(bound, () => key))).toMatchObject({
+        code: 'decryption_failed',
+      });
+    },
+  );
 });
