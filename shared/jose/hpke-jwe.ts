@@ -9,11 +9,12 @@
  *   aad = ASCII(protected header) and an empty info; the JWE Encrypted Key is the encapsulated
  *   secret and the IV and tag are empty (section 5). The compact form is written and read here.
  */
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 import { decryptionFailed, problem } from '../errors/index.ts';
 import { keyTypeSpec } from '../crypto/registry.ts';
 import type { LoadedKey } from '../crypto/key-material.ts';
 import { open, seal } from '../crypto/hpke.ts';
+import { xwingExpandSeed } from '../crypto/pqc.ts';
 import { hpkeAlg, hpkeSuiteOf, PQ_MEMBERS } from './pq-identifiers.ts';
 import { versionedKid } from './kid.ts';
 import type { ResolvedKey } from './types.ts';
@@ -27,6 +28,56 @@ export function kemKeyOf(key: ResolvedKey): LoadedKey {
     publicKey: key.publicKey,
     components: key.components,
   };
+}
+
+/**
+ * The key of a private `AKP` JWK of an HPKE suite (draft-ietf-jose-hpke-pq-pqt section 4: `priv`
+ * is SerializePrivateKey, the ML-KEM seed d || z or the X-Wing seed); its `pub`, when given, must
+ * be the key's own.
+ */
+export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): ResolvedKey {
+  const named = hpkeAlg(jwk.alg);
+  if (jwk.kty !== 'AKP' || !named || typeof jwk.priv !== 'string')
+    throw problem('validation_failed', 'not a private AKP JWK of an HPKE algorithm');
+  const seed = Buffer.from(jwk.priv, 'base64url');
+  let key: ResolvedKey;
+  try {
+    if (named.type === 'x25519-ml-kem-768') {
+      const { mlKem, x25519 } = xwingExpandSeed(seed);
+      key = {
+        kid,
+        version: 1,
+        type: named.type,
+        components: [
+          { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
+          { privateKey: x25519, publicKey: createPublicKey(x25519) },
+        ],
+      };
+    } else {
+      const privateKey = createPrivateKey({
+        key: seed,
+        format: 'raw-seed',
+        asymmetricKeyType: named.type,
+      });
+      key = {
+        kid,
+        version: 1,
+        type: named.type,
+        privateKey,
+        publicKey: createPublicKey(privateKey),
+      };
+    }
+  } catch (cause) {
+    throw problem('validation_failed', 'the AKP JWK priv is not a seed of its algorithm', {
+      cause,
+    });
+  }
+  const pub = key.components
+    ? Buffer.concat(key.components.map((c) => c.publicKey.export({ format: 'raw-public' })))
+    : key.publicKey!.export({ format: 'raw-public' });
+  if (jwk.pub !== undefined && jwk.pub !== pub.toString('base64url'))
+    throw problem('validation_failed', 'the AKP JWK pub is not the public key of its priv');
+  return key;
 }
 
 /** True for a key that receives HPKE JWEs (ML-KEM, X-Wing): a post-quantum target. */

@@ -6,7 +6,10 @@
  * the ML-DSA JWS and the AKP JWKs by jose. The recipients' private keys are read from the key
  * cache as a mailbox owner holds them: the service never exports them.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { calculateJwkThumbprint, flattenedVerify, importJWK } from 'jose';
 import type { JWK } from 'jose';
 import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
@@ -122,6 +125,21 @@ afterAll(async () => {
   await app.stop();
 });
 
+/** The CLI as a user runs it (a child process). */
+function cli(args: string[]) {
+  const root = new URL('../../../', import.meta.url).pathname;
+  return new Promise<{ code: number | null; stdout: Buffer; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'bin/keyward.js'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr }));
+  });
+}
+
 describe('the mailbox migrated to post-quantum JOSE', () => {
   it('when the tenant publishes its keys, then the X-Wing keys are AKP JWKs of HPKE-9 and the ML-DSA key one of ML-DSA-65, each imported by jose with its thumbprint over alg, kty, pub', async () => {
     const r = await api(app, 'GET', '/api/v3/crypto/keys/pq-alice', actor.workload);
@@ -202,5 +220,33 @@ describe('the mailbox migrated to post-quantum JOSE', () => {
     expect((await openJson(header, 'pq-bob#1', await seedOf('pq-bob'), body)).equals(data)).toBe(
       true,
     );
+  });
+
+  it("when keyward open is given the result and a private AKP JWK of HPKE-9, then it writes the plaintext and verifies the ML-DSA-65 JWS part with the archive key's public AKP JWK", async () => {
+    const r = await convert(app, actor.user, mail, { targetKid: ['pq-alice', 'pq-bob'] });
+    expect(r.status).toBe(200);
+    const pub = await api(app, 'GET', '/api/v3/crypto/keys/pq-bob', actor.workload);
+    const bobJwk = (pub.body as { versions: { jwk: Record<string, string> }[] }).versions[0].jwk;
+    const archive = await api(app, 'GET', '/api/v3/crypto/keys/pq-archive', actor.workload);
+    const archiveJwk = (archive.body as { versions: { jwk: object }[] }).versions[0].jwk;
+    const dir = ssl.path('');
+    writeFileSync(join(dir, 'pq-result.mime'), r.body);
+    writeFileSync(
+      join(dir, 'pq-bob.jwk'),
+      JSON.stringify({ ...bobJwk, priv: (await seedOf('pq-bob')).toString('base64url') }),
+    );
+    writeFileSync(join(dir, 'pq-archive.jwk'), JSON.stringify(archiveJwk));
+    const out = await cli([
+      'open',
+      join(dir, 'pq-result.mime'),
+      '--key',
+      join(dir, 'pq-bob.jwk'),
+      '--cert',
+      join(dir, 'pq-archive.jwk'),
+    ]);
+    expect(out.stderr).toMatch(
+      /JWS part verifies: valid JWS \(ML-DSA-65, archive signature by pq-archive#1\)/,
+    );
+    expect([out.code, out.stdout.equals(data)]).toEqual([0, true]);
   });
 });
