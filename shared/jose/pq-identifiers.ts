@@ -28,6 +28,11 @@ export interface HpkeSuiteLabels {
   readonly kdfId: number;
   readonly aeadId: number;
   readonly source: LabelSource;
+  /**
+   * Labels this suite had in earlier drafts, still read (never written) so stored outputs open
+   * until stream re-encrypt has re-wrapped them under the current label.
+   */
+  readonly formerly?: readonly string[];
 }
 
 /**
@@ -97,6 +102,16 @@ const BY_ALG = new Map<string, { type: HpkeKeyType; mode: 'integrated' | 'key-en
   [...HPKE_SUITES].flatMap(([type, s]) => [
     [s.integrated, { type, mode: 'integrated' as const }],
     [s.keyEncryption, { type, mode: 'key-encryption' as const }],
+    ...(s.formerly ?? []).map(
+      (alg) =>
+        [
+          alg,
+          {
+            type,
+            mode: alg.endsWith('-KE') ? ('key-encryption' as const) : ('integrated' as const),
+          },
+        ] as const,
+    ),
   ]),
 );
 
