@@ -6832,6 +6832,7 @@ export interface operations {
             /** @enum {unknown} */
             contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
             keyManagement?: string;
+            allowMixedRecipients?: boolean;
             /** @default false */
             b64?: boolean;
           };
@@ -7400,6 +7401,7 @@ export interface operations {
           | 'cms-element-too-large'
           | 'cms-key-not-imported'
           | 'cms-key-unusable'
+          | 'jose-mixed-recipients'
           | 'cms-signature-invalid'
           | 'cms-content-indefinite'
           | 'cms-nesting-too-deep'

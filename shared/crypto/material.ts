@@ -19,6 +19,7 @@ import type { KeyType, KeyTypeSpec, KeyUsage } from './registry.ts';
 import { xwingExpandSeed, xwingPublicKey } from './pqc.ts';
 import { OPENSSL_CURVE } from './ecdh-es.ts';
 import { asRsaKey, keySignatureAlgorithms } from './rsa-pss.ts';
+import { hpkeSuiteOf } from '../jose/pq-identifiers.ts';
 import type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
 
 export type { KeyMaterial, KeyPairDer, LoadedKey, LoadedKeyVersion } from './key-material.ts';
@@ -196,9 +197,11 @@ export function jwkUseMembers(
 }
 
 /**
- * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-KEM, ML-DSA and SLH-DSA use the
- * `AKP` key type Node exports (draft-ietf-cose-dilithium); the hybrid is `AKP` with `alg: "X-Wing"` and
- * `pub` = pk_M || pk_X, the X-Wing encapsulation key. Symmetric (AES, HMAC) keys have no public JWK.
+ * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-DSA and SLH-DSA use the `AKP`
+ * key type Node exports (RFC 9964: `alg` ML-DSA-44/65/87 and `pub` the raw key); ML-KEM and the
+ * hybrid are `AKP` keys of their HPKE suite (draft-ietf-jose-hpke-pq-pqt: `alg` HPKE-12/13, and
+ * HPKE-9 with `pub` = pk_M || pk_X, the X-Wing encapsulation key; shared/jose/pq-identifiers.ts).
+ * Symmetric (AES, HMAC) keys have no public JWK.
  */
 export function publicJwk(
   m: KeyMaterial | LoadedKey,
@@ -210,11 +213,14 @@ export function publicJwk(
     throw problem('key_usage_mismatch', `a ${spec.type} key is symmetric: it has no public key`);
   let jwk: PublicJwk;
   if (spec.family === 'hybrid') {
-    jwk = { kty: 'AKP', alg: 'X-Wing', pub: xwingPublicKey(loaded).toString('base64url') };
+    jwk = { kty: 'AKP', alg: 'HPKE-9', pub: xwingPublicKey(loaded).toString('base64url') };
   } else {
     // An id-RSASSA-PSS key is kty RSA in JOSE (RFC 7518 section 6.3); its `alg` says PS*.
     jwk = { ...(asRsaKey(loaded.publicKey!).export({ format: 'jwk' }) as PublicJwk) };
   }
+  // ML-KEM and X-Wing keys are published under the HPKE suite they receive.
+  const hpke = hpkeSuiteOf(spec.type);
+  if (hpke) jwk.alg = hpke.integrated;
   if (opts.kid !== undefined) jwk.kid = opts.kid;
   if (opts.usage !== undefined)
     Object.assign(jwk, jwkUseMembers(spec.type, opts.usage, loaded.publicKey));

@@ -258,6 +258,12 @@ const CMS = {
     title: 'CMS Key Unusable',
     help: 'The imported key that matches the CMS input cannot be used for it (wrong state or usage). Check the key state and usage.',
   },
+  jose_mixed_recipients: {
+    status: 422,
+    slug: 'jose-mixed-recipients',
+    title: 'Mixed Classical And Post-Quantum Recipients',
+    help: 'A JWE to post-quantum (HPKE) recipients must not also go to a classical recipient (draft-ietf-jose-hpke-pq-pqt): whoever breaks the classical key later reads the content. Name only post-quantum targets, or set allowMixedRecipients: true to accept that, recorded in the output.',
+  },
   cms_signature_invalid: {
     status: 422,
     slug: 'cms-signature-invalid',

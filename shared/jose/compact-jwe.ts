@@ -4,6 +4,9 @@
  *   AES keys   alg "dir", enc A128GCM / A256GCM (the key is the CEK)
  *   RSA keys   alg "RSA-OAEP-256" (RFC 7518 section 4.3), enc A256GCM
  *   EC keys    alg "ECDH-ES+A256KW" (RFC 7518 section 4.6), enc A256GCM
+ *   ML-KEM, X-Wing keys  alg "HPKE-12" / "HPKE-13" / "HPKE-9", Integrated Encryption
+ *              (draft-ietf-jose-hpke-encrypt section 5: no enc, empty IV and tag, the HPKE
+ *              ciphertext with its tag); "HPKE-n-KE" compact JWEs decrypt too
  *
  * The protected header names the key version as `kid: "<kid>#<version>"`, the same string as that
  * version's public JWK, so a verifier picks the right key; `ver` (the version, a number)
@@ -38,6 +41,9 @@ import { ephemeralAgreement } from '../crypto/ecdh-es.ts';
 import type { JoseCurve } from '../crypto/ecdh-es.ts';
 import { concatKdf } from '../crypto/kdf.ts';
 import { ecdhKeyWrapBits, recipientDerivedKey } from './keys.ts';
+import { hpkeUnwrap, kemKeyOf } from './hpke-jwe.ts';
+import { hpkeAlg, hpkeSuiteOf } from './pq-identifiers.ts';
+import { open as hpkeOpen, seal as hpkeSeal } from '../crypto/hpke.ts';
 import { splitVersionedKid, versionedKid } from './kid.ts';
 
 /** The members of a protected header this module reads or writes. */
@@ -218,6 +224,15 @@ export function encryptCompact(
 ): string {
   assertUsage(key, 'encrypt');
   const spec = key.spec;
+  const hpke = hpkeSuiteOf(key.type);
+  if (hpke) {
+    // Integrated Encryption: HPKE seals the plaintext itself, with the protected header as aad.
+    if (opts.enc !== undefined)
+      throw problem('validation_failed', `${hpke.integrated} has no separate content encryption`);
+    const encoded = b64({ alg: hpke.integrated, ...naming(key, opts.context) });
+    const sealed = hpkeSeal(key, Buffer.alloc(0), Buffer.from(encoded, 'ascii'), plaintext);
+    return `${encoded}.${sealed.enc.toString('base64url')}..${sealed.ct.toString('base64url')}.`;
+  }
   if (!spec.jwe)
     throw problem(
       'key_usage_mismatch',
@@ -347,6 +362,8 @@ export function decryptParsed(
 
 function decryptWith(p: ParsedCompactJwe, key: LoadedKeyVersion): Buffer {
   const { alg, enc } = p.header;
+  const hpke = hpkeAlg(alg);
+  if (hpke) return hpkeDecryptWith(p, key, hpke.mode);
   const bits = ENC_BITS.get(enc);
   // We never compress and understand no critical extension, so both are refused (RFC 7516 section 4.1.13).
   if (bits === undefined) throw new Error(`unsupported enc ${String(enc)}`);
@@ -396,6 +413,44 @@ function decryptWith(p: ParsedCompactJwe, key: LoadedKeyVersion): Buffer {
     return gcmDecrypt(cek, bits, p);
   }
   throw new Error(`a ${key.type} key does not decrypt JWE`);
+}
+
+/** HPKE compact JWEs: Integrated (section 5) or Key Encryption with one recipient (section 6). */
+function hpkeDecryptWith(
+  p: ParsedCompactJwe,
+  key: LoadedKeyVersion,
+  mode: 'integrated' | 'key-encryption',
+): Buffer {
+  if (p.header.zip !== undefined || p.header.crit !== undefined)
+    throw new Error('zip and crit are not supported');
+  if (key.kid !== p.kid || key.version !== p.version)
+    throw new Error('the key looked up is not the one the header names');
+  const named = hpkeAlg(p.header.alg)!;
+  if (named.type !== key.type)
+    throw new Error(`alg ${p.header.alg} does not fit a ${key.type} key`);
+  if (mode === 'integrated') {
+    if (p.header.enc !== undefined || p.iv.length !== 0 || p.tag.length !== 0)
+      throw new Error('Integrated Encryption has no enc, IV or tag');
+    return hpkeOpen(
+      key,
+      p.encryptedKey,
+      Buffer.alloc(0),
+      Buffer.from(p.protectedHeader, 'ascii'),
+      p.ciphertext,
+    );
+  }
+  const bits = ENC_BITS.get(p.header.enc);
+  if (bits === undefined) throw new Error(`unsupported enc ${String(p.header.enc)}`);
+  if (p.iv.length !== IV_BYTES || p.tag.length !== TAG_BYTES)
+    throw new Error('iv or tag has the wrong length');
+  const cek = hpkeUnwrap(
+    { ...kemKeyOf(key), kid: key.kid, version: key.version },
+    p.header,
+    p.encryptedKey,
+    p.header.enc,
+    bits / 8,
+  );
+  return gcmDecrypt(cek, bits, p);
 }
 
 /** Decrypts a compact JWE, looking up the key version its header names; lookup errors (unknown kid, revoked) pass through. */

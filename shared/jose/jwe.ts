@@ -31,9 +31,12 @@ export const ENCS: ReadonlyMap<string, EncSpec> = new Map<string, EncSpec>([
   ['A256CBC-HS512', { cek: 64, tag: 32, gcm: 'A256GCM', cbc: { bits: 256, hash: 'sha512' } }],
 ]);
 
-/** The protected header, base64url-encoded; its ASCII is the AAD (RFC 7516 section 5.1 step 14). */
-export function protectedHeader(enc: JweEnc): string {
-  return Buffer.from(JSON.stringify({ enc })).toString('base64url');
+/**
+ * The protected header, base64url-encoded; its ASCII is the AAD (RFC 7516 section 5.1 step 14).
+ * `extra` members follow `enc` (the record of a deliberately mixed recipient list).
+ */
+export function protectedHeader(enc: JweEnc, extra?: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify({ enc, ...extra })).toString('base64url');
 }
 
 /** Streaming content encryption under a fresh key; the tag only comes out of final(). */

@@ -25,10 +25,31 @@ import type { ResolvedKey } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 export type JwsAlg =
-  'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
+  | 'RS256'
+  | 'RS384'
+  | 'RS512'
+  | 'PS256'
+  | 'PS384'
+  | 'PS512'
+  | 'ES256'
+  | 'ES384'
+  | 'ES512'
+  | 'EdDSA'
+  | 'ML-DSA-44'
+  | 'ML-DSA-65'
+  | 'ML-DSA-87';
 
-/** Largest signing input held for EdDSA. */
+/** Largest signing input held for EdDSA and ML-DSA. */
 export const EDDSA_CAP = 64 * 1024 * 1024;
+
+/**
+ * The algs whose signature covers the whole message rather than a streamed hash: PureEdDSA, and
+ * ML-DSA as RFC 9964 uses it (pure, empty context; Node has no external-mu interface), so their
+ * signing input is held, up to EDDSA_CAP bytes.
+ */
+export function holdsInput(alg: string): boolean {
+  return alg === 'EdDSA' || /^ML-DSA-(44|65|87)$/.test(alg);
+}
 
 const BITS: Record<string, string> = { sha384: '384', sha512: '512' };
 const CURVE_ALG: Record<string, JwsAlg> = {
@@ -55,9 +76,12 @@ export function algForKey(key: ResolvedKey, cmsHash: string, pss: boolean): JwsA
     if (alg) return alg;
   }
   if (type === 'ed25519' || type === 'ed448') return 'EdDSA';
+  // RFC 9964: ML-DSA-44/65/87, named by the parameter set; the CMS digest plays no part.
+  const mlDsa = /^ml-dsa-(44|65|87)$/.exec(type ?? '');
+  if (mlDsa) return `ML-DSA-${mlDsa[1]}` as JwsAlg;
   throw problem(
     'cms_key_unusable',
-    `key ${key.kid} cannot sign a JWS (it needs an RSA, RSASSA-PSS, EC P-256/384/521, Ed25519 or Ed448 private key)`,
+    `key ${key.kid} cannot sign a JWS (it needs an RSA, RSASSA-PSS, EC P-256/384/521, Ed25519, Ed448 or ML-DSA private key)`,
   );
 }
 
@@ -80,6 +104,8 @@ export function candidateAlgs(
   // RFC 8419 section 3: Ed25519 signers use SHA-512 for the CMS digest.
   if (cmsHash === 'sha512') algs.push('EdDSA');
   if (!keyTypes) return algs;
+  // An ML-DSA key signs whatever digest the CMS used: its algs are candidates whenever it is held.
+  algs.push('ML-DSA-44', 'ML-DSA-65', 'ML-DSA-87');
   const signable = new Set<string>(
     keyTypes.filter(isKeyType).flatMap((t) => KEY_TYPE_SPECS[t].jws ?? []),
   );
@@ -157,7 +183,7 @@ export class DetachedJwsSigner {
       const protectedB64 = Buffer.from(JSON.stringify(header)).toString('base64url');
       const prefix = Buffer.from(`${protectedB64}.`, 'ascii');
       const c: Candidate = { protectedB64, heldBytes: 0, overflow: false };
-      if (alg === 'EdDSA') c.held = [];
+      if (holdsInput(alg)) c.held = [];
       else c.sign = createSign(HASH_OF[alg.slice(2)]);
       this.#candidates.set(alg, c);
       this.#feed(c, prefix);
@@ -197,11 +223,11 @@ export class DetachedJwsSigner {
     if (rest.length) this.#feed(c, rest);
     const priv = key.privateKey!;
     let sig: Buffer;
-    if (alg === 'EdDSA') {
+    if (holdsInput(alg)) {
       if (c.overflow)
         throw problem(
           'cms_eddsa_too_large',
-          `EdDSA signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
+          `${alg} signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
         );
       sig = signOneShot(null, Buffer.concat(c.held!), priv);
     } else if (alg.startsWith('PS')) {
@@ -238,9 +264,10 @@ export interface StreamVerifier {
   verify(key: KeyObject, signature: Buffer): boolean;
 }
 
-/** A verifier for a JWS alg (RFC 7518 section 3); EdDSA holds the input up to EDDSA_CAP bytes. */
+/** A verifier for a JWS alg (RFC 7518 section 3, RFC 9964); EdDSA and ML-DSA hold the input up to EDDSA_CAP bytes. */
 export function streamVerifier(alg: string): StreamVerifier {
-  if (alg === 'EdDSA') {
+  if (holdsInput(alg)) {
+    const keyType = alg === 'EdDSA' ? null : alg.toLowerCase();
     const held: Buffer[] = [];
     let n = 0;
     return {
@@ -249,12 +276,14 @@ export function streamVerifier(alg: string): StreamVerifier {
         if (n > EDDSA_CAP)
           throw problem(
             'jose_too_large',
-            `EdDSA verifies at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
+            `${alg} verifies at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
           );
         held.push(Buffer.from(data));
       },
       verify: (key, sig) =>
-        (key.asymmetricKeyType === 'ed25519' || key.asymmetricKeyType === 'ed448') &&
+        (keyType
+          ? key.asymmetricKeyType === keyType
+          : key.asymmetricKeyType === 'ed25519' || key.asymmetricKeyType === 'ed448') &&
         verifyOneShot(null, Buffer.concat(held), key, sig),
     };
   }

@@ -18,6 +18,8 @@ import type { JoseCurve } from '../crypto/ecdh-es.ts';
 import { concatKdf } from '../crypto/kdf.ts';
 import { problem, decryptionFailed } from '../errors/index.ts';
 import { splitVersionedKid, versionedKid } from './kid.ts';
+import { hpkeUnwrap, hpkeWrap } from './hpke-jwe.ts';
+import { hpkeAlg, hpkeSuiteOf } from './pq-identifiers.ts';
 import type { KeyPurpose, KidResolver, ResolvedKey } from './types.ts';
 
 /** A header's `apu`/`apv` (RFC 7518 section 4.6.1.2 and 4.6.1.3): base64url, empty when absent. */
@@ -98,13 +100,16 @@ export function certificatePublicKey(der: Buffer): KeyObject {
 
 /** The default key management for a target key. */
 export function defaultKeyManagement(key: ResolvedKey): string {
+  // ML-KEM and X-Wing keys: HPKE Key Encryption, the mode that serves one recipient or several.
+  const hpke = hpkeSuiteOf(key.type);
+  if (hpke) return hpke.keyEncryption;
   if (key.secretKey) return `A${key.secretKey.symmetricKeySize! * 8}KW`;
   const type = publicKeyOf(key)?.asymmetricKeyType;
   if (type === 'rsa') return 'RSA-OAEP-256';
   if (type === 'ec') return 'ECDH-ES+A256KW';
   throw problem(
     'cms_key_unusable',
-    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC or AES key); name one in targetKid`,
+    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC, AES, ML-KEM or X-Wing key); name one in targetKid`,
   );
 }
 
@@ -113,19 +118,28 @@ export function defaultKeyManagement(key: ResolvedKey): string {
  * `<kid>#<version>`, as the runtime JWE and the public JWKs do.
  */
 export interface JweRecipient {
-  header: { alg: string; kid: string; epk?: Record<string, string> };
+  header: { alg: string; kid: string; epk?: Record<string, string>; ek?: string };
   encrypted_key: string;
 }
 
-/** Encrypts the fresh content key for the target key; `alg` defaults per defaultKeyManagement. */
+/**
+ * Encrypts the fresh content key for the target key; `alg` defaults per defaultKeyManagement.
+ * `enc` is the content encryption, which HPKE Key Encryption binds into its key schedule.
+ */
 export function wrapContentKey(
   target: ResolvedKey,
   cek: Buffer,
   alg = defaultKeyManagement(target),
+  enc?: string,
 ): JweRecipient {
   const unusable = () =>
     problem('cms_key_unusable', `key ${target.kid} cannot be used with ${alg}`);
   const kid = versionedKid(target.kid, target.version);
+  const hpke = hpkeAlg(alg);
+  if (hpke) {
+    if (hpke.mode !== 'key-encryption' || hpke.type !== target.type || !enc) throw unusable();
+    return hpkeWrap(target, cek, enc);
+  }
   if (alg === 'RSA-OAEP-256' || alg === 'RSA-OAEP') {
     const pub = publicKeyOf(target);
     if (pub?.asymmetricKeyType !== 'rsa') throw unusable();
@@ -171,8 +185,14 @@ export function unwrapContentKey(
   header: Record<string, unknown>,
   encryptedKey: Buffer,
   cekBytes: number,
+  enc?: string,
 ): Buffer {
   const alg = String(header.alg);
+  if (hpkeAlg(alg)) {
+    if (!enc)
+      throw problem('jose_unsupported', `${alg.slice(0, 32)} needs the enc it was sealed for`);
+    return hpkeUnwrap(key, header, encryptedKey, enc, cekBytes);
+  }
   if (alg === 'RSA-OAEP-256' || alg === 'RSA-OAEP') {
     if (key.privateKey?.asymmetricKeyType !== 'rsa')
       throw decryptionFailed(new Error(`key ${key.kid} is not an RSA private key`));

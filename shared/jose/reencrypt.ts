@@ -202,13 +202,18 @@ export async function reencryptStream(
   const rotate = opts.rotateContentKey;
   const protectedB64 = rotate ? protectedHeader(spec.gcm) : head.protectedB64;
   try {
-    cek = unwrapContentKey(source, from.header, from.encryptedKey, spec.cek);
+    cek = unwrapContentKey(source, from.header, from.encryptedKey, spec.cek, head.enc);
     second = await reader.next();
     if (!second || second.contentType.split(';')[0] !== OCTET)
       throw malformed('the second part must be application/octet-stream');
     open = opener(head, cek, rotate);
     fresh = rotate ? gcmEncryptor(spec.gcm, Buffer.from(protectedB64, 'ascii')) : null;
-    recipient = wrapContentKey(target, fresh ? fresh.cek : cek);
+    recipient = wrapContentKey(
+      target,
+      fresh ? fresh.cek : cek,
+      undefined,
+      rotate ? spec.gcm : head.enc,
+    );
   } catch (err) {
     await settle(false); // a key of the wrong kind or a malformed form: nothing was decrypted
     throw err;

@@ -8,7 +8,13 @@
  */
 import { constants, createSign, sign as signOneShot } from 'node:crypto';
 import type { Sign } from 'node:crypto';
-import { EDDSA_CAP, SigningInputEncoder, type DetachedJws, type JwsAlg } from './jws.ts';
+import {
+  EDDSA_CAP,
+  SigningInputEncoder,
+  holdsInput,
+  type DetachedJws,
+  type JwsAlg,
+} from './jws.ts';
 import { versionedKid } from './kid.ts';
 import type { ResolvedKey } from './types.ts';
 import { Spool } from '../spool.ts';
@@ -67,7 +73,7 @@ export class SpooledJwsSigner {
         held?: Buffer[];
         n: number;
       } = { key, alg, protectedB64, n: 0 };
-      if (alg === 'EdDSA') s.held = [prefix];
+      if (holdsInput(alg)) s.held = [prefix];
       else (s.sign = createSign(HASH[alg.slice(2)])).update(prefix);
       return s;
     });
@@ -80,7 +86,7 @@ export class SpooledJwsSigner {
           if (p.n > EDDSA_CAP)
             throw problem(
               'cms_eddsa_too_large',
-              `EdDSA signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
+              `${p.alg} signs at most ${EDDSA_CAP} bytes of signing input; this content is larger`,
             );
           p.held!.push(Buffer.from(data));
         }
@@ -91,7 +97,7 @@ export class SpooledJwsSigner {
     const out = parts.map((p): DetachedJws => {
       const priv = p.key.privateKey!;
       let sig: Buffer;
-      if (p.alg === 'EdDSA') sig = signOneShot(null, Buffer.concat(p.held!), priv);
+      if (holdsInput(p.alg)) sig = signOneShot(null, Buffer.concat(p.held!), priv);
       else if (p.alg.startsWith('PS'))
         // RFC 7518 section 3.5: the salt is as long as the hash output.
         sig = p.sign!.sign({

@@ -10,6 +10,8 @@ export interface ResolvedKey {
   privateKey?: KeyObject;
   publicKey?: KeyObject;
   secretKey?: KeyObject;
+  /** X-Wing keys: the ML-KEM-768 and X25519 component keys, in the registry's order. */
+  components?: readonly { readonly privateKey?: KeyObject; readonly publicKey: KeyObject }[];
   /** DER of the key's certificate, when it was imported with one. */
   certificate?: Buffer;
 }

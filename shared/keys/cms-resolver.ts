@@ -64,6 +64,7 @@ export function tenantKeyResolver(
       privateKey: loaded.privateKey,
       publicKey: loaded.publicKey,
       secretKey: loaded.secretKey,
+      ...(loaded.components ? { components: loaded.components } : {}),
       certificate: key.certificates.get(v),
     };
   }

@@ -9,6 +9,7 @@
 import type { Knex } from 'knex';
 import { problem } from '../errors/index.ts';
 import { jwkUseMembers } from '../crypto/material.ts';
+import { hpkeSuiteOf } from '../jose/pq-identifiers.ts';
 import {
   keyTypeSpec,
   orderedUsages,
@@ -74,16 +75,20 @@ export function allowedUsagesOf(row: Record<string, unknown>): KeyUsage[] {
 /**
  * A stored public JWK with the `use` and `alg` of the usages enabled now (a settings PATCH changes
  * them after the JWK was stored). A JWK whose `use` already fits is answered as stored, so an
- * `alg` that belongs to the key rather than to a usage (X-Wing, AKP keys) is never dropped.
+ * `alg` that belongs to the key rather than to a usage (AKP keys: ML-DSA, HPKE) is never dropped.
  */
 export function jwkForUsages(
   type: KeyType,
   usages: readonly KeyUsage[],
   jwk: Record<string, unknown>,
 ): Record<string, unknown> {
+  // A JWK stored before ML-KEM and X-Wing keys were published under their HPKE suite (it said
+  // ML-KEM-768 or X-Wing) is answered with the suite's label, as new keys are.
+  const hpke = hpkeSuiteOf(type);
+  const stored = hpke && jwk.alg !== hpke.integrated ? { ...jwk, alg: hpke.integrated } : jwk;
   const want = jwkUseMembers(type, usages);
-  if (jwk.use === want.use) return jwk;
-  const { use, ...rest } = jwk;
+  if (stored.use === want.use) return stored;
+  const { use, ...rest } = stored;
   const was = use === 'sig' ? 'sign' : use === 'enc' ? 'encrypt' : undefined;
   if (was && rest.alg === jwkUseMembers(type, was).alg) delete rest.alg;
   return { ...rest, ...want };

@@ -19,6 +19,7 @@ import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
+import { recipientMix } from '../jose/hpke-jwe.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey } from './recipients.ts';
 import { chooseRecipient, targetKeysOf } from './recipient-choice.ts';
@@ -151,10 +152,11 @@ export async function convertEnveloped(
     ? preservingEnc(cc.spec.keyLength)
     : ((metadata.contentEncryption as JweEnc | undefined) ??
       (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM'));
-  const aad = Buffer.from(protectedHeader(enc), 'ascii');
+  const protectedB64 = protectedHeader(enc, keys.mixed);
+  const aad = Buffer.from(protectedB64, 'ascii');
   const fresh = preserve ? null : gcmEncryptor(enc, aad);
   // A target or key management that cannot carry the JWE key is a plain problem, found now.
-  let recipients = keys.wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength));
+  let recipients = keys.wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength), enc);
 
   const kid = keys.recipientKey.kid;
   const { cek: cmsKey, rejected } = await openContentKey(
@@ -168,14 +170,14 @@ export async function convertEnveloped(
   try {
     if (preserve) {
       plaintext = preservedCiphertext(reader, head, cc, cmsKey, aad);
-      recipients = keys.wrapFor(plaintext.encryptor.cek);
+      recipients = keys.wrapFor(plaintext.encryptor.cek, enc);
     } else {
       plaintext = await decryptedContent(reader, head, cc, cmsKey, fresh!, keys.signerKey, opts);
     }
   } catch (err) {
     throw await outcome.failed(err);
   }
-  return jweAnswer(reader, plaintext, { enc, recipients, rejected, outcome });
+  return jweAnswer(reader, plaintext, { protectedB64, recipients, rejected, outcome });
 }
 
 /** Preserve keeps only the AES-CBC ciphertext of an EnvelopedData holding data. */
@@ -201,11 +203,14 @@ async function envelopeKeys(head: CmsHead, opts: ConvertOptions) {
   });
   const { ri, key: recipientKey } = chosen;
   const targets = await targetKeysOf(resolver, metadata.targetKid, chosen, head.recipientInfos);
+  const mixed = recipientMix(targets, metadata.allowMixedRecipients === true);
   // One content key, wrapped for each target (RFC 7516 section 7.2.1, one recipient each).
-  const wrapFor = (cek: Buffer) =>
-    targets.map((t) => wrapContentKey(t, cek, metadata.keyManagement ?? defaultKeyManagement(t)));
+  const wrapFor = (cek: Buffer, enc: JweEnc) =>
+    targets.map((t) =>
+      wrapContentKey(t, cek, metadata.keyManagement ?? defaultKeyManagement(t), enc),
+    );
   const signerKey = await signerKeyOf(opts);
-  return { ri, recipientKey, wrapFor, signerKey };
+  return { ri, recipientKey, wrapFor, signerKey, mixed };
 }
 
 /**
@@ -473,7 +478,7 @@ function jweAnswer(
   reader: BerReader,
   plaintext: Plaintext,
   o: {
-    enc: JweEnc;
+    protectedB64: string;
     recipients: unknown[];
     rejected: Error | undefined;
     outcome: DecryptionOutcome;
@@ -482,7 +487,7 @@ function jweAnswer(
   const { encryptor, source, signing: sign, inner, ending } = plaintext;
   const { rejected, outcome } = o;
   const header = JSON.stringify({
-    protected: protectedHeader(o.enc),
+    protected: o.protectedB64,
     recipients: o.recipients,
     iv: encryptor.iv.toString('base64url'),
   });

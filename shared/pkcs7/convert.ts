@@ -41,8 +41,10 @@ function checkMetadata(m: ConvertMetadata): void {
       'contentEncryption must be A128GCM, A192GCM, A256GCM or preserve',
     );
   }
-  if (m.b64 !== undefined && typeof m.b64 !== 'boolean')
-    throw problem('cms_bad_metadata', 'b64 must be a boolean');
+  for (const k of ['b64', 'allowMixedRecipients'] as const) {
+    if (m[k] !== undefined && typeof m[k] !== 'boolean')
+      throw problem('cms_bad_metadata', `${k} must be a boolean`);
+  }
   if (m.verify !== undefined && m.verify !== 'signature' && m.verify !== 'chain')
     throw problem('cms_bad_metadata', 'verify must be signature or chain');
   for (const k of ['signerKid', 'recipientKid', 'keyManagement'] as const) {

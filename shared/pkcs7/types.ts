@@ -63,6 +63,11 @@ export interface ConvertMetadata {
   password?: string;
   contentEncryption?: 'A128GCM' | 'A192GCM' | 'A256GCM' | 'preserve';
   keyManagement?: string;
+  /**
+   * Accepts a target list mixing classical and post-quantum (HPKE) keys, which is otherwise
+   * refused (docs/post-quantum.md); recorded in the JWE's protected header.
+   */
+  allowMixedRecipients?: boolean;
   /** RFC 7797 unencoded payload when false (the default). */
   b64?: boolean;
   /**

@@ -9,10 +9,12 @@
  */
 import {
   X509Certificate,
+  createDecipheriv,
   createPrivateKey,
   createPublicKey,
   createSecretKey,
   verify as nodeVerify,
+  type DecipherGCM,
   type KeyObject,
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -20,6 +22,9 @@ import { flattenedDecrypt, flattenedVerify, generalDecrypt } from 'jose';
 import { parseKeystore } from '../../../shared/keystore/index.ts';
 import { asRsaKey, keySignatureAlgorithms } from '../../../shared/crypto/rsa-pss.ts';
 import { MixedReader } from '../../../shared/jose/mixed-reader.ts';
+import { hpkeKeyFromJwk, hpkeUnwrap } from '../../../shared/jose/hpke-jwe.ts';
+import { hpkeAlg } from '../../../shared/jose/pq-identifiers.ts';
+import type { ResolvedKey } from '../../../shared/jose/types.ts';
 import { openContainer } from '../../../shared/pkcs7/container.ts';
 import {
   EXIT,
@@ -106,6 +111,52 @@ async function loadKey(file: string): Promise<KeyObject> {
   );
   const [entry] = parseKeystore({ data, password: pass });
   return entry.privateKey;
+}
+
+/** An HPKE key (a private AKP JWK of HPKE-n or HPKE-n-KE), or null for any other key file. */
+function hpkeKeyOf(file: string): ResolvedKey | null {
+  const text = readFileSync(file, 'utf8').trim();
+  if (!text.startsWith('{')) return null;
+  const jwk = JSON.parse(text) as Record<string, unknown>;
+  return jwk.kty === 'AKP' && hpkeAlg(jwk.alg) ? hpkeKeyFromJwk(jwk) : null;
+}
+
+/**
+ * Opens an HPKE Key Encryption recipient (draft-ietf-jose-hpke-encrypt section 6), which jose
+ * does not read: the content key with the service's HPKE reader, the AES-GCM content with Node.
+ */
+function openHpke(jwe: FlatJwe, key: ResolvedKey): Buffer {
+  const prot = JSON.parse(Buffer.from(jwe.protected, 'base64url').toString()) as Record<
+    string,
+    unknown
+  >;
+  const enc = String(prot.enc);
+  const bits = /^A(128|192|256)GCM$/.exec(enc)?.[1];
+  if (!bits) throw new Error(`enc ${enc.slice(0, 16)} is not read for HPKE recipients here`);
+  const recipients = jwe.recipients ?? [{ header: jwe.header, encrypted_key: jwe.encrypted_key }];
+  const mine = recipients.filter((r) => hpkeAlg(r.header?.alg)?.type === key.type);
+  for (const r of mine) {
+    const cek = hpkeUnwrap(
+      key,
+      { ...prot, ...r.header },
+      Buffer.from(String(r.encrypted_key), 'base64url'),
+      enc,
+      Number(bits) / 8,
+    );
+    const d = createDecipheriv(
+      `aes-${bits}-gcm`,
+      cek,
+      Buffer.from(jwe.iv, 'base64url'),
+    ) as DecipherGCM;
+    d.setAAD(Buffer.from(jwe.protected, 'ascii'));
+    d.setAuthTag(Buffer.from(jwe.tag, 'base64url'));
+    try {
+      return Buffer.concat([d.update(Buffer.from(jwe.ciphertext, 'base64url')), d.final()]);
+    } catch {
+      // another recipient of the same key type, if any
+    }
+  }
+  throw new Error('no HPKE recipient opens with this key');
 }
 
 /** The public key of a certificate or public key (PEM), or a JWK file. */
@@ -293,17 +344,19 @@ const openCommand: Command = {
     const keyFile = str(inv.values, 'key');
     if (!keyFile) throw new UsageError('open needs --key <pem|p12|jwk>');
     const { jwe, jws } = await readResult(readFileSync(inv.args[0]));
-    const key = await loadKey(keyFile);
+    const hpke = hpkeKeyOf(keyFile);
+    const key = hpke ? null : await loadKey(keyFile);
     let plaintext: Uint8Array;
     try {
-      plaintext = (
-        jwe.recipients
-          ? await generalDecrypt({ ...jwe, recipients: jwe.recipients }, key)
-          : await flattenedDecrypt(jwe, key)
-      ).plaintext;
+      plaintext = hpke
+        ? openHpke(jwe, hpke)
+        : (jwe.recipients
+            ? await generalDecrypt({ ...jwe, recipients: jwe.recipients }, key!)
+            : await flattenedDecrypt(jwe, key!)
+          ).plaintext;
     } catch (err) {
       inv.stderr.write(
-        `keyward: the JWE does not open with this key: ${(err as Error).message}; ${forWhom(jwe, keyFile, key)}\n`,
+        `keyward: the JWE does not open with this key: ${(err as Error).message}${key ? `; ${forWhom(jwe, keyFile, key)}` : ''}\n`,
       );
       return EXIT.invalid;
     }

@@ -178,11 +178,11 @@ describe('key material', () => {
     },
   );
 
-  it('when the public JWK of a hybrid key is taken, then it is the X-Wing encapsulation key pk_M || pk_X', () => {
+  it('when the public JWK of a hybrid key is taken, then it is the X-Wing encapsulation key pk_M || pk_X, published for HPKE-9', () => {
     const m = materials.get('x25519-ml-kem-768')!;
     const jwk = publicJwk(m);
     const pub = Buffer.from(jwk.pub as string, 'base64url');
-    expect(jwk).toMatchObject({ kty: 'AKP', alg: 'X-Wing' });
+    expect(jwk).toMatchObject({ kty: 'AKP', alg: 'HPKE-9' });
     expect(pub).toHaveLength(1216);
     const x = createPublicKey({
       key: m.components![1].publicKeyDer,

@@ -259,10 +259,14 @@ describe('compact JWE', () => {
     });
   });
 
-  it('when a KEM key is asked to encrypt a JWE, then 422 key_usage_mismatch: it encapsulates instead', async () => {
+  it('when a KEM key encrypts a JWE, then it is HPKE Integrated Encryption (HPKE-12, no enc), and a requested enc is 400', async () => {
     const kem = await keyOf('ml-kem-768', 'encrypt');
-    expect(await thrown(() => encryptCompact(kem, message))).toMatchObject({
-      code: 'key_usage_mismatch',
+    const jwe = encryptCompact(kem, message);
+    expect(decodeProtectedHeader(jwe)).toMatchObject({ alg: 'HPKE-12' });
+    expect(decodeProtectedHeader(jwe)).not.toHaveProperty('enc');
+    expect(decryptCompact(jwe, () => kem).equals(message)).toBe(true);
+    expect(await thrown(() => encryptCompact(kem, message, { enc: 'A256GCM' }))).toMatchObject({
+      code: 'validation_failed',
     });
   });
 

@@ -46,7 +46,7 @@ describe('key usages, declared once', () => {
       });
   });
 
-  it('when the enabled usages change, then the JWK carries their use and alg (none for both), and an alg of the key itself (X-Wing) stays', () => {
+  it('when the enabled usages change, then the JWK carries their use and alg (none for both), and an alg of the key itself (HPKE-9 for X-Wing) stays', () => {
     const rsa = generateKeyMaterialSync('rsa-2048');
     const enc = publicJwk(rsa, { usage: 'encrypt' });
     expect(enc).toMatchObject({ use: 'enc', alg: 'RSA-OAEP-256' });
@@ -56,7 +56,7 @@ describe('key usages, declared once', () => {
     expect(jwkForUsages('rsa-2048', ['sign'], enc)).toMatchObject({ use: 'sig', alg: 'RS256' });
     const xwing = publicJwk(generateKeyMaterialSync('x25519-ml-kem-768'), { usage: 'encrypt' });
     expect(jwkForUsages('x25519-ml-kem-768', ['encrypt'], xwing)).toMatchObject({
-      alg: 'X-Wing',
+      alg: 'HPKE-9',
       use: 'enc',
     });
   });

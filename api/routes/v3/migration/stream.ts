@@ -106,7 +106,14 @@ const Metadata = Type.Object(
     ),
     keyManagement: Type.Optional(
       Type.String({
-        description: 'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets',
+        description:
+          'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets, HPKE-9-KE for X-Wing, HPKE-12-KE / HPKE-13-KE for ML-KEM-768 / ML-KEM-1024 targets (docs/post-quantum.md)',
+      }),
+    ),
+    allowMixedRecipients: Type.Optional(
+      Type.Boolean({
+        description:
+          'accept targets that mix post-quantum (ML-KEM, X-Wing) and classical keys, refused otherwise (422 jose-mixed-recipients); recorded in the protected header as keyward_mixed_recipients',
       }),
     ),
     b64: Type.Optional(
