@@ -19,6 +19,7 @@ import {
   type WorkerChild,
 } from '../integration/jobs/harness.ts';
 import { sleep } from '../support/time.ts';
+import { cms } from '../fixtures/cms.ts';
 
 let env: JobsEnv;
 let worker: WorkerChild;
@@ -42,18 +43,12 @@ beforeAll(async () => {
   for (const [i, c] of contents.entries()) {
     ssl.write(`in-${i}.bin`, c);
     files.push(
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes256',
-        '-in',
-        `in-${i}.bin`,
-        '-recip',
-        key.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, `in-${i}.bin`, {
+        to: { recip: key },
+        cipher: 'aes256',
+        binary: true,
+        outform: 'DER',
+      }),
     );
   }
   browser = await launchChromium();

@@ -22,6 +22,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -36,17 +37,12 @@ beforeAll(async () => {
   ssl = new OpenSslDir();
   rsa = makeKey(ssl, 'jobs-oracle-rsa', 'rsa-2048');
   ssl.write('data.bin', randomBytes(5000));
-  file = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    rsa.certFile,
-  ]);
+  file = cms.encrypt(ssl, 'data.bin', {
+    to: rsa,
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
   env = await startJobsEnv();
   let t: { tenantId: string; token: string };
   [t, worker] = await Promise.all([

@@ -22,6 +22,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
@@ -84,26 +85,12 @@ beforeAll(async () => {
     ssl.write(`${name}.txt`, text);
     // As a mail client sends it: signed by the sender, then encrypted to the recipient and to
     // the sender's own copy.
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      `${name}.txt`,
-      '-signer',
-      sender.certFile,
-      '-inkey',
-      sender.keyFile,
-    ]);
+    const signed = cms.sign(ssl, `${name}.txt`, { by: sender });
     ssl.write(`${name}.signed`, signed);
-    const encrypted = ssl.run([
-      'cms',
-      '-encrypt',
-      '-aes256',
-      '-in',
-      `${name}.signed`,
-      mailbox.certFile,
-      sender.certFile,
-    ]);
+    const encrypted = cms.encrypt(ssl, `${name}.signed`, {
+      to: [mailbox, sender],
+      cipher: 'aes256',
+    });
     writeFileSync(join(dir, 'inbox', name), encrypted);
     messages.set(name, { sender, signed, text });
   }

@@ -19,6 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -77,20 +78,12 @@ describe('when uploads and results are deleted through the API', () => {
   });
 
   it('then DELETE of a SignedData job result removes the JWS and its content, and the result answers 404 after', async () => {
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'data.bin', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     expect((await upload(env.app, a.token, 'src/s.p7m', file)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', a.token, {
       source: { key: 'src/s.p7m' },

@@ -19,6 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -50,18 +51,12 @@ afterAll(async () => {
 
 describe('a job over mail with several recipients', () => {
   it('when targetKid lists two keys, then each opens the result with jose', async () => {
-    const mail = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      '-aes-256-cbc',
-      keys.sender.certFile,
-      keys.recipient.certFile,
-    ]);
+    const mail = cms.encrypt(ssl, 'data.bin', {
+      to: [keys.sender, keys.recipient],
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     expect((await upload(env.app, tenant.token, 'mr/mail.p7m', mail)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, {
       source: { key: 'mr/mail.p7m' },

@@ -38,6 +38,7 @@ import {
   type TestApp,
   type TestKey,
 } from './helpers.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 /** The routes' other permissions, held by both callers; only one holds crypto.decrypt. */
 const BASE = [
@@ -111,17 +112,11 @@ const LARGE = randomBytes(200_000);
 /** An EnvelopedData of `data` for the RSA key, made by OpenSSL (DER: the content ends the file). */
 function enveloped(data: Buffer, cipher = '-aes-256-cbc'): Buffer {
   ssl.write('plain.bin', data);
-  return ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    cipher,
-    '-in',
-    'plain.bin',
-    '-outform',
-    'DER',
-    rsa.certFile,
-  ]);
+  return cms.encrypt(ssl, 'plain.bin', {
+    to: [{ certFile: cipher }, rsa],
+    binary: true,
+    outform: 'DER',
+  });
 }
 
 const parseEnveloped = (file: Buffer) =>
@@ -490,32 +485,19 @@ describe(`signed-then-encrypted mail (${TEST_ENGINE})`, () => {
       const lines = Array.from({ length: 6000 }, (_, i) => `line ${i} of a long confidential mail`);
       ssl.write('mail.txt', Buffer.from(lines.join('\r\n') + '\r\n'));
       const sign = (outform: string[]) =>
-        ssl.run([
-          'cms',
-          '-sign',
-          ...(opaque ? ['-nodetach'] : []),
-          '-in',
-          'mail.txt',
-          '-signer',
-          signer.certFile,
-          '-inkey',
-          signer.keyFile,
-          ...outform,
-        ]);
+        cms.sign(ssl, 'mail.txt', {
+          by: signer,
+          extra: [...(opaque ? ['-nodetach'] : []), ...outform],
+        });
       const signed = sign([]);
       const encrypt = (entity: Buffer) => {
         ssl.write('entity.eml', entity);
-        return ssl.run([
-          'cms',
-          '-encrypt',
-          '-binary',
-          '-aes-256-cbc',
-          '-in',
-          'entity.eml',
-          '-outform',
-          'DER',
-          rsa.certFile,
-        ]);
+        return cms.encrypt(ssl, 'entity.eml', {
+          to: rsa,
+          cipher: 'aes-256-cbc',
+          binary: true,
+          outform: 'DER',
+        });
       };
       const good = encrypt(signed);
       // The opaque form's content is inside its base64: altered in the DER, then written as

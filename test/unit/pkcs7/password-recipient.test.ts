@@ -12,6 +12,7 @@ import {
 } from '../../fixtures/pkcs7.ts';
 import type { TestKey } from '../../fixtures/pkcs7.ts';
 import { withBadPadding } from '../../support/damage.ts';
+import { cms } from '../../fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let archive: TestKey;
@@ -28,19 +29,12 @@ afterAll(() => ssl.cleanup());
 
 /** What `openssl cms -encrypt -pwri_password` writes: PBKDF2 then id-alg-PWRI-KEK (RFC 3211). */
 const pwri = (password: string, cipher: string, extra: string[] = []) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    cipher,
-    '-pwri_password',
-    password,
-    ...extra,
-  ]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: { certFile: cipher },
+    binary: true,
+    outform: 'DER',
+    extra: ['-pwri_password', password, ...extra],
+  });
 
 async function convert(file: Buffer, metadata: ConvertMetadata): Promise<Buffer> {
   const result = await convertPkcs7ToJose(chunked(file, 4096), {
@@ -108,16 +102,7 @@ describe('password recipients (RFC 3211)', () => {
   });
 
   it('when a password is given for a file without a password recipient, then cms-bad-metadata', async () => {
-    const file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      archive.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'data.bin', { to: archive, binary: true, outform: 'DER' });
     await expect(convert(file, { password: 'p', targetKid: 'archive-p256' })).rejects.toMatchObject(
       { code: 'cms_bad_metadata' },
     );
