@@ -32,15 +32,15 @@ import {
   parseMultipart,
   verifyDetached,
   type TestKey,
-} from '../test/fixtures/pkcs7.ts';
-import { prng } from '../test/support/prng.ts';
-import { JOB_PERMISSIONS } from '../test/integration/jobs/harness.ts';
+} from '../support/fixtures/pkcs7.ts';
+import { prng } from '../support/prng.ts';
+import { JOB_PERMISSIONS } from '../support/job-permissions.ts';
 import { convertOverHttp, importKey } from './lib/cms.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
 import { cleanEnv } from './lib/process.ts';
 import { printResult } from './lib/result.ts';
-import { cms } from '../test/fixtures/cms.ts';
+import { cms } from '../support/fixtures/cms.ts';
 
 const FILES = Number(process.env.BENCH_FILES ?? 225);
 const CLI_TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 900) * 1000;

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
-import { prng } from '../test/support/prng.ts';
+import { prng } from '../support/prng.ts';
 import { printResult } from './lib/result.ts';
 
 const FILES = Number(process.env.BENCH_FILES ?? 200);

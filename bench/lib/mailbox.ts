@@ -29,8 +29,8 @@ import {
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestKey } from '../../test/fixtures/pkcs7.ts';
-import { prng } from '../../test/support/prng.ts';
+import type { TestKey } from '../../support/fixtures/pkcs7.ts';
+import { prng } from '../../support/prng.ts';
 import { OPENSSL } from './cms.ts';
 import { pool } from './jobs.ts';
 

@@ -10,7 +10,7 @@ import { createPublicKey, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../support/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../support/app.ts';
 import {
   SCREENSHOTS,
   axeViolations,
@@ -19,12 +19,12 @@ import {
   type AxeViolation,
   type Browser,
 } from '../support/browser.ts';
-import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
-import { adminToken, api } from '../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../support/fixtures/pkcs7.ts';
+import { adminToken, api } from '../../support/auth.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
 import { runKeywardCli } from '../integration/jobs/harness.ts';
 import { expectEventually } from '../support/time.ts';
-import { cms } from '../fixtures/cms.ts';
+import { cms } from '../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let browser: Browser;

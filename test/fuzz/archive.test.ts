@@ -17,9 +17,9 @@ import {
   makeKey,
   resolverFor,
   type TestKey,
-} from '../fixtures/pkcs7.ts';
-import { prng } from '../support/prng.ts';
-import { cms } from '../fixtures/cms.ts';
+} from '../../support/fixtures/pkcs7.ts';
+import { prng } from '../../support/prng.ts';
+import { cms } from '../../support/fixtures/cms.ts';
 
 const MUTANTS = Number(process.env.FUZZ_MUTANTS ?? 300);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));

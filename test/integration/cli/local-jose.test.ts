@@ -16,8 +16,8 @@ import {
   makeKey,
   resolverFor,
   type TestKey,
-} from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 

@@ -3,16 +3,16 @@
  * submission, tenant isolation, permissions, and cancelling a job that has not started.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api, makeTenant, workloadToken } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api, makeTenant, workloadToken } from '../../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
 import { JOB_ENDPOINTS } from '../../../api/routes/v3/migration/jobs.ts';
 import { endpointRouter } from '../../../api/http/endpoint.ts';
 import { UPLOAD_ENDPOINTS } from '../../../api/routes/v3/migration/uploads.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const JOBS = '/api/v3/migration/jobs';
 

@@ -5,8 +5,13 @@
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import {
   finished,
   result,
@@ -19,7 +24,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;

@@ -12,13 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedVerify, generalDecrypt } from 'jose';
 import { KeywardClient } from '../../../bin/lib/client.ts';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { makeTenant, workloadToken } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { makeTenant, workloadToken } from '../../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
-  JOB_PERMISSIONS,
   runKeywardCli,
   spawnWorker,
   startJobsEnv,
@@ -26,7 +25,8 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const runCli = runKeywardCli;
 

@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api } from '../../support/auth.ts';
-import { TEST_REDIS_URL } from '../../support/database.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api } from '../../../support/auth.ts';
+import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import {
   MASTER_KEY,
@@ -26,7 +26,7 @@ import {
   waitForJob,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;

@@ -11,18 +11,23 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api, makeTenant, userToken } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api, makeTenant, userToken } from '../../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import {
-  JOB_PERMISSIONS,
   runKeywardCli,
   spawnWorker,
   startJobsEnv,
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 

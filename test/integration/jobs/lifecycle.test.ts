@@ -4,8 +4,8 @@
  * audited, and leaves the job readable while its result download answers 404.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
@@ -19,7 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;

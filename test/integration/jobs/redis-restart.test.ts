@@ -4,8 +4,8 @@
  * restarts it while two worker processes are converting, and expects every object converted.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
@@ -19,7 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const FILES = 40;
 

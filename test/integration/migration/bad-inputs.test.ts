@@ -12,7 +12,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;

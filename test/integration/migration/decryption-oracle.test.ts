@@ -24,8 +24,14 @@ import { ContentInfo, EncryptedContent, EnvelopedData } from '@peculiar/asn1-cms
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   OpenSslDir,
   REENCRYPT,
@@ -38,7 +44,7 @@ import {
   type TestApp,
   type TestKey,
 } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms, type CmsCipher } from '../../../support/fixtures/cms.ts';
 
 /** The routes' other permissions, held by both callers; only one holds crypto.decrypt. */
 const BASE = [
@@ -110,10 +116,11 @@ const SMALL = randomBytes(1000);
 const LARGE = randomBytes(200_000);
 
 /** An EnvelopedData of `data` for the RSA key, made by OpenSSL (DER: the content ends the file). */
-function enveloped(data: Buffer, cipher = '-aes-256-cbc'): Buffer {
+function enveloped(data: Buffer, cipher: CmsCipher = 'aes-256-cbc'): Buffer {
   ssl.write('plain.bin', data);
   return cms.encrypt(ssl, 'plain.bin', {
-    to: [{ certFile: cipher }, rsa],
+    to: rsa,
+    cipher,
     binary: true,
     outform: 'DER',
   });
@@ -184,7 +191,7 @@ const convertDriver: Driver = {
   async inputs(size) {
     const data = size === 'small' ? SMALL : LARGE;
     const cbc = enveloped(data);
-    const gcm = enveloped(data, '-aes-256-gcm');
+    const gcm = enveloped(data, 'aes-256-gcm');
     return {
       valid: cbc,
       failures: {
@@ -487,7 +494,8 @@ describe(`signed-then-encrypted mail (${TEST_ENGINE})`, () => {
       const sign = (outform: string[]) =>
         cms.sign(ssl, 'mail.txt', {
           by: signer,
-          extra: [...(opaque ? ['-nodetach'] : []), ...outform],
+          detached: !opaque,
+          extra: outform,
         });
       const signed = sign([]);
       const encrypt = (entity: Buffer) => {

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { MAX_CMS_NESTING } from '../../../shared/pkcs7/nesting.ts';
 import { prepareXdh, xdhEnvelopes, xdhKey } from '../../fixtures/xdh-envelope.ts';
 import { importKey, makeKey, type Actor, type OpenSslDir, type TestApp } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 type Key = ReturnType<typeof makeKey>;
 

@@ -6,8 +6,8 @@
 import { request } from 'node:http';
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
 import {
   OpenSslDir,
   decryptJweParts,
@@ -18,8 +18,8 @@ import {
   type Jws,
   type Part,
   type TestKey,
-} from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 export { OpenSslDir, makeKey, parseMultipart, protectedOf, verifyDetached };
 export type { Jws, Part, TestKey };

@@ -1,12 +1,12 @@
 /**
  * The conversion metadata as an attacker sends it: a PWRI `password` is never
  * logged (at LOG_LEVEL debug), stored or echoed, whatever else fails; its PBKDF2 iteration count
- * is capped before any derivation (test/fixtures/pwri.ts writes the files: OpenSSL's CLI always
+ * is capped before any derivation (support/fixtures/pwri.ts writes the files: OpenSSL's CLI always
  * uses 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly
  * as an unknown kid does; hostile shapes of `targetKid` and `verify` are cms-bad-metadata.
  */
 import { randomBytes } from 'node:crypto';
-import { pwriEnvelope } from '../../fixtures/pwri.ts';
+import { pwriEnvelope } from '../../../support/fixtures/pwri.ts';
 import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import {
   CONVERT,
@@ -20,7 +20,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 /** The engine's cap. */
 const CAP = MAX_ITERATIONS;

@@ -24,7 +24,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const PYTHON = '/usr/bin/python3';
 const CHECK = fileURLToPath(new URL('../../fixtures/jwcrypto-check.py', import.meta.url));

@@ -22,7 +22,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;

@@ -24,7 +24,7 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
 import { withBadPadding } from '../../support/damage.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;

@@ -16,7 +16,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;

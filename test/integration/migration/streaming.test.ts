@@ -13,7 +13,7 @@ import {
 } from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
 import { sleep } from '../../support/time.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const MiB = 1024 * 1024;
 

@@ -25,7 +25,7 @@ import {
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
 import { withBadPadding } from '../../support/damage.ts';
 import { sleep } from '../../support/time.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const MiB = 1024 * 1024;
 

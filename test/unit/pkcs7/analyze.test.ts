@@ -6,9 +6,9 @@ import {
   chunked,
   makeKey,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;

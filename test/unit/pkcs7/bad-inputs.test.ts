@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { AppError } from '../../../shared/errors/index.ts';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, chunked, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { OpenSslDir, chunked, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;

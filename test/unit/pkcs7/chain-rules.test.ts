@@ -6,10 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { issuedKey } from '../../fixtures/cert-chain.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { issuedKey } from '../../../support/fixtures/cert-chain.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let root: TestKey;

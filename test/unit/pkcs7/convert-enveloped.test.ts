@@ -12,9 +12,9 @@ import {
   makeSecret,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { Part, TestKey, TestSecret } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { Part, TestKey, TestSecret } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;

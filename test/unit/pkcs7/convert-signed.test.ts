@@ -9,9 +9,9 @@ import {
   collect,
   makeKey,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;

@@ -21,9 +21,9 @@ import {
   parseMultipart,
   resolverFor,
   valueOf,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey, TestSecret } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey, TestSecret } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const DES3_WRAP = '1.2.840.113549.1.9.16.3.6';
 let ssl: OpenSslDir;

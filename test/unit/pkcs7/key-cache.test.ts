@@ -10,9 +10,9 @@ import {
   spkiOf,
   spkiPublicKey,
 } from '../../../shared/pkcs7/key-cache.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const spki = () => generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'der' });
 

@@ -18,10 +18,10 @@ import {
   parseMultipart,
   resolverFor,
   verifyDetached,
-} from '../../fixtures/pkcs7.ts';
-import type { Jws, TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { Jws, TestKey } from '../../../support/fixtures/pkcs7.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let rsa: TestKey;

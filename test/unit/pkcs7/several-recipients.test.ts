@@ -10,10 +10,10 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { withBadPadding } from '../../support/damage.ts';
-import { cms } from '../../fixtures/cms.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
