@@ -6,6 +6,12 @@
  * awsJson1_1 bodies, AWS-shaped errors), so its one operation is documented here, beside it: the
  * AWS operation is the `X-Amz-Target` header, whose values come from the operation table, so a
  * new operation is documented by being served.
+ *
+ * Tests: test/integration/aws-kms/bad-input.test.ts,
+ *   test/integration/aws-kms/cross-instance.test.ts,
+ *   test/integration/aws-kms/anonymous-until-signed.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, test/integration/aws-kms/key-lifecycle.test.ts,
+ *   test/integration/core/expensive-work.test.ts, and 1 more under test/unit/
  */
 import { Router } from 'express';
 import type { AppContext } from '../context.ts';

@@ -2,6 +2,8 @@
  * The legacy runtime operations, POST /api/crypto/{encrypt,decrypt,sign,verify}:
  * the v3 operations on the same per-route core (api/http/runtime-route.ts), behind legacy tokens
  * and legacy role names (api/access/legacy-role.ts).
+ *
+ * Tests: test/integration/core/legacy.test.ts
  */
 import type { LegacyRuntimeRoute } from '../../http/runtime-route.ts';
 import { RUNTIME_OPERATIONS } from '../../http/runtime-contract.ts';
