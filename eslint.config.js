@@ -53,7 +53,7 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.browser }, sourceType: 'module' },
   },
   {
-    files: ['test/**', 'bench/**', 'bin/**'],
+    files: ['test/**', 'support/**', 'bench/**', 'bin/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
 );

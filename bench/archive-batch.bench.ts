@@ -32,14 +32,15 @@ import {
   parseMultipart,
   verifyDetached,
   type TestKey,
-} from '../test/fixtures/pkcs7.ts';
-import { prng } from '../test/support/prng.ts';
-import { JOB_PERMISSIONS } from '../test/integration/jobs/harness.ts';
+} from '../support/fixtures/pkcs7.ts';
+import { prng } from '../support/prng.ts';
+import { JOB_PERMISSIONS } from '../support/job-permissions.ts';
 import { convertOverHttp, importKey } from './lib/cms.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
 import { cleanEnv } from './lib/process.ts';
 import { printResult } from './lib/result.ts';
+import { cms } from '../support/fixtures/cms.ts';
 
 const FILES = Number(process.env.BENCH_FILES ?? 225);
 const CLI_TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 900) * 1000;
@@ -78,47 +79,22 @@ interface Form {
 let rsa: TestKey;
 let signer: TestKey;
 const encrypt = (extra: string[], file: string) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes256',
-    ...extra,
-    '-in',
-    'plain.bin',
-    '-out',
-    file,
-    rsa.certFile,
-  ]);
+  cms.encrypt(ssl, 'plain.bin', {
+    to: rsa,
+    cipher: 'aes256',
+    binary: true,
+    out: file,
+    extra: extra,
+  });
 const signNodetach = (extra: string[], file: string) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    ...extra,
-    '-in',
-    'plain.bin',
-    '-signer',
-    signer.certFile,
-    '-inkey',
-    signer.keyFile,
-    '-out',
-    file,
-  ]);
-const clearSign = (file: string) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-in',
-    'plain.bin',
-    '-signer',
-    signer.certFile,
-    '-inkey',
-    signer.keyFile,
-    '-out',
-    file,
-  ]);
+  cms.sign(ssl, 'plain.bin', {
+    by: signer,
+    detached: false,
+    binary: true,
+    out: file,
+    extra: extra,
+  });
+const clearSign = (file: string) => cms.sign(ssl, 'plain.bin', { by: signer, out: file });
 
 const FORMS: Form[] = [
   {
@@ -184,7 +160,7 @@ const FORMS: Form[] = [
     text: true,
     make: (f, plain) => {
       clearSign(`${f}.signed`);
-      ssl.run(['cms', '-encrypt', '-aes256', '-in', `${f}.signed`, '-out', f, rsa.certFile]);
+      cms.encrypt(ssl, `${f}.signed`, { to: rsa, cipher: 'aes256', out: f });
       const signedMail = ssl.read(`${f}.signed`);
       rmSync(ssl.path(`${f}.signed`));
       return { kind: 'jwe', plaintext: crlf(signedMail), innerSigned: crlf(plain) };

@@ -12,7 +12,7 @@ import { runLoad, chooseTool, type LoadResult } from './lib/load.ts';
 import { printResult } from './lib/result.ts';
 import { cpuSeconds } from './lib/cms.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
-import { signedRequest } from '../test/support/sigv4.ts';
+import { signedRequest } from '../support/sigv4.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
 const connections = 64;

@@ -21,8 +21,8 @@ import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { cpuSeconds, convertOverHttp } from './lib/cms.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
-import { signedRequest } from '../test/support/sigv4.ts';
-import { pwriEnvelope } from '../test/fixtures/pwri.ts';
+import { signedRequest } from '../support/sigv4.ts';
+import { pwriEnvelope } from '../support/fixtures/pwri.ts';
 import { printResult } from './lib/result.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 6);

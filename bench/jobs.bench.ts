@@ -18,7 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
-import { prng } from '../test/support/prng.ts';
+import { prng } from '../support/prng.ts';
+import { encryptArgs, signArgs } from '../support/fixtures/cms.ts';
+import { BENCH_KEY } from './lib/cms.ts';
 import { printResult } from './lib/result.ts';
 
 const FILES = Number(process.env.BENCH_FILES ?? 200);
@@ -65,39 +67,12 @@ function makeFiles(): Array<{ name: string; size: number }> {
     const size = Math.round(10 * 1024 * Math.exp(rand() * Math.log((4 * 1024) / 10)));
     writeFileSync(join(work, 'plain.bin'), plain.subarray(0, size));
     const name = `f${String(i).padStart(3, '0')}.p7m`;
-    const args =
+    const form = { binary: true, outform: 'DER', out: name } as const;
+    ssl(
       i % 2 === 0
-        ? [
-            'cms',
-            '-sign',
-            '-binary',
-            '-nodetach',
-            '-in',
-            'plain.bin',
-            '-signer',
-            'cert.pem',
-            '-inkey',
-            'key.pem',
-            '-outform',
-            'DER',
-            '-out',
-            name,
-          ]
-        : [
-            'cms',
-            '-encrypt',
-            '-binary',
-            '-aes-256-cbc',
-            '-in',
-            'plain.bin',
-            '-recip',
-            'cert.pem',
-            '-outform',
-            'DER',
-            '-out',
-            name,
-          ];
-    ssl(args);
+        ? signArgs('plain.bin', { by: BENCH_KEY, detached: false, ...form })
+        : encryptArgs('plain.bin', { to: { recip: BENCH_KEY }, cipher: 'aes-256-cbc', ...form }),
+    );
     files.push({ name, size: readFileSync(join(work, name)).length });
   }
   return files;

@@ -34,18 +34,26 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { linkSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  linkSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+} from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { JOB_PERMISSIONS } from '../test/integration/jobs/harness.ts';
+import { JOB_PERMISSIONS } from '../support/job-permissions.ts';
 import { importKey, treeCpuSeconds } from './lib/cms.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
 import { KINDS, cryptoFloor, mailbox, type Kind, type Message } from './lib/mailbox.ts';
 import { cleanEnv } from './lib/process.ts';
 import type * as Engine from '../shared/pkcs7/index.ts';
-import type * as Fixtures from '../test/fixtures/pkcs7.ts';
+import type * as Fixtures from '../support/fixtures/pkcs7.ts';
 import { printResult } from './lib/result.ts';
 
 const COUNT = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -70,9 +78,11 @@ const KEYWARD_ROOT = process.env.BENCH_KEYWARD_ROOT ?? root;
 const { convertPkcs7ToJose } = (await import(
   join(KEYWARD_ROOT, 'shared/pkcs7/index.ts')
 )) as typeof Engine;
-const { resolverFor } = (await import(
-  join(KEYWARD_ROOT, 'test/fixtures/pkcs7.ts')
-)) as typeof Fixtures;
+// A checkout from before support/ keeps its fixtures under test/.
+const fixtures = ['support/fixtures/pkcs7.ts', 'test/fixtures/pkcs7.ts']
+  .map((p) => join(KEYWARD_ROOT, p))
+  .find((p) => existsSync(p));
+const { resolverFor } = (await import(fixtures ?? '')) as typeof Fixtures;
 const work = mkdtempSync(join(tmpdir(), 'keyward-mailbox-bench-'));
 const stoppers: Array<() => Promise<unknown>> = [];
 const clis = new Set<ChildProcess>();

@@ -18,8 +18,8 @@ import { performance } from 'node:perf_hooks';
 import { generateKeyMaterialSync, loadKeyObjects } from '../shared/crypto/material.ts';
 import { convertPkcs7ToJose } from '../shared/pkcs7/index.ts';
 import type { KeyResolver, ResolvedKey } from '../shared/pkcs7/types.ts';
-import { OpenSslDir, makeKey, resolverFor } from '../test/fixtures/pkcs7.ts';
-import type { TestKey } from '../test/fixtures/pkcs7.ts';
+import { OpenSslDir, makeKey, resolverFor } from '../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../support/fixtures/pkcs7.ts';
 import { mailbox } from './lib/mailbox.ts';
 
 const MESSAGES = Number(process.env.BENCH_PQ_MESSAGES ?? 1000);

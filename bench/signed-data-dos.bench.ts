@@ -1,7 +1,7 @@
 /**
  * One hostile SignedData against the API: one valid RSA-2048 signer repeated 64 times and 63
  * decoy CA certificates named like its issuer, each with a 3072-bit key and a 3071-bit public
- * exponent (test/fixtures/hostile-cms.ts). A workload holding only migration.convert sends it to
+ * exponent (support/fixtures/hostile-cms.ts). A workload holding only migration.convert sends it to
  * POST /api/v3/migration/stream/convert-pkcs7-to-jose, one request at a time, while GET /healthz
  * is probed back to back. Prints the API's CPU seconds, the /healthz answers and their p50, p99
  * and worst latency over the attack window, and the load average.
@@ -17,8 +17,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { cpuSeconds, importKey } from './lib/cms.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
-import { OpenSslDir } from '../test/fixtures/pkcs7.ts';
-import { hostileSignedData, hostileSigner } from '../test/fixtures/hostile-cms.ts';
+import { OpenSslDir } from '../support/fixtures/pkcs7.ts';
+import { hostileSignedData, hostileSigner } from '../support/fixtures/hostile-cms.ts';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 40);

@@ -7,8 +7,8 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { startTestApp } from '../test/support/app.ts';
-import { makeTenant, postFormFrom } from '../test/support/auth.ts';
+import { startTestApp } from '../support/app.ts';
+import { makeTenant, postFormFrom } from '../support/auth.ts';
 import { createUser } from '../api/services/admin/users.ts';
 
 const PAIRS = Number(process.argv[2] ?? 30);

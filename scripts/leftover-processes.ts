@@ -10,7 +10,7 @@ import {
   processInfo,
   processTable,
   stopProcesses,
-} from '../test/support/processes.ts';
+} from '../support/processes.ts';
 
 const [mode, file] = process.argv.slice(2);
 const key = (pid: number) => `${pid}-${processInfo(pid)?.start}`;

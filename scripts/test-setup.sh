@@ -27,7 +27,7 @@ PY=/usr/bin/python3
 #                        producers, and Java programs compiled against BouncyCastle
 #   python3-jwcrypto     test/integration/migration/jwcrypto-outputs: a second JOSE implementation
 #   redis-server         test/integration/jobs, fanout: private Redis servers started by the tests
-#   openssl              fixtures made by test/fixtures/pkcs7.ts and keystore tests
+#   openssl              fixtures made by support/fixtures/pkcs7.ts and keystore tests
 missing=()
 need() { # need PACKAGES... -- CHECK...
   local packages=()

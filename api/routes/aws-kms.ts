@@ -4,7 +4,12 @@
  * (api/http/aws-kms.ts) on the runtime lane and on Express alike. The AWS operation is the
  * `X-Amz-Target` header, whose values come from the operation table, so a new operation is
  * documented by being served.
- * Tests: test/integration/aws-kms/, test/integration/http/hostile-matrix.test.ts.
+ *
+ * Tests: test/integration/aws-kms/bad-input.test.ts,
+ *   test/integration/aws-kms/cross-instance.test.ts,
+ *   test/integration/aws-kms/anonymous-until-signed.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, test/integration/aws-kms/key-lifecycle.test.ts,
+ *   test/integration/core/expensive-work.test.ts, and 1 more under test/unit/
  */
 import { AMZ_JSON, awsAnswer } from '../http/aws-kms.ts';
 import { protocolRow } from '../http/protocol.ts';

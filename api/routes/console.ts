@@ -3,6 +3,10 @@
  * one HTML page in console/ (no build step: see console/README.md), read once (at the first
  * request) and served from memory by name, so a path never reaches the file system. The page
  * calls the same HTTP API as every other client; nothing is fetched from another origin.
+ *
+ * Tests: test/integration/console-files.test.ts, test/integration/admin/openapi.test.ts,
+ *   test/e2e/console-batch.test.ts, test/e2e/console.test.ts,
+ *   test/integration/http/system-endpoints.test.ts
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';

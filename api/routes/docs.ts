@@ -3,6 +3,9 @@
  * whose standalone bundle is served from the installed package (node_modules/redoc), so the
  * page works on an air-gapped deployment: nothing is fetched from another origin, and the CSP
  * says so.
+ *
+ * Tests: test/integration/admin/openapi.test.ts, test/integration/http/system-endpoints.test.ts,
+ *   test/integration/problems.test.ts
  */
 import { createRequire } from 'node:module';
 import type { Response } from 'express';

@@ -1,4 +1,11 @@
-/** Liveness and readiness: what an orchestrator polls (GET /healthz, /readyz); public. */
+/**
+ * Liveness and readiness: what an orchestrator polls (GET /healthz, /readyz); public.
+ *
+ * Tests: test/integration/http/system-endpoints.test.ts,
+ *   test/integration/http/slow-clients.test.ts, test/integration/admin/openapi.test.ts,
+ *   test/integration/lifecycle.test.ts, test/integration/observability/access-log-shutdown.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, and 9 more under test/integration/
+ */
 import Type from 'typebox';
 import { endpoint } from '../http/endpoint.ts';
 import { Resource } from '../http/schemas.ts';

@@ -4,6 +4,10 @@
  * A router's file path mirrors its URL (`v3/crypto/keys.ts` serves /api/v3/crypto/keys,
  * `legacy/...` the unversioned paths), and its own paths are relative to its mount.
  * createApp walks this table; nothing else mounts a router.
+ *
+ * Tests: test/integration/http/route-areas.test.ts, test/integration/http/hostile-matrix.test.ts,
+ *   test/integration/http/documented-answers.test.ts, test/integration/http/lane-parity.test.ts,
+ *   test/integration/admin/openapi.test.ts, test/integration/cli/api-types.test.ts
  */
 import type { Router } from 'express';
 import { endpointRouter, type Endpoint } from '../http/endpoint.ts';

@@ -2,6 +2,10 @@
  * GET /metrics, what Prometheus scrapes. It answers only a bearer (core or admin audience, the
  * area's) holding admin.platform.metrics.read (a workload token for the scraper, or an
  * administrator's): its series describe every tenant's traffic.
+ *
+ * Tests: test/integration/auth/endpoint-budgets.test.ts,
+ *   test/integration/observability/deploy.test.ts, test/integration/http/system-endpoints.test.ts,
+ *   test/integration/observability/metrics.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../http/endpoint.ts';

@@ -2,6 +2,10 @@
  * GET /problems/:slug: the page a problem's `type` URL names (RFC 9457 section 3.1.1: the type
  * URI should resolve to documentation for humans). One short page per catalogued problem, made
  * from the catalogue's title and help line: HTML by default, JSON for Accept: application/json.
+ *
+ * Tests: test/integration/problems.test.ts, test/integration/http/error-middleware.test.ts,
+ *   test/integration/migration/archive-forms.test.ts, test/integration/migration/bad-inputs.test.ts,
+ *   test/integration/migration/several-recipients.test.ts
  */
 import Type from 'typebox';
 import { PROBLEMS, problem, type ProblemSpec } from '../../shared/errors/index.ts';

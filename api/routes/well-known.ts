@@ -1,4 +1,11 @@
-/** JWKS and RFC 8414 authorization server metadata, as route rows (mounted at /.well-known). */
+/**
+ * JWKS and RFC 8414 authorization server metadata, as route rows (mounted at /.well-known).
+ *
+ * Tests: test/integration/auth/token.test.ts, test/integration/admin/openapi.test.ts,
+ *   test/integration/public-base-url.test.ts, test/integration/admin/isolation.test.ts,
+ *   test/integration/auth/auth-rows.test.ts, test/integration/auth/client-secret-basic.test.ts, and
+ *   1 more under test/integration/
+ */
 import Type from 'typebox';
 import { endpoint } from '../http/endpoint.ts';
 import { Resource } from '../http/schemas.ts';

@@ -13,6 +13,7 @@ import {
   statfsSync,
   writeSync,
 } from 'node:fs';
+import { encryptArgs, signArgs } from '../../support/fixtures/cms.ts';
 
 const MiB = 1024 * 1024;
 /** The system OpenSSL, the baseline of every CMS figure. */
@@ -64,23 +65,22 @@ export function makeRsaCert(cwd: string): Buffer {
   return Buffer.concat([readFileSync(`${cwd}/key.pem`), readFileSync(`${cwd}/cert.pem`)]);
 }
 
+/** The files makeRsaCert writes, as the cms fixtures name a key. */
+export const BENCH_KEY = { certFile: 'cert.pem', keyFile: 'key.pem' };
+
 /** `openssl cms -encrypt -binary -aes256 -stream -outform DER` of `plain` to cert.pem. */
 export function envelop(cwd: string, plain: string, out: string): void {
-  openssl(cwd, [
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes256',
-    '-stream',
-    '-outform',
-    'DER',
-    '-in',
-    plain,
-    '-out',
-    out,
-    '-recip',
-    'cert.pem',
-  ]);
+  openssl(
+    cwd,
+    encryptArgs(plain, {
+      to: { recip: BENCH_KEY },
+      cipher: 'aes256',
+      binary: true,
+      stream: true,
+      outform: 'DER',
+      out,
+    }),
+  );
 }
 
 /**
@@ -88,25 +88,18 @@ export function envelop(cwd: string, plain: string, out: string): void {
  * and key.pem: an attached SignedData (RSA, signed attributes), its content BER of indefinite length.
  */
 export function signAttached(cwd: string, plain: string, out: string): void {
-  openssl(cwd, [
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-stream',
-    '-md',
-    'sha256',
-    '-outform',
-    'DER',
-    '-in',
-    plain,
-    '-out',
-    out,
-    '-signer',
-    'cert.pem',
-    '-inkey',
-    'key.pem',
-  ]);
+  openssl(
+    cwd,
+    signArgs(plain, {
+      by: BENCH_KEY,
+      detached: false,
+      md: 'sha256',
+      binary: true,
+      stream: true,
+      outform: 'DER',
+      out,
+    }),
+  );
 }
 
 /** Checks the JWS answer of a SignedData conversion over the content on disk (outside any timing). */

@@ -29,8 +29,9 @@ import {
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestKey } from '../../test/fixtures/pkcs7.ts';
-import { prng } from '../../test/support/prng.ts';
+import type { TestKey } from '../../support/fixtures/pkcs7.ts';
+import { prng } from '../../support/prng.ts';
+import { encryptArgs, signArgs } from '../../support/fixtures/cms.ts';
 import { OPENSSL } from './cms.ts';
 import { pool } from './jobs.ts';
 
@@ -147,6 +148,9 @@ function textOf(random: Buffer, bytes: number, offset: number): Buffer {
   return Buffer.from(ENTITY_HEAD + b64.replace(/.{1,76}/g, '$&\n').slice(0, body - 1) + '\n');
 }
 
+/** The mailbox's signer, as the cms fixtures name a key. */
+const SIGNER = { certFile: 'mailbox-signer.crt', keyFile: 'mailbox-signer.key' };
+
 async function makeMessage(dir: string, i: number, kind: Kind, content: Buffer): Promise<Message> {
   const name = `m${String(i).padStart(5, '0')}.eml`;
   const plain = `tmp/${i}.txt`;
@@ -154,22 +158,16 @@ async function makeMessage(dir: string, i: number, kind: Kind, content: Buffer):
   const out = `mail/${name}`;
   writeFileSync(join(dir, plain), content);
   const clearSign = (to: string) =>
-    run(dir, [
-      'cms',
-      '-sign',
-      '-md',
-      'sha256',
-      '-in',
-      plain,
-      '-signer',
-      'mailbox-signer.crt',
-      '-inkey',
-      'mailbox-signer.key',
-      '-out',
-      to,
-    ]);
+    run(dir, signArgs(plain, { by: SIGNER, md: 'sha256', out: to }));
   const encrypt = (from: string, recipients: string[]) =>
-    run(dir, ['cms', '-encrypt', '-aes-256-cbc', '-in', from, '-out', out, ...recipients]);
+    run(
+      dir,
+      encryptArgs(from, {
+        to: recipients.map((certFile) => ({ certFile })),
+        cipher: 'aes-256-cbc',
+        out,
+      }),
+    );
   // Without -binary openssl signs and encrypts the canonical form: CRLF line ends (RFC 8551 3.1.1).
   const canonical = content.length + content.filter((b) => b === 0x0a).length;
   let encrypted = 0;

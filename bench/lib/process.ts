@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { SCHEMA } from '../../shared/config/index.ts';
 
-export { freePort } from '../../test/support/free-port.ts';
+export { freePort } from '../../support/free-port.ts';
 
 /** process.env without any Keyward configuration variable, so a child starts on defaults. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

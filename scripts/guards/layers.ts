@@ -87,6 +87,11 @@ export const LAYER_RULES: readonly LayerRule[] = [
     forbid: ['api/'],
     why: 'the CLI talks to the API over HTTP and never imports it',
   },
+  {
+    files: ['bench/', 'scripts/', 'support/'],
+    forbid: ['test/'],
+    why: 'test/ is what jest runs: what the benches, the scripts and the tests share lives in support/',
+  },
 ];
 
 /** Whether a project path or package specifier falls under a rule entry. */

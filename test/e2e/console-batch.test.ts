@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
-import { ADMIN_EMAIL, ADMIN_PASSWORD } from '../support/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD } from '../../support/app.ts';
 import { axeViolations, launchChromium, screenshot, type Browser } from '../support/browser.ts';
-import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../support/fixtures/pkcs7.ts';
 import { importKeystore } from '../../api/services/keys/import.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
 import {
@@ -19,6 +19,7 @@ import {
   type WorkerChild,
 } from '../integration/jobs/harness.ts';
 import { sleep } from '../support/time.ts';
+import { cms } from '../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let worker: WorkerChild;
@@ -42,18 +43,12 @@ beforeAll(async () => {
   for (const [i, c] of contents.entries()) {
     ssl.write(`in-${i}.bin`, c);
     files.push(
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes256',
-        '-in',
-        `in-${i}.bin`,
-        '-recip',
-        key.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, `in-${i}.bin`, {
+        to: { recip: key },
+        cipher: 'aes256',
+        binary: true,
+        outform: 'DER',
+      }),
     );
   }
   browser = await launchChromium();

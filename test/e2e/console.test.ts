@@ -10,7 +10,7 @@ import { createPublicKey, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../support/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../support/app.ts';
 import {
   SCREENSHOTS,
   axeViolations,
@@ -19,11 +19,12 @@ import {
   type AxeViolation,
   type Browser,
 } from '../support/browser.ts';
-import { OpenSslDir, makeKey, type TestKey } from '../fixtures/pkcs7.ts';
-import { adminToken, api } from '../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../support/fixtures/pkcs7.ts';
+import { adminToken, api } from '../../support/auth.ts';
 import { openJwe, type Answer } from '../integration/migration/helpers.ts';
 import { runKeywardCli } from '../integration/jobs/harness.ts';
 import { expectEventually } from '../support/time.ts';
+import { cms } from '../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -31,7 +32,7 @@ let page: Page;
 let ssl: OpenSslDir;
 let archiveKey: TestKey;
 let plaintext: Buffer;
-let cms: Buffer;
+let invoice: Buffer;
 
 /** Every bearer token the page sent, every URL it asked for, and what went wrong in it. */
 const bearers = new Set<string>();
@@ -97,18 +98,12 @@ beforeAll(async () => {
   archiveKey = makeKey(ssl, 'archive-rsa', 'rsa-2048');
   plaintext = randomBytes(40_000);
   ssl.write('data.bin', plaintext);
-  cms = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes256',
-    '-in',
-    'data.bin',
-    '-recip',
-    archiveKey.certFile,
-    '-outform',
-    'DER',
-  ]);
+  invoice = cms.encrypt(ssl, 'data.bin', {
+    to: { recip: archiveKey },
+    cipher: 'aes256',
+    binary: true,
+    outform: 'DER',
+  });
   browser = await launchChromium();
   page = browser.page;
   page.on('request', (req) => {
@@ -468,7 +463,7 @@ describe('the web console in headless Chromium', () => {
     await open('Migration');
     await page
       .getByLabel('CMS file', { exact: true })
-      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: cms });
+      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: invoice });
     await page.getByRole('button', { name: 'Analyze' }).click();
     await page.getByRole('heading', { name: 'Analysis' }).waitFor();
     const analysis = await page.locator('#analysis').innerText();
@@ -507,7 +502,7 @@ describe('the web console in headless Chromium', () => {
   it('when an S/MIME .eml is analyzed, then the container says S/MIME, not DER', async () => {
     // Regression: the Container line showed the CMS encoding (DER) whatever the archive form.
     ssl.write('note.txt', Buffer.from('a short archived note\n'));
-    const eml = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'note.txt', archiveKey.certFile]);
+    const eml = cms.encrypt(ssl, 'note.txt', { to: archiveKey, cipher: 'aes256' });
     await page
       .getByLabel('CMS file', { exact: true })
       .setInputFiles({ name: 'note.eml', mimeType: 'message/rfc822', buffer: eml });
@@ -522,7 +517,7 @@ describe('the web console in headless Chromium', () => {
   it('when metadata is filled in, then convert sends it; a failure after a success leaves no stale success notice', async () => {
     await page
       .getByLabel('CMS file', { exact: true })
-      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: cms });
+      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: invoice });
     // Regression: the page had no metadata fields, and always sent {}.
     await page.getByLabel('Target kids (targetKid)').fill('archive-rsa');
     await page.getByLabel('Signer check (verify)').selectOption('chain');
@@ -567,7 +562,7 @@ describe('the web console in headless Chromium', () => {
   it('when a batch is started without the queue, then the problem of the service is shown, not a blank page', async () => {
     await page
       .getByLabel('CMS files for the batch', { exact: true })
-      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: cms });
+      .setInputFiles({ name: 'invoice.p7m', mimeType: 'application/pkcs7-mime', buffer: invoice });
     await page.getByRole('button', { name: 'Upload and convert' }).click();
     await until('the problem', async () => (await alertText()).length > 0);
     // The test app runs without REDIS_URL: the jobs API answers 503 queue-unavailable.

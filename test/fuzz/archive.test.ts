@@ -17,8 +17,9 @@ import {
   makeKey,
   resolverFor,
   type TestKey,
-} from '../fixtures/pkcs7.ts';
-import { prng } from '../support/prng.ts';
+} from '../../support/fixtures/pkcs7.ts';
+import { prng } from '../../support/prng.ts';
+import { cms } from '../../support/fixtures/cms.ts';
 
 const MUTANTS = Number(process.env.FUZZ_MUTANTS ?? 300);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -50,35 +51,12 @@ beforeAll(() => {
   rsa = makeKey(ssl, 'afz-rsa', 'rsa-2048');
   ec = makeKey(ssl, 'afz-ec', 'ec-p256');
   ssl.write('m.txt', Buffer.from('archived text\nsecond = line\n\tthird\n'));
-  const run = (args: string[]) => ssl.run(args).toString('latin1');
-  const smime = run(['cms', '-encrypt', '-aes128', '-in', 'm.txt', rsa.certFile]);
-  const der = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'm.txt',
-    '-outform',
-    'DER',
-    rsa.certFile,
-  ]);
+  const smime = cms.encrypt(ssl, 'm.txt', { to: rsa, cipher: 'aes128' }).toString('latin1');
+  const der = cms.encrypt(ssl, 'm.txt', { to: rsa, binary: true, outform: 'DER' });
   const clear = (k: TestKey, extra: string[]) =>
-    run(['cms', '-sign', '-in', 'm.txt', '-signer', k.certFile, '-inkey', k.keyFile, ...extra]);
+    cms.sign(ssl, 'm.txt', { by: k, extra }).toString('latin1');
   const signedDer = (input: string) =>
-    ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      input,
-      '-signer',
-      rsa.certFile,
-      '-inkey',
-      rsa.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    cms.sign(ssl, input, { by: rsa, detached: false, binary: true, outform: 'DER' });
   const armour = (label: string, b: Buffer) =>
     `-----BEGIN ${label}-----\n${(b.toString('base64').match(/.{1,64}/g) ?? []).join('\n')}\n-----END ${label}-----\n`;
   // SignedData over SignedData, past the nesting limit, as S/MIME.
@@ -101,7 +79,7 @@ beforeAll(() => {
     smime.replace(/\n/g, '\r\n'),
     clear(rsa, []),
     clear(ec, ['-text']),
-    run(['cms', '-encrypt', '-in', 'm.txt', '-outform', 'PEM', rsa.certFile]),
+    cms.encrypt(ssl, 'm.txt', { to: rsa, outform: 'PEM' }).toString('latin1'),
     (der.toString('base64').match(/.{1,76}/g) ?? []).join('\n'),
     `From: a@b\nContent-Type: multipart/mixed; boundary="b1"\n\npre\n--b1\nContent-Type: text/plain\n\nhi\n--b1\n${smime}\n--b1--\n`,
     `Content-Type: application/pkcs7-mime\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${[

@@ -14,7 +14,7 @@ import { AppError } from '../../shared/errors/index.ts';
 import { streamMultipart } from '../../api/http/streaming-multipart.ts';
 import { readSmallMultipart } from '../../api/http/multipart.ts';
 import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
-import { prng } from '../support/prng.ts';
+import { prng } from '../../support/prng.ts';
 import { mutateBytes, type Mutant } from '../support/mutate.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 2);

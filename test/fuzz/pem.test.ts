@@ -10,7 +10,7 @@
 import { AppError } from '../../shared/errors/index.ts';
 import { isKeystoreProblem, parseKeystore } from '../../shared/keystore/index.ts';
 import { fixtureDir } from '../unit/keystore/fixtures.ts';
-import { prng } from '../support/prng.ts';
+import { prng } from '../../support/prng.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 2);
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -2,7 +2,7 @@
  * How /console serves its files (the browser test is test/e2e/console.test.ts): from the
  * console/ folder by name only, each under the console's CSP; anything else is a 404 problem.
  */
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../../support/app.ts';
 import { CONSOLE_CSP } from '../../api/routes/console.ts';
 
 let app: TestApp;

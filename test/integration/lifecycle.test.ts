@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA } from '../../shared/config/index.ts';
 import { openDatabase } from '../../shared/db/knex.ts';
-import { freePort } from '../support/free-port.ts';
+import { freePort } from '../../support/free-port.ts';
 import { sleep } from '../support/time.ts';
-import { READY_BASE_MS, loadNote, scaled } from '../support/deadline.ts';
+import { READY_BASE_MS, loadNote, scaled } from '../../support/deadline.ts';
 
 const SERVER = new URL('../../api/server.ts', import.meta.url).pathname;
 

@@ -1,5 +1,5 @@
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { TEST_ENGINE } from '../support/database.ts';
+import { startTestApp, type TestApp } from '../../support/app.ts';
+import { TEST_ENGINE } from '../../support/database.ts';
 import { PROBLEMS } from '../../shared/errors/index.ts';
 
 const SPECS = [...new Map(Object.values(PROBLEMS).map((p) => [p.slug as string, p])).values()];

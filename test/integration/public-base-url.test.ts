@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { TEST_ENGINE } from '../support/database.ts';
-import { adminToken } from '../support/auth.ts';
+import { startTestApp, type TestApp } from '../../support/app.ts';
+import { TEST_ENGINE } from '../../support/database.ts';
+import { adminToken } from '../../support/auth.ts';
 
 // Before, PUBLIC_BASE_URL defaulted to http://127.0.0.1:8080 whatever PORT said, so a service
 // started with PORT=18530 named :8080 as its issuer, its jwks_uri and every problem type.

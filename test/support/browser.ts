@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { READY_BASE_MS, scaled } from './deadline.ts';
-import { closeWhenFileEnds, once } from './file-teardown.ts';
+import { READY_BASE_MS, scaled } from '../../support/deadline.ts';
+import { closeWhenFileEnds, once } from '../../support/file-teardown.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 

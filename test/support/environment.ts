@@ -8,8 +8,8 @@
  */
 import { TestEnvironment as NodeEnvironment } from 'jest-environment-node';
 import { relative } from 'node:path';
-import { scaled } from './deadline.ts';
-import { FileTeardown, installFileTeardown } from './file-teardown.ts';
+import { scaled } from '../../support/deadline.ts';
+import { FileTeardown, installFileTeardown } from '../../support/file-teardown.ts';
 import {
   commandLine,
   descendantsOf,
@@ -17,7 +17,7 @@ import {
   killRecordedGroups,
   ownDescendants,
   stopProcesses,
-} from './processes.ts';
+} from '../../support/processes.ts';
 
 /** How long a leftover process gets to exit on SIGTERM before SIGKILL. */
 const GRACE_MS = 2_000;

@@ -3,7 +3,7 @@
  * process, running in band) started, or whose worker is gone. The environment already stops them
  * when each file ends; this catches a start that finished after its file had ended.
  */
-import { killRecordedGroups } from './processes.ts';
+import { killRecordedGroups } from '../../support/processes.ts';
 
 export default async function globalTeardown(): Promise<void> {
   const killed = await killRecordedGroups(

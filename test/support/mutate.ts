@@ -27,7 +27,7 @@ const DEFAULT_INSERTS = [
   Buffer.alloc(20_000, 0x41),
 ];
 
-/** One mutation of `seed` drawn with `rand` (test/support/prng.ts). */
+/** One mutation of `seed` drawn with `rand` (support/prng.ts). */
 export function mutateBytes(rand: () => number, seed: Buffer, opts: MutationOptions = {}): Mutant {
   const int: Int = (n) => Math.floor(rand() * n);
   const b = Buffer.from(seed);

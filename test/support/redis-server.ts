@@ -10,10 +10,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NotReadyError, scaled, waitUntilReady } from './deadline.ts';
-import { closeWhenFileEnds } from './file-teardown.ts';
-import { freePort } from './free-port.ts';
-import { spawnTracked } from './processes.ts';
+import { NotReadyError, scaled, waitUntilReady } from '../../support/deadline.ts';
+import { closeWhenFileEnds } from '../../support/file-teardown.ts';
+import { freePort } from '../../support/free-port.ts';
+import { spawnTracked } from '../../support/processes.ts';
 
 export interface TestRedisServer {
   url: string;

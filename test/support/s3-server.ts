@@ -7,8 +7,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
-import { withDeadline } from './deadline.ts';
-import { closeWhenFileEnds } from './file-teardown.ts';
+import { withDeadline } from '../../support/deadline.ts';
+import { closeWhenFileEnds } from '../../support/file-teardown.ts';
 
 export interface TestS3Server {
   endpoint: string;

@@ -4,7 +4,7 @@
  * away would; `accept()` lets connections through again.
  */
 import { createConnection, createServer, type Socket } from 'node:net';
-import { freePort } from './free-port.ts';
+import { freePort } from '../../support/free-port.ts';
 
 export interface TcpProxy {
   port: number;

@@ -3,7 +3,7 @@
  * it holds rather than sleeping a fixed time, and its bound grows with the machine's load
  * (deadline.ts), so a shared, loaded machine makes it slower, not red.
  */
-import { scaled } from './deadline.ts';
+import { scaled } from '../../support/deadline.ts';
 
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {

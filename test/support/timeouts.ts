@@ -6,7 +6,7 @@
  * stays as written.
  */
 import { jest } from '@jest/globals';
-import { timeScale } from './deadline.ts';
+import { timeScale } from '../../support/deadline.ts';
 
 /** A test's limit on an idle machine (jest.config.js testTimeout). */
 const TEST_BASE_MS = 60_000;

@@ -2,6 +2,12 @@
  * The legacy JSON login (`POST /api/authenticate/app`) and its refresh call, as
  * route rows: open (these calls issue the tokens), JSON bodies of at most 16 KiB, errors in the
  * OAuth shape (a body that is not a JSON object is invalid_request).
+ *
+ * Tests: test/integration/admin/openapi.test.ts,
+ *   test/integration/auth/password-and-legacy.test.ts, test/integration/auth/auth-rows.test.ts,
+ *   test/integration/auth/unauthenticated-abuse.test.ts,
+ *   test/integration/auth/endpoint-budgets.test.ts, test/integration/auth/token-abuse.test.ts, and 7
+ *   more under test/integration/
  */
 import Type from 'typebox';
 import { endpoint, type Answer } from '../../http/endpoint.ts';

@@ -3,6 +3,9 @@
  * from /api/authenticate/app, legacy role names (a missing one is 401). Members a
  * body does not know are ignored here: the legacy API predates the closed bodies of
  * the v3 API.
+ *
+ * Tests: test/integration/core/legacy.test.ts, test/integration/core/expensive-routes.test.ts,
+ *   test/integration/keys/rsa-exponents.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../../http/endpoint.ts';

@@ -6,6 +6,10 @@
  *   tenant (older clients have no tenant in the path);
  * - `POST /api/migration/stream/analyze-pkcs7`: the analyze row of
  *   /api/v3/migration/stream.
+ *
+ * Tests: test/integration/admin/keystore-import.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, test/integration/http/readers.test.ts,
+ *   test/integration/keys/rsa-exponents.test.ts
  */
 import { endpoint } from '../../http/endpoint.ts';
 import {

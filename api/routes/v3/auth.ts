@@ -3,6 +3,12 @@
  * forgot and reset password, as route rows. Open endpoints (they issue the tokens): a client
  * authenticates, where it does, inside the service (HTTP Basic or the form's client_secret).
  * Form-urlencoded only; errors in the OAuth shape `{error, error_description}`.
+ *
+ * Tests: test/integration/auth/revocation.test.ts, test/integration/admin/openapi.test.ts,
+ *   test/integration/auth/password-and-legacy.test.ts,
+ *   test/integration/auth/endpoint-budgets.test.ts,
+ *   test/integration/auth/subject-revocation.test.ts, test/integration/fanout/faults.test.ts, and 22
+ *   more under test/e2e/, test/integration/
  */
 import type { IncomingMessage } from 'node:http';
 import Type from 'typebox';

@@ -1,6 +1,8 @@
 /**
  * The PQC API: ML-KEM and X-Wing hybrid (X25519 + ML-KEM-768) encapsulation,
  * ML-DSA and SLH-DSA signatures, on Node 24's native implementations.
+ *
+ * Tests: test/integration/core/crypto.test.ts
  */
 import { endpoint } from '../../http/endpoint.ts';
 import { pageRequest } from '../../http/pagination.ts';

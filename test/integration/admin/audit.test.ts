@@ -3,7 +3,7 @@
  * console uses: the same events, verdict and head as the Audit API gives the tenant's workload,
  * for a person's service-admin token, and never another tenant's log.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   adminToken,
   api,
@@ -11,7 +11,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 
 let app: TestApp;
 let a: TestTenant;

@@ -9,12 +9,12 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   SHARED_POSTGRES_URL,
   createPostgresDatabase,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -22,7 +22,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { KeywardClient } from '../../../bin/lib/client.ts';
 import { downloadBackup, fileSource } from '../../../bin/lib/backup.ts';
 import { RestoreRefused, restoreBackup } from '../../../shared/backup/restore.ts';

@@ -1,6 +1,6 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../../support/auth.ts';
 import { signMessage, verifyMessage } from '../../../shared/crypto/sign.ts';
 import { sleep } from '../../support/time.ts';
 

@@ -1,5 +1,5 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -7,7 +7,7 @@ import {
   postForm,
   userToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 
 const TENANT_ADMIN = [
   'admin.tenant.read',

@@ -4,13 +4,13 @@
  * with two instances on one Postgres; and unknown JSON members refused on every admin endpoint.
  */
 import { randomUUID } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   TEST_ENGINE,
   SHARED_POSTGRES_URL,
   createPostgresDatabase,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -18,7 +18,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { storeKey } from '../../../api/services/keys/store.ts';
 import { generateKeyMaterial } from '../../../shared/crypto/material.ts';
 import { sleep } from '../../support/time.ts';

@@ -1,6 +1,6 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { adminToken, api, makeTenant, userToken, type TestTenant } from '../../../support/auth.ts';
 import { KEY_TYPES, KEY_TYPE_SPECS, type KeyType } from '../../../shared/crypto/registry.ts';
 import { sleep } from '../../support/time.ts';
 

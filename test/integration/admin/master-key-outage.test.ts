@@ -10,13 +10,13 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   SHARED_POSTGRES_URL,
   createPostgresDatabase,
   type TestDatabase,
-} from '../../support/database.ts';
-import { adminToken, api, makeTenant, userToken } from '../../support/auth.ts';
+} from '../../../support/database.ts';
+import { adminToken, api, makeTenant, userToken } from '../../../support/auth.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { createKeyring } from '../../../shared/crypto/master-key.ts';
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';

@@ -11,15 +11,15 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../support/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   SHARED_POSTGRES_URL,
   TEST_ENGINE,
   createPostgresDatabase,
   createTestDatabase,
   type TestDatabase,
-} from '../../support/database.ts';
-import { adminToken, api, makeTenant, userToken, workloadToken } from '../../support/auth.ts';
+} from '../../../support/database.ts';
+import { adminToken, api, makeTenant, userToken, workloadToken } from '../../../support/auth.ts';
 import { ConfigError, SCHEMA } from '../../../shared/config/index.ts';
 import {
   createKeyring,
@@ -28,7 +28,7 @@ import {
 } from '../../../shared/crypto/master-key.ts';
 import { SEALED_SOURCES } from '../../../shared/keys/sealed-items.ts';
 import { addVersions, sealedIds } from './sealed-items.ts';
-import { freePort } from '../../support/free-port.ts';
+import { freePort } from '../../../support/free-port.ts';
 import { sleep } from '../../support/time.ts';
 
 const A = randomBytes(32).toString('base64');

@@ -2,9 +2,9 @@
  * Where the route handlers and the services held two copies of one admin rule, the copies had
  * drifted. Each case names what the route copy answered before the rule moved into one service.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, makeTenant, userToken, type TestTenant } from '../../../support/auth.ts';
 
 const PERMISSIONS = [
   'admin.humanuser',

@@ -7,7 +7,7 @@
  * this origin only.
  */
 import { get as httpGet } from 'node:http';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { createApp } from '../../../api/app.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { slugsNamed } from '../../../api/openapi/problem-examples.ts';

@@ -4,8 +4,8 @@
  * Form refusals name the field in the OAuth shape; the legacy login's refusals keep the OAuth
  * shape and its wrong method is a 405 like the Auth API's (it was a 400 invalid_request).
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { postForm } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { postForm } from '../../../support/auth.ts';
 
 let app: TestApp;
 

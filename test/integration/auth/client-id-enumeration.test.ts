@@ -5,9 +5,9 @@
  * does not also make); and introspection, the issuer speaking of its own tokens, allows no clock
  * leeway past exp.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { adminToken, makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 import { AUDIENCE_CORE } from '../../../api/services/auth/access-tokens.ts';
 
 const TOKEN = '/api/v3/auth/token';

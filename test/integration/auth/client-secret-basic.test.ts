@@ -3,9 +3,9 @@
  * credentials in `Authorization: Basic base64(urlencode(id):urlencode(secret))`, with the same
  * failure rules and budget as the form fields; both at once is invalid_request.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 
 const TOKEN = '/api/v3/auth/token';
 const basic = (id: string, secret: string) =>

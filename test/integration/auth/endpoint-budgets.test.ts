@@ -4,8 +4,8 @@
  * hashing that callers without credentials can start, the per-address lockout, and /metrics.
  * Budgets keyed on an address use a loopback address of their own per test (127.0.0.x).
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -15,7 +15,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { GRANTS } from '../../../api/services/auth/grants/index.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';

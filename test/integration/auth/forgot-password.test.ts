@@ -4,9 +4,9 @@
  * slower in 30 of 30 paired requests). The order is shown by holding or gating the work that
  * comes after the answer, never by a clock.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 import type { Mailer } from '../../../api/services/auth/password-reset.ts';
 
 const FORGOT = '/api/v3/auth/password/forgot';

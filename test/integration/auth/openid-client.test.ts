@@ -7,10 +7,10 @@
  */
 import * as client from 'openid-client';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { freePort } from '../../support/free-port.ts';
-import { makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { freePort } from '../../../support/free-port.ts';
+import { makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
 

@@ -1,7 +1,7 @@
 import { jwtVerify, createRemoteJWKSet } from 'jose';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 
 describe(`forgot-password and legacy login (${TEST_ENGINE})`, () => {
   let app: TestApp;

@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { makeTenant, postForm, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { makeTenant, postForm, type TestTenant } from '../../../support/auth.ts';
 import { loadConfig } from '../../../shared/config/index.ts';
 import { smtpOptions } from '../../../api/services/auth/smtp-mailer.ts';
 

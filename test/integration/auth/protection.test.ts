@@ -1,6 +1,6 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { makeTenant, postForm, postFormFrom, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { makeTenant, postForm, postFormFrom, type TestTenant } from '../../../support/auth.ts';
 import { rateKey } from '../../../api/services/auth/rate-limits.ts';
 import { lockoutKey } from '../../../api/services/auth/passwords.ts';
 import { rotateWorkloadSecret } from '../../../api/services/admin/workloads.ts';

@@ -1,11 +1,11 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   createPostgresDatabase,
   SHARED_POSTGRES_URL,
   TEST_REDIS_URL,
   TEST_ENGINE,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -13,7 +13,7 @@ import {
   postForm,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { sleep } from '../../support/time.ts';
 
 describe(`revocation and introspection (${TEST_ENGINE})`, () => {

@@ -3,8 +3,8 @@
  * already holds at once (not when they expire: up to 10 h for workloads), everywhere they are
  * cached; tokens issued afterwards work as before.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -13,7 +13,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { sleep } from '../../support/time.ts';
 
 const PERMISSIONS = ['crypto.keys.read', 'admin.humanuser', 'admin.tenant.read'];

@@ -1,5 +1,5 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -8,7 +8,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { isLockedOut } from '../../../api/services/auth/rate-limits.ts';
 import { lockoutKey } from '../../../api/services/auth/passwords.ts';
 

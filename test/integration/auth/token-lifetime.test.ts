@@ -2,9 +2,9 @@
  * Tokens must not outlive what they stood for (hardening item 14): the refresh-token family they
  * were issued with, and the permissions of the role they were issued under.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken, api, makeTenant, postForm, workloadToken } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { adminToken, api, makeTenant, postForm, workloadToken } from '../../../support/auth.ts';
 import { sleep } from '../../support/time.ts';
 
 const TOKEN = '/api/v3/auth/token';

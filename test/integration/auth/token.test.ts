@@ -1,6 +1,6 @@
 import { compactVerify, createRemoteJWKSet, jwtVerify } from 'jose';
-import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -8,7 +8,7 @@ import {
   postForm,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 
 const TOKEN = '/api/v3/auth/token';
 

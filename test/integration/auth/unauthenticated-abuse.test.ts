@@ -6,9 +6,9 @@
  * keyed on an address use loopback addresses of their own per case (127.0.x.y).
  */
 import { request } from 'node:http';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { makeTenant, postFormFrom } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { makeTenant, postFormFrom } from '../../../support/auth.ts';
 import { UNKNOWN_CLIENT_ACTOR } from '../../../shared/audit/actor.ts';
 
 const LANE = '/api/v3/auth/token';

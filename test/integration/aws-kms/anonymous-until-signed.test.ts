@@ -7,8 +7,8 @@
  * (access key, address) pair, 429 LimitExceededException past it.
  */
 import { request } from 'node:http';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { signedRequest, type SignOptions } from '../../support/sigv4.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { signedRequest, type SignOptions } from '../../../support/sigv4.ts';
 import { ANONYMOUS_ACTOR } from '../../../shared/audit/actor.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 

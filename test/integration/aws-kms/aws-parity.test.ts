@@ -14,7 +14,7 @@ import {
   ReEncryptCommand,
   TagResourceCommand,
 } from '@aws-sdk/client-kms';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -5,9 +5,9 @@
  * Each answers the AWS error shape at once, writes nothing, and is audited once the workload is
  * known by its signature. Requests are signed by hand (support.ts) so they can be what no SDK sends.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api } from '../../support/auth.ts';
-import { signedRequest, type SignOptions } from '../../support/sigv4.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api } from '../../../support/auth.ts';
+import { signedRequest, type SignOptions } from '../../../support/sigv4.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 /** "At once": an answer slower than this is a finding. */

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { startRefusingProxy, type RefusingProxy } from '../../support/refusing-proxy.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 

@@ -9,15 +9,15 @@
  * stands in for the assertion. Aliases likewise: B keeps what an alias names (and that it names
  * nothing) until the feed carries A's CreateAlias or DeleteAlias.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api } from '../../../support/auth.ts';
 import {
   createPostgresDatabase,
   SHARED_POSTGRES_URL,
   TEST_REDIS_URL,
   type TestDatabase,
-} from '../../support/database.ts';
-import { signedRequest } from '../../support/sigv4.ts';
+} from '../../../support/database.ts';
+import { signedRequest } from '../../../support/sigv4.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 /** Longer than the feed's poll (1 s) with room for a loaded machine; only a failure waits it out. */

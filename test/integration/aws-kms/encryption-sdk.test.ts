@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { KMS } from '@aws-sdk/client-kms';
 import { buildClient, CommitmentPolicy, KmsKeyringNode, getClient } from '@aws-crypto/client-node';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 describe('AWS KMS API with the AWS Encryption SDK (streaming, 10 MB)', () => {

@@ -6,9 +6,9 @@
  * control plane's text, race and half-written refusals, and EnableKey/DisableKey and the other
  * operations scripts call.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api, workloadToken } from '../../support/auth.ts';
-import { signedRequest } from '../../support/sigv4.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api, workloadToken } from '../../../support/auth.ts';
+import { signedRequest } from '../../../support/sigv4.ts';
 import { AWS_PERMISSIONS, awsTenant, type AwsTenant } from './support.ts';
 import { cancelDeletion } from '../../../api/services/keys/deletion.ts';
 

@@ -24,7 +24,7 @@ import {
   VerifyMacCommand,
 } from '@aws-sdk/client-kms';
 import { createPublicKey, createVerify } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { awsTenant, type AwsTenant } from './support.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -1,6 +1,6 @@
 /** A tenant whose workload holds an access key, for the AWS KMS API tests. */
-import { adminToken, api, makeTenant, type TestTenant } from '../../support/auth.ts';
-import type { TestApp } from '../../support/app.ts';
+import { adminToken, api, makeTenant, type TestTenant } from '../../../support/auth.ts';
+import type { TestApp } from '../../../support/app.ts';
 
 /** Every permission the AWS operations map to (docs/aws-kms.md). */
 export const AWS_PERMISSIONS = [

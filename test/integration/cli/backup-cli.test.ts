@@ -8,12 +8,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../support/app.ts';
+import { ADMIN_EMAIL, ADMIN_PASSWORD, startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   SHARED_POSTGRES_URL,
   createPostgresDatabase,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 const PASSPHRASE = 'an operator passphrase';

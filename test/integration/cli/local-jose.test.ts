@@ -16,7 +16,8 @@ import {
   makeKey,
   resolverFor,
   type TestKey,
-} from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 
@@ -61,7 +62,7 @@ afterAll(() => ssl.cleanup());
 
 describe('keyward open', () => {
   it('when a stored multipart JWE is opened with the PEM, PKCS#12 or JWK key, then the plaintext comes out', async () => {
-    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes256', '-in', 'text.txt', rsa.certFile]);
+    const enc = cms.encrypt(ssl, 'text.txt', { to: rsa, cipher: 'aes256', binary: true });
     const { body } = await convert(enc);
     const result = ssl.write('doc.p7m.jwe', body);
     ssl.run([
@@ -100,7 +101,7 @@ describe('keyward open', () => {
 
   it("when the key is not the one the JWE is for, then the message names the JWE's kids and the key given", async () => {
     // Regression: an EC key given for an RSA recipient said "Invalid key type" and nothing more.
-    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes256', '-in', 'text.txt', rsa.certFile]);
+    const enc = cms.encrypt(ssl, 'text.txt', { to: rsa, cipher: 'aes256', binary: true });
     const result = ssl.write('for-rsa.jwe', (await convert(enc)).body);
     const ec = await cli(['open', result, '--key', ssl.path(signer.keyFile)]);
     expect(ec.code).toBe(4);
@@ -113,16 +114,7 @@ describe('keyward open', () => {
   });
 
   it('when mail to two mailboxes the tenant holds is converted with {}, then either key opens the result', async () => {
-    const enc = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes256',
-      '-in',
-      'text.txt',
-      rsa.certFile,
-      other.certFile,
-    ]);
+    const enc = cms.encrypt(ssl, 'text.txt', { to: [rsa, other], cipher: 'aes256', binary: true });
     const r = await convertPkcs7ToJose(chunked(enc, 4096), {
       metadata: {},
       resolver: resolverFor([rsa, other]),
@@ -138,7 +130,7 @@ describe('keyward open', () => {
   });
 
   it('when the result is the flattened JSON JWE, then it opens too', async () => {
-    const enc = ssl.run(['cms', '-encrypt', '-binary', '-aes128', '-in', 'text.txt', rsa.certFile]);
+    const enc = cms.encrypt(ssl, 'text.txt', { to: rsa, cipher: 'aes128', binary: true });
     const r = await convertPkcs7ToJose(chunked(enc, 4096), {
       metadata: {},
       resolver: resolverFor([rsa]),
@@ -152,30 +144,9 @@ describe('keyward open', () => {
   it('when a signed-then-encrypted result is opened with --cert, then its JWS part is verified as well', async () => {
     ssl.write(
       'signed.bin',
-      ssl.run([
-        'cms',
-        '-sign',
-        '-binary',
-        '-nodetach',
-        '-in',
-        'text.txt',
-        '-signer',
-        signer.certFile,
-        '-inkey',
-        signer.keyFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.sign(ssl, 'text.txt', { by: signer, detached: false, binary: true, outform: 'DER' }),
     );
-    const enc = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes256',
-      '-in',
-      'signed.bin',
-      rsa.certFile,
-    ]);
+    const enc = cms.encrypt(ssl, 'signed.bin', { to: rsa, cipher: 'aes256', binary: true });
     const result = ssl.write('nested.jwe', (await convert(enc)).body);
     const r = await cli([
       'open',
@@ -203,15 +174,7 @@ describe('keyward open', () => {
       signer.keyFile,
     ]);
     ssl.write('clear.eml', clear);
-    const enc = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes256',
-      '-in',
-      'clear.eml',
-      rsa.certFile,
-    ]);
+    const enc = cms.encrypt(ssl, 'clear.eml', { to: rsa, cipher: 'aes256', binary: true });
     const result = ssl.write('mail.jwe', (await convert(enc)).body);
     const r = await cli([
       'open',
@@ -231,20 +194,12 @@ describe('keyward open', () => {
 
 describe('keyward verify <jws> --content --cert', () => {
   it('when the JWS and the content a job stored are checked, then it is valid; altered content exits 4', async () => {
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'text.txt',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const signed = cms.sign(ssl, 'text.txt', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     const { body } = await convert(signed);
     const jws = ssl.write('doc.jws.json', body);
     const content = ssl.write('doc.content', TEXT);
@@ -274,24 +229,12 @@ describe('keyward verify <jws> --content --cert', () => {
 
   it('when the JWS is General JSON (two co-signers, each signing with its own key), then verify checks the signature of the given certificate', async () => {
     const cosigner = makeKey(ssl, 'open-cosigner', 'ec-p256');
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'text.txt',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-signer',
-      cosigner.certFile,
-      '-inkey',
-      cosigner.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const signed = cms.sign(ssl, 'text.txt', {
+      by: [signer, cosigner],
+      binary: true,
+      detached: false,
+      outform: 'DER',
+    });
     const r = await convertPkcs7ToJose(chunked(signed, 4096), {
       metadata: {},
       resolver: resolverFor([rsa, signer, cosigner]),
@@ -316,20 +259,12 @@ describe('keyward verify <jws> --content --cert', () => {
   it('when the archive signature is by an RSA-PSS or an Ed448 key (which jose 6 cannot read), then verify checks it with their certificates; the other key, or altered content, exits 4', async () => {
     const pss = makeKey(ssl, 'open-pss', 'rsa-pss-2048');
     const ed448 = makeKey(ssl, 'open-ed448', 'ed448');
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'text.txt',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const signed = cms.sign(ssl, 'text.txt', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     const content = ssl.write('algs.content', TEXT);
     for (const [key, alg, wrong] of [
       [pss, 'PS256', ed448],

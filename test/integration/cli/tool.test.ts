@@ -17,8 +17,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { makeTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { makeTenant } from '../../../support/auth.ts';
 import { PERMISSIONS } from '../../../shared/permissions.ts';
 import { COMMANDS } from '../../../bin/lib/commands/index.ts';
 import type { Command } from '../../../bin/lib/command.ts';

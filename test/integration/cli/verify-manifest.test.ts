@@ -27,7 +27,7 @@ import {
 } from '../../../shared/manifest/manifest.ts';
 import { MANIFEST_TYP } from '../../../shared/manifest/payload.ts';
 import { compareKeys, type LedgerRow } from '../../../shared/manifest/row.ts';
-import { prng } from '../../support/prng.ts';
+import { prng } from '../../../support/prng.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 const PYTHON = '/usr/bin/python3';

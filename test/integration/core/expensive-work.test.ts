@@ -6,10 +6,10 @@
  * the longest /healthz gap, not timings that a loaded machine could miss.
  */
 import { randomBytes } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api } from '../../support/auth.ts';
-import { signedRequest } from '../../support/sigv4.ts';
-import { pwriEnvelope } from '../../fixtures/pwri.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api } from '../../../support/auth.ts';
+import { signedRequest } from '../../../support/sigv4.ts';
+import { pwriEnvelope } from '../../../support/fixtures/pwri.ts';
 import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import { PERMISSIONS, convert, makeActor, type Actor } from '../migration/helpers.ts';
 import { awsTenant, type AwsTenant } from '../aws-kms/support.ts';

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../support/database.ts';
+import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../../support/database.ts';
 import type { Db } from '../../../shared/db/knex.ts';
 import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import { generateKeyMaterial, serializeMaterial } from '../../../shared/crypto/material.ts';

@@ -1,6 +1,6 @@
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, workloadToken } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, makeTenant, workloadToken } from '../../../support/auth.ts';
 
 async function legacyLogin(app: TestApp, clientId: string, clientSecret: string): Promise<string> {
   const res = await fetch(`${app.url}/api/authenticate/app`, {

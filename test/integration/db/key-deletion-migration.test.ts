@@ -17,7 +17,7 @@ import {
   createPostgresDatabase,
   SHARED_POSTGRES_URL,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 
 describe('migration 010: a pending deletion moves into the key row', () => {
   let test: TestDatabase;

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { openDatabase, type Db } from '../../../shared/db/knex.ts';
-import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../support/database.ts';
+import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../../../support/database.ts';
 import { Tenant } from '../../../shared/db/models/tenants.ts';
 import { Role } from '../../../shared/db/models/identities.ts';
 import { pageOf } from '../../../shared/db/page.ts';

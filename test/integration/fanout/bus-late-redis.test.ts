@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { createLogger } from '../../../shared/logger.ts';
 import { CHANNELS, createFanoutBus } from '../../../shared/fanout/bus.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
-import { TEST_REDIS_URL } from '../../support/database.ts';
+import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { sleep } from '../../support/time.ts';
 
 const lines: string[] = [];

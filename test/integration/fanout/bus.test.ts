@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { createLogger } from '../../../shared/logger.ts';
 import { connectRedis } from '../../../shared/redis.ts';
 import { CHANNELS, createFanoutBus, type FanoutBus } from '../../../shared/fanout/bus.ts';
-import { TEST_REDIS_URL } from '../../support/database.ts';
+import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { expectEventually } from '../../support/time.ts';
 
 const lines: string[] = [];

@@ -16,7 +16,7 @@ import {
   SHARED_POSTGRES_URL,
   TEST_REDIS_URL,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import { connectRedis } from '../../../shared/redis.ts';
 import { createFanoutBus } from '../../../shared/fanout/bus.ts';
 import { expectEventually, sleep } from '../../support/time.ts';

@@ -4,12 +4,12 @@
  * connections for a few seconds (never the machine's servers themselves). Afterwards both
  * instances enforce every change made meanwhile. The figures are printed for the issue's note.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   createPostgresDatabase,
   SHARED_POSTGRES_URL,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -18,7 +18,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { sleep } from '../../support/time.ts';

@@ -1,7 +1,7 @@
 /** Verifies every tenant's audit hash chain through the real endpoint (POST /api/v3/audit/verify). */
 import { randomUUID } from 'node:crypto';
-import type { TestApp } from '../../support/app.ts';
-import { api, workloadToken } from '../../support/auth.ts';
+import type { TestApp } from '../../../support/app.ts';
+import { api, workloadToken } from '../../../support/auth.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
 

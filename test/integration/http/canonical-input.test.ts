@@ -4,8 +4,8 @@
  * value never finds Object.prototype's members.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -13,7 +13,7 @@ import {
   postForm,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { brokenAuditChains } from './audit-chains.ts';
 
 const PERMS = [

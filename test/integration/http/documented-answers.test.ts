@@ -10,8 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { callersOfEveryApi, type ApiCallers } from './route-table.ts';
 

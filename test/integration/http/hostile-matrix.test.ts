@@ -8,9 +8,9 @@
  * every tenant's audit chain verifies.
  */
 import { randomUUID } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, type TestTenant } from '../../../support/auth.ts';
 import { createApp } from '../../../api/app.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { brokenAuditChains } from './audit-chains.ts';

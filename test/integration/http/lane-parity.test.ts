@@ -5,9 +5,9 @@
  * come from the table, so a new lane route is covered without touching this file.
  */
 import { request } from 'node:http';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, makeTenant, userToken, workloadToken } from '../../../support/auth.ts';
 import { laneRoutes } from '../../../api/routes/index.ts';
 
 /** The lane's bearer-checked runtime operations (the OAuth endpoints have their own suite below). */

@@ -6,15 +6,15 @@
  * on the runtime lane). Every answer must be a 4xx problem (an OAuth error on /api/v3/auth),
  * nothing may be logged as a 500, and /healthz must answer after. FUZZ_SEED replays a run.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import {
   adminToken,
   makeTenant,
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
-import { prng } from '../../support/prng.ts';
+} from '../../../support/auth.ts';
+import { prng } from '../../../support/prng.ts';
 import { rawRequest, type RawAnswer } from '../../support/raw-http.ts';
 import { mutateBytes } from '../../support/mutate.ts';
 

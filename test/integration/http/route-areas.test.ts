@@ -4,8 +4,8 @@
  * token before 404 or 405 (the legacy areas checked the token inside each route, so a wrong
  * method there was a 405 before authentication). Generated from the table.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import { ROUTE_TABLE } from '../../../api/routes/index.ts';
 
 describe(`the areas of the route table (${TEST_ENGINE})`, () => {

@@ -12,8 +12,8 @@ import {
   protocolRoutes,
 } from '../../../api/routes/index.ts';
 import type { ProtocolRow } from '../../../api/http/protocol.ts';
-import type { TestApp } from '../../support/app.ts';
-import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../support/auth.ts';
+import type { TestApp } from '../../../support/app.ts';
+import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../../support/auth.ts';
 import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
 
 /** The callers of every API over the route table: one tenant, its key, and a token per API. */

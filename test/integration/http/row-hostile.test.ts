@@ -4,8 +4,8 @@
  * a 400 (never a 5xx), and the row's access check holds for HEAD, a trailing slash and another
  * letter case of the path.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api, makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api, makeTenant, userToken, type TestTenant } from '../../../support/auth.ts';
 
 let app: TestApp;
 let reader: TestTenant;

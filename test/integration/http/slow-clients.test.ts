@@ -8,8 +8,8 @@
  * assertion: the assertions are on what came back.
  */
 import { connect, type Socket } from 'node:net';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { makeTenant, workloadToken } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { makeTenant, workloadToken } from '../../../support/auth.ts';
 import { sleep } from '../../support/time.ts';
 
 /** Longest any single exchange may take before the test calls it hung. */

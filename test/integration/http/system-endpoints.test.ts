@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { adminToken } from '../../support/auth.ts';
+import { startTestApp, ADMIN_PASSWORD, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { adminToken } from '../../../support/auth.ts';
 
 describe(`system endpoints and the platform bootstrap (${TEST_ENGINE})`, () => {
   let app: TestApp;

@@ -4,8 +4,8 @@
  * to reuse the connection: an unauthorised client could make the service read what it announced
  * (a streamed upload has no size limit) until the overall body deadline cut it.
  */
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { makeTenant, userToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { makeTenant, userToken, type TestTenant } from '../../../support/auth.ts';
 import { rawRequest } from '../../support/raw-http.ts';
 
 let app: TestApp;

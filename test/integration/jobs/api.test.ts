@@ -3,15 +3,16 @@
  * submission, tenant isolation, permissions, and cancelling a job that has not started.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api, makeTenant, workloadToken } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api, makeTenant, workloadToken } from '../../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
 import { JOB_ENDPOINTS } from '../../../api/routes/v3/migration/jobs.ts';
 import { endpointRouter } from '../../../api/http/endpoint.ts';
 import { UPLOAD_ENDPOINTS } from '../../../api/routes/v3/migration/uploads.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const JOBS = '/api/v3/migration/jobs';
 
@@ -71,18 +72,12 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     ssl = new OpenSslDir();
     key = makeKey(ssl, 'api-rsa', 'rsa-2048');
     ssl.write('data.bin', randomBytes(10_000));
-    file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'data.bin',
-      '-recip',
-      key.certFile,
-      '-outform',
-      'DER',
-    ]);
+    file = cms.encrypt(ssl, 'data.bin', {
+      to: { recip: key },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     env = await startJobsEnv();
     a = await tenantWithKeys(env.app, ssl, [key]);
     b = await tenantWithKeys(env.app, ssl, []);

@@ -6,8 +6,13 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import {
   finished,
   result,
@@ -20,6 +25,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -76,37 +82,15 @@ async function opened(child: JobBody, parts3?: (jws: Buffer) => void): Promise<B
 describe('when a batch holds S/MIME, PEM and clear-signed files (real Redis, s3rver, worker)', () => {
   it('then each converts and its result verifies or opens with jose to what the CMS carries', async () => {
     const files: Record<string, Buffer> = {
-      'mail-encrypted.eml': ssl.run(['cms', '-encrypt', '-in', 'mail.txt', rsa.certFile]),
-      'armoured.pem': ssl.run([
-        'cms',
-        '-encrypt',
-        '-aes256',
-        '-in',
-        'mail.txt',
-        '-outform',
-        'PEM',
-        rsa.certFile,
-      ]),
-      'clear-signed.eml': ssl.run([
-        'cms',
-        '-sign',
-        '-in',
-        'mail.txt',
-        '-signer',
-        signer.certFile,
-        '-inkey',
-        signer.keyFile,
-      ]),
+      'mail-encrypted.eml': cms.encrypt(ssl, 'mail.txt', { to: rsa }),
+      'armoured.pem': cms.encrypt(ssl, 'mail.txt', { to: rsa, cipher: 'aes256', outform: 'PEM' }),
+      'clear-signed.eml': cms.sign(ssl, 'mail.txt', { by: signer }),
     };
     ssl.write('clear-signed.eml', files['clear-signed.eml']);
-    files['signed-then-encrypted.eml'] = ssl.run([
-      'cms',
-      '-encrypt',
-      '-aes256',
-      '-in',
-      'clear-signed.eml',
-      rsa.certFile,
-    ]);
+    files['signed-then-encrypted.eml'] = cms.encrypt(ssl, 'clear-signed.eml', {
+      to: rsa,
+      cipher: 'aes256',
+    });
     for (const [name, bytes] of Object.entries(files))
       expect((await upload(env.app, tenant.token, `arc/${name}`, bytes)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, {

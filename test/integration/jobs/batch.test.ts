@@ -5,8 +5,13 @@
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import {
   finished,
   result,
@@ -19,6 +24,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -59,61 +65,31 @@ function makeInputs(): Record<string, Buffer> {
     ssl.write(`${name}.bin`, content[name]);
     return `${name}.bin`;
   };
-  files['signed.p7m'] = ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    plain('signed.p7m', 50_000),
-    '-signer',
-    keys.signer.certFile,
-    '-inkey',
-    keys.signer.keyFile,
-    '-outform',
-    'DER',
-  ]);
-  files['deep/streamed-signed.p7m'] = ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-stream',
-    '-in',
+  files['signed.p7m'] = cms.sign(ssl, plain('signed.p7m', 50_000), {
+    by: keys.signer,
+    detached: false,
+    binary: true,
+    outform: 'DER',
+  });
+  files['deep/streamed-signed.p7m'] = cms.sign(
+    ssl,
     plain('deep/streamed-signed.p7m'.replace('/', '_'), 300_000),
-    '-signer',
-    keys.signer.certFile,
-    '-inkey',
-    keys.signer.keyFile,
-    '-outform',
-    'DER',
-  ]);
+    { by: keys.signer, detached: false, binary: true, stream: true, outform: 'DER' },
+  );
   content['deep/streamed-signed.p7m'] = content['deep_streamed-signed.p7m'];
-  files['enveloped-rsa.p7m'] = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    plain('enveloped-rsa.p7m', 1_000_000),
-    '-recip',
-    keys.rsa.certFile,
-    '-outform',
-    'DER',
-  ]);
-  files['enveloped-ec.p7m'] = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-128-cbc',
-    '-stream',
-    '-in',
-    plain('enveloped-ec.p7m', 70_001),
-    '-recip',
-    keys.ec.certFile,
-    '-outform',
-    'DER',
-  ]);
+  files['enveloped-rsa.p7m'] = cms.encrypt(ssl, plain('enveloped-rsa.p7m', 1_000_000), {
+    to: { recip: keys.rsa },
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
+  files['enveloped-ec.p7m'] = cms.encrypt(ssl, plain('enveloped-ec.p7m', 70_001), {
+    to: { recip: keys.ec },
+    cipher: 'aes-128-cbc',
+    binary: true,
+    stream: true,
+    outform: 'DER',
+  });
   files['garbage.p7m'] = randomBytes(4096);
   return files;
 }

@@ -12,13 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedVerify, generalDecrypt } from 'jose';
 import { KeywardClient } from '../../../bin/lib/client.ts';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { makeTenant, workloadToken } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { makeTenant, workloadToken } from '../../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
-  JOB_PERMISSIONS,
   runKeywardCli,
   spawnWorker,
   startJobsEnv,
@@ -26,6 +25,8 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const runCli = runKeywardCli;
 
@@ -62,20 +63,12 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     };
     dir = mkdtempSync(join(tmpdir(), 'keyward-cli-'));
     ssl.write('content.bin', content);
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'content.bin',
-      '-signer',
-      key.certFile,
-      '-inkey',
-      key.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const signed = cms.sign(ssl, 'content.bin', {
+      by: key,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     mkdirSync(join(dir, 'src', 'nested'), { recursive: true });
     writeFileSync(join(dir, 'src', 'a.p7m'), signed);
     writeFileSync(join(dir, 'src', 'nested', 'b.p7m'), signed);
@@ -216,16 +209,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
 
   it('when a clear-signed mail and a PEM file are analyzed, then the answer names their container form', async () => {
     ssl.write('note.txt', Buffer.from('a signed note\n'));
-    const eml = ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      'note.txt',
-      '-signer',
-      key.certFile,
-      '-inkey',
-      key.keyFile,
-    ]);
+    const eml = cms.sign(ssl, 'note.txt', { by: key });
     const pem = ssl.run([
       'cms',
       '-cmsout',
@@ -334,7 +318,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     mkdirSync(src);
     writeFileSync(
       join(src, 'mail.p7m'),
-      ssl.run(['cms', '-encrypt', '-binary', '-in', 'content.bin', '-outform', 'DER', a.certFile]),
+      cms.encrypt(ssl, 'content.bin', { to: a, binary: true, outform: 'DER' }),
     );
     const out = join(dir, 'out-targets');
     const r = await runCli(

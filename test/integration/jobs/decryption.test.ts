@@ -6,12 +6,11 @@
  * failures count against the submitter's budget.
  */
 import { constants, publicEncrypt, randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api, workloadToken } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api, workloadToken } from '../../../support/auth.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
 import {
-  JOB_PERMISSIONS,
   finished,
   spawnWorker,
   startJobsEnv,
@@ -22,6 +21,8 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -36,17 +37,12 @@ beforeAll(async () => {
   ssl = new OpenSslDir();
   rsa = makeKey(ssl, 'jobs-oracle-rsa', 'rsa-2048');
   ssl.write('data.bin', randomBytes(5000));
-  file = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    rsa.certFile,
-  ]);
+  file = cms.encrypt(ssl, 'data.bin', {
+    to: rsa,
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
   env = await startJobsEnv();
   let t: { tenantId: string; token: string };
   [t, worker] = await Promise.all([

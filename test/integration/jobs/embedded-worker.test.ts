@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { api } from '../../support/auth.ts';
-import { TEST_REDIS_URL } from '../../support/database.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { api } from '../../../support/auth.ts';
+import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import {
   MASTER_KEY,
@@ -26,6 +26,7 @@ import {
   waitForJob,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -75,20 +76,12 @@ describe('when the API runs on the embedded default and a worker is started besi
     worker = await spawnWorker(workerEnv(), 60_000);
     const content = randomBytes(30_000);
     ssl.write('embedded.bin', content);
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'embedded.bin',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'embedded.bin', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     expect((await upload(app, tenant.token, 'in/doc.p7m', file)).status).toBe(201);
     const submit = await api(app, 'POST', '/api/v3/migration/jobs', tenant.token, {
       source: { key: 'in/doc.p7m' },

@@ -12,32 +12,22 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMA } from '../../../shared/config/index.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { scaled } from '../../support/deadline.ts';
-import { api, makeTenant, workloadToken } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { scaled } from '../../../support/deadline.ts';
+import { api, makeTenant, workloadToken } from '../../../support/auth.ts';
 import {
   createPostgresDatabase,
   SHARED_POSTGRES_URL,
   TEST_REDIS_URL,
   type TestDatabase,
-} from '../../support/database.ts';
+} from '../../../support/database.ts';
 import { startS3Server, type TestS3Server } from '../../support/s3-server.ts';
-import type { OpenSslDir, TestKey } from '../../fixtures/pkcs7.ts';
+import type { OpenSslDir, TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { sleep } from '../../support/time.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 export const MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
-export const JOB_PERMISSIONS = [
-  'migration.uploads.write',
-  'migration.jobs.create',
-  'migration.jobs.read',
-  'migration.jobs.cancel',
-  'migration.jobs.result.read',
-  'migration.analyze',
-  'migration.convert',
-  'crypto.decrypt',
-];
-
 export interface JobsEnv {
   app: TestApp;
   s3: TestS3Server;

@@ -11,17 +11,23 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flattenedDecrypt, flattenedVerify } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api, makeTenant, userToken } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api, makeTenant, userToken } from '../../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import {
-  JOB_PERMISSIONS,
   runKeywardCli,
   spawnWorker,
   startJobsEnv,
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
@@ -84,26 +90,12 @@ beforeAll(async () => {
     ssl.write(`${name}.txt`, text);
     // As a mail client sends it: signed by the sender, then encrypted to the recipient and to
     // the sender's own copy.
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      `${name}.txt`,
-      '-signer',
-      sender.certFile,
-      '-inkey',
-      sender.keyFile,
-    ]);
+    const signed = cms.sign(ssl, `${name}.txt`, { by: sender });
     ssl.write(`${name}.signed`, signed);
-    const encrypted = ssl.run([
-      'cms',
-      '-encrypt',
-      '-aes256',
-      '-in',
-      `${name}.signed`,
-      mailbox.certFile,
-      sender.certFile,
-    ]);
+    const encrypted = cms.encrypt(ssl, `${name}.signed`, {
+      to: [mailbox, sender],
+      cipher: 'aes256',
+    });
     writeFileSync(join(dir, 'inbox', name), encrypted);
     messages.set(name, { sender, signed, text });
   }

@@ -4,8 +4,8 @@
  * audited, and leaves the job readable while its result download answers 404.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
@@ -19,6 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -77,20 +78,12 @@ describe('when uploads and results are deleted through the API', () => {
   });
 
   it('then DELETE of a SignedData job result removes the JWS and its content, and the result answers 404 after', async () => {
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'data.bin', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     expect((await upload(env.app, a.token, 'src/s.p7m', file)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', a.token, {
       source: { key: 'src/s.p7m' },

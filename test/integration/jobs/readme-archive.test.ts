@@ -10,17 +10,17 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { ADMIN_PASSWORD } from '../../support/app.ts';
-import { OpenSslDir, makeKey } from '../../fixtures/pkcs7.ts';
-import { makeTenant } from '../../support/auth.ts';
+import { ADMIN_PASSWORD } from '../../../support/app.ts';
+import { OpenSslDir, makeKey } from '../../../support/fixtures/pkcs7.ts';
+import { makeTenant } from '../../../support/auth.ts';
 import {
-  JOB_PERMISSIONS,
   runKeywardCli,
   spawnWorker,
   startJobsEnv,
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 const P12_PASSWORD = 'mailbox keystore password';

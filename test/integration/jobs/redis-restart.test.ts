@@ -4,8 +4,8 @@
  * restarts it while two worker processes are converting, and expects every object converted.
  */
 import { randomBytes } from 'node:crypto';
-import { OpenSslDir, makeKey, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
@@ -19,6 +19,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const FILES = 40;
 
@@ -38,19 +39,13 @@ beforeAll(async () => {
   // A few distinct inputs of 1 to 4 MiB, uploaded under FILES names.
   const inputs = [1, 2, 3, 4].map((mib, i) => {
     ssl.write(`plain-${i}.bin`, randomBytes(mib * 1024 * 1024));
-    return ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-stream',
-      '-in',
-      `plain-${i}.bin`,
-      '-recip',
-      key.certFile,
-      '-outform',
-      'DER',
-    ]);
+    return cms.encrypt(ssl, `plain-${i}.bin`, {
+      to: { recip: key },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      stream: true,
+      outform: 'DER',
+    });
   });
   for (let i = 0; i < FILES; i++)
     expect(

@@ -19,8 +19,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { OpenSslDir, makeKey, syntheticEnveloped, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  syntheticEnveloped,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {

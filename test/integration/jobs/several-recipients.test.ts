@@ -6,8 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { generalDecrypt } from 'jose';
-import { OpenSslDir, makeKey, parseMultipart, type TestKey } from '../../fixtures/pkcs7.ts';
-import { api } from '../../support/auth.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  parseMultipart,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
 import {
   finished,
   result,
@@ -19,6 +24,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from './harness.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -50,18 +56,12 @@ afterAll(async () => {
 
 describe('a job over mail with several recipients', () => {
   it('when targetKid lists two keys, then each opens the result with jose', async () => {
-    const mail = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      '-aes-256-cbc',
-      keys.sender.certFile,
-      keys.recipient.certFile,
-    ]);
+    const mail = cms.encrypt(ssl, 'data.bin', {
+      to: [keys.sender, keys.recipient],
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     expect((await upload(env.app, tenant.token, 'mr/mail.p7m', mail)).status).toBe(201);
     const submit = await api(env.app, 'POST', '/api/v3/migration/jobs', tenant.token, {
       source: { key: 'mr/mail.p7m' },

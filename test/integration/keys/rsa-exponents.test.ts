@@ -11,9 +11,9 @@
  * over the primes of a genpkey key, then PKCS#8 PEM by `pkey` and PKCS#12 by `pkcs12 -export`.
  */
 import { createHash, createPrivateKey, createPublicKey, randomUUID } from 'node:crypto';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { fixtureDir, type FixtureDir } from '../../unit/keystore/fixtures.ts';
 import { serializeMaterial } from '../../../shared/crypto/material.ts';
 

@@ -5,8 +5,8 @@
  * and CMS files, the real API.
  */
 import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api } from '../../support/auth.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api } from '../../../support/auth.ts';
 import {
   OpenSslDir,
   PERMISSIONS,

@@ -14,12 +14,12 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { decodeProtectedHeader } from 'jose';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { adminToken, api, makeTenant, type TestTenant } from '../../support/auth.ts';
-import { spawnTracked } from '../../support/processes.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { adminToken, api, makeTenant, type TestTenant } from '../../../support/auth.ts';
+import { spawnTracked } from '../../../support/processes.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { expectEventually } from '../../support/time.ts';
-import { scaled } from '../../support/deadline.ts';
+import { scaled } from '../../../support/deadline.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
 /** The published api.proto, as vendored (its header names the commit it was taken from). */

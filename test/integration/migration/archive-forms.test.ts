@@ -24,6 +24,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -58,10 +59,9 @@ afterAll(async () => {
   await app.stop();
 });
 
-const encrypt = (args: string[]) =>
-  ssl.run(['cms', '-encrypt', '-in', 'mail.txt', ...args, rsa.certFile]);
+const encrypt = (args: string[]) => cms.encrypt(ssl, 'mail.txt', { to: rsa, extra: args });
 const clearSign = (k: TestKey, args: string[] = []) =>
-  ssl.run(['cms', '-sign', '-in', 'mail.txt', '-signer', k.certFile, '-inkey', k.keyFile, ...args]);
+  cms.sign(ssl, 'mail.txt', { by: k, extra: args });
 
 describe('when archive forms of an EnvelopedData are converted over HTTP', () => {
   it.each([
@@ -102,7 +102,7 @@ describe('when archive forms of an EnvelopedData are converted over HTTP', () =>
 
 describe('when the key is wrapped with Triple-DES (RFC 3217) for an EC recipient', () => {
   it('then the S/MIME of openssl cms -encrypt -des3 converts (it answered 415 before) and jose opens it', async () => {
-    const file = ssl.run(['cms', '-encrypt', '-des3', '-in', 'mail.txt', ecEnc.certFile]);
+    const file = cms.encrypt(ssl, 'mail.txt', { to: ecEnc, cipher: 'des3' });
     const a = await convert(app, actor.user, file);
     expect(a.status).toBe(200);
     expect((await openJwe(a, ecEnc.privateKey)).plaintext.equals(crlf(TEXT))).toBe(true);
@@ -145,20 +145,7 @@ describe('when a SignedData is converted with Accept: multipart/mixed', () => {
     {
       name: 'an attached DER SignedData',
       make: () =>
-        ssl.run([
-          'cms',
-          '-sign',
-          '-binary',
-          '-nodetach',
-          '-in',
-          'mail.txt',
-          '-signer',
-          signer.certFile,
-          '-inkey',
-          signer.keyFile,
-          '-outform',
-          'DER',
-        ]),
+        cms.sign(ssl, 'mail.txt', { by: signer, detached: false, binary: true, outform: 'DER' }),
       content: () => TEXT,
     },
     { name: 'clear-signed mail', make: () => clearSign(signer), content: () => crlf(TEXT) },
@@ -194,7 +181,7 @@ describe('when signed-then-encrypted mail (openssl cms -sign | openssl cms -encr
   it('then the JWE holds the clear-signed message and its third part is a JWS jose verifies over the signed entity', async () => {
     const signed = clearSign(signer);
     ssl.write('signed.eml', signed);
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed.eml', rsa.certFile]);
+    const mail = cms.encrypt(ssl, 'signed.eml', { to: rsa, cipher: 'aes256' });
     const a = await convert(app, actor.user, mail);
     expect(a.status).toBe(200);
     const jwe = await openJwe(a, rsa.privateKey);
@@ -213,7 +200,7 @@ describe("when Outlook's form (an opaque-signed entity inside the envelope: open
     const opaque = clearSign(signer, ['-nodetach']);
     expect(opaque.toString('latin1')).toMatch(/smime-type=signed-data/);
     ssl.write('opaque.eml', opaque);
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque.eml', rsa.certFile]);
+    const mail = cms.encrypt(ssl, 'opaque.eml', { to: rsa, cipher: 'aes256' });
     const a = await convert(app, actor.user, mail);
     expect(a.status).toBe(200);
     const jwe = await openJwe(a, rsa.privateKey);
@@ -245,7 +232,7 @@ describe("when Outlook's form (an opaque-signed entity inside the envelope: open
       'opaque-bad.eml',
       Buffer.from(`${opaque.slice(0, opaque.search(/\r?\n\r?\n/))}\n\n${lines}\n`, 'latin1'),
     );
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque-bad.eml', rsa.certFile]);
+    const mail = cms.encrypt(ssl, 'opaque-bad.eml', { to: rsa, cipher: 'aes256' });
     const a = await convert(app, actor.user, mail);
     // The opaque form's answer is held to its end: the failure is a problem before it begins.
     expect(a.status).toBe(400);
@@ -257,15 +244,7 @@ describe('when a conversion is asked for as application/jose+json (flattened JSO
   it('then an enveloped input answers one JSON JWE that jose flattenedDecrypt opens as it is', async () => {
     const small = Buffer.from('a short archived letter\n'.repeat(100));
     ssl.write('small.txt', small);
-    const file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes256',
-      '-in',
-      'small.txt',
-      rsa.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'small.txt', { to: rsa, cipher: 'aes256', binary: true });
     const a = await convert(app, actor.user, file, {}, undefined, {
       accept: 'application/jose+json',
     });
@@ -291,20 +270,8 @@ describe('when a conversion is asked for as application/jose+json (flattened JSO
 
   it('then a signed and encrypted input, whose result has a JWS part too, answers 406', async () => {
     ssl.write('note.txt', Buffer.from('a short signed note\n'));
-    ssl.write(
-      'signed2.eml',
-      ssl.run([
-        'cms',
-        '-sign',
-        '-in',
-        'note.txt',
-        '-signer',
-        signer.certFile,
-        '-inkey',
-        signer.keyFile,
-      ]),
-    );
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed2.eml', rsa.certFile]);
+    ssl.write('signed2.eml', cms.sign(ssl, 'note.txt', { by: signer }));
+    const mail = cms.encrypt(ssl, 'signed2.eml', { to: rsa, cipher: 'aes256' });
     const a = await convert(app, actor.user, mail, {}, undefined, {
       accept: 'application/jose+json',
     });

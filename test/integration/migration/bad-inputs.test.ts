@@ -12,6 +12,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -38,34 +39,15 @@ afterAll(async () => {
 });
 
 const signed = (args: string[] = ['-nodetach']) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-signer',
-    rsa.certFile,
-    '-inkey',
-    rsa.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.sign(ssl, 'data.bin', { by: rsa, binary: true, outform: 'DER', extra: args });
 const enveloped = (args: string[] = []) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-recip',
-    rsa.certFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: { recip: rsa },
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 
 function expectProblem(r: Answer, status: number, slug: string): void {
   expect(r.status).toBe(status);
@@ -128,19 +110,13 @@ describe('bad CMS inputs over HTTP, to analyze and convert alike', () => {
 
   it('when the key of the file is not imported, then 404 cms-key-not-imported', async () => {
     const stranger = makeKey(ssl, 'stranger', 'rsa-2048');
-    const cms = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'data.bin',
-      '-recip',
-      stranger.certFile,
-      '-outform',
-      'DER',
-    ]);
-    const r = await convert(app, actor.user, cms);
+    const file = cms.encrypt(ssl, 'data.bin', {
+      to: { recip: stranger },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
+    const r = await convert(app, actor.user, file);
     expectProblem(r, 404, 'cms-key-not-imported');
     // The problem names the tenant searched, so a conversion run in the wrong tenant says so.
     expect((r.json() as { detail: string }).detail).toBe(
@@ -159,27 +135,21 @@ describe('bad CMS inputs over HTTP, to analyze and convert alike', () => {
   });
 
   it('when a small EnvelopedData has a flipped last block, then the padding check fails before the answer: 400 decryption-failed, the same answer as every other decryption failure (the engine answered 422 cms-decryption-failed)', async () => {
-    const cms = enveloped();
-    cms[cms.length - 20] ^= 0x55;
-    expectProblem(await convert(app, actor.user, cms), 400, 'decryption-failed');
+    const file = enveloped();
+    file[file.length - 20] ^= 0x55;
+    expectProblem(await convert(app, actor.user, file), 400, 'decryption-failed');
   });
 
   it('when a large EnvelopedData is truncated, then the answer begins and is cut without its closing delimiter', async () => {
     ssl.write('big.bin', randomBytes(3 * 1024 * 1024));
-    const cms = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-stream',
-      '-in',
-      'big.bin',
-      '-recip',
-      rsa.certFile,
-      '-outform',
-      'DER',
-    ]);
-    const r = await convert(app, actor.user, cms.subarray(0, cms.length - 70_000));
+    const file = cms.encrypt(ssl, 'big.bin', {
+      to: { recip: rsa },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      stream: true,
+      outform: 'DER',
+    });
+    const r = await convert(app, actor.user, file.subarray(0, file.length - 70_000));
     expect(r.status).toBe(200);
     expect(r.cut).toBe(true);
     expect(r.body.toString('latin1')).not.toMatch(/----service-[0-9a-f-]{36}--/);

@@ -17,6 +17,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -54,35 +55,16 @@ afterAll(async () => {
 });
 
 function sign(key: TestKey, args: string[], input = 'data.bin'): Buffer {
-  return ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    input,
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  return cms.sign(ssl, input, { by: key, binary: true, outform: 'DER', extra: args });
 }
 
 function encrypt(to: TestKey, args: string[], input = 'data.bin'): Buffer {
-  return ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    input,
-    '-recip',
-    to.certFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  return cms.encrypt(ssl, input, {
+    to: { recip: to },
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 }
 
 describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', () => {
@@ -188,14 +170,14 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with EnvelopedData
   });
 
   it('when contentEncryption is preserve, then the CMS ciphertext is kept byte for byte as A256CBC-HS512 and jose decrypts it', async () => {
-    const cms = encrypt(keys.rsa, ['-aes-256-cbc']);
-    const r = await convert(app, actor.user, cms, { contentEncryption: 'preserve' });
+    const file = encrypt(keys.rsa, ['-aes-256-cbc']);
+    const r = await convert(app, actor.user, file, { contentEncryption: 'preserve' });
     expect(r.status).toBe(200);
     const jwe = await openJwe(r, keys.rsa.privateKey);
     expect(jwe.enc).toBe('A256CBC-HS512');
     expect(jwe.plaintext.equals(data)).toBe(true);
     // The ciphertext is the CMS encryptedContent: its last bytes end the DER file.
-    expect(cms.includes(jwe.ciphertext.subarray(-4096))).toBe(true);
+    expect(file.includes(jwe.ciphertext.subarray(-4096))).toBe(true);
   });
 
   it('when targetKid names another key, then the JWE is for that key', async () => {
@@ -430,20 +412,12 @@ describe('who verifies the CMS signature', () => {
       '-days',
       '30',
     ]);
-    const forged = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      'evil.crt',
-      '-inkey',
-      'evil.key',
-      '-outform',
-      'DER',
-    ]);
+    const forged = cms.sign(ssl, 'data.bin', {
+      by: { certFile: 'evil.crt', keyFile: 'evil.key' },
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
     const r = await convert(app, actor.user, forged);
     expect(r.status).toBe(422);
     expect(r.json().type).toMatch(/\/problems\/cms-signature-invalid$/);

@@ -24,8 +24,14 @@ import { ContentInfo, EncryptedContent, EnvelopedData } from '@peculiar/asn1-cms
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import { createRole } from '../../../api/services/admin/roles.ts';
 import { registerWorkload } from '../../../api/services/admin/workloads.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   OpenSslDir,
   REENCRYPT,
@@ -38,6 +44,7 @@ import {
   type TestApp,
   type TestKey,
 } from './helpers.ts';
+import { cms, type CmsCipher } from '../../../support/fixtures/cms.ts';
 
 /** The routes' other permissions, held by both callers; only one holds crypto.decrypt. */
 const BASE = [
@@ -109,19 +116,14 @@ const SMALL = randomBytes(1000);
 const LARGE = randomBytes(200_000);
 
 /** An EnvelopedData of `data` for the RSA key, made by OpenSSL (DER: the content ends the file). */
-function enveloped(data: Buffer, cipher = '-aes-256-cbc'): Buffer {
+function enveloped(data: Buffer, cipher: CmsCipher = 'aes-256-cbc'): Buffer {
   ssl.write('plain.bin', data);
-  return ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
+  return cms.encrypt(ssl, 'plain.bin', {
+    to: rsa,
     cipher,
-    '-in',
-    'plain.bin',
-    '-outform',
-    'DER',
-    rsa.certFile,
-  ]);
+    binary: true,
+    outform: 'DER',
+  });
 }
 
 const parseEnveloped = (file: Buffer) =>
@@ -189,7 +191,7 @@ const convertDriver: Driver = {
   async inputs(size) {
     const data = size === 'small' ? SMALL : LARGE;
     const cbc = enveloped(data);
-    const gcm = enveloped(data, '-aes-256-gcm');
+    const gcm = enveloped(data, 'aes-256-gcm');
     return {
       valid: cbc,
       failures: {
@@ -490,32 +492,20 @@ describe(`signed-then-encrypted mail (${TEST_ENGINE})`, () => {
       const lines = Array.from({ length: 6000 }, (_, i) => `line ${i} of a long confidential mail`);
       ssl.write('mail.txt', Buffer.from(lines.join('\r\n') + '\r\n'));
       const sign = (outform: string[]) =>
-        ssl.run([
-          'cms',
-          '-sign',
-          ...(opaque ? ['-nodetach'] : []),
-          '-in',
-          'mail.txt',
-          '-signer',
-          signer.certFile,
-          '-inkey',
-          signer.keyFile,
-          ...outform,
-        ]);
+        cms.sign(ssl, 'mail.txt', {
+          by: signer,
+          detached: !opaque,
+          extra: outform,
+        });
       const signed = sign([]);
       const encrypt = (entity: Buffer) => {
         ssl.write('entity.eml', entity);
-        return ssl.run([
-          'cms',
-          '-encrypt',
-          '-binary',
-          '-aes-256-cbc',
-          '-in',
-          'entity.eml',
-          '-outform',
-          'DER',
-          rsa.certFile,
-        ]);
+        return cms.encrypt(ssl, 'entity.eml', {
+          to: rsa,
+          cipher: 'aes-256-cbc',
+          binary: true,
+          outform: 'DER',
+        });
       };
       const good = encrypt(signed);
       // The opaque form's content is inside its base64: altered in the DER, then written as

@@ -12,6 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { MAX_CMS_NESTING } from '../../../shared/pkcs7/nesting.ts';
 import { prepareXdh, xdhEnvelopes, xdhKey } from '../../fixtures/xdh-envelope.ts';
 import { importKey, makeKey, type Actor, type OpenSslDir, type TestApp } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 type Key = ReturnType<typeof makeKey>;
 
@@ -26,20 +27,8 @@ function archiveSeeds(ssl: OpenSslDir, rsa: Key, ec: Key): Buffer[] {
     'mail.txt',
     Buffer.from('Dear archive,\nline two = with an equals sign\n\tand a tab\n'),
   );
-  const enc = (args: string[]) =>
-    ssl.run(['cms', '-encrypt', '-in', 'mail.txt', ...args, rsa.certFile]);
-  const clear = (k: Key, args: string[]) =>
-    ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      'mail.txt',
-      '-signer',
-      k.certFile,
-      '-inkey',
-      k.keyFile,
-      ...args,
-    ]);
+  const enc = (args: string[]) => cms.encrypt(ssl, 'mail.txt', { to: rsa, extra: args });
+  const clear = (k: Key, args: string[]) => cms.sign(ssl, 'mail.txt', { by: k, extra: args });
   const smime = enc(['-aes-128-cbc']);
   const der = enc(['-aes-128-cbc', '-outform', 'DER']);
   const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
@@ -103,34 +92,15 @@ export async function fuzzSeeds(app: TestApp, actor: Actor, ssl: OpenSslDir): Pr
     'xdh-448': 'fuzz-x448.crt,data.bin,%,sha512,aes128',
   });
   const sign = (k: Key, args: string[], input = 'data.bin') =>
-    ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-in',
-      input,
-      '-signer',
-      k.certFile,
-      '-inkey',
-      k.keyFile,
-      '-outform',
-      'DER',
-      '-nodetach',
-      ...args,
-    ]);
+    cms.sign(ssl, input, {
+      by: k,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+      extra: args,
+    });
   const encrypt = (args: string[], input = 'data.bin') =>
-    ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      input,
-      '-recip',
-      rsa.certFile,
-      '-outform',
-      'DER',
-      ...args,
-    ]);
+    cms.encrypt(ssl, input, { to: { recip: rsa }, binary: true, outform: 'DER', extra: args });
   /** SignedData over SignedData, `depth` in all. */
   const nested = (depth: number) => {
     let input = 'data.bin';

@@ -21,7 +21,7 @@ import {
 } from './helpers.ts';
 import type { Actor, TestApp } from './helpers.ts';
 import { FUZZ_METADATA, fuzzSeeds } from './fuzz-seeds.ts';
-import { prng } from '../../support/prng.ts';
+import { prng } from '../../../support/prng.ts';
 import { mutateBytes, type Mutant } from '../../support/mutate.ts';
 
 const MUTANTS = Number(process.env.FUZZ_MUTANTS ?? 400);

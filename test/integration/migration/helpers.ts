@@ -6,8 +6,8 @@
 import { request } from 'node:http';
 import { createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { makeTenant, userToken, workloadToken, type TestTenant } from '../../support/auth.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
 import {
   OpenSslDir,
   decryptJweParts,
@@ -18,7 +18,8 @@ import {
   type Jws,
   type Part,
   type TestKey,
-} from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 export { OpenSslDir, makeKey, parseMultipart, protectedOf, verifyDetached };
 export type { Jws, Part, TestKey };
@@ -159,35 +160,16 @@ export async function importKey(
 
 /** An attached SignedData (DER) of the file `data.bin` in `ssl`'s directory, by `key`, made by openssl cms. */
 export const signCms = (ssl: OpenSslDir, key: TestKey): Buffer =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-  ]);
+  cms.sign(ssl, 'data.bin', { by: key, binary: true, detached: false, outform: 'DER' });
 
 /** An EnvelopedData (DER, AES-256-CBC) of the file `data.bin` in `ssl`'s directory, for `key`'s certificate, made by openssl cms. */
 export const encryptCms = (ssl: OpenSslDir, key: TestKey): Buffer =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'data.bin',
-    '-recip',
-    key.certFile,
-    '-outform',
-    'DER',
-  ]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: { recip: key },
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
 
 /** Converts a CMS file with the given metadata (and detached content). */
 export function convert(

@@ -1,12 +1,12 @@
 /**
  * The conversion metadata as an attacker sends it: a PWRI `password` is never
  * logged (at LOG_LEVEL debug), stored or echoed, whatever else fails; its PBKDF2 iteration count
- * is capped before any derivation (test/fixtures/pwri.ts writes the files: OpenSSL's CLI always
+ * is capped before any derivation (support/fixtures/pwri.ts writes the files: OpenSSL's CLI always
  * uses 2,048); `targetKid`, `recipientKid` and `signerKid` naming another tenant's key answer exactly
  * as an unknown kid does; hostile shapes of `targetKid` and `verify` are cms-bad-metadata.
  */
 import { randomBytes } from 'node:crypto';
-import { pwriEnvelope } from '../../fixtures/pwri.ts';
+import { pwriEnvelope } from '../../../support/fixtures/pwri.ts';
 import { MAX_ITERATIONS } from '../../../shared/pkcs7/password-recipient.ts';
 import {
   CONVERT,
@@ -20,6 +20,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 /** The engine's cap. */
 const CAP = MAX_ITERATIONS;
@@ -63,32 +64,14 @@ afterAll(async () => {
 });
 
 const encrypted = () =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-aes-256-cbc',
-    archive.certFile,
-  ]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: archive,
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
 const signed = () =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-signer',
-    archive.certFile,
-    '-inkey',
-    archive.keyFile,
-  ]);
+  cms.sign(ssl, 'data.bin', { by: archive, detached: false, binary: true, outform: 'DER' });
 
 describe('PBKDF2 iterations of a password recipient', () => {
   it(`when a file has ${CAP} iterations, then it converts; with one more, cms-unsupported before any derivation`, async () => {
@@ -163,18 +146,12 @@ describe('hostile metadata shapes', () => {
 
 describe('the password', () => {
   it('when it is right, wrong, for a file without a password recipient or inside broken JSON, then no answer, log line or table holds it', async () => {
-    const pwri = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      '-aes-256-cbc',
-      '-pwri_password',
-      PASSWORDS[0],
-    ]);
+    const pwri = cms.encrypt(ssl, 'data.bin', {
+      password: PASSWORDS[0],
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     expect(
       (await converted(pwri, { password: PASSWORDS[0], targetKid: 'hm-archive' })).status,
     ).toBe(200);

@@ -24,6 +24,7 @@ import {
   startTestApp,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const PYTHON = '/usr/bin/python3';
 const CHECK = fileURLToPath(new URL('../../fixtures/jwcrypto-check.py', import.meta.url));
@@ -91,19 +92,8 @@ function multipartJwe(a: Answer) {
 const plaintextOf = (r: RecipientCheck) => Buffer.from(r.plaintext, 'base64');
 const crlf = (b: Buffer) => Buffer.from(b.toString('utf8').replace(/\r?\n/g, '\r\n'), 'utf8');
 
-function cms(args: string[]): Buffer {
-  return ssl.run(['cms', ...args, '-outform', 'DER']);
-}
-
 const signWith = (input: string, ...signers: TestKey[]) =>
-  cms([
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    input,
-    ...signers.flatMap((k) => ['-signer', k.certFile, '-inkey', k.keyFile]),
-  ]);
+  cms.sign(ssl, input, { by: signers, binary: true, detached: false, outform: 'DER' });
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -268,18 +258,12 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
   });
 
   it('when mail to two held recipients is converted without targetKid, then jwcrypto decrypts each recipient of the JWE with its own key', async () => {
-    const file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      keys.rsaEnc.certFile,
-      keys.ecEnc.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'data.bin', {
+      to: [keys.rsaEnc, keys.ecEnc],
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     const r = await convert(app, actor.user, file);
     expect(r.status).toBe(200);
     const checks = decryptJwe(multipartJwe(r).jwe, [keys.rsaEnc, keys.ecEnc]);
@@ -288,15 +272,12 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
   });
 
   it('when Accept is application/jose+json, then the one JSON JWE decrypts to the original bytes', async () => {
-    const file = cms([
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'text.txt',
-      '-recip',
-      keys.ecEnc.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'text.txt', {
+      to: { recip: keys.ecEnc },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     const r = await postParts(
       app,
       CONVERT,
@@ -314,20 +295,8 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
   });
 
   it('when signed-then-encrypted mail is converted, then the JWE holds the clear-signed message byte for byte and its third part’s JWS verifies over the signed entity', async () => {
-    ssl.write(
-      'signed.eml',
-      ssl.run([
-        'cms',
-        '-sign',
-        '-in',
-        'text.txt',
-        '-signer',
-        keys.ecSigner.certFile,
-        '-inkey',
-        keys.ecSigner.keyFile,
-      ]),
-    );
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed.eml', keys.rsaEnc.certFile]);
+    ssl.write('signed.eml', cms.sign(ssl, 'text.txt', { by: keys.ecSigner }));
+    const mail = cms.encrypt(ssl, 'signed.eml', { to: keys.rsaEnc, cipher: 'aes256' });
     const r = await convert(app, actor.user, mail);
     expect(r.status).toBe(200);
     const { parts, jwe } = multipartJwe(r);
@@ -346,21 +315,8 @@ describe('EnvelopedData → JWE, decrypted by jwcrypto', () => {
   });
 
   it('when Outlook’s form (an opaque-signed entity, openssl cms -sign -nodetach, then encrypted) is converted, then the JWE holds the signed content and its third part’s JWS verifies over it', async () => {
-    ssl.write(
-      'opaque.eml',
-      ssl.run([
-        'cms',
-        '-sign',
-        '-nodetach',
-        '-in',
-        'text.txt',
-        '-signer',
-        keys.ecSigner.certFile,
-        '-inkey',
-        keys.ecSigner.keyFile,
-      ]),
-    );
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'opaque.eml', keys.rsaEnc.certFile]);
+    ssl.write('opaque.eml', cms.sign(ssl, 'text.txt', { by: keys.ecSigner, detached: false }));
+    const mail = cms.encrypt(ssl, 'opaque.eml', { to: keys.rsaEnc, cipher: 'aes256' });
     const r = await convert(app, actor.user, mail);
     expect(r.status).toBe(200);
     const { parts, jwe } = multipartJwe(r);

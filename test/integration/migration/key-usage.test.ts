@@ -8,8 +8,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
-import { TEST_ENGINE } from '../../support/database.ts';
-import { api } from '../../support/auth.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
+import { api } from '../../../support/auth.ts';
 import * as keyUsages from '../../../shared/db/migrations/009_key_usages.ts';
 import {
   ANALYZE,

@@ -22,6 +22,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Jws, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -72,21 +73,13 @@ function outsider(name: string, ca: string): void {
 }
 
 function sign(name: string, args: string[] = []): Buffer {
-  return ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    `${name}.crt`,
-    '-inkey',
-    `${name}.key`,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  return cms.sign(ssl, 'data.bin', {
+    by: { certFile: `${name}.crt`, keyFile: `${name}.key` },
+    detached: false,
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 }
 
 async function importCertificate(
@@ -299,24 +292,12 @@ describe('several signers without an archive key (contract 10)', () => {
     const b = makeKey(ssl, 'cosigner-b', 'rsa-2048');
     await importKey(app, second, ssl, a);
     await importKey(app, second, ssl, b, 'sign');
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      a.certFile,
-      '-inkey',
-      a.keyFile,
-      '-signer',
-      b.certFile,
-      '-inkey',
-      b.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'data.bin', {
+      by: [a, b],
+      binary: true,
+      detached: false,
+      outform: 'DER',
+    });
     const r = await convert(app, second.user, file);
     expect(r.status).toBe(200);
     const general = r.json<{ signatures: Jws[] }>();

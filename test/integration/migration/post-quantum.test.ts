@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { calculateJwkThumbprint, flattenedVerify, importJWK } from 'jose';
 import type { JWK } from 'jose';
 import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
-import { api } from '../../support/auth.ts';
+import { api } from '../../../support/auth.ts';
 import { openJson } from '../../support/independent-hpke.ts';
 import {
   OpenSslDir,

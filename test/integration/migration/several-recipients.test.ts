@@ -24,6 +24,7 @@ import {
 } from './helpers.ts';
 import type { Actor, Answer, TestApp, TestKey } from './helpers.ts';
 import { withBadPadding } from '../../support/damage.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -59,7 +60,7 @@ afterAll(async () => {
 });
 
 function encrypt(args: string[], input = 'data.bin'): Buffer {
-  return ssl.run(['cms', '-encrypt', '-binary', '-in', input, '-outform', 'DER', ...args]);
+  return cms.encrypt(ssl, input, { binary: true, outform: 'DER', extra: args });
 }
 
 /** Opens the multipart answer's JWE with jose's General JSON reader under `key`. */

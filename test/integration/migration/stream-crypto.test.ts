@@ -16,6 +16,7 @@ import {
   verifyDetached,
 } from './helpers.ts';
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let app: TestApp;
 let ssl: OpenSslDir;
@@ -52,18 +53,12 @@ beforeAll(async () => {
   enveloped = await convert(
     app,
     actor.user,
-    ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'data.bin',
-      '-recip',
-      keys.rsa.certFile,
-      '-outform',
-      'DER',
-    ]),
+    cms.encrypt(ssl, 'data.bin', {
+      to: { recip: keys.rsa },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    }),
   );
   expect(enveloped.status).toBe(200);
 });
@@ -77,20 +72,7 @@ const reencrypt = (body: Buffer, contentType: string, query: string, token = act
   postRaw(app, `${REENCRYPT}?${query}`, token, body, contentType);
 
 function signDetached(key: TestKey): Buffer {
-  return ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-    '-nodetach',
-  ]);
+  return cms.sign(ssl, 'data.bin', { by: key, detached: false, binary: true, outform: 'DER' });
 }
 
 describe('POST /api/v3/crypto/stream/reencrypt', () => {
@@ -136,18 +118,12 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     const preserved = await convert(
       app,
       actor.user,
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes-256-cbc',
-        '-in',
-        'data.bin',
-        '-recip',
-        keys.rsa.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, 'data.bin', {
+        to: { recip: keys.rsa },
+        cipher: 'aes-256-cbc',
+        binary: true,
+        outform: 'DER',
+      }),
       { contentEncryption: 'preserve' },
     );
     const kept = await reencrypt(
@@ -171,18 +147,12 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     const converted = await convert(
       app,
       actor.user,
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes-256-cbc',
-        '-in',
-        'signed.der',
-        '-recip',
-        keys.rsa.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, 'signed.der', {
+        to: { recip: keys.rsa },
+        cipher: 'aes-256-cbc',
+        binary: true,
+        outform: 'DER',
+      }),
     );
     const r = await reencrypt(
       converted.body,
@@ -215,18 +185,12 @@ describe('POST /api/v3/crypto/stream/reencrypt', () => {
     const small = await convert(
       app,
       actor.user,
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes-256-cbc',
-        '-in',
-        'small.bin',
-        '-recip',
-        keys.rsa.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, 'small.bin', {
+        to: { recip: keys.rsa },
+        cipher: 'aes-256-cbc',
+        binary: true,
+        outform: 'DER',
+      }),
     );
     const tampered = Buffer.from(small.body);
     tampered[tampered.length - 100] ^= 1;
@@ -355,19 +319,13 @@ describe('POST /api/v3/crypto/stream/resign', () => {
 describe('tenant isolation', () => {
   it("when tenant B uses tenant A's files and kids, then nothing of A is found: 404 for convert, reencrypt and resign", async () => {
     const b = await makeActor(app);
-    const cms = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      'data.bin',
-      '-recip',
-      keys.rsa.certFile,
-      '-outform',
-      'DER',
-    ]);
-    expect((await convert(app, b.user, cms)).json()).toMatchObject({
+    const file = cms.encrypt(ssl, 'data.bin', {
+      to: { recip: keys.rsa },
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
+    expect((await convert(app, b.user, file)).json()).toMatchObject({
       status: 404,
       type: expect.stringMatching(/cms-key-not-imported$/),
     });

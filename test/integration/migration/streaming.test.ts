@@ -13,6 +13,7 @@ import {
 } from './helpers.ts';
 import type { Actor, TestApp, TestKey } from './helpers.ts';
 import { sleep } from '../../support/time.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const MiB = 1024 * 1024;
 
@@ -20,7 +21,7 @@ let app: TestApp;
 let ssl: OpenSslDir;
 let actor: Actor;
 let rsa: TestKey;
-let cms: Buffer;
+let envelope: Buffer;
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -29,19 +30,13 @@ beforeAll(async () => {
   actor = await makeActor(app);
   await importKey(app, actor, ssl, rsa);
   ssl.write('big.bin', randomBytes(96 * MiB));
-  cms = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-stream',
-    '-in',
-    'big.bin',
-    '-recip',
-    rsa.certFile,
-    '-outform',
-    'DER',
-  ]);
+  envelope = cms.encrypt(ssl, 'big.bin', {
+    to: { recip: rsa },
+    cipher: 'aes-256-cbc',
+    binary: true,
+    stream: true,
+    outform: 'DER',
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -70,7 +65,7 @@ function startUpload(): {
     headers: {
       authorization: `Bearer ${actor.user}`,
       'content-type': `multipart/form-data; boundary=${boundary}`,
-      'content-length': String(head.length + cms.length + tail.length),
+      'content-length': String(head.length + envelope.length + tail.length),
     },
   });
   let written = 0;
@@ -82,8 +77,8 @@ function startUpload(): {
     response,
     async send() {
       req.write(head);
-      for (let p = 0; p < cms.length; p += MiB) {
-        const piece = cms.subarray(p, p + MiB);
+      for (let p = 0; p < envelope.length; p += MiB) {
+        const piece = envelope.subarray(p, p + MiB);
         written += piece.length;
         if (!req.write(piece)) await Promise.race([once(req, 'drain'), once(req, 'close')]);
         if (req.destroyed) return;
@@ -107,14 +102,14 @@ describe('streaming with backpressure', () => {
       await sleep(500);
     }
     console.log(
-      `paused: ${(up.written() / MiB).toFixed(1)} MiB of ${(cms.length / MiB).toFixed(1)} MiB sent`,
+      `paused: ${(up.written() / MiB).toFixed(1)} MiB of ${(envelope.length / MiB).toFixed(1)} MiB sent`,
     );
-    expect(up.written()).toBeLessThan(cms.length / 2);
+    expect(up.written()).toBeLessThan(envelope.length / 2);
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
     res.resume();
     await Promise.all([sending, once(res, 'end')]);
-    expect(up.written()).toBe(cms.length);
+    expect(up.written()).toBe(envelope.length);
     const body = Buffer.concat(chunks);
     const jwe = await openJwe(
       {
@@ -148,18 +143,12 @@ describe('streaming with backpressure', () => {
     const ok = await convert(
       app,
       actor.user,
-      ssl.run([
-        'cms',
-        '-encrypt',
-        '-binary',
-        '-aes-256-cbc',
-        '-in',
-        'small.bin',
-        '-recip',
-        rsa.certFile,
-        '-outform',
-        'DER',
-      ]),
+      cms.encrypt(ssl, 'small.bin', {
+        to: { recip: rsa },
+        cipher: 'aes-256-cbc',
+        binary: true,
+        outform: 'DER',
+      }),
     );
     expect(ok.status).toBe(200);
   }, 60_000);

@@ -25,6 +25,7 @@ import {
 import type { Actor, Answer, Jws, TestApp, TestKey } from './helpers.ts';
 import { withBadPadding } from '../../support/damage.ts';
 import { sleep } from '../../support/time.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const MiB = 1024 * 1024;
 
@@ -58,34 +59,15 @@ afterAll(async () => {
 });
 
 const enveloped = (name: string, args: string[] = []) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    name,
-    '-recip',
-    rsa.certFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.encrypt(ssl, name, {
+    to: { recip: rsa },
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 const signed = (name: string, args: string[] = ['-nodetach']) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    name,
-    '-signer',
-    rsa.certFile,
-    '-inkey',
-    rsa.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.sign(ssl, name, { by: rsa, binary: true, outform: 'DER', extra: args });
 
 /** The tenant a problem names: each of the two services has a tenant of its own. */
 const withoutTenant = (body: Record<string, unknown>) =>
@@ -139,17 +121,7 @@ describe('conversions on the conversion threads', () => {
       ['a JSON file', Buffer.from('{"not":"cms"}')],
       [
         'a key not imported',
-        ssl.run([
-          'cms',
-          '-encrypt',
-          '-binary',
-          '-in',
-          'bad.bin',
-          '-recip',
-          stranger.certFile,
-          '-outform',
-          'DER',
-        ]),
+        cms.encrypt(ssl, 'bad.bin', { to: { recip: stranger }, binary: true, outform: 'DER' }),
       ],
       ['a content whose padding is broken', flipped],
       ['an unknown signerKid', sig, { signerKid: 'nope' }],

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCHEMA } from '../../../shared/config/index.ts';
-import { freePort } from '../../support/free-port.ts';
+import { freePort } from '../../../support/free-port.ts';
 import { sleep } from '../../support/time.ts';
 
 const SERVER = new URL('../../../api/server.ts', import.meta.url).pathname;

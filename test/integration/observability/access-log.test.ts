@@ -5,8 +5,8 @@
  * is logged once, with its request id.
  */
 import { connect } from 'node:net';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   api,
   makeTenant,
@@ -14,7 +14,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { sleep } from '../../support/time.ts';
 
 const PERMISSIONS = [

@@ -6,9 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import { OpenSslDir, makeKey, syntheticEnveloped, type TestKey } from '../../fixtures/pkcs7.ts';
-import { adminToken, api } from '../../support/auth.ts';
-import { freePort } from '../../support/free-port.ts';
+import { OpenSslDir, makeKey, syntheticEnveloped, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { adminToken, api } from '../../../support/auth.ts';
+import { freePort } from '../../../support/free-port.ts';
 import {
   finished,
   spawnWorker,

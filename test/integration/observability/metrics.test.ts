@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../../api/app.ts';
-import { startTestApp, type TestApp } from '../../support/app.ts';
-import { TEST_ENGINE } from '../../support/database.ts';
+import { startTestApp, type TestApp } from '../../../support/app.ts';
+import { TEST_ENGINE } from '../../../support/database.ts';
 import {
   adminToken,
   api,
@@ -16,7 +16,7 @@ import {
   userToken,
   workloadToken,
   type TestTenant,
-} from '../../support/auth.ts';
+} from '../../../support/auth.ts';
 import { expressRoutes, laneRoutes } from '../http/route-table.ts';
 
 const PERMISSIONS = ['crypto.encrypt', 'crypto.decrypt', 'admin.keys.create', 'admin.keys.read'];

@@ -8,8 +8,8 @@ import {
   resolverFor,
   syntheticEnveloped,
   syntheticSigned,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 200 * MiB;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { BerReader } from '../../../shared/asn1/ber-reader.ts';
 import { isEoc } from '../../../shared/asn1/ber-header.ts';
-import { chunked, collect } from '../../fixtures/pkcs7.ts';
+import { chunked, collect } from '../../../support/fixtures/pkcs7.ts';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 

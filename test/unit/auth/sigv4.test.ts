@@ -2,7 +2,7 @@
  * SigV4 verification (api/http/sigv4.ts) on its own: the one-match reading of the header the AWS
  * SDKs write gives what the general reading gives, and the signing keys kept per secret and scope
  * never verify a request signed with another secret, region or date. Requests are signed by
- * test/support/sigv4.ts; the real AWS clients sign in test/integration/aws-kms.
+ * support/sigv4.ts; the real AWS clients sign in test/integration/aws-kms.
  */
 import {
   checkScope,
@@ -10,7 +10,7 @@ import {
   verifySignature,
   type SigV4Credential,
 } from '../../../api/http/sigv4.ts';
-import { signedRequest, type SignOptions } from '../../support/sigv4.ts';
+import { signedRequest, type SignOptions } from '../../../support/sigv4.ts';
 
 const URL_ = 'http://127.0.0.1:8080/';
 const BODY = JSON.stringify({ KeyId: 'aes', Plaintext: 'aGk=' });

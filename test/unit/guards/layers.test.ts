@@ -135,6 +135,32 @@ describe('scripts/guards/layers: the import rules per folder', () => {
     ).toEqual([]);
   });
 
+  it('when a bench, a script or support/ imports test/, then it is reported; support/ is theirs to share, and tests may use it', () => {
+    expect(
+      lint('bench/archive-batch.bench.ts', "import { prng } from '../test/support/prng.ts';"),
+    ).toEqual([
+      "'../test/support/prng.ts' is not importable from bench/archive-batch.bench.ts: test/ is what jest runs: what the benches, the scripts and the tests share lives in support/.",
+    ]);
+    expect(
+      lint('bench/lib/mailbox.ts', "import type { TestKey } from '../../test/fixtures/pkcs7.ts';"),
+    ).toHaveLength(1);
+    expect(
+      lint('scripts/forgot-password-timing.ts', "import { startTestApp } from '../test/app.ts';"),
+    ).toHaveLength(1);
+    expect(
+      lint('support/processes.ts', "import { sleep } from '../test/support/time.ts';"),
+    ).toHaveLength(1);
+    expect(lint('bench/lib/mailbox.ts', "import { prng } from '../../support/prng.ts';")).toEqual(
+      [],
+    );
+    expect(
+      lint(
+        'test/integration/jobs/api.test.ts',
+        "import { cms } from '../../../support/fixtures/cms.ts';",
+      ),
+    ).toEqual([]);
+  });
+
   it('when a package rule names express, then express/sub-paths are covered but a package that only starts the same is not', () => {
     const services = LAYER_RULES.find((rule) => rule.files.includes('api/services/'));
     expect(brokenRule('api/services/x.ts', 'express/lib/router')).toBe(services);

@@ -10,7 +10,7 @@ import {
   makeKeysAndCertificates,
   problemOf,
 } from './fixtures.ts';
-import { prng } from '../../support/prng.ts';
+import { prng } from '../../../support/prng.ts';
 
 const fx = fixtureDir();
 let modern: Buffer;

@@ -19,7 +19,7 @@ import {
 } from '../../../shared/manifest/tree.ts';
 import { inclusionProof, leavesOf, withProofs } from '../../../shared/manifest/manifest.ts';
 import { leafBytes, type LedgerRow } from '../../../shared/manifest/row.ts';
-import { prng } from '../../support/prng.ts';
+import { prng } from '../../../support/prng.ts';
 
 const hex = (h: string) => Buffer.from(h, 'hex');
 

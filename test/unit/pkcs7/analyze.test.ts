@@ -6,8 +6,9 @@ import {
   chunked,
   makeKey,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -26,33 +27,14 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 const sign = (key: TestKey, args: string[]) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.sign(ssl, 'data.bin', { by: key, binary: true, outform: 'DER', extra: args });
 const encrypt = (key: TestKey, args: string[]) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-recip',
-    key.certFile,
-    ...args,
-  ]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: { recip: key },
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 
 describe('analyzePkcs7', () => {
   it('when a DER SignedData is analysed, then it reports the signer, its algorithms, certificate and kid', async () => {

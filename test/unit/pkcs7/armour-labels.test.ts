@@ -8,8 +8,9 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let key: TestKey;
@@ -21,17 +22,12 @@ beforeAll(() => {
   key = makeKey(ssl, 'armour-rsa', 'rsa-2048');
   data = randomBytes(5000);
   ssl.write('data.bin', data);
-  der = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-aes-256-cbc',
-    key.certFile,
-  ]);
+  der = cms.encrypt(ssl, 'data.bin', {
+    to: key,
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+  });
 });
 
 afterAll(() => ssl.cleanup());

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { AppError } from '../../../shared/errors/index.ts';
 import { analyzePkcs7, convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, chunked, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+import { OpenSslDir, chunked, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -25,33 +26,15 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 const signed = (args: string[] = []) =>
-  ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'data.bin',
-    '-signer',
-    keys.rsa.certFile,
-    '-inkey',
-    keys.rsa.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  cms.sign(ssl, 'data.bin', {
+    by: keys.rsa,
+    detached: false,
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 const enveloped = (args: string[] = ['-aes-256-cbc']) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    ...args,
-    keys.rsa.certFile,
-  ]);
+  cms.encrypt(ssl, 'data.bin', { to: keys.rsa, binary: true, outform: 'DER', extra: args });
 
 /** Runs a whole conversion: the promise and the body; resolves with the body size or rejects. */
 async function convertAll(
@@ -158,24 +141,12 @@ describe('bad inputs', () => {
   });
 
   it('when the message has several signers, then every one is verified and the JWS has one signature per signer key (contract 10)', async () => {
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      keys.rsa.certFile,
-      '-inkey',
-      keys.rsa.keyFile,
-      '-signer',
-      keys.ec.certFile,
-      '-inkey',
-      keys.ec.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'data.bin', {
+      by: [keys.rsa, keys.ec],
+      binary: true,
+      detached: false,
+      outform: 'DER',
+    });
     const out = JSON.parse((await convertAll(file)).text) as {
       signatures: Array<{ protected: string }>;
     };
@@ -187,18 +158,12 @@ describe('bad inputs', () => {
   });
 
   it('when the message has several recipients and none is held, then cms-key-not-imported', async () => {
-    const file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      '-aes-256-cbc',
-      keys.rsa.certFile,
-      keys.other.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'data.bin', {
+      to: [keys.rsa, keys.other],
+      cipher: 'aes-256-cbc',
+      binary: true,
+      outform: 'DER',
+    });
     await expect(convertAll(file, { resolver: resolverFor([keys.ec]) })).rejects.toMatchObject({
       code: 'cms_key_not_imported',
     });
@@ -313,19 +278,7 @@ describe('bad inputs', () => {
   });
 
   it('when a detached SignedData comes without its content, then cms-bad-metadata', async () => {
-    const file = ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-signer',
-      keys.rsa.certFile,
-      '-inkey',
-      keys.rsa.keyFile,
-      '-outform',
-      'DER',
-    ]);
+    const file = cms.sign(ssl, 'data.bin', { by: keys.rsa, binary: true, outform: 'DER' });
     await expect(convertAll(file)).rejects.toMatchObject({ code: 'cms_bad_metadata' });
   });
 

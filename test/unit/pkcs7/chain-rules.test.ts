@@ -6,9 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { issuedKey } from '../../fixtures/cert-chain.ts';
+import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { issuedKey } from '../../../support/fixtures/cert-chain.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let root: TestKey;
@@ -28,21 +29,13 @@ function signed(signer: TestKey, chain: TestKey[]): Buffer {
   const certfile = chain.length
     ? ssl.write(`${signer.kid}-chain.pem`, Buffer.concat(chain.map((k) => ssl.read(k.certFile))))
     : null;
-  return ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-nodetach',
-    '-in',
-    'content.bin',
-    '-signer',
-    signer.certFile,
-    '-inkey',
-    signer.keyFile,
-    ...(certfile ? ['-certfile', certfile] : []),
-    '-outform',
-    'DER',
-  ]);
+  return cms.sign(ssl, 'content.bin', {
+    by: signer,
+    detached: false,
+    binary: true,
+    outform: 'DER',
+    extra: [...(certfile ? ['-certfile', certfile] : [])],
+  });
 }
 
 /** What openssl cms -verify says of the file against the root: true when it verifies. */

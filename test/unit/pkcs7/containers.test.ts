@@ -16,8 +16,9 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let rsa: TestKey;
@@ -37,10 +38,10 @@ beforeAll(() => {
   rsa = makeKey(ssl, 'rsa', 'rsa-2048');
   ec = makeKey(ssl, 'ec', 'ec-p256');
   ssl.write('text.txt', TEXT);
-  smime = ssl.run(['cms', '-encrypt', '-in', 'text.txt', rsa.certFile]);
+  smime = cms.encrypt(ssl, 'text.txt', { to: rsa });
   ssl.write('enc.eml', smime);
-  der = ssl.run(['cms', '-encrypt', '-binary', '-in', 'text.txt', '-outform', 'DER', rsa.certFile]);
-  pem = ssl.run(['cms', '-encrypt', '-binary', '-in', 'text.txt', '-outform', 'PEM', rsa.certFile]);
+  der = cms.encrypt(ssl, 'text.txt', { to: rsa, binary: true, outform: 'DER' });
+  pem = cms.encrypt(ssl, 'text.txt', { to: rsa, binary: true, outform: 'PEM' });
 });
 
 afterAll(() => ssl.cleanup());
@@ -198,34 +199,19 @@ describe('when a CMS EnvelopedData comes as it sits in an archive', () => {
 
   it('then DER and BER inputs report their encoding as the container', async () => {
     expect((await analyzePkcs7(chunked(der, 4096))).container).toBe('der');
-    const ber = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-stream',
-      '-in',
-      'text.txt',
-      '-outform',
-      'DER',
-      rsa.certFile,
-    ]);
+    const ber = cms.encrypt(ssl, 'text.txt', {
+      to: rsa,
+      binary: true,
+      stream: true,
+      outform: 'DER',
+    });
     expect((await analyzePkcs7(chunked(ber, 4096))).container).toBe('ber');
   });
 });
 
 describe('when a clear-signed message (multipart/signed) is converted', () => {
   function clearSign(key: TestKey, extra: string[] = []): Buffer {
-    return ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      'text.txt',
-      '-signer',
-      key.certFile,
-      '-inkey',
-      key.keyFile,
-      ...extra,
-    ]);
+    return cms.sign(ssl, 'text.txt', { by: key, extra: extra });
   }
   const canonical = crlf(TEXT);
 
@@ -416,16 +402,7 @@ describe('when an archive input is broken', () => {
 
 describe('when a SignedData is converted with its content (withContent)', () => {
   it('then a clear-signed message whose signature fails is cut after its content, never closed', async () => {
-    const msg = ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      'text.txt',
-      '-signer',
-      rsa.certFile,
-      '-inkey',
-      rsa.keyFile,
-    ]);
+    const msg = cms.sign(ssl, 'text.txt', { by: rsa });
     msg[msg.indexOf('line 1500 of')] = 'L'.charCodeAt(0);
     const r = await convertPkcs7ToJose(chunked(msg, 4096), {
       metadata: {},

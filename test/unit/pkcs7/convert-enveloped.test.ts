@@ -12,8 +12,9 @@ import {
   makeSecret,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { Part, TestKey, TestSecret } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { Part, TestKey, TestSecret } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -39,11 +40,9 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 function encrypt(recipient: string | null, args: string[], input = 'data.bin'): Buffer {
-  // -keyopt applies to the -recip before it.
-  const to = recipient
-    ? ['-recip', keys[recipient].certFile]
-    : ['-secretkey', kek.secret.toString('hex'), '-secretkeyid', kek.kekId.toString('hex')];
-  return ssl.run(['cms', '-encrypt', '-binary', '-in', input, '-outform', 'DER', ...to, ...args]);
+  // A -keyopt in args applies to the -recip before it.
+  const to = recipient ? { to: { recip: keys[recipient] } } : { kek };
+  return cms.encrypt(ssl, input, { ...to, binary: true, outform: 'DER', extra: args });
 }
 
 const TAG_BYTES: Record<string, number> = {
@@ -304,21 +303,13 @@ describe('EnvelopedData holding a SignedData to JWE plus JWS', () => {
   function signThenEncrypt(signer: TestKey, signArgs: string[], encArgs: string[]): Buffer {
     ssl.write(
       'signed.der',
-      ssl.run([
-        'cms',
-        '-sign',
-        '-binary',
-        '-nodetach',
-        '-in',
-        'data.bin',
-        '-signer',
-        signer.certFile,
-        '-inkey',
-        signer.keyFile,
-        '-outform',
-        'DER',
-        ...signArgs,
-      ]),
+      cms.sign(ssl, 'data.bin', {
+        by: signer,
+        detached: false,
+        binary: true,
+        outform: 'DER',
+        extra: signArgs,
+      }),
     );
     return encrypt('rsa', ['-aes-256-cbc', ...encArgs], 'signed.der');
   }
@@ -380,20 +371,12 @@ describe('SignedAndEnvelopedData (PKCS#7 v1.5) to JWE plus JWS', () => {
   for (const encryptDigest of [false, true]) {
     it(`when the signature is ${encryptDigest ? 'encrypted under the content key (RFC 2315 section 11.2)' : 'left in clear (as OpenSSL writes it)'}, then part 3 is a JWS over the decrypted content`, async () => {
       const enveloped = encrypt('rsa', ['-aes-256-cbc']);
-      const signed = ssl.run([
-        'cms',
-        '-sign',
-        '-binary',
-        '-nodetach',
-        '-in',
-        'data.bin',
-        '-signer',
-        keys.signer.certFile,
-        '-inkey',
-        keys.signer.keyFile,
-        '-outform',
-        'DER',
-      ]);
+      const signed = cms.sign(ssl, 'data.bin', {
+        by: keys.signer,
+        detached: false,
+        binary: true,
+        outform: 'DER',
+      });
       const file = buildSignedAndEnveloped(enveloped, signed, keys.rsa, encryptDigest);
       const opened = await convertAndOpen(file, {}, keys.rsa.privateKey);
       expect(opened.plaintext.equals(data)).toBe(true);

@@ -9,8 +9,9 @@ import {
   collect,
   makeKey,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -32,20 +33,7 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 function sign(key: TestKey, args: string[]): Buffer {
-  return ssl.run([
-    'cms',
-    '-sign',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    '-outform',
-    'DER',
-    ...args,
-  ]);
+  return cms.sign(ssl, 'data.bin', { by: key, binary: true, outform: 'DER', extra: args });
 }
 
 interface Jws {
@@ -183,20 +171,12 @@ describe('SignedData to a detached JWS', () => {
   it('when b64 is true, then the JWS follows RFC 7515 Appendix F over BASE64URL(content)', async () => {
     for (const size of [0, 1, 2, 3, 100_000]) {
       ssl.write('sized.bin', data.subarray(0, size));
-      const file = ssl.run([
-        'cms',
-        '-sign',
-        '-binary',
-        '-nodetach',
-        '-in',
-        'sized.bin',
-        '-signer',
-        keys.rsa.certFile,
-        '-inkey',
-        keys.rsa.keyFile,
-        '-outform',
-        'DER',
-      ]);
+      const file = cms.sign(ssl, 'sized.bin', {
+        by: keys.rsa,
+        detached: false,
+        binary: true,
+        outform: 'DER',
+      });
       const jws = await convertSigned(file, { b64: true }, undefined, 7);
       expect(header(jws)).toMatchObject({ alg: 'RS256' });
       await expect(

@@ -21,8 +21,9 @@ import {
   parseMultipart,
   resolverFor,
   valueOf,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey, TestSecret } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey, TestSecret } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const DES3_WRAP = '1.2.840.113549.1.9.16.3.6';
 let ssl: OpenSslDir;
@@ -67,24 +68,16 @@ async function open(file: Buffer, key: KeyObject): Promise<Buffer> {
 }
 
 const encryptTo = (cert: string, args: string[]) =>
-  ssl.run(['cms', '-encrypt', '-binary', '-in', 'data.bin', '-outform', 'DER', ...args, cert]);
+  cms.encrypt(ssl, 'data.bin', {
+    to: { certFile: cert },
+    binary: true,
+    outform: 'DER',
+    extra: args,
+  });
 
 /** An OpenSSL KEK message (aes192-wrap) with its key re-wrapped under 3DES wrap by OpenSSL. */
 function kekMessage(): Buffer {
-  const msg = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-des3',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-secretkey',
-    kek.secret.toString('hex'),
-    '-secretkeyid',
-    kek.kekId.toString('hex'),
-  ]);
+  const msg = cms.encrypt(ssl, 'data.bin', { kek, cipher: 'des3', binary: true, outform: 'DER' });
   const [type, explicit] = children(msg);
   const [version, recipients, eci] = children(children(explicit)[0]);
   const [riVersion, kekid, , encryptedKey] = children(children(recipients)[0]);

@@ -10,8 +10,9 @@ import {
   spkiOf,
   spkiPublicKey,
 } from '../../../shared/pkcs7/key-cache.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 const spki = () => generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'der' });
 
@@ -63,20 +64,12 @@ describe('signed conversions with the memos warm', () => {
     ssl.run(['x509', '-inform', 'DER', '-in', 'signer.crt', '-out', 'signer.pem']);
     const key = k.privateKey.export({ type: 'pkcs8', format: 'pem' });
     ssl.write('signer.key', Buffer.from(key));
-    return ssl.run([
-      'cms',
-      '-sign',
-      '-binary',
-      '-nodetach',
-      '-in',
-      'data.bin',
-      '-signer',
-      'signer.pem',
-      '-inkey',
-      'signer.key',
-      '-outform',
-      'DER',
-    ]);
+    return cms.sign(ssl, 'data.bin', {
+      by: { certFile: 'signer.pem', keyFile: 'signer.key' },
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
   };
   const outcome = async (file: Buffer, keys: TestKey[]) => {
     try {

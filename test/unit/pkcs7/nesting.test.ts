@@ -18,9 +18,10 @@ import {
   parseMultipart,
   resolverFor,
   verifyDetached,
-} from '../../fixtures/pkcs7.ts';
-import type { Jws, TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { Jws, TestKey } from '../../../support/fixtures/pkcs7.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let rsa: TestKey;
@@ -31,21 +32,9 @@ function nest(layers: string, name: string, stream = false): Buffer {
   let input = 'data.bin';
   for (let i = 0; i < layers.length; i++) {
     const out = `${name}-${i}.der`;
-    const common = [
-      '-binary',
-      ...(stream ? ['-stream'] : []),
-      '-in',
-      input,
-      '-outform',
-      'DER',
-      '-out',
-      out,
-    ];
-    ssl.run(
-      layers[i] === 's'
-        ? ['cms', '-sign', '-nodetach', ...common, '-signer', rsa.certFile, '-inkey', rsa.keyFile]
-        : ['cms', '-encrypt', '-aes-256-cbc', ...common, rsa.certFile],
-    );
+    const common = { binary: true, stream, outform: 'DER', out } as const;
+    if (layers[i] === 's') cms.sign(ssl, input, { by: rsa, detached: false, ...common });
+    else cms.encrypt(ssl, input, { to: rsa, cipher: 'aes-256-cbc', ...common });
     input = out;
   }
   return ssl.read(input);

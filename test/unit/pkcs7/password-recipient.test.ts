@@ -9,9 +9,10 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { withBadPadding } from '../../support/damage.ts';
+import { cms, type CmsCipher } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let archive: TestKey;
@@ -27,20 +28,8 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 /** What `openssl cms -encrypt -pwri_password` writes: PBKDF2 then id-alg-PWRI-KEK (RFC 3211). */
-const pwri = (password: string, cipher: string, extra: string[] = []) =>
-  ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    cipher,
-    '-pwri_password',
-    password,
-    ...extra,
-  ]);
+const pwri = (password: string, cipher: CmsCipher, to: TestKey[] = []) =>
+  cms.encrypt(ssl, 'data.bin', { password, cipher, to, binary: true, outform: 'DER' });
 
 async function convert(file: Buffer, metadata: ConvertMetadata): Promise<Buffer> {
   const result = await convertPkcs7ToJose(chunked(file, 4096), {
@@ -74,7 +63,7 @@ async function failureOf(file: Buffer, metadata: ConvertMetadata) {
 }
 
 describe('password recipients (RFC 3211)', () => {
-  it.each(['-aes-256-cbc', '-aes-128-cbc', '-des3'])(
+  it.each(['aes-256-cbc', 'aes-128-cbc', 'des3'] as const)(
     'when the password is right (%s), then the target opens the JWE',
     async (cipher) => {
       const out = await convert(pwri('correct horse', cipher), {
@@ -87,12 +76,12 @@ describe('password recipients (RFC 3211)', () => {
 
   it('when a file has a certificate recipient and a password one, then the password opens it', async () => {
     const other = makeKey(ssl, 'other-rsa', 'rsa-2048');
-    const file = pwri('s3cret', '-aes-256-cbc', [other.certFile]);
+    const file = pwri('s3cret', 'aes-256-cbc', [other]);
     expect(await convert(file, { password: 's3cret', targetKid: 'archive-p256' })).toEqual(data);
   });
 
   it('when the password is wrong, then the one decryption-failed, as a damaged content', async () => {
-    const file = pwri('right', '-aes-256-cbc');
+    const file = pwri('right', 'aes-256-cbc');
     const wrong = await failureOf(file, { password: 'wrong', targetKid: 'archive-p256' });
     const damaged = withBadPadding(file);
     const bad = await failureOf(damaged, { password: 'right', targetKid: 'archive-p256' });
@@ -102,29 +91,20 @@ describe('password recipients (RFC 3211)', () => {
   });
 
   it('when no targetKid is given, then cms-bad-metadata (a password cannot receive the JWE)', async () => {
-    await expect(convert(pwri('p', '-aes-256-cbc'), { password: 'p' })).rejects.toMatchObject({
+    await expect(convert(pwri('p', 'aes-256-cbc'), { password: 'p' })).rejects.toMatchObject({
       code: 'cms_bad_metadata',
     });
   });
 
   it('when a password is given for a file without a password recipient, then cms-bad-metadata', async () => {
-    const file = ssl.run([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-in',
-      'data.bin',
-      '-outform',
-      'DER',
-      archive.certFile,
-    ]);
+    const file = cms.encrypt(ssl, 'data.bin', { to: archive, binary: true, outform: 'DER' });
     await expect(convert(file, { password: 'p', targetKid: 'archive-p256' })).rejects.toMatchObject(
       { code: 'cms_bad_metadata' },
     );
   });
 
   it('when analyzed, then a password recipient is named and convertible', async () => {
-    const a = await analyzePkcs7(chunked(pwri('p', '-aes-256-cbc'), 500), resolverFor([]));
+    const a = await analyzePkcs7(chunked(pwri('p', 'aes-256-cbc'), 500), resolverFor([]));
     expect(a.recipients).toEqual([
       expect.objectContaining({
         type: 'password',

@@ -10,9 +10,10 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { withBadPadding } from '../../support/damage.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -37,18 +38,13 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 function encryptTo(names: string[], extra: string[] = []): Buffer {
-  return ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-in',
-    'data.bin',
-    '-outform',
-    'DER',
-    '-aes-256-cbc',
-    ...extra,
-    ...names.map((n) => keys[n].certFile),
-  ]);
+  return cms.encrypt(ssl, 'data.bin', {
+    to: names.map((n) => keys[n]),
+    cipher: 'aes-256-cbc',
+    binary: true,
+    outform: 'DER',
+    extra,
+  });
 }
 
 const TAG = 16;

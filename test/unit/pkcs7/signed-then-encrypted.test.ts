@@ -14,8 +14,9 @@ import {
   makeKey,
   parseMultipart,
   resolverFor,
-} from '../../fixtures/pkcs7.ts';
-import type { Part, TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { Part, TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 
 let ssl: OpenSslDir;
 let rsa: TestKey;
@@ -37,21 +38,11 @@ beforeAll(() => {
 afterAll(() => ssl.cleanup());
 
 function signThenEncrypt(key: TestKey, signArgs: string[]): { mail: Buffer; signed: Buffer } {
-  const signed = ssl.run([
-    'cms',
-    '-sign',
-    '-in',
-    'mail.txt',
-    '-signer',
-    key.certFile,
-    '-inkey',
-    key.keyFile,
-    ...signArgs,
-  ]);
+  const signed = cms.sign(ssl, 'mail.txt', { by: key, extra: signArgs });
   ssl.write('signed.eml', signed);
   return {
     signed,
-    mail: ssl.run(['cms', '-encrypt', '-aes256', '-in', 'signed.eml', rsa.certFile]),
+    mail: cms.encrypt(ssl, 'signed.eml', { to: rsa, cipher: 'aes256' }),
   };
 }
 
@@ -112,20 +103,11 @@ describe('when an S/MIME EnvelopedData holds a clear-signed entity (sign, then e
   );
 
   it('then a signed entity altered before encryption cuts the answer before the JWE tag', async () => {
-    const signed = ssl.run([
-      'cms',
-      '-sign',
-      '-in',
-      'mail.txt',
-      '-signer',
-      signer.certFile,
-      '-inkey',
-      signer.keyFile,
-    ]);
+    const signed = cms.sign(ssl, 'mail.txt', { by: signer });
     const at = signed.indexOf('confidential line 17');
     signed[at] = 'C'.charCodeAt(0);
     ssl.write('bad.eml', signed);
-    const mail = ssl.run(['cms', '-encrypt', '-aes256', '-in', 'bad.eml', rsa.certFile]);
+    const mail = cms.encrypt(ssl, 'bad.eml', { to: rsa, cipher: 'aes256' });
     const r = await convertPkcs7ToJose(chunked(mail, 3000), {
       metadata: {},
       resolver: resolverFor([rsa, signer]),
@@ -137,7 +119,7 @@ describe('when an S/MIME EnvelopedData holds a clear-signed entity (sign, then e
 
   it('then plain text that merely mentions multipart/signed is only encrypted', async () => {
     ssl.write('note.txt', Buffer.from('Subject: about Content-Type: multipart/signed\n\nhello\n'));
-    const mail = ssl.run(['cms', '-encrypt', '-binary', '-in', 'note.txt', rsa.certFile]);
+    const mail = cms.encrypt(ssl, 'note.txt', { to: rsa, binary: true });
     const { parts, closed } = await convert(mail);
     expect(closed).toBe(true);
     expect(parts).toHaveLength(2);

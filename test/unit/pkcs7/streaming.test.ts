@@ -7,8 +7,8 @@ import {
   makeKey,
   resolverFor,
   syntheticEnveloped,
-} from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
+} from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 
 const MiB = 1024 * 1024;
 let ssl: OpenSslDir;

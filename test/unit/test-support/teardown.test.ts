@@ -1,5 +1,5 @@
 /**
- * The guarantee that a test file leaves no process running (test/support/processes.ts,
+ * The guarantee that a test file leaves no process running (support/processes.ts,
  * environment.ts, file-teardown.ts), in seconds: stubborn children and their grandchildren are
  * killed, and a file whose set-up failed or timed out is torn down before the next file starts.
  */
@@ -7,8 +7,8 @@ import { spawnSync, type spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { scaled } from '../../support/deadline.ts';
-import { FileTeardown } from '../../support/file-teardown.ts';
+import { scaled } from '../../../support/deadline.ts';
+import { FileTeardown } from '../../../support/file-teardown.ts';
 import {
   alive,
   killRecordedGroups,
@@ -16,7 +16,7 @@ import {
   RECORD_DIR,
   spawnTracked,
   stopProcesses,
-} from '../../support/processes.ts';
+} from '../../../support/processes.ts';
 import { sleep } from '../../support/time.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;

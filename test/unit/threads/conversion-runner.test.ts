@@ -3,8 +3,8 @@ import type { WorkPool } from '../../../api/threads/pool.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
 import { checkSignersTask } from '../../../shared/threads/signer-checks.ts';
-import { OpenSslDir, chunked, collect, resolverFor } from '../../fixtures/pkcs7.ts';
-import { hostileSignedData, hostileSigner } from '../../fixtures/hostile-cms.ts';
+import { OpenSslDir, chunked, collect, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import { hostileSignedData, hostileSigner } from '../../../support/fixtures/hostile-cms.ts';
 
 const resolver: KeyResolver = { byKid: async () => null, byCmsRef: async () => null };
 

@@ -1,6 +1,11 @@
 /**
  * Platform operations under /api/v3/admin/platform: the permission catalogue, force revocation,
  * the revoked-token view, on-demand signing-key rotation, the master keyring and the backup.
+ *
+ * Tests: test/integration/auth/revocation.test.ts, test/integration/auth/token.test.ts,
+ *   test/integration/admin/master-key.test.ts,
+ *   test/integration/admin/master-key-access-keys.test.ts, test/integration/http/readers.test.ts,
+ *   test/integration/auth/token-abuse.test.ts, and 4 more under test/integration/
  */
 import Type from 'typebox';
 import { PERMISSIONS } from '../../../../shared/permissions.ts';

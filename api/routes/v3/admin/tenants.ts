@@ -1,4 +1,10 @@
-/** GET /api/v3/admin/tenants/{tenantId}: a tenant's own record. */
+/**
+ * GET /api/v3/admin/tenants/{tenantId}: a tenant's own record.
+ *
+ * Tests: test/integration/admin/isolation.test.ts, test/integration/admin/identities.test.ts,
+ *   test/integration/admin/key-settings.test.ts, test/integration/admin/one-rule.test.ts,
+ *   test/integration/http/canonical-input.test.ts
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../http/endpoint.ts';
 import { TENANT_PARAM, TenantResource } from '../../../http/schemas.ts';

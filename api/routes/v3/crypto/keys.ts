@@ -1,4 +1,11 @@
-/** GET /api/v3/crypto/keys and /keys/{kid}: the tenant's usable keys and a key's public versions. */
+/**
+ * GET /api/v3/crypto/keys and /keys/{kid}: the tenant's usable keys and a key's public versions.
+ *
+ * Tests: test/integration/auth/subject-revocation.test.ts,
+ *   test/integration/auth/token-abuse.test.ts, test/integration/core/crypto.test.ts,
+ *   test/integration/core/kms-mac-public.test.ts, test/integration/auth/client-secret-basic.test.ts,
+ *   test/integration/auth/token.test.ts, and 3 more under test/integration/
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../http/endpoint.ts';
 import { pageRequest } from '../../../http/pagination.ts';

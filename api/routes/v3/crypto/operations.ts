@@ -4,7 +4,11 @@
  * single form (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`), as route
  * rows (api/http/operation-schemas.ts). The tenant comes from the token only. The runtime lane
  * (api/runtime-lane.ts) serves every one of them ahead of Express.
- * Tests: test/integration/core/, test/integration/http/lane-parity.test.ts.
+ *
+ * Tests: test/integration/core/crypto.test.ts, test/integration/admin/key-settings.test.ts,
+ *   test/integration/http/canonical-input.test.ts, test/integration/admin/master-key.test.ts,
+ *   test/integration/observability/access-log.test.ts, test/integration/http/lane-parity.test.ts,
+ *   and 16 more under test/integration/, test/unit/
  */
 import type { Access } from '../../../http/endpoint.ts';
 import {

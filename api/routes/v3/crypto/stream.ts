@@ -3,6 +3,11 @@
  * /api/v3/crypto/stream behind the service-core bearer check. Both take the output of convert
  * exactly as it was returned and stream it: the JWE ciphertext flows through with backpressure,
  * the JWS content is hashed as it arrives.
+ *
+ * Tests: test/e2e/console-batch.test.ts, test/e2e/console.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, test/integration/core/expensive-work.test.ts,
+ *   test/integration/core/kms-mac-public.test.ts, test/integration/keys/selection-and-usage.test.ts,
+ *   and 17 more under test/integration/
  */
 import Type from 'typebox';
 import { endpoint } from '../../../http/endpoint.ts';

@@ -3,6 +3,11 @@
  * children of a batch, streams a result and cancels (uploads are in ./uploads.ts). The tenant
  * always comes from the token; another tenant's job answers 404, exactly like a missing one.
  * Without REDIS_URL every path answers 503 queue-unavailable.
+ *
+ * Tests: test/integration/jobs/lifecycle.test.ts, test/integration/jobs/archive-forms.test.ts,
+ *   test/integration/jobs/batch.test.ts, test/integration/jobs/api.test.ts,
+ *   test/integration/jobs/embedded-worker.test.ts, test/integration/jobs/several-recipients.test.ts,
+ *   and 10 more under test/e2e/, test/integration/
  */
 import { pipeline } from 'node:stream/promises';
 import Type, { type TSchema } from 'typebox';

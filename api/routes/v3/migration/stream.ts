@@ -5,6 +5,11 @@
  * whole: it flows from the socket through the multipart scanner into the engine, and the
  * engine's output flows to the socket with backpressure, so memory stays flat whatever the size
  * (there is no size limit).
+ *
+ * Tests: test/e2e/console-batch.test.ts, test/e2e/console.test.ts,
+ *   test/integration/core/expensive-routes.test.ts, test/integration/core/expensive-work.test.ts,
+ *   test/integration/core/kms-mac-public.test.ts, test/integration/http/unread-bodies.test.ts, and
+ *   19 more under test/integration/
  */
 import type { Request } from 'express';
 import Type from 'typebox';

@@ -2,6 +2,10 @@
  * PUT /api/v3/migration/uploads/{name}: streams an input into the tenant's object
  * storage, for a job to read later; DELETE removes it (audited). Route rows; the tenant always
  * comes from the token.
+ *
+ * Tests: test/integration/jobs/lifecycle.test.ts, test/integration/http/readers.test.ts,
+ *   test/integration/http/unread-bodies.test.ts, test/integration/jobs/api.test.ts,
+ *   test/e2e/console-batch.test.ts, test/e2e/console.test.ts, and 13 more under test/integration/
  */
 import Type from 'typebox';
 import { sourceVersionOf } from '../../../../shared/queues/index.ts';

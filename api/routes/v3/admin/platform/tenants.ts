@@ -1,4 +1,10 @@
-/** Platform tenants: create, list, read, suspend, resume. */
+/**
+ * Platform tenants: create, list, read, suspend, resume.
+ *
+ * Tests: test/integration/admin/identities.test.ts, test/integration/admin/isolation.test.ts,
+ *   test/e2e/console.test.ts, test/integration/admin/key-settings.test.ts,
+ *   test/integration/auth/token-abuse.test.ts, test/integration/http/canonical-input.test.ts
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { pageRequest } from '../../../../http/pagination.ts';

@@ -3,6 +3,8 @@
  * verification of the chain and its head, as on /api/v3/audit but with the tenant in the path
  * and a service-admin token, like the rest of the Admin API (the audit API itself
  * stays service-core). A platform administrator with cross-tenant power reads any tenant's.
+ *
+ * Tests: test/integration/admin/audit.test.ts
  */
 import Type from 'typebox';
 import { auditEndpoints } from '../../../../http/audit-endpoints.ts';

@@ -3,6 +3,9 @@
  * tenant, list and read the offers where this tenant is either side, accept, reject, cancel.
  * The workflow and its design are in api/services/exchanges.ts, which audits each step in both
  * tenants (so the rows declare no audit of their own).
+ *
+ * Tests: test/integration/admin/exchanges.test.ts, test/integration/keys/rsa-exponents.test.ts,
+ *   test/integration/audit/log.test.ts, test/integration/core/kms-mac-public.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';

@@ -2,6 +2,11 @@
  * Admin key routes: create, list, read, change settings, rotate, suspend, resume,
  * revoke, archive and public keys, as route rows (bulk orchestration: keys/orchestrate.ts;
  * keystore import: keys/import-keystore.ts). Never returns private material.
+ *
+ * Tests: test/integration/auth/token-lifetime.test.ts, test/integration/admin/master-key.test.ts,
+ *   test/integration/migration/outside-signers.test.ts,
+ *   test/integration/observability/metrics.test.ts, test/integration/admin/key-settings.test.ts,
+ *   test/integration/admin/keys.test.ts, and 25 more under test/e2e/, test/integration/
  */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';

@@ -1,4 +1,9 @@
-/** Policy templates, the effective policy of a tenant, and its overrides. */
+/**
+ * Policy templates, the effective policy of a tenant, and its overrides.
+ *
+ * Tests: test/integration/admin/exchanges.test.ts, test/integration/admin/key-settings.test.ts,
+ *   test/integration/admin/keystore-import.test.ts
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { Body, Resource, TENANT_PARAM, Uuid } from '../../../../http/schemas.ts';

@@ -1,4 +1,10 @@
-/** Roles of a tenant: a name and a permission list from the catalogue. */
+/**
+ * Roles of a tenant: a name and a permission list from the catalogue.
+ *
+ * Tests: test/integration/auth/token-lifetime.test.ts,
+ *   test/integration/auth/endpoint-budgets.test.ts, test/integration/aws-kms/key-lifecycle.test.ts,
+ *   test/integration/fanout/faults.test.ts, test/integration/http/unread-bodies.test.ts
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { pageRequest } from '../../../../http/pagination.ts';

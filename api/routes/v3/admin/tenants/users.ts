@@ -1,4 +1,9 @@
-/** Human users of a tenant (`admin.humanuser`: full CRUD); password hashes are never returned. */
+/**
+ * Human users of a tenant (`admin.humanuser`: full CRUD); password hashes are never returned.
+ *
+ * Tests: test/integration/auth/subject-revocation.test.ts,
+ *   test/integration/http/row-hostile.test.ts
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { pageRequest } from '../../../../http/pagination.ts';

@@ -1,4 +1,12 @@
-/** Workloads of a tenant: register (secret shown once), list, read, disable/enable, rotate secret, delete. */
+/**
+ * Workloads of a tenant: register (secret shown once), list, read, disable/enable, rotate secret, delete.
+ *
+ * Tests: test/integration/aws-kms/cross-instance.test.ts,
+ *   test/integration/aws-kms/key-lifecycle.test.ts, test/integration/aws-kms/bad-input.test.ts,
+ *   test/integration/admin/master-key-access-keys.test.ts,
+ *   test/integration/auth/subject-revocation.test.ts,
+ *   test/integration/aws-kms/anonymous-until-signed.test.ts, and 6 more under test/integration/
+ */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { pageRequest } from '../../../../http/pagination.ts';

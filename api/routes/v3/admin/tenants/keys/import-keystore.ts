@@ -2,6 +2,12 @@
  * Keystore import, mounted at /api/v3/admin/tenants/:tenantId/keys/import-keystore
  * ahead of the key rows (whose `/:kid` would answer its POST 405): a multipart form the handler
  * reads itself, imported by http/keystore-import.ts.
+ *
+ * Tests: test/integration/migration/producers-algorithms.test.ts,
+ *   test/integration/keys/rsa-exponents.test.ts, test/integration/migration/outside-signers.test.ts,
+ *   test/integration/migration/producers-signed.test.ts,
+ *   test/integration/migration/xdh-recipients.test.ts, test/e2e/console-batch.test.ts, and 21 more
+ *   under test/e2e/, test/integration/
  */
 import Type from 'typebox';
 import { endpoint } from '../../../../../http/endpoint.ts';

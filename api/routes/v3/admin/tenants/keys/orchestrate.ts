@@ -2,6 +2,9 @@
  * Bulk key orchestration, mounted at /api/v3/admin/tenants/:tenantId/keys/orchestrate
  * ahead of the key rows: rotate, suspend, resume or revoke many keys by kid list or selector,
  * inline up to 50 keys, else in the background with its progress at /orchestrate/{operationId}.
+ *
+ * Tests: test/integration/core/expensive-routes.test.ts,
+ *   test/integration/http/canonical-input.test.ts, test/integration/admin/key-settings.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../../../../../http/endpoint.ts';

@@ -2,10 +2,10 @@
 import { request as httpRequest } from 'node:http';
 import type { TestApp } from './app.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD } from './app.ts';
-import { createTenant } from '../../api/services/admin/tenants.ts';
-import { createRole } from '../../api/services/admin/roles.ts';
-import { registerWorkload } from '../../api/services/admin/workloads.ts';
-import { createUser } from '../../api/services/admin/users.ts';
+import { createTenant } from '../api/services/admin/tenants.ts';
+import { createRole } from '../api/services/admin/roles.ts';
+import { registerWorkload } from '../api/services/admin/workloads.ts';
+import { createUser } from '../api/services/admin/users.ts';
 
 /** POSTs a form to a path; returns status, headers and parsed JSON. */
 export async function postForm(

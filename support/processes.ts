@@ -14,12 +14,12 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sleep } from './time.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Where spawned groups are recorded: per checkout, so runs in other checkouts are never touched. */
 export const RECORD_DIR =
   process.env.KEYWARD_TEST_PROCESS_DIR ??
-  join(new URL('../../', import.meta.url).pathname, 'test-results', '.processes');
+  join(new URL('../', import.meta.url).pathname, 'test-results', '.processes');
 
 /** One row of the process table. */
 export interface ProcessInfo {
