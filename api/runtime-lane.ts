@@ -28,6 +28,7 @@ import type { AccessClaims } from './services/auth/access-tokens.ts';
 import { bodyChecks, serveRuntime } from './http/runtime-route.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
 import { awsAnswer } from './http/aws-kms.ts';
+import { VAULT_PREFIX, vaultAnswer } from './http/vault-transit.ts';
 
 /** What the lane writes: status, headers (without length and request id) and the body. */
 interface Answer {
@@ -93,12 +94,12 @@ export function createRuntimeLane(
   }
 
   async function serve(
-    lane: LaneRoute | 'aws',
+    lane: LaneRoute | 'aws' | 'vault',
     req: IncomingMessage,
     res: ServerResponse,
     id: string,
   ): Promise<void> {
-    const path = lane === 'aws' ? '/' : lane.path;
+    const path = lane === 'aws' ? '/' : lane === 'vault' ? VAULT_PREFIX : lane.path;
     const start = performance.now();
     const at = socketBytes(req);
     let status = 200;
@@ -106,7 +107,7 @@ export function createRuntimeLane(
     // Listened for from the start: a client that leaves mid-body closes the response early.
     res.once('close', () => {
       logAccess(ctx.accessLog, ctx.metrics, {
-        method: 'POST',
+        method: req.method ?? 'POST',
         route: path,
         status,
         reqId: id,
@@ -119,9 +120,11 @@ export function createRuntimeLane(
     const answer =
       lane === 'aws'
         ? await awsAnswer(ctx, req, id, (c) => (claims = c))
-        : lane.kind === 'runtime'
-          ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
-          : await oauthAnswer(lane, req, id);
+        : lane === 'vault'
+          ? await vaultAnswer(ctx, req, req.url ?? '', id, (c) => (claims = c))
+          : lane.kind === 'runtime'
+            ? await runtimeAnswer(lane, req, id, (c) => (claims = c))
+            : await oauthAnswer(lane, req, id);
     status = answer.status;
     // An unread body must not be taken for the next request on this connection.
     if (status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
@@ -134,15 +137,17 @@ export function createRuntimeLane(
   }
 
   return (req, res) => {
-    if (req.method !== 'POST') return false;
+    // The Vault Transit API: every method under /v1/, so every answer there is Vault's shape.
+    const lane = req.url?.startsWith(`${VAULT_PREFIX}/`) ? 'vault' : undefined;
+    if (lane === undefined && req.method !== 'POST') return false;
     // The AWS KMS API: POST / with X-Amz-Target, on the hot path like /crypto.
     // With a query string too: SigV4 signs the query, and every answer of this API, a refusal
     // of hostile query input included, must be the AWS error shape, not Express's problem+json.
     const url = req.url ?? '';
-    const lane = url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url);
-    if (!lane) return false;
+    const served = lane ?? (url === '/' || url.startsWith('/?') ? 'aws' : routes.get(url));
+    if (!served) return false;
     const id = requestIdOf(req.headers['x-request-id']);
-    serve(lane, req, res, id).catch((err) => {
+    serve(served, req, res, id).catch((err) => {
       ctx.logger.error(
         { reqId: id, err: (err as Error)?.message },
         'runtime lane failed to answer',

@@ -20,6 +20,7 @@ import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { HEALTH_ENDPOINTS } from './health.ts';
 import { AWS_KMS_DOCUMENTED, createAwsKmsRouter } from './aws-kms.ts';
+import { VAULT_TRANSIT_DOCUMENTED, createVaultTransitRouter } from './vault-transit.ts';
 import { METRICS_ENDPOINTS } from './metrics.ts';
 import { docsEndpoints } from './docs.ts';
 import { CONSOLE_ENDPOINTS } from './console.ts';
@@ -107,6 +108,12 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '', endpoints: docsEndpoints((baseUrl) => apiDocument(baseUrl)) },
       { path: '', endpoints: CONSOLE_ENDPOINTS },
     ],
+  },
+  {
+    // The Vault Transit API: its own token header and answers; the runtime lane serves it first.
+    prefix: '/v1',
+    audiences: null,
+    mounts: [{ path: '', router: createVaultTransitRouter, documented: VAULT_TRANSIT_DOCUMENTED }],
   },
   {
     prefix: '/problems',
