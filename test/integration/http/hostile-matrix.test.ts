@@ -18,6 +18,7 @@ import {
   AMZ_JSON,
   AWS_SHAPED,
   GENERIC_FIELDS,
+  VAULT_SHAPED,
   ROUTE_FIELDS,
   callersOfEveryApi,
   expressRoutes,
@@ -200,6 +201,15 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
         typeof body.message === 'string'
         ? ''
         : `not the AWS error shape (${type}, ${text.slice(0, 120)})`;
+    }
+    if (VAULT_SHAPED.test(route.path)) {
+      const errors = body.errors;
+      const batch = (body.data as { batch_results?: unknown } | undefined)?.batch_results;
+      return type.startsWith('application/json') &&
+        ((Array.isArray(errors) && errors.every((e) => typeof e === 'string')) ||
+          (status === 400 && Array.isArray(batch)))
+        ? ''
+        : `not the Vault error shape (${type}, ${text.slice(0, 120)})`;
     }
     if (OAUTH_SHAPED.test(route.path)) {
       return typeof body.error === 'string' && type.startsWith('application/json')

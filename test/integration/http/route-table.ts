@@ -22,7 +22,8 @@ export interface ApiCallers {
   tokenFor(path: string): string;
 }
 
-const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
+// The Vault Transit API (/v1/) takes the same workload token as the Core API.
+const CORE = /^\/(api\/v3\/(crypto|pqc|audit|migration)|v1)\//;
 const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
 
 /**
@@ -128,6 +129,13 @@ export const ROUTE_FIELDS: Record<string, Field[]> = {};
  * awsJson1_1 `{"__type", "message"}`, because that is what AWS clients parse.
  */
 export const AWS_SHAPED: ReadonlySet<string> = new Set(['POST /']);
+
+/**
+ * Routes that answer every error in Vault's shape, `{"errors": [...]}` as application/json
+ * (a batch with a failed item: 400 with its `data.batch_results`), because that is what Vault
+ * clients parse: the Vault Transit API under /v1/.
+ */
+export const VAULT_SHAPED = /^\/v1\//;
 
 /** The AWS protocol's media type, of its errors too. */
 export const AMZ_JSON = 'application/x-amz-json-1.1';
