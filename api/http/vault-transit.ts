@@ -27,7 +27,7 @@ import {
 } from '../services/vault-transit/errors.ts';
 import { readCappedBytes } from './json-body.ts';
 import { clientGone } from './access-log.ts';
-import { canonicalId } from '../../shared/ids.ts';
+import { canonicalId, isUuid } from '../../shared/ids.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
 /** The prefix of every Vault path. */
@@ -146,6 +146,8 @@ function tenantOf(
   if (ns === '' || ns === 'root') return claims.tenantId;
   const tenantId = canonicalId(ns);
   requireTenant(ctx, claims, tenantId, attempt);
+  // A name that is no tenant id names no tenant, whatever power the token has.
+  if (!isUuid(tenantId)) throw permissionDenied();
   return tenantId;
 }
 

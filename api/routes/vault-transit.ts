@@ -80,6 +80,9 @@ function documented(
       summary: op.summary,
       description: `Vault Transit${method === 'put' ? " (PUT, as Vault's Go client writes)" : ''}. Permissions: ${op.permissions.join(', ') || 'a valid token'}. See docs/vault-transit.md.`,
       security: login ? [] : [{ vaultToken: [] }, { bearer: [] }],
+      ...(op.expensive
+        ? { 'x-keyward-expensive': { kinds: op.expensive.kinds, runsIn: 'api' } }
+        : {}),
       parameters: [
         ...params.map((name) => ({
           name,

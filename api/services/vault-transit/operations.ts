@@ -8,6 +8,7 @@
  */
 import type { AppContext } from '../../context.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
+import type { ExpensiveDeclaration } from '../../../shared/keys/work-budget.ts';
 import * as data from './data-plane.ts';
 import * as keys from './keys.ts';
 import * as tokens from './tokens.ts';
@@ -47,6 +48,8 @@ export interface TransitOperation {
   kind: 'runtime' | 'batch' | 'control' | 'token' | 'login';
   /** The result is Vault's `auth` member (login, renewal) rather than `data`. */
   answersAuth?: boolean;
+  /** The caller-costed work it can trigger, like a route row's (docs/expensive-work.md). */
+  expensive?: ExpensiveDeclaration;
   /** The request members the document shows (name → JSON type and description). */
   members?: Readonly<Record<string, { type: string; description: string }>>;
   /** The documented example request. */
@@ -58,6 +61,8 @@ export interface TransitOperation {
 export const TRANSIT_MOUNT = 'transit';
 
 const KEY = ':kid';
+/** Key generation (RSA, ML-DSA) on the expensive-work pool and the caller's budget. */
+const GENERATES: ExpensiveDeclaration = { kinds: ['key-generation'] };
 const m = (type: string, description: string) => ({ type, description });
 const PLAINTEXT = m('string', 'base64 of the plaintext');
 const CONTEXT = m('string', 'base64 context, bound to the ciphertext; required by derived keys');
@@ -280,6 +285,7 @@ export const TRANSIT_OPERATIONS: readonly TransitOperation[] = [
     permissions: ['admin.keys.create'],
     action: 'vault-transit.keys.create',
     kind: 'control',
+    expensive: GENERATES,
     members: {
       type: m('string', `one of ${keys.TRANSIT_TYPES.join(', ')} (default aes256-gcm96)`),
       derived: m('boolean', 'every request must carry a context'),
@@ -335,6 +341,7 @@ export const TRANSIT_OPERATIONS: readonly TransitOperation[] = [
     permissions: ['admin.keys.rotate'],
     action: 'vault-transit.keys.rotate',
     kind: 'control',
+    expensive: GENERATES,
     run: (ctx, c) => keys.rotateTransitKey(ctx, c.tenantId, c.params.kid, c.actor),
   },
   {
