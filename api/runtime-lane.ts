@@ -44,7 +44,11 @@ const OAUTH_HEADERS = { ...JSON_HEADERS, 'Cache-Control': 'no-store' } as const;
 export function createRuntimeLane(
   ctx: AppContext,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const routes = new Map<string, LaneRoute>(laneRoutes().map((r) => [r.path, r]));
+  const table = laneRoutes();
+  const routes = new Map<string, LaneRoute>(
+    table.filter((r) => r.kind !== 'protocol-mount').map((r) => [r.path, r]),
+  );
+  const mounts = table.filter((r) => r.kind === 'protocol-mount');
   // Each body schema is compiled now, at startup, not on its first request.
   for (const r of routes.values()) if (r.kind === 'runtime') operationChecks(r.row);
   const baseUrl = ctx.config.publicBaseUrl;
@@ -87,7 +91,9 @@ export function createRuntimeLane(
         status: 200,
         headers: OAUTH_HEADERS,
         // An open lane row reads its own body: its handler needs the request only.
-        body: JSON.stringify(await lane.row.handle(ctx, { req } as EndpointInput<unknown, unknown, unknown>)),
+        body: JSON.stringify(
+          await lane.row.handle(ctx, { req } as EndpointInput<unknown, unknown, unknown>),
+        ),
       };
     } catch (err) {
       return oauthResponse(oauthShaped(err, ctx.logger.child({ reqId: id })));
@@ -108,7 +114,7 @@ export function createRuntimeLane(
     // Listened for from the start: a client that leaves mid-body closes the response early.
     res.once('close', () => {
       logAccess(ctx.accessLog, ctx.metrics, {
-        method: 'POST',
+        method: req.method ?? 'POST',
         route: path,
         status,
         reqId: id,
@@ -122,9 +128,11 @@ export function createRuntimeLane(
     const answer =
       lane.kind === 'protocol'
         ? await lane.row.serve(ctx, { req, id, params: {}, noteClaims })
-        : lane.kind === 'runtime'
-          ? await runtimeAnswer(lane, req, id, noteClaims)
-          : await oauthAnswer(lane, req, id);
+        : lane.kind === 'protocol-mount'
+          ? await lane.serve(ctx, { req, id, params: {}, noteClaims })
+          : lane.kind === 'runtime'
+            ? await runtimeAnswer(lane, req, id, noteClaims)
+            : await oauthAnswer(lane, req, id);
     status = answer.status;
     // An unread body must not be taken for the next request on this connection.
     if (status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
@@ -137,14 +145,21 @@ export function createRuntimeLane(
   }
 
   return (req, res) => {
-    if (req.method !== 'POST') return false;
-    // A row's exact path; a protocol row's with a query string too: every answer of another
-    // protocol (SigV4 signs the query), a refusal of hostile query input included, is in that
-    // protocol's shape, not Express's problem+json.
     const url = req.url ?? '';
     const query = url.indexOf('?');
-    const lane = routes.get(query < 0 ? url : url.slice(0, query));
-    if (!lane || (query >= 0 && lane.kind !== 'protocol')) return false;
+    const path = query < 0 ? url : url.slice(0, query);
+    // A protocol mount the lane serves whole (Vault Transit under /v1/): every method and path
+    // below it, so every answer there, an unknown path's included, is in its protocol's shape.
+    const whole = mounts.find((m) => path.startsWith(`${m.path}/`));
+    let lane: LaneRoute | undefined = whole;
+    if (!lane) {
+      if (req.method !== 'POST') return false;
+      // A row's exact path; a protocol row's with a query string too: every answer of another
+      // protocol (SigV4 signs the query), a refusal of hostile query input included, is in that
+      // protocol's shape, not Express's problem+json.
+      lane = routes.get(path);
+      if (!lane || (query >= 0 && lane.kind !== 'protocol')) return false;
+    }
     const id = requestIdOf(req.headers['x-request-id']);
     serve(lane, req, res, id).catch((err) => {
       ctx.logger.error(

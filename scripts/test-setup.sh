@@ -26,6 +26,7 @@ PY=/usr/bin/python3
 #                        test/integration/migration/producers-*, xdh-recipients: the real PKCS#7
 #                        producers, and Java programs compiled against BouncyCastle
 #   python3-jwcrypto     test/integration/migration/jwcrypto-outputs: a second JOSE implementation
+#   python3-hvac         test/integration/vault-transit: hvac, a Vault client, against the Transit API
 #   redis-server         test/integration/jobs, fanout: private Redis servers started by the tests
 #   openssl              fixtures made by support/fixtures/pkcs7.ts and keystore tests
 missing=()
@@ -40,6 +41,7 @@ need chromium -- test -x /usr/bin/chromium
 need awscli -- test -x /usr/bin/aws
 need python3-boto3 -- "$PY" -c 'import boto3'
 need python3-jwcrypto -- "$PY" -c 'import jwcrypto'
+need python3-hvac -- "$PY" -c 'import hvac'
 need gpgsm gpg-agent -- has gpgsm
 need osslsigncode -- has osslsigncode
 need default-jdk-headless -- test -x /usr/bin/javac -a -x /usr/bin/jarsigner

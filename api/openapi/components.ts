@@ -60,8 +60,30 @@ export const components = {
       description:
         'AWS Signature Version 4 (AWS4-HMAC-SHA256, service `kms`) with a workload access key; X-Amz-Date within 5 minutes. Only for the AWS KMS API (POST /).',
     },
+    vaultToken: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Vault-Token',
+      description:
+        'A Keyward access token (service-core), as POST /v1/auth/approle/login answers it; `Authorization: Bearer` is taken too. Only for the Vault Transit API (/v1/).',
+    },
   },
   schemas: {
+    // The Vault Transit API's answers and errors.
+    VaultResponse: {
+      type: 'object',
+      properties: {
+        request_id: { type: 'string' },
+        data: { type: ['object', 'null'], additionalProperties: true },
+        auth: { type: ['object', 'null'], additionalProperties: true },
+      },
+      additionalProperties: true,
+    },
+    VaultError: {
+      type: 'object',
+      required: ['errors'],
+      properties: { errors: { type: 'array', items: { type: 'string' } } },
+    },
     // The AWS KMS API's errors (awsJson1_1); the exception name is also `x-amzn-ErrorType`.
     AwsError: {
       type: 'object',

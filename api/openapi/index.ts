@@ -34,6 +34,10 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
           'The AWS KMS API (awsJson1_1, SigV4 with workload access keys) for AWS CLI, SDK and Encryption SDK clients.',
         ],
         [
+          'vault-transit',
+          "The Vault Transit API (/v1/transit/..., X-Vault-Token) for hvac, node-vault, SOPS and Vault's and OpenBao's transit seal.",
+        ],
+        [
           'pqc',
           'Post-quantum operations: ML-KEM and X-Wing encapsulation, ML-DSA and SLH-DSA signatures.',
         ],

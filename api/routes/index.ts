@@ -17,6 +17,7 @@ import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { HEALTH_ENDPOINTS } from './health.ts';
 import { AWS_KMS_ROWS } from './aws-kms.ts';
+import { VAULT_TRANSIT_ROWS, serveTransit } from './vault-transit.ts';
 import { METRICS_ENDPOINTS } from './metrics.ts';
 import { docsEndpoints } from './docs.ts';
 import { CONSOLE_ENDPOINTS } from './console.ts';
@@ -56,6 +57,11 @@ export interface Mount {
   endpoints?: readonly Endpoint[];
   /** The mount's protocol rows (api/http/protocol.ts): another wire protocol, answered whole by its core. */
   protocol?: readonly ProtocolRow[];
+  /**
+   * The protocol's core, when the runtime lane serves every method and path below the mount
+   * with it (an unknown path's answer in the protocol's shape too), not only its `lane` rows.
+   */
+  laneWhole?: ProtocolRow['serve'];
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
   tenantScoped?: boolean;
 }
@@ -93,6 +99,12 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '', endpoints: docsEndpoints((baseUrl) => apiDocument(baseUrl)) },
       { path: '', endpoints: CONSOLE_ENDPOINTS },
     ],
+  },
+  {
+    // The Vault Transit API: its own token header and answers; the runtime lane serves it first.
+    prefix: '/v1',
+    audiences: null,
+    mounts: [{ path: '', protocol: VAULT_TRANSIT_ROWS, laneWhole: serveTransit }],
   },
   {
     prefix: '/problems',
@@ -253,7 +265,8 @@ export const mountPath = (area: Area, mount: Mount): string => `${area.prefix}${
 export type LaneRoute =
   | { kind: 'runtime'; path: string; audiences: readonly string[]; row: Endpoint }
   | { kind: 'oauth'; path: string; row: Endpoint }
-  | { kind: 'protocol'; path: string; row: ProtocolRow };
+  | { kind: 'protocol'; path: string; row: ProtocolRow }
+  | { kind: 'protocol-mount'; path: string; serve: ProtocolRow['serve'] };
 
 /** Every protocol row of the table, by its full path. */
 export function protocolRoutes(): { method: string; path: string; row: ProtocolRow }[] {
@@ -300,5 +313,17 @@ export function laneRoutes(): LaneRoute[] {
           return { kind: 'oauth', path, row };
         }),
     ),
-  ).concat(protocol);
+  )
+    .concat(protocol)
+    .concat(
+      ROUTE_TABLE.flatMap((area) =>
+        area.mounts
+          .filter((mount) => mount.laneWhole)
+          .map((mount): LaneRoute => {
+            const path = mountPath(area, mount);
+            if (path === '/') throw new Error('a mount the lane serves whole must have a path');
+            return { kind: 'protocol-mount', path, serve: mount.laneWhole! };
+          }),
+      ),
+    );
 }

@@ -1650,6 +1650,310 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/approle/login': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['vaultAppRoleLoginPut'];
+    post: operations['vaultAppRoleLogin'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/token/lookup-self': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['vaultLookupSelf'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/token/renew-self': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['vaultRenewSelfPut'];
+    post: operations['vaultRenewSelf'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/datakey/plaintext/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitDataKeyPlaintextPut'];
+    post: operations['transitDataKeyPlaintext'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/datakey/wrapped/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitDataKeyWrappedPut'];
+    post: operations['transitDataKeyWrapped'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/decrypt/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitDecryptPut'];
+    post: operations['transitDecrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/encrypt/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitEncryptPut'];
+    post: operations['transitEncrypt'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/hash': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitHashPut'];
+    post: operations['transitHash'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/hash/{algorithm}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitHashAlgorithmPut'];
+    post: operations['transitHashAlgorithm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/hmac/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitHmacPut'];
+    post: operations['transitHmac'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['transitListKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['transitReadKey'];
+    put: operations['transitCreateKeyPut'];
+    post: operations['transitCreateKey'];
+    delete: operations['transitDeleteKey'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/keys/{kid}/config': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitConfigureKeyPut'];
+    post: operations['transitConfigureKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/keys/{kid}/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitRotateKeyPut'];
+    post: operations['transitRotateKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/random': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitRandomPut'];
+    post: operations['transitRandom'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/random/{bytes}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitRandomBytesPut'];
+    post: operations['transitRandomBytes'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/rewrap/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitRewrapPut'];
+    post: operations['transitRewrap'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/sign/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitSignPut'];
+    post: operations['transitSign'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/transit/verify/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put: operations['transitVerifyPut'];
+    post: operations['transitVerify'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1669,6 +1973,20 @@ export interface components {
       status: number;
       detail?: string;
       instance?: string;
+    };
+    VaultError: {
+      errors: string[];
+    };
+    VaultResponse: {
+      request_id?: string;
+      data?: {
+        [key: string]: unknown;
+      } | null;
+      auth?: {
+        [key: string]: unknown;
+      } | null;
+    } & {
+      [key: string]: unknown;
     };
   };
   responses: never;
@@ -7477,6 +7795,1212 @@ export interface operations {
               [key: string]: boolean;
             };
           };
+        };
+      };
+    };
+  };
+  vaultAppRoleLoginPut: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          role_id?: string;
+          secret_id?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  vaultAppRoleLogin: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          role_id?: string;
+          secret_id?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  vaultLookupSelf: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  vaultRenewSelfPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          increment?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  vaultRenewSelf: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          increment?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDataKeyPlaintextPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bits?: number | string;
+          context?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDataKeyPlaintext: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bits?: number | string;
+          context?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDataKeyWrappedPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bits?: number | string;
+          context?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDataKeyWrapped: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bits?: number | string;
+          context?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDecryptPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          ciphertext?: string;
+          context?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitDecrypt: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          ciphertext?: string;
+          context?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitEncryptPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          plaintext?: string;
+          context?: string;
+          key_version?: number | string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitEncrypt: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          plaintext?: string;
+          context?: string;
+          key_version?: number | string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHashPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          algorithm?: string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHash: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          algorithm?: string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHashAlgorithmPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        algorithm: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHashAlgorithm: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        algorithm: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHmacPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitHmac: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitListKeys: {
+    parameters: {
+      query?: {
+        list?: string;
+      };
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitReadKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitCreateKeyPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          type?: string;
+          derived?: boolean;
+          parameter_set?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitCreateKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          type?: string;
+          derived?: boolean;
+          parameter_set?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitDeleteKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitConfigureKeyPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          min_decryption_version?: number | string;
+          deletion_allowed?: boolean;
+          auto_rotate_period?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitConfigureKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          min_decryption_version?: number | string;
+          deletion_allowed?: boolean;
+          auto_rotate_period?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitRotateKeyPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitRotateKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  transitRandomPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bytes?: number | string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitRandom: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          bytes?: number | string;
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitRandomBytesPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        bytes: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitRandomBytes: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        bytes: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          format?: string;
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitRewrapPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          ciphertext?: string;
+          context?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitRewrap: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          ciphertext?: string;
+          context?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitSignPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          hash_algorithm?: string;
+          prehashed?: boolean;
+          signature_algorithm?: string;
+          marshaling_algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitSign: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          hash_algorithm?: string;
+          prehashed?: boolean;
+          signature_algorithm?: string;
+          marshaling_algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitVerifyPut: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          signature?: string;
+          hmac?: string;
+          hash_algorithm?: string;
+          prehashed?: boolean;
+          signature_algorithm?: string;
+          marshaling_algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
+        };
+      };
+    };
+  };
+  transitVerify: {
+    parameters: {
+      query?: never;
+      header?: {
+        'X-Vault-Namespace'?: string;
+      };
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          input?: string;
+          signature?: string;
+          hmac?: string;
+          hash_algorithm?: string;
+          prehashed?: boolean;
+          signature_algorithm?: string;
+          marshaling_algorithm?: string;
+          batch_input?: unknown[];
+        } & {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VaultResponse'];
         };
       };
     };

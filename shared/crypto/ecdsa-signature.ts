@@ -43,3 +43,20 @@ export function derToP1363(der: Uint8Array, size: number): Buffer {
   if (at !== der.length) throw bad();
   return out;
 }
+
+/** One DER INTEGER of an unsigned big-endian value. */
+function derInteger(v: Buffer): Buffer {
+  let i = 0;
+  while (i < v.length - 1 && v[i] === 0) i += 1;
+  let body: Buffer = v.subarray(i);
+  if (body[0] & 0x80) body = Buffer.concat([Buffer.from([0]), body]);
+  return Buffer.concat([Buffer.from([0x02, body.length]), body]);
+}
+
+/** DER (RFC 3279 Ecdsa-Sig-Value) from r || s: the form AWS KMS and Vault Transit answer. */
+export function p1363ToDer(sig: Buffer): Buffer {
+  const half = sig.length / 2;
+  const body = Buffer.concat([derInteger(sig.subarray(0, half)), derInteger(sig.subarray(half))]);
+  const len = body.length < 0x80 ? Buffer.from([body.length]) : Buffer.from([0x81, body.length]);
+  return Buffer.concat([Buffer.from([0x30]), len, body]);
+}

@@ -15,7 +15,7 @@ import { AppError } from '../../../shared/errors/index.ts';
 import { decodeBase64 } from '../../../shared/base64.ts';
 import { parseCompact } from '../../../shared/jose/compact-jwe.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
-import { derToP1363 } from '../../../shared/crypto/ecdsa-signature.ts';
+import { derToP1363, p1363ToDer } from '../../../shared/crypto/ecdsa-signature.ts';
 import { encryptionContext, seal, sign, unseal, operationKey, verify } from '../crypto/runtime.ts';
 import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { AwsError, invalidCiphertext } from './errors.ts';
@@ -390,23 +390,6 @@ function signingAlgorithm(input: Input): string {
   if (typeof input.SigningAlgorithm !== 'string')
     throw new AwsError('ValidationException', 'SigningAlgorithm is required');
   return input.SigningAlgorithm;
-}
-
-/** One DER INTEGER of an unsigned big-endian value. */
-function derInteger(v: Buffer): Buffer {
-  let i = 0;
-  while (i < v.length - 1 && v[i] === 0) i += 1;
-  let body: Buffer = v.subarray(i);
-  if (body[0] & 0x80) body = Buffer.concat([Buffer.from([0]), body]);
-  return Buffer.concat([Buffer.from([0x02, body.length]), body]);
-}
-
-/** ECDSA r || s as DER (AWS KMS answers the DER form, RFC 3279 Ecdsa-Sig-Value). */
-function p1363ToDer(sig: Buffer): Buffer {
-  const half = sig.length / 2;
-  const body = Buffer.concat([derInteger(sig.subarray(0, half)), derInteger(sig.subarray(half))]);
-  const len = body.length < 0x80 ? Buffer.from([body.length]) : Buffer.from([0x81, body.length]);
-  return Buffer.concat([Buffer.from([0x30]), len, body]);
 }
 
 const ecSize = (type: string) => Math.ceil(keyTypeSpec(type).bits / 8);

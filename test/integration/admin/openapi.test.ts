@@ -79,6 +79,7 @@ const PUBLIC = new Set([
   '/api/v3/auth/password/reset',
   '/api/authenticate/app',
   '/api/authenticate/refresh',
+  '/v1/auth/approle/login',
 ]);
 
 /** Every operation of the document as [key, path, method, operation]. */
@@ -244,7 +245,8 @@ describe('the OpenAPI document describes every route of the app, and /docs rende
             op.security.some((s) => Object.keys(s as Json).length === 0)),
       )
       .map(([, path]) => path);
-    expect(open.sort()).toEqual([...PUBLIC].sort());
+    // A path open for more than one method (the Vault login, POST and PUT) is named once.
+    expect([...new Set(open)].sort()).toEqual([...PUBLIC].sort());
     for (const [key, , , op] of operationsOf(doc)) {
       for (const s of op.security ?? [])
         for (const scheme of Object.keys(s as Json))

@@ -102,7 +102,27 @@ async function rsa4096(who: Caller): Promise<string> {
   return kid;
 }
 
+/**
+ * A Transit write as the tenant's workload, as Vault clients send it (POST, or PUT as Vault's Go
+ * client writes), its token from the AppRole login; Transit errors carry no type.
+ */
+async function transit(who: Caller, method: string, path: string, body: unknown): Promise<Outcome> {
+  const login = await fetch(`${app.url}/v1/auth/approle/login`, {
+    method: 'POST',
+    body: JSON.stringify({ role_id: who.tenant.clientId, secret_id: who.tenant.clientSecret }),
+  });
+  const token = ((await login.json()) as { auth: { client_token: string } }).auth.client_token;
+  const r = await fetch(`${app.url}/v1/${path}`, {
+    method,
+    headers: { 'X-Vault-Token': token },
+    body: JSON.stringify(body),
+  });
+  await r.text();
+  return { status: r.status, type: '' };
+}
+
 const RATE_LIMITED: Outcome = { status: 429, type: 'rate-limited' };
+const TRANSIT_LIMITED: Outcome = { status: 429, type: '' };
 const AWS_LIMITED: Outcome = { status: 400, type: 'LimitExceededException' };
 const GENERATED = /^20[01]$/;
 
@@ -220,6 +240,32 @@ const DRIVERS: Record<string, Driver | Elsewhere> = {
   'POST /api/v3/migration/stream/convert-pkcs7-to-jose signer-chain': signedDataDriver,
   'POST /api/v3/migration/jobs key-derivation': JOBS_ELSEWHERE,
   'POST /api/v3/migration/jobs signer-chain': JOBS_ELSEWHERE,
+  'POST /v1/transit/keys/{kid} key-generation': {
+    send: (who) => transit(who, 'POST', `transit/keys/transit-rsa-${++made}`, { type: 'rsa-4096' }),
+    expected: /^204$/,
+    overBudget: TRANSIT_LIMITED,
+  },
+  'POST /v1/transit/keys/{kid}/rotate key-generation': {
+    async send(who) {
+      const kid = await rsa4096(who);
+      return transit(who, 'POST', `transit/keys/${kid}/rotate`, {});
+    },
+    expected: /^200$/,
+    overBudget: TRANSIT_LIMITED,
+  },
+  'PUT /v1/transit/keys/{kid} key-generation': {
+    send: (who) => transit(who, 'PUT', `transit/keys/transit-rsa-${++made}`, { type: 'rsa-4096' }),
+    expected: /^204$/,
+    overBudget: TRANSIT_LIMITED,
+  },
+  'PUT /v1/transit/keys/{kid}/rotate key-generation': {
+    async send(who) {
+      const kid = await rsa4096(who);
+      return transit(who, 'PUT', `transit/keys/${kid}/rotate`, {});
+    },
+    expected: /^200$/,
+    overBudget: TRANSIT_LIMITED,
+  },
   'AWS CreateKey key-generation': {
     send: (who) => aws(who, 'CreateKey', { KeySpec: 'RSA_4096', KeyUsage: 'SIGN_VERIFY' }),
     expected: /^200$/,
@@ -291,6 +337,10 @@ const ENTRY_POINTS: Record<string, { kind: ExpensiveKind; reachedBy: string[] }>
       'POST /api/v3/admin/tenants/{tenantId}/keys/{kid}/rotate',
       'POST /api/v3/admin/tenants/{tenantId}/keys/orchestrate',
       'POST /api/key-management/keys',
+      'POST /v1/transit/keys/{kid}',
+      'PUT /v1/transit/keys/{kid}',
+      'POST /v1/transit/keys/{kid}/rotate',
+      'PUT /v1/transit/keys/{kid}/rotate',
       'AWS CreateKey',
     ],
   },

@@ -196,8 +196,7 @@ describe(`hostile-input matrix over the route table (${TEST_ENGINE})`, () => {
     }
     const protocol = PROTOCOL_SHAPED.get(`${route.method} ${route.path}`);
     if (protocol) {
-      return type.startsWith(protocol.errorMedia) &&
-        PROTOCOL_ERROR_BODY[protocol.protocol]?.(body)
+      return type.startsWith(protocol.errorMedia) && PROTOCOL_ERROR_BODY[protocol.protocol]?.(body)
         ? ''
         : `not the ${protocol.protocol} error shape (${type}, ${text.slice(0, 120)})`;
     }

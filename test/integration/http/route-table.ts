@@ -13,7 +13,13 @@ import {
 } from '../../../api/routes/index.ts';
 import type { ProtocolRow } from '../../../api/http/protocol.ts';
 import type { TestApp } from '../../../support/app.ts';
-import { adminToken, api, makeTenant, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  adminToken,
+  api,
+  makeTenant,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
 import { PERMISSIONS, isPlatformPermission } from '../../../shared/permissions.ts';
 
 /** The callers of every API over the route table: one tenant, its key, and a token per API. */
@@ -27,7 +33,8 @@ export interface ApiCallers {
   tokenFor(path: string): string;
 }
 
-const CORE = /^\/api\/v3\/(crypto|pqc|audit|migration)\//;
+// The Vault Transit API (/v1/) takes the same workload token as the Core API.
+const CORE = /^\/(api\/v3\/(crypto|pqc|audit|migration)|v1)\//;
 const LEGACY = /^\/api\/(key-management|crypto|migration)\//;
 
 /**
@@ -140,10 +147,15 @@ export const PROTOCOL_SHAPED: ReadonlyMap<string, ProtocolRow> = new Map(
  * The error body of each protocol: a protocol row added without an entry here fails the tests
  * that read it, so its error shape is checked from its first day.
  */
-export const PROTOCOL_ERROR_BODY: Readonly<Record<string, (body: Record<string, unknown>) => boolean>> =
-  {
-    'aws-kms': (body) => typeof body.__type === 'string' && typeof body.message === 'string',
-  };
+export const PROTOCOL_ERROR_BODY: Readonly<
+  Record<string, (body: Record<string, unknown>) => boolean>
+> = {
+  'aws-kms': (body) => typeof body.__type === 'string' && typeof body.message === 'string',
+  // Vault's `{"errors": [...]}`; a batch with a failed item answers 400 with its results.
+  'vault-transit': (body) =>
+    (Array.isArray(body.errors) && body.errors.every((e) => typeof e === 'string')) ||
+    Array.isArray((body.data as { batch_results?: unknown } | undefined)?.batch_results),
+};
 
 /** Whether a path answers in the OAuth error shape (the table's OAuth areas). */
 export const oauthShaped = (path: string): boolean => answersInOAuthShape(path);
