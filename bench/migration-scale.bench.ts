@@ -119,6 +119,8 @@ async function startRedis(): Promise<{ url: string; stop(): Promise<unknown> }> 
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    // Refused while the server starts: the loop asks again.
+    r.on('error', () => undefined);
     try {
       await r.connect();
       await r.ping();
