@@ -45,6 +45,7 @@ import { CHANNELS } from '../shared/fanout/bus.ts';
 import { CANCEL_REASON, SHUTDOWN_REASON, createConvertProcessor } from './jobs/convert.ts';
 import { signerCheckPool } from './signer-pool.ts';
 import { tenantShare, withTenantShare } from './tenant-share.ts';
+import { startMigrationWorker } from './migrations.ts';
 
 /** Waiting jobs a worker looks at to tell whether another tenant is waiting for a slot. */
 const OTHERS_LOOKAHEAD = 100;
@@ -139,6 +140,24 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
       ),
     isCancelled: async (jobId) =>
       (await redis.exists(redisKeys.cancelled(settings.prefix, jobId))) === 1,
+  });
+  const migrations = await startMigrationWorker({
+    config,
+    settings,
+    db,
+    redis,
+    objects,
+    checkSigners: signerChecks.checker,
+    logger,
+    metrics: metrics.domain,
+    resolverFor: (tenantId, principal) =>
+      tenantKeyResolver(
+        { db, keys },
+        tenantId,
+        principal
+          ? { caller: { tenantId, principal, mayDecrypt: true }, budget, source: 'job' }
+          : null,
+      ),
   });
   // `depth` (below, before the worker runs) is the queue reader this asks.
   const perTenant = tenantShare(config.workerConcurrency, config.workerTenantConcurrency);
@@ -244,7 +263,7 @@ async function start(config: Config, settings: QueueSettings): Promise<void> {
         config.shutdownTimeoutMs * 2 + 5000,
       );
       force.unref();
-      await worker.close();
+      await Promise.all([worker.close(), migrations.close()]);
       clearTimeout(release);
       await closers.close();
       logger.info('worker stopped');

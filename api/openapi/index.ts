@@ -77,6 +77,10 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
           'migration jobs',
           'Uploads to object storage and queued conversion jobs (needs REDIS_URL).',
         ],
+        [
+          'migrations',
+          'Durable migrations of any size: a ledger row per object, chunks in flight on the queue, pause, resume, retry and a report (needs REDIS_URL and workers).',
+        ],
       ],
     },
     {

@@ -44,6 +44,7 @@ import { AUDIT_ENDPOINTS } from './v3/audit.ts';
 import { MIGRATION_STREAM_ENDPOINTS } from './v3/migration/stream.ts';
 import { UPLOAD_ENDPOINTS } from './v3/migration/uploads.ts';
 import { JOB_ENDPOINTS } from './v3/migration/jobs.ts';
+import { MIGRATION_ENDPOINTS } from './v3/migration/migrations.ts';
 import { LEGACY_AUTH_ENDPOINTS } from './legacy/authenticate.ts';
 import { LEGACY_KEY_ENDPOINTS } from './legacy/key-management.ts';
 import { LEGACY_OPERATIONS } from './legacy/crypto.ts';
@@ -184,6 +185,7 @@ export const ROUTE_TABLE: readonly Area[] = [
       { path: '/stream', endpoints: MIGRATION_STREAM_ENDPOINTS },
       { path: '/uploads', endpoints: UPLOAD_ENDPOINTS },
       { path: '/jobs', endpoints: JOB_ENDPOINTS },
+      { path: '/migrations', endpoints: MIGRATION_ENDPOINTS },
     ],
   },
   {

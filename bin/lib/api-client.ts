@@ -123,6 +123,7 @@ const P = '/api/v3/admin/platform';
 const T = '/api/v3/admin/tenants/{tenantId}';
 const C = '/api/v3/crypto';
 const J = '/api/v3/migration/jobs';
+const MG = '/api/v3/migration/migrations';
 
 /** Every operation the CLI calls, by operationId (a name the document lacks does not compile). */
 export const operations = {
@@ -189,6 +190,13 @@ export const operations = {
   listJobChildren: op('GET', `${J}/{id}/children`),
   getJobResult: op('GET', `${J}/{id}/result`, { reply: 'response' }),
   deleteJobResults: op('DELETE', `${J}/{id}/result`),
+  createMigration: op('POST', MG),
+  getMigration: op('GET', `${MG}/{id}`),
+  pauseMigration: op('POST', `${MG}/{id}/pause`),
+  resumeMigration: op('POST', `${MG}/{id}/resume`),
+  cancelMigration: op('POST', `${MG}/{id}/cancel`),
+  retryMigration: op('POST', `${MG}/{id}/retry`),
+  getMigrationReport: op('GET', `${MG}/{id}/report`, { reply: 'response' }),
 } satisfies { [K in OperationId]?: AnyOperation };
 export type OperationName = keyof typeof operations;
 

@@ -1378,6 +1378,118 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/migration/migrations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['createMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getMigration'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['cancelMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['pauseMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/report': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getMigrationReport'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['resumeMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['retryMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/migration/stream/analyze-pkcs7': {
     parameters: {
       query?: never;
@@ -6994,6 +7106,372 @@ export interface operations {
           'application/json': {
             id: string;
             deleted: string[];
+          };
+        };
+      };
+    };
+  };
+  createMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          source:
+            | {
+                prefix: string;
+              }
+            | {
+                manifest: string;
+              };
+          metadata?: Record<string, unknown>;
+          output: {
+            prefix: string;
+          };
+          rateLimit?: number;
+        };
+      };
+    };
+    responses: {
+      202: {
+        headers: {
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  getMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  cancelMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  pauseMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  getMigrationReport: {
+    parameters: {
+      query?: {
+        format?: 'jsonl' | 'csv';
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/jsonl': string;
+          'text/csv': string;
+        };
+      };
+    };
+  };
+  resumeMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  retryMigration: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+            source:
+              | {
+                  prefix: string;
+                }
+              | {
+                  manifest: string;
+                };
+            output: {
+              prefix: string;
+            };
+            metadata: Record<string, unknown>;
+            rateLimit: number;
+            listing: {
+              done: boolean;
+            };
+            counts: {
+              listed: number;
+              converted: number;
+              refused: number;
+              pending: number;
+              bytesRead: number;
+            };
+            objectsPerSecond: number;
+            etaSeconds: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            completedAt: string | null;
+          } & {
+            retried: number;
           };
         };
       };

@@ -14,7 +14,7 @@ import { byteChunks, discardBody } from './body.ts';
 import { counted } from '../streams.ts';
 import { mapFsError } from './errors.ts';
 import { assertObjectKey, assertPrefix } from './keys.ts';
-import type { ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
+import type { ListOptions, ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
 
 /** The top-level directory holding uploads in progress; no key may start with it. */
 export const STAGING_DIR = '.staging';
@@ -97,16 +97,24 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+  async *list(prefix: string, opts: ListOptions = {}): AsyncGenerator<ObjectInfo> {
     assertPrefix(prefix);
     const cut = prefix.lastIndexOf('/');
     const dirKey = cut >= 0 ? prefix.slice(0, cut) : '';
     const dir = dirKey ? this.pathOf(dirKey) : this.root;
-    yield* this.#walk(dir, dirKey ? `${dirKey}/` : '', prefix);
+    yield* this.#walk(dir, dirKey ? `${dirKey}/` : '', prefix, opts.startAfter ?? '');
   }
 
-  /** Depth-first walk in S3 key order: a directory sorts as its name followed by '/'. */
-  async *#walk(dir: string, keyPrefix: string, prefix: string): AsyncGenerator<ObjectInfo> {
+  /**
+   * Depth-first walk in S3 key order: a directory sorts as its name followed by '/'. A directory
+   * whose every key sorts before `after` is not entered, so a resumed listing costs its page.
+   */
+  async *#walk(
+    dir: string,
+    keyPrefix: string,
+    prefix: string,
+    after: string,
+  ): AsyncGenerator<ObjectInfo> {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -125,8 +133,10 @@ export class FsObjectStore implements ObjectStore {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) {
         const sub = `${key}/`;
-        if (sub.startsWith(prefix) || prefix.startsWith(sub)) yield* this.#walk(full, sub, prefix);
-      } else if (entry.isFile() && key.startsWith(prefix)) {
+        const passed = sub < after && !after.startsWith(sub);
+        if (!passed && (sub.startsWith(prefix) || prefix.startsWith(sub)))
+          yield* this.#walk(full, sub, prefix, after);
+      } else if (entry.isFile() && key.startsWith(prefix) && key > after) {
         try {
           const st = await stat(full);
           yield { key, size: st.size, lastModified: st.mtime };

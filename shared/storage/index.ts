@@ -9,7 +9,14 @@ import type { S3ObjectStoreOptions } from './s3-store.ts';
 import type { ObjectStore, StorageLogger } from './types.ts';
 import type { Config } from '../config/index.ts';
 
-export type { ObjectInfo, ObjectStore, PutBody, PutOptions, StorageLogger } from './types.ts';
+export type {
+  ListOptions,
+  ObjectInfo,
+  ObjectStore,
+  PutBody,
+  PutOptions,
+  StorageLogger,
+} from './types.ts';
 export { FsObjectStore, STAGING_DIR } from './fs-store.ts';
 export type { FsObjectStoreOptions } from './fs-store.ts';
 // The S3 store (and the minio client, ~11 MB of heap) is imported from './s3-store.ts' by those

@@ -13,7 +13,14 @@ import { isTransientStorageError, mapS3Error, storageUnavailable } from './error
 import { assertObjectKey, assertPrefix } from './keys.ts';
 import { timeoutTransport } from './s3-transport.ts';
 import { streamUpload } from './s3-upload.ts';
-import type { ObjectInfo, ObjectStore, PutBody, PutOptions, StorageLogger } from './types.ts';
+import type {
+  ListOptions,
+  ObjectInfo,
+  ObjectStore,
+  PutBody,
+  PutOptions,
+  StorageLogger,
+} from './types.ts';
 import { consoleLogger } from './types.ts';
 
 const MiB = 1024 * 1024;
@@ -160,9 +167,10 @@ export class S3ObjectStore implements ObjectStore {
    * Pages with ListObjects (v1) and the last key as marker: every S3-compatible server has it,
    * while s3rver cannot mint v2 continuation tokens on Node 24 (they use DES).
    */
-  async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+  async *list(prefix: string, opts: ListOptions = {}): AsyncGenerator<ObjectInfo> {
     assertPrefix(prefix);
-    let marker = '';
+    // The marker is S3's StartAfter: the listing begins after it.
+    let marker = opts.startAfter ?? '';
     for (;;) {
       const page = await this.#call(
         'list',

@@ -7,7 +7,7 @@
 import type { Readable } from 'node:stream';
 import { discardBody } from './body.ts';
 import { assertObjectKey, assertPrefix, assertTenantId } from './keys.ts';
-import type { ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
+import type { ListOptions, ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
 
 export const TENANTS_PREFIX = 'tenants/';
 
@@ -29,9 +29,10 @@ export function tenantStore(store: ObjectStore, tenantId: string): ObjectStore {
       const info = await store.head(scoped(key));
       return info && relative(info, key);
     },
-    async *list(prefix: string): AsyncGenerator<ObjectInfo> {
+    async *list(prefix: string, opts: ListOptions = {}): AsyncGenerator<ObjectInfo> {
       const full = root + assertPrefix(prefix);
-      for await (const info of store.list(full)) {
+      const after = opts.startAfter === undefined ? {} : { startAfter: root + opts.startAfter };
+      for await (const info of store.list(full, after)) {
         // The backend filters by prefix already; never let anything else through.
         if (!info.key.startsWith(full)) continue;
         yield relative(info, info.key.slice(root.length));

@@ -14,6 +14,11 @@ export interface ObjectInfo {
 /** What `put` accepts: a byte stream or any async iterable of byte chunks. */
 export type PutBody = AsyncIterable<Uint8Array> | Readable;
 
+export interface ListOptions {
+  /** Lists only keys that sort after this one (S3's StartAfter). */
+  startAfter?: string;
+}
+
 export interface PutOptions {
   contentType?: string;
   /** Aborting stops the upload: nothing becomes visible and `put` rejects with an AbortError. */
@@ -25,8 +30,11 @@ export interface ObjectStore {
   get(key: string): Promise<Readable>;
   /** The object's size and version data, or null when it does not exist. */
   head(key: string): Promise<ObjectInfo | null>;
-  /** Lists objects whose key starts with `prefix`, in key order (paginated underneath). */
-  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /**
+   * Lists objects whose key starts with `prefix`, in key order (paginated underneath); with
+   * `startAfter`, only keys after it (a listing resumed from its cursor).
+   */
+  list(prefix: string, opts?: ListOptions): AsyncIterable<ObjectInfo>;
   /**
    * Streams `body` into `key` atomically: the object becomes visible only when the whole stream
    * succeeded; on any error nothing new is visible (a previous version stays) and the partial

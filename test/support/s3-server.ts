@@ -19,6 +19,8 @@ export interface TestS3Server {
   /** A bucket name for the test; not created (stores create their bucket). */
   bucket: string;
   directory: string;
+  /** Calls `listener` for every object written (`ObjectCreated:Put`, `:Post`...) with its key. */
+  onObjectCreated(listener: (key: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,12 @@ async function startServer(opts: { bucket?: string }): Promise<TestS3Server> {
     secretKey: 'S3RVER',
     bucket: opts.bucket ?? 'keyward-test',
     directory,
+    onObjectCreated(listener) {
+      server.on('event', (e) => {
+        for (const r of e.Records)
+          if (r.eventName.startsWith('ObjectCreated:')) listener(r.s3.object.key);
+      });
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -19,6 +19,11 @@ declare module 's3rver' {
     /** The listening server once `run()` has resolved. */
     httpServer?: Server;
     run(): Promise<AddressInfo>;
+    /** S3 event notifications: one record per object created or removed. */
+    on(
+      event: 'event',
+      listener: (e: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => void,
+    ): this;
     close(): Promise<void>;
   }
 }

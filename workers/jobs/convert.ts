@@ -12,26 +12,19 @@ import { UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../../shared/logger.ts';
 import { outcomeOf, type DomainMetrics, type Outcome } from '../../shared/metrics/index.ts';
 import { AppError, namingTenant, problem } from '../../shared/errors/index.ts';
-import {
-  convertPkcs7ToJose,
-  type ConvertMetadata,
-  type KeyResolver,
-} from '../../shared/pkcs7/index.ts';
+import type { KeyResolver } from '../../shared/pkcs7/index.ts';
 import type { SignerChecker } from '../../shared/pkcs7/types.ts';
 import { tenantStore, type ObjectStore } from '../../shared/storage/index.ts';
-import { MixedReader, mixedBoundary } from '../../shared/jose/mixed-reader.ts';
-import { counted } from '../../shared/streams.ts';
 import {
-  CONTENT_EXTENSION,
   encodeProblem,
   problemOf,
-  resultExtension,
   sourceVersionOf,
   type ConvertJobData,
   type ConvertJobResult,
   type ConvertProgress,
   type WrittenObject,
 } from '../../shared/queues/index.ts';
+import { convertObject } from './convert-object.ts';
 
 /** The reason a worker gives when it aborts its jobs to shut down. */
 export const SHUTDOWN_REASON = 'worker shutting down';
@@ -122,42 +115,32 @@ export function createConvertProcessor(deps: ConvertDeps) {
         );
       }
       log.info({ size: info.size }, 'conversion started');
-      const input = await objects.get(source.key);
-      signal?.addEventListener('abort', () => input.destroy(), { once: true });
-      const result = await convertPkcs7ToJose(
-        counted(input, (n) => {
+      const converted = await convertObject({
+        objects,
+        sourceKey: source.key,
+        outputBase: output.key,
+        metadata,
+        resolver: deps.resolverFor(job.data),
+        signal,
+        onInputType: (type) => (inputType = type),
+        onRead: (n) => {
           progress.p.bytesRead += n;
           progress.bump();
-        }),
-        {
-          metadata: metadata as ConvertMetadata,
-          resolver: deps.resolverFor(job.data),
-          onInputType: (type) => (inputType = type),
-          // A SignedData's content is stored beside its JWS, so nothing of the input is lost.
-          withContent: true,
-          ...(deps.checkSigners ? { checkSigners: deps.checkSigners } : {}),
         },
-      );
-      const body = counted(result.body, (n) => {
-        progress.p.bytesWritten += n;
-        progress.bump();
+        onWritten: (n) => {
+          progress.p.bytesWritten += n;
+          progress.bump();
+        },
+        ...(deps.checkSigners ? { checkSigners: deps.checkSigners } : {}),
       });
-      const written =
-        inputType === 'signedData'
-          ? await putSignedWithContent(objects, output.key, result.contentType, body, signal)
-          : [
-              {
-                role: 'result' as const,
-                key: output.key + resultExtension(result.contentType),
-                contentType: result.contentType,
-                size: (
-                  await objects.put(output.key + resultExtension(result.contentType), body, {
-                    contentType: result.contentType,
-                    signal,
-                  })
-                ).size,
-              },
-            ];
+      const written: WrittenObject[] = converted.outputs.map(
+        ({ role, key, size, contentType }) => ({
+          role,
+          key,
+          size,
+          contentType,
+        }),
+      );
       const [stored] = written;
       const key = stored.key;
       await progress.flush();
@@ -194,61 +177,6 @@ export function createConvertProcessor(deps: ConvertDeps) {
     }
   };
 }
-
-async function* once(b: Buffer): AsyncGenerator<Buffer> {
-  yield b;
-}
-
-/**
- * Splits a SignedData's answer (multipart/mixed: the content, then the JWS) into `<key>.content`
- * and `<key>.jws.json`. The content object's stream ends only after the JWS part was read, i.e.
- * after the CMS signature verified, so a bad signature leaves no content object (the put of an
- * unfinished stream is never made visible); the JWS is written last.
- */
-async function putSignedWithContent(
-  objects: ObjectStore,
-  base: string,
-  contentType: string,
-  body: AsyncIterable<Buffer>,
-  signal: AbortSignal | undefined,
-): Promise<WrittenObject[]> {
-  const boundary = mixedBoundary(contentType);
-  if (!boundary) throw new Error(`a SignedData conversion answered ${contentType}`);
-  const reader = new MixedReader(body, boundary);
-  try {
-    const content = await reader.next();
-    if (!content || content.contentType !== 'application/octet-stream')
-      throw new Error('the SignedData answer does not start with its content');
-    let jws: Buffer | null = null;
-    const contentThenJws = (async function* () {
-      yield* content.body;
-      const part = await reader.nextSmall(MAX_JWS_BYTES);
-      if (!part || part.contentType !== 'application/jose+json' || (await reader.next()))
-        throw new Error('the SignedData answer does not end with its JWS');
-      jws = part.data;
-    })();
-    const contentKey = base + CONTENT_EXTENSION;
-    const c = await objects.put(contentKey, contentThenJws, {
-      contentType: 'application/octet-stream',
-      signal,
-    });
-    const jwsKey = base + resultExtension('application/octet-stream');
-    const j = await objects.put(jwsKey, once(jws!), {
-      contentType: 'application/octet-stream',
-      signal,
-    });
-    return [
-      { role: 'result', key: jwsKey, size: j.size, contentType: 'application/octet-stream' },
-      { role: 'content', key: contentKey, size: c.size, contentType: 'application/octet-stream' },
-    ];
-  } catch (err) {
-    await reader.close().catch(() => {});
-    throw err;
-  }
-}
-
-/** A JWS object is a few kilobytes (an EdDSA or RSA-4096 signature and a small header). */
-const MAX_JWS_BYTES = 64 * 1024;
 
 /** A cancel fails the job for good; a shutdown puts it back in the queue for another worker. */
 async function release(

@@ -6,6 +6,7 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { createApi } from '../api-client.ts';
 import { migrate, parseLocation } from '../migrate.ts';
+import { durableOp, runDurableOp, startDurable } from '../durable-migration.ts';
 import { EXIT, UsageError, str, type Command } from '../command.ts';
 import { WORKLOAD_OPTIONS, workloadClient } from './session.ts';
 
@@ -20,8 +21,15 @@ function positiveInt(value: string | undefined, name: string, fallback: number):
 export const migrateCommand: Command = {
   name: 'migrate',
   summary: 'Convert a directory or bucket prefix of PKCS#7/CMS files to JOSE through the service',
-  args: ['<dir | s3://bucket/prefix>'],
+  args: [
+    '<dir | s3://bucket/prefix | status|follow|pause|resume|cancel|retry|report>',
+    '[migration id]',
+  ],
   details: [
+    'With --durable and an s3:// source and output: one durable migration in the service (any size;',
+    'it resumes by itself after crashes), followed with its rate and ETA; the id is printed on',
+    'stdout. `keyward migrate status|follow|pause|resume|cancel|retry ID` act on it, and',
+    '`keyward migrate report ID [--format csv]` writes its report (JSON Lines or CSV).',
     "s3://bucket/prefix names objects the service already holds: its own bucket, under your tenant's",
     'area. A re-run with the same --out skips the files converted before (state in --out).',
     'Authenticates as the login of --profile (a workload: `keyward login --client-id`), or with',
@@ -58,6 +66,20 @@ export const migrateCommand: Command = {
       value: '<p>',
       help: 'where uploads and results go in your object storage (default migrate/<hash>/)',
     },
+    durable: {
+      type: 'boolean',
+      help: 'an s3:// source as one durable migration (docs/migrations.md) instead of a batch',
+    },
+    rate: {
+      type: 'string',
+      value: '<objects/s>',
+      help: "with --durable: the migration's rate limit (default none of its own)",
+    },
+    format: {
+      type: 'string',
+      value: '<jsonl|csv>',
+      help: 'of `migrate report ID` (default jsonl)',
+    },
     cleanup: {
       type: 'boolean',
       help: "once a file's results are downloaded, delete its upload and its results from the service's storage (a directory source and --out directory)",
@@ -73,6 +95,21 @@ export const migrateCommand: Command = {
     const v = inv.values;
     const target = inv.args[0];
     const client = workloadClient(inv);
+    const follow = {
+      pollMs: positiveInt(str(v, 'poll'), '--poll', 1000),
+      intervalMs: positiveInt(str(v, 'progress-interval'), '--progress-interval', 10_000),
+      stderr: process.stderr,
+    };
+    const format = str(v, 'format') ?? 'jsonl';
+    if (format !== 'jsonl' && format !== 'csv') throw new UsageError('--format is jsonl or csv');
+    const durable = durableOp(inv.args);
+    if (durable)
+      return runDurableOp(durable.op, durable.id, {
+        api: createApi(client),
+        stdout: process.stdout,
+        follow,
+        format,
+      });
     const outArg = str(v, 'out');
     if (!outArg) throw new UsageError('migrate needs --out <dir | s3://bucket/prefix>');
     let metadata: unknown = {};
@@ -99,6 +136,21 @@ export const migrateCommand: Command = {
       throw new UsageError(
         'with an s3:// source the output must be in the same bucket (the service writes only to its own)',
       );
+    if (v.durable === true) {
+      if (source.kind !== 's3' || out.kind !== 's3')
+        throw new UsageError(
+          '--durable takes an s3:// source and an s3:// --out in the same bucket',
+        );
+      return startDurable(
+        { api: createApi(client), stdout: process.stdout, follow, format },
+        {
+          prefix: source.prefix,
+          outputPrefix: out.prefix,
+          metadata: metadata as Record<string, unknown>,
+          ...(str(v, 'rate') ? { rateLimit: positiveInt(str(v, 'rate'), '--rate', 0) } : {}),
+        },
+      );
+    }
     return migrate(client, {
       source,
       out,

@@ -14,6 +14,7 @@ import * as masterSecrets from './007_master_secrets.ts';
 import * as archiveSigning from './008_archive_signing.ts';
 import * as keyUsages from './009_key_usages.ts';
 import * as keyDeletion from './010_key_deletion.ts';
+import * as migrationsLedger from './011_migrations_ledger.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['008_archive_signing', archiveSigning],
   ['009_key_usages', keyUsages],
   ['010_key_deletion', keyDeletion],
+  ['011_migrations_ledger', migrationsLedger],
 ];
 
 /** The migrations' names in order: the schema a backup names (shared/backup). */

@@ -1,0 +1,296 @@
+/**
+ * Durable migrations, /api/v3/migration/migrations (docs/migrations.md): create one over a prefix
+ * of any size or a manifest of keys, read its state, counts, rate and ETA, pause, resume, cancel,
+ * retry its refused objects, and stream its report from the ledger. The tenant always comes from
+ * the token; another tenant's migration answers 404, exactly like a missing one. The permissions
+ * are those of the jobs API, so a role that runs batches runs migrations.
+ */
+import Type from 'typebox';
+import { endpoint } from '../../../http/endpoint.ts';
+import { Body, NullableTime, Time } from '../../../http/schemas.ts';
+import {
+  createMigration,
+  moveMigration,
+  readMigration,
+  reportedMigration,
+  retryRefused,
+} from '../../../services/migration/migrations.ts';
+import { reportLines } from '../../../services/migration/ledger.ts';
+
+const MIGRATIONS = '/api/v3/migration/migrations';
+const tag = 'migrations';
+const MIGRATION_ID = '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b';
+
+const Count = Type.Integer({ minimum: 0 });
+const State = Type.Union(
+  ['running', 'paused', 'cancelled', 'completed'].map((s) => Type.Literal(s)),
+  { description: '`completed` once the listing is done and every object is converted or refused' },
+);
+const Source = Type.Union([
+  Type.Object(
+    {
+      prefix: Type.String({
+        description:
+          'every object under it, listed page by page as the migration goes (any number)',
+      }),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      manifest: Type.String({
+        description: 'an object of your storage area listing one source key per line',
+      }),
+    },
+    { additionalProperties: false },
+  ),
+]);
+const EXAMPLE = {
+  id: MIGRATION_ID,
+  state: 'running',
+  source: { prefix: 'archive/' },
+  output: { prefix: 'converted/' },
+  metadata: { targetKid: 'archive-2026' },
+  rateLimit: 200,
+  listing: { done: true },
+  counts: { listed: 120000, converted: 80000, refused: 12, pending: 39988, bytesRead: 245760000 },
+  objectsPerSecond: 185.4,
+  etaSeconds: 216,
+  createdAt: '2026-11-23T16:00:00.000Z',
+  updatedAt: '2026-11-23T16:07:12.000Z',
+  completedAt: null,
+};
+const Migration = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    state: State,
+    source: Source,
+    output: Type.Object({ prefix: Type.String() }),
+    metadata: Type.Object({}),
+    rateLimit: Type.Integer({
+      minimum: 0,
+      description: 'objects per second; 0: no limit of its own',
+    }),
+    listing: Type.Object({ done: Type.Boolean() }),
+    counts: Type.Object({
+      listed: Count,
+      converted: Count,
+      refused: Count,
+      pending: Count,
+      bytesRead: Count,
+    }),
+    objectsPerSecond: Type.Number({
+      minimum: 0,
+      description: 'objects finished per second since creation',
+    }),
+    etaSeconds: Type.Union([Count, Type.Null()], {
+      description: 'seconds left at that rate; null while the listing runs or nothing finished',
+    }),
+    createdAt: Time(),
+    updatedAt: Time(),
+    completedAt: NullableTime(),
+  },
+  { examples: [EXAMPLE] },
+);
+const Create = Body(
+  {
+    source: Source,
+    metadata: Type.Optional(
+      Type.Object(
+        {},
+        {
+          description:
+            'conversion metadata, as a batch takes it (signerKid, recipientKid, targetKid, contentEncryption, keyManagement, b64, verify); password is refused',
+        },
+      ),
+    ),
+    output: Type.Object(
+      {
+        prefix: Type.String({
+          description: "where results go; the paths below the source prefix's folder are kept",
+        }),
+      },
+      { additionalProperties: false },
+    ),
+    rateLimit: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        description: 'objects per second; default 0, no limit of its own',
+      }),
+    ),
+  },
+  {
+    source: { prefix: 'archive/' },
+    metadata: { targetKid: 'archive-2026' },
+    output: { prefix: 'converted/' },
+    rateLimit: 200,
+  },
+);
+const MigrationPath = Type.Object({
+  id: Type.String({ description: 'the migration id (a UUID)', examples: [MIGRATION_ID] }),
+});
+const QUEUE = { 503: 'queue-unavailable: REDIS_URL is not set' };
+
+/** pause, resume and cancel: one row each, one service. */
+const moveRow = (op: 'pause' | 'resume' | 'cancel', summary: string, description: string) =>
+  endpoint({
+    method: 'post',
+    path: `/:id/${op}`,
+    operationId: `${op}Migration`,
+    tag,
+    summary,
+    description,
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: MigrationPath,
+    answer: { status: 200, description: 'the migration after the change', schema: Migration },
+    problems: {
+      404: 'no such migration',
+      409: `invalid-transition: the migration's state does not allow ${op}`,
+      ...QUEUE,
+    },
+    handle: (ctx, { claims, params }) => moveMigration(ctx, claims.tenantId, params.id, op),
+    audit: {
+      action: `migration.migration.${op}`,
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ state: view.state }),
+    },
+  });
+
+/** Mounted at /api/v3/migration/migrations (after authentication). */
+export const MIGRATION_ENDPOINTS = [
+  endpoint({
+    method: 'post',
+    path: '/',
+    operationId: 'createMigration',
+    tag,
+    summary: 'Create a durable migration over a prefix or a manifest of keys',
+    description:
+      "The source is listed page by page while workers convert it in chunks; every object gets a ledger row (GET .../report). The conversions decrypt as the creator may, against the creator's decryption-failure budget. Any number of workers on any number of machines work on it; it resumes by itself after a crash.",
+    access: { anyOf: ['migration.jobs.create'] },
+    budget: 'migration.jobs.create',
+    body: Create,
+    answer: {
+      status: 202,
+      description: 'created and started; `Location` names it',
+      schema: Migration,
+      headers: { Location: 'the migration' },
+    },
+    problems: QUEUE,
+    handle: async (ctx, { claims, body, res }) => {
+      const view = await createMigration(ctx, claims, body);
+      res.location(`${MIGRATIONS}/${view.id}`);
+      return view;
+    },
+    audit: {
+      action: 'migration.migration.create',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ source: view.source, output: view.output }),
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id',
+    operationId: 'getMigration',
+    tag,
+    summary: 'Read a migration: state, counts, rate and ETA',
+    access: { anyOf: ['migration.jobs.read'] },
+    budget: 'migration.jobs.read',
+    params: MigrationPath,
+    answer: { status: 200, description: 'the migration', schema: Migration },
+    problems: { 404: 'no such migration in this tenant' },
+    handle: (ctx, { claims, params }) => readMigration(ctx, claims.tenantId, params.id),
+  }),
+  moveRow(
+    'pause',
+    'Pause a migration',
+    'Workers take no new chunk of it; chunks under way finish. Resume continues where it stopped.',
+  ),
+  moveRow(
+    'resume',
+    'Resume a paused migration (or put a running one back in flight)',
+    'Queues the listing and every unfinished chunk that is not queued: after a crash or a Redis loss this is the one command that resumes at once, without waiting for the sweep.',
+  ),
+  moveRow(
+    'cancel',
+    'Cancel a migration',
+    'For good: no new chunk starts; the ledger and the outputs written so far stay.',
+  ),
+  endpoint({
+    method: 'post',
+    path: '/:id/retry',
+    operationId: 'retryMigration',
+    tag,
+    summary: 'Convert the refused objects again',
+    description:
+      'Only the refused objects become pending again (after importing a missing key, say); converted objects are not touched. A completed migration runs again until they are final.',
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: MigrationPath,
+    answer: {
+      status: 202,
+      description: 'the refused objects are pending again',
+      schema: Type.Intersect([Migration, Type.Object({ retried: Count })], {
+        examples: [{ ...EXAMPLE, retried: 12 }],
+      }),
+    },
+    problems: {
+      404: 'no such migration',
+      409: 'invalid-transition: the migration was cancelled',
+      ...QUEUE,
+    },
+    handle: (ctx, { claims, params }) => retryRefused(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.migration.retry',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ retried: view.retried }),
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/report',
+    operationId: 'getMigrationReport',
+    tag,
+    summary: 'Every object of the migration, from the ledger: JSON Lines, or CSV',
+    description:
+      'One line per source object in source-key order: outcome (converted, refused, pending), problem and detail, input size and SHA-256, the form found, the outputs with their sizes and SHA-256, the keys used, the original signers (certificate SHA-256), attempts, worker and times. Streamed page by page, whatever the size.',
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: MigrationPath,
+    query: Type.Object({
+      format: Type.Optional(
+        Type.Union([Type.Literal('jsonl'), Type.Literal('csv')], { default: 'jsonl' }),
+      ),
+    }),
+    answer: {
+      status: 200,
+      description: 'the report',
+      content: {
+        'application/jsonl': {
+          example:
+            '{"sourceKey":"archive/a.p7m","outcome":"converted","problem":null,"detail":null,"inputSize":2048,"inputSha256":"…","form":"envelopedData","outputs":[{"role":"result","key":"converted/a.p7m.jwe","size":2731,"sha256":"…","contentType":"multipart/mixed; boundary=…"}],"keys":[{"kid":"archive-2026","version":1,"purpose":"encrypt"}],"signers":[],"attempts":1,"worker":"host:123:ab12cd","startedAt":"…","finishedAt":"…"}\n',
+        },
+        'text/csv': {
+          example:
+            'sourceKey,outcome,problem,detail,inputSize,inputSha256,form,outputs,keys,signers,attempts,worker,startedAt,finishedAt\r\n',
+        },
+      },
+    },
+    problems: { 404: 'no such migration in this tenant' },
+    handle: async (ctx, { claims, params, query, res }) => {
+      const m = await reportedMigration(ctx, claims.tenantId, params.id);
+      const format = query.format ?? 'jsonl';
+      res.status(200).type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/jsonl');
+      res.setHeader('Content-Disposition', `attachment; filename="migration-${m.id}.${format}"`);
+      for await (const text of reportLines(ctx.db, m.id, format)) {
+        if (!res.write(text))
+          await new Promise<void>((resolve, reject) => {
+            res.once('drain', resolve);
+            res.once('close', () => reject(new Error('the client went away')));
+          });
+      }
+      res.end();
+    },
+  }),
+];

@@ -1,0 +1,404 @@
+/**
+ * One durable migration at scale: BENCH_OBJECTS small messages (default 1,000,000; about 2 KB
+ * each, half EnvelopedData to an RSA-2048 key, half SignedData by an EC P-256 key, made by
+ * openssl) through one migration with two worker processes, the service as `npm start` runs it
+ * (DATA_DIR storage, PostgreSQL, Redis). The inputs are written straight into DATA_DIR/objects
+ * (uploading a million files through HTTP is not what is measured). Prints objects/s, Redis's
+ * peak memory (INFO memory used_memory_peak, of a redis-server of its own started here, so that
+ * the figure is the migration's alone), the ledger's row count against the object count, and
+ * the ledger's share of the database's active time, sampled from pg_stat_activity every 100 ms.
+ *
+ * Needs Postgres (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432) and redis-server on
+ * PATH. The baseline of the figure is the rate of the same two workers on a first slice
+ * (BENCH_OBJECTS / 100, at least 500), run before as its own migration.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import knexFactory from 'knex';
+import { Redis } from 'ioredis';
+import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
+import { pgAdmin, startWorker } from './lib/jobs.ts';
+import { printResult } from './lib/result.ts';
+
+const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1_000_000);
+const WARM = Math.max(500, Math.floor(OBJECTS / 100));
+const root = new URL('..', import.meta.url).pathname;
+const pgBase =
+  process.env.BENCH_DATABASE_URL ??
+  process.env.TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/test';
+const work = mkdtempSync(join(tmpdir(), 'keyward-migration-bench-'));
+const dbName = `kw_bench_${randomBytes(5).toString('hex')}`;
+const children: Array<Child | { stop(): Promise<unknown> }> = [];
+
+const ssl = (args: string[]) =>
+  execFileSync('openssl', args, { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** Four small messages: two encrypted, two signed, about 2 KB each. */
+function messages(): Buffer[] {
+  ssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'rsa.key',
+    '-out',
+    'rsa.crt',
+    '-subj',
+    '/CN=bench-rsa',
+    '-days',
+    '2',
+  ]);
+  ssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'ec.key',
+    '-out',
+    'ec.crt',
+    '-subj',
+    '/CN=bench-ec',
+    '-days',
+    '2',
+  ]);
+  const out: Buffer[] = [];
+  for (let i = 0; i < 2; i++) {
+    writeFileSync(join(work, `m${i}.txt`), randomBytes(1100).toString('base64'));
+    out.push(
+      ssl([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-aes-256-cbc',
+        '-in',
+        `m${i}.txt`,
+        '-recip',
+        'rsa.crt',
+        '-outform',
+        'DER',
+      ]),
+    );
+    out.push(
+      ssl([
+        'cms',
+        '-sign',
+        '-nodetach',
+        '-binary',
+        '-in',
+        `m${i}.txt`,
+        '-signer',
+        'ec.crt',
+        '-inkey',
+        'ec.key',
+        '-outform',
+        'DER',
+      ]),
+    );
+  }
+  return out;
+}
+
+/** A redis-server of the bench's own, without persistence: its peak memory is the migration's. */
+async function startRedis(): Promise<{ url: string; stop(): Promise<unknown> }> {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    // Refused while the server starts: the loop asks again.
+    r.on('error', () => undefined);
+    try {
+      await r.connect();
+      await r.ping();
+      r.disconnect();
+      break;
+    } catch {
+      r.disconnect();
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', resolve);
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function call(
+  url: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+): Promise<any> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined && !(body instanceof FormData)
+        ? { 'content-type': 'application/json' }
+        : {}),
+    },
+    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : {};
+}
+
+/** Writes `count` inputs under tenants/<tenant>/<prefix>, 1,000 per folder. */
+function writeInputs(
+  objectsDir: string,
+  tenantId: string,
+  prefix: string,
+  count: number,
+  bodies: Buffer[],
+) {
+  for (let i = 0; i < count; i++) {
+    const dir = join(
+      objectsDir,
+      'tenants',
+      tenantId,
+      prefix,
+      String(Math.floor(i / 1000)).padStart(5, '0'),
+    );
+    if (i % 1000 === 0) mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${String(i).padStart(9, '0')}.p7m`), bodies[i % bodies.length]);
+  }
+}
+
+const form = (f: Record<string, string>) => new URLSearchParams(f).toString();
+let redis: { url: string; stop(): Promise<unknown> } | null = null;
+
+try {
+  const bodies = messages();
+  console.log(
+    `migration-scale: ${OBJECTS} objects of ${bodies.map((b) => b.length).join('/')} bytes, warm-up slice ${WARM}, Node ${process.version}`,
+  );
+  redis = await startRedis();
+  await pgAdmin(pgBase, `create database ${dbName}`);
+  const dbUrl = new URL(pgBase);
+  dbUrl.pathname = `/${dbName}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const adminPassword = randomBytes(18).toString('base64url');
+  const platformTenant = randomUUID();
+  const dataDir = join(work, 'data');
+  const shared = {
+    DATA_DIR: dataDir,
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL: redis.url,
+    KEYWARD_MASTER_KEY: randomBytes(32).toString('base64'),
+  };
+  children.push(
+    await startChild(
+      [join(root, 'api/server.ts')],
+      cleanEnv({
+        ...shared,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        KEYWARD_BOOTSTRAP_TENANT_ID: platformTenant,
+        KEYWARD_BOOTSTRAP_ADMIN_EMAIL: 'bench@keyward.local',
+        KEYWARD_BOOTSTRAP_ADMIN_PASSWORD: adminPassword,
+      }),
+      `${url}/readyz`,
+      60_000,
+    ),
+  );
+  const adminRes = await fetch(`${url}/api/v3/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({
+      grant_type: 'password',
+      username: 'bench@keyward.local',
+      password: adminPassword,
+      tenant_id: platformTenant,
+    }),
+  });
+  const admin = ((await adminRes.json()) as { access_token: string }).access_token;
+  const tenant = await call(url, 'POST', '/api/v3/admin/platform/tenants', admin, {
+    name: 'bench',
+  });
+  const role = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/roles`, admin, {
+    name: 'migrator',
+    permissions: [
+      'migration.jobs.create',
+      'migration.jobs.read',
+      'migration.jobs.result.read',
+      'migration.convert',
+      'crypto.decrypt',
+    ],
+  });
+  const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, {
+    name: 'bench',
+    roleId: role.id,
+  });
+  for (const [kid, file] of [
+    ['bench-rsa', 'rsa'],
+    ['bench-ec', 'ec'],
+  ]) {
+    const keystore = new FormData();
+    keystore.append(
+      'keystore',
+      new Blob([
+        Buffer.concat([
+          readFileSync(join(work, `${file}.key`)),
+          readFileSync(join(work, `${file}.crt`)),
+        ]),
+      ]),
+      `${file}.pem`,
+    );
+    keystore.append('kid', kid);
+    await call(
+      url,
+      'POST',
+      `/api/v3/admin/tenants/${tenant.id}/keys/import-keystore`,
+      admin,
+      keystore,
+    );
+  }
+  const tokenRes = await fetch(`${url}/api/v3/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({
+      grant_type: 'client_credentials',
+      client_id: workload.clientId,
+      client_secret: workload.clientSecret,
+    }),
+  });
+  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
+
+  const writing = performance.now();
+  writeInputs(join(dataDir, 'objects'), tenant.id, 'warm', WARM, bodies);
+  writeInputs(join(dataDir, 'objects'), tenant.id, 'in', OBJECTS, bodies);
+  console.log(
+    `  inputs written (not timed below): ${((performance.now() - writing) / 1000).toFixed(1)} s`,
+  );
+  for (let i = 0; i < 2; i++)
+    children.push(await startWorker(cleanEnv({ ...shared, WORKER_METRICS_PORT: '0' })));
+
+  const db = knexFactory({ client: 'pg', connection: dbUrl.toString(), pool: { min: 0, max: 2 } });
+  const probe = new Redis(redis.url);
+  try {
+    /** Runs one migration to its end; answers seconds and the sampled database activity. */
+    async function migrate(prefix: string, count: number) {
+      const started = performance.now();
+      const m = await call(url, 'POST', '/api/v3/migration/migrations', token, {
+        source: { prefix: `${prefix}/` },
+        output: { prefix: `out-${prefix}/` },
+      });
+      let samples = 0;
+      let active = 0;
+      let ledger = 0;
+      const sampler = setInterval(() => {
+        void db
+          .raw(
+            "select query from pg_stat_activity where datname = ? and state = 'active' and pid <> pg_backend_pid()",
+            [dbName],
+          )
+          .then(({ rows }: { rows: { query: string }[] }) => {
+            samples++;
+            active += rows.length;
+            ledger += rows.filter((r) => /migration_objects|migrations/.test(r.query)).length;
+          })
+          .catch(() => undefined);
+      }, 100);
+      let lastPrint = 0;
+      try {
+        for (;;) {
+          const v = await call(url, 'GET', `/api/v3/migration/migrations/${m.id}`, token);
+          if (Date.now() - lastPrint > 30_000) {
+            console.log(
+              `  ${prefix}: ${v.counts.converted + v.counts.refused}/${v.counts.listed} ${v.objectsPerSecond} objects/s`,
+            );
+            lastPrint = Date.now();
+          }
+          if (v.state === 'completed') {
+            if (v.counts.converted !== count)
+              throw new Error(
+                `migration ${prefix} ended with ${JSON.stringify(v.counts)}; expected ${count} converted`,
+              );
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      } finally {
+        clearInterval(sampler);
+      }
+      const [{ n }] = (await db('migration_objects')
+        .where({ migration_id: m.id })
+        .count({ n: '*' })) as { n: string }[];
+      return {
+        seconds: (performance.now() - started) / 1000,
+        ledgerRows: Number(n),
+        samples,
+        active,
+        ledger,
+      };
+    }
+
+    const warm = await migrate('warm', WARM);
+    const warmRate = WARM / warm.seconds;
+    await probe.config('RESETSTAT');
+    await probe.call('MEMORY', 'PURGE').catch(() => undefined);
+    const baselinePeak = Number(/used_memory_peak:(\d+)/.exec(await probe.info('memory'))![1]);
+    const run = await migrate('in', OBJECTS);
+    const peak = Number(/used_memory_peak:(\d+)/.exec(await probe.info('memory'))![1]);
+    const rate = OBJECTS / run.seconds;
+    const busy = run.samples > 0 ? run.active / run.samples : 0;
+    const share = run.active > 0 ? run.ledger / run.active : 0;
+    console.log(
+      `  warm-up slice: ${WARM} objects in ${warm.seconds.toFixed(1)} s, ${warmRate.toFixed(1)} objects/s`,
+    );
+    console.log(
+      `  migration:     ${OBJECTS} objects in ${run.seconds.toFixed(1)} s, ${rate.toFixed(1)} objects/s`,
+    );
+    console.log(
+      `  Redis used_memory_peak: ${(peak / 1048576).toFixed(1)} MiB (before the run ${(baselinePeak / 1048576).toFixed(1)} MiB; target < 64 MiB)`,
+    );
+    console.log(
+      `  ledger rows: ${run.ledgerRows} for ${OBJECTS} objects (${run.ledgerRows === OBJECTS ? 'equal' : 'DIFFERENT'})`,
+    );
+    console.log(
+      `  database: ${busy.toFixed(2)} active statements on average; ledger statements ${(share * 100).toFixed(1)}% of the sampled active time (${run.samples} samples)`,
+    );
+    printResult({
+      name: 'migration-scale',
+      metric: `one durable migration of ${OBJECTS} ~2 KB messages, 2 worker processes`,
+      value: Number(rate.toFixed(1)),
+      baseline: `the same workers on a first migration of ${WARM} objects`,
+      baselineValue: Number(warmRate.toFixed(1)),
+      ratio: Number((rate / warmRate).toFixed(3)),
+      unit: 'objects/s',
+      notes: `Redis peak ${(peak / 1048576).toFixed(1)} MiB; ledger ${run.ledgerRows}/${OBJECTS}; ledger ${(share * 100).toFixed(1)}% of sampled active database time; storage DATA_DIR`,
+    });
+  } finally {
+    probe.disconnect();
+    await db.destroy();
+  }
+} finally {
+  await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
+  await redis?.stop();
+  await pgAdmin(pgBase, `drop database if exists ${dbName} with (force)`).catch((err: Error) =>
+    console.error(`could not drop ${dbName}: ${err.message}`),
+  );
+  rmSync(work, { recursive: true, force: true });
+}
