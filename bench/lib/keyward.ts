@@ -23,6 +23,11 @@ export interface Provisioned {
 }
 
 const root = new URL('../..', import.meta.url).pathname;
+/**
+ * Node options for the API process (BENCH_API_NODE_ARGS, space-separated), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it: NODE_OPTIONS refuses --cpu-prof.
+ */
+const API_NODE_ARGS = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const ADMIN = 'bench@keyward.local';
 
 /**
@@ -41,7 +46,7 @@ export async function startKeyward(
   const adminPassword = randomBytes(18).toString('base64url');
   const url = `http://127.0.0.1:${port}`;
   const child = await startChild(
-    [join(from, 'api/server.ts')],
+    [...API_NODE_ARGS, join(from, 'api/server.ts')],
     cleanEnv({
       PORT: String(port),
       HOST: '127.0.0.1',

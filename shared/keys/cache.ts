@@ -29,6 +29,12 @@ import { Key, KeyVersion } from '../db/models/keys.ts';
 
 const MAX_ENTRIES = 10_000;
 const NEGATIVE_TTL_MS = 1_000;
+/**
+ * How long a lookup by something other than a kid is recalled (see KeyCache.recall): a key
+ * created meanwhile writes no change, so a remembered answer may miss it for this long, the same
+ * window as a kid found missing.
+ */
+export const LOOKUP_TTL_MS = 1_000;
 
 /** One key as the hot path sees it. */
 export interface CachedKey {
@@ -64,6 +70,19 @@ export interface KeyCache {
    * the state is committed and the change is not); call the returned function after the commit.
    */
   changedIn(trx: Knex, tenantId: string, kid: string): Promise<() => void>;
+  /**
+   * A lookup of a tenant's keys by something other than a kid (the kid and version a CMS
+   * identifier names, the archive signing key), remembered for LOOKUP_TTL_MS and forgotten at
+   * once when any key of the tenant changes, so a message stream does not ask the database the
+   * same question for every message. `what` names the question within the tenant; an answer that
+   * `keep` refuses (a null: nothing found, which a key created later could change) is not kept.
+   */
+  recall<T>(
+    tenantId: string,
+    what: string,
+    load: () => Promise<T>,
+    keep?: (answer: T) => boolean,
+  ): Promise<T>;
 }
 
 /** Who a stored version belongs to, for the log line when its material is refused. */
@@ -159,14 +178,25 @@ export function createKeyCache(
     };
   }
 
+  // Lookups by other identifiers, per tenant: question -> answer and when it was asked.
+  const recalled = new Map<string, Map<string, { at: number; answer: Promise<unknown> }>>();
+  let recalledCount = 0;
+  const forget = (tenantId: string) => {
+    recalledCount -= recalled.get(tenantId)?.size ?? 0;
+    recalled.delete(tenantId);
+  };
+
   // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
   feed.on('key', (c) => {
     const at = c.ref.indexOf(':');
     drop(id(c.ref.slice(0, at), c.ref.slice(at + 1)));
+    forget(c.ref.slice(0, at));
   });
   feed.onResync(() => {
     entries.clear();
     missing.clear();
+    recalled.clear();
+    recalledCount = 0;
   });
 
   return {
@@ -202,6 +232,36 @@ export function createKeyCache(
       const tenantId = canonicalId(anyTenantId);
       const change = await feed.write(trx, 'key', `${tenantId}:${kid}`);
       return () => feed.announce(change);
+    },
+    recall<T>(
+      anyTenantId: string,
+      what: string,
+      load: () => Promise<T>,
+      keep: (answer: T) => boolean = (a) => a !== null,
+    ): Promise<T> {
+      const tenantId = canonicalId(anyTenantId);
+      let questions = recalled.get(tenantId);
+      const hit = questions?.get(what);
+      if (hit && Date.now() - hit.at < LOOKUP_TTL_MS) return hit.answer as Promise<T>;
+      // Bounded like the entries: many tenants or questions start the memo afresh.
+      if (recalledCount >= MAX_ENTRIES) {
+        recalled.clear();
+        recalledCount = 0;
+      }
+      if (!questions) recalled.set(tenantId, (questions = new Map()));
+      if (!hit) recalledCount++;
+      const answer = load();
+      const entry = { at: Date.now(), answer };
+      questions.set(what, entry);
+      const unkeep = () => {
+        const current = recalled.get(tenantId);
+        if (current?.get(what) === entry) {
+          current.delete(what);
+          recalledCount--;
+        }
+      };
+      answer.then((a) => !keep(a) && unkeep(), unkeep);
+      return answer;
     },
   };
 }

@@ -80,11 +80,14 @@ export function tenantKeyResolver(
     const q = db('key_versions as v')
       .join('keys as k', 'k.id', 'v.key_id')
       .where('k.tenant_id', tenantId);
-    if (ref.issuer && ref.serialNumber)
-      q.where('v.issuer_serial', issuerSerialKey(ref.issuer, ref.serialNumber));
-    else if (ref.subjectKeyIdentifier)
+    let question: string;
+    if (ref.issuer && ref.serialNumber) {
+      question = issuerSerialKey(ref.issuer, ref.serialNumber);
+      q.where('v.issuer_serial', question);
+    } else if (ref.subjectKeyIdentifier) {
+      question = `ski:${ref.subjectKeyIdentifier.toString('hex')}`;
       q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
-    else return null;
+    } else return null;
     // One key per certificate and usage: the key with the wanted usage enabled comes first, and a
     // key without it only when there is none, so resolve refuses it by name.
     if (purpose)
@@ -94,7 +97,15 @@ export function tenantKeyResolver(
     // A verify-only certificate never signs or decrypts; without a purpose it is
     // the public key that checks a signer.
     if (purpose) q.whereNot('k.usage', 'verify');
-    const row = await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version');
+    // Every message of a stream names the same few keys: the row is recalled a moment (the key
+    // itself, its state and usages, are still checked by resolve, from the key cache).
+    const row = await deps.keys.recall(
+      tenantId,
+      `ref ${purpose ?? ''} ${question}`,
+      async () =>
+        ((await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version')) as
+          { kid: string; version: number } | undefined) ?? null,
+    );
     return row ? resolve(row.kid, purpose, row.version) : null;
   }
 
@@ -105,10 +116,20 @@ export function tenantKeyResolver(
   }
 
   async function archiveSigningKey(): Promise<ResolvedKey | null> {
-    const row = await db('keys')
-      .where({ tenant_id: tenantId, archive_signing: true, state: 'active' })
-      .first('kid');
-    return row ? resolve(row.kid as string, 'sign') : null;
+    // Only a key's settings make it the archive signing key, and that change is announced: a
+    // tenant without one is recalled as such too.
+    const kid = await deps.keys.recall(
+      tenantId,
+      'archive signing',
+      async () =>
+        (
+          (await db('keys')
+            .where({ tenant_id: tenantId, archive_signing: true, state: 'active' })
+            .first('kid')) as { kid: string } | undefined
+        )?.kid ?? null,
+      () => true,
+    );
+    return kid ? resolve(kid, 'sign') : null;
   }
 
   async function trustAnchors(): Promise<Buffer[]> {

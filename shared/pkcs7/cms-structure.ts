@@ -12,6 +12,7 @@ import type { BerReader } from '../asn1/ber-reader.ts';
 import { decodeOid, parseAsn, walk } from '../asn1/der.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { problem } from '../errors/index.ts';
+import { plainAlgorithm, plainSignerInfo } from './der-elements.ts';
 import { parseRecipientInfo } from './password-recipient.ts';
 
 /** Cap on each captured element: a SignerInfo, a RecipientInfo, a certificate, an attribute set. */
@@ -131,7 +132,10 @@ async function readContentInfo(r: BerReader): Promise<CmsType> {
 }
 
 function parseAlgorithms(items: Buffer[]): AlgorithmIdentifier[] {
-  return items.map((b) => parseAsn(b, AlgorithmIdentifier, 'digest algorithm', 'cms_malformed'));
+  return items.map(
+    (b) =>
+      plainAlgorithm(b) ?? parseAsn(b, AlgorithmIdentifier, 'digest algorithm', 'cms_malformed'),
+  );
 }
 
 /** EncryptedContentInfo up to its encryptedContent [0] IMPLICIT (RFC 5652 section 6.1). */
@@ -147,12 +151,9 @@ async function readEncryptedContentInfo(
   );
   const contentType = await readOid(r);
   const alg = await r.capture(await r.readHeader(), ELEMENT_CAP);
-  const contentEncryption = parseAsn(
-    alg,
-    AlgorithmIdentifier,
-    'content-encryption algorithm',
-    'cms_malformed',
-  );
+  const contentEncryption =
+    plainAlgorithm(alg) ??
+    parseAsn(alg, AlgorithmIdentifier, 'content-encryption algorithm', 'cms_malformed');
   let content: BerHeader | null = null;
   if (await r.more()) content = await expect(r, (x) => isContext(x, 0), 'the encryptedContent [0]');
   return { contentType, contentEncryption, content };
@@ -290,7 +291,7 @@ export function capturedSigner(raw: Uint8Array): CapturedSigner {
   const der = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   let info = parsedSigners.get(der);
   if (!info) {
-    info = parseAsn(der, SignerInfo, 'SignerInfo', 'cms_malformed');
+    info = plainSignerInfo(der) ?? parseAsn(der, SignerInfo, 'SignerInfo', 'cms_malformed');
     parsedSigners.set(der, info);
   }
   return { raw: der, info };

@@ -12,6 +12,7 @@ import { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import { OctetString } from '@peculiar/asn1-schema';
 import { octets, parseAsn, walk } from '../asn1/der.ts';
 import { OID, oidName } from '../asn1/oids.ts';
+import { plainRecipientInfo } from './der-elements.ts';
 import { Pbkdf2Params } from '../keystore/schemas.ts';
 import { decryptionFailed, problem } from '../errors/index.ts';
 import type { PasswordKeyRequest } from './types.ts';
@@ -59,7 +60,8 @@ const malformed = () => problem('cms_malformed', 'PasswordRecipientInfo is not v
  * [0] keyDerivationAlgorithm), so the [3] alternative is read here field by field.
  */
 export function parseRecipientInfo(b: Buffer): RecipientInfo {
-  if (b[0] !== 0xa3) return parseAsn(b, RecipientInfo, 'RecipientInfo', 'cms_malformed');
+  if (b[0] !== 0xa3)
+    return plainRecipientInfo(b) ?? parseAsn(b, RecipientInfo, 'RecipientInfo', 'cms_malformed');
   const top = walk(b);
   if (!top || top.length !== 1) throw malformed();
   const f = walk(b, top[0].valueStart, top[0].end);

@@ -41,7 +41,8 @@ export function ownsItsMemory(b: Uint8Array): boolean {
 }
 
 /** The chunk itself when it owns its memory, else a copy that does. */
-const transferable = (c: Uint8Array): Uint8Array => (ownsItsMemory(c) ? c : new Uint8Array(c));
+export const transferable = (c: Uint8Array): Uint8Array =>
+  ownsItsMemory(c) ? c : new Uint8Array(c);
 
 /**
  * Sends `source` over `port` until it ends, fails (the receiver gets the error as data, and the

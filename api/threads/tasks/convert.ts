@@ -1,7 +1,8 @@
 /**
  * The PKCS#7/CMS conversion as a piscina task (api/threads/conversions.ts starts it): the engine
  * runs here, off the API's event loop, on bytes that arrive over MessagePorts. The input comes on
- * `file` (and `content`), the output leaves on `out`, both with backpressure
+ * `file` (and `content`), or with the task itself when the caller held it whole (a small file
+ * part: one message rather than a stream), the output leaves on `out`, both with backpressure
  * (shared/threads/port-stream.ts); `ctl` carries the input type, the head (the result's content
  * type) or the failure before it, and the key lookups, which the posting thread answers.
  * The task ends when the conversion has ended, whichever way, so the thread is free again; the
@@ -11,6 +12,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose, type ConvertMetadata } from '../../../shared/pkcs7/index.ts';
 import { ChunkReceiver, sendChunks } from '../../../shared/threads/port-stream.ts';
 import { portResolver } from '../../../shared/keys/port-resolver.ts';
+import { once } from '../../../shared/pkcs7/peekable.ts';
 import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
 
 /** What the posting thread hands the task (the ports are transferred). */
@@ -18,7 +20,8 @@ export interface ConvertTaskInput {
   metadata: ConvertMetadata;
   withContent: boolean;
   keyTypes: boolean;
-  file: MessagePort;
+  /** The input as a stream, or its bytes when they were held whole (moved with the task). */
+  file: MessagePort | Uint8Array;
   content?: MessagePort;
   out: MessagePort;
   ctl: MessagePort;
@@ -33,7 +36,10 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
   const { ctl, out } = input;
   const keys = portResolver(ctl, input.keyTypes);
   ctl.on('message', (m) => keys.receive(m));
-  const file = new ChunkReceiver(input.file);
+  const file =
+    input.file instanceof Uint8Array
+      ? once(Buffer.from(input.file.buffer, input.file.byteOffset, input.file.byteLength))
+      : new ChunkReceiver(input.file);
   const content = input.content ? new ChunkReceiver(input.content) : undefined;
   const tell = (m: ConvertControl) => ctl.postMessage(m);
   try {
@@ -60,7 +66,7 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
     // A failure of the body reaches the other side on `out` (as data), so it ends here.
     await sendChunks(out, result.body).catch(() => {});
   } finally {
-    await file.return();
+    await file.return(undefined);
     await content?.return();
     // `ctl` is closed by the other side once it has read everything (closing it here could drop
     // the messages just posted).

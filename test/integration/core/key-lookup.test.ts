@@ -19,7 +19,13 @@ import type { KeyCache } from '../../../shared/keys/cache.ts';
 import type { KeyState } from '../../../shared/keys/lifecycle.ts';
 import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
 import { publicKeysOf } from '../../../shared/keys/public-view.ts';
-import { findKeyRow, keyRow, keysQuery, usableKey } from '../../../shared/keys/lookup.ts';
+import {
+  findKeyRow,
+  issuerSerialKey,
+  keyRow,
+  keysQuery,
+  usableKey,
+} from '../../../shared/keys/lookup.ts';
 
 const logger = createLogger(
   'warn',
@@ -216,5 +222,37 @@ describe(`one key lookup for the API and the worker (${TEST_ENGINE})`, () => {
     await keys.invalidate(owner, 'cert-1');
     const reread = await queriesOf(() => resolver.byKid('cert-1', 'sign'));
     expect(reread.length).toBeGreaterThan(0);
+  });
+
+  it('when the CMS resolver finds a key by issuer and serial again, then it asks no SQL; what found nothing is asked again, and a change of a tenant key asks again', async () => {
+    const owner = randomUUID();
+    await db('tenants').insert({ id: owner, name: `t-${owner.slice(0, 8)}` });
+    await addKey('ref-1', 'ec-p256', 'sign', { certificate: CERTIFICATE, owner });
+    const issuer = Buffer.from('3012311030 stand-in issuer');
+    const serial = Buffer.from([1, 2, 3]);
+    await db('key_versions')
+      .whereIn('key_id', db('keys').select('id').where({ tenant_id: owner, kid: 'ref-1' }))
+      .update({ issuer_serial: issuerSerialKey(issuer, serial) });
+    const resolver = tenantKeyResolver({ db, keys }, owner, null);
+    const ref = { issuer, serialNumber: serial };
+    expect(await resolver.byCmsRef(ref, 'sign')).toMatchObject({ kid: 'ref-1', version: 1 });
+    expect(await queriesOf(() => resolver.byCmsRef(ref, 'sign'))).toEqual([]);
+    // Nothing found is not remembered: a key imported a moment later is found at once.
+    const other = { issuer, serialNumber: Buffer.from([9]) };
+    expect(await resolver.byCmsRef(other, 'sign')).toBeNull();
+    expect((await queriesOf(() => resolver.byCmsRef(other, 'sign'))).length).toBeGreaterThan(0);
+    // The tenant has no archive signing key: asked once, then remembered until a key changes.
+    expect(await resolver.archiveSigningKey!()).toBeNull();
+    expect(await queriesOf(() => resolver.archiveSigningKey!())).toEqual([]);
+    const announce = await db.transaction(async (trx) => {
+      await trx('keys').where({ tenant_id: owner, kid: 'ref-1' }).update({ state: 'suspended' });
+      return keys.changedIn(trx, owner, 'ref-1');
+    });
+    announce();
+    const after = await queriesOf(async () => {
+      expect(await codeOf(resolver.byCmsRef(ref, 'sign'))).toBe('key_suspended');
+    });
+    expect(after.some((q) => q.includes('issuer_serial'))).toBe(true);
+    expect((await queriesOf(() => resolver.archiveSigningKey!())).length).toBeGreaterThan(0);
   });
 });
