@@ -117,7 +117,10 @@ export function expressRoutes(app: Express): AppRoute[] {
 
 /** The runtime lane's routes (the route table's `lane` entries; api/runtime-lane.ts serves them ahead of Express). */
 export const laneRoutes = (): AppRoute[] =>
-  tableLaneRoutes().map((r) => ({ method: 'POST', path: r.path }));
+  tableLaneRoutes()
+    // A mount the lane serves whole is not a route of its own: its protocol rows are.
+    .filter((r) => r.kind !== 'protocol-mount')
+    .map((r) => ({ method: 'POST', path: r.path }));
 
 /** Express path → OpenAPI path: ":kid" and "*name" → "{kid}", "{name}". */
 export const openApiPath = (path: string) => path.replace(/[:*](\w+)/g, '{$1}');

@@ -15,9 +15,9 @@ import {
   plainRecipientInfo,
   plainSignerInfo,
 } from '../../../shared/pkcs7/der-elements.ts';
-import { OpenSslDir, buildEd25519SignedData, makeKey } from '../../fixtures/pkcs7.ts';
-import type { TestKey } from '../../fixtures/pkcs7.ts';
-import { prng } from '../../support/prng.ts';
+import { OpenSslDir, buildEd25519SignedData, makeKey } from '../../../support/fixtures/pkcs7.ts';
+import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { prng } from '../../../support/prng.ts';
 
 /** The elements of the last (signers) or second (recipients) SET of a CMS message's body. */
 function elements(cms: Buffer, which: 'signers' | 'recipients'): Buffer[] {

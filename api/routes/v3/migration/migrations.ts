@@ -4,6 +4,10 @@
  * retry its refused objects, and stream its report from the ledger. The tenant always comes from
  * the token; another tenant's migration answers 404, exactly like a missing one. The permissions
  * are those of the jobs API, so a role that runs batches runs migrations.
+ *
+ * Tests: test/integration/durable-migration/migration.test.ts,
+ *   test/integration/durable-migration/cli.test.ts,
+ *   test/integration/durable-migration/chaos.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../../../http/endpoint.ts';
