@@ -5,12 +5,7 @@
  * SIGKILL after 3 s). Exits 0 either way: the list is the report.
  */
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
-import {
-  commandLine,
-  processInfo,
-  processTable,
-  stopProcesses,
-} from '../support/processes.ts';
+import { commandLine, processInfo, processTable, stopProcesses } from '../support/processes.ts';
 
 const [mode, file] = process.argv.slice(2);
 const key = (pid: number) => `${pid}-${processInfo(pid)?.start}`;

@@ -125,7 +125,7 @@ export const DataKeyAnswer = Answer({
   plaintext: Base64Answer('the data key (16 or 32 bytes)'),
   ciphertext: Jwe(),
 });
-export const WrappedDataKeyAnswer = EncryptAnswer;
+const WrappedDataKeyAnswer = EncryptAnswer;
 export const ReEncryptAnswer = Answer({
   kid: Str(),
   version: VersionAnswer(),
@@ -145,11 +145,6 @@ export const VerifyMacAnswer = OpenAnswer({
   version: Type.Optional(VersionAnswer('the version that matched; absent when none did')),
   valid: Type.Boolean(),
 });
-
-export type EncryptResult = Static<typeof EncryptAnswer>;
-export type DecryptResult = Static<typeof DecryptAnswer>;
-export type SignResult = Static<typeof SignAnswer>;
-export type VerifyResult = Static<typeof VerifyAnswer>;
 
 /** The contract of each runtime operation by path segment; the PQC and legacy paths reuse some. */
 export const OPERATIONS = {

@@ -154,6 +154,3 @@ export function open(key: LoadedKey, enc: Buffer, info: Buffer, aad: Buffer, ct:
     throw decryptionFailed(cause);
   }
 }
-
-/** The tag length of the suites' AEAD, for readers that split HPKE's ciphertext. */
-export const HPKE_TAG_BYTES = NT;

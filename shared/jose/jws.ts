@@ -21,6 +21,7 @@ import type { KeyObject, Sign, Verify } from 'node:crypto';
 import { KEY_TYPE_SPECS, isKeyType } from '../crypto/registry.ts';
 import { keySignatureAlgorithms } from '../crypto/rsa-pss.ts';
 import { versionedKid } from './kid.ts';
+import { ML_DSA_ALGS } from './pq-identifiers.ts';
 import type { ResolvedKey } from './types.ts';
 import { problem } from '../errors/index.ts';
 
@@ -48,7 +49,7 @@ export const EDDSA_CAP = 64 * 1024 * 1024;
  * signing input is held, up to EDDSA_CAP bytes.
  */
 export function holdsInput(alg: string): boolean {
-  return alg === 'EdDSA' || /^ML-DSA-(44|65|87)$/.test(alg);
+  return alg === 'EdDSA' || ML_DSA_ALGS.has(alg);
 }
 
 const BITS: Record<string, string> = { sha384: '384', sha512: '512' };

@@ -8,7 +8,13 @@
 import type { Knex } from 'knex';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { TEST_ENGINE } from '../../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
 import { createAuditLog, LOST_ACTION, type AuditLog } from '../../../shared/audit/log.ts';
 import { sleep } from '../../support/time.ts';
 

@@ -1,7 +1,13 @@
 import { compactDecrypt, flattenedVerify, importJWK, createSecretKey } from './jose-helpers.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { TEST_ENGINE } from '../../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
 
 const RUNTIME = [
   'crypto.keys.read',

@@ -3,7 +3,13 @@ import { createLocalJWKSet, importSPKI } from 'jose';
 import { createSecretKey, flattenedVerify, importJWK } from './jose-helpers.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { TEST_ENGINE } from '../../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
 import { RESIGN, postParts, type Jws } from '../migration/helpers.ts';
 
 const RUNTIME = [

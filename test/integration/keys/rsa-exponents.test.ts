@@ -12,7 +12,13 @@
  */
 import { createHash, createPrivateKey, createPublicKey, randomUUID } from 'node:crypto';
 import { TEST_ENGINE } from '../../../support/database.ts';
-import { api, makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { fixtureDir, type FixtureDir } from '../../unit/keystore/fixtures.ts';
 import { serializeMaterial } from '../../../shared/crypto/material.ts';

@@ -6,7 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import { OpenSslDir, makeKey, syntheticEnveloped, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  makeKey,
+  syntheticEnveloped,
+  type TestKey,
+} from '../../../support/fixtures/pkcs7.ts';
 import { adminToken, api } from '../../../support/auth.ts';
 import { freePort } from '../../../support/free-port.ts';
 import {

@@ -6,7 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  chunked,
+  collect,
+  makeKey,
+  resolverFor,
+} from '../../../support/fixtures/pkcs7.ts';
 import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { issuedKey } from '../../../support/fixtures/cert-chain.ts';
 import { cms } from '../../../support/fixtures/cms.ts';

@@ -10,7 +10,13 @@ import {
   spkiOf,
   spkiPublicKey,
 } from '../../../shared/pkcs7/key-cache.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  chunked,
+  collect,
+  makeKey,
+  resolverFor,
+} from '../../../support/fixtures/pkcs7.ts';
 import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { cms } from '../../../support/fixtures/cms.ts';
 

@@ -8,7 +8,13 @@ import { X509Certificate, randomBytes } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { convertPkcs7ToJose } from '../../../shared/pkcs7/index.ts';
 import { MAX_SIGNATURE_CHECKS } from '../../../shared/pkcs7/signature-budget.ts';
-import { OpenSslDir, chunked, collect, makeKey, resolverFor } from '../../../support/fixtures/pkcs7.ts';
+import {
+  OpenSslDir,
+  chunked,
+  collect,
+  makeKey,
+  resolverFor,
+} from '../../../support/fixtures/pkcs7.ts';
 import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { hostileSignedData, hostileSigner } from '../../../support/fixtures/hostile-cms.ts';
 import { issuedKey } from '../../../support/fixtures/cert-chain.ts';

@@ -11,11 +11,7 @@
  *   and 16 more under test/integration/, test/unit/
  */
 import type { Access } from '../../../http/endpoint.ts';
-import {
-  OPERATIONS,
-  operationRow,
-  type OperationAt,
-} from '../../../http/operation-schemas.ts';
+import { OPERATIONS, operationRow, type OperationAt } from '../../../http/operation-schemas.ts';
 import { decrypt, encrypt, sign, verify } from '../../../services/crypto/runtime.ts';
 import {
   generateDataKey,
