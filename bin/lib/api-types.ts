@@ -1426,6 +1426,22 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/migration/migrations/{id}/manifest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getMigrationManifest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/migration/migrations/{id}/pause': {
     parameters: {
       query?: never;
@@ -1436,6 +1452,22 @@ export interface paths {
     get?: never;
     put?: never;
     post: operations['pauseMigration'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/proof': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getMigrationProof'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -7289,6 +7321,32 @@ export interface operations {
       };
     };
   };
+  getMigrationManifest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            jws: string;
+            root: string;
+            size: number;
+            state: 'running' | 'paused' | 'cancelled' | 'completed';
+          };
+        };
+      };
+    };
+  };
   pauseMigration: {
     parameters: {
       query?: never;
@@ -7338,6 +7396,34 @@ export interface operations {
             /** Format: date-time */
             updatedAt: string;
             completedAt: string | null;
+          };
+        };
+      };
+    };
+  };
+  getMigrationProof: {
+    parameters: {
+      query: {
+        object: string;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            index: number;
+            path: string[];
+            size: number;
+            root: string;
           };
         };
       };

@@ -252,11 +252,18 @@ describe(`KMS operations: context, data keys, re-encrypt, random (${TEST_ENGINE}
       },
     );
 
-    it('when the key signs or encapsulates only, then 422 key-usage-mismatch', async () => {
+    it('when the key signs only, then 422 key-usage-mismatch', async () => {
       expect((await post('generate-data-key', { kid: 'ed', keySpec: 'AES_256' })).status).toBe(422);
-      expect((await post('generate-data-key', { kid: 'kem', keySpec: 'AES_256' })).status).toBe(
-        422,
-      );
+    });
+
+    it('when the key is ML-KEM, then the data key is wrapped in an HPKE JWE (Integrated Encryption) that decrypt opens', async () => {
+      const dk = await post('generate-data-key', { kid: 'kem', keySpec: 'AES_256' });
+      expect(dk.status).toBe(200);
+      expect(header(dk.body.ciphertext as string)).toMatchObject({ alg: 'HPKE-12', kid: 'kem#1' });
+      expect((await post('decrypt', { ciphertext: dk.body.ciphertext })).body).toMatchObject({
+        kid: 'kem',
+        data: dk.body.plaintext,
+      });
     });
   });
 

@@ -5,7 +5,9 @@
  * streamed as JSON Lines and CSV, its refused objects retried once the missing key is imported,
  * and its state operations refused where they do not apply.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
+import { compactVerify, exportJWK, importJWK } from 'jose';
+import { applySettings } from '../../../api/services/keys/settings.ts';
 import {
   OpenSslDir,
   decryptJweParts,
@@ -207,6 +209,93 @@ describe('durable migrations', () => {
     );
     expect(lines).toHaveLength(inputs.size + 1);
   });
+
+  it("when the manifest is asked, then jose verifies it with the archive key's public JWK and an object's proof recomputes its root with SHA-256 alone", async () => {
+    // An archive signing key of the tenant's, as an administrator sets one.
+    const archiveKey = makeKey(ssl, 'ledger-manifest-signer', 'ec-p256');
+    await importKeystore(env.app.ctx, tenant.tenantId, {
+      data: Buffer.concat([ssl.read(archiveKey.keyFile), ssl.read(archiveKey.certFile)]),
+      kid: archiveKey.kid,
+      usage: 'sign',
+    });
+    await applySettings(
+      env.app.ctx,
+      tenant.tenantId,
+      archiveKey.kid,
+      { archiveSigning: true },
+      async () => 0,
+    );
+    const m = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+    expect(m.status).toBe(200);
+    const publicJwk = await exportJWK(createPublicKey(archiveKey.privateKey));
+    const { payload, protectedHeader } = await compactVerify(
+      m.body.jws as string,
+      await importJWK(publicJwk, 'ES256'),
+    );
+    expect(protectedHeader).toMatchObject({ alg: 'ES256', typ: 'keyward-migration-manifest+jwt' });
+    const claims = JSON.parse(Buffer.from(payload).toString());
+    expect(claims).toMatchObject({
+      migration: id,
+      tenant: tenant.tenantId,
+      counts: { total: inputs.size },
+    });
+    expect(claims.tree).toEqual({ alg: 'rfc6962-sha256', size: inputs.size, root: m.body.root });
+
+    // The leaf of one object: its report line's manifest members in canonical JSON (RFC 8785 for
+    // these values: sorted keys, no spaces), hashed and folded up its audit path (RFC 6962).
+    const line = (await report(id)).text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((r) => r.sourceKey === 'in/enc-3.p7m');
+    const canon = (v: unknown): string =>
+      Array.isArray(v)
+        ? `[${v.map(canon).join(',')}]`
+        : v && typeof v === 'object'
+          ? `{${Object.keys(v)
+              .sort()
+              .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
+              .join(',')}}`
+          : JSON.stringify(v);
+    const leaf = {
+      sourceKey: line.sourceKey,
+      inputSize: line.inputSize,
+      inputSha256: line.inputSha256,
+      form: line.form,
+      outcome: line.outcome,
+      outputs: line.outputs.map((o: Record<string, unknown>) => ({
+        key: o.key,
+        size: o.size,
+        sha256: o.sha256,
+      })),
+      keys: line.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
+      signers: line.signers,
+      attempts: line.attempts,
+    };
+    const proof = await api(env.app, 'GET', `${M}/${id}/proof?object=in%2Fenc-3.p7m`, tenant.token);
+    expect(proof.status).toBe(200);
+    const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+    // RFC 9162 section 2.1.3.2: the root from a leaf hash, its index, the tree size and the path.
+    let fn = proof.body.index as number;
+    let sn = (proof.body.size as number) - 1;
+    let r = h(Buffer.from([0]), Buffer.from(canon(leaf)));
+    for (const p of proof.body.path as string[]) {
+      const sibling = Buffer.from(p, 'hex');
+      if (fn % 2 === 1 || fn === sn) {
+        r = h(Buffer.from([1]), sibling, r);
+        while (fn % 2 === 0 && fn !== 0) {
+          fn >>= 1;
+          sn >>= 1;
+        }
+      } else r = h(Buffer.from([1]), r, sibling);
+      fn >>= 1;
+      sn >>= 1;
+    }
+    expect(r.toString('hex')).toBe(m.body.root);
+    expect(
+      (await api(env.app, 'GET', `${M}/${id}/proof?object=in%2Fnone`, tenant.token)).status,
+    ).toBe(404);
+  }, 60_000);
 
   it('when the missing key is imported and the migration retried, then only the refused objects run again', async () => {
     await importKeystore(env.app.ctx, tenant.tenantId, {

@@ -20,6 +20,7 @@ import {
   retryRefused,
 } from '../../../services/migration/migrations.ts';
 import { reportLines } from '../../../services/migration/ledger.ts';
+import { migrationManifest, migrationProof } from '../../../services/migration/manifest.ts';
 
 const MIGRATIONS = '/api/v3/migration/migrations';
 const tag = 'migrations';
@@ -296,5 +297,68 @@ export const MIGRATION_ENDPOINTS = [
       }
       res.end();
     },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/manifest',
+    operationId: 'getMigrationManifest',
+    tag,
+    summary: "The migration's signed manifest: the ledger's tree head, signed by the archive key",
+    description:
+      "The rows with an outcome, in source-key order and canonical JSON, are the leaves of an RFC 6962 tree (docs/manifest.md); its size and root, the migration's parameters and counts are the payload of a compact JWS (typ keyward-migration-manifest+jwt) by the tenant's archive signing key. Asked before the migration completes, it is a checkpoint of what is final so far. `keyward verify-manifest` checks an output tree against it offline.",
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: MigrationPath,
+    answer: {
+      status: 200,
+      description: 'the manifest',
+      schema: Type.Object(
+        {
+          jws: Type.String({ description: 'the compact JWS' }),
+          root: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+          size: Count,
+          state: State,
+        },
+        {
+          examples: [
+            { jws: 'eyJhbGciOiJSUzI1NiIs…', root: 'a3f1…', size: 120000, state: 'completed' },
+          ],
+        },
+      ),
+    },
+    problems: {
+      404: 'no such migration in this tenant',
+      422: 'the tenant has no archive signing key to sign the manifest with',
+    },
+    handle: (ctx, { claims, params }) => migrationManifest(ctx, claims.tenantId, params.id),
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/proof',
+    operationId: 'getMigrationProof',
+    tag,
+    summary: "One object's inclusion proof in the manifest's tree",
+    description:
+      "The audit path (RFC 6962 section 2.1.1) of the object's ledger row: with its leaf (the row's canonical JSON) it recomputes the root the manifest signs.",
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: MigrationPath,
+    query: Type.Object({ object: Type.String({ minLength: 1, maxLength: 1024 }) }),
+    answer: {
+      status: 200,
+      description: 'the proof',
+      schema: Type.Object(
+        {
+          index: Count,
+          path: Type.Array(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+          size: Count,
+          root: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+        },
+        { examples: [{ index: 41, path: ['9c1d…', '07ab…'], size: 120000, root: 'a3f1…' }] },
+      ),
+    },
+    problems: { 404: 'no such migration in this tenant, or no final row of that object' },
+    handle: (ctx, { claims, params, query }) =>
+      migrationProof(ctx, claims.tenantId, params.id, query.object),
   }),
 ];
