@@ -44,6 +44,7 @@ export async function convertInThread(
   const task: ConvertTaskInput = {
     metadata: opts.metadata,
     withContent: opts.withContent === true,
+    integrated: opts.integrated === true,
     keyTypes: typeof opts.resolver.keyTypes === 'function',
     file: file.port2,
     out: out.port2,

@@ -6810,7 +6810,8 @@ export interface operations {
           | 'application/octet-stream'
           | 'multipart/mixed'
           | 'application/json'
-          | 'application/jose+json';
+          | 'application/jose+json'
+          | 'application/jose';
       };
       path?: never;
       cookie?: never;
@@ -6887,6 +6888,7 @@ export interface operations {
           'application/jwk-set+json': {
             keys: Record<string, unknown>[];
           };
+          'application/jose': string;
           'application/jose+json': Record<string, unknown>;
         };
       };

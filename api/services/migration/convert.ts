@@ -131,12 +131,14 @@ export async function startConversion(
   runner: ConversionRunner,
   onInputType?: (type: string) => void,
   withContent = false,
+  integrated = false,
 ): Promise<ConvertResult> {
   let inputType = '';
   const result = await runner.convert(request.file, {
     metadata: request.metadata,
     resolver,
     withContent,
+    integrated,
     onInputType: (type) => {
       inputType = type;
       onInputType?.(type);

@@ -17,6 +17,7 @@ import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
 export interface ConvertTaskInput {
   metadata: ConvertMetadata;
   withContent: boolean;
+  integrated: boolean;
   keyTypes: boolean;
   file: MessagePort;
   content?: MessagePort;
@@ -43,6 +44,7 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
         metadata: input.metadata,
         resolver: keys.resolver,
         withContent: input.withContent,
+        integrated: input.integrated,
         onInputType: (type) => tell({ inputType: type }),
         ...(content ? { content } : {}),
       });
