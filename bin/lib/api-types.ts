@@ -2019,6 +2019,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -2026,6 +2028,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -2042,6 +2046,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -2050,6 +2055,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;
@@ -5779,6 +5785,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -5786,6 +5794,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -5802,6 +5812,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -5810,6 +5821,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;
@@ -7134,6 +7146,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -7141,6 +7155,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -7157,6 +7173,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -7165,6 +7182,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;
