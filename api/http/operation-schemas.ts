@@ -113,6 +113,13 @@ export const SignAnswer = Answer({
   version: VersionAnswer(),
   algorithm: Str(),
   signature: Base64Answer('the raw signature'),
+  jws: Type.Optional(
+    Type.String({
+      pattern: '^[\\w-]+\\.[\\w-]*\\.[\\w-]+$',
+      description:
+        'with output jws: the compact JWS of data (RFC 7515; alg as `algorithm`, such as ML-DSA-65 of RFC 9964, kid "<kid>#<version>")',
+    }),
+  ),
 });
 export const VerifyAnswer = Answer({
   kid: Str(),
@@ -187,7 +194,7 @@ export const OPERATIONS = {
       answer: { kid: 'release-signing', version: 1, algorithm: 'ES256', signature: SIGNATURE },
     },
     problems: {
-      400: 'validation-failed: neither or both of data and digest, a digest of the wrong length, an unknown algorithm or member',
+      400: 'validation-failed: neither or both of data and digest, a digest of the wrong length, an unknown algorithm or member, output jws with a digest',
       ...KEY_PROBLEMS,
     },
   }),

@@ -59,6 +59,7 @@ export async function convertInThread(
   const task: ConvertTaskInput = {
     metadata: opts.metadata,
     withContent: opts.withContent === true,
+    integrated: opts.integrated === true,
     keyTypes: typeof opts.resolver.keyTypes === 'function',
     file: file ? file.port2 : bytes!,
     out: out.port2,

@@ -2481,6 +2481,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -2488,6 +2490,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -2504,6 +2508,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -2512,6 +2517,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;
@@ -6241,6 +6247,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -6248,6 +6256,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -6264,6 +6274,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -6272,6 +6283,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;
@@ -7692,7 +7704,8 @@ export interface operations {
           | 'application/octet-stream'
           | 'multipart/mixed'
           | 'application/json'
-          | 'application/jose+json';
+          | 'application/jose+json'
+          | 'application/jose';
       };
       path?: never;
       cookie?: never;
@@ -7769,6 +7782,7 @@ export interface operations {
           'application/jwk-set+json': {
             keys: Record<string, unknown>[];
           };
+          'application/jose': string;
           'application/jose+json': Record<string, unknown>;
         };
       };
@@ -8014,6 +8028,8 @@ export interface operations {
               data?: string;
               digest?: string;
               algorithm?: string;
+              /** @constant */
+              output?: 'jws';
             }
           | {
               items: {
@@ -8021,6 +8037,8 @@ export interface operations {
                 data?: string;
                 digest?: string;
                 algorithm?: string;
+                /** @constant */
+                output?: 'jws';
               }[];
             };
       };
@@ -8037,6 +8055,7 @@ export interface operations {
                 version: number;
                 algorithm: string;
                 signature: string;
+                jws?: string;
               }
             | {
                 results: (
@@ -8045,6 +8064,7 @@ export interface operations {
                       version: number;
                       algorithm: string;
                       signature: string;
+                      jws?: string;
                     } & {
                       /** @constant */
                       status: 200;

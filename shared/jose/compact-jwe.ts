@@ -356,7 +356,9 @@ export function decryptParsed(
       throw new Error('the encryption context differs from the one bound');
     return decryptWith(p, key);
   } catch (cause) {
-    throw cause instanceof AppError && cause.code === 'decryption_failed' ? cause : failed(cause);
+    // Every failure, the HPKE layer's own decryption-failed included, is this one answer: the
+    // same words whatever key type or step failed.
+    throw failed(cause);
   }
 }
 

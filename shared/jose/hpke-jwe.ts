@@ -13,7 +13,8 @@ import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 import { decryptionFailed, problem } from '../errors/index.ts';
 import { keyTypeSpec } from '../crypto/registry.ts';
 import type { LoadedKey } from '../crypto/key-material.ts';
-import { open, seal } from '../crypto/hpke.ts';
+import { contextCipher, open, seal, setupSender } from '../crypto/hpke.ts';
+import type { ContentEncryptor } from './jwe.ts';
 import { xwingExpandSeed } from '../crypto/pqc.ts';
 import { hpkeAlg, hpkeSuiteOf, PQ_MEMBERS } from './pq-identifiers.ts';
 import { versionedKid } from './kid.ts';
@@ -197,6 +198,36 @@ export function integratedEncrypt(
     plaintext,
   );
   return `${protectedB64}.${enc.toString('base64url')}..${ct.toString('base64url')}.`;
+}
+
+/**
+ * Integrated Encryption to one key as a stream, for a conversion's compact answer: the protected
+ * header (`alg`, `kid`, no `enc`), the encapsulated secret (the compact JWE's Encrypted Key) and
+ * the HPKE context's AES-256-GCM over the content, aad the protected header; its IV is empty
+ * (the HPKE nonce is derived) and its tag ends the HPKE ciphertext.
+ */
+export function integratedStream(target: ResolvedKey): {
+  protectedB64: string;
+  ek: Buffer;
+  encryptor: ContentEncryptor;
+} {
+  const suite = hpkeSuiteOf(target.type);
+  if (!suite) throw problem('cms_key_unusable', `key ${target.kid} cannot receive an HPKE JWE`);
+  const protectedB64 = Buffer.from(
+    JSON.stringify({ alg: suite.integrated, kid: versionedKid(target.kid, target.version) }),
+  ).toString('base64url');
+  const { enc, ctx } = setupSender(kemKeyOf(target), Buffer.alloc(0));
+  const cipher = contextCipher(ctx, Buffer.from(protectedB64, 'ascii'));
+  return {
+    protectedB64,
+    ek: enc,
+    encryptor: {
+      cek: ctx.key,
+      iv: Buffer.alloc(0),
+      update: (chunk) => cipher.update(chunk),
+      final: () => ({ rest: cipher.final(), tag: cipher.getAuthTag() }),
+    },
+  };
 }
 
 /** The protected header of a compact JWE, or undefined when it is not one. */

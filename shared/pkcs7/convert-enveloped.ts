@@ -19,7 +19,7 @@ import type { ContentEncryptor, JweEnc } from '../jose/jwe.ts';
 import type { DetachedJws } from '../jose/jws.ts';
 import { SpooledJwsSigner, type GeneralJws } from '../jose/spooled-jws.ts';
 import { defaultKeyManagement, wrapContentKey } from '../jose/keys.ts';
-import { recipientMix } from '../jose/hpke-jwe.ts';
+import { integratedStream, isHpkeTarget, recipientMix } from '../jose/hpke-jwe.ts';
 import { OID, oidName } from '../asn1/oids.ts';
 import { openContentKey } from './recipients.ts';
 import { chooseRecipient, targetKeysOf } from './recipient-choice.ts';
@@ -152,11 +152,26 @@ export async function convertEnveloped(
     ? preservingEnc(cc.spec.keyLength)
     : ((metadata.contentEncryption as JweEnc | undefined) ??
       (cc.spec.aesBits ? (`A${cc.spec.aesBits}GCM` as JweEnc) : 'A256GCM'));
-  const protectedB64 = protectedHeader(enc, keys.mixed);
+  // One post-quantum target and a compact answer: HPKE seals the content itself (Integrated).
+  const integrated =
+    opts.integrated === true &&
+    !preserve &&
+    keys.targets.length === 1 &&
+    isHpkeTarget(keys.targets[0])
+      ? integratedStream(keys.targets[0])
+      : null;
+  if (integrated && metadata.contentEncryption !== undefined)
+    throw problem(
+      'cms_bad_metadata',
+      'a compact answer to one post-quantum target is HPKE Integrated Encryption, which has no separate contentEncryption; leave it out, or ask for multipart/mixed',
+    );
+  const protectedB64 = integrated?.protectedB64 ?? protectedHeader(enc, keys.mixed);
   const aad = Buffer.from(protectedB64, 'ascii');
-  const fresh = preserve ? null : gcmEncryptor(enc, aad);
+  const fresh = preserve ? null : (integrated?.encryptor ?? gcmEncryptor(enc, aad));
   // A target or key management that cannot carry the JWE key is a plain problem, found now.
-  let recipients = keys.wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength), enc);
+  let recipients: unknown[] = integrated
+    ? [{ encrypted_key: integrated.ek.toString('base64url') }]
+    : keys.wrapFor(fresh ? fresh.cek : Buffer.alloc(2 * cc.spec.keyLength), enc);
 
   const kid = keys.recipientKey.kid;
   const { cek: cmsKey, rejected } = await openContentKey(
@@ -210,7 +225,7 @@ async function envelopeKeys(head: CmsHead, opts: ConvertOptions) {
       wrapContentKey(t, cek, metadata.keyManagement ?? defaultKeyManagement(t), enc),
     );
   const signerKey = await signerKeyOf(opts);
-  return { ri, recipientKey, wrapFor, signerKey, mixed };
+  return { ri, recipientKey, targets, wrapFor, signerKey, mixed };
 }
 
 /**

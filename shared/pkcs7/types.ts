@@ -88,6 +88,12 @@ export interface ConvertOptions {
    * of the JWS alone (HTTP `Accept: multipart/mixed`, and the jobs, which store both).
    */
   withContent?: boolean;
+  /**
+   * Enveloped inputs with one post-quantum target: the content is sealed by HPKE Integrated
+   * Encryption (`HPKE-n`, no `enc`) instead of `HPKE-n-KE`, for the compact answer
+   * (docs/post-quantum.md, conversions). Ignored for any other target list.
+   */
+  integrated?: boolean;
   /** Told the input's content type (signedData, envelopedData, ...) once its head is read (metrics). */
   onInputType?: (type: string) => void;
   /**

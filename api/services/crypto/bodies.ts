@@ -73,6 +73,12 @@ export const SignBody = body({
   algorithm: Type.Optional(
     Type.String({ examples: ['RS256', 'PS256', 'ES256', 'EdDSA', 'ML-DSA-65'] }),
   ),
+  output: Type.Optional(
+    Type.Literal('jws', {
+      description:
+        'jws: sign `data` as the payload of a compact JWS (RFC 7515) whose protected header is `{alg, kid: "<kid>#<version>"}`, answered as `jws`; the answer\'s `signature` is then the JWS signature over its signing input. Not with `digest`.',
+    }),
+  ),
 });
 
 export const VerifyBody = body({

@@ -19,6 +19,7 @@ import { parseKeystoreTask, type ParsedKeystoreEntry } from '../../threads/tasks
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
 import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
+import { akpJwkOf, mlDsaKeyFromJwk } from '../../../shared/jose/akp-jwk.ts';
 
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
 
@@ -175,11 +176,12 @@ export async function importKeystore(
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
   if (input.kid !== undefined && !KID.test(input.kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  const entries = await parseEntries(
-    ctx,
-    { data: input.data, password: input.password },
-    principal,
-  );
+  // An ML-DSA key as an AKP JWK (RFC 9964) is read here: no key derivation, no chain.
+  const akp = akpJwkOf(input.data);
+  const fromJwk = akp ? mlDsaKeyFromJwk(akp) : null;
+  const entries: ParsedKeystoreEntry[] = fromJwk
+    ? [{ ...fromJwk, certificates: [] }]
+    : await parseEntries(ctx, { data: input.data, password: input.password }, principal);
   if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
   if (input.trustAnchor && entries.some((e) => e.privateKeyDer))
     throw problem(
@@ -214,7 +216,10 @@ export async function importKeystore(
         enabled,
       );
       // Without a kid, the certificate names the key (subject CN or e-mail), made unique.
-      const base = input.kid === undefined ? kidFromSubject(e.certificate?.subject) : null;
+      // Without a kid, a JWK's own kid names the key when it is one the tenant's kids allow.
+      const jwkKid = fromJwk?.kid !== undefined && KID.test(fromJwk.kid) ? fromJwk.kid : null;
+      const base =
+        input.kid === undefined ? (kidFromSubject(e.certificate?.subject) ?? jwkKid) : null;
       const kid =
         input.kid ??
         (base ? await freeKid(trx, tenantId, base, named) : `imported-${randomUUID()}`);

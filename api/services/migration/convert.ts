@@ -138,12 +138,14 @@ export async function startConversion(
   runner: ConversionRunner,
   onInputType?: (type: string) => void,
   withContent = false,
+  integrated = false,
 ): Promise<ConvertResult> {
   let inputType = '';
   const result = await runner.convert(request.held ?? request.file, {
     metadata: request.metadata,
     resolver,
     withContent,
+    integrated,
     onInputType: (type) => {
       inputType = type;
       onInputType?.(type);

@@ -83,3 +83,57 @@ export async function flattenedJwe(result: ConvertResult, maxBytes: number): Pro
     throw err;
   }
 }
+
+/**
+ * The compact serialization of a conversion's JWE (Accept: application/jose), which only HPKE
+ * Integrated Encryption to one post-quantum target has (draft-ietf-jose-hpke-encrypt section 5:
+ * the Encrypted Key is the encapsulated secret, the IV and tag are empty and the ciphertext is
+ * HPKE's, tag included). Held whole and capped as the flattened form; any other result answers
+ * 406 with the forms it has.
+ */
+export async function compactJwe(result: ConvertResult, maxBytes: number): Promise<Buffer> {
+  const boundary = mixedBoundary(result.contentType);
+  if (!boundary) throw new Error(`not a multipart JWE: ${result.contentType}`);
+  const reader = new MixedReader(result.body, boundary);
+  const refused = (why: string) =>
+    problem('not_acceptable', `${why}; ask for multipart/mixed or application/jose+json`, {
+      details: { available: ['multipart/mixed', 'application/jose+json'] },
+    });
+  try {
+    const head = await reader.nextSmall(MAX_HEADER_BYTES);
+    const header = JSON.parse(head!.data.toString()) as GeneralHeader;
+    const prot = JSON.parse(Buffer.from(header.protected, 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    const integrated = !('enc' in prot) && header.recipients.length === 1 && header.iv === '';
+    if (!integrated)
+      throw refused(
+        'only a conversion to one post-quantum (HPKE) target has a compact form (HPKE Integrated Encryption)',
+      );
+    const part = await reader.next();
+    if (!part) throw new Error('the JWE has no ciphertext part');
+    const chunks: Buffer[] = [];
+    let n = 0;
+    for await (const c of part.body) {
+      n += c.length;
+      // As for the flattened form: read to the end whatever the size, so a decryption failure
+      // answers decryption-failed.
+      if (n <= maxBytes) chunks.push(Buffer.from(c));
+    }
+    if (n > maxBytes)
+      throw problem(
+        'payload_too_large',
+        `the content is larger than ${maxBytes} bytes (CONVERT_JSON_MAX_BYTES), the most answered as one compact JWE; ask for multipart/mixed, which streams any size`,
+      );
+    if (await reader.next())
+      throw refused(
+        'this input converts to a JWE and a JWS (a signed and encrypted input), which one compact JWE cannot hold',
+      );
+    const ct = Buffer.concat(chunks).toString('base64url');
+    return Buffer.from(`${header.protected}.${header.recipients[0].encrypted_key}..${ct}.`);
+  } catch (err) {
+    await reader.close().catch(() => {});
+    throw err;
+  }
+}

@@ -19,6 +19,7 @@ import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
 export interface ConvertTaskInput {
   metadata: ConvertMetadata;
   withContent: boolean;
+  integrated: boolean;
   keyTypes: boolean;
   /** The input as a stream, or its bytes when they were held whole (moved with the task). */
   file: MessagePort | Uint8Array;
@@ -49,6 +50,7 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
         metadata: input.metadata,
         resolver: keys.resolver,
         withContent: input.withContent,
+        integrated: input.integrated,
         onInputType: (type) => tell({ inputType: type }),
         ...(content ? { content } : {}),
       });

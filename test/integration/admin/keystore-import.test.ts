@@ -1,6 +1,8 @@
 import { jest } from '@jest/globals';
 import { X509Certificate, verify } from 'node:crypto';
-import { CompactEncrypt, importX509 } from 'jose';
+import { readFileSync } from 'node:fs';
+import { CompactEncrypt, calculateJwkThumbprint, compactVerify, importJWK, importX509 } from 'jose';
+import type { JWK } from 'jose';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate, SubjectKeyIdentifier, id_ce_subjectKeyIdentifier } from '@peculiar/asn1-x509';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
@@ -402,5 +404,65 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
         outcome: 'success',
       },
     ]);
+  });
+
+  describe('AKP JWKs of ML-DSA (RFC 9964)', () => {
+    const rfc = JSON.parse(
+      readFileSync(new URL('../../fixtures/pq/rfc9964-examples.json', import.meta.url), 'utf8'),
+    ) as Record<string, { jwk: JWK & { kid: string; priv: string; pub: string }; jws: string }>;
+    const json = (o: object) => Buffer.from(JSON.stringify(o));
+    const published = async (kid: string) => {
+      const res = await fetch(`${app.url}/api/v3/admin/tenants/${t.tenantId}/keys/${kid}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      return ((await res.json()) as { publicKey: JWK }).publicKey;
+    };
+
+    it("when RFC 9964's public ML-DSA-44 example key is imported, then it is a verify-only key named by the JWK's kid, published with the RFC's thumbprint, and jose verifies the RFC's example JWS with it", async () => {
+      const { priv: _priv, ...pub } = rfc['ML-DSA-44'].jwk;
+      const r = await upload({ keystore: json(pub) });
+      expect(r.status).toBe(201);
+      expect(r.body.keys).toEqual([
+        expect.objectContaining({
+          kid: pub.kid,
+          type: 'ml-dsa-44',
+          usage: 'verify',
+          certificate: null,
+        }),
+      ]);
+      const jwk = await published(pub.kid);
+      expect(jwk).toMatchObject({ kty: 'AKP', alg: 'ML-DSA-44', pub: pub.pub });
+      expect(await calculateJwkThumbprint(jwk)).toBe(pub.kid);
+      const { payload } = await compactVerify(
+        rfc['ML-DSA-44'].jws,
+        await importJWK(jwk, 'ML-DSA-44'),
+      );
+      expect(payload.length).toBeGreaterThan(0);
+    });
+
+    it("when RFC 9964's private ML-DSA-65 example key (its seed) is imported to sign, then the key published is the RFC's, by thumbprint; a priv that is not the pub's is refused and nothing is stored", async () => {
+      const r = await upload({
+        keystore: json(rfc['ML-DSA-65'].jwk),
+        kid: 'rfc9964-65',
+        usage: 'sign',
+      });
+      expect(r.status).toBe(201);
+      expect(r.body.keys[0]).toMatchObject({ kid: 'rfc9964-65', type: 'ml-dsa-65', usage: 'sign' });
+      expect(await calculateJwkThumbprint(await published('rfc9964-65'))).toBe(
+        rfc['ML-DSA-65'].jwk.kid,
+      );
+      const before = await keyCount();
+      const other = Buffer.from(rfc['ML-DSA-65'].jwk.pub, 'base64url');
+      other[0] ^= 1;
+      const mismatched = await upload({
+        keystore: json({ ...rfc['ML-DSA-65'].jwk, pub: other.toString('base64url') }),
+        kid: 'rfc9964-bad',
+      });
+      expect([mismatched.status, mismatched.body.type]).toEqual([
+        400,
+        expect.stringMatching(/\/problems\/keystore-malformed$/),
+      ]);
+      expect(await keyCount()).toBe(before);
+    });
   });
 });

@@ -1,4 +1,14 @@
-import { compactDecrypt, flattenedVerify, importJWK, createSecretKey } from './jose-helpers.ts';
+import { createPrivateKey } from 'node:crypto';
+import {
+  compactDecrypt,
+  compactVerify,
+  flattenedVerify,
+  importJWK,
+  createSecretKey,
+} from './jose-helpers.ts';
+import type { JWK } from 'jose';
+import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
+import { openCompact } from '../../support/independent-hpke.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { TEST_ENGINE } from '../../../support/database.ts';
 import {
@@ -334,4 +344,86 @@ describe(`core API (${TEST_ENGINE})`, () => {
     const after = await api(app, 'POST', '/api/v3/audit/verify', core, {});
     expect(after.body).toMatchObject({ valid: false, firstBroken: { seq: victim } });
   });
+
+  /** The HPKE private key (SerializePrivateKey: the seed) of a key's version 1, as its owner holds it. */
+  const hpkeSeed = async (kid: string): Promise<Buffer> => {
+    const m = deserializeMaterial((await app.ctx.keys.get(t.tenantId, kid)).material.get(1)!);
+    if (m.secret) return m.secret;
+    const key = createPrivateKey({ key: m.privateKeyDer!, format: 'der', type: 'pkcs8' });
+    return key.export({ format: 'raw-seed' } as never) as unknown as Buffer;
+  };
+  const publishedJwk = async (kid: string) =>
+    (
+      (await api(app, 'GET', `/api/v3/crypto/keys/${kid}`, core)).body as {
+        versions: { jwk: JWK }[];
+      }
+    ).versions[0].jwk;
+
+  it('when an ML-DSA-65 key signs with output jws, then jose verifies the compact JWS with the public AKP JWK of the GET key endpoint; without output the answer is as before', async () => {
+    const s = await api(app, 'POST', '/api/v3/crypto/sign', core, {
+      kid: 'dsa',
+      data,
+      output: 'jws',
+    });
+    expect(s.status).toBe(200);
+    expect(s.body).toMatchObject({ kid: 'dsa', version: 1, algorithm: 'ML-DSA-65' });
+    const jwk = await publishedJwk('dsa');
+    expect(jwk).toMatchObject({ kty: 'AKP', alg: 'ML-DSA-65' });
+    const verified = await compactVerify(s.body.jws as string, await importJWK(jwk, 'ML-DSA-65'), {
+      algorithms: ['ML-DSA-65'],
+    });
+    expect(verified.protectedHeader).toEqual({ alg: 'ML-DSA-65', kid: 'dsa#1' });
+    expect(Buffer.from(verified.payload).toString('base64')).toBe(data);
+    expect((s.body.jws as string).split('.')[2]).toBe(
+      Buffer.from(s.body.signature as string, 'base64').toString('base64url'),
+    );
+    const plain = await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'dsa', data });
+    expect(Object.keys(plain.body).sort()).toEqual(['algorithm', 'kid', 'signature', 'version']);
+    const digest = await api(app, 'POST', '/api/v3/crypto/sign', core, {
+      kid: 'ec',
+      digest: Buffer.alloc(32).toString('base64'),
+      output: 'jws',
+    });
+    expect(digest.status).toBe(400);
+  });
+
+  it.each([
+    ['kem', 'HPKE-12'],
+    ['xwing', 'HPKE-9'],
+  ])(
+    'when %s encrypts over HTTP, then the answer is a compact %s Integrated Encryption JWE the independent reader opens, decrypt round-trips, and a tampered one is the same decryption-failed as any other',
+    async (kid, alg) => {
+      const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid, data });
+      expect(enc.status).toBe(200);
+      const ciphertext = enc.body.ciphertext as string;
+      const [h, , iv, , tag] = ciphertext.split('.');
+      const header = JSON.parse(Buffer.from(h, 'base64url').toString()) as Record<string, unknown>;
+      expect(header).toMatchObject({ alg, kid: `${kid}#1` });
+      expect(['enc' in header, iv, tag]).toEqual([false, '', '']);
+      const opened = await openCompact(ciphertext, await hpkeSeed(kid));
+      expect(opened.toString('base64')).toBe(data);
+      const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', core, { ciphertext });
+      expect([dec.status, dec.body.data]).toEqual([200, data]);
+
+      const parts = ciphertext.split('.');
+      const ct = Buffer.from(parts[3], 'base64url');
+      ct[0] ^= 1;
+      parts[3] = ct.toString('base64url');
+      const tampered = await api(app, 'POST', '/api/v3/crypto/decrypt', core, {
+        ciphertext: parts.join('.'),
+      });
+      const aesEnc = await api(app, 'POST', '/api/v3/crypto/encrypt', core, { kid: 'aes', data });
+      const aesParts = (aesEnc.body.ciphertext as string).split('.');
+      const aesTag = Buffer.from(aesParts[4], 'base64url');
+      aesTag[0] ^= 1;
+      aesParts[4] = aesTag.toString('base64url');
+      const other = await api(app, 'POST', '/api/v3/crypto/decrypt', core, {
+        ciphertext: aesParts.join('.'),
+      });
+      const { instance: _a, ...a } = tampered.body as Record<string, unknown>;
+      const { instance: _b, ...b } = other.body as Record<string, unknown>;
+      expect([tampered.status, a]).toEqual([other.status, b]);
+      expect(tampered.status).toBe(400);
+    },
+  );
 });

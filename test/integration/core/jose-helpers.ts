@@ -2,6 +2,7 @@
 export {
   CompactEncrypt,
   compactDecrypt,
+  compactVerify,
   decodeProtectedHeader,
   flattenedVerify,
   importJWK,

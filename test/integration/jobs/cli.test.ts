@@ -15,6 +15,9 @@ import { KeywardClient } from '../../../bin/lib/client.ts';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { makeTenant, workloadToken } from '../../../support/auth.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
+import { createKey } from '../../../api/services/keys/store.ts';
+import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
+import { openJson } from '../../support/independent-hpke.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
@@ -346,6 +349,56 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     const o = await runCli(['open', result, '--key', ssl.path(b.keyFile), '--out', opened], {});
     expect(o.code).toBe(0);
     expect(readFileSync(opened).equals(content)).toBe(true);
+  }, 60_000);
+
+  it('when --target-kid names an X-Wing key, then the job writes an HPKE-9-KE recipient that the independent HPKE reader opens', async () => {
+    const rsa = makeKey(ssl, 'cli-pq-source', 'rsa-2048');
+    await importKeystore(env.app.ctx, tenantId, {
+      data: Buffer.concat([ssl.read(rsa.keyFile), ssl.read(rsa.certFile)]),
+      kid: rsa.kid,
+      usage: 'encrypt',
+    });
+    await createKey(env.app.ctx, tenantId, {
+      kid: 'cli-pq-xwing',
+      type: 'x25519-ml-kem-768',
+      usage: 'encrypt',
+    });
+    const src = join(dir, 'src-pq');
+    mkdirSync(src);
+    writeFileSync(
+      join(src, 'mail.p7m'),
+      ssl.run([
+        'cms',
+        '-encrypt',
+        '-binary',
+        '-in',
+        'content.bin',
+        '-outform',
+        'DER',
+        rsa.certFile,
+      ]),
+    );
+    const out = join(dir, 'out-pq');
+    const r = await runCli(
+      ['migrate', src, '--out', out, '--poll', '100', '--target-kid', 'cli-pq-xwing'],
+      cliEnv,
+    );
+    expect(r.code).toBe(0);
+    const stored = readFileSync(join(out, 'mail.p7m.jwe'));
+    const boundary = /^--([^\r\n]+)\r\n/.exec(stored.toString('latin1'))![1];
+    const parts = stored.toString('latin1').split(`--${boundary}`);
+    const header = JSON.parse(parts[1].split('\r\n\r\n')[1].trimEnd());
+    expect(header.recipients.map((x: { header: object }) => x.header)).toEqual([
+      expect.objectContaining({ alg: 'HPKE-9-KE', kid: 'cli-pq-xwing#1' }),
+    ]);
+    const body = Buffer.from(parts[2].slice(parts[2].indexOf('\r\n\r\n') + 4, -2), 'latin1');
+    const key = await env.app.ctx.keys.get(tenantId, 'cli-pq-xwing');
+    const seed = deserializeMaterial(key.material.get(1)!).secret!;
+    const plain = await openJson(header, 'cli-pq-xwing#1', seed, {
+      ciphertext: body.subarray(0, body.length - 16),
+      tag: body.subarray(body.length - 16),
+    });
+    expect(plain.equals(content)).toBe(true);
   }, 60_000);
 });
 

@@ -14,7 +14,7 @@ import { calculateJwkThumbprint, flattenedVerify, importJWK } from 'jose';
 import type { JWK } from 'jose';
 import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
 import { api } from '../../../support/auth.ts';
-import { openJson } from '../../support/independent-hpke.ts';
+import { openCompact, openJson } from '../../support/independent-hpke.ts';
 import {
   OpenSslDir,
   PERMISSIONS,
@@ -36,6 +36,8 @@ let actor: Actor;
 let rsa: Record<'alice' | 'bob', TestKey>;
 let data: Buffer;
 let mail: Buffer;
+/** The data encrypted to one mailbox, unsigned. */
+let plainMail: Buffer;
 
 /** The X-Wing seed (HPKE SerializePrivateKey) of a tenant key's version 1. */
 async function seedOf(kid: string): Promise<Buffer> {
@@ -117,6 +119,17 @@ beforeAll(async () => {
     'DER',
     rsa.alice.certFile,
     rsa.bob.certFile,
+  ]);
+  plainMail = ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-aes-256-cbc',
+    '-in',
+    'data.bin',
+    '-outform',
+    'DER',
+    rsa.alice.certFile,
   ]);
 });
 
@@ -248,5 +261,59 @@ describe('the mailbox migrated to post-quantum JOSE', () => {
       /JWS part verifies: valid JWS \(ML-DSA-65, archive signature by pq-archive#1\)/,
     );
     expect([out.code, out.stdout.equals(data)]).toEqual([0, true]);
+  });
+
+  it('when one X-Wing target is named and the caller asks for application/jose, then the answer is a compact HPKE-9 Integrated Encryption JWE (no enc, empty IV and tag) the independent reader opens; multipart/mixed keeps HPKE-9-KE', async () => {
+    const accept = { accept: 'application/jose' };
+    const r = await convert(
+      app,
+      actor.user,
+      plainMail,
+      { targetKid: 'pq-alice' },
+      undefined,
+      accept,
+    );
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('application/jose');
+    const compact = r.body.toString();
+    const [h, ek, iv, , tag] = compact.split('.');
+    expect(JSON.parse(Buffer.from(h, 'base64url').toString())).toEqual({
+      alg: 'HPKE-9',
+      kid: 'pq-alice#1',
+    });
+    expect([Buffer.from(ek, 'base64url').length, iv, tag]).toEqual([1120, '', '']);
+    expect((await openCompact(compact, await seedOf('pq-alice'))).equals(data)).toBe(true);
+
+    const streamed = await convert(app, actor.user, plainMail, { targetKid: 'pq-alice' });
+    expect(streamed.status).toBe(200);
+    const { header, body } = partsOf(streamed);
+    expect(header.recipients[0].header).toMatchObject({ alg: 'HPKE-9-KE', kid: 'pq-alice#1' });
+    expect(
+      (await openJson(header, 'pq-alice#1', await seedOf('pq-alice'), body)).equals(data),
+    ).toBe(true);
+  });
+
+  it('when application/jose is asked for a result that has no compact form (two targets, a classical target, a JWS part), then 406 names the forms it has; contentEncryption with it is refused', async () => {
+    const accept = { accept: 'application/jose' };
+    for (const [file, metadata] of [
+      [plainMail, { targetKid: ['pq-alice', 'pq-bob'] }],
+      [plainMail, { targetKid: rsa.bob.kid }],
+      [mail, { targetKid: 'pq-alice' }],
+    ] as const) {
+      const r = await convert(app, actor.user, file, metadata, undefined, accept);
+      expect([r.status, r.json()]).toEqual([
+        406,
+        expect.objectContaining({ available: ['multipart/mixed', 'application/jose+json'] }),
+      ]);
+    }
+    const r = await convert(
+      app,
+      actor.user,
+      plainMail,
+      { targetKid: 'pq-alice', contentEncryption: 'A128GCM' },
+      undefined,
+      accept,
+    );
+    expect(r.status).toBe(400);
   });
 });

@@ -27,7 +27,7 @@ import {
 } from '../../../http/stream-schemas.ts';
 import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
-import { flattenedJwe } from '../../../services/migration/json-jwe.ts';
+import { compactJwe, flattenedJwe } from '../../../services/migration/json-jwe.ts';
 import {
   RESPONSE_TYPE_HEADER,
   checkedBeforeLast,
@@ -35,12 +35,16 @@ import {
   sendStreamed,
 } from '../../../http/streaming.ts';
 
-/** The response types of convert: JWS object, multipart JWE, and the JWS labelled as JSON. */
+/**
+ * The response types of convert: JWS object, multipart JWE, the JWS labelled as JSON, the JSON
+ * JWE, and the compact JWE of one post-quantum target.
+ */
 const CONVERT_TYPES = [
   'application/octet-stream',
   'multipart/mixed',
   'application/json',
   'application/jose+json',
+  'application/jose',
 ] as const;
 
 /**
@@ -56,6 +60,20 @@ function wantsSignedContent(req: Request): boolean {
   return (
     req.accepts(['application/octet-stream', 'application/json', 'multipart/mixed']) ===
     'multipart/mixed'
+  );
+}
+
+/**
+ * True when the client prefers the compact JWE (`application/jose`) to the other JWE forms: a
+ * conversion to one post-quantum target is then written as HPKE Integrated Encryption.
+ */
+function wantsCompact(req: Request): boolean {
+  const selected = req.headers[RESPONSE_TYPE_HEADER];
+  if (typeof selected === 'string') return selected.trim().toLowerCase() === 'application/jose';
+  if (!req.headers.accept) return false;
+  return (
+    req.accepts(['multipart/mixed', 'application/jose+json', 'application/jose']) ===
+    'application/jose'
   );
 }
 
@@ -172,6 +190,12 @@ const convert = endpoint({
       'application/jwk-set+json': {
         schema: Type.Object({ keys: Type.Array(Type.Object({})) }),
       },
+      'application/jose': {
+        schema: Type.String({
+          description:
+            'for Accept: application/jose: a conversion to one post-quantum target (ML-KEM, X-Wing) as one compact JWE of HPKE Integrated Encryption (alg HPKE-n, no enc, empty IV and tag), content at most CONVERT_JSON_MAX_BYTES (413 beyond); 406 for any other target list or a result with a JWS part',
+        }),
+      },
       'application/jose+json': {
         schema: Type.Object(
           {},
@@ -200,6 +224,7 @@ const convert = endpoint({
         ctx.conversions,
         (type) => (op.details.inputType = type),
         wantsSignedContent(req),
+        wantsCompact(req),
       );
       const resultType = result.contentType.split(';')[0];
       op.details.resultType = resultType;
@@ -208,7 +233,7 @@ const convert = endpoint({
           ? ['application/octet-stream', 'application/json', 'application/jose+json']
           : op.details.inputType === 'signedData'
             ? [result.contentType]
-            : [result.contentType, 'application/jose+json'];
+            : [result.contentType, 'application/jose+json', 'application/jose'];
       let label: string;
       try {
         label = labelFor(req, candidates);
@@ -223,6 +248,14 @@ const convert = endpoint({
         res.status(200).setHeader('Content-Type', label).setHeader('Cache-Control', 'no-store');
         res.end(json);
         op.bytesOut = json.length;
+        return;
+      }
+      if (label === 'application/jose' && resultType === 'multipart/mixed') {
+        const compact = await compactJwe(result, ctx.config.convertJsonMaxBytes);
+        await request.checkNoMoreParts();
+        res.status(200).setHeader('Content-Type', label).setHeader('Cache-Control', 'no-store');
+        res.end(compact);
+        op.bytesOut = compact.length;
         return;
       }
       await sendStreamed(
