@@ -124,19 +124,3 @@ export type ObjectOutcome =
       detail: string;
       startedAt: Date;
     };
-
-export {
-  claimChunk,
-  completeIfDone,
-  insertListed,
-  ledgerRowsInOrder,
-  ledgerRowOf,
-  loadMigration,
-  migrationOf,
-  othersLeaseEnd,
-  pendingChunks,
-  recordOutcomes,
-  releaseLeases,
-  renewLeases,
-} from './ledger.ts';
-export type { ListedObject } from './ledger.ts';

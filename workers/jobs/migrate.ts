@@ -28,6 +28,14 @@ import { sourceVersionOf } from '../../shared/queues/index.ts';
 import {
   CHUNK_JOB,
   chunkName,
+  type ChunkJobData,
+  type LedgerRow,
+  type ListJobData,
+  type MigrateJobData,
+  type MigrationRow,
+  type ObjectOutcome,
+} from '../../shared/migrations/index.ts';
+import {
   claimChunk,
   completeIfDone,
   insertListed,
@@ -36,14 +44,8 @@ import {
   recordOutcomes,
   releaseLeases,
   renewLeases,
-  type ChunkJobData,
-  type LedgerRow,
-  type ListJobData,
   type ListedObject,
-  type MigrateJobData,
-  type MigrationRow,
-  type ObjectOutcome,
-} from '../../shared/migrations/index.ts';
+} from '../../shared/migrations/ledger.ts';
 import {
   enqueueChunks,
   enqueueListing,

@@ -3,7 +3,8 @@
  * and the report, one line per object as JSON Lines or CSV, streamed page by page.
  */
 import type { Knex } from 'knex';
-import { ledgerRowsInOrder, type LedgerRow } from '../../../shared/migrations/index.ts';
+import { type LedgerRow } from '../../../shared/migrations/index.ts';
+import { ledgerRowsInOrder } from '../../../shared/migrations/ledger.ts';
 
 export { ledgerRowsInOrder };
 export type { LedgerRow };

@@ -14,11 +14,8 @@ import {
 } from '../../../shared/manifest/manifest.ts';
 import type { ManifestPayload } from '../../../shared/manifest/payload.ts';
 import type { LedgerRow as ManifestRow } from '../../../shared/manifest/row.ts';
-import {
-  ledgerRowsInOrder,
-  type LedgerRow,
-  type MigrationRow,
-} from '../../../shared/migrations/index.ts';
+import { type LedgerRow, type MigrationRow } from '../../../shared/migrations/index.ts';
+import { ledgerRowsInOrder } from '../../../shared/migrations/ledger.ts';
 import { reportedMigration } from './migrations.ts';
 
 /** SHA-256 of zero bytes: the input digest of an object refused before a byte of it was read. */

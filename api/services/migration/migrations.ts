@@ -9,11 +9,8 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { assertObjectKey, assertPrefix } from '../../../shared/storage/index.ts';
-import {
-  loadMigration,
-  type MigrationRow,
-  type MigrationState,
-} from '../../../shared/migrations/index.ts';
+import { type MigrationRow, type MigrationState } from '../../../shared/migrations/index.ts';
+import { loadMigration } from '../../../shared/migrations/ledger.ts';
 import { ensureInFlight } from '../../../shared/migrations/schedule.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
