@@ -4,8 +4,8 @@
  * hashing and encryption run on the thread (api/threads/tasks/convert.ts), so conversions in one
  * process use more than one core and the loop stays free for everything else.
  *
- * This side pumps the input into the thread (or, held whole, hands it over with the task) and
- * hands out the output as it arrives, both with backpressure (shared/threads/port-stream.ts): a client that sends faster than the thread
+ * This side pumps the input into the thread and hands out the output as it arrives, both with
+ * backpressure (shared/threads/port-stream.ts): a client that sends faster than the thread
  * converts is paused, and a client that reads slower than it converts pauses the thread. Key
  * lookups are answered here with the caller's resolver. A failure of the input (a client gone
  * mid-upload, a malformed form) is rethrown as it was thrown here, not as its copy from the
@@ -16,8 +16,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
 import type { ConvertOptions, ConvertResult } from '../../shared/pkcs7/index.ts';
 import type { SignerChecker, SignerCheckOutput } from '../../shared/pkcs7/types.ts';
-import { ChunkReceiver, sendChunks, transferable } from '../../shared/threads/port-stream.ts';
-import { once } from '../../shared/pkcs7/peekable.ts';
+import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
 import { answerKeyRequest, isKeyRequest } from '../../shared/keys/port-resolver.ts';
 import { AppError, errorFromData, problem, type ErrorData } from '../../shared/errors/index.ts';
 import type { WorkPool } from './pool.ts';
@@ -30,38 +29,24 @@ function rebuilt(m: { error: ErrorData; cause?: string }): AppError {
   return new AppError('internal', err.message, { cause: new Error(m.cause) });
 }
 
-/**
- * An input to convert: a stream, or bytes already held whole (a small file part), which a thread
- * receives in its task message, moved rather than copied when they own their memory.
- */
-export type ConvertInput = AsyncIterable<Uint8Array> | Uint8Array;
-
-const asStream = (input: ConvertInput): AsyncIterable<Uint8Array> =>
-  input instanceof Uint8Array
-    ? once(Buffer.from(input.buffer, input.byteOffset, input.byteLength))
-    : input;
-
 /** Runs convertPkcs7ToJose(input, opts) on a thread of `pool`. */
 export async function convertInThread(
   pool: WorkPool,
-  input: ConvertInput,
+  input: AsyncIterable<Uint8Array>,
   opts: ConvertOptions,
 ): Promise<ConvertResult> {
-  const bytes = input instanceof Uint8Array ? transferable(input) : null;
-  const file = bytes ? null : new MessageChannel();
+  const file = new MessageChannel();
   const out = new MessageChannel();
   const ctl = new MessageChannel();
   const content = opts.content ? new MessageChannel() : null;
-  const theirs: (MessagePort | ArrayBuffer)[] = [out.port2, ctl.port2];
-  if (file) theirs.push(file.port2);
-  else theirs.push(bytes!.buffer as ArrayBuffer);
+  const theirs: MessagePort[] = [file.port2, out.port2, ctl.port2];
   if (content) theirs.push(content.port2);
   const task: ConvertTaskInput = {
     metadata: opts.metadata,
     withContent: opts.withContent === true,
     integrated: opts.integrated === true,
     keyTypes: typeof opts.resolver.keyTypes === 'function',
-    file: file ? file.port2 : bytes!,
+    file: file.port2,
     out: out.port2,
     ctl: ctl.port2,
     ...(content ? { content: content.port2 } : {}),
@@ -72,7 +57,7 @@ export async function convertInThread(
     sendChunks(port, source).catch((err: unknown) => {
       inputError ??= err;
     });
-  if (file) void pump(file.port1, input as AsyncIterable<Uint8Array>);
+  void pump(file.port1, input);
   if (content && opts.content) void pump(content.port1, opts.content);
 
   const body = new ChunkReceiver(out.port1);
@@ -102,7 +87,7 @@ export async function convertInThread(
   } catch (err) {
     // Nothing more is read from the thread: stop the input pumps (closing a port ends its sender).
     await body.return();
-    file?.port1.close();
+    file.port1.close();
     content?.port1.close();
     throw inputError ?? err;
   }
@@ -129,7 +114,7 @@ const onPool =
 /** Where a process's streamed conversions run (AppContext.conversions). */
 export interface ConversionRunner {
   /** convertPkcs7ToJose, on the event loop or on a thread of the pool. */
-  convert(input: ConvertInput, opts: ConvertOptions): Promise<ConvertResult>;
+  convert(input: AsyncIterable<Uint8Array>, opts: ConvertOptions): Promise<ConvertResult>;
   /** The pool's threads (null: every conversion runs on the event loop). */
   readonly pool: WorkPool | null;
 }
@@ -157,7 +142,7 @@ export function conversionRunner(pool: WorkPool | null, threadFrom: number): Con
           pool && running >= threadFrom
             ? await convertInThread(pool, input, opts)
             : await convertPkcs7ToJose(
-                asStream(input),
+                input,
                 pool ? { ...opts, checkSigners: onPool(pool) } : opts,
               );
         const it = result.body[Symbol.asyncIterator]();

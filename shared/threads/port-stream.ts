@@ -41,8 +41,7 @@ export function ownsItsMemory(b: Uint8Array): boolean {
 }
 
 /** The chunk itself when it owns its memory, else a copy that does. */
-export const transferable = (c: Uint8Array): Uint8Array =>
-  ownsItsMemory(c) ? c : new Uint8Array(c);
+const transferable = (c: Uint8Array): Uint8Array => (ownsItsMemory(c) ? c : new Uint8Array(c));
 
 /**
  * Sends `source` over `port` until it ends, fails (the receiver gets the error as data, and the

@@ -29,12 +29,6 @@ export interface PartSource {
 export interface ConversionRequest {
   metadata: ConvertMetadata;
   file: AsyncIterable<Buffer>;
-  /**
-   * The whole file part when it was read to its end while looking for a content part (at most
-   * DETACHED_PROBE_BYTES): handed to the engine in one piece, so a small message crosses to a
-   * conversion thread in the task itself rather than as a stream. The same bytes as `file`.
-   */
-  held?: Buffer;
   content?: AsyncIterable<Buffer>;
   /** Fails when the form holds a part after the ones used; run once the input is consumed. */
   checkNoMoreParts(): Promise<void>;
@@ -118,7 +112,6 @@ export async function readConversionForm(
   return {
     metadata,
     file,
-    ...(whole ? { held: held.length === 1 ? held[0] : Buffer.concat(held) } : {}),
     content,
     async checkNoMoreParts() {
       const extra = await form.next();
@@ -141,7 +134,7 @@ export async function startConversion(
   integrated = false,
 ): Promise<ConvertResult> {
   let inputType = '';
-  const result = await runner.convert(request.held ?? request.file, {
+  const result = await runner.convert(request.file, {
     metadata: request.metadata,
     resolver,
     withContent,

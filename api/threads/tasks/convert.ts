@@ -1,8 +1,7 @@
 /**
  * The PKCS#7/CMS conversion as a piscina task (api/threads/conversions.ts starts it): the engine
  * runs here, off the API's event loop, on bytes that arrive over MessagePorts. The input comes on
- * `file` (and `content`), or with the task itself when the caller held it whole (a small file
- * part: one message rather than a stream), the output leaves on `out`, both with backpressure
+ * `file` (and `content`), the output leaves on `out`, both with backpressure
  * (shared/threads/port-stream.ts); `ctl` carries the input type, the head (the result's content
  * type) or the failure before it, and the key lookups, which the posting thread answers.
  * The task ends when the conversion has ended, whichever way, so the thread is free again; the
@@ -12,7 +11,6 @@ import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose, type ConvertMetadata } from '../../../shared/pkcs7/index.ts';
 import { ChunkReceiver, sendChunks } from '../../../shared/threads/port-stream.ts';
 import { portResolver } from '../../../shared/keys/port-resolver.ts';
-import { once } from '../../../shared/pkcs7/peekable.ts';
 import { errorToData, type ErrorData } from '../../../shared/errors/index.ts';
 
 /** What the posting thread hands the task (the ports are transferred). */
@@ -21,8 +19,7 @@ export interface ConvertTaskInput {
   withContent: boolean;
   integrated: boolean;
   keyTypes: boolean;
-  /** The input as a stream, or its bytes when they were held whole (moved with the task). */
-  file: MessagePort | Uint8Array;
+  file: MessagePort;
   content?: MessagePort;
   out: MessagePort;
   ctl: MessagePort;
@@ -37,10 +34,7 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
   const { ctl, out } = input;
   const keys = portResolver(ctl, input.keyTypes);
   ctl.on('message', (m) => keys.receive(m));
-  const file =
-    input.file instanceof Uint8Array
-      ? once(Buffer.from(input.file.buffer, input.file.byteOffset, input.file.byteLength))
-      : new ChunkReceiver(input.file);
+  const file = new ChunkReceiver(input.file);
   const content = input.content ? new ChunkReceiver(input.content) : undefined;
   const tell = (m: ConvertControl) => ctl.postMessage(m);
   try {
@@ -68,7 +62,7 @@ export async function convertStream(input: ConvertTaskInput): Promise<void> {
     // A failure of the body reaches the other side on `out` (as data), so it ends here.
     await sendChunks(out, result.body).catch(() => {});
   } finally {
-    await file.return(undefined);
+    await file.return();
     await content?.return();
     // `ctl` is closed by the other side once it has read everything (closing it here could drop
     // the messages just posted).
