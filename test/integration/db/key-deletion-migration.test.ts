@@ -65,7 +65,8 @@ describe('migration 010: a pending deletion moves into the key row', () => {
       });
     }
 
-    await db.migrate.latest({ migrationSource });
+    // 010 alone: `down` below undoes the one migration last run, which must be this one.
+    await db.migrate.up({ migrationSource });
     const rows = await db('keys')
       .where({ tenant_id: tenantId })
       .orderBy('kid')
