@@ -262,7 +262,7 @@ const CMS = {
     status: 422,
     slug: 'jose-mixed-recipients',
     title: 'Mixed Classical And Post-Quantum Recipients',
-    help: 'A JWE to post-quantum (HPKE) recipients must not also go to a classical recipient (draft-ietf-jose-hpke-pq-pqt): whoever breaks the classical key later reads the content. Name only post-quantum targets, or set allowMixedRecipients: true to accept that, recorded in the output.',
+    help: 'A JWE to post-quantum recipients must not also go to a classical one: breaking that key later reads the content. Name only post-quantum targets, or set allowMixedRecipients: true, recorded in the output.',
   },
   cms_signature_invalid: {
     status: 422,
