@@ -23,7 +23,7 @@
  *    falls on both; the figure is the ratio of the means. Differences left: Keyward's token
  *    carries the workload's tenant and permission list, the peer's only its client and audience,
  *    and Keyward also writes a tallied audit event per token.
- * 4. Issue 29: issuance with the access log on (the default every figure here runs with) against
+ * 4. issuance with the access log on (the default every figure here runs with) against
  *    a second service with ACCESS_LOG=off, alternated, 64 connections (target on/off >= 0.95).
  * BENCH_SECONDS (default 4), BENCH_CONNECTIONS (default 32; the peer comparison and 4 use 64).
  */
@@ -49,7 +49,7 @@ const load = () =>
   `load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}`;
-/** Issue 16: wrk with 64 connections on both sides of the peer comparison. */
+/** wrk with 64 connections on both sides of the peer comparison. */
 const PEER_CONNECTIONS = 64;
 const CLIENTS = 64;
 /** The runtime crypto permissions (spec: encrypt, decrypt, sign and verify). */
@@ -275,7 +275,7 @@ try {
     );
   }
 
-  // Issue 29: the same issuance on a second service of this build with the access log off.
+  // The same issuance on a second service of this build with the access log off.
   const quiet = await startKeyward({ ACCESS_LOG: 'off' });
   running.push(quiet.stop);
   const quietClients = (await provisionWorkloads(quiet, RUNTIME, CLIENTS)).clients;

@@ -1,5 +1,5 @@
 /**
- * Issue 27: Encrypt through the AWS KMS API (POST / with X-Amz-Target: TrentService.Encrypt,
+ * Encrypt through the AWS KMS API (POST / with X-Amz-Target: TrentService.Encrypt,
  * SigV4 with a workload access key) against POST /api/v3/crypto/encrypt (bearer token), 1 KiB
  * under the same AES-256 key, one API process, alternated ABBA in one run (target: AWS at least
  * 0.8 of the Core API), with p50/p99. ABBA twice. Each run sends one request signed at its start: Keyward,

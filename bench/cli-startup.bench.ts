@@ -1,5 +1,5 @@
 /**
- * Issue 27: `keyward --version` of the installed CLI answers in under 0.3 s. Packs the CLI
+ * `keyward --version` of the installed CLI answers in under 0.3 s. Packs the CLI
  * (scripts/pack-cli.ts), installs it with `npm install -g --prefix` into a temp directory (as a
  * user would, no registry: its dependencies are bundled), then runs, alternated round by round,
  * a bare start of the Node the installed bin runs on (`node -e 0`, its peer), `keyward --version`

@@ -9,7 +9,7 @@
  * 3. RSA-2048 sign through the API vs single-threaded crypto.sign in this process (target >= 1.5x),
  *    one signature per request and in the batch form (16 per request).
  * 4. ES256 sign through the API vs the encrypt throughput (target >= 0.5).
- * 5. Issue 29: the 1 KiB encrypt with the access log on (the default every figure here runs with)
+ * 5. the 1 KiB encrypt with the access log on (the default every figure here runs with)
  *    against a second service with ACCESS_LOG=off, alternated (target on/off >= 0.95), with p99.
  * BENCH_SECONDS (default 4), BENCH_PG (default postgres://postgres@127.0.0.1:5432/test).
  */
@@ -92,7 +92,7 @@ try {
   encrypt.push(await measure(enc, t.token, body));
   const mean = (rs: LoadResult[], f: (r: LoadResult) => number = (r) => r.requestsPerSecond) =>
     rs.reduce((a, r) => a + f(r), 0) / rs.length;
-  // Issue 16's figure: the API against the floor, alternated (encrypt, floor, encrypt, floor).
+  // The API against the floor, alternated (encrypt, floor, encrypt, floor).
   const floorUrl = `http://127.0.0.1:${barePort}/encrypt-floor`;
   await measure(floorUrl, undefined, body, 1);
   const floors = [await measure(floorUrl, undefined, body)];
@@ -197,7 +197,7 @@ try {
     notes: `${tool}, 64 connections`,
   });
 
-  // Issue 29: the same encrypt on a second service of this build with the access log off.
+  // The same encrypt on a second service of this build with the access log off.
   const quiet = await startKeyward({ ACCESS_LOG: 'off' });
   try {
     const q = await provision(quiet, PERMS, KEYS);

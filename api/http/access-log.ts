@@ -10,7 +10,7 @@
  * 499 (nginx's "client closed request"). A response the server itself cut (a failure after the
  * answer began, already logged once by the error handler) says `cut: true`.
  *
- * Issue 29: the line is written on every request of the hottest routes, so it is not a pino call
+ * The line is written on every request of the hottest routes, so it is not a pino call
  * (an object, pino's redaction walking it for 72 secret paths, JSON.stringify of it); it is one
  * template string with the fixed fields, in pino's format (level, time, the logger's bindings,
  * msg), appended to the logger's own buffered destination. Nothing to redact can be in it: its

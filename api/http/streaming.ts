@@ -30,7 +30,7 @@ export function acceptOneOf(types: readonly string[]): RequestHandler {
 }
 
 /**
- * Spec 4.1's "optional request header [that] selects the response content type", named
+ * The service's "optional request header [that] selects the response content type", named
  * X-Response-Content-Type here: an enumeration of the endpoint's response types whose default,
  * application/problem+json, constrains nothing (the input decides, errors are problems). Any
  * other value is an assertion about the result: when the input converts to another type the
@@ -65,7 +65,7 @@ export function labelFor(req: Request, candidates: readonly string[]): string {
   if (selected && selected !== PROBLEM_JSON) pool = pool.filter((t) => base(t) === selected);
   const chosen = pool.length ? req.accepts(pool.map(base)) : false;
   if (chosen) return pool.find((t) => base(t) === chosen)!;
-  // Spec 4.1's selection defaults to application/problem+json, so a generated client sends that
+  // The selection header defaults to application/problem+json, so a generated client sends that
   // as its Accept and means "whatever the result is, errors as problems": not a reason for 406.
   if (pool.length && req.accepts(PROBLEM_JSON)) return pool[0];
   throw problem(

@@ -35,7 +35,7 @@ const PROBLEM_TEXT: Readonly<Record<number, string>> = {
   429: "the client's budget for this endpoint is spent (Retry-After)",
 };
 
-/** Spec 4.1's selection header of a row that negotiates its answer's media type (api/http/streaming.ts). */
+/** The selection header of a row that negotiates its answer's media type (api/http/streaming.ts). */
 const selectHeader = (types: readonly string[]): Schema => ({
   name: 'X-Response-Content-Type',
   in: 'header',

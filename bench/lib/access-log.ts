@@ -1,5 +1,5 @@
 /**
- * Issue 29: what the access log costs. Benches run the service as `npm start` does, access log on;
+ * What the access log costs. Benches run the service as `npm start` does, access log on;
  * this measures the same load against a second service of the same build with ACCESS_LOG=off,
  * alternated on, off, off, on (drift on the shared machine falls on both), and reports the
  * throughput ratio on/off (target >= 0.95), p99 of each side, and the server CPU per request

@@ -37,7 +37,7 @@ function anchorsOf(markdown: string): Set<string> {
 
 describe('README', () => {
   it("when the administrator's login examples are read, then they use the e-mail the first start really creates", () => {
-    // Issue 27: the README logged in as root@example.com while the bootstrap administrator is admin@keyward.local.
+    // The README once logged in as root@example.com while the bootstrap administrator is admin@keyward.local.
     const root = new URL('../../', import.meta.url).pathname;
     const used: string[] = [];
     for (const doc of ['README.md', ...markdownDocs(root), 'console/README.md']) {

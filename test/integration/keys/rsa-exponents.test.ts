@@ -1,5 +1,5 @@
 /**
- * Issue 24 defect 6, keys that encrypt nothing: an RSA-2048 key with e = 1 imported through PEM
+ * Keys that encrypt nothing: an RSA-2048 key with e = 1 imported through PEM
  * served /crypto/encrypt (the wrapped key was the OAEP block itself, so the JWE alone gave the
  * plaintext) and /crypto/verify answered `valid: true` to a "signature" built from the message
  * alone; e = 3 was accepted too. Every weak exponent is refused on every path that brings RSA

@@ -1,5 +1,5 @@
 /**
- * Issue 29: the access log goes to stdout through a buffered asynchronous destination, so the
+ * The access log goes to stdout through a buffered asynchronous destination, so the
  * lines of the last requests are still in memory when a shutdown begins. `node api/server.ts` as
  * `npm start` runs it, a burst of requests, SIGTERM as soon as the last answer arrived: every
  * request's line must be on stdout when the process has exited.

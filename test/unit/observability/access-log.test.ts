@@ -1,5 +1,5 @@
 /**
- * Issue 29: the access line is written without pino's serializer, so it is checked here against
+ * The access line is written without pino's serializer, so it is checked here against
  * what pino writes, and ACCESS_LOG=off, ACCESS_LOG_SAMPLE and ACCESS_LOG_SLOW_MS do what the
  * README says: off writes none, sampling thins out only successful fast requests.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 29: the per-request series (HTTP requests and latency, crypto operations, tokens) are
+ * The per-request series (HTTP requests and latency, crypto operations, tokens) are
  * recorded by shared/metrics/fast.ts instead of prom-client, whose labels() child re-hashes its
  * labels on every call. /metrics must not change: the same observations recorded into
  * prom-client's Counter and Histogram and into ours give the same exposition text and the same

@@ -1,5 +1,5 @@
 /**
- * Issue 29: the buffered destination of the log. Lines wait in memory until a batch is full or
+ * The buffered destination of the log. Lines wait in memory until a batch is full or
  * the flush interval passes, a flush writes out everything pending, and a reader that falls
  * behind makes lines drop (counted) rather than memory grow.
  */
