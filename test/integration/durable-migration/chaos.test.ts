@@ -1,6 +1,6 @@
 /**
  * A durable migration lives through crashes: two worker processes convert a few thousand small
- * messages while the test kills a worker with SIGKILL at random moments (and starts a new one),
+ * messages while the test kills a worker with SIGKILL at moments paced by progress (and starts a new one),
  * and restarts the migration's own Redis once with its data wiped (what a Redis without its AOF
  * loses: every queued chunk and the listing step). The ledger is the truth, so the workers'
  * sweep puts back what Redis lost and leases let the objects of a dead worker go to another.
@@ -157,11 +157,14 @@ describe('a durable migration through crashes', () => {
     let kills = 0;
     let redisRestarted = false;
     let last = await view(id);
+    // Kills are paced by progress, not by the clock: kill k comes once k/(KILLS+2) of the
+    // objects are converted, so all of them land before the end however fast the machine is.
     while (last.state !== 'completed' && Date.now() < deadline) {
-      await sleep(1500 + Math.floor(Math.random() * 2500));
+      await sleep(300 + Math.floor(Math.random() * 500));
       last = await view(id);
       if (last.state === 'completed') break;
-      if (kills < KILLS) {
+      const converted = Number(last.counts?.converted ?? 0);
+      if (kills < KILLS && converted >= (OBJECTS * (kills + 1)) / (KILLS + 2)) {
         const victim = Math.floor(Math.random() * workers.length);
         workers[victim].process.kill('SIGKILL');
         await workers[victim].exited;
