@@ -57,7 +57,10 @@ export async function startMigrationWorker(d: MigrationWorkerDeps) {
   const ms = migrateSettings(config, settings);
   const identity = workerIdentity();
   const completed = (migrationId: string) =>
-    onMigrationCompleted({ db: d.db, logger }, migrationId).catch((err: Error) =>
+    onMigrationCompleted(
+      { db: d.db, logger, objects: d.objects, resolverFor: d.resolverFor },
+      migrationId,
+    ).catch((err: Error) =>
       logger.error({ migrationId, err: err.message }, 'migration completion hook failed'),
     );
   const processor = createMigrateProcessor(

@@ -123,6 +123,8 @@ afterAll(async () => {
 
 describe('durable migrations', () => {
   let id: string;
+  /** The archive signing key's public JWK, once the manifest test has set one. */
+  let archivePublicJwk: Awaited<ReturnType<typeof exportJWK>>;
 
   it('when a migration is created over a prefix, then every object gets one ledger row and the migration completes', async () => {
     const created = await api(env.app, 'POST', M, tenant.token, {
@@ -228,6 +230,7 @@ describe('durable migrations', () => {
     const m = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
     expect(m.status).toBe(200);
     const publicJwk = await exportJWK(createPublicKey(archiveKey.privateKey));
+    archivePublicJwk = publicJwk;
     const { payload, protectedHeader } = await compactVerify(
       m.body.jws as string,
       await importJWK(publicJwk, 'ES256'),
@@ -323,6 +326,32 @@ describe('durable migrations', () => {
       if (old.outcome === 'converted') expect(row).toEqual(old);
       else expect(row.attempts).toBe(2);
     }
+
+    // The worker that completed it stored the signed manifest (the tenant has an archive signing
+    // key now), outside the output tree; the API answers those very bytes, every time.
+    const storedKey = `.keyward/migrations/${id}/manifest.jws`;
+    await expectEventually(async () => expect(await store.head(storedKey)).not.toBeNull(), {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+    });
+    const stored = (await read(storedKey)).toString('ascii');
+    const { payload } = await compactVerify(stored, await importJWK(archivePublicJwk, 'ES256'));
+    const claims = JSON.parse(Buffer.from(payload).toString());
+    expect(claims).toMatchObject({
+      migration: id,
+      counts: { total: inputs.size },
+      tree: { size: inputs.size },
+    });
+    for (let i = 0; i < 2; i++) {
+      const m = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+      expect(m.body).toEqual({
+        jws: stored,
+        root: claims.tree.root,
+        size: inputs.size,
+        state: 'completed',
+      });
+    }
+    for await (const o of store.list('out/')) expect(o.key).not.toMatch(/manifest/);
   }, 90_000);
 
   it('when a completed migration is paused, then 409 invalid-transition; another tenant reads 404', async () => {
