@@ -9,7 +9,8 @@
  *   test/integration/aws-kms/cross-instance.test.ts,
  *   test/integration/aws-kms/anonymous-until-signed.test.ts,
  *   test/integration/core/expensive-routes.test.ts, test/integration/aws-kms/key-lifecycle.test.ts,
- *   test/integration/core/expensive-work.test.ts, and 1 more under test/unit/
+ *   test/integration/core/expensive-work.test.ts,
+ *   test/integration/vault-transit/flags-and-tenants.test.ts, and 1 more under test/unit/
  */
 import { AMZ_JSON, awsAnswer } from '../http/aws-kms.ts';
 import { protocolRow } from '../http/protocol.ts';

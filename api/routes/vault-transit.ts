@@ -7,6 +7,7 @@
  * Tests: test/integration/vault-transit/hvac.test.ts,
  *   test/integration/vault-transit/node-vault.test.ts,
  *   test/integration/vault-transit/shaped-clients.test.ts,
+ *   test/integration/vault-transit/flags-and-tenants.test.ts,
  *   test/integration/http/hostile-matrix.test.ts
  */
 import { vaultAnswer } from '../http/vault-transit.ts';

@@ -50,6 +50,8 @@ export interface CachedKey {
   currentVersion: number;
   /** Versions below this no longer decrypt or verify (as Vault min_decryption_version); kept. */
   minDecryptionVersion: number;
+  /** Vault Transit `derived`: every encrypt and decrypt names a context (docs/vault-transit.md). */
+  transitDerived: boolean;
   versions: Map<number, LoadedKeyVersion>;
   /** Serialized material per version, for tasks sent to the worker pool. */
   material: Map<number, Uint8Array>;
@@ -172,6 +174,7 @@ export function createKeyCache(
       deletionAt: row.deletion_at ? new Date(row.deletion_at) : null,
       currentVersion: row.current_version,
       minDecryptionVersion: row.min_decryption_version ?? 1,
+      transitDerived: row.transit_derived === true,
       versions,
       material,
       certificates,

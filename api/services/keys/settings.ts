@@ -52,6 +52,8 @@ export interface SettingsPatch {
   trustAnchor?: boolean;
   /** The usages to enable, checked under the key's lock against the usages it allows. */
   usages?: readonly string[];
+  /** Vault Transit `deletion_allowed`: DELETE keys/:name may destroy the key. */
+  transitDeletionAllowed?: boolean;
 }
 
 const iso = (v: unknown) => (v ? new Date(v as string).toISOString() : null);
@@ -157,6 +159,8 @@ export async function applySettings(
           patch.rotationPeriodDays ?? period!,
         );
     }
+    if (patch.transitDeletionAllowed !== undefined)
+      update.transit_deletion_allowed = patch.transitDeletionAllowed;
     if (patch.trustAnchor !== undefined) {
       if (patch.trustAnchor && key.usage !== 'verify')
         throw problem(

@@ -16,7 +16,6 @@ import { generateMac, verifyMac } from '../crypto/mac.ts';
 import { runtimeCaller } from '../crypto/batch.ts';
 import { fromCiphertext, fromPrefixed, prefixed, toCiphertext } from './ciphertext.ts';
 import { invalidCiphertext, invalidRequest, keyNotFound } from './errors.ts';
-import { isDerived } from './keys.ts';
 
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
@@ -52,7 +51,7 @@ async function keyOf(ctx: AppContext, tenantId: string, kid: string): Promise<Ca
 async function contextOf(ctx: AppContext, key: CachedKey, input: Input) {
   const v = input.context;
   if (v === undefined || v === '') {
-    if (await isDerived(ctx, key))
+    if (key.transitDerived)
       throw invalidRequest(
         "missing 'context' for key derivation; the key was created using a derived key, which means additional, per-request information must be included in order to perform operations with the key",
       );

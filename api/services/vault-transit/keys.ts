@@ -1,6 +1,7 @@
 /**
  * Transit's named keys over Keyward's own: the one table of Transit key types to Keyward types,
- * the Transit-only flags (derived, deletion_allowed) held as the key's tags, and the key
+ * the Transit-only flags (derived, deletion_allowed) held as columns of the key's own row (not
+ * tags, which the AWS API shows and changes), and the key
  * administration paths (create, read, list, config, rotate, delete) through the key store and
  * lifecycle every other API uses (docs/vault-transit.md).
  */
@@ -8,7 +9,6 @@ import { createPublicKey } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { keyTypeSpec, type KeyType } from '../../../shared/crypto/registry.ts';
-import type { CachedKey } from '../../../shared/keys/cache.ts';
 import { keyRow, keysQuery } from '../../../shared/keys/lookup.ts';
 import { KeyVersion } from '../../../shared/db/models/keys.ts';
 import { changeKey, createKey } from '../keys/store.ts';
@@ -58,29 +58,6 @@ NAME_OF.set('hmac-sha512', 'hmac');
 /** The Transit type names this service creates, for the document and the refusal. */
 export const TRANSIT_TYPES: readonly string[] = [...TYPES.keys(), 'ml-dsa'];
 
-/** The Transit-only flags, one key tag each (tags are the key's own, written with it). */
-const DERIVED_TAG = 'vault-transit:derived';
-const DELETION_TAG = 'vault-transit:deletion-allowed';
-
-/**
- * Whether a key requires a context (Transit `derived`), read once per loaded key: a key object
- * of the cache is replaced on every change of the key, and `derived` is written only at creation.
- */
-const derivedOf = new WeakMap<CachedKey, Promise<boolean>>();
-export function isDerived(ctx: AppContext, key: CachedKey): Promise<boolean> {
-  let flag = derivedOf.get(key);
-  if (!flag) {
-    flag = ctx
-      .db('key_tags')
-      .where({ tenant_id: key.tenantId, kid: key.kid, tag_key: DERIVED_TAG })
-      .first('tag_value')
-      .then((row: { tag_value?: string } | undefined) => row?.tag_value === 'true');
-    flag.catch(() => derivedOf.delete(key));
-    derivedOf.set(key, flag);
-  }
-  return flag;
-}
-
 const bool = (input: Input, field: string): boolean | undefined => {
   const v = input[field];
   if (v === undefined) return undefined;
@@ -119,15 +96,18 @@ export async function createTransitKey(
   if (derived && t.usage !== 'encrypt')
     throw invalidRequest('key derivation is only supported for encryption keys');
   try {
-    await createKey(ctx, tenantId, { type: t.type, usage: t.usage, kid }, actor, async (trx) => {
-      if (derived)
-        await trx('key_tags').insert({
-          tenant_id: tenantId,
-          kid,
-          tag_key: DERIVED_TAG,
-          tag_value: 'true',
-        });
-    });
+    // `derived` is written with the key, in its transaction, and never changed afterwards.
+    await createKey(
+      ctx,
+      tenantId,
+      { type: t.type, usage: t.usage, kid },
+      actor,
+      derived
+        ? async (trx) => {
+            await trx('keys').where({ tenant_id: tenantId, kid }).update({ transit_derived: true });
+          }
+        : undefined,
+    );
   } catch (err) {
     // Vault answers an existing name with success (the key is left as it is).
     if (err instanceof AppError && err.code === 'conflict') return null;
@@ -174,14 +154,6 @@ export async function readTransitKey(ctx: AppContext, tenantId: string, kid: str
     .where({ key_id: row.id as string })
     .orderBy('version', 'asc')
     .select('version', 'created_at', 'public_jwk');
-  const tags = new Map(
-    (
-      await ctx
-        .db('key_tags')
-        .where({ tenant_id: tenantId, kid })
-        .whereIn('tag_key', [DERIVED_TAG, DELETION_TAG])
-    ).map((t: { tag_key: string; tag_value: string }) => [t.tag_key, t.tag_value === 'true']),
-  );
   const asymmetric = spec.symmetric !== true;
   const keys: Record<string, unknown> = {};
   for (const v of versions) {
@@ -208,8 +180,8 @@ export async function readTransitKey(ctx: AppContext, tenantId: string, kid: str
     min_decryption_version: Number(row.min_decryption_version ?? 1),
     min_encryption_version: 0,
     min_available_version: 0,
-    deletion_allowed: tags.get(DELETION_TAG) ?? false,
-    derived: tags.get(DERIVED_TAG) ?? false,
+    deletion_allowed: row.transit_deletion_allowed === true,
+    derived: row.transit_derived === true,
     exportable: false,
     allow_plaintext_backup: false,
     imported_key: row.source !== 'generated',
@@ -279,6 +251,7 @@ export async function configureTransitKey(
     ...(input.auto_rotate_period !== undefined
       ? { rotationPeriodDays: rotationDays(input.auto_rotate_period) }
       : {}),
+    ...(deletion !== undefined ? { transitDeletionAllowed: deletion } : {}),
   };
   if (Object.keys(patch).length > 0) {
     try {
@@ -294,12 +267,6 @@ export async function configureTransitKey(
       throw err;
     }
   }
-  if (deletion !== undefined)
-    await ctx
-      .db('key_tags')
-      .insert({ tenant_id: tenantId, kid, tag_key: DELETION_TAG, tag_value: String(deletion) })
-      .onConflict(['tenant_id', 'kid', 'tag_key'])
-      .merge(['tag_value']);
   return readTransitKey(ctx, tenantId, kid);
 }
 
@@ -326,11 +293,8 @@ export async function deleteTransitKey(
   actor: string,
 ) {
   const row = await shownRow(ctx, tenantId, kid);
-  const allowed = await ctx
-    .db('key_tags')
-    .where({ tenant_id: tenantId, kid, tag_key: DELETION_TAG, tag_value: 'true' })
-    .first();
-  if (!allowed) throw invalidRequest('deletion is not allowed for this key');
+  if (row.transit_deletion_allowed !== true)
+    throw invalidRequest('deletion is not allowed for this key');
   if (row.state !== 'revoked') await changeKey(ctx, tenantId, kid, 'revoke', actor);
   await changeKey(ctx, tenantId, kid, 'archive', actor);
   return null;

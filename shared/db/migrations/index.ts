@@ -15,6 +15,7 @@ import * as archiveSigning from './008_archive_signing.ts';
 import * as keyUsages from './009_key_usages.ts';
 import * as keyDeletion from './010_key_deletion.ts';
 import * as migrationsLedger from './011_migrations_ledger.ts';
+import * as transitFlags from './012_transit_flags.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const MIGRATIONS: Array<[string, Migration]> = [
   ['009_key_usages', keyUsages],
   ['010_key_deletion', keyDeletion],
   ['011_migrations_ledger', migrationsLedger],
+  ['012_transit_flags', transitFlags],
 ];
 
 /** The migrations' names in order: the schema a backup names (shared/backup). */

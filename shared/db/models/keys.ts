@@ -24,6 +24,9 @@ export class Key extends Model {
   declare deletion_at: Date | null;
   declare deletion_requested_at: Date | null;
   declare deletion_requested_by: string | null;
+  /** Vault Transit's flags (docs/vault-transit.md): every request names a context; DELETE may destroy the key. */
+  declare transit_derived: boolean;
+  declare transit_deletion_allowed: boolean;
   declare created_at: Date;
   declare updated_at: Date;
 }

@@ -5,7 +5,7 @@
  * keys the key read shows, not by the service's own verify alone.
  */
 import { createRequire } from 'node:module';
-import { createPublicKey, createVerify, verify as verifySignature } from 'node:crypto';
+import { constants, createPublicKey, createVerify, verify as verifySignature } from 'node:crypto';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { api } from '../../../support/auth.ts';
 import { transitTenant, vault, type TransitTenant } from './support.ts';
@@ -211,6 +211,82 @@ describe('Vault Transit API with node-vault', () => {
         })
       ).data.valid,
     ).toBe(false);
+  });
+
+  it('when an rsa-2048 key signs with pss and pkcs1v15 over sha2-256, then verify accepts each signature, refuses the other scheme, and node:crypto verifies it with the PEM the key read shows', async () => {
+    const input = Buffer.from('release 2.0.0');
+    await client.write('transit/keys/rsa-signer', { type: 'rsa-2048' });
+    const read = (await client.read('transit/keys/rsa-signer')).data;
+    expect(read).toMatchObject({ type: 'rsa-2048', supports_signing: true, derived: false });
+    const pem = read.keys['1'].public_key as string;
+    expect(pem).toMatch(/^-----BEGIN PUBLIC KEY-----\n/);
+    const pub = createPublicKey(pem);
+    expect(pub.asymmetricKeyDetails?.modulusLength).toBe(2048);
+    const signed: Record<string, string> = {};
+    for (const scheme of ['pss', 'pkcs1v15']) {
+      const r = await client.write('transit/sign/rsa-signer', {
+        input: input.toString('base64'),
+        hash_algorithm: 'sha2-256',
+        signature_algorithm: scheme,
+      });
+      expect(r.data.signature).toMatch(/^vault:v1:[A-Za-z0-9+/]+=*$/);
+      signed[scheme] = r.data.signature;
+      const raw = Buffer.from(r.data.signature.split(':')[2], 'base64');
+      expect(raw).toHaveLength(256);
+      // A PSS signature verified as Vault's clients do, with the salt length read from it.
+      const padding =
+        scheme === 'pss'
+          ? { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_AUTO }
+          : { padding: constants.RSA_PKCS1_PADDING };
+      expect(verifySignature('sha256', input, { key: pub, ...padding }, raw)).toBe(true);
+      expect(verifySignature('sha256', Buffer.from('x'), { key: pub, ...padding }, raw)).toBe(
+        false,
+      );
+      const valid = async (signature: string, signatureAlgorithm: string, data = input) =>
+        (
+          await client.write('transit/verify/rsa-signer', {
+            input: data.toString('base64'),
+            signature,
+            hash_algorithm: 'sha2-256',
+            signature_algorithm: signatureAlgorithm,
+          })
+        ).data.valid;
+      expect(await valid(r.data.signature, scheme)).toBe(true);
+      expect(await valid(r.data.signature, scheme, Buffer.from('tampered'))).toBe(false);
+      expect(await valid(r.data.signature, scheme === 'pss' ? 'pkcs1v15' : 'pss')).toBe(false);
+    }
+    // PKCS#1 v1.5 is deterministic; PSS is salted, so the two never coincide.
+    expect(signed.pss).not.toBe(signed.pkcs1v15);
+  });
+
+  it('when an ml-dsa key of parameter set 65 signs, then verify accepts the signature, and node:crypto verifies it with the public key the native API publishes', async () => {
+    const input = Buffer.from('firmware 7');
+    await client.write('transit/keys/pq-signer', { type: 'ml-dsa', parameter_set: '65' });
+    const read = (await client.read('transit/keys/pq-signer')).data;
+    expect(read).toMatchObject({ type: 'ml-dsa-65', supports_signing: true, latest_version: 1 });
+    const r = await client.write('transit/sign/pq-signer', { input: input.toString('base64') });
+    expect(r.data.signature).toMatch(/^vault:v1:[A-Za-z0-9+/]+=*$/);
+    const raw = Buffer.from(r.data.signature.split(':')[2], 'base64');
+    // FIPS 204: an ML-DSA-65 signature is 3309 bytes.
+    expect(raw).toHaveLength(3309);
+    const valid = async (data: Buffer, signature = r.data.signature) =>
+      (
+        await client.write('transit/verify/pq-signer', {
+          input: data.toString('base64'),
+          signature,
+        })
+      ).data.valid;
+    expect(await valid(input)).toBe(true);
+    expect(await valid(Buffer.from('firmware 8'))).toBe(false);
+    // The key read shows no public key for ML-DSA: the native key read publishes its AKP JWK.
+    const native = await api(app, 'GET', '/api/v3/crypto/keys/pq-signer', client.token);
+    expect(native.status).toBe(200);
+    const jwk = (native.body as { versions: { jwk: Record<string, unknown> }[] }).versions[0].jwk;
+    expect(jwk).toMatchObject({ kty: 'AKP', alg: 'ML-DSA-65' });
+    const pub = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+    expect(pub.asymmetricKeyType).toBe('ml-dsa-65');
+    expect(verifySignature(null, input, pub, raw)).toBe(true);
+    expect(verifySignature(null, Buffer.from('firmware 8'), pub, raw)).toBe(false);
   });
 
   it('when random bytes are asked for, then they come in the size and format asked', async () => {
