@@ -5,7 +5,13 @@
  * keys the key read shows, not by the service's own verify alone.
  */
 import { createRequire } from 'node:module';
-import { constants, createPublicKey, createVerify, verify as verifySignature } from 'node:crypto';
+import {
+  constants,
+  createPublicKey,
+  createVerify,
+  verify as verifySignature,
+  type JsonWebKey,
+} from 'node:crypto';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { api } from '../../../support/auth.ts';
 import { transitTenant, vault, type TransitTenant } from './support.ts';
