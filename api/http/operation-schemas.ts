@@ -125,6 +125,12 @@ export const VerifyAnswer = Answer({
   kid: Str(),
   version: Type.Optional(VersionAnswer()),
   valid: Type.Boolean(),
+  header: Type.Optional(
+    Answer({
+      alg: Str(),
+      kid: Type.Optional(Str()),
+    }),
+  ),
 });
 export const DataKeyAnswer = Answer({
   kid: Str(),
@@ -201,7 +207,7 @@ export const OPERATIONS = {
   verify: contract({
     summary: 'Verify a signature with any retained version (newest first), or the one named',
     description:
-      'A wrong signature is `valid: false` (200), not a problem. Versions below minDecryptionVersion are not tried; naming one is key-version-retired.',
+      "A wrong signature is `valid: false` (200), not a problem. Versions below minDecryptionVersion are not tried; naming one is key-version-retired. With `jws` (a compact JWS, as `/sign` with `output: \"jws\"` answers it) the JWS is verified instead: a valid one answers `header`, its protected header's `alg` and `kid`; a JWS whose `alg` the key does not sign with, whose `kid` is not the key's (another key's or another tenant's), or with a `crit` header is `valid: false`, the same answer as a wrong signature. A key imported to verify only (a certificate or public JWK without its private key) verifies too.",
     body: VerifyBody,
     answer: VerifyAnswer,
     examples: {
@@ -209,7 +215,7 @@ export const OPERATIONS = {
       answer: { kid: 'release-signing', version: 1, valid: true },
     },
     problems: {
-      400: 'validation-failed: bad base64, neither or both of data and digest, an unknown member',
+      400: 'validation-failed: bad base64, neither or both of data and digest, no signature, an unknown member; a jws that is not three base64url parts with a JSON header naming alg, or jws with data, digest, signature or algorithm',
       404: KEY_PROBLEMS[404],
       409: 'key-suspended, key-pending-deletion, key-revoked or key-version-retired',
       422: KEY_PROBLEMS[422],

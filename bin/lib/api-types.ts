@@ -2546,7 +2546,8 @@ export interface operations {
               kid: string;
               data?: string;
               digest?: string;
-              signature: string;
+              signature?: string;
+              jws?: string;
               algorithm?: string;
               version?: number;
             }
@@ -2555,7 +2556,8 @@ export interface operations {
                 kid: string;
                 data?: string;
                 digest?: string;
-                signature: string;
+                signature?: string;
+                jws?: string;
                 algorithm?: string;
                 version?: number;
               }[];
@@ -2573,6 +2575,10 @@ export interface operations {
                 kid: string;
                 version?: number;
                 valid: boolean;
+                header?: {
+                  alg: string;
+                  kid?: string;
+                };
               }
             | {
                 results: (
@@ -2580,6 +2586,10 @@ export interface operations {
                       kid: string;
                       version?: number;
                       valid: boolean;
+                      header?: {
+                        alg: string;
+                        kid?: string;
+                      };
                     } & {
                       /** @constant */
                       status: 200;
@@ -6421,7 +6431,8 @@ export interface operations {
               kid: string;
               data?: string;
               digest?: string;
-              signature: string;
+              signature?: string;
+              jws?: string;
               algorithm?: string;
               version?: number;
             }
@@ -6430,7 +6441,8 @@ export interface operations {
                 kid: string;
                 data?: string;
                 digest?: string;
-                signature: string;
+                signature?: string;
+                jws?: string;
                 algorithm?: string;
                 version?: number;
               }[];
@@ -6448,6 +6460,10 @@ export interface operations {
                 kid: string;
                 version?: number;
                 valid: boolean;
+                header?: {
+                  alg: string;
+                  kid?: string;
+                };
               }
             | {
                 results: (
@@ -6455,6 +6471,10 @@ export interface operations {
                       kid: string;
                       version?: number;
                       valid: boolean;
+                      header?: {
+                        alg: string;
+                        kid?: string;
+                      };
                     } & {
                       /** @constant */
                       status: 200;
@@ -8093,7 +8113,8 @@ export interface operations {
               kid: string;
               data?: string;
               digest?: string;
-              signature: string;
+              signature?: string;
+              jws?: string;
               algorithm?: string;
               version?: number;
             }
@@ -8102,7 +8123,8 @@ export interface operations {
                 kid: string;
                 data?: string;
                 digest?: string;
-                signature: string;
+                signature?: string;
+                jws?: string;
                 algorithm?: string;
                 version?: number;
               }[];
@@ -8120,6 +8142,10 @@ export interface operations {
                 kid: string;
                 version?: number;
                 valid: boolean;
+                header?: {
+                  alg: string;
+                  kid?: string;
+                };
               }
             | {
                 results: (
@@ -8127,6 +8153,10 @@ export interface operations {
                       kid: string;
                       version?: number;
                       valid: boolean;
+                      header?: {
+                        alg: string;
+                        kid?: string;
+                      };
                     } & {
                       /** @constant */
                       status: 200;

@@ -39,7 +39,24 @@ import { derToP1363 } from './ecdsa-signature.ts';
 export type SignInput = { data: Buffer; digest?: undefined } | { digest: Buffer; data?: undefined };
 
 /** A key that knows its usage (a LoadedKeyVersion is one). */
-export type SigningKey = LoadedKey & { readonly usage: KeyUsage; readonly kid?: string };
+export type SigningKey = LoadedKey & {
+  readonly usage: KeyUsage;
+  readonly usages?: readonly KeyUsage[];
+  readonly kid?: string;
+};
+
+/**
+ * The usage check of a verification: a key enabled to verify only (an outside signer's public
+ * key, imported from a certificate or a public JWK) verifies as a signing key does.
+ */
+export function assertVerifies(key: {
+  type: SigningKey['type'];
+  usage: KeyUsage;
+  usages?: readonly KeyUsage[];
+  kid?: string;
+}): void {
+  assertUsage(key, (key.usages ?? [key.usage]).includes('verify') ? 'verify' : 'sign');
+}
 
 /** A signature and the JOSE name of the algorithm that made it. */
 export interface SignatureResult {
@@ -55,8 +72,13 @@ interface Plan {
 }
 
 /** The key's algorithm: the requested one (JOSE or AWS KMS name) if the key allows it, else its default. */
-export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): SignatureAlgorithm {
-  assertUsage(key, 'sign');
+export function resolveSignatureAlgorithm(
+  key: SigningKey,
+  requested?: string,
+  verifying = false,
+): SignatureAlgorithm {
+  if (verifying) assertVerifies(key);
+  else assertUsage(key, 'sign');
   const allowed = keySignatureAlgorithms(key.privateKey ?? key.publicKey, key.spec.jws ?? []);
   if (requested === undefined) return allowed[0];
   if (typeof requested !== 'string')
@@ -79,8 +101,8 @@ export function resolveSignatureAlgorithm(key: SigningKey, requested?: string): 
   return name as SignatureAlgorithm;
 }
 
-function plan(key: SigningKey, input: SignInput, requested?: string): Plan {
-  const algorithm = resolveSignatureAlgorithm(key, requested);
+function plan(key: SigningKey, input: SignInput, requested?: string, verifying = false): Plan {
+  const algorithm = resolveSignatureAlgorithm(key, requested, verifying);
   const spec = signatureAlgorithmSpec(algorithm)!;
   const hasData = input?.data !== undefined;
   const hasDigest = input?.digest !== undefined;
@@ -201,7 +223,7 @@ export function verifyMessage(
   signature: Buffer,
   algorithm?: string,
 ): boolean {
-  const p = plan(key, input, algorithm);
+  const p = plan(key, input, algorithm, true);
   if (!(signature instanceof Uint8Array))
     throw problem('validation_failed', 'the signature is bytes');
   const sig = Buffer.from(signature.buffer, signature.byteOffset, signature.byteLength);
@@ -253,7 +275,7 @@ export async function verifyMessageAsync(
   signature: Buffer,
   algorithm?: string,
 ): Promise<boolean> {
-  const p = plan(key, input, algorithm);
+  const p = plan(key, input, algorithm, true);
   if (p.mode === 'digest') return verifyMessage(key, input, signature, algorithm);
   try {
     return await verifyAsync(

@@ -22,7 +22,8 @@ import {
 type CertificateUsages = readonly ('sign' | 'encrypt')[] | undefined;
 
 /**
- * The usages a keystore entry allows: `verify` alone without a private key, else
+ * The usages a keystore entry allows: without a private key, `encrypt` alone for a key that
+ * receives HPKE (ML-KEM, X-Wing: a wrap-only recipient) and `verify` alone for any other, else
  * what the certificate allows that the type can do, or everything the type does (a certificate
  * without keyUsage/extendedKeyUsage, or none) except `mac`, which keys pairs never do.
  */
@@ -31,7 +32,7 @@ export function allowedUsages(
   certificate: CertificateUsages,
   hasPrivateKey: boolean,
 ): KeyUsage[] {
-  if (!hasPrivateKey) return ['verify'];
+  if (!hasPrivateKey) return hpkeSuiteOf(type) ? ['encrypt'] : ['verify'];
   const typeUsages = keyTypeSpec(type).usages.filter((u) => u !== 'mac');
   return orderedUsages(
     type,

@@ -94,13 +94,13 @@ const CONTRACTS: Record<string, OperationContract & { operationId: string }> = {
     summary:
       'Verify an ML-DSA or SLH-DSA signature with any retained version (newest first), or the one named',
     description:
-      'As /api/v3/crypto/verify: a wrong signature is `valid: false` (200), not a problem.',
+      'As /api/v3/crypto/verify: a wrong signature is `valid: false` (200), not a problem; `jws` verifies a compact JWS (ML-DSA-*, SLH-DSA-*) instead of `data` and `signature`.',
     examples: {
       request: { kid: 'pq-signing', data: 'YXR0YWNrIGF0IGRhd24=', signature: PQ_SIG },
       answer: { kid: 'pq-signing', version: 1, valid: true },
     },
     problems: {
-      400: 'validation-failed: bad base64, neither or both of data and digest, an unknown member',
+      400: 'validation-failed: bad base64, neither or both of data and digest, no signature, an unknown member; a jws that is not a compact JWS naming alg, or jws with data, digest, signature or algorithm',
       ...KEY,
       409: 'key-suspended, key-revoked or key-version-retired',
     },

@@ -85,7 +85,15 @@ export const VerifyBody = body({
   kid: Kid,
   data: Type.Optional(Base64('the message')),
   digest: Type.Optional(Base64('the message digest')),
-  signature: Base64('the raw signature'),
+  signature: Type.Optional(Base64('the raw signature; required unless `jws` is given')),
+  jws: Type.Optional(
+    Type.String({
+      maxLength: 65536,
+      description:
+        'a compact JWS (RFC 7515) to verify instead of `data`/`digest` and `signature`, as `/sign` with `output: "jws"` answers it: its protected header\'s `alg` must be one the key signs with (ML-DSA-65 for an ML-DSA-65 key, ES256 for a P-256 key...) and its `kid`, when present, the key\'s `<kid>` or `<kid>#<version>`; any other header verifies as `valid: false`, the same as a wrong signature. Not with `data`, `digest`, `signature` or `algorithm`.',
+      ...refusedAs('must be a compact JWS string'),
+    }),
+  ),
   algorithm: Type.Optional(Type.String()),
   version: Type.Optional(Version()),
 });

@@ -14,13 +14,15 @@ import {
   parseCompact,
 } from '../../../shared/jose/compact-jwe.ts';
 import {
+  assertVerifies,
   resolveSignatureAlgorithm,
   signMessage,
   signMessageAsync,
   verifyMessage,
   type SignInput,
 } from '../../../shared/crypto/sign.ts';
-import { versionedKid } from '../../../shared/jose/kid.ts';
+import { splitVersionedKid, versionedKid } from '../../../shared/jose/kid.ts';
+import { keySignatureAlgorithms } from '../../../shared/crypto/rsa-pss.ts';
 import { decapsulate, encapsulate } from '../../../shared/crypto/pqc.ts';
 import type { LoadedKeyVersion } from '../../../shared/crypto/material.ts';
 import type { CachedKey } from '../../../shared/keys/cache.ts';
@@ -299,17 +301,38 @@ async function signJws(key: CachedKey, v: number, input: SignInput, requested?: 
 /**
  * `{kid, data | digest, signature, algorithm?, version?}` → `{kid, version, valid}`; tries the
  * retained versions newest first. A version named below minDecryptionVersion is key-version-retired.
+ * `{kid, jws, version?}` verifies a compact JWS instead (verifyJws). A key enabled only to verify
+ * (an outside signer's public key) verifies as a signing key does.
  */
 export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody) {
   const key = await operationKey(ctx, tenantId, body.kid);
-  assertUsage(key, 'sign');
+  assertVerifies(key);
+  if (body.jws !== undefined) return verifyJws(ctx, key, body);
   const input = signInput(body);
+  if (body.signature === undefined)
+    throw problem('validation_failed', 'give signature (base64), or a compact jws', {
+      details: { field: 'signature' },
+    });
   const signature = b64(body.signature, 'signature');
-  const algorithm = body.algorithm;
   const versions =
     body.version !== undefined
       ? [body.version]
       : [...key.versions.keys()].filter((v) => v >= key.minDecryptionVersion).sort((a, b) => b - a);
+  const v = await firstVerifying(ctx, key, versions, input, signature, body.algorithm);
+  return v === undefined
+    ? { kid: key.kid, valid: false }
+    : { kid: key.kid, version: v, valid: true };
+}
+
+/** The first of `versions` whose key verifies `signature` over `input`, or undefined. */
+async function firstVerifying(
+  ctx: AppContext,
+  key: CachedKey,
+  versions: readonly number[],
+  input: SignInput,
+  signature: Buffer,
+  algorithm: string | undefined,
+): Promise<number | undefined> {
   for (const v of versions) {
     if (!key.versions.has(v)) continue;
     retainedVersion(key, v);
@@ -328,9 +351,81 @@ export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody
           })
         ).valid,
     );
-    if (valid) return { kid: key.kid, version: v, valid: true };
+    if (valid) return v;
   }
-  return { kid: key.kid, valid: false };
+  return undefined;
+}
+
+const COMPACT_JWS = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]*)\.([A-Za-z0-9_-]*)$/;
+
+/**
+ * A compact JWS (RFC 7515 section 7.1) verified with the key: its signature over ASCII(header.
+ * payload), by the retained versions newest first, or the one its `kid` ("<kid>#<version>") or
+ * `version` names. A JWS that is not three base64url parts with a JSON object header naming a
+ * string `alg` is 400: that is about the input alone. Everything that depends on the key answers
+ * `{kid, valid: false}`, the same as a wrong signature: an `alg` the key does not sign with, a
+ * `kid` that is not this key's (another key's, another tenant's), a version not retained, a
+ * `crit` header (no extension is understood) or an unencoded payload (`b64`). A valid JWS
+ * answers its header's `alg` and `kid`.
+ */
+async function verifyJws(ctx: AppContext, key: CachedKey, body: VerifyBody) {
+  const extra = (['data', 'digest', 'signature', 'algorithm'] as const).filter(
+    (m) => body[m] !== undefined,
+  );
+  if (extra.length > 0)
+    throw problem(
+      'validation_failed',
+      `jws carries its payload, signature and alg: send it without ${extra.join(', ')}`,
+      { details: { field: extra[0] } },
+    );
+  const bad = () =>
+    problem('validation_failed', 'jws must be a compact JWS: three base64url parts', {
+      details: { field: 'jws' },
+    });
+  const m = COMPACT_JWS.exec(body.jws!);
+  if (!m) throw bad();
+  let header: unknown;
+  try {
+    header = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!header || typeof header !== 'object' || Array.isArray(header)) throw bad();
+  const { alg, kid, crit, b64: encoded } = header as Record<string, unknown>;
+  if (typeof alg !== 'string')
+    throw problem('validation_failed', 'the JWS protected header names no alg', {
+      details: { field: 'jws' },
+    });
+  const invalid = { kid: key.kid, valid: false };
+  const retained = [...key.versions.keys()]
+    .filter((v) => v >= key.minDecryptionVersion)
+    .sort((a, b) => b - a);
+  let versions = body.version !== undefined ? [body.version] : retained;
+  if (kid !== undefined) {
+    const named = typeof kid === 'string' ? splitVersionedKid(kid) : undefined;
+    if (named?.kid !== key.kid) return invalid;
+    if (named.version !== undefined) versions = versions.filter((v) => v === named.version);
+  }
+  if (crit !== undefined || (encoded !== undefined && encoded !== true)) return invalid;
+  const version = key.versions.get(versions[0] ?? key.currentVersion);
+  const algs = version ? keySignatureAlgorithms(version.publicKey, version.spec.jws ?? []) : [];
+  if (!(algs as readonly string[]).includes(alg)) return invalid;
+  const signingInput = Buffer.from(`${m[1]}.${m[2]}`, 'ascii');
+  const v = await firstVerifying(
+    ctx,
+    key,
+    versions.filter((n) => retained.includes(n) || body.version === n),
+    { data: signingInput },
+    Buffer.from(m[3], 'base64url'),
+    alg,
+  );
+  if (v === undefined) return invalid;
+  return {
+    kid: key.kid,
+    version: v,
+    valid: true,
+    header: { alg, ...(typeof kid === 'string' ? { kid } : {}) },
+  };
 }
 
 /** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */

@@ -19,7 +19,7 @@ import { parseKeystoreTask, type ParsedKeystoreEntry } from '../../threads/tasks
 import { tenantPolicy } from '../policies.ts';
 import { KID, storeKey, type KeyView } from './store.ts';
 import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
-import { akpJwkOf, mlDsaKeyFromJwk } from '../../../shared/jose/akp-jwk.ts';
+import { akpJwkOf, akpKeyFromJwk } from '../../../shared/jose/akp-jwk.ts';
 
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
 
@@ -35,12 +35,13 @@ export function importUsages(
 ): { enabled: KeyUsage[]; allowed: KeyUsage[] } {
   const type = e.type as KeyType;
   const allowed = allowedUsages(type, e.usages, !!e.privateKeyDer);
-  // A certificate without its private key only verifies, whatever it allows.
+  // A key without its private part does its one public thing (verify, or encrypt to a KEM key),
+  // whatever a certificate allows.
   if (!e.privateKeyDer) {
-    if (requested !== undefined && requested !== 'verify')
+    if (requested !== undefined && requested !== allowed[0])
       throw problem(
         'key_usage_mismatch',
-        `a certificate imported without its private key verifies only; it cannot ${requested}`,
+        `a key imported without its private key can only ${allowed[0]}; it cannot ${requested}`,
         { details: { allowed } },
       );
     return { enabled: allowed, allowed };
@@ -176,11 +177,19 @@ export async function importKeystore(
   // The kid rule of generated keys applies to imported ones too; checked before the costly parse.
   if (input.kid !== undefined && !KID.test(input.kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
-  // An ML-DSA key as an AKP JWK (RFC 9964) is read here: no key derivation, no chain.
+  // An ML-DSA or HPKE key as an AKP JWK is read here: no key derivation, no chain. Its entry
+  // carries the type and whether it has a private part; the material to store is the JWK's own.
   const akp = akpJwkOf(input.data);
-  const fromJwk = akp ? mlDsaKeyFromJwk(akp) : null;
+  const fromJwk = akp ? akpKeyFromJwk(akp) : null;
   const entries: ParsedKeystoreEntry[] = fromJwk
-    ? [{ ...fromJwk, certificates: [] }]
+    ? [
+        {
+          type: fromJwk.type,
+          publicKeyDer: new Uint8Array(0),
+          ...(fromJwk.hasPrivateKey ? { privateKeyDer: new Uint8Array(0) } : {}),
+          certificates: [],
+        },
+      ]
     : await parseEntries(ctx, { data: input.data, password: input.password }, principal);
   if (entries.length === 0) throw problem('keystore_empty', 'the keystore holds no private key');
   if (input.trustAnchor && entries.some((e) => e.privateKeyDer))
@@ -236,7 +245,7 @@ export async function importKeystore(
           source: 'imported',
           trustAnchor: enabled.includes('verify') && input.trustAnchor === true,
         },
-        {
+        fromJwk?.material ?? {
           type: e.type as KeyType,
           privateKeyDer: b(e.privateKeyDer),
           publicKeyDer: b(e.publicKeyDer),

@@ -7,7 +7,14 @@ import { AsnConvert } from '@peculiar/asn1-schema';
 import { Certificate, SubjectKeyIdentifier, id_ce_subjectKeyIdentifier } from '@peculiar/asn1-x509';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { TEST_ENGINE } from '../../../support/database.ts';
-import { makeTenant, userToken, workloadToken, type TestTenant } from '../../../support/auth.ts';
+import {
+  api,
+  makeTenant,
+  userToken,
+  workloadToken,
+  type TestTenant,
+} from '../../../support/auth.ts';
+import { openCompact } from '../../support/independent-hpke.ts';
 import { fixtureDir, type FixtureDir } from '../../unit/keystore/fixtures.ts';
 import { signMessage } from '../../../shared/crypto/sign.ts';
 import { decryptCompact } from '../../../shared/jose/compact-jwe.ts';
@@ -463,6 +470,154 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
         expect.stringMatching(/\/problems\/keystore-malformed$/),
       ]);
       expect(await keyCount()).toBe(before);
+    });
+  });
+
+  describe('AKP JWKs of the HPKE suites (draft-ietf-jose-hpke-pq-pqt)', () => {
+    type Vector = { alg: string; jwk: JWK & { kid: string; priv: string; pub: string } };
+    const vectors = new Map(
+      (
+        JSON.parse(
+          readFileSync(
+            new URL('../../fixtures/pq/jose-hpke-pq-pqt-vectors.json', import.meta.url),
+            'utf8',
+          ),
+        ) as Vector[]
+      ).map((v) => [v.alg, v.jwk]),
+    );
+    const json = (o: object) => Buffer.from(JSON.stringify(o));
+    const data = Buffer.from('imported recipient').toString('base64');
+    let h: TestTenant;
+    let hAdmin: string;
+    let hCore: string;
+    const hUpload = (u: Upload) =>
+      upload(u, `/api/v3/admin/tenants/${h.tenantId}/keys/import-keystore`, hAdmin);
+    const hKeyCount = async () =>
+      Number(
+        (await app.ctx.db('keys').where({ tenant_id: h.tenantId }).count({ n: '*' }).first())!.n,
+      );
+    beforeAll(async () => {
+      h = await makeTenant(
+        app,
+        ['admin.keys.import', 'admin.keys.read', 'crypto.encrypt', 'crypto.decrypt'],
+        'hpke-importer',
+      );
+      hAdmin = await userToken(app, h);
+      hCore = await workloadToken(app, h);
+    });
+    const published = async (kid: string) =>
+      (
+        (await api(app, 'GET', `/api/v3/admin/tenants/${h.tenantId}/keys/${kid}`, hAdmin)).body as {
+          publicKey: JWK;
+        }
+      ).publicKey;
+
+    it.each([
+      ['HPKE-9', 'x25519-ml-kem-768', 'HPKE-9'],
+      ['HPKE-12', 'ml-kem-768', 'HPKE-12'],
+      ['HPKE-13', 'ml-kem-1024', 'HPKE-13'],
+      ['HPKE-9-KE', 'x25519-ml-kem-768', 'HPKE-9'],
+      ['HPKE-13-KE', 'ml-kem-1024', 'HPKE-13'],
+    ])(
+      "when the draft's private %s example key is imported, then it is a %s key published with the draft's pub (and its kid as thumbprint under the suite's alg), the runtime encrypts to it a JWE the independent reader opens with the draft's priv, and decrypt round-trips",
+      async (alg, type, published_alg) => {
+        const jwk = vectors.get(alg)!;
+        const r = await hUpload({ keystore: json(jwk) });
+        expect(r.status).toBe(201);
+        expect(r.body.keys).toEqual([
+          expect.objectContaining({ kid: jwk.kid, type, usage: 'encrypt', certificate: null }),
+        ]);
+        const pub = await published(jwk.kid);
+        expect(pub).toMatchObject({ kty: 'AKP', alg: published_alg, pub: jwk.pub });
+        // The key is published under the suite's Integrated label, so the draft's kid is its
+        // thumbprint when the example JWK is of that label too.
+        if (alg === published_alg) expect(await calculateJwkThumbprint(pub)).toBe(jwk.kid);
+        const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', hCore, { kid: jwk.kid, data });
+        expect(enc.status).toBe(200);
+        const ciphertext = enc.body.ciphertext as string;
+        const header = JSON.parse(Buffer.from(ciphertext.split('.')[0], 'base64url').toString());
+        expect(header).toMatchObject({ alg: published_alg, kid: `${jwk.kid}#1` });
+        const opened = await openCompact(ciphertext, Buffer.from(jwk.priv, 'base64url'));
+        expect(opened.toString('base64')).toBe(data);
+        const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', hCore, { ciphertext });
+        expect([dec.status, dec.body.data]).toEqual([200, data]);
+      },
+    );
+
+    it.each(['HPKE-12-KE', 'HPKE-9-KE'])(
+      "when the draft's %s example key is imported without priv, then it is an encrypt-only key: the runtime encrypts to it for the draft's priv to open, and decrypt with it is refused",
+      async (alg) => {
+        const { priv, ...pub } = vectors.get(alg)!;
+        const refused = await hUpload({
+          keystore: json(pub),
+          kid: `${alg}-signing`,
+          usage: 'sign',
+        });
+        expect([refused.status, refused.body.type]).toEqual([
+          422,
+          expect.stringMatching(/\/problems\/key-usage-mismatch$/),
+        ]);
+        const r = await hUpload({ keystore: json(pub), kid: `${alg}-public` });
+        expect(r.status).toBe(201);
+        expect(r.body.keys[0]).toMatchObject({ kid: `${alg}-public`, usage: 'encrypt' });
+        expect((await published(`${alg}-public`)).pub).toBe(pub.pub);
+        const enc = await api(app, 'POST', '/api/v3/crypto/encrypt', hCore, {
+          kid: `${alg}-public`,
+          data,
+        });
+        expect(enc.status).toBe(200);
+        const ciphertext = enc.body.ciphertext as string;
+        expect(
+          (await openCompact(ciphertext, Buffer.from(priv, 'base64url'))).toString('base64'),
+        ).toBe(data);
+        const dec = await api(app, 'POST', '/api/v3/crypto/decrypt', hCore, { ciphertext });
+        expect(dec.status).toBeGreaterThanOrEqual(400);
+        expect(dec.status).toBeLessThan(500);
+        expect(dec.body.data).toBeUndefined();
+      },
+    );
+
+    it('when an HPKE AKP JWK has a seed of the wrong length, a pub not its priv, an unknown alg, an alg of another key type or a member an AKP JWK does not have, then each is a 400 keystore-malformed and nothing is stored', async () => {
+      const v12 = vectors.get('HPKE-12')!;
+      const v9 = vectors.get('HPKE-9')!;
+      const flipped = Buffer.from(v12.pub, 'base64url');
+      flipped[10] ^= 1;
+      const dsa = JSON.parse(
+        readFileSync(new URL('../../fixtures/pq/rfc9964-examples.json', import.meta.url), 'utf8'),
+      )['ML-DSA-44'].jwk as Record<string, string>;
+      const cases: Record<string, object> = {
+        'short ML-KEM seed': { ...v12, priv: v12.priv.slice(0, 43) },
+        'X-Wing seed of 64 bytes': {
+          ...v9,
+          priv: Buffer.concat([Buffer.from(v9.priv, 'base64url'), Buffer.alloc(32)]).toString(
+            'base64url',
+          ),
+        },
+        'pub of another key': { ...v12, pub: flipped.toString('base64url') },
+        'pub of another suite': { ...v9, pub: v12.pub },
+        'public key of the wrong length': { kty: 'AKP', alg: 'HPKE-9', pub: v12.pub },
+        'unknown alg': { ...v12, alg: 'HPKE-99' },
+        'a JWS alg on an HPKE key': { ...v12, alg: 'ES256' },
+        'an ML-DSA alg on an HPKE key': { ...v12, alg: 'ML-DSA-44' },
+        'an HPKE alg on an ML-DSA key': { ...dsa, alg: 'HPKE-12' },
+        'no pub': { kty: 'AKP', alg: 'HPKE-12', priv: v12.priv },
+        'a d member': { ...v12, d: v12.priv },
+        'a k member': { kty: 'AKP', alg: 'HPKE-12', pub: v12.pub, k: 'AAAA' },
+        'padded base64': { ...v12, priv: `${v12.priv}==` },
+      };
+      const before = await hKeyCount();
+      for (const [what, jwk] of Object.entries(cases)) {
+        const r = await hUpload({ keystore: json(jwk), kid: 'refused' });
+        expect([what, r.status, r.body.type]).toEqual([
+          what,
+          400,
+          expect.stringMatching(/\/problems\/keystore-malformed$/),
+        ]);
+      }
+      // A kty of another key type with an HPKE alg is not an AKP JWK: not read as one.
+      const okp = await hUpload({ keystore: json({ ...v12, kty: 'OKP' }), kid: 'refused' });
+      expect(okp.status).toBe(400);
+      expect(await hKeyCount()).toBe(before);
     });
   });
 });

@@ -1,4 +1,6 @@
-import { createPrivateKey } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { CompactSign } from 'jose';
 import {
   compactDecrypt,
   compactVerify,
@@ -35,6 +37,7 @@ const RUNTIME = [
 ];
 const ADMIN = [
   'admin.keys.create',
+  'admin.keys.import',
   'admin.keys.rotate',
   'admin.keys.suspend',
   'admin.keys.revoke',
@@ -426,4 +429,178 @@ describe(`core API (${TEST_ENGINE})`, () => {
       expect(tampered.status).toBe(400);
     },
   );
+
+  describe('verify of a compact JWS (jws)', () => {
+    /** Imports a JWK through the keystore import, as an operator would; answers the status. */
+    const importJwk = async (jwk: object, kid?: string) => {
+      const form = new FormData();
+      form.append('keystore', new Blob([JSON.stringify(jwk)]), 'key.jwk');
+      if (kid) form.append('kid', kid);
+      const res = await fetch(`${app.url}${keys('/import-keystore')}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin}` },
+        body: form,
+      });
+      return res.status;
+    };
+    const verifyJws = (kid: string, jws: string, extra: object = {}) =>
+      api(app, 'POST', '/api/v3/crypto/verify', core, { kid, jws, ...extra });
+    /** The JWS with one byte of part `i` (1 payload, 2 signature) flipped. */
+    const flipped = (jws: string, i: number) => {
+      const parts = jws.split('.');
+      const b = Buffer.from(parts[i], 'base64url');
+      b[Math.floor(b.length / 2)] ^= 1;
+      parts[i] = b.toString('base64url');
+      return parts.join('.');
+    };
+    const payload = Buffer.from('attack at dawn');
+
+    it("when jose signs a compact JWS with an ML-DSA-65 KeyObject whose public AKP JWK was imported (a verify-only key), then verify with jws answers valid with the header's alg and kid; one flipped byte of payload or signature answers valid: false", async () => {
+      const { publicKey, privateKey } = generateKeyPairSync('ml-dsa-65');
+      expect(await importJwk(publicKey.export({ format: 'jwk' }), 'outside-dsa')).toBe(201);
+      const jws = await new CompactSign(payload)
+        .setProtectedHeader({ alg: 'ML-DSA-65', kid: 'outside-dsa' })
+        .sign(privateKey);
+      const ok = await verifyJws('outside-dsa', jws);
+      expect([ok.status, ok.body]).toEqual([
+        200,
+        {
+          kid: 'outside-dsa',
+          version: 1,
+          valid: true,
+          header: { alg: 'ML-DSA-65', kid: 'outside-dsa' },
+        },
+      ]);
+      const bare = await new CompactSign(payload)
+        .setProtectedHeader({ alg: 'ML-DSA-65' })
+        .sign(privateKey);
+      expect((await verifyJws('outside-dsa', bare)).body).toEqual({
+        kid: 'outside-dsa',
+        version: 1,
+        valid: true,
+        header: { alg: 'ML-DSA-65' },
+      });
+      // A flipped header byte is mostly a header that is no JSON (400, below); a header that
+      // still parses is covered by the next tests.
+      for (const i of [1, 2]) {
+        const r = await verifyJws('outside-dsa', flipped(jws, i));
+        expect([i, r.status, r.body]).toEqual([i, 200, { kid: 'outside-dsa', valid: false }]);
+      }
+      // The raw form verifies with the verify-only key as well.
+      const [h, p, sig] = jws.split('.');
+      const raw = await api(app, 'POST', '/api/v3/crypto/verify', core, {
+        kid: 'outside-dsa',
+        data: Buffer.from(`${h}.${p}`).toString('base64'),
+        signature: Buffer.from(sig, 'base64url').toString('base64'),
+      });
+      expect(raw.body).toEqual({ kid: 'outside-dsa', version: 1, valid: true });
+    });
+
+    it("when RFC 9964's public ML-DSA-44 example key is imported, then the RFC's example JWS verifies through verify with jws, its kid the JWK's thumbprint", async () => {
+      const rfc = JSON.parse(
+        readFileSync(new URL('../../fixtures/pq/rfc9964-examples.json', import.meta.url), 'utf8'),
+      )['ML-DSA-44'] as { jwk: Record<string, string>; jws: string };
+      const { priv: _priv, ...pub } = rfc.jwk;
+      expect(await importJwk(pub)).toBe(201);
+      const r = await verifyJws(pub.kid, rfc.jws);
+      expect(r.body).toEqual({
+        kid: pub.kid,
+        version: 1,
+        valid: true,
+        header: { alg: 'ML-DSA-44', kid: pub.kid },
+      });
+    });
+
+    it.each([
+      ['dsa', 'ML-DSA-65'],
+      ['ec', 'ES256'],
+      ['ec384', 'ES384'],
+      ['rsa-sig', 'RS256'],
+      ['ed', 'EdDSA'],
+    ])(
+      'when %s signs with output jws, then verify with jws answers valid with %s and the versioned kid, and jose verifies the same JWS with the published key',
+      async (kid, alg) => {
+        const s = await api(app, 'POST', '/api/v3/crypto/sign', core, {
+          kid,
+          data,
+          output: 'jws',
+        });
+        const jws = s.body.jws as string;
+        const r = await verifyJws(kid, jws);
+        expect([r.status, r.body]).toEqual([
+          200,
+          { kid, version: 1, valid: true, header: { alg, kid: `${kid}#1` } },
+        ]);
+        const verified = await compactVerify(jws, await importJWK(await publishedJwk(kid), alg));
+        expect(Buffer.from(verified.payload).toString('base64')).toBe(data);
+        expect((await verifyJws(kid, flipped(jws, 2))).body).toEqual({ kid, valid: false });
+      },
+    );
+
+    it("when the JWS's alg is not the key's, its kid names another key or another tenant's key, or it has crit, then the answer is word for word that of a wrong signature", async () => {
+      const own = (
+        await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'dsa', data, output: 'jws' })
+      ).body.jws as string;
+      const wrongSignature = await verifyJws('dsa', flipped(own, 2));
+      expect(wrongSignature.body).toEqual({ kid: 'dsa', valid: false });
+      const reheader = (header: object) => {
+        const [, p, sig] = own.split('.');
+        return `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${p}.${sig}`;
+      };
+      // Another tenant with a key of the same kid and type signs: its JWS is not this key's.
+      const t2 = await makeTenant(app, [...RUNTIME, ...ADMIN]);
+      const admin2 = await userToken(app, t2);
+      const core2 = await workloadToken(app, t2);
+      await api(app, 'POST', `/api/v3/admin/tenants/${t2.tenantId}/keys`, admin2, {
+        kid: 'dsa',
+        type: 'ml-dsa-65',
+      });
+      const foreign = (
+        await api(app, 'POST', '/api/v3/crypto/sign', core2, { kid: 'dsa', data, output: 'jws' })
+      ).body.jws as string;
+      const ecJws = (
+        await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'ec', data, output: 'jws' })
+      ).body.jws as string;
+      const cases: Record<string, string> = {
+        'another tenant': foreign,
+        'an ES256 JWS of another key': ecJws,
+        'alg of another parameter set': reheader({ alg: 'ML-DSA-44', kid: 'dsa#1' }),
+        'alg none': reheader({ alg: 'none', kid: 'dsa#1' }),
+        'kid of another key': reheader({ alg: 'ML-DSA-65', kid: 'ec#1' }),
+        'kid of no retained version': reheader({ alg: 'ML-DSA-65', kid: 'dsa#7' }),
+        'kid not a string': reheader({ alg: 'ML-DSA-65', kid: 1 }),
+        crit: reheader({ alg: 'ML-DSA-65', kid: 'dsa#1', crit: ['exp'], exp: 1 }),
+        'unencoded payload': reheader({ alg: 'ML-DSA-65', kid: 'dsa#1', b64: false }),
+      };
+      for (const [what, jws] of Object.entries(cases)) {
+        const r = await verifyJws('dsa', jws);
+        expect([what, r.status, r.body]).toEqual([what, 200, wrongSignature.body]);
+      }
+    });
+
+    it('when jws is not a compact JWS, or comes with data, digest, signature or algorithm, then 400 validation-failed; without jws a signature is still required', async () => {
+      const own = (
+        await api(app, 'POST', '/api/v3/crypto/sign', core, { kid: 'dsa', data, output: 'jws' })
+      ).body.jws as string;
+      const notJson = `${Buffer.from('not json').toString('base64url')}.${own.split('.')[1]}.AA`;
+      const noAlg = `${Buffer.from('{"kid":"dsa#1"}').toString('base64url')}.e30.AA`;
+      for (const [what, body] of [
+        ['two parts', { kid: 'dsa', jws: 'a.b' }],
+        ['not base64url', { kid: 'dsa', jws: 'a+b.c.d' }],
+        ['header not JSON', { kid: 'dsa', jws: notJson }],
+        ['header without alg', { kid: 'dsa', jws: noAlg }],
+        ['jws with data', { kid: 'dsa', jws: own, data }],
+        ['jws with signature', { kid: 'dsa', jws: own, signature: 'AA==' }],
+        ['jws with algorithm', { kid: 'dsa', jws: own, algorithm: 'ML-DSA-65' }],
+        ['no signature', { kid: 'dsa', data }],
+      ] as const) {
+        const r = await api(app, 'POST', '/api/v3/crypto/verify', core, body);
+        expect([what, r.status, r.body.type]).toEqual([
+          what,
+          400,
+          expect.stringMatching(/\/problems\/validation-failed$/),
+        ]);
+      }
+    });
+  });
 });
