@@ -4561,6 +4561,7 @@ export interface operations {
               template?: string;
               allowedKeyTypes?: string[];
               rotationPeriodDays?: number;
+              vaultTransitMounts?: string[];
             };
             policy: {
               template: string;
@@ -4578,6 +4579,7 @@ export interface operations {
                 failedAuthenticationsPerMinute: number;
                 apiRequestsPerMinutePerEndpoint: number;
               };
+              vaultTransitMounts: string[];
             };
           };
         };
@@ -4637,6 +4639,7 @@ export interface operations {
             | 'x25519-ml-kem-768'
           )[];
           rotationPeriodDays?: number;
+          vaultTransitMounts?: string[];
         };
       };
     };
@@ -4653,6 +4656,7 @@ export interface operations {
               template?: string;
               allowedKeyTypes?: string[];
               rotationPeriodDays?: number;
+              vaultTransitMounts?: string[];
             };
             policy: {
               template: string;
@@ -4670,6 +4674,7 @@ export interface operations {
                 failedAuthenticationsPerMinute: number;
                 apiRequestsPerMinutePerEndpoint: number;
               };
+              vaultTransitMounts: string[];
             };
           };
         };
