@@ -17,6 +17,7 @@ import type { DecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import type { AuthServices } from './services/auth/index.ts';
 import type { BackgroundTasks } from './background.ts';
 import type { Rewrapper } from '../shared/keys/rewrap.ts';
+import type { TransitMounts } from './services/vault-transit/mounts.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -52,6 +53,8 @@ export interface AppContext extends KeyPlane {
   background: BackgroundTasks;
   /** This instance's master-key rewrap. */
   rewrap: Rewrapper;
+  /** Where each tenant's Vault Transit API answers below /v1/, held in memory. */
+  transitMounts: TransitMounts;
   /** Automatic key rotation; its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
 }

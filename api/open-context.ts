@@ -20,6 +20,7 @@ import { createAuthServices } from './services/auth/index.ts';
 import { batchedSigner } from './services/auth/token-signer.ts';
 import { createBackgroundTasks } from './background.ts';
 import { createRewrapper } from '../shared/keys/rewrap.ts';
+import { createTransitMounts } from './services/vault-transit/mounts.ts';
 import type { AppContext } from './context.ts';
 
 export interface ContextOptions {
@@ -31,7 +32,7 @@ export interface ContextOptions {
 /**
  * Builds the API process's context: the logger, the key plane (master key, database, master
  * secrets, Redis, fan-out, change feed, key cache: shared/key-plane.ts) and the API's own parts
- * on top (pools, metrics, audit, auth, background tasks, rewrap), each registered on the plane's
+ * on top (pools, metrics, audit, auth, Transit mounts, background tasks, rewrap), each registered on the plane's
  * closer list. A part that fails to open closes what was opened before it.
  */
 export async function createContext(
@@ -101,6 +102,8 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
     redis,
   );
   closers.add('auth services', () => auth.close());
+  const transitMounts = await createTransitMounts(db, logger, changes);
+  closers.add('Vault Transit mounts', () => transitMounts.close());
   // Closed first: what is under way still needs the database, the mailer and the audit log.
   const background = createBackgroundTasks(logger);
   closers.add('background tasks', () => background.close());
@@ -126,6 +129,7 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
     decryption: createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis }),
     background,
     rewrap,
+    transitMounts,
   };
 }
 

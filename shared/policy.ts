@@ -20,6 +20,8 @@ export interface Policy {
     failedAuthenticationsPerMinute: number;
     apiRequestsPerMinutePerEndpoint: number;
   };
+  /** The paths below /v1/ where the tenant's Vault Transit API answers (Vault's mounts). */
+  vaultTransitMounts: string[];
 }
 
 /** Every type of the crypto registry. */
@@ -79,6 +81,7 @@ export function platformDefaults(config: Config): Policy {
       failedAuthenticationsPerMinute: config.rateLimitFailuresPerMinute,
       apiRequestsPerMinutePerEndpoint: config.rateLimitApiPerMinute,
     },
+    vaultTransitMounts: [...DEFAULT_TRANSIT_MOUNTS],
   };
 }
 
@@ -87,7 +90,59 @@ export interface PolicyOverrides {
   template?: string;
   allowedKeyTypes?: string[];
   rotationPeriodDays?: number;
+  /** Replaces the default Transit mount (`transit`); see {@link transitMountsProblem}. */
+  vaultTransitMounts?: string[];
 }
+
+/** Vault's default Transit mount, the one a tenant serves until it names its own. */
+export const DEFAULT_TRANSIT_MOUNT = 'transit';
+const DEFAULT_TRANSIT_MOUNTS: readonly string[] = [DEFAULT_TRANSIT_MOUNT];
+
+/** How many Transit mounts a tenant may name. */
+export const MAX_TRANSIT_MOUNTS = 8;
+
+/**
+ * A Transit mount name: one path segment, as the matcher reads the first segment below /v1/ as
+ * the mount (a mount of several segments, `team/transit`, is not served).
+ */
+export const TRANSIT_MOUNT_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$';
+const MOUNT_NAME = new RegExp(TRANSIT_MOUNT_PATTERN);
+
+/**
+ * Names Vault keeps for itself (it refuses to mount anything there); `auth` is also where the
+ * AppRole login and the token paths are served.
+ */
+export const RESERVED_TRANSIT_MOUNTS: readonly string[] = [
+  'auth',
+  'sys',
+  'identity',
+  'cubbyhole',
+  'audit',
+];
+
+/** What is wrong with a list of Transit mounts, in a sentence; null when it can be stored. */
+export function transitMountsProblem(mounts: readonly unknown[]): string | null {
+  if (mounts.length < 1 || mounts.length > MAX_TRANSIT_MOUNTS)
+    return `vaultTransitMounts names 1 to ${MAX_TRANSIT_MOUNTS} mounts`;
+  const seen = new Set<string>();
+  for (const mount of mounts) {
+    if (typeof mount !== 'string' || !MOUNT_NAME.test(mount))
+      return `vaultTransitMounts: ${JSON.stringify(mount)} is not one path segment of 1 to 64 letters, digits, '_' or '-' (starting with a letter or digit)`;
+    if (RESERVED_TRANSIT_MOUNTS.includes(mount.toLowerCase()))
+      return `vaultTransitMounts: '${mount}' is a path Vault reserves (${RESERVED_TRANSIT_MOUNTS.join(', ')})`;
+    if (seen.has(mount)) return `vaultTransitMounts: '${mount}' is named twice`;
+    seen.add(mount);
+  }
+  return null;
+}
+
+/** The Transit mounts stored overrides give: theirs when they are valid, else the default. */
+export const transitMountsOf = (overrides: PolicyOverrides | null | undefined): string[] => {
+  const mounts = overrides?.vaultTransitMounts;
+  return Array.isArray(mounts) && transitMountsProblem(mounts) === null
+    ? [...mounts]
+    : [...DEFAULT_TRANSIT_MOUNTS];
+};
 
 /** defaults ⊕ template ⊕ overrides; overrides may only narrow the allowed key types. */
 export function effectivePolicy(
@@ -110,5 +165,6 @@ export function effectivePolicy(
       : allowed,
     rotationPeriodDays:
       overrides.rotationPeriodDays ?? fromTemplate.rotationPeriodDays ?? base.rotationPeriodDays,
+    vaultTransitMounts: transitMountsOf(overrides),
   };
 }

@@ -6,7 +6,7 @@
  * mounts it like any row, and the tests generated from the table (the OpenAPI coverage, the
  * hostile matrix) read its error media from it. docs/architecture.md, Protocol rows.
  */
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
 import type { AccessClaims } from '../services/auth/access-tokens.ts';
@@ -54,25 +54,35 @@ export interface ProtocolRow {
 /** Declares a protocol row (a name to find the declarations by). */
 export const protocolRow = (row: ProtocolRow): ProtocolRow => row;
 
+/** An Express handler answering with a protocol core. */
+const servedBy =
+  (ctx: AppContext, serve: ProtocolRow['serve']) =>
+  async (req: Request, res: Response): Promise<void> => {
+    const answer = await serve(ctx, {
+      req,
+      id: String(req.id),
+      params: req.params as Record<string, string>,
+      noteClaims: (claims) => {
+        req.auth = claims;
+      },
+    });
+    // An unread body must not be taken for the next request on this connection.
+    if (answer.status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
+    res.status(answer.status).set(answer.headers).send(answer.body);
+  };
+
 /**
  * A router serving `rows` on Express. No 405 helper: the path may be another row's for another
- * method (POST / is the AWS API, GET / the landing page).
+ * method (POST / is the AWS API, GET / the landing page). With `whole` (a mount the runtime lane
+ * serves whole), every other method and path below the mount is that core's too, as on the lane.
  */
-export function protocolRouter(ctx: AppContext, rows: readonly ProtocolRow[]): Router {
+export function protocolRouter(
+  ctx: AppContext,
+  rows: readonly ProtocolRow[],
+  whole?: ProtocolRow['serve'],
+): Router {
   const router = Router({ mergeParams: true });
-  for (const row of rows)
-    router[row.method](row.path, async (req, res) => {
-      const answer = await row.serve(ctx, {
-        req,
-        id: String(req.id),
-        params: req.params as Record<string, string>,
-        noteClaims: (claims) => {
-          req.auth = claims;
-        },
-      });
-      // An unread body must not be taken for the next request on this connection.
-      if (answer.status >= 400 && !req.readableEnded) res.setHeader('Connection', 'close');
-      res.status(answer.status).set(answer.headers).send(answer.body);
-    });
+  for (const row of rows) router[row.method](row.path, servedBy(ctx, row.serve));
+  if (whole) router.use(servedBy(ctx, whole));
   return router;
 }

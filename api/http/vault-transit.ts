@@ -2,8 +2,9 @@
  * The Vault Transit API's transport: every request under `/v1/`, served by the runtime lane
  * (api/runtime-lane.ts) ahead of Express (Express's router, api/routes/vault-transit.ts, for an
  * app without the lane), with this one core: the row of the path (api/services/vault-transit/
- * operations.ts), the token (`X-Vault-Token`, or `Authorization: Bearer`) checked as every bearer
- * API checks it, `X-Vault-Namespace` as the tenant, the JSON body, then permissions, the rate
+ * operations.ts) below any one-segment mount, the token (`X-Vault-Token`, or `Authorization:
+ * Bearer`) checked as every bearer API checks it, `X-Vault-Namespace` as the tenant, the mount
+ * as one of the tenant's (ctx.transitMounts), the JSON body, then permissions, the rate
  * budget, the service and the audit as natively. Every answer is Vault's: `{"data": ...}` (or
  * `{"auth": ...}`), 204, or `{"errors": [...]}` with Vault's status (docs/vault-transit.md).
  */
@@ -15,6 +16,7 @@ import { consumeApiBudget } from '../access/budget.ts';
 import { runRuntime } from '../services/crypto/batch.ts';
 import { MAX_BATCH } from '../services/crypto/bodies.ts';
 import {
+  TRANSIT_MOUNT,
   TRANSIT_OPERATIONS,
   type TransitCall,
   type TransitOperation,
@@ -42,7 +44,15 @@ export interface VaultAnswer {
 
 const JSON_TYPE = 'application/json';
 
-const ROWS = TRANSIT_OPERATIONS.map((op) => ({ op, segments: op.path.split('/') }));
+/**
+ * The rows as the matcher reads them: a Transit row below its mount (its first segment, which
+ * the tenant's mounts replace), an `auth/...` row at its own path.
+ */
+const ROWS = TRANSIT_OPERATIONS.map((op) => {
+  const segments = op.path.split('/');
+  const mounted = segments[0] === TRANSIT_MOUNT;
+  return { op, mounted, segments: mounted ? segments.slice(1) : segments };
+});
 
 /** The methods a row answers: a write also as PUT (Vault's Go client), a read also as HEAD. */
 const answers = (op: TransitOperation, method: string): boolean =>
@@ -50,35 +60,47 @@ const answers = (op: TransitOperation, method: string): boolean =>
   (op.method === 'POST' && method === 'PUT') ||
   (op.method === 'GET' && method === 'HEAD');
 
+/** A path's row: its parameters and, for a Transit row, the mount the path named. */
+interface Found {
+  op: TransitOperation;
+  params: Record<string, string>;
+  /** The first segment of a Transit row's path (whose tenant is not known yet); null for `auth/...`. */
+  mount: string | null;
+}
+
 /**
  * The row and parameters of a path below /v1/ (decoded; a trailing slash ignored), 'method'
- * when the path is served but not with this method, null when it is not served.
+ * when the path is served but not with this method, null when it is not served. The `auth/...`
+ * rows are matched at their path; every other row below any one-segment mount, which the caller
+ * checks against the tenant's once the token names it.
  */
-function match(
-  path: string,
-  method: string,
-): { op: TransitOperation; params: Record<string, string> } | 'method' | null {
+function match(path: string, method: string): Found | 'method' | null {
   const parts = path.replace(/\/$/, '').split('/');
   let pathServed = false;
-  for (const { op, segments } of ROWS) {
-    if (segments.length !== parts.length) continue;
+  for (const { op, mounted, segments } of ROWS) {
+    const offset = mounted ? 1 : 0;
+    if (segments.length + offset !== parts.length) continue;
     const params: Record<string, string> = {};
-    let fits = true;
+    let fits = !mounted || parts[0] !== '';
     for (let i = 0; i < segments.length && fits; i += 1) {
+      const part = parts[i + offset];
       if (segments[i].startsWith(':')) {
         try {
-          params[segments[i].slice(1)] = decodeURIComponent(parts[i]);
+          params[segments[i].slice(1)] = decodeURIComponent(part);
         } catch {
           fits = false;
         }
-      } else fits = segments[i] === parts[i];
+      } else fits = segments[i] === part;
     }
     if (!fits) continue;
-    if (answers(op, method)) return { op, params };
+    if (answers(op, method)) return { op, params, mount: mounted ? parts[0] : null };
     pathServed = true;
   }
   return pathServed ? 'method' : null;
 }
+
+/** Vault's answer to a path it serves nothing at: 404 with no message. */
+const noRoute = (): VaultError => new VaultError(404, null);
 
 function answerOf(status: number, body: unknown, retryAfter?: number): VaultAnswer {
   const headers: Record<string, string> = {
@@ -220,10 +242,12 @@ export async function vaultAnswer(
     const path = (q === -1 ? url : url.slice(0, q)).slice(VAULT_PREFIX.length + 1);
     const method = (req.method ?? 'GET').toUpperCase();
     const found = match(path, method);
-    if (found === null) throw new VaultError(404, null);
+    if (found === null) throw noRoute();
     if (found === 'method') throw new VaultError(405, 'unsupported operation');
     op = found.op;
-    const attempt = { method, path: `${VAULT_PREFIX}/${op.path}`, id };
+    const opPath =
+      found.mount === null ? op.path : `${found.mount}/${op.path.slice(TRANSIT_MOUNT.length + 1)}`;
+    const attempt = { method, path: `${VAULT_PREFIX}/${opPath}`, id };
     const address = req.socket.remoteAddress ?? 'unknown';
     const readBody = () =>
       method === 'POST' || method === 'PUT' ? bodyOf(ctx, req) : Promise.resolve({});
@@ -252,7 +276,10 @@ export async function vaultAnswer(
     }
     noteClaims(claims);
     tenantId = tenantOf(ctx, req, claims, attempt);
+    // A mount the tenant does not serve answers as a path served nowhere, unaudited and
+    // unbudgeted as that one is: nothing tells another tenant's mount from no mount.
     audited = true;
+    if (found.mount !== null && !ctx.transitMounts.serves(tenantId, found.mount)) throw noRoute();
     requirePermissions(ctx, claims, op.permissions, attempt);
     await consumeApiBudget(ctx, claims, op.action);
     const body = await readBody();

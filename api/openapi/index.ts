@@ -35,7 +35,7 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
         ],
         [
           'vault-transit',
-          "The Vault Transit API (/v1/transit/..., X-Vault-Token) for hvac, node-vault, SOPS and Vault's and OpenBao's transit seal.",
+          "The Vault Transit API (/v1/transit/..., or a tenant's own mounts in place of transit; X-Vault-Token) for hvac, node-vault, SOPS and Vault's and OpenBao's transit seal.",
         ],
         [
           'pqc',

@@ -59,8 +59,9 @@ export interface Mount {
   /** The mount's protocol rows (api/http/protocol.ts): another wire protocol, answered whole by its core. */
   protocol?: readonly ProtocolRow[];
   /**
-   * The protocol's core, when the runtime lane serves every method and path below the mount
-   * with it (an unknown path's answer in the protocol's shape too), not only its `lane` rows.
+   * The protocol's core, when the runtime lane (and Express after the mount's rows) serves every
+   * method and path below the mount with it (an unknown path's answer in the protocol's shape
+   * too, a tenant's own Vault Transit mounts), not only its `lane` rows.
    */
   laneWhole?: ProtocolRow['serve'];
   /** The path's :tenantId must be a UUID and the token's tenant (or the caller has cross-tenant power). */
@@ -238,10 +239,12 @@ export function assertAreaAccess(areas: readonly Area[]): void {
       }
 }
 
-/** The routers of a mount: its rows' and its protocol rows'. */
+/** The routers of a mount: its rows' and its protocol rows' (and core, when it serves the mount whole). */
 export const mountRouters = (ctx: AppContext, mount: Mount): Router[] => [
   ...(mount.endpoints ? [endpointRouter(ctx, mount.endpoints)] : []),
-  ...(mount.protocol ? [protocolRouter(ctx, mount.protocol)] : []),
+  ...(mount.protocol || mount.laneWhole
+    ? [protocolRouter(ctx, mount.protocol ?? [], mount.laneWhole)]
+    : []),
 ];
 
 const OAUTH_PREFIXES = ROUTE_TABLE.filter((area) => area.errors === 'oauth').map((a) => a.prefix);

@@ -8,11 +8,16 @@
  *   test/integration/vault-transit/node-vault.test.ts,
  *   test/integration/vault-transit/shaped-clients.test.ts,
  *   test/integration/vault-transit/flags-and-tenants.test.ts,
+ *   test/integration/vault-transit/mounts.test.ts,
  *   test/integration/http/hostile-matrix.test.ts
  */
 import { vaultAnswer } from '../http/vault-transit.ts';
 import { protocolRow, type ProtocolRow } from '../http/protocol.ts';
-import { TRANSIT_OPERATIONS, type TransitOperation } from '../services/vault-transit/operations.ts';
+import {
+  TRANSIT_MOUNT,
+  TRANSIT_OPERATIONS,
+  type TransitOperation,
+} from '../services/vault-transit/operations.ts';
 
 const JSON_MEDIA = 'application/json';
 
@@ -31,7 +36,10 @@ const ERRORS = {
     'permission denied: no token, an invalid or expired one, a role without the permission, or a namespace the token may not act in',
     { errors: ['permission denied'] },
   ),
-  404: vaultError('no such key (reads), or a path this service does not serve', { errors: [] }),
+  404: vaultError(
+    "no such key (reads), or a path this service does not serve (a mount the token's tenant does not list included)",
+    { errors: [] },
+  ),
   429: vaultError('the rate budget of this operation is spent (Retry-After)', {
     errors: ['rate limit of vault-transit.encrypt reached; retry later'],
   }),
@@ -48,6 +56,7 @@ function documented(op: TransitOperation, method: 'get' | 'post' | 'put' | 'dele
     ]),
   );
   const login = op.kind === 'login';
+  const mounted = op.path.startsWith(`${TRANSIT_MOUNT}/`);
   return {
     method,
     path: `/${op.path}`.replace(/:(\w+)/g, '{$1}'),
@@ -55,7 +64,7 @@ function documented(op: TransitOperation, method: 'get' | 'post' | 'put' | 'dele
       tags: ['vault-transit'],
       operationId: method === 'put' ? `${op.operationId}Put` : op.operationId,
       summary: op.summary,
-      description: `Vault Transit${method === 'put' ? " (PUT, as Vault's Go client writes)" : ''}. Permissions: ${op.permissions.join(', ') || 'a valid token'}. See docs/vault-transit.md.`,
+      description: `Vault Transit${method === 'put' ? " (PUT, as Vault's Go client writes)" : ''}. Permissions: ${op.permissions.join(', ') || 'a valid token'}.${mounted ? ` At the default mount \`${TRANSIT_MOUNT}\`: a tenant's policy \`vaultTransitMounts\` replace it (/v1/<mount>/...), and a mount the tenant does not list answers 404 as an unknown path.` : ''} See docs/vault-transit.md.`,
       security: login ? [] : [{ vaultToken: [] }, { bearer: [] }],
       ...(op.expensive
         ? { 'x-keyward-expensive': { kinds: op.expensive.kinds, runsIn: 'api' } }

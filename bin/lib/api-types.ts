@@ -4571,6 +4571,7 @@ export interface operations {
               template?: string;
               allowedKeyTypes?: string[];
               rotationPeriodDays?: number;
+              vaultTransitMounts?: string[];
             };
             policy: {
               template: string;
@@ -4588,6 +4589,7 @@ export interface operations {
                 failedAuthenticationsPerMinute: number;
                 apiRequestsPerMinutePerEndpoint: number;
               };
+              vaultTransitMounts: string[];
             };
           };
         };
@@ -4647,6 +4649,7 @@ export interface operations {
             | 'x25519-ml-kem-768'
           )[];
           rotationPeriodDays?: number;
+          vaultTransitMounts?: string[];
         };
       };
     };
@@ -4663,6 +4666,7 @@ export interface operations {
               template?: string;
               allowedKeyTypes?: string[];
               rotationPeriodDays?: number;
+              vaultTransitMounts?: string[];
             };
             policy: {
               template: string;
@@ -4680,6 +4684,7 @@ export interface operations {
                 failedAuthenticationsPerMinute: number;
                 apiRequestsPerMinutePerEndpoint: number;
               };
+              vaultTransitMounts: string[];
             };
           };
         };

@@ -1,9 +1,9 @@
 /**
  * The web console in a real browser (headless Chromium, playwright-core): the bootstrap
  * administrator signs in, creates a tenant and acts in it, creates a role, a workload (its
- * secret shown once), a key, rotates and suspends it, reads and verifies the audit chain,
+ * secret shown once, and how it connects to each API), a key, rotates and suspends it, reads and verifies the audit chain,
  * imports a key and converts an `openssl cms -encrypt` file with it (the download checked with
- * jose), and signs out, which revokes every token the page held. Each page is checked with
+ * jose), sets the tenant's Vault Transit mounts, and signs out, which revokes every token the page held. Each page is checked with
  * axe-core and photographed into test-results/console/ (git-ignored).
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
@@ -266,6 +266,21 @@ describe('the web console in headless Chromium', () => {
     const clientId = await row('billing').locator('code').innerText();
     expect(await page.getByText('Shown once.').isVisible()).toBe(true);
     await page.getByRole('button', { name: 'Copy secret' }).waitFor();
+    // The new workload's Connect card: every API's address with its names, never its secret.
+    const connect = await page.getByRole('region', { name: 'Connect billing' }).innerText();
+    for (const text of [
+      `POST ${app.url}/api/v3/auth/token`,
+      `client_id=${clientId}`,
+      `${app.url}/`,
+      'keyward workloads access-keys create',
+      'VAULT_ADDR',
+      '/v1/transit/',
+      `POST ${app.url}/v1/auth/approle/login`,
+      `"role_id":"${clientId}"`,
+      'secret_id its client secret',
+    ])
+      expect(connect).toContain(text);
+    expect(connect).not.toContain(secret);
     await check('05-workload-secret');
     // The secret works: the workload gets a token with it.
     const token = await fetch(`${app.url}/api/v3/auth/token`, {
@@ -631,6 +646,28 @@ describe('the web console in headless Chromium', () => {
       '30 days',
     );
     await check('15-policies');
+
+    // A reserved Transit mount is refused with the problem's words; nothing is saved.
+    await page.getByLabel('Vault Transit mounts').fill('auth');
+    await page.getByRole('button', { name: 'Save overrides' }).click();
+    await until('the refusal', async () => (await alertText()).includes('reserves'));
+    // The tenant's own mounts: the policy shows them, and a workload's Connect card names them.
+    await page.getByLabel('Vault Transit mounts').fill('sops, transit');
+    await page.getByRole('button', { name: 'Save overrides' }).click();
+    await until('the mounts', async () =>
+      (await page.getByRole('region', { name: 'Effective policy' }).innerText()).includes(
+        '/v1/sops/, /v1/transit/',
+      ),
+    );
+    expect(await page.getByRole('region', { name: 'Effective policy' }).innerText()).toContain(
+      '30 days',
+    );
+    await open('Workloads');
+    await page.getByRole('button', { name: 'Connect billing' }).click();
+    const connect = page.getByRole('region', { name: 'Connect billing' });
+    await connect.waitFor();
+    expect(await connect.innerText()).toContain('/v1/sops/keys/<key name>');
+    await check('15b-workload-connect');
   });
 
   it('when a user is created with a role, then it is listed, its role can change and it can be disabled', async () => {

@@ -12,6 +12,7 @@ import type { ExpensiveDeclaration } from '../../../shared/keys/work-budget.ts';
 import * as data from './data-plane.ts';
 import * as keys from './keys.ts';
 import * as tokens from './tokens.ts';
+import { DEFAULT_TRANSIT_MOUNT } from '../../../shared/policy.ts';
 
 /** What a row's service gets: the tenant, the path parameters, the request members, the actor. */
 export interface TransitCall {
@@ -33,7 +34,10 @@ export type TransitResult = Record<string, unknown> | null;
 export interface TransitOperation {
   /** POST rows also answer PUT (Vault's Go client writes with PUT). */
   method: 'GET' | 'POST' | 'DELETE';
-  /** Below /v1/, Express-style (`transit/encrypt/:kid`). */
+  /**
+   * Below /v1/, Express-style: `transit/encrypt/:kid` (its first segment the mount, which the
+   * tenant's mounts replace), or `auth/...` (served at that path for every tenant).
+   */
   path: string;
   operationId: string;
   summary: string;
@@ -57,8 +61,12 @@ export interface TransitOperation {
   run(ctx: AppContext, call: TransitCall): Promise<TransitResult>;
 }
 
-/** The transit mount: Vault's default path, the one this service serves. */
-export const TRANSIT_MOUNT = 'transit';
+/**
+ * The mount the rows are written (and documented) under: Vault's default. The matcher reads a
+ * row's first segment as the mount, so a tenant's own mounts (its policy's
+ * `vaultTransitMounts`) take its place.
+ */
+export const TRANSIT_MOUNT = DEFAULT_TRANSIT_MOUNT;
 
 const KEY = ':kid';
 /** Key generation (RSA, ML-DSA) on the expensive-work pool and the caller's budget. */

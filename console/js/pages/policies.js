@@ -1,6 +1,7 @@
 /**
  * The tenant's key policy: the templates, the effective policy, and the overrides (a template,
- * the allowed key types narrowed further, the rotation period).
+ * the allowed key types narrowed further, the rotation period, the Vault Transit mounts). The
+ * overrides are replaced whole, so the form sends every one the tenant keeps.
  */
 import { json, tenantPath } from '../api.js';
 import { field, h, replace, select } from '../dom.js';
@@ -33,6 +34,17 @@ export async function renderPolicies(ui) {
         h('dd', {
           text: (answer.policy?.allowedKeyTypes ?? []).join(', ') || 'every supported type',
         }),
+        h('dt', { text: 'Vault Transit mounts' }),
+        h(
+          'dd',
+          {},
+          ...(answer.policy?.vaultTransitMounts ?? ['transit']).flatMap(
+            (/** @type {string} */ m, /** @type {number} */ i) => [
+              i ? ', ' : '',
+              h('code', { text: `/v1/${m}/` }),
+            ],
+          ),
+        ),
       ),
     );
   showEffective(current);
@@ -53,6 +65,12 @@ export async function renderPolicies(ui) {
     max: 3650,
     value: current.overrides?.rotationPeriodDays ?? '',
   });
+  const mounts = h('input', {
+    type: 'text',
+    autocomplete: 'off',
+    spellcheck: false,
+    value: (current.overrides?.vaultTransitMounts ?? []).join(', '),
+  });
   const form = h(
     'form',
     { class: 'card', 'aria-labelledby': 'overrides-title' },
@@ -67,6 +85,11 @@ export async function renderPolicies(ui) {
         'Comma-separated; may only narrow the template. Empty: the template’s.',
       ),
       field('Rotation period (days)', period, 'Empty: the template’s.'),
+      field(
+        'Vault Transit mounts',
+        mounts,
+        'Comma-separated paths below /v1/ where the Vault Transit API answers for this tenant, e.g. sops, transit: 1 to 8, each one path segment (letters, digits, _ and -), not auth, sys, identity, cubbyhole or audit. Empty: transit.',
+      ),
     ),
     h('button', { type: 'submit', text: 'Save overrides' }),
   );
@@ -82,6 +105,11 @@ export async function renderPolicies(ui) {
       if (list.length) body.allowedKeyTypes = list;
       const p = /** @type {HTMLInputElement} */ (period).value;
       if (p) body.rotationPeriodDays = Number(p);
+      const named = /** @type {HTMLInputElement} */ (mounts).value
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean);
+      if (named.length) body.vaultTransitMounts = named;
       showEffective(await json('PUT', `${tenantPath()}/policies/overrides`, { json: body }));
       ui.say('Overrides saved.');
     } catch (err) {

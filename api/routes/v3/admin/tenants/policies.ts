@@ -2,14 +2,21 @@
  * Policy templates, the effective policy of a tenant, and its overrides.
  *
  * Tests: test/integration/admin/exchanges.test.ts, test/integration/admin/key-settings.test.ts,
- *   test/integration/admin/keystore-import.test.ts
+ *   test/integration/admin/keystore-import.test.ts,
+ *   test/integration/vault-transit/mounts.test.ts
  */
 import Type from 'typebox';
 import { endpoint } from '../../../../http/endpoint.ts';
 import { Body, Resource, TENANT_PARAM, Uuid } from '../../../../http/schemas.ts';
 import { policyTemplates, setOverrides, tenantPolicy } from '../../../../services/policies.ts';
 import { MAX_ROTATION_PERIOD_DAYS } from '../../../../services/keys/settings.ts';
-import { ALL_KEY_TYPES, POLICY_TEMPLATES } from '../../../../../shared/policy.ts';
+import {
+  ALL_KEY_TYPES,
+  MAX_TRANSIT_MOUNTS,
+  POLICY_TEMPLATES,
+  RESERVED_TRANSIT_MOUNTS,
+  TRANSIT_MOUNT_PATTERN,
+} from '../../../../../shared/policy.ts';
 
 const TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
 
@@ -29,10 +36,14 @@ const Policy = Type.Object({
     failedAuthenticationsPerMinute: Type.Integer(),
     apiRequestsPerMinutePerEndpoint: Type.Integer(),
   }),
+  vaultTransitMounts: Type.Array(Type.String(), {
+    description: "where the tenant's Vault Transit API answers: /v1/<mount>/...",
+  }),
 });
 
 const ROTATION_PERIOD = Type.Integer({ minimum: 1, maximum: MAX_ROTATION_PERIOD_DAYS });
 const NARROWS = 'may only narrow the template';
+const MOUNTS = `the paths below /v1/ where the tenant's Vault Transit API answers, replacing the default ['transit']: 1 to ${MAX_TRANSIT_MOUNTS} distinct single path segments, none of Vault's reserved ${RESERVED_TRANSIT_MOUNTS.join(', ')}`;
 
 /** Overrides as a request gives them: a catalogued template, supported key types, a bounded period. */
 const Overrides = Body(
@@ -40,8 +51,15 @@ const Overrides = Body(
     template: Type.Optional(Type.Enum([...POLICY_TEMPLATES.keys()])),
     allowedKeyTypes: Type.Optional(Type.Array(Type.Enum(ALL_KEY_TYPES), { description: NARROWS })),
     rotationPeriodDays: Type.Optional(ROTATION_PERIOD),
+    vaultTransitMounts: Type.Optional(
+      Type.Array(Type.String({ pattern: TRANSIT_MOUNT_PATTERN }), {
+        minItems: 1,
+        maxItems: MAX_TRANSIT_MOUNTS,
+        description: MOUNTS,
+      }),
+    ),
   },
-  { template: 'strict', rotationPeriodDays: 90 },
+  { template: 'strict', rotationPeriodDays: 90, vaultTransitMounts: ['transit', 'sops'] },
 );
 
 /**
@@ -52,6 +70,7 @@ const StoredOverrides = Type.Object({
   template: Type.Optional(Type.String()),
   allowedKeyTypes: Type.Optional(Type.Array(Type.String(), { description: NARROWS })),
   rotationPeriodDays: Type.Optional(Type.Integer()),
+  vaultTransitMounts: Type.Optional(Type.Array(Type.String(), { description: MOUNTS })),
 });
 
 const POLICY_EXAMPLE = {
@@ -70,6 +89,7 @@ const POLICY_EXAMPLE = {
     failedAuthenticationsPerMinute: 10,
     apiRequestsPerMinutePerEndpoint: 6000000,
   },
+  vaultTransitMounts: ['transit'],
 };
 
 const TenantPolicy = Resource(
@@ -140,6 +160,9 @@ export const POLICY_ENDPOINTS = [
     params: Tenant,
     body: Overrides,
     answer: { status: 200, description: 'the new effective policy', schema: TenantPolicy },
+    problems: {
+      400: 'validation-failed: an unknown template or key type, a period out of bounds, vaultTransitMounts empty, over 8, a name not one path segment, named twice or reserved',
+    },
     handle: (ctx, { params, body }) => setOverrides(ctx, params.tenantId, body),
     audit: {
       action: 'policy.overrides.update',
