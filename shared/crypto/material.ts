@@ -230,7 +230,7 @@ export function publicJwk(
 }
 
 /**
- * The public key as PEM (SPKI, RFC 5280 section 4.1.2.7), or null for the hybrid, whose X-Wing key
+ * The public key as PEM (SPKI, RFC 5280 section 4.1.2.7), or null for a hybrid, whose key
  * has no SPKI form Node can write (its JWK carries it). Symmetric keys answer key_usage_mismatch.
  */
 export function publicPem(m: LoadedKey): string | null {

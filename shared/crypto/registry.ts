@@ -84,7 +84,7 @@ export interface KeyTypeSpec {
   readonly mac?: { readonly alg: MacAlgorithm; readonly hash: 'sha256' | 'sha384' | 'sha512' };
   /** Hybrid keys: the component key types, in the order their bytes are concatenated. */
   readonly components?: readonly ('ml-kem-768' | 'ml-kem-1024' | 'x25519' | 'ec')[];
-  /** Post-quantum (ML-KEM, ML-DSA, SLH-DSA, the X-Wing hybrid): what /api/v3/pqc serves and lists. */
+  /** Post-quantum (ML-KEM, ML-DSA, SLH-DSA, the ML-KEM hybrids): what /api/v3/pqc serves and lists. */
   readonly pqc?: true;
   /**
    * The runtime operations the event loop serves; the others run in the worker pool. Measured

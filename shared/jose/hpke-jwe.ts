@@ -81,7 +81,7 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
   return key;
 }
 
-/** True for a key that receives HPKE JWEs (ML-KEM, X-Wing): a post-quantum target. */
+/** True for a key that receives HPKE JWEs (ML-KEM and its hybrids): a post-quantum target. */
 export function isHpkeTarget(key: Pick<ResolvedKey, 'type'>): boolean {
   return hpkeSuiteOf(key.type) !== undefined;
 }

@@ -333,7 +333,7 @@ export async function verify(ctx: AppContext, tenantId: string, body: VerifyBody
   return { kid: key.kid, valid: false };
 }
 
-/** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
+/** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or a hybrid). */
 export async function encapsulateKey(ctx: AppContext, tenantId: string, body: EncapsulateBody) {
   const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');
