@@ -43,18 +43,7 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
   const seed = Buffer.from(jwk.priv, 'base64url');
   let key: ResolvedKey;
   try {
-    if (keyTypeSpec(named.type).family === 'hybrid') {
-      const { mlKem, group } = hybridExpandSeed(named.type, seed);
-      key = {
-        kid,
-        version: 1,
-        type: named.type,
-        components: [
-          { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
-          { privateKey: group, publicKey: createPublicKey(group) },
-        ],
-      };
-    } else {
+    if (named.type === 'ml-kem-768' || named.type === 'ml-kem-1024') {
       const privateKey = createPrivateKey({
         key: seed,
         format: 'raw-seed',
@@ -66,6 +55,17 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
         type: named.type,
         privateKey,
         publicKey: createPublicKey(privateKey),
+      };
+    } else {
+      const { mlKem, group } = hybridExpandSeed(named.type, seed);
+      key = {
+        kid,
+        version: 1,
+        type: named.type,
+        components: [
+          { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
+          { privateKey: group, publicKey: createPublicKey(group) },
+        ],
       };
     }
   } catch (cause) {

@@ -91,13 +91,25 @@ function point(c: Curve, b: Uint8Array): Point {
  * SHA3-256(ss_M || ss_T || ct_T || pk_T || label).
  */
 class NistHybrid {
+  private readonly mlKem: () => MlKem768 | MlKem1024;
+  private readonly c: Curve;
+  private readonly seedT: number;
+  private readonly ctM: number;
+  private readonly label: string;
+
   constructor(
-    private readonly mlKem: () => MlKem768 | MlKem1024,
-    private readonly c: Curve,
-    private readonly seedT: number,
-    private readonly ctM: number,
-    private readonly label: string,
-  ) {}
+    mlKem: () => MlKem768 | MlKem1024,
+    c: Curve,
+    seedT: number,
+    ctM: number,
+    label: string,
+  ) {
+    this.mlKem = mlKem;
+    this.c = c;
+    this.seedT = seedT;
+    this.ctM = ctM;
+    this.label = label;
+  }
 
   private expand(seed: Uint8Array): { m: Uint8Array; sk: bigint } {
     if (seed.length !== 32) throw new Error('a hybrid seed is 32 bytes');
