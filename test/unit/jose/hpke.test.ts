@@ -15,6 +15,7 @@ import {
 import { decryptCompact, encryptCompact } from '../../../shared/jose/compact-jwe.ts';
 import { hybridExpandSeed } from '../../../shared/crypto/pqc.ts';
 import {
+  hpkeKeyFromJwk,
   hpkeUnwrap,
   hpkeWrap,
   integratedDecrypt,
@@ -148,6 +149,18 @@ describe('HPKE JWE: the published vectors of draft-ietf-jose-hpke-pq-pqt', () =>
     'when the independent reader opens the %s compact vector, then it reads the plaintext (the check of the reader itself)',
     async (_alg, v) => {
       expect((await openCompact(v.compact, b64(v.jwk.priv))).toString()).toContain(PLAINTEXT);
+    },
+  );
+
+  it.each(SUPPORTED.filter((v) => !v.alg.endsWith('-KE')).map((v) => [v.alg, v] as const))(
+    'when the private %s vector JWK is read as `keyward open --key` reads it, then it opens the compact vector, and a pub of another key is refused',
+    async (_alg, v) => {
+      const key = hpkeKeyFromJwk(v.jwk);
+      expect(integratedDecrypt(key, v.compact).toString()).toContain(PLAINTEXT);
+      const other = ALL.find((o) => o.alg === `${v.alg}-KE`)!;
+      expect(await thrown(() => hpkeKeyFromJwk({ ...v.jwk, pub: other.jwk.pub }))).toMatchObject({
+        code: 'validation_failed',
+      });
     },
   );
 
