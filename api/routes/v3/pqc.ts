@@ -35,7 +35,8 @@ const PQ_SIG = 'bWwtZHNhLTY1LXNpZ25hdHVyZS1zaG9ydGVuZWQ=';
 const CONTRACTS: Record<string, OperationContract & { operationId: string }> = {
   encapsulate: {
     operationId: 'pqcEncapsulate',
-    summary: "Encapsulate a fresh shared secret to the key's current version (ML-KEM, ML-KEM hybrids)",
+    summary:
+      "Encapsulate a fresh shared secret to the key's current version (ML-KEM, ML-KEM hybrids)",
     description:
       "Key types ml-kem-768, ml-kem-1024 (FIPS 203) x25519-ml-kem-768 (X-Wing), p256-ml-kem-768 and p384-ml-kem-1024 (ML-KEM with P-256 / P-384). The shared secret is 32 bytes; send the ciphertext to the key's holder, who decapsulates it.",
     body: EncapsulateBody,
