@@ -15,7 +15,7 @@ export const KEY_VIEW = {
   kid: Type.String(),
   type: Type.String({
     description:
-      'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, rsa-pss-2048/3072/4096 (id-RSASSA-PSS keys: sign only, PS256/384/512, only the PS* of the hash their parameters bind them to), ec-p256/p384/p521, ed25519, ed448, x25519/x448 (receive CMS key agreement only, no JWE), ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768',
+      'aes-128, aes-256, hmac-sha256/384/512 (usage mac), rsa-2048/3072/4096, rsa-pss-2048/3072/4096 (id-RSASSA-PSS keys: sign only, PS256/384/512, only the PS* of the hash their parameters bind them to), ec-p256/p384/p521, ed25519, ed448, x25519/x448 (receive CMS key agreement only, no JWE), ml-kem-768/1024, ml-dsa-44/65/87, slh-dsa-*, x25519-ml-kem-768, p256-ml-kem-768, p384-ml-kem-1024',
   }),
   usage: Type.Enum(USAGE, {
     description:
@@ -134,7 +134,7 @@ const Jwk = Type.Object(
   },
   {
     description:
-      'public members only (RFC 7517, 7518, 8037; AKP for ML-KEM, ML-DSA, SLH-DSA and X-Wing): never d, p, q, dp, dq, qi, priv or k',
+      'public members only (RFC 7517, 7518, 8037; AKP for ML-KEM, ML-DSA, SLH-DSA and the ML-KEM hybrids): never d, p, q, dp, dq, qi, priv or k',
   },
 );
 
@@ -158,7 +158,7 @@ export const PublicKeys = Resource(
         jwk: Jwk,
         pem: Type.Union([Type.String(), Type.Null()], {
           description:
-            'SPKI PEM (RFC 5280 section 4.1.2.7); null for the X-Wing hybrid, which has no SPKI form',
+            'SPKI PEM (RFC 5280 section 4.1.2.7); null for the ML-KEM hybrids, which have no SPKI form',
         }),
       }),
       { description: 'every retained version, oldest first' },

@@ -39,7 +39,7 @@ const TAG_GROUPS: ReadonlyArray<{ name: string; tags: ReadonlyArray<readonly [st
         ],
         [
           'pqc',
-          'Post-quantum operations: ML-KEM and X-Wing encapsulation, ML-DSA and SLH-DSA signatures.',
+          'Post-quantum operations: ML-KEM and ML-KEM hybrid encapsulation, ML-DSA and SLH-DSA signatures.',
         ],
       ],
     },

@@ -4004,7 +4004,9 @@ export interface operations {
               | 'slh-dsa-shake-192f'
               | 'slh-dsa-shake-256s'
               | 'slh-dsa-shake-256f'
-              | 'x25519-ml-kem-768';
+              | 'x25519-ml-kem-768'
+              | 'p256-ml-kem-768'
+              | 'p384-ml-kem-1024';
             /** @enum {unknown} */
             usage?: 'encrypt' | 'sign';
             /** @enum {unknown} */
@@ -4647,6 +4649,8 @@ export interface operations {
             | 'slh-dsa-shake-256s'
             | 'slh-dsa-shake-256f'
             | 'x25519-ml-kem-768'
+            | 'p256-ml-kem-768'
+            | 'p384-ml-kem-1024'
           )[];
           rotationPeriodDays?: number;
           vaultTransitMounts?: string[];

@@ -14,14 +14,14 @@
  * SHAKE256's Nh is 64, which the vectors fix too (it is in I2OSP(L, 2)).
  *
  * The KEMs are ML-KEM-768/1024 (the KEM's ciphertext is `enc`, its secret the shared secret) and
- * X-Wing, both in pqc.ts. Only the first message of a context is used (sequence 0, nonce =
+ * the hybrids MLKEM768-X25519 (X-Wing), MLKEM768-P256 and MLKEM1024-P384, all in pqc.ts. Only the first message of a context is used (sequence 0, nonce =
  * base_nonce), which is all JOSE asks. The tests check the drafts' published vectors and open our
  * output with an independent implementation.
  */
 import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
 import type { CipherGCM, DecipherGCM } from 'node:crypto';
 import { decryptionFailed, problem } from '../errors/index.ts';
-import { hpkeSuiteOf } from '../jose/pq-identifiers.ts';
+import { HPKE_SUITES, hpkeSuiteOf } from '../jose/pq-identifiers.ts';
 import type { HpkeSuiteLabels } from '../jose/pq-identifiers.ts';
 import { decapsulate, encapsulate } from './pqc.ts';
 import type { LoadedKey } from './key-material.ts';
@@ -92,7 +92,7 @@ export function hpkeSuite(key: Pick<LoadedKey, 'type'>): HpkeSuiteLabels {
   const s = hpkeSuiteOf(key.type);
   if (!s)
     throw problem('key_usage_mismatch', `a ${key.type} key receives no HPKE encryption`, {
-      details: { allowed: ['x25519-ml-kem-768', 'ml-kem-768', 'ml-kem-1024'] },
+      details: { allowed: [...HPKE_SUITES.keys()] },
     });
   return s;
 }
@@ -105,7 +105,7 @@ export function setupSender(key: LoadedKey, info: Buffer): { enc: Buffer; ctx: H
 }
 
 /**
- * SetupBaseR. An `enc` of the wrong length or an X25519 share without a secret is the opaque
+ * SetupBaseR. An `enc` of the wrong length or a group share without a secret is the opaque
  * decryption-failed; ML-KEM's implicit rejection gives a wrong key, which fails at the tag.
  */
 export function setupRecipient(key: LoadedKey, enc: Buffer, info: Buffer): HpkeContext {

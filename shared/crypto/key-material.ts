@@ -14,7 +14,7 @@ export interface KeyPairDer {
 /** The bytes of one key version. */
 export interface KeyMaterial {
   type: KeyType;
-  /** AES and HMAC: the key. Hybrid: the 32-byte X-Wing seed the components were expanded from. */
+  /** AES and HMAC: the key. Hybrid: the 32-byte seed the components were expanded from. */
   secret?: Buffer;
   /** PKCS#8 DER; absent for a public-only key. */
   privateKeyDer?: Buffer;

@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { problem, type AppError } from '../errors/index.ts';
 import { assertUsage, keyTypeSpec } from './registry.ts';
 import type { KeyType, KeyTypeSpec, KeyUsage } from './registry.ts';
-import { xwingExpandSeed, xwingPublicKey } from './pqc.ts';
+import { hybridExpandSeed, hybridPublicKey } from './pqc.ts';
 import { OPENSSL_CURVE } from './ecdh-es.ts';
 import { asRsaKey, keySignatureAlgorithms } from './rsa-pss.ts';
 import { hpkeSuiteOf } from '../jose/pq-identifiers.ts';
@@ -62,14 +62,14 @@ export function generateKeyMaterialSync(type: KeyType): KeyMaterial {
   return { type, privateKeyDer: privateKey, publicKeyDer: publicKey };
 }
 
-/** The hybrid key whose X-Wing decapsulation key is `seed` (draft-connolly-cfrg-xwing-kem, expandDecapsulationKey). */
+/** The hybrid key whose decapsulation key is `seed` (expandDecapsulationKey of its hybrid KEM, pqc.ts). */
 export function hybridMaterialFromSeed(type: KeyType, seed: Buffer): KeyMaterial {
-  const { mlKem, x25519 } = xwingExpandSeed(seed);
+  const { mlKem, group } = hybridExpandSeed(type, seed);
   const pair = (k: KeyObject): KeyPairDer => ({
     privateKeyDer: k.export({ type: 'pkcs8', format: 'der' }),
     publicKeyDer: createPublicKey(k).export({ type: 'spki', format: 'der' }),
   });
-  return { type, secret: Buffer.from(seed), components: [pair(mlKem), pair(x25519)] };
+  return { type, secret: Buffer.from(seed), components: [pair(mlKem), pair(group)] };
 }
 
 function corrupt(type: string, why: string, cause?: unknown): AppError {
@@ -135,7 +135,8 @@ function checkShape(spec: KeyTypeSpec, key: KeyObject, expected: string | undefi
   const ok =
     key.asymmetricKeyType === expected &&
     (spec.family !== 'rsa' || details.modulusLength === spec.bits) &&
-    (spec.family !== 'ec' || details.namedCurve === OPENSSL_CURVE[spec.curve!]);
+    ((spec.family !== 'ec' && expected !== 'ec') ||
+      details.namedCurve === OPENSSL_CURVE[spec.curve!]);
   if (!ok) throw corrupt(spec.type, `holds a ${key.asymmetricKeyType} key`);
   assertRsaExponent(key);
 }
@@ -199,8 +200,8 @@ export function jwkUseMembers(
 /**
  * The public key as a JWK. RSA/EC/OKP keys follow RFC 7518/8037; ML-DSA and SLH-DSA use the `AKP`
  * key type Node exports (RFC 9964: `alg` ML-DSA-44/65/87 and `pub` the raw key); ML-KEM and the
- * hybrid are `AKP` keys of their HPKE suite (draft-ietf-jose-hpke-pq-pqt: `alg` HPKE-12/13, and
- * HPKE-9 with `pub` = pk_M || pk_X, the X-Wing encapsulation key; shared/jose/pq-identifiers.ts).
+ * hybrids are `AKP` keys of their HPKE suite (draft-ietf-jose-hpke-pq-pqt: `alg` HPKE-12/13, and
+ * HPKE-9/8/10 with `pub` = pk_M || pk_T, the hybrid's encapsulation key; shared/jose/pq-identifiers.ts).
  * Symmetric (AES, HMAC) keys have no public JWK.
  */
 export function publicJwk(
@@ -213,12 +214,13 @@ export function publicJwk(
     throw problem('key_usage_mismatch', `a ${spec.type} key is symmetric: it has no public key`);
   let jwk: PublicJwk;
   if (spec.family === 'hybrid') {
-    jwk = { kty: 'AKP', alg: 'HPKE-9', pub: xwingPublicKey(loaded).toString('base64url') };
+    // The `alg` is the hybrid's HPKE suite, set below.
+    jwk = { kty: 'AKP', pub: hybridPublicKey(loaded).toString('base64url') };
   } else {
     // An id-RSASSA-PSS key is kty RSA in JOSE (RFC 7518 section 6.3); its `alg` says PS*.
     jwk = { ...(asRsaKey(loaded.publicKey!).export({ format: 'jwk' }) as PublicJwk) };
   }
-  // ML-KEM and X-Wing keys are published under the HPKE suite they receive.
+  // ML-KEM and hybrid keys are published under the HPKE suite they receive.
   const hpke = hpkeSuiteOf(spec.type);
   if (hpke) jwk.alg = hpke.integrated;
   if (opts.kid !== undefined) jwk.kid = opts.kid;
@@ -228,7 +230,7 @@ export function publicJwk(
 }
 
 /**
- * The public key as PEM (SPKI, RFC 5280 section 4.1.2.7), or null for the hybrid, whose X-Wing key
+ * The public key as PEM (SPKI, RFC 5280 section 4.1.2.7), or null for a hybrid, whose key
  * has no SPKI form Node can write (its JWK carries it). Symmetric keys answer key_usage_mismatch.
  */
 export function publicPem(m: LoadedKey): string | null {

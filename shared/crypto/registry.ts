@@ -74,7 +74,7 @@ export interface KeyTypeSpec {
     | `ml-kem-${number}`
     | `ml-dsa-${number}`
     | `slh-dsa-${string}`;
-  /** The JOSE curve name of EC keys. */
+  /** The JOSE curve name of EC keys, and of the `ec` component of a hybrid. */
   readonly curve?: 'P-256' | 'P-384' | 'P-521';
   /** Default JWE algorithms for keys with the `encrypt` usage (none for ML-KEM and the hybrid: they encapsulate). */
   readonly jwe?: { readonly alg: KeyManagement; readonly enc: ContentEncryption };
@@ -83,8 +83,8 @@ export interface KeyTypeSpec {
   /** HMAC keys: the JOSE algorithm and the node hash it computes. */
   readonly mac?: { readonly alg: MacAlgorithm; readonly hash: 'sha256' | 'sha384' | 'sha512' };
   /** Hybrid keys: the component key types, in the order their bytes are concatenated. */
-  readonly components?: readonly ('ml-kem-768' | 'x25519')[];
-  /** Post-quantum (ML-KEM, ML-DSA, SLH-DSA, the X-Wing hybrid): what /api/v3/pqc serves and lists. */
+  readonly components?: readonly ('ml-kem-768' | 'ml-kem-1024' | 'x25519' | 'ec')[];
+  /** Post-quantum (ML-KEM, ML-DSA, SLH-DSA, the ML-KEM hybrids): what /api/v3/pqc serves and lists. */
   readonly pqc?: true;
   /**
    * The runtime operations the event loop serves; the others run in the worker pool. Measured
@@ -136,6 +136,8 @@ export const KEY_TYPES = [
   'ml-dsa-87',
   ...SLH_DSA_VARIANTS.map((v) => `slh-dsa-${v}` as const),
   'x25519-ml-kem-768',
+  'p256-ml-kem-768',
+  'p384-ml-kem-1024',
 ] as const;
 
 export type KeyType = (typeof KEY_TYPES)[number];
@@ -355,6 +357,32 @@ const ROWS: readonly KeyTypeSpec[] = [
     defaultUsage: 'encrypt',
     slowGeneration: false,
     components: ['ml-kem-768', 'x25519'],
+    pqc: true,
+    onLoop: [],
+  },
+  // MLKEM768-P256 and MLKEM1024-P384 (draft-irtf-cfrg-concrete-hybrid-kems): the same combiner
+  // with a NIST curve, for the HPKE suites HPKE-8 and HPKE-10; see pqc.ts.
+  {
+    type: 'p256-ml-kem-768',
+    family: 'hybrid',
+    bits: 768,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
+    components: ['ml-kem-768', 'ec'],
+    curve: 'P-256',
+    pqc: true,
+    onLoop: [],
+  },
+  {
+    type: 'p384-ml-kem-1024',
+    family: 'hybrid',
+    bits: 1024,
+    usages: ['encrypt'],
+    defaultUsage: 'encrypt',
+    slowGeneration: false,
+    components: ['ml-kem-1024', 'ec'],
+    curve: 'P-384',
     pqc: true,
     onLoop: [],
   },

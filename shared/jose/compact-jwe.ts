@@ -4,7 +4,7 @@
  *   AES keys   alg "dir", enc A128GCM / A256GCM (the key is the CEK)
  *   RSA keys   alg "RSA-OAEP-256" (RFC 7518 section 4.3), enc A256GCM
  *   EC keys    alg "ECDH-ES+A256KW" (RFC 7518 section 4.6), enc A256GCM
- *   ML-KEM, X-Wing keys  alg "HPKE-12" / "HPKE-13" / "HPKE-9", Integrated Encryption
+ *   ML-KEM, hybrids  alg "HPKE-12" / "HPKE-13" / "HPKE-9" / "HPKE-8" / "HPKE-10", Integrated Encryption
  *              (draft-ietf-jose-hpke-encrypt section 5: no enc, empty IV and tag, the HPKE
  *              ciphertext with its tag); "HPKE-n-KE" compact JWEs decrypt too
  *

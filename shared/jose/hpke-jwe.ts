@@ -15,7 +15,7 @@ import { keyTypeSpec } from '../crypto/registry.ts';
 import type { LoadedKey } from '../crypto/key-material.ts';
 import { contextCipher, open, seal, setupSender } from '../crypto/hpke.ts';
 import type { ContentEncryptor } from './jwe.ts';
-import { xwingExpandSeed } from '../crypto/pqc.ts';
+import { hybridExpandSeed } from '../crypto/pqc.ts';
 import { hpkeAlg, hpkeSuiteOf, PQ_MEMBERS } from './pq-identifiers.ts';
 import { versionedKid } from './kid.ts';
 import type { ResolvedKey } from './types.ts';
@@ -33,7 +33,7 @@ export function kemKeyOf(key: ResolvedKey): LoadedKey {
 
 /**
  * The key of a private `AKP` JWK of an HPKE suite (draft-ietf-jose-hpke-pq-pqt section 4: `priv`
- * is SerializePrivateKey, the ML-KEM seed d || z or the X-Wing seed); its `pub`, when given, must
+ * is SerializePrivateKey, the ML-KEM seed d || z or the hybrid's 32-byte seed); its `pub`, when given, must
  * be the key's own.
  */
 export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): ResolvedKey {
@@ -43,18 +43,7 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
   const seed = Buffer.from(jwk.priv, 'base64url');
   let key: ResolvedKey;
   try {
-    if (named.type === 'x25519-ml-kem-768') {
-      const { mlKem, x25519 } = xwingExpandSeed(seed);
-      key = {
-        kid,
-        version: 1,
-        type: named.type,
-        components: [
-          { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
-          { privateKey: x25519, publicKey: createPublicKey(x25519) },
-        ],
-      };
-    } else {
+    if (named.type === 'ml-kem-768' || named.type === 'ml-kem-1024') {
       const privateKey = createPrivateKey({
         key: seed,
         format: 'raw-seed',
@@ -66,6 +55,17 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
         type: named.type,
         privateKey,
         publicKey: createPublicKey(privateKey),
+      };
+    } else {
+      const { mlKem, group } = hybridExpandSeed(named.type, seed);
+      key = {
+        kid,
+        version: 1,
+        type: named.type,
+        components: [
+          { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
+          { privateKey: group, publicKey: createPublicKey(group) },
+        ],
       };
     }
   } catch (cause) {
@@ -81,7 +81,7 @@ export function hpkeKeyFromJwk(jwk: Record<string, unknown>, kid = 'jwk'): Resol
   return key;
 }
 
-/** True for a key that receives HPKE JWEs (ML-KEM, X-Wing): a post-quantum target. */
+/** True for a key that receives HPKE JWEs (ML-KEM and its hybrids): a post-quantum target. */
 export function isHpkeTarget(key: Pick<ResolvedKey, 'type'>): boolean {
   return hpkeSuiteOf(key.type) !== undefined;
 }

@@ -100,7 +100,7 @@ export function certificatePublicKey(der: Buffer): KeyObject {
 
 /** The default key management for a target key. */
 export function defaultKeyManagement(key: ResolvedKey): string {
-  // ML-KEM and X-Wing keys: HPKE Key Encryption, the mode that serves one recipient or several.
+  // ML-KEM and hybrid keys: HPKE Key Encryption, the mode that serves one recipient or several.
   const hpke = hpkeSuiteOf(key.type);
   if (hpke) return hpke.keyEncryption;
   if (key.secretKey) return `A${key.secretKey.symmetricKeySize! * 8}KW`;
@@ -109,7 +109,7 @@ export function defaultKeyManagement(key: ResolvedKey): string {
   if (type === 'ec') return 'ECDH-ES+A256KW';
   throw problem(
     'cms_key_unusable',
-    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC, AES, ML-KEM or X-Wing key); name one in targetKid`,
+    `key ${key.kid} cannot receive a JWE (it needs an RSA, EC, AES, ML-KEM or ML-KEM hybrid key); name one in targetKid`,
   );
 }
 

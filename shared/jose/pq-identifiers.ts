@@ -17,7 +17,8 @@ const HPKE_PQ: LabelSource = { document: 'draft-ietf-jose-hpke-pq-pqt-00', statu
 const HPKE_ENCRYPT: LabelSource = { document: 'draft-ietf-jose-hpke-encrypt-20', status: 'draft' };
 
 /** The key types of the HPKE suites, as the key catalogue names them. */
-export type HpkeKeyType = 'x25519-ml-kem-768' | 'ml-kem-768' | 'ml-kem-1024';
+export type HpkeKeyType =
+  'x25519-ml-kem-768' | 'p256-ml-kem-768' | 'p384-ml-kem-1024' | 'ml-kem-768' | 'ml-kem-1024';
 
 /** One HPKE ciphersuite as JOSE names it: the Integrated and Key Encryption `alg` values. */
 export interface HpkeSuiteLabels {
@@ -37,7 +38,8 @@ export interface HpkeSuiteLabels {
 
 /**
  * The HPKE suites of draft-ietf-jose-hpke-pq-pqt, by the key type that receives them. All use
- * SHAKE256 (0x0011) and AES-256-GCM (0x0002). Map: a key type is looked up, never a request value.
+ * SHAKE256 (0x0011) and AES-256-GCM (0x0002); the KEM ids are draft-ietf-hpke-pq's (MLKEM768-X25519
+ * 0x647a, MLKEM768-P256 0x0050, MLKEM1024-P384 0x0051, ML-KEM-768 0x0041, ML-KEM-1024 0x0042). Map: a key type is looked up, never a request value.
  */
 export const HPKE_SUITES: ReadonlyMap<HpkeKeyType, HpkeSuiteLabels> = new Map([
   [
@@ -46,6 +48,28 @@ export const HPKE_SUITES: ReadonlyMap<HpkeKeyType, HpkeSuiteLabels> = new Map([
       integrated: 'HPKE-9',
       keyEncryption: 'HPKE-9-KE',
       kemId: 0x647a,
+      kdfId: 0x0011,
+      aeadId: 0x0002,
+      source: HPKE_PQ,
+    },
+  ],
+  [
+    'p256-ml-kem-768',
+    {
+      integrated: 'HPKE-8',
+      keyEncryption: 'HPKE-8-KE',
+      kemId: 0x0050,
+      kdfId: 0x0011,
+      aeadId: 0x0002,
+      source: HPKE_PQ,
+    },
+  ],
+  [
+    'p384-ml-kem-1024',
+    {
+      integrated: 'HPKE-10',
+      keyEncryption: 'HPKE-10-KE',
+      kemId: 0x0051,
       kdfId: 0x0011,
       aeadId: 0x0002,
       source: HPKE_PQ,

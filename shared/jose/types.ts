@@ -10,7 +10,7 @@ export interface ResolvedKey {
   privateKey?: KeyObject;
   publicKey?: KeyObject;
   secretKey?: KeyObject;
-  /** X-Wing keys: the ML-KEM-768 and X25519 component keys, in the registry's order. */
+  /** Hybrid keys: the ML-KEM and group (X25519, P-256, P-384) component keys, in the registry's order. */
   components?: readonly { readonly privateKey?: KeyObject; readonly publicKey: KeyObject }[];
   /** DER of the key's certificate, when it was imported with one. */
   certificate?: Buffer;

@@ -15,7 +15,7 @@ import { unusable } from './lifecycle.ts';
 export interface PublicKeyVersion {
   version: number;
   jwk: PublicJwk;
-  /** SPKI PEM; null for the X-Wing hybrid, which has no SPKI form (its JWK carries the key). */
+  /** SPKI PEM; null for the ML-KEM hybrids, which have no SPKI form (its JWK carries the key). */
   pem: string | null;
 }
 

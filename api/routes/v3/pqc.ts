@@ -1,5 +1,5 @@
 /**
- * The PQC API: ML-KEM and X-Wing hybrid (X25519 + ML-KEM-768) encapsulation,
+ * The PQC API: ML-KEM and ML-KEM hybrid (X-Wing, ML-KEM + P-256 / P-384) encapsulation,
  * ML-DSA and SLH-DSA signatures, on Node 24's native implementations.
  *
  * Tests: test/integration/core/crypto.test.ts
@@ -26,7 +26,7 @@ const KEY = {
   409: 'key-suspended or key-revoked: the key is not active',
   422: "key-usage-mismatch: not a post-quantum key, or not one of this operation's families",
 };
-// Real ML-KEM ciphertexts (1088 or 1568 bytes, 1120 for X-Wing) and ML-DSA signatures (2420 to 4627 bytes) are long; the examples are shortened.
+// Real ML-KEM ciphertexts (1088 or 1568 bytes; 1120, 1153, 1665 for the hybrids) and ML-DSA signatures (2420 to 4627 bytes) are long; the examples are shortened.
 const KEM_CT = 'p3V0cXVhbnR1bS1rZW0tY2lwaGVydGV4dC1zaG9ydGVuZWQ=';
 const SECRET = 'b3Ia9C1mR0Jx4wq6yF2k8Nf0Hq3u5Zp7Vv1Lr9s2TtE=';
 const PQ_SIG = 'bWwtZHNhLTY1LXNpZ25hdHVyZS1zaG9ydGVuZWQ=';
@@ -35,9 +35,10 @@ const PQ_SIG = 'bWwtZHNhLTY1LXNpZ25hdHVyZS1zaG9ydGVuZWQ=';
 const CONTRACTS: Record<string, OperationContract & { operationId: string }> = {
   encapsulate: {
     operationId: 'pqcEncapsulate',
-    summary: "Encapsulate a fresh shared secret to the key's current version (ML-KEM, X-Wing)",
+    summary:
+      "Encapsulate a fresh shared secret to the key's current version (ML-KEM, ML-KEM hybrids)",
     description:
-      "Key types ml-kem-768, ml-kem-1024 (FIPS 203) and x25519-ml-kem-768 (X-Wing). The shared secret is 32 bytes; send the ciphertext to the key's holder, who decapsulates it.",
+      "Key types ml-kem-768, ml-kem-1024 (FIPS 203) x25519-ml-kem-768 (X-Wing), p256-ml-kem-768 and p384-ml-kem-1024 (ML-KEM with P-256 / P-384). The shared secret is 32 bytes; send the ciphertext to the key's holder, who decapsulates it.",
     body: EncapsulateBody,
     answer: Answer({
       kid: Str(),
@@ -136,7 +137,7 @@ export const PQC_KEY_ENDPOINTS = [
     path: '/keys',
     operationId: 'listPqcKeys',
     tag: 'pqc',
-    summary: "The tenant's usable post-quantum keys (ML-KEM, ML-DSA, SLH-DSA, X-Wing)",
+    summary: "The tenant's usable post-quantum keys (ML-KEM, ML-DSA, SLH-DSA, ML-KEM hybrids)",
     description:
       'Active and suspended keys, by kid; metadata and the current public JWK (AKP) only.',
     access: { anyOf: ['pqc.keys.read'] },

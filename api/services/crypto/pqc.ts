@@ -1,6 +1,6 @@
 /**
  * The PQC API's operations: the runtime operations restricted to post-quantum keys
- * (ML-KEM, X-Wing hybrid, ML-DSA, SLH-DSA). The key-type table's `pqc` column says what a
+ * (ML-KEM, the ML-KEM hybrids, ML-DSA, SLH-DSA). The key-type table's `pqc` column says what a
  * post-quantum key is, for the listing (PQC_KEY_TYPES in SQL) and for the operations alike.
  */
 import { problem } from '../../../shared/errors/index.ts';

@@ -428,7 +428,7 @@ async function verifyJws(ctx: AppContext, key: CachedKey, body: VerifyBody) {
   };
 }
 
-/** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or the X-Wing hybrid). */
+/** `{kid}` → `{kid, version, ciphertext, sharedSecret}` (ML-KEM or a hybrid). */
 export async function encapsulateKey(ctx: AppContext, tenantId: string, body: EncapsulateBody) {
   const key = await operationKey(ctx, tenantId, body.kid);
   assertUsage(key, 'encrypt');

@@ -69,6 +69,8 @@ describe(`core API (${TEST_ENGINE})`, () => {
       ['kem', 'ml-kem-768', undefined],
       ['dsa', 'ml-dsa-65', undefined],
       ['xwing', 'x25519-ml-kem-768', undefined],
+      ['kem-p256', 'p256-ml-kem-768', undefined],
+      ['kem-p384', 'p384-ml-kem-1024', undefined],
     ]) {
       const r = await api(app, 'POST', keys(''), admin, { kid, type, ...(usage ? { usage } : {}) });
       if (r.status !== 201) throw new Error(`key ${kid}: ${JSON.stringify(r.body)}`);
@@ -293,14 +295,14 @@ describe(`core API (${TEST_ENGINE})`, () => {
     const r = await api(app, 'GET', '/api/v3/pqc/keys?limit=500', core);
     expect(r.status).toBe(200);
     const kids = (r.body.items as Array<{ kid: string }>).map((k) => k.kid);
-    expect(kids).toEqual(expect.arrayContaining(['kem', 'xwing', 'dsa']));
+    expect(kids).toEqual(expect.arrayContaining(['kem', 'xwing', 'kem-p256', 'kem-p384', 'dsa']));
     expect(kids).not.toContain('aes');
     const bad = await api(app, 'GET', '/api/v3/pqc/keys?limit=0', core);
     expect([bad.status, bad.body.field]).toEqual([400, 'limit']);
   });
 
-  it('when ML-KEM and X-Wing encapsulate, then decapsulation yields the same shared secret; ML-DSA signs and verifies', async () => {
-    for (const kid of ['kem', 'xwing']) {
+  it('when ML-KEM and the hybrids encapsulate, then decapsulation yields the same shared secret; ML-DSA signs and verifies', async () => {
+    for (const kid of ['kem', 'xwing', 'kem-p256', 'kem-p384']) {
       const e = await api(app, 'POST', '/api/v3/pqc/encapsulate', core, { kid });
       expect(e.status).toBe(200);
       const d = await api(app, 'POST', '/api/v3/pqc/decapsulate', core, {
@@ -393,6 +395,8 @@ describe(`core API (${TEST_ENGINE})`, () => {
   it.each([
     ['kem', 'HPKE-12'],
     ['xwing', 'HPKE-9'],
+    ['kem-p256', 'HPKE-8'],
+    ['kem-p384', 'HPKE-10'],
   ])(
     'when %s encrypts over HTTP, then the answer is a compact %s Integrated Encryption JWE the independent reader opens, decrypt round-trips, and a tampered one is the same decryption-failed as any other',
     async (kid, alg) => {

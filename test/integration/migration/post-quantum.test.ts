@@ -1,7 +1,8 @@
 /**
  * The mailbox migrated to post-quantum JOSE: mail signed by an outside signer and encrypted to two
  * RSA mailboxes, converted to two X-Wing (ML-KEM-768 + X25519) recipients (HPKE-9-KE, General
- * JSON) with an ML-DSA-65 archive key signing the JWS. Every output is opened or verified by code
+ * JSON) with an ML-DSA-65 archive key signing the JWS; the ML-KEM + P-256 / P-384 hybrids
+ * (HPKE-8, HPKE-10) take the same path. Every output is opened or verified by code
  * we did not write: the HPKE recipients by test/support/independent-hpke.ts (the @hpke packages),
  * the ML-DSA JWS and the AKP JWKs by jose. The recipients' private keys are read from the key
  * cache as a mailbox owner holds them: the service never exports them.
@@ -39,7 +40,7 @@ let mail: Buffer;
 /** The data encrypted to one mailbox, unsigned. */
 let plainMail: Buffer;
 
-/** The X-Wing seed (HPKE SerializePrivateKey) of a tenant key's version 1. */
+/** The hybrid seed (HPKE SerializePrivateKey) of a tenant key's version 1. */
 async function seedOf(kid: string): Promise<Buffer> {
   const key = await app.ctx.keys.get(actor.tenant.tenantId, kid);
   return deserializeMaterial(key.material.get(1)!).secret!;
@@ -82,6 +83,8 @@ beforeAll(async () => {
     ['pq-alice', 'x25519-ml-kem-768', 'encrypt'],
     ['pq-bob', 'x25519-ml-kem-768', 'encrypt'],
     ['pq-archive', 'ml-dsa-65', 'sign'],
+    ['pq-p256', 'p256-ml-kem-768', 'encrypt'],
+    ['pq-p384', 'p384-ml-kem-1024', 'encrypt'],
   ]) {
     const r = await api(app, 'POST', keys, actor.user, { kid, type, usage });
     if (r.status !== 201) throw new Error(`key ${kid}: ${JSON.stringify(r.body)}`);
@@ -292,6 +295,52 @@ describe('the mailbox migrated to post-quantum JOSE', () => {
       (await openJson(header, 'pq-alice#1', await seedOf('pq-alice'), body)).equals(data),
     ).toBe(true);
   });
+
+  it('when the tenant publishes its ML-KEM + NIST curve hybrid keys, then they are AKP JWKs of HPKE-8 (pk_M || P-256 point, 1249 bytes) and HPKE-10 (pk_M || P-384 point, 1665 bytes)', async () => {
+    for (const [kid, alg, length] of [
+      ['pq-p256', 'HPKE-8', 1249],
+      ['pq-p384', 'HPKE-10', 1665],
+    ] as const) {
+      const r = await api(app, 'GET', `/api/v3/crypto/keys/${kid}`, actor.workload);
+      expect(r.status).toBe(200);
+      const jwk = (r.body as { versions: { jwk: JWK }[] }).versions[0].jwk;
+      expect(jwk).toMatchObject({ kty: 'AKP', alg, use: 'enc' });
+      expect(Buffer.from(jwk.pub as string, 'base64url')).toHaveLength(length);
+      expect(await calculateJwkThumbprint(jwk)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    }
+  });
+
+  it('when the signed mail is converted to a P-256 and a P-384 hybrid key, then the General JSON JWE has an HPKE-8-KE and an HPKE-10-KE recipient, each opened independently', async () => {
+    const r = await convert(app, actor.user, mail, { targetKid: ['pq-p256', 'pq-p384'] });
+    expect(r.status).toBe(200);
+    const { header, body } = partsOf(r);
+    expect(header.recipients.map((x) => [x.header.alg, x.header.kid])).toEqual([
+      ['HPKE-8-KE', 'pq-p256#1'],
+      ['HPKE-10-KE', 'pq-p384#1'],
+    ]);
+    for (const kid of ['pq-p256', 'pq-p384']) {
+      const plain = await openJson(header, `${kid}#1`, await seedOf(kid), body);
+      expect(plain.equals(data)).toBe(true);
+    }
+  });
+
+  it.each([
+    ['pq-p256', 'HPKE-8', 1153],
+    ['pq-p384', 'HPKE-10', 1665],
+  ] as const)(
+    'when one %s target is named with application/jose, then the answer is a compact %s Integrated Encryption JWE the independent reader opens',
+    async (kid, alg, encLength) => {
+      const r = await convert(app, actor.user, plainMail, { targetKid: kid }, undefined, {
+        accept: 'application/jose',
+      });
+      expect(r.status).toBe(200);
+      const compact = r.body.toString();
+      const [h, ek, iv, , tag] = compact.split('.');
+      expect(JSON.parse(Buffer.from(h, 'base64url').toString())).toEqual({ alg, kid: `${kid}#1` });
+      expect([Buffer.from(ek, 'base64url').length, iv, tag]).toEqual([encLength, '', '']);
+      expect((await openCompact(compact, await seedOf(kid))).equals(data)).toBe(true);
+    },
+  );
 
   it('when application/jose is asked for a result that has no compact form (two targets, a classical target, a JWS part), then 406 names the forms it has; contentEncryption with it is refused', async () => {
     const accept = { accept: 'application/jose' };

@@ -1,4 +1,4 @@
-import { createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { importJWK } from 'jose';
 import { KEY_TYPES, KEY_TYPE_SPECS } from '../../../shared/crypto/registry.ts';
 import type { KeyType } from '../../../shared/crypto/registry.ts';
@@ -6,6 +6,7 @@ import {
   deserializeMaterial,
   generateKeyMaterial,
   generateKeyMaterialSync,
+  hybridMaterialFromSeed,
   loadKeyObjects,
   loadKeyVersion,
   publicJwk,
@@ -42,10 +43,9 @@ describe('key material', () => {
       const spec = KEY_TYPE_SPECS[type];
       if (spec.symmetric) expect(loaded.secretKey?.symmetricKeySize).toBe(spec.bits / 8);
       else if (spec.family === 'hybrid')
-        expect(loaded.components?.map((c) => c.publicKey.asymmetricKeyType)).toEqual([
-          'ml-kem-768',
-          'x25519',
-        ]);
+        expect(loaded.components?.map((c) => c.publicKey.asymmetricKeyType)).toEqual(
+          spec.components,
+        );
       else expect(loaded.publicKey?.asymmetricKeyType).toBe(spec.nodeKeyType);
       if (spec.family === 'rsa')
         expect(loaded.privateKey?.asymmetricKeyDetails?.modulusLength).toBe(spec.bits);
@@ -92,6 +92,8 @@ describe('key material', () => {
       'ml-dsa-44',
       'slh-dsa-sha2-128f',
       'x25519-ml-kem-768',
+      'p256-ml-kem-768',
+      'p384-ml-kem-1024',
     ] as const) {
       const m = generateKeyMaterialSync(t);
       expect(Object.keys(m).sort()).toEqual(Object.keys(materials.get(t)!).sort());
@@ -190,6 +192,35 @@ describe('key material', () => {
       type: 'spki',
     }).export({ format: 'raw-public' });
     expect(pub.subarray(1184).equals(x)).toBe(true);
+  });
+
+  it.each([
+    ['p256-ml-kem-768', 'HPKE-8', 1184, 65],
+    ['p384-ml-kem-1024', 'HPKE-10', 1568, 97],
+  ] as const)(
+    'when the public JWK of a %s key is taken, then it is the AKP JWK of %s with pub = pk_M || the uncompressed curve point',
+    (type, alg, mLength, pointLength) => {
+      const m = materials.get(type)!;
+      const jwk = publicJwk(m);
+      const pub = Buffer.from(jwk.pub as string, 'base64url');
+      expect(jwk).toEqual({ kty: 'AKP', alg, pub: jwk.pub });
+      expect(pub).toHaveLength(mLength + pointLength);
+      const point = createPublicKey({
+        key: m.components![1].publicKeyDer,
+        format: 'der',
+        type: 'spki',
+      }).export({ format: 'raw-public' });
+      expect(point[0]).toBe(0x04);
+      expect(pub.subarray(mLength).equals(point)).toBe(true);
+      expect(m.secret).toHaveLength(32);
+    },
+  );
+
+  it('when a P-256 hybrid holds a P-384 point as its curve half, then loading it fails as an internal error', async () => {
+    const p256 = hybridMaterialFromSeed('p256-ml-kem-768', randomBytes(32));
+    const p384 = hybridMaterialFromSeed('p384-ml-kem-1024', randomBytes(32));
+    const mixed = { ...p256, components: [p256.components![0], p384.components![1]] };
+    expect(await thrown(() => loadKeyObjects(mixed))).toMatchObject({ code: 'internal' });
   });
 
   it('when the public JWK of a secret key is asked for, then 422: AES keys have none', async () => {

@@ -32,9 +32,9 @@ describe('the key-type table places runtime operations', () => {
     expect(runsInPool(op, type, digest)).toBe(pool);
   });
 
-  it('names as post-quantum exactly the ML-KEM, ML-DSA, SLH-DSA and X-Wing types', () => {
+  it('names as post-quantum exactly the ML-KEM, ML-DSA, SLH-DSA and ML-KEM hybrid types', () => {
     expect([...PQC_KEY_TYPES].sort()).toEqual(
-      KEY_TYPES.filter((t) => /^(ml-kem|ml-dsa|slh-dsa|x25519-ml-kem)-/.test(t)).sort(),
+      KEY_TYPES.filter((t) => /^(ml-kem|ml-dsa|slh-dsa|(x25519|p256|p384)-ml-kem)-/.test(t)).sort(),
     );
   });
 });

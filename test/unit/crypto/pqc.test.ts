@@ -6,7 +6,13 @@ import {
   encapsulate as nodeEncapsulate,
   randomBytes,
 } from 'node:crypto';
-import { decapsulate, encapsulate, xwingPublicKey } from '../../../shared/crypto/pqc.ts';
+import { readFileSync } from 'node:fs';
+import {
+  decapsulate,
+  encapsulate,
+  hybridPublicKey,
+  xwingPublicKey,
+} from '../../../shared/crypto/pqc.ts';
 import {
   hybridMaterialFromSeed,
   loadKeyObjects,
@@ -14,12 +20,36 @@ import {
 } from '../../../shared/crypto/material.ts';
 import { flipBit, keyOf, thrown } from './helpers.ts';
 import { XWING_VECTOR_1 } from './xwing-vectors.ts';
+import { kemDecap } from '../../support/independent-hpke.ts';
+
+/**
+ * The MLKEM768-P256 (0x0050) and MLKEM1024-P384 (0x0051) vectors of draft-ietf-hpke-pq
+ * (github.com/hpkewg/hpke-pq test-vectors.json at commit 74dafaa, the KEM fields only): skRm is
+ * the 32-byte hybrid seed, pkRm its encapsulation key, enc a ciphertext and shared_secret its secret.
+ */
+const NIST_VECTORS = (
+  JSON.parse(
+    readFileSync(new URL('../../fixtures/pq/hpke-pq-hybrid-vectors.json', import.meta.url), 'utf8'),
+  ) as {
+    kem_id: number;
+    kdf_id: number;
+    skRm: string;
+    pkRm: string;
+    enc: string;
+    shared_secret: string;
+  }[]
+).map((v) => ({
+  ...v,
+  type: v.kem_id === 0x0050 ? ('p256-ml-kem-768' as const) : ('p384-ml-kem-1024' as const),
+}));
 
 describe('key encapsulation', () => {
   it.each([
     ['ml-kem-768', 1088],
     ['ml-kem-1024', 1568],
     ['x25519-ml-kem-768', 1120],
+    ['p256-ml-kem-768', 1153],
+    ['p384-ml-kem-1024', 1665],
   ] as const)(
     'when a %s key encapsulates, then the %i-byte ciphertext decapsulates to the same 32-byte secret',
     async (type, ctLength) => {
@@ -47,7 +77,13 @@ describe('key encapsulation', () => {
   });
 
   it('when a ciphertext has the wrong length, then 400 validation_failed', async () => {
-    for (const type of ['ml-kem-768', 'ml-kem-1024', 'x25519-ml-kem-768'] as const) {
+    for (const type of [
+      'ml-kem-768',
+      'ml-kem-1024',
+      'x25519-ml-kem-768',
+      'p256-ml-kem-768',
+      'p384-ml-kem-1024',
+    ] as const) {
       const key = await keyOf(type, 'encrypt');
       expect(await thrown(() => decapsulate(key, Buffer.alloc(100)))).toMatchObject({
         code: 'validation_failed',
@@ -126,6 +162,74 @@ describe('the X25519 + ML-KEM-768 hybrid (X-Wing)', () => {
     const seed = randomBytes(32);
     const a = hybridMaterialFromSeed('x25519-ml-kem-768', seed);
     const b = hybridMaterialFromSeed('x25519-ml-kem-768', Buffer.from(seed));
+    expect(a.components!.map((c) => c.publicKeyDer.toString('hex'))).toEqual(
+      b.components!.map((c) => c.publicKeyDer.toString('hex')),
+    );
+    expect(a.secret!.equals(seed)).toBe(true);
+  });
+});
+
+describe('the ML-KEM + P-256 / P-384 hybrids (MLKEM768-P256, MLKEM1024-P384)', () => {
+  it('holds a vector of each KEM', () => {
+    expect(new Set(NIST_VECTORS.map((v) => v.kem_id))).toEqual(new Set([0x0050, 0x0051]));
+  });
+
+  it.each(NIST_VECTORS.map((v) => [v.type, v.kdf_id, v] as const))(
+    'when the %s vector seed (suite with KDF %i) is expanded, then the encapsulation key is pkRm byte for byte and enc decapsulates to shared_secret',
+    async (type, _kdf, v) => {
+      const key = loadKeyObjects(hybridMaterialFromSeed(type, Buffer.from(v.skRm, 'hex')));
+      expect(hybridPublicKey(key).toString('hex')).toBe(v.pkRm);
+      expect(decapsulate(key, Buffer.from(v.enc, 'hex')).toString('hex')).toBe(v.shared_secret);
+      // The independent decapsulation (BigInt curve arithmetic, @hpke/ml-kem, noble SHA-3) agrees.
+      const independent = await kemDecap(
+        v.kem_id,
+        Buffer.from(v.skRm, 'hex'),
+        Buffer.from(v.enc, 'hex'),
+      );
+      expect(independent.toString('hex')).toBe(v.shared_secret);
+    },
+  );
+
+  it.each([
+    ['p256-ml-kem-768', 0x0050, 1088, 65],
+    ['p384-ml-kem-1024', 0x0051, 1568, 97],
+  ] as const)(
+    'when a %s key encapsulates, then the independent decapsulation finds the same secret and the group share is an uncompressed point',
+    async (type, kemId, ctM, elem) => {
+      const seed = randomBytes(32);
+      const key = loadKeyObjects(hybridMaterialFromSeed(type, seed));
+      const { ciphertext, sharedSecret } = encapsulate(key);
+      expect(ciphertext).toHaveLength(ctM + elem);
+      expect(ciphertext[ctM]).toBe(0x04);
+      expect((await kemDecap(kemId, seed, ciphertext)).equals(sharedSecret)).toBe(true);
+    },
+  );
+
+  it.each([
+    ['p256-ml-kem-768', 1088],
+    ['p384-ml-kem-1024', 1568],
+  ] as const)(
+    'when the %s group share is not a point of the curve, or not in uncompressed form, then decapsulation is the opaque decryption_failed',
+    async (type, ctM) => {
+      const key = await keyOf(type, 'encrypt');
+      const { ciphertext } = encapsulate(key);
+      const offCurve = Buffer.from(ciphertext);
+      offCurve[offCurve.length - 1] ^= 1;
+      expect(await thrown(() => decapsulate(key, offCurve))).toMatchObject({
+        code: 'decryption_failed',
+      });
+      const hybridForm = Buffer.from(ciphertext);
+      hybridForm[ctM] = 0x06 | (ciphertext[ciphertext.length - 1] & 1);
+      expect(await thrown(() => decapsulate(key, hybridForm))).toMatchObject({
+        code: 'decryption_failed',
+      });
+    },
+  );
+
+  it('when the same seed is expanded twice, then the same key results and the seed is kept as the private key', () => {
+    const seed = randomBytes(32);
+    const a = hybridMaterialFromSeed('p384-ml-kem-1024', seed);
+    const b = hybridMaterialFromSeed('p384-ml-kem-1024', Buffer.from(seed));
     expect(a.components!.map((c) => c.publicKeyDer.toString('hex'))).toEqual(
       b.components!.map((c) => c.publicKeyDer.toString('hex')),
     );

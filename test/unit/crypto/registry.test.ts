@@ -33,6 +33,8 @@ describe('the key-type registry', () => {
       'slh-dsa-shake-128f',
       'slh-dsa-shake-256s',
       'x25519-ml-kem-768',
+      'p256-ml-kem-768',
+      'p384-ml-kem-1024',
     ]) {
       expect(isKeyType(t)).toBe(true);
     }

@@ -13,8 +13,9 @@ import {
   loadKeyVersion,
 } from '../../../shared/crypto/material.ts';
 import { decryptCompact, encryptCompact } from '../../../shared/jose/compact-jwe.ts';
-import { xwingExpandSeed } from '../../../shared/crypto/pqc.ts';
+import { hybridExpandSeed } from '../../../shared/crypto/pqc.ts';
 import {
+  hpkeKeyFromJwk,
   hpkeUnwrap,
   hpkeWrap,
   integratedDecrypt,
@@ -40,22 +41,21 @@ interface Vector {
 const ALL = JSON.parse(
   readFileSync(new URL('../../fixtures/pq/jose-hpke-pq-pqt-vectors.json', import.meta.url), 'utf8'),
 ) as Vector[];
-// HPKE-8 and HPKE-10 (ML-KEM with P-256 / P-384) have no key type here yet.
 const SUPPORTED = ALL.filter((v) => hpkeAlg(v.alg));
 const PLAINTEXT = ALL[0] && 'You can trust us to stick with you through thick and thin';
 const b64 = (s: string) => Buffer.from(s, 'base64url');
 
-/** A tenant key from an HPKE private key (SerializePrivateKey: the ML-KEM d||z or X-Wing seed). */
+/** A tenant key from an HPKE private key (SerializePrivateKey: the ML-KEM d||z or hybrid seed). */
 function keyFromSeed(type: HpkeKeyType, seed: Buffer, kid = 'vector'): ResolvedKey {
-  if (type === 'x25519-ml-kem-768') {
-    const { mlKem, x25519 } = xwingExpandSeed(seed);
+  if (type !== 'ml-kem-768' && type !== 'ml-kem-1024') {
+    const { mlKem, group } = hybridExpandSeed(type, seed);
     return {
       kid,
       version: 1,
       type,
       components: [
         { privateKey: mlKem, publicKey: createPublicKey(mlKem) },
-        { privateKey: x25519, publicKey: createPublicKey(x25519) },
+        { privateKey: group, publicKey: createPublicKey(group) },
       ],
     };
   }
@@ -149,6 +149,18 @@ describe('HPKE JWE: the published vectors of draft-ietf-jose-hpke-pq-pqt', () =>
     'when the independent reader opens the %s compact vector, then it reads the plaintext (the check of the reader itself)',
     async (_alg, v) => {
       expect((await openCompact(v.compact, b64(v.jwk.priv))).toString()).toContain(PLAINTEXT);
+    },
+  );
+
+  it.each(SUPPORTED.filter((v) => !v.alg.endsWith('-KE')).map((v) => [v.alg, v] as const))(
+    'when the private %s vector JWK is read as `keyward open --key` reads it, then it opens the compact vector, and a pub of another key is refused',
+    async (_alg, v) => {
+      const key = hpkeKeyFromJwk(v.jwk);
+      expect(integratedDecrypt(key, v.compact).toString()).toContain(PLAINTEXT);
+      const other = ALL.find((o) => o.alg === `${v.alg}-KE`)!;
+      expect(await thrown(() => hpkeKeyFromJwk({ ...v.jwk, pub: other.jwk.pub }))).toMatchObject({
+        code: 'validation_failed',
+      });
     },
   );
 

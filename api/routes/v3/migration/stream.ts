@@ -130,13 +130,13 @@ const Metadata = Type.Object(
     keyManagement: Type.Optional(
       Type.String({
         description:
-          'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets, HPKE-9-KE for X-Wing, HPKE-12-KE / HPKE-13-KE for ML-KEM-768 / ML-KEM-1024 targets (docs/post-quantum.md)',
+          'default RSA-OAEP-256 for RSA targets, ECDH-ES+A256KW for EC targets, HPKE-9-KE for X-Wing, HPKE-8-KE / HPKE-10-KE for ML-KEM + P-256 / P-384, HPKE-12-KE / HPKE-13-KE for ML-KEM-768 / ML-KEM-1024 targets (docs/post-quantum.md)',
       }),
     ),
     allowMixedRecipients: Type.Optional(
       Type.Boolean({
         description:
-          'accept targets that mix post-quantum (ML-KEM, X-Wing) and classical keys, refused otherwise (422 jose-mixed-recipients); recorded in the protected header as keyward_mixed_recipients',
+          'accept targets that mix post-quantum (ML-KEM and its hybrids) and classical keys, refused otherwise (422 jose-mixed-recipients); recorded in the protected header as keyward_mixed_recipients',
       }),
     ),
     b64: Type.Optional(
@@ -193,7 +193,7 @@ const convert = endpoint({
       'application/jose': {
         schema: Type.String({
           description:
-            'for Accept: application/jose: a conversion to one post-quantum target (ML-KEM, X-Wing) as one compact JWE of HPKE Integrated Encryption (alg HPKE-n, no enc, empty IV and tag), content at most CONVERT_JSON_MAX_BYTES (413 beyond); 406 for any other target list or a result with a JWS part',
+            'for Accept: application/jose: a conversion to one post-quantum target (ML-KEM or a hybrid) as one compact JWE of HPKE Integrated Encryption (alg HPKE-n, no enc, empty IV and tag), content at most CONVERT_JSON_MAX_BYTES (413 beyond); 406 for any other target list or a result with a JWS part',
         }),
       },
       'application/jose+json': {
