@@ -169,12 +169,6 @@ export function hybridExpandSeed(
   return { mlKem, group };
 }
 
-/** Expands an X-Wing seed into its ML-KEM-768 and X25519 private keys. */
-export function xwingExpandSeed(seed: Buffer): { mlKem: KeyObject; x25519: KeyObject } {
-  const { mlKem, group } = hybridExpandSeed('x25519-ml-kem-768', seed);
-  return { mlKem, x25519: group };
-}
-
 /** A group element as the hybrid writes it: X25519's 32 bytes or the uncompressed SEC1 point. */
 function elementBytes(k: KeyObject): Buffer {
   return k.export({ format: 'raw-public' });
@@ -185,9 +179,6 @@ export function hybridPublicKey(key: Pick<LoadedKey, 'components'>): Buffer {
   const [m, t] = key.components!;
   return Buffer.concat([m.publicKey.export({ format: 'raw-public' }), elementBytes(t.publicKey)]);
 }
-
-/** The X-Wing encapsulation key pk_M || pk_X (1216 bytes) of a hybrid key. */
-export const xwingPublicKey = hybridPublicKey;
 
 function combine(h: HybridKem, ssM: Buffer, ssT: Buffer, ctT: Buffer, pkT: Buffer): Buffer {
   return createHash('sha3-256')

@@ -44,6 +44,9 @@ const RAW_PUBLIC_LENGTH: Readonly<Record<string, number>> = {
   x25519: 32,
 };
 
+/** The uncompressed SEC1 point's length of a hybrid's curve component. */
+const POINT_LENGTH: Readonly<Record<string, number>> = { 'P-256': 65, 'P-384': 97 };
+
 /** The JWK in `data` when it is a JSON object of `kty` AKP; undefined for anything else. */
 export function akpJwkOf(data: Buffer): Record<string, unknown> | undefined {
   const text = data.toString('utf8').trim();
@@ -79,9 +82,16 @@ function bytesOf(value: unknown, member: string): Buffer {
 const spki = (k: KeyObject) => k.export({ format: 'der', type: 'spki' });
 const pkcs8 = (k: KeyObject) => k.export({ format: 'der', type: 'pkcs8' });
 
-function rawPublicKey(bytes: Buffer, type: string, alg: string): KeyObject {
+function rawPublicKey(bytes: Buffer, type: string, alg: string, curve?: string): KeyObject {
+  // A curve half is the uncompressed point the hybrid writes, never another encoding.
+  if (curve !== undefined && bytes[0] !== 0x04) throw bad(`pub is not an ${alg} public key`);
   try {
-    return createPublicKey({ key: bytes, format: 'raw-public', asymmetricKeyType: type } as never);
+    return createPublicKey({
+      key: bytes,
+      format: 'raw-public',
+      asymmetricKeyType: type,
+      ...(curve !== undefined ? { namedCurve: curve } : {}),
+    } as never);
   } catch (cause) {
     throw bad(`pub is not an ${alg} public key`, cause);
   }
@@ -92,7 +102,10 @@ function publicMaterial(type: KeyType, pub: Buffer, alg: string): KeyMaterial {
   const spec = keyTypeSpec(type);
   if (spec.family !== 'hybrid')
     return { type, publicKeyDer: spki(rawPublicKey(pub, spec.nodeKeyType!, alg)) };
-  const lengths = spec.components!.map((c) => RAW_PUBLIC_LENGTH[c]);
+  const curve = spec.curve;
+  const lengths = spec.components!.map((c) =>
+    c === 'ec' && curve !== undefined ? POINT_LENGTH[curve] : RAW_PUBLIC_LENGTH[c],
+  );
   if (lengths.some((n) => n === undefined))
     throw problem(
       'keystore_unsupported_algorithm',
@@ -103,7 +116,7 @@ function publicMaterial(type: KeyType, pub: Buffer, alg: string): KeyMaterial {
   let at = 0;
   const components: KeyPairDer[] = spec.components!.map((c, i) => {
     const part = pub.subarray(at, (at += lengths[i]));
-    return { publicKeyDer: spki(rawPublicKey(part, c, alg)) };
+    return { publicKeyDer: spki(rawPublicKey(part, c, alg, c === 'ec' ? curve : undefined)) };
   });
   return { type, components };
 }

@@ -518,6 +518,9 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       ['HPKE-13', 'ml-kem-1024', 'HPKE-13'],
       ['HPKE-9-KE', 'x25519-ml-kem-768', 'HPKE-9'],
       ['HPKE-13-KE', 'ml-kem-1024', 'HPKE-13'],
+      ['HPKE-8', 'p256-ml-kem-768', 'HPKE-8'],
+      ['HPKE-10', 'p384-ml-kem-1024', 'HPKE-10'],
+      ['HPKE-8-KE', 'p256-ml-kem-768', 'HPKE-8'],
     ])(
       "when the draft's private %s example key is imported, then it is a %s key published with the draft's pub (and its kid as thumbprint under the suite's alg), the runtime encrypts to it a JWE the independent reader opens with the draft's priv, and decrypt round-trips",
       async (alg, type, published_alg) => {
@@ -544,7 +547,7 @@ describe(`keystore import (${TEST_ENGINE})`, () => {
       },
     );
 
-    it.each(['HPKE-12-KE', 'HPKE-9-KE'])(
+    it.each(['HPKE-12-KE', 'HPKE-9-KE', 'HPKE-8-KE', 'HPKE-10'])(
       "when the draft's %s example key is imported without priv, then it is an encrypt-only key: the runtime encrypts to it for the draft's priv to open, and decrypt with it is refused",
       async (alg) => {
         const { priv, ...pub } = vectors.get(alg)!;
