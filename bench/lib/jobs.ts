@@ -39,7 +39,10 @@ export async function pgAdmin(pgBase: string, sql: string): Promise<void> {
 export async function startWorker(
   env: NodeJS.ProcessEnv,
 ): Promise<{ pid: number; stop(): Promise<unknown> }> {
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'workers/worker.ts')], {
+  // BENCH_WORKER_PROFILE=<dir>: each worker writes a V8 CPU profile there when it stops.
+  const profile = process.env.BENCH_WORKER_PROFILE;
+  const flags = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...flags, join(root, 'workers/worker.ts')], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,11 +7,7 @@ import {
   randomBytes,
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import {
-  decapsulate,
-  encapsulate,
-  hybridPublicKey,
-} from '../../../shared/crypto/pqc.ts';
+import { decapsulate, encapsulate, hybridPublicKey } from '../../../shared/crypto/pqc.ts';
 import {
   hybridMaterialFromSeed,
   loadKeyObjects,
