@@ -1,23 +1,31 @@
 /**
  * A durable migration lives through crashes: two worker processes convert a few thousand small
- * messages while the test kills a worker with SIGKILL at moments paced by progress (and starts a new one),
- * and restarts the migration's own Redis once with its data wiped (what a Redis without its AOF
- * loses: every queued chunk and the listing step). The ledger is the truth, so the workers'
+ * messages while the test kills a worker with SIGKILL at moments paced by progress (and starts a
+ * new one), restarts the migration's own Redis once with its data wiped (what a Redis without its
+ * AOF loses: every queued chunk and the listing step), and restarts PostgreSQL once as the
+ * workers see it (a proxy in front of the machine's server cuts every connection and refuses new
+ * ones for a few seconds: the machine's server itself is never stopped). The ledger is the truth, so the workers'
  * sweep puts back what Redis lost and leases let the objects of a dead worker go to another.
  * At the end: completed, one converted ledger row per object (0 lost), every row's outputs in
  * the store with the recorded size and SHA-256 (read back and hashed here), no output object
  * that the ledger does not name, and output writes counted at the object store (s3rver's
  * notifications): an object is written again only when a worker died between writing it and
- * recording it, which is bounded by what the killed workers had in hand.
+ * recording it, which is bounded by what the killed workers had in hand. The manifest the
+ * completing worker stored verifies with jose, and its tree root is recomputed here from the
+ * report's rows with SHA-256 alone (RFC 6962), so it states exactly what the ledger holds.
  * CHAOS_OBJECTS sets the count (default 600, what a loaded 2-core machine converts inside the deadline); the kills and the deadline are bounded.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
+import { compactVerify, exportJWK, importJWK } from 'jose';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
-import { sleep } from '../../support/time.ts';
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
+import { applySettings } from '../../../api/services/keys/settings.ts';
+import { importKeystore } from '../../../api/services/keys/import.ts';
+import { expectEventually, sleep } from '../../support/time.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantPrefix, tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
@@ -29,7 +37,10 @@ import {
 } from '../jobs/harness.ts';
 
 const OBJECTS = Number(process.env.CHAOS_OBJECTS ?? 600);
-const KILLS = 4;
+const KILLS = 5;
+/** The kill after which Redis restarts empty, and the one after which PostgreSQL restarts. */
+const REDIS_AT = 2;
+const POSTGRES_AT = 4;
 const CHUNK = 20;
 const CONCURRENCY = 2;
 const M = '/api/v3/migration/migrations';
@@ -39,6 +50,8 @@ let env: JobsEnv;
 let ssl: OpenSslDir;
 let key: TestKey;
 let signer: TestKey;
+let archive: TestKey;
+let pg: TcpProxy;
 let tenant: { tenantId: string; token: string };
 let store: ObjectStore;
 const workers: WorkerChild[] = [];
@@ -47,19 +60,44 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 const workerEnv = () =>
   env.workerEnv({
+    DATABASE_URL: proxied(env.db.url!),
     WORKER_CONCURRENCY: String(CONCURRENCY),
     MIGRATION_CHUNK_OBJECTS: String(CHUNK),
     MIGRATION_LEASE_MS: '3000',
     MIGRATION_SWEEP_INTERVAL_MS: '1000',
   });
 
+/** The database URL through the proxy: what the workers see as PostgreSQL. */
+function proxied(url: string): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(pg.port);
+  return u.toString();
+}
+
 beforeAll(async () => {
   redis = await startRedisServer();
   ssl = new OpenSslDir();
   key = makeKey(ssl, 'chaos-rsa', 'rsa-2048');
   signer = makeKey(ssl, 'chaos-signer', 'ec-p256');
+  archive = makeKey(ssl, 'chaos-archive', 'ec-p256');
   env = await startJobsEnv({ redisUrl: redis.url });
+  const target = new URL(env.db.url!);
+  pg = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   tenant = await tenantWithKeys(env.app, ssl, [key, signer]);
+  // The archive signing key signs the manifest the completing worker stores.
+  await importKeystore(env.app.ctx, tenant.tenantId, {
+    data: Buffer.concat([ssl.read(archive.keyFile), ssl.read(archive.certFile)]),
+    kid: archive.kid,
+    usage: 'sign',
+  });
+  await applySettings(
+    env.app.ctx,
+    tenant.tenantId,
+    archive.kid,
+    { archiveSigning: true },
+    async () => 0,
+  );
   store = tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId);
   // About 2 KB each: a few distinct small messages, encrypted and signed, under many names.
   const messages: Buffer[] = [];
@@ -118,6 +156,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
+  await pg?.close();
   await env?.close();
   await redis?.close();
   ssl?.cleanup();
@@ -146,7 +185,7 @@ async function restartRedisEmpty(): Promise<void> {
 }
 
 describe('a durable migration through crashes', () => {
-  it(`when workers are SIGKILLed ${KILLS} times and Redis loses everything once, then ${OBJECTS} objects end converted exactly as the ledger says`, async () => {
+  it(`when workers are SIGKILLed ${KILLS} times, Redis loses everything once and PostgreSQL restarts once, then ${OBJECTS} objects end converted exactly as the ledger says`, async () => {
     const created = await api(env.app, 'POST', M, tenant.token, {
       source: { prefix: 'in/' },
       output: { prefix: 'out/' },
@@ -156,22 +195,30 @@ describe('a durable migration through crashes', () => {
     const deadline = Date.now() + 170_000;
     let kills = 0;
     let redisRestarted = false;
+    let postgresRestarted = false;
     let last = await view(id);
-    // Kills are paced by progress, not by the clock: kill k comes once k/(KILLS+2) of the
+    // Kills are paced by progress, not by the clock: kill k comes once k/(2 KILLS) of the
     // objects are converted, so all of them land before the end however fast the machine is.
     while (last.state !== 'completed' && Date.now() < deadline) {
       await sleep(300 + Math.floor(Math.random() * 500));
       last = await view(id);
       if (last.state === 'completed') break;
       const converted = Number(last.counts?.converted ?? 0);
-      if (kills < KILLS && converted >= (OBJECTS * (kills + 1)) / (KILLS + 2)) {
+      if (kills < KILLS && converted >= (OBJECTS * (kills + 1)) / (2 * KILLS)) {
         const victim = Math.floor(Math.random() * workers.length);
         workers[victim].process.kill('SIGKILL');
         await workers[victim].exited;
         kills++;
-        if (kills === 2 && !redisRestarted) {
+        if (kills === REDIS_AT && !redisRestarted) {
           await restartRedisEmpty();
           redisRestarted = true;
+        }
+        if (kills === POSTGRES_AT && !postgresRestarted) {
+          // Every connection cut and new ones refused, as while a server restarts.
+          pg.refuse();
+          await sleep(3000);
+          pg.accept();
+          postgresRestarted = true;
         }
         workers[victim] = await spawnWorker(workerEnv());
       }
@@ -179,6 +226,7 @@ describe('a durable migration through crashes', () => {
     last = await view(id);
     expect(kills).toBe(KILLS);
     expect(redisRestarted).toBe(true);
+    expect(postgresRestarted).toBe(true);
     expect(last).toMatchObject({
       state: 'completed',
       counts: { listed: OBJECTS, converted: OBJECTS, refused: 0, pending: 0 },
@@ -222,11 +270,69 @@ describe('a durable migration through crashes', () => {
     const rewritten = [...writes].filter(([, n]) => n > 1).map(([k]) => k.slice(prefix.length));
     const inHand = KILLS * CONCURRENCY * CHUNK * 2;
     console.log(
-      `chaos: ${OBJECTS} objects, ${kills} SIGKILLs, Redis wiped once; output writes ${[...writes.values()].reduce((a, b) => a + b, 0)} for ${named.size} outputs; ${rewritten.length} outputs written more than once (bound ${inHand}); recorded attempts > 1: ${rows.filter((r) => r.attempts > 1).length}`,
+      `chaos: ${OBJECTS} objects, ${kills} SIGKILLs, Redis wiped once, PostgreSQL restarted once; output writes ${[...writes.values()].reduce((a, b) => a + b, 0)} for ${named.size} outputs; ${rewritten.length} outputs written more than once (bound ${inHand}); recorded attempts > 1: ${rows.filter((r) => r.attempts > 1).length}`,
     );
     expect(rewritten.length).toBeLessThanOrEqual(inHand);
     // Nothing the ledger recorded as converted was converted again: every rewrite happened
     // before the row's one recorded conversion (the digests above are of the last write).
     expect(rows.every((r) => r.attempts === 1)).toBe(true);
+
+    // The manifest the completing worker stored: jose verifies its signature with the archive
+    // key's public JWK, and its root is the RFC 6962 root of the report's rows, computed here.
+    const manifest = await expectEventually(
+      async () => {
+        const r = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+        expect(r.status).toBe(200);
+        return r.body as { jws: string; root: string; size: number };
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    const { payload } = await compactVerify(
+      manifest.jws,
+      await importJWK(await exportJWK(createPublicKey(archive.privateKey)), 'ES256'),
+    );
+    const claims = JSON.parse(Buffer.from(payload).toString());
+    expect(claims.tree).toEqual({ alg: 'rfc6962-sha256', size: OBJECTS, root: manifest.root });
+    expect(claims.counts).toMatchObject({ total: OBJECTS, converted: OBJECTS, refused: 0 });
+    const canon = (v: unknown): string =>
+      Array.isArray(v)
+        ? `[${v.map(canon).join(',')}]`
+        : v && typeof v === 'object'
+          ? `{${Object.keys(v)
+              .sort()
+              .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
+              .join(',')}}`
+          : JSON.stringify(v);
+    const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+    const leaves = rows.map((r) =>
+      h(
+        Buffer.from([0]),
+        Buffer.from(
+          canon({
+            sourceKey: r.sourceKey,
+            inputSize: r.inputSize,
+            inputSha256: r.inputSha256,
+            form: r.form,
+            outcome: r.outcome,
+            outputs: r.outputs.map((o: Record<string, unknown>) => ({
+              key: o.key,
+              size: o.size,
+              sha256: o.sha256,
+            })),
+            keys: r.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
+            signers: r.signers,
+            attempts: r.attempts,
+          }),
+        ),
+      ),
+    );
+    // RFC 6962 section 2.1: split at the largest power of two below n.
+    const mth = (l: Buffer[]): Buffer => {
+      if (l.length === 1) return l[0];
+      let k = 1;
+      while (k * 2 < l.length) k *= 2;
+      return h(Buffer.from([1]), mth(l.slice(0, k)), mth(l.slice(k)));
+    };
+    expect(mth(leaves).toString('hex')).toBe(manifest.root);
   }, 300_000);
 });
