@@ -139,6 +139,7 @@ export const operations = {
   rewrapMasterKey: op('POST', `${P}/master-key/rewrap`),
 
   listWorkloads: op('GET', `${T}/workloads`),
+  getWorkload: op('GET', `${T}/workloads/{id}`),
   createWorkload: op('POST', `${T}/workloads`),
   disableWorkload: op('POST', `${T}/workloads/{id}/disable`),
   enableWorkload: op('POST', `${T}/workloads/{id}/enable`),
@@ -146,6 +147,8 @@ export const operations = {
   listAccessKeys: op('GET', `${T}/workloads/{id}/access-keys`),
   createAccessKey: op('POST', `${T}/workloads/{id}/access-keys`),
   deleteAccessKey: op('DELETE', `${T}/workloads/{id}/access-keys/{accessKeyId}`),
+
+  getEffectivePolicy: op('GET', `${T}/policies/effective`),
 
   listRoles: op('GET', `${T}/roles`),
   createRole: op('POST', `${T}/roles`),

@@ -3,6 +3,7 @@
  * roles and users of a tenant (`--tenant`, default the login's).
  */
 import type { AccessKey, Page, PageQuery, Role, Tenant, User, Workload } from '../api-client.ts';
+import { ApiError } from '../client.ts';
 import {
   EXIT,
   UsageError,
@@ -203,6 +204,110 @@ const accessKeysCommand: Command = {
   ],
 };
 
+/** Where the client secret comes from: the CLI never knows it, so it names it. */
+const CLIENT_SECRET_SOURCE =
+  'the one shown once when the workload was created (`keyward workloads create`) or its secret rotated (`keyward workloads rotate-secret`); Keyward cannot show it again';
+
+/**
+ * How a workload connects through each API the service speaks, with its own names filled in: the
+ * Core API's token endpoint (client_credentials), the AWS KMS API (SigV4 access keys) and the
+ * Vault Transit API at the tenant's mounts (AppRole login). The same content as the web console's
+ * Connect card. `mounts` is null when this login may not read the tenant's policy: the default
+ * mount is shown and said to be the default. It names the client secret, never holds it.
+ */
+function connectionOf(
+  origin: string,
+  tenantId: string,
+  w: Pick<Workload, 'id' | 'name' | 'clientId'>,
+  mounts: string[] | null,
+) {
+  const shown = mounts ?? ['transit'];
+  return {
+    workload: { id: w.id, name: w.name, clientId: w.clientId, tenantId },
+    clientSecret: CLIENT_SECRET_SOURCE,
+    coreApi: {
+      tokenEndpoint: `POST ${origin}/api/v3/auth/token`,
+      form: `grant_type=client_credentials&client_id=${w.clientId}&client_secret=<client secret>`,
+      then: `Authorization: Bearer <access_token> on ${origin}/api/v3/crypto/…`,
+    },
+    awsKms: {
+      endpoint: `${origin}/`,
+      awsCli: `aws --endpoint-url ${origin} kms …`,
+      accessKeys: `keyward workloads access-keys create ${w.id} --tenant ${tenantId}`,
+      accessKeysApi: `POST ${origin}/api/v3/admin/tenants/${tenantId}/workloads/${w.id}/access-keys`,
+      regions: 'any, unless the service lists them (AWS_KMS_REGIONS)',
+    },
+    vaultTransit: {
+      vaultAddr: origin,
+      mounts: shown,
+      mountsFrom: mounts ? 'policy' : 'default',
+      appRoleLogin: `POST ${origin}/v1/auth/approle/login`,
+      body: { role_id: w.clientId, secret_id: '<client secret>' },
+      token:
+        'auth.client_token of the answer, in X-Vault-Token; it is not renewable, so log in again before lease_duration ends',
+      sopsKeyUrl: `${origin}/v1/${shown[0]}/keys/<key name>`,
+    },
+  };
+}
+
+/** The human view of connectionOf: a short section per API. */
+function connectionText(c: ReturnType<typeof connectionOf>): string {
+  const section = (title: string, fields: Record<string, string>) =>
+    `${title}\n${record(fields).replace(/^(?=.)/gm, '  ')}`;
+  const v = c.vaultTransit;
+  return [
+    `Connect ${c.workload.name} (workload ${c.workload.id}, tenant ${c.workload.tenantId})`,
+    `The client secret is ${c.clientSecret}.\n`,
+    section('Core API', {
+      'Token endpoint': c.coreApi.tokenEndpoint,
+      Form: c.coreApi.form,
+      Then: c.coreApi.then,
+    }),
+    section('AWS KMS API', {
+      Endpoint: c.awsKms.endpoint,
+      'AWS CLI': c.awsKms.awsCli,
+      'Access keys': `${c.awsKms.accessKeys} (its secret shown once), or ${c.awsKms.accessKeysApi}`,
+      Regions: c.awsKms.regions,
+    }),
+    section('Vault Transit API', {
+      VAULT_ADDR: v.vaultAddr,
+      [v.mounts.length === 1 ? 'Mount' : 'Mounts']:
+        `${v.mounts.map((m) => `/v1/${m}/`).join(', ')}${
+          v.mountsFrom === 'default'
+            ? " (the default; this login cannot read the tenant's policy, where other mounts are set)"
+            : ''
+        }`,
+      'AppRole login': v.appRoleLogin,
+      Body: `${JSON.stringify(v.body)} (role_id is the workload's client id, secret_id its client secret)`,
+      Token: v.token,
+      'SOPS key URL': v.sopsKeyUrl,
+    }),
+  ].join('\n');
+}
+
+/** `keyward workloads connect`: how the workload reaches each API. */
+const connectWorkloadCommand: Command = {
+  name: 'connect',
+  summary:
+    'How a workload connects through each API: Core, AWS KMS, Vault Transit (never a secret)',
+  args: ['<workloadId>'],
+  async run(inv) {
+    const c = connect(inv);
+    const w = await c.api.getWorkload({ tenantId: c.tenantId, id: inv.args[0] });
+    // A login that may manage workloads but not read the policy still gets the rest: the default mount.
+    const mounts = await c.api.getEffectivePolicy({ tenantId: c.tenantId }).then(
+      (answer) => answer.policy.vaultTransitMounts,
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 403) return null;
+        throw err;
+      },
+    );
+    const connection = connectionOf(c.client.url, c.tenantId, w, mounts);
+    print(inv, connection, () => connectionText(connection));
+    return EXIT.ok;
+  },
+};
+
 export const workloadsCommand: Command = {
   name: 'workloads',
   summary: 'Workloads (applications) of a tenant',
@@ -242,6 +347,7 @@ export const workloadsCommand: Command = {
       },
     },
     accessKeysCommand,
+    connectWorkloadCommand,
     workloadAction('disable', 'Disable a workload: its logins answer invalid_client'),
     workloadAction('enable', 'Enable a disabled workload'),
     {

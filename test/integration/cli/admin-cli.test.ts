@@ -225,6 +225,104 @@ describe('keyward admin and crypto CLI against the service', () => {
     expect((await keys('delete', workloadId, accessKeyId)).code).toBe(1);
   });
 
+  it("when an operator asks how a workload connects, then each API's endpoint, the client id and the tenant's Vault mounts are shown, and no token or secret", async () => {
+    // The overrides are set over HTTP (the CLI has no policy command), with a login of their own.
+    const { accessToken: token } = await login(
+      new CredentialStore(join(dir, 'policy')),
+      'policy',
+      app.url,
+      {
+        grant_type: 'password',
+        username: ADMIN_EMAIL,
+        password: ADMIN_PASSWORD,
+        tenant_id: app.platformTenantId,
+      },
+    );
+    const put = await fetch(`${app.url}/api/v3/admin/tenants/${tenantId}/policies/overrides`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ vaultTransitMounts: ['sops', 'transit'] }),
+    });
+    expect(put.status).toBe(200);
+    const list = await runCli(
+      ['workloads', 'list', '--tenant', tenantId, '--output', 'json'],
+      admin,
+    );
+    const w = (JSON.parse(list.stdout).items as Array<{ id: string; clientId: string }>).find(
+      (item) => item.clientId === workloadCredentials.clientId,
+    )!;
+    const shown = await runCli(['workloads', 'connect', w.id, '--tenant', tenantId], admin);
+    expect([shown.code, shown.stderr]).toEqual([0, '']);
+    for (const text of [
+      `POST ${app.url}/api/v3/auth/token`,
+      `client_id=${w.clientId}&client_secret=<client secret>`,
+      `Endpoint:    ${app.url}/`,
+      `aws --endpoint-url ${app.url} kms`,
+      `keyward workloads access-keys create ${w.id} --tenant ${tenantId}`,
+      `VAULT_ADDR:    ${app.url}\n`,
+      'Mounts:        /v1/sops/, /v1/transit/\n',
+      `POST ${app.url}/v1/auth/approle/login`,
+      JSON.stringify({ role_id: w.clientId, secret_id: '<client secret>' }),
+      'X-Vault-Token',
+      `${app.url}/v1/sops/keys/<key name>`,
+    ])
+      expect(shown.stdout).toContain(text);
+    const json = await runCli(
+      ['workloads', 'connect', w.id, '--tenant', tenantId, '--output', 'json'],
+      admin,
+    );
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      workload: { id: w.id, clientId: w.clientId, tenantId },
+      coreApi: { tokenEndpoint: `POST ${app.url}/api/v3/auth/token` },
+      awsKms: { endpoint: `${app.url}/` },
+      vaultTransit: {
+        vaultAddr: app.url,
+        mounts: ['sops', 'transit'],
+        mountsFrom: 'policy',
+        appRoleLogin: `POST ${app.url}/v1/auth/approle/login`,
+        body: { role_id: w.clientId, secret_id: '<client secret>' },
+      },
+    });
+    // The CLI does not know the client secret and sends no credential to the terminal.
+    const cached = Object.values(
+      JSON.parse(readFileSync(join(admin.KEYWARD_CONFIG_DIR, 'credentials.json'), 'utf8'))
+        .profiles as Record<string, { accessToken: string; refreshToken?: string }>,
+    ).flatMap((p) => [p.accessToken, p.refreshToken ?? p.accessToken]);
+    expect(cached.length).toBeGreaterThan(0);
+    for (const out of [shown.stdout, json.stdout]) {
+      expect(out).not.toContain(workloadCredentials.clientSecret);
+      for (const secret of [token, ...cached]) expect(out).not.toContain(secret);
+      expect(out).not.toMatch(/eyJ[\w-]{10,}/);
+    }
+
+    // A person who may read workloads but not the tenant's policy: the default mount, said to be one.
+    const role = await runCli(
+      ['roles', 'create', 'reader', '--tenant', tenantId, '--permission', 'admin.workloads.read'],
+      admin,
+    );
+    const roleId = /^id: +(\S+)$/m.exec(role.stdout)![1];
+    const password = 'a long enough reader password 42';
+    const user = await runCli(
+      ['users', 'create', 'reader@acme.test', '--tenant', tenantId, '--role', roleId],
+      { ...admin, KEYWARD_USER_PASSWORD: password },
+    );
+    expect([user.code, user.stderr]).toEqual([0, '']);
+    const reader = { KEYWARD_CONFIG_DIR: join(dir, 'reader') };
+    const loggedIn = await runCli(
+      ['login', '--url', app.url, '--email', 'reader@acme.test', '--tenant', tenantId],
+      reader,
+      `${password}\n`,
+    );
+    expect([loggedIn.code, loggedIn.stderr]).toEqual([0, '']);
+    const fallback = await runCli(['workloads', 'connect', w.id], reader);
+    expect([fallback.code, fallback.stderr]).toEqual([0, '']);
+    expect(fallback.stdout).toMatch(
+      /^ {2}Mount: +\/v1\/transit\/ \(the default; this login cannot read the tenant's policy/m,
+    );
+    expect(fallback.stdout).toContain(`role_id":"${w.clientId}"`);
+  }, 30_000);
+
   it('when --tenant names another tenant than the login, then tenant admin commands act on it and every other command refuses it (exit 2, naming the command and both tenants) instead of acting in the login tenant', async () => {
     // Before, analyze and migrate of a platform login silently searched the platform tenant.
     writeFileSync(join(dir, 'mail.p7m'), randomBytes(64));
