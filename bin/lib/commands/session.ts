@@ -20,7 +20,7 @@ import { CredentialStore, Session, SessionError, login, logout, type Profile } f
 
 /** The profile an invocation names: --profile, else KEYWARD_PROFILE, else "default". */
 export const profileName = (inv: Invocation) =>
-  str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE ?? 'default';
+  (str(inv.values, 'profile') ?? process.env.KEYWARD_PROFILE) || 'default';
 
 /** The tenant the command line names: --tenant, else KEYWARD_TENANT; undefined when neither. */
 export const requestedTenant = (inv: Invocation): string | undefined =>
