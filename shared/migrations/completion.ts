@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import type { KeyResolver } from '../pkcs7/types.ts';
 import { AppError } from '../errors/index.ts';
-import { tenantStore, type ObjectStore } from '../storage/index.ts';
+import { tenantPrefix, type ObjectStore } from '../storage/index.ts';
 import { loadMigration } from './ledger.ts';
 import { ledgerManifest, storedManifestKey } from './manifest.ts';
 
@@ -41,8 +41,9 @@ export async function onMigrationCompleted(
     return;
   }
   const key = storedManifestKey(m.id);
-  await tenantStore(deps.objects, m.tenantId).put(
-    key,
+  // Into the whole store under the tenant's prefix: the tenant's view writes nothing below `.keyward/`.
+  await deps.objects.put(
+    tenantPrefix(m.tenantId) + key,
     (async function* () {
       yield Buffer.from(manifest.jws, 'ascii');
     })(),

@@ -8,7 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
-import { assertObjectKey, assertPrefix } from '../../../shared/storage/index.ts';
+import {
+  assertObjectKey,
+  assertPrefix,
+  assertTenantWritable,
+} from '../../../shared/storage/index.ts';
 import { type MigrationRow, type MigrationState } from '../../../shared/migrations/index.ts';
 import { loadMigration } from '../../../shared/migrations/ledger.ts';
 import { ensureInFlight } from '../../../shared/migrations/schedule.ts';
@@ -103,7 +107,8 @@ function checked(body: CreateMigration) {
     prefix !== undefined
       ? { prefix: assertPrefix(prefix) }
       : { manifest: assertObjectKey(manifest) };
-  return { source, metadata, outputPrefix: assertPrefix(body.output.prefix) };
+  const outputPrefix = assertTenantWritable(assertPrefix(body.output.prefix), 'prefix');
+  return { source, metadata, outputPrefix };
 }
 
 /** Tells the queue; a queue away is logged, the sweep does it later. */
