@@ -12,7 +12,7 @@ import type { ManifestPayload } from '../manifest/payload.ts';
 import type { LedgerRow as ManifestRow } from '../manifest/row.ts';
 import type { LedgerRow, MigrationRow } from './index.ts';
 import { ledgerRowsInOrder } from './ledger.ts';
-import { RESERVED_SEGMENT } from '../storage/index.ts';
+import { RESERVED_SEGMENT, tenantPrefix } from '../storage/index.ts';
 
 /** SHA-256 of zero bytes: the input digest of an object refused before a byte of it was read. */
 const NOTHING_READ = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -25,6 +25,13 @@ const NOTHING_READ = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
  */
 export const storedManifestKey = (migrationId: string) =>
   `${RESERVED_SEGMENT}/migrations/${migrationId}/manifest.jws`;
+
+/**
+ * The stored manifest's key in the whole store, where Keyward writes and removes it (the tenant's
+ * view of the store only reads below `.keyward/`).
+ */
+export const storedManifestPath = (tenantId: string, migrationId: string) =>
+  tenantPrefix(tenantId) + storedManifestKey(migrationId);
 
 /** The leaf of a ledger row with an outcome; null while the object is pending. */
 function manifestRowOf(r: LedgerRow): ManifestRow | null {
