@@ -10,9 +10,9 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logger.ts';
 import type { KeyResolver } from '../pkcs7/types.ts';
 import { AppError } from '../errors/index.ts';
-import { tenantStore, type ObjectStore } from '../storage/index.ts';
+import type { ObjectStore } from '../storage/index.ts';
 import { loadMigration } from './ledger.ts';
-import { ledgerManifest, storedManifestKey } from './manifest.ts';
+import { ledgerManifest, storedManifestKey, storedManifestPath } from './manifest.ts';
 
 export interface CompletionDeps {
   db: Knex;
@@ -41,8 +41,8 @@ export async function onMigrationCompleted(
     return;
   }
   const key = storedManifestKey(m.id);
-  await tenantStore(deps.objects, m.tenantId).put(
-    key,
+  await deps.objects.put(
+    storedManifestPath(m.tenantId, m.id),
     (async function* () {
       yield Buffer.from(manifest.jws, 'ascii');
     })(),

@@ -12,16 +12,26 @@ import type { ManifestPayload } from '../manifest/payload.ts';
 import type { LedgerRow as ManifestRow } from '../manifest/row.ts';
 import type { LedgerRow, MigrationRow } from './index.ts';
 import { ledgerRowsInOrder } from './ledger.ts';
+import { RESERVED_SEGMENT, tenantPrefix } from '../storage/index.ts';
 
 /** SHA-256 of zero bytes: the input digest of an object refused before a byte of it was read. */
 const NOTHING_READ = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /**
- * Where the completing worker stores a migration's manifest, in the tenant's store: outside
- * every output prefix a caller names (a leading dot), so an output tree holds only outputs.
+ * Where the completing worker stores a migration's manifest, in the tenant's store: below the
+ * segment Keyward keeps for itself, which no upload, delete or output prefix of the tenant's may
+ * name (shared/storage/keys.ts), so an output tree holds only outputs and the stored manifest is
+ * only ever the worker's.
  */
 export const storedManifestKey = (migrationId: string) =>
-  `.keyward/migrations/${migrationId}/manifest.jws`;
+  `${RESERVED_SEGMENT}/migrations/${migrationId}/manifest.jws`;
+
+/**
+ * The stored manifest's key in the whole store, where Keyward writes and removes it (the tenant's
+ * view of the store only reads below `.keyward/`).
+ */
+export const storedManifestPath = (tenantId: string, migrationId: string) =>
+  tenantPrefix(tenantId) + storedManifestKey(migrationId);
 
 /** The leaf of a ledger row with an outcome; null while the object is pending. */
 function manifestRowOf(r: LedgerRow): ManifestRow | null {

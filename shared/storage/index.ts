@@ -23,7 +23,14 @@ export type { FsObjectStoreOptions } from './fs-store.ts';
 // that use it, and loaded here only when S3 is configured.
 export type { S3ObjectStoreOptions } from './s3-store.ts';
 export { TENANTS_PREFIX, tenantPrefix, tenantStore } from './tenant.ts';
-export { MAX_KEY_BYTES, assertObjectKey, assertPrefix, assertTenantId } from './keys.ts';
+export {
+  MAX_KEY_BYTES,
+  RESERVED_SEGMENT,
+  assertObjectKey,
+  assertPrefix,
+  assertTenantId,
+  assertTenantWritable,
+} from './keys.ts';
 export { isTransientStorageError, storageUnavailable } from './errors.ts';
 
 export interface ObjectStoreConfig {

@@ -47,6 +47,20 @@ export function assertPrefix(prefix: unknown): string {
   return checkPath(prefix, 'prefix', true);
 }
 
+/**
+ * The first key segment Keyward keeps for the objects it writes itself into a tenant's store (a
+ * completed migration's signed manifest, shared/migrations/manifest.ts): a tenant's upload,
+ * delete or output must not replace or remove them.
+ */
+export const RESERVED_SEGMENT = '.keyward';
+
+/** Returns the key or prefix when a tenant may write there, not below `.keyward/`; throws otherwise. */
+export function assertTenantWritable(value: string, field: 'key' | 'prefix'): string {
+  if (value.split('/')[0] === RESERVED_SEGMENT)
+    invalid(field, `'${RESERVED_SEGMENT}/' is kept for the objects Keyward writes`);
+  return value;
+}
+
 /** Returns the tenant id when it is safe as a single key segment. */
 export function assertTenantId(tenantId: unknown): string {
   if (typeof tenantId !== 'string' || !TENANT_ID.test(tenantId)) {

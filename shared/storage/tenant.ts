@@ -2,11 +2,12 @@
  * Tenant scoping: a view of a store where every key lives under `tenants/<tenantId>/`. Keys are
  * validated before the prefix is added (no '..', absolute paths, backslashes, empty segments,
  * NUL, over 1024 bytes), so a tenant can name only its own objects; listed keys come back
- * relative to the tenant prefix.
+ * relative to the tenant prefix. Keys below `.keyward/` are read here but neither written nor
+ * deleted: Keyward writes those itself, into the whole store under the tenant prefix.
  */
 import type { Readable } from 'node:stream';
 import { discardBody } from './body.ts';
-import { assertObjectKey, assertPrefix, assertTenantId } from './keys.ts';
+import { assertObjectKey, assertPrefix, assertTenantId, assertTenantWritable } from './keys.ts';
 import type { ListOptions, ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
 
 export const TENANTS_PREFIX = 'tenants/';
@@ -19,6 +20,8 @@ export function tenantPrefix(tenantId: string): string {
 export function tenantStore(store: ObjectStore, tenantId: string): ObjectStore {
   const root = tenantPrefix(tenantId);
   const scoped = (key: string): string => root + assertObjectKey(key);
+  const writable = (key: string): string =>
+    scoped(assertTenantWritable(assertObjectKey(key), 'key'));
   const relative = (info: ObjectInfo, key: string): ObjectInfo => ({ ...info, key });
 
   return {
@@ -41,7 +44,7 @@ export function tenantStore(store: ObjectStore, tenantId: string): ObjectStore {
     async put(key: string, body: PutBody, opts?: PutOptions): Promise<ObjectInfo> {
       let full: string;
       try {
-        full = scoped(key);
+        full = writable(key);
       } catch (err) {
         discardBody(body);
         throw err;
@@ -49,7 +52,7 @@ export function tenantStore(store: ObjectStore, tenantId: string): ObjectStore {
       return relative(await store.put(full, body, opts), key);
     },
     async delete(key: string): Promise<void> {
-      await store.delete(scoped(key));
+      await store.delete(writable(key));
     },
   };
 }

@@ -9,6 +9,7 @@ import { problem } from '../../../shared/errors/index.ts';
 import {
   assertObjectKey,
   assertPrefix,
+  assertTenantWritable,
   tenantStore,
   type ObjectStore,
 } from '../../../shared/storage/index.ts';
@@ -71,7 +72,7 @@ export function parseSubmit(body: unknown): SubmitRequest {
       'output.prefix is required: where results go in your object storage',
       'output.prefix',
     );
-  const outputPrefix = assertPrefix(output.prefix);
+  const outputPrefix = assertTenantWritable(assertPrefix(output.prefix), 'prefix');
   if (!isObject(source)) throw invalid('source must be {key} or {bucket?, prefix}', 'source');
   if (typeof source.key === 'string') {
     if (source.prefix !== undefined)
@@ -107,6 +108,9 @@ export function jobOptions(rt: JobsProducer, jobId: string): JobsOptions {
 function relativeTo(prefix: string, key: string): string {
   return key.slice(prefix.lastIndexOf('/') + 1);
 }
+
+/** A job's output key: a valid key the tenant may write (not below `.keyward/`, which a prefix can join into). */
+const outputKey = (key: string): string => assertTenantWritable(assertObjectKey(key), 'key');
 
 /** Adds a job, or brings back the existing one: failed and cancelled jobs run again. */
 async function ensureJob(
@@ -146,7 +150,7 @@ export async function submitConvert(
     source: { key: req.key },
     sourceVersion: sourceVersionOf(info),
     metadata: req.metadata,
-    output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.key, req.key)) },
+    output: { key: outputKey(req.outputPrefix + relativeTo(req.key, req.key)) },
     ...(decrypt ? { decrypt } : {}),
   };
   const id = convertJobId(data);
@@ -210,7 +214,7 @@ export async function submitBatch(
       source: { key },
       sourceVersion: version,
       metadata: req.metadata,
-      output: { key: assertObjectKey(req.outputPrefix + relativeTo(req.prefix, key)) },
+      output: { key: outputKey(req.outputPrefix + relativeTo(req.prefix, key)) },
       ...(decrypt ? { decrypt } : {}),
     };
     return { id: convertJobId(data), data };

@@ -8,10 +8,16 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
-import { assertObjectKey, assertPrefix } from '../../../shared/storage/index.ts';
+import {
+  assertObjectKey,
+  assertPrefix,
+  assertTenantWritable,
+} from '../../../shared/storage/index.ts';
 import { type MigrationRow, type MigrationState } from '../../../shared/migrations/index.ts';
 import { loadMigration } from '../../../shared/migrations/ledger.ts';
 import { ensureInFlight } from '../../../shared/migrations/schedule.ts';
+import { storedManifestPath } from '../../../shared/migrations/manifest.ts';
+import { objectStoreOf } from '../jobs/producer.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
 import { migrateQueue, scheduleOptions } from './producer.ts';
@@ -103,7 +109,8 @@ function checked(body: CreateMigration) {
     prefix !== undefined
       ? { prefix: assertPrefix(prefix) }
       : { manifest: assertObjectKey(manifest) };
-  return { source, metadata, outputPrefix: assertPrefix(body.output.prefix) };
+  const outputPrefix = assertTenantWritable(assertPrefix(body.output.prefix), 'prefix');
+  return { source, metadata, outputPrefix };
 }
 
 /** Tells the queue; a queue away is logged, the sweep does it later. */
@@ -193,7 +200,10 @@ export async function moveMigration(
 
 /**
  * Makes the refused objects pending again (after importing a missing key, say) and runs the
- * migration again over them: only those; converted objects stay as they are.
+ * migration again over them: only those; converted objects stay as they are. A completed
+ * migration's stored manifest goes first: it no longer states the ledger, and a second
+ * completion that stores none (no archive signing key then, a worker killed) must leave the
+ * manifest to be made on demand, not answer the first one.
  */
 export async function retryRefused(
   ctx: AppContext,
@@ -205,6 +215,8 @@ export async function retryRefused(
     throw problem('invalid_transition', 'a cancelled migration cannot be retried', {
       details: { state: m.state, operation: 'retry' },
     });
+  if (m.state === 'completed')
+    await (await objectStoreOf(ctx)).delete(storedManifestPath(m.tenantId, m.id));
   const retried = await ctx.db.transaction(async (trx) => {
     const rows = await trx('migration_objects')
       .where({ migration_id: m.id, outcome: 'refused' })

@@ -363,6 +363,54 @@ describe('durable migrations', () => {
     expect((await api(env.app, 'GET', `${M}/not-a-uuid`, tenant.token)).status).toBe(404);
   }, 30_000);
 
+  it('when the tenant uploads to, deletes or migrates into .keyward/, then 400 and the stored manifest the API answers stays the worker’s', async () => {
+    const storedKey = `.keyward/migrations/${id}/manifest.jws`;
+    const before = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+    expect(before.status).toBe(200);
+    for (const name of [storedKey, '.keyward/other', '.keyward']) {
+      const put = await upload(env.app, tenant.token, name, Buffer.from('a.b.c'));
+      expect(put.status).toBe(400);
+      expect(put.body.type).toMatch(/validation-failed$/);
+    }
+    const del = await fetch(`${env.app.url}/api/v3/migration/uploads/${storedKey}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${tenant.token}` },
+    });
+    expect(del.status).toBe(400);
+    const into = await api(env.app, 'POST', M, tenant.token, {
+      source: { prefix: 'in/enc-' },
+      output: { prefix: `.keyward/migrations/${id}/` },
+    });
+    expect(into.status).toBe(400);
+    expect(into.body.type).toMatch(/validation-failed$/);
+    const after = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+    expect(after.status).toBe(200);
+    expect(after.body).toEqual(before.body);
+  }, 30_000);
+
+  it('when a completed migration is retried and completes again without storing a manifest, then the manifest is not the first completion’s', async () => {
+    const first = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+    expect(first.status).toBe(200);
+    // No archive signing key any more: the second completion stores nothing.
+    const archiveKid = JSON.parse(
+      Buffer.from((first.body.jws as string).split('.')[0], 'base64url').toString(),
+    ).kid.split('#')[0] as string;
+    await applySettings(
+      env.app.ctx,
+      tenant.tenantId,
+      archiveKid,
+      { archiveSigning: false },
+      async () => 0,
+    );
+    const retried = await api(env.app, 'POST', `${M}/${id}/retry`, tenant.token);
+    expect(retried.status).toBe(202);
+    expect(retried.body.state).toBe('running');
+    await waitFor(id, 'completed');
+    const again = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+    expect(again.body.jws).toBeUndefined();
+    expect(again.status).toBe(422);
+  }, 60_000);
+
   it('when a migration is paused, then no chunk runs until it is resumed', async () => {
     const created = await api(env.app, 'POST', M, tenant.token, {
       source: { prefix: 'in/enc-' },

@@ -263,6 +263,30 @@ describe('jobs API (real Redis, s3rver, no worker running)', () => {
     expect((await api(env.app, 'GET', `${JOBS}/not-an-id`, a.token)).status).toBe(404);
   });
 
+  it("when a job's output would land below .keyward/, which Keyward keeps for its own objects, then 400 validation-failed", async () => {
+    expect((await upload(env.app, a.token, 'in/keyward.p7m', file)).status).toBe(201);
+    for (const prefix of ['.keyward/', '.keyward/migrations/x/', '.keyward']) {
+      const res = await submit(a.token, {
+        source: { key: 'in/keyward.p7m' },
+        output: { prefix },
+      });
+      expect([prefix, res.status, res.body.type]).toEqual([
+        prefix,
+        400,
+        expect.stringMatching(/validation-failed$/),
+      ]);
+    }
+    // A prefix that only joins the source's name into .keyward/ is refused with the output key.
+    expect((await upload(env.app, a.token, 'src/ard/migrations/x/manifest.jws', file)).status).toBe(
+      201,
+    );
+    const joined = await submit(a.token, {
+      source: { prefix: 'src/' },
+      output: { prefix: '.keyw' },
+    });
+    expect(joined.status).toBe(400);
+  });
+
   it('when the role lacks a jobs permission, then 403 without an error member', async () => {
     const t = await makeTenant(env.app, ['migration.jobs.read']);
     const token = await workloadToken(env.app, t);

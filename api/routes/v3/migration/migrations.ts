@@ -243,7 +243,7 @@ export const MIGRATION_ENDPOINTS = [
     problems: {
       404: 'no such migration',
       409: 'invalid-transition: the migration was cancelled',
-      ...QUEUE,
+      503: `${QUEUE[503]}; storage-unavailable: a completed migration's stored manifest could not be removed`,
     },
     handle: (ctx, { claims, params }) => retryRefused(ctx, claims.tenantId, params.id),
     audit: {

@@ -42,7 +42,7 @@ const upload = endpoint({
   access: { anyOf: ['migration.uploads.write'] },
   budget: 'migration.uploads.write',
   params: ObjectName(
-    'object key; no `..`, empty segments, backslashes or control characters; at most 1024 bytes',
+    "object key; no `..`, empty segments, backslashes or control characters; at most 1024 bytes; not below `.keyward/`, where Keyward keeps its own objects (a migration's stored manifest)",
   ),
   request: { media: { 'application/octet-stream': {} } },
   answer: { status: 201, description: 'stored', media: 'application/json', schema: Stored },
