@@ -17,18 +17,34 @@ import {
 import { tenantStore } from '../../../shared/storage/index.ts';
 import { objectStoreOf } from '../jobs/producer.ts';
 import { reportedMigration } from './migrations.ts';
+import type { MigrationRow } from '../../../shared/migrations/index.ts';
+import type { ManifestPayload } from '../../../shared/manifest/payload.ts';
 
-/** The stored manifest of a completed migration, with its tree head; null when none was stored. */
+/**
+ * The stored manifest of a completed migration, with its tree head; null when none was stored,
+ * or when the one stored is not of this completion (it names another migration, or counts other
+ * than the ledger's now: a write of an earlier completion that landed after a retry began).
+ */
 async function storedManifest(
   ctx: AppContext,
-  tenantId: string,
-  id: string,
+  m: MigrationRow,
 ): Promise<{ jws: string; root: string; size: number } | null> {
-  const store = tenantStore(await objectStoreOf(ctx), tenantId);
-  const key = storedManifestKey(id);
+  const store = tenantStore(await objectStoreOf(ctx), m.tenantId);
+  const key = storedManifestKey(m.id);
   if (!(await store.head(key))) return null;
   const jws = await text(await store.get(key));
-  const payload = JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8'));
+  let payload: ManifestPayload;
+  try {
+    payload = JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  const current =
+    payload?.migration === m.id &&
+    payload.counts?.total === m.objectsListed &&
+    payload.counts.converted === m.objectsConverted &&
+    payload.counts.refused === m.objectsRefused;
+  if (!current) return null;
   return { jws, root: String(payload.tree.root), size: Number(payload.tree.size) };
 }
 
@@ -39,7 +55,7 @@ export async function migrationManifest(
   id: string,
 ): Promise<{ jws: string; root: string; size: number; state: string }> {
   const m = await reportedMigration(ctx, tenantId, id);
-  const stored = m.state === 'completed' ? await storedManifest(ctx, m.tenantId, m.id) : null;
+  const stored = m.state === 'completed' ? await storedManifest(ctx, m) : null;
   const made =
     stored ?? (await ledgerManifest(ctx.db, m, tenantKeyResolver(ctx, m.tenantId, null)));
   return { ...made, state: m.state };
