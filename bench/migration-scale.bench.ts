@@ -11,6 +11,12 @@
  * Needs Postgres (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432) and redis-server on
  * PATH. The baseline of the figure is the rate of the same two workers on a first slice
  * (BENCH_OBJECTS / 100, at least 500), run before as its own migration.
+ *
+ * At the end, the manifest the completing worker stored is checked from outside: its JWS
+ * signature with jose against the archive key's published JWK, and its tree root recomputed
+ * here from the streamed report (RFC 6962, SHA-256 over the canonical leaf of each line, with a
+ * stack of O(log n) subtree roots), so the figure comes with the proof that the ledger holds
+ * every object.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -19,6 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
 import { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
+import { compactVerify, importJWK } from 'jose';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import { pgAdmin, startWorker } from './lib/jobs.ts';
 import { printResult } from './lib/result.ts';
@@ -164,6 +172,107 @@ async function call(
   return text ? JSON.parse(text) : {};
 }
 
+/** RFC 8785-style canonical JSON of the leaf values (sorted keys, no spaces). */
+const canon = (v: unknown): string =>
+  Array.isArray(v)
+    ? `[${v.map(canon).join(',')}]`
+    : v && typeof v === 'object'
+      ? `{${Object.keys(v)
+          .sort()
+          .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
+          .join(',')}}`
+      : JSON.stringify(v);
+const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+
+/**
+ * The stored manifest checked from outside: jose verifies its JWS with the key the tenant
+ * publishes, and the RFC 6962 root of the report's lines is recomputed here, streaming (a stack
+ * of perfect subtree roots, merged as leaves arrive, then folded right to left).
+ */
+async function checkManifest(
+  url: string,
+  token: string,
+  admin: string,
+  tenantId: string,
+  id: string,
+  count: number,
+) {
+  let manifest: { jws: string; root: string; size: number } | undefined;
+  for (let i = 0; i < 100 && !manifest; i++) {
+    try {
+      manifest = await call(url, 'GET', `/api/v3/migration/migrations/${id}/manifest`, token);
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  if (!manifest) throw new Error('no manifest');
+  const header = JSON.parse(Buffer.from(manifest.jws.split('.')[0], 'base64url').toString());
+  const key = await call(url, 'GET', `/api/v3/admin/tenants/${tenantId}/keys/bench-archive`, admin);
+  const { payload } = await compactVerify(manifest.jws, await importJWK(key.publicKey, header.alg));
+  const claims = JSON.parse(Buffer.from(payload).toString());
+  const started = performance.now();
+  const res = await fetch(`${url}/api/v3/migration/migrations/${id}/report`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  // stack[i] = [root, leaves] of perfect subtrees, sizes strictly decreasing.
+  const stack: Array<[Buffer, number]> = [];
+  let lines = 0;
+  let rest = '';
+  const leaf = (line: string) => {
+    const r = JSON.parse(line);
+    let node: [Buffer, number] = [
+      sha(
+        Buffer.from([0]),
+        Buffer.from(
+          canon({
+            sourceKey: r.sourceKey,
+            inputSize: r.inputSize,
+            inputSha256: r.inputSha256,
+            form: r.form,
+            outcome: r.outcome,
+            ...(r.outcome === 'refused' ? { problem: r.problem, detail: r.detail } : {}),
+            outputs: r.outputs.map((o: Record<string, unknown>) => ({
+              key: o.key,
+              size: o.size,
+              sha256: o.sha256,
+            })),
+            keys: r.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
+            signers: r.signers,
+            attempts: r.attempts,
+          }),
+        ),
+      ),
+      1,
+    ];
+    while (stack.length > 0 && stack[stack.length - 1][1] === node[1]) {
+      const [left] = stack.pop()!;
+      node = [sha(Buffer.from([1]), left, node[0]), node[1] * 2];
+    }
+    stack.push(node);
+    lines++;
+  };
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body!) {
+    const text = rest + decoder.decode(chunk, { stream: true });
+    const parts = text.split('\n');
+    rest = parts.pop()!;
+    for (const line of parts) if (line) leaf(line);
+  }
+  if (rest) leaf(rest);
+  let root = stack.pop()![0];
+  while (stack.length > 0) root = sha(Buffer.from([1]), stack.pop()![0], root);
+  if (lines !== count) throw new Error(`the report has ${lines} lines for ${count} objects`);
+  return {
+    alg: header.alg as string,
+    kid: header.kid as string,
+    lines,
+    seconds: (performance.now() - started) / 1000,
+    root: root.toString('hex'),
+    signedRoot: claims.tree.root as string,
+    size: claims.tree.size as number,
+  };
+}
+
 /** Writes `count` inputs under tenants/<tenant>/<prefix>, 1,000 per folder. */
 function writeInputs(
   objectsDir: string,
@@ -275,6 +384,15 @@ try {
       keystore,
     );
   }
+  // The archive signing key signs the manifest; the migration's own outputs do not change.
+  await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, {
+    kid: 'bench-archive',
+    type: 'ec-p256',
+    usage: 'sign',
+  });
+  await call(url, 'PATCH', `/api/v3/admin/tenants/${tenant.id}/keys/bench-archive`, admin, {
+    archiveSigning: true,
+  });
   const tokenRes = await fetch(`${url}/api/v3/auth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -347,6 +465,7 @@ try {
         .where({ migration_id: m.id })
         .count({ n: '*' })) as { n: string }[];
       return {
+        id: m.id as string,
         seconds: (performance.now() - started) / 1000,
         ledgerRows: Number(n),
         samples,
@@ -380,6 +499,12 @@ try {
     console.log(
       `  database: ${busy.toFixed(2)} active statements on average; ledger statements ${(share * 100).toFixed(1)}% of the sampled active time (${run.samples} samples)`,
     );
+    const checked = await checkManifest(url, token, admin, tenant.id, run.id, OBJECTS);
+    console.log(
+      `  manifest: signature verified by jose (${checked.alg}, ${checked.kid}); root recomputed from ${checked.lines} report lines in ${checked.seconds.toFixed(1)} s: ${checked.root === checked.signedRoot ? 'equal' : 'DIFFERENT'} (${checked.root.slice(0, 16)}…)`,
+    );
+    if (checked.root !== checked.signedRoot || checked.size !== OBJECTS)
+      throw new Error('the manifest does not state the ledger');
     printResult({
       name: 'migration-scale',
       metric: `one durable migration of ${OBJECTS} ~2 KB messages, 2 worker processes`,
@@ -388,7 +513,7 @@ try {
       baselineValue: Number(warmRate.toFixed(1)),
       ratio: Number((rate / warmRate).toFixed(3)),
       unit: 'objects/s',
-      notes: `Redis peak ${(peak / 1048576).toFixed(1)} MiB; ledger ${run.ledgerRows}/${OBJECTS}; ledger ${(share * 100).toFixed(1)}% of sampled active database time; storage DATA_DIR`,
+      notes: `Redis peak ${(peak / 1048576).toFixed(1)} MiB; ledger ${run.ledgerRows}/${OBJECTS}; manifest verified (jose, root recomputed); ledger ${(share * 100).toFixed(1)}% of sampled active database time; storage DATA_DIR`,
     });
   } finally {
     probe.disconnect();
