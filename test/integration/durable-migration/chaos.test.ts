@@ -13,7 +13,8 @@
  * recording it, which is bounded by what the killed workers had in hand. The manifest the
  * completing worker stored verifies with jose, and its tree root is recomputed here from the
  * report's rows with SHA-256 alone (RFC 6962), so it states exactly what the ledger holds.
- * CHAOS_OBJECTS sets the count (default 600, what a loaded 2-core machine converts inside the deadline); the kills and the deadline are bounded.
+ * CHAOS_OBJECTS sets the count (default 600, what a loaded 2-core machine converts inside the
+ * deadline; the deadlines grow by 20 ms for each object beyond); the kills are bounded.
  */
 import { createHash, createPublicKey } from 'node:crypto';
 import { compactVerify, exportJWK, importJWK } from 'jose';
@@ -37,6 +38,8 @@ import {
 } from '../jobs/harness.ts';
 
 const OBJECTS = Number(process.env.CHAOS_OBJECTS ?? 600);
+/** Time allowed per object past the default count: 20 ms (50 objects/s on a loaded machine). */
+const SCALE_MS = Math.max(0, OBJECTS - 600) * 20;
 const KILLS = 5;
 /** The kill after which Redis restarts empty, and the one after which PostgreSQL restarts. */
 const REDIS_AT = 2;
@@ -152,7 +155,7 @@ beforeAll(async () => {
     if (k.startsWith(out)) writes.set(k, (writes.get(k) ?? 0) + 1);
   });
   workers.push(await spawnWorker(workerEnv()), await spawnWorker(workerEnv()));
-}, 240_000);
+}, 240_000 + SCALE_MS);
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
@@ -185,154 +188,161 @@ async function restartRedisEmpty(): Promise<void> {
 }
 
 describe('a durable migration through crashes', () => {
-  it(`when workers are SIGKILLed ${KILLS} times, Redis loses everything once and PostgreSQL restarts once, then ${OBJECTS} objects end converted exactly as the ledger says`, async () => {
-    const created = await api(env.app, 'POST', M, tenant.token, {
-      source: { prefix: 'in/' },
-      output: { prefix: 'out/' },
-    });
-    expect(created.status).toBe(202);
-    const id = created.body.id as string;
-    const deadline = Date.now() + 170_000;
-    let kills = 0;
-    let redisRestarted = false;
-    let postgresRestarted = false;
-    let last = await view(id);
-    // Kills are paced by progress, not by the clock: kill k comes once k/(2 KILLS) of the
-    // objects are converted, so all of them land before the end however fast the machine is.
-    while (last.state !== 'completed' && Date.now() < deadline) {
-      await sleep(300 + Math.floor(Math.random() * 500));
-      last = await view(id);
-      if (last.state === 'completed') break;
-      const converted = Number(last.counts?.converted ?? 0);
-      if (kills < KILLS && converted >= (OBJECTS * (kills + 1)) / (2 * KILLS)) {
-        const victim = Math.floor(Math.random() * workers.length);
-        workers[victim].process.kill('SIGKILL');
-        await workers[victim].exited;
-        kills++;
-        if (kills === REDIS_AT && !redisRestarted) {
-          await restartRedisEmpty();
-          redisRestarted = true;
-        }
-        if (kills === POSTGRES_AT && !postgresRestarted) {
-          // Every connection cut and new ones refused, as while a server restarts.
-          pg.refuse();
-          await sleep(3000);
-          pg.accept();
-          postgresRestarted = true;
-        }
-        workers[victim] = await spawnWorker(workerEnv());
-      }
-    }
-    last = await view(id);
-    expect(kills).toBe(KILLS);
-    expect(redisRestarted).toBe(true);
-    expect(postgresRestarted).toBe(true);
-    expect(last).toMatchObject({
-      state: 'completed',
-      counts: { listed: OBJECTS, converted: OBJECTS, refused: 0, pending: 0 },
-    });
-
-    // Every row against the store, read back and hashed here.
-    const res = await fetch(`${env.app.url}${M}/${id}/report`, {
-      headers: { authorization: `Bearer ${tenant.token}` },
-    });
-    const rows = (await res.text())
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(rows).toHaveLength(OBJECTS);
-    expect(new Set(rows.map((r) => r.sourceKey)).size).toBe(OBJECTS);
-    const named = new Set<string>();
-    let disagree = 0;
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (next < rows.length) {
-          const row = rows[next++];
-          expect(row.outcome).toBe('converted');
-          for (const o of row.outputs) {
-            named.add(o.key);
-            const parts: Buffer[] = [];
-            for await (const c of await store.get(o.key)) parts.push(c as Buffer);
-            const bytes = Buffer.concat(parts);
-            if (bytes.length !== o.size || sha256(bytes) !== o.sha256) disagree++;
+  it(
+    `when workers are SIGKILLed ${KILLS} times, Redis loses everything once and PostgreSQL restarts once, then ${OBJECTS} objects end converted exactly as the ledger says`,
+    async () => {
+      const created = await api(env.app, 'POST', M, tenant.token, {
+        source: { prefix: 'in/' },
+        output: { prefix: 'out/' },
+      });
+      expect(created.status).toBe(202);
+      const id = created.body.id as string;
+      const deadline = Date.now() + 170_000 + SCALE_MS;
+      let kills = 0;
+      let redisRestarted = false;
+      let postgresRestarted = false;
+      let last = await view(id);
+      // Kills are paced by progress, not by the clock: kill k comes once k/(2 KILLS) of the
+      // objects are converted, so all of them land before the end however fast the machine is.
+      while (last.state !== 'completed' && Date.now() < deadline) {
+        await sleep(300 + Math.floor(Math.random() * 500));
+        last = await view(id);
+        if (last.state === 'completed') break;
+        const converted = Number(last.counts?.converted ?? 0);
+        if (kills < KILLS && converted >= (OBJECTS * (kills + 1)) / (2 * KILLS)) {
+          const victim = Math.floor(Math.random() * workers.length);
+          workers[victim].process.kill('SIGKILL');
+          await workers[victim].exited;
+          kills++;
+          if (kills === REDIS_AT && !redisRestarted) {
+            await restartRedisEmpty();
+            redisRestarted = true;
           }
+          if (kills === POSTGRES_AT && !postgresRestarted) {
+            // Every connection cut and new ones refused, as while a server restarts.
+            pg.refuse();
+            await sleep(3000);
+            pg.accept();
+            postgresRestarted = true;
+          }
+          workers[victim] = await spawnWorker(workerEnv());
         }
-      }),
-    );
-    expect(disagree).toBe(0);
-    const stored: string[] = [];
-    for await (const o of store.list('out/')) stored.push(o.key);
-    expect(stored.sort()).toEqual([...named].sort());
+      }
+      last = await view(id);
+      expect(kills).toBe(KILLS);
+      expect(redisRestarted).toBe(true);
+      expect(postgresRestarted).toBe(true);
+      expect(last).toMatchObject({
+        state: 'completed',
+        counts: { listed: OBJECTS, converted: OBJECTS, refused: 0, pending: 0 },
+      });
 
-    // Output writes at the store: a rewrite only for objects a killed worker had in hand.
-    const prefix = tenantPrefix(tenant.tenantId);
-    const rewritten = [...writes].filter(([, n]) => n > 1).map(([k]) => k.slice(prefix.length));
-    const inHand = KILLS * CONCURRENCY * CHUNK * 2;
-    console.log(
-      `chaos: ${OBJECTS} objects, ${kills} SIGKILLs, Redis wiped once, PostgreSQL restarted once; output writes ${[...writes.values()].reduce((a, b) => a + b, 0)} for ${named.size} outputs; ${rewritten.length} outputs written more than once (bound ${inHand}); recorded attempts > 1: ${rows.filter((r) => r.attempts > 1).length}`,
-    );
-    expect(rewritten.length).toBeLessThanOrEqual(inHand);
-    // Nothing the ledger recorded as converted was converted again: every rewrite happened
-    // before the row's one recorded conversion (the digests above are of the last write).
-    expect(rows.every((r) => r.attempts === 1)).toBe(true);
+      // Every row against the store, read back and hashed here.
+      const res = await fetch(`${env.app.url}${M}/${id}/report`, {
+        headers: { authorization: `Bearer ${tenant.token}` },
+      });
+      const rows = (await res.text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(rows).toHaveLength(OBJECTS);
+      expect(new Set(rows.map((r) => r.sourceKey)).size).toBe(OBJECTS);
+      const named = new Set<string>();
+      let disagree = 0;
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < rows.length) {
+            const row = rows[next++];
+            expect(row.outcome).toBe('converted');
+            for (const o of row.outputs) {
+              named.add(o.key);
+              const parts: Buffer[] = [];
+              for await (const c of await store.get(o.key)) parts.push(c as Buffer);
+              const bytes = Buffer.concat(parts);
+              if (bytes.length !== o.size || sha256(bytes) !== o.sha256) disagree++;
+            }
+          }
+        }),
+      );
+      expect(disagree).toBe(0);
+      const stored: string[] = [];
+      for await (const o of store.list('out/')) stored.push(o.key);
+      expect(stored.sort()).toEqual([...named].sort());
 
-    // The manifest the completing worker stored: jose verifies its signature with the archive
-    // key's public JWK, and its root is the RFC 6962 root of the report's rows, computed here.
-    const manifest = await expectEventually(
-      async () => {
-        const r = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
-        expect(r.status).toBe(200);
-        return r.body as { jws: string; root: string; size: number };
-      },
-      { timeoutMs: 20_000, intervalMs: 200 },
-    );
-    const { payload } = await compactVerify(
-      manifest.jws,
-      await importJWK(await exportJWK(createPublicKey(archive.privateKey)), 'ES256'),
-    );
-    const claims = JSON.parse(Buffer.from(payload).toString());
-    expect(claims.tree).toEqual({ alg: 'rfc6962-sha256', size: OBJECTS, root: manifest.root });
-    expect(claims.counts).toMatchObject({ total: OBJECTS, converted: OBJECTS, refused: 0 });
-    const canon = (v: unknown): string =>
-      Array.isArray(v)
-        ? `[${v.map(canon).join(',')}]`
-        : v && typeof v === 'object'
-          ? `{${Object.keys(v)
-              .sort()
-              .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
-              .join(',')}}`
-          : JSON.stringify(v);
-    const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
-    const leaves = rows.map((r) =>
-      h(
-        Buffer.from([0]),
-        Buffer.from(
-          canon({
-            sourceKey: r.sourceKey,
-            inputSize: r.inputSize,
-            inputSha256: r.inputSha256,
-            form: r.form,
-            outcome: r.outcome,
-            outputs: r.outputs.map((o: Record<string, unknown>) => ({
-              key: o.key,
-              size: o.size,
-              sha256: o.sha256,
-            })),
-            keys: r.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
-            signers: r.signers,
-            attempts: r.attempts,
-          }),
+      // Output writes at the store: a rewrite only for objects a killed worker had in hand.
+      const prefix = tenantPrefix(tenant.tenantId);
+      const rewritten = [...writes].filter(([, n]) => n > 1).map(([k]) => k.slice(prefix.length));
+      const inHand = KILLS * CONCURRENCY * CHUNK * 2;
+      console.log(
+        `chaos: ${OBJECTS} objects, ${kills} SIGKILLs, Redis wiped once, PostgreSQL restarted once; output writes ${[...writes.values()].reduce((a, b) => a + b, 0)} for ${named.size} outputs; ${rewritten.length} outputs written more than once (bound ${inHand}); recorded attempts > 1: ${rows.filter((r) => r.attempts > 1).length}`,
+      );
+      expect(rewritten.length).toBeLessThanOrEqual(inHand);
+      // Nothing the ledger recorded as converted was converted again: every rewrite happened
+      // before the row's one recorded conversion (the digests above are of the last write).
+      expect(rows.every((r) => r.attempts === 1)).toBe(true);
+
+      // The manifest the completing worker stored: jose verifies its signature with the archive
+      // key's public JWK, and its root is the RFC 6962 root of the report's rows, computed here.
+      const manifest = await expectEventually(
+        async () => {
+          const r = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
+          expect(r.status).toBe(200);
+          return r.body as { jws: string; root: string; size: number };
+        },
+        { timeoutMs: 20_000 + SCALE_MS / 10, intervalMs: 200 },
+      );
+      const { payload } = await compactVerify(
+        manifest.jws,
+        await importJWK(await exportJWK(createPublicKey(archive.privateKey)), 'ES256'),
+      );
+      const claims = JSON.parse(Buffer.from(payload).toString());
+      expect(claims.tree).toEqual({ alg: 'rfc6962-sha256', size: OBJECTS, root: manifest.root });
+      expect(claims.counts).toMatchObject({ total: OBJECTS, converted: OBJECTS, refused: 0 });
+      const canon = (v: unknown): string =>
+        Array.isArray(v)
+          ? `[${v.map(canon).join(',')}]`
+          : v && typeof v === 'object'
+            ? `{${Object.keys(v)
+                .sort()
+                .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
+                .join(',')}}`
+            : JSON.stringify(v);
+      const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
+      const leaves = rows.map((r) =>
+        h(
+          Buffer.from([0]),
+          Buffer.from(
+            canon({
+              sourceKey: r.sourceKey,
+              inputSize: r.inputSize,
+              inputSha256: r.inputSha256,
+              form: r.form,
+              outcome: r.outcome,
+              outputs: r.outputs.map((o: Record<string, unknown>) => ({
+                key: o.key,
+                size: o.size,
+                sha256: o.sha256,
+              })),
+              keys: r.keys.map((k: Record<string, unknown>) => ({
+                kid: k.kid,
+                version: k.version,
+              })),
+              signers: r.signers,
+              attempts: r.attempts,
+            }),
+          ),
         ),
-      ),
-    );
-    // RFC 6962 section 2.1: split at the largest power of two below n.
-    const mth = (l: Buffer[]): Buffer => {
-      if (l.length === 1) return l[0];
-      let k = 1;
-      while (k * 2 < l.length) k *= 2;
-      return h(Buffer.from([1]), mth(l.slice(0, k)), mth(l.slice(k)));
-    };
-    expect(mth(leaves).toString('hex')).toBe(manifest.root);
-  }, 300_000);
+      );
+      // RFC 6962 section 2.1: split at the largest power of two below n.
+      const mth = (l: Buffer[]): Buffer => {
+        if (l.length === 1) return l[0];
+        let k = 1;
+        while (k * 2 < l.length) k *= 2;
+        return h(Buffer.from([1]), mth(l.slice(0, k)), mth(l.slice(k)));
+      };
+      expect(mth(leaves).toString('hex')).toBe(manifest.root);
+    },
+    300_000 + 2 * SCALE_MS,
+  );
 });
