@@ -12,6 +12,12 @@
  * PATH. The baseline of the figure is the rate of the same two workers on a first slice
  * (BENCH_OBJECTS / 100, at least 500), run before as its own migration.
  *
+ * BENCH_RUNTIME_PHASES=N (default 0) measures the runtime API beside the migration first: N
+ * pairs of phases, alternated (ABBA), each BENCH_RUNTIME_SECONDS (default 8) of encrypt 1 KiB
+ * under AES-256 on 4 keep-alive connections, once with the migration paused (idle) and once
+ * running, on the defaults (no rate limit). Prints each phase's p50/p99 and the ratio of the
+ * migration's p99 to the idle p99 (target <= 2).
+ *
  * At the end, the manifest the completing worker stored is checked from outside: its JWS
  * signature with jose against the archive key's published JWK, and its tree root recomputed
  * here from the streamed report (RFC 6962, SHA-256 over the canonical leaf of each line, with a
@@ -29,10 +35,13 @@ import { createHash } from 'node:crypto';
 import { compactVerify, importJWK } from 'jose';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import { pgAdmin, startWorker } from './lib/jobs.ts';
+import { runLoad, type LoadResult } from './lib/load.ts';
 import { printResult } from './lib/result.ts';
 
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1_000_000);
 const WARM = Math.max(500, Math.floor(OBJECTS / 100));
+const RUNTIME_PHASES = Number(process.env.BENCH_RUNTIME_PHASES ?? 0);
+const RUNTIME_SECONDS = Number(process.env.BENCH_RUNTIME_SECONDS ?? 8);
 const root = new URL('..', import.meta.url).pathname;
 const pgBase =
   process.env.BENCH_DATABASE_URL ??
@@ -354,6 +363,7 @@ try {
       'migration.jobs.result.read',
       'migration.convert',
       'crypto.decrypt',
+      'crypto.encrypt',
     ],
   });
   const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, {
@@ -384,6 +394,11 @@ try {
       keystore,
     );
   }
+  // The runtime API's key, for the phases that measure it beside the migration.
+  await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, {
+    kid: 'bench-aes',
+    type: 'aes-256',
+  });
   // The archive signing key signs the manifest; the migration's own outputs do not change.
   await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/keys`, admin, {
     kid: 'bench-archive',
@@ -417,12 +432,13 @@ try {
   const probe = new Redis(redis.url);
   try {
     /** Runs one migration to its end; answers seconds and the sampled database activity. */
-    async function migrate(prefix: string, count: number) {
+    async function migrate(prefix: string, count: number, beside?: (id: string) => Promise<void>) {
       const started = performance.now();
       const m = await call(url, 'POST', '/api/v3/migration/migrations', token, {
         source: { prefix: `${prefix}/` },
         output: { prefix: `out-${prefix}/` },
       });
+      if (beside) await beside(m.id);
       let samples = 0;
       let active = 0;
       let ledger = 0;
@@ -479,7 +495,61 @@ try {
     await probe.config('RESETSTAT');
     await probe.call('MEMORY', 'PURGE').catch(() => undefined);
     const baselinePeak = Number(/used_memory_peak:(\d+)/.exec(await probe.info('memory'))![1]);
-    const run = await migrate('in', OBJECTS);
+    const phases: Array<{ running: boolean; result: LoadResult }> = [];
+    /** Encrypt on the runtime API, alternately with the migration paused and running. */
+    const runtimeBeside = async (id: string) => {
+      const encrypt = {
+        url: `${url}/api/v3/crypto/encrypt`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ kid: 'bench-aes', data: randomBytes(1024).toString('base64') }),
+        connections: 4,
+        seconds: RUNTIME_SECONDS,
+        tool: 'node' as const,
+      };
+      // Let the workers fill their slots first.
+      await new Promise((r) => setTimeout(r, 3000));
+      for (let i = 0; i < RUNTIME_PHASES * 2; i++) {
+        const running = i % 4 === 1 || i % 4 === 2;
+        await call(
+          url,
+          'POST',
+          `/api/v3/migration/migrations/${id}/${running ? 'resume' : 'pause'}`,
+          token,
+        );
+        // Chunks in flight finish, or the workers take new ones, before the clock starts.
+        await new Promise((r) => setTimeout(r, 3000));
+        const result = await runLoad(encrypt);
+        phases.push({ running, result });
+        console.log(
+          `  runtime, migration ${running ? 'running' : 'paused '}: ${result.requestsPerSecond.toFixed(0)} encrypt/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms${result.errors ? `, ${result.errors} errors` : ''}`,
+        );
+      }
+      await call(url, 'POST', `/api/v3/migration/migrations/${id}/resume`, token).catch(
+        () => undefined,
+      );
+    };
+    const run = await migrate('in', OBJECTS, RUNTIME_PHASES > 0 ? runtimeBeside : undefined);
+    if (phases.length > 0) {
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      const p99 = (running: boolean) =>
+        median(phases.filter((p) => p.running === running).map((p) => p.result.p99Ms));
+      const ratio = p99(true) / p99(false);
+      console.log(
+        `  runtime encrypt p99: idle ${p99(false).toFixed(2)} ms, during the migration ${p99(true).toFixed(2)} ms; ratio ${ratio.toFixed(2)} (target <= 2)`,
+      );
+      printResult({
+        name: 'migration-runtime-p99',
+        metric: 'encrypt 1 KiB p99 on the runtime API while a migration runs (defaults)',
+        value: Number(p99(true).toFixed(2)),
+        baseline: 'the same with the migration paused, alternated',
+        baselineValue: Number(p99(false).toFixed(2)),
+        ratio: Number(ratio.toFixed(3)),
+        unit: 'ms',
+        target: { op: '<=', value: 2, of: 'ratio' },
+        notes: `${RUNTIME_PHASES} pairs of ${RUNTIME_SECONDS} s phases, ABBA, 4 connections, node load generator`,
+      });
+    }
     const peak = Number(/used_memory_peak:(\d+)/.exec(await probe.info('memory'))![1]);
     const rate = OBJECTS / run.seconds;
     const busy = run.samples > 0 ? run.active / run.samples : 0;
@@ -488,7 +558,7 @@ try {
       `  warm-up slice: ${WARM} objects in ${warm.seconds.toFixed(1)} s, ${warmRate.toFixed(1)} objects/s`,
     );
     console.log(
-      `  migration:     ${OBJECTS} objects in ${run.seconds.toFixed(1)} s, ${rate.toFixed(1)} objects/s`,
+      `  migration:     ${OBJECTS} objects in ${run.seconds.toFixed(1)} s, ${rate.toFixed(1)} objects/s${RUNTIME_PHASES > 0 ? ' (the paused runtime phases included)' : ''}`,
     );
     console.log(
       `  Redis used_memory_peak: ${(peak / 1048576).toFixed(1)} MiB (before the run ${(baselinePeak / 1048576).toFixed(1)} MiB; target < 64 MiB)`,
