@@ -364,6 +364,7 @@ try {
       'migration.convert',
       'crypto.decrypt',
       'crypto.encrypt',
+      'migration.jobs.cancel',
     ],
   });
   const workload = await call(url, 'POST', `/api/v3/admin/tenants/${tenant.id}/workloads`, admin, {
