@@ -31,11 +31,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
 import { Redis } from 'ioredis';
-import { createHash } from 'node:crypto';
 import { compactVerify, importJWK } from 'jose';
 import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import { pgAdmin, startWorker } from './lib/jobs.ts';
 import { runLoad, type LoadResult } from './lib/load.ts';
+import { TreeHead, reportLineLeaf } from '../support/independent-manifest.ts';
 import { printResult } from './lib/result.ts';
 
 const OBJECTS = Number(process.env.BENCH_OBJECTS ?? 1_000_000);
@@ -181,18 +181,6 @@ async function call(
   return text ? JSON.parse(text) : {};
 }
 
-/** RFC 8785-style canonical JSON of the leaf values (sorted keys, no spaces). */
-const canon = (v: unknown): string =>
-  Array.isArray(v)
-    ? `[${v.map(canon).join(',')}]`
-    : v && typeof v === 'object'
-      ? `{${Object.keys(v)
-          .sort()
-          .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
-          .join(',')}}`
-      : JSON.stringify(v);
-const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
-
 /**
  * The stored manifest checked from outside: jose verifies its JWS with the key the tenant
  * publishes, and the RFC 6962 root of the report's lines is recomputed here, streaming (a stack
@@ -223,41 +211,11 @@ async function checkManifest(
   const res = await fetch(`${url}/api/v3/migration/migrations/${id}/report`, {
     headers: { authorization: `Bearer ${token}` },
   });
-  // stack[i] = [root, leaves] of perfect subtrees, sizes strictly decreasing.
-  const stack: Array<[Buffer, number]> = [];
+  const head = new TreeHead();
   let lines = 0;
   let rest = '';
   const leaf = (line: string) => {
-    const r = JSON.parse(line);
-    let node: [Buffer, number] = [
-      sha(
-        Buffer.from([0]),
-        Buffer.from(
-          canon({
-            sourceKey: r.sourceKey,
-            inputSize: r.inputSize,
-            inputSha256: r.inputSha256,
-            form: r.form,
-            outcome: r.outcome,
-            ...(r.outcome === 'refused' ? { problem: r.problem, detail: r.detail } : {}),
-            outputs: r.outputs.map((o: Record<string, unknown>) => ({
-              key: o.key,
-              size: o.size,
-              sha256: o.sha256,
-            })),
-            keys: r.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
-            signers: r.signers,
-            attempts: r.attempts,
-          }),
-        ),
-      ),
-      1,
-    ];
-    while (stack.length > 0 && stack[stack.length - 1][1] === node[1]) {
-      const [left] = stack.pop()!;
-      node = [sha(Buffer.from([1]), left, node[0]), node[1] * 2];
-    }
-    stack.push(node);
+    head.push(reportLineLeaf(JSON.parse(line)));
     lines++;
   };
   const decoder = new TextDecoder();
@@ -268,15 +226,14 @@ async function checkManifest(
     for (const line of parts) if (line) leaf(line);
   }
   if (rest) leaf(rest);
-  let root = stack.pop()![0];
-  while (stack.length > 0) root = sha(Buffer.from([1]), stack.pop()![0], root);
+  const root = head.root();
   if (lines !== count) throw new Error(`the report has ${lines} lines for ${count} objects`);
   return {
     alg: header.alg as string,
     kid: header.kid as string,
     lines,
     seconds: (performance.now() - started) / 1000,
-    root: root.toString('hex'),
+    root,
     signedRoot: claims.tree.root as string,
     size: claims.tree.size as number,
   };

@@ -22,6 +22,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
+import { TreeHead, reportLineLeaf } from '../../../support/independent-manifest.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { applySettings } from '../../../api/services/keys/settings.ts';
@@ -299,49 +300,9 @@ describe('a durable migration through crashes', () => {
       const claims = JSON.parse(Buffer.from(payload).toString());
       expect(claims.tree).toEqual({ alg: 'rfc6962-sha256', size: OBJECTS, root: manifest.root });
       expect(claims.counts).toMatchObject({ total: OBJECTS, converted: OBJECTS, refused: 0 });
-      const canon = (v: unknown): string =>
-        Array.isArray(v)
-          ? `[${v.map(canon).join(',')}]`
-          : v && typeof v === 'object'
-            ? `{${Object.keys(v)
-                .sort()
-                .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
-                .join(',')}}`
-            : JSON.stringify(v);
-      const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
-      const leaves = rows.map((r) =>
-        h(
-          Buffer.from([0]),
-          Buffer.from(
-            canon({
-              sourceKey: r.sourceKey,
-              inputSize: r.inputSize,
-              inputSha256: r.inputSha256,
-              form: r.form,
-              outcome: r.outcome,
-              outputs: r.outputs.map((o: Record<string, unknown>) => ({
-                key: o.key,
-                size: o.size,
-                sha256: o.sha256,
-              })),
-              keys: r.keys.map((k: Record<string, unknown>) => ({
-                kid: k.kid,
-                version: k.version,
-              })),
-              signers: r.signers,
-              attempts: r.attempts,
-            }),
-          ),
-        ),
-      );
-      // RFC 6962 section 2.1: split at the largest power of two below n.
-      const mth = (l: Buffer[]): Buffer => {
-        if (l.length === 1) return l[0];
-        let k = 1;
-        while (k * 2 < l.length) k *= 2;
-        return h(Buffer.from([1]), mth(l.slice(0, k)), mth(l.slice(k)));
-      };
-      expect(mth(leaves).toString('hex')).toBe(manifest.root);
+      const head = new TreeHead();
+      for (const r of rows) head.push(reportLineLeaf(r));
+      expect(head.root()).toBe(manifest.root);
     },
     300_000 + 2 * SCALE_MS,
   );

@@ -16,6 +16,7 @@ import {
   type TestKey,
 } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
+import { reportLineLeaf, rootFromProof } from '../../../support/independent-manifest.ts';
 import { expectEventually } from '../../support/time.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
@@ -251,50 +252,14 @@ describe('durable migrations', () => {
       .split('\n')
       .map((l) => JSON.parse(l))
       .find((r) => r.sourceKey === 'in/enc-3.p7m');
-    const canon = (v: unknown): string =>
-      Array.isArray(v)
-        ? `[${v.map(canon).join(',')}]`
-        : v && typeof v === 'object'
-          ? `{${Object.keys(v)
-              .sort()
-              .map((k) => `${JSON.stringify(k)}:${canon((v as Record<string, unknown>)[k])}`)
-              .join(',')}}`
-          : JSON.stringify(v);
-    const leaf = {
-      sourceKey: line.sourceKey,
-      inputSize: line.inputSize,
-      inputSha256: line.inputSha256,
-      form: line.form,
-      outcome: line.outcome,
-      outputs: line.outputs.map((o: Record<string, unknown>) => ({
-        key: o.key,
-        size: o.size,
-        sha256: o.sha256,
-      })),
-      keys: line.keys.map((k: Record<string, unknown>) => ({ kid: k.kid, version: k.version })),
-      signers: line.signers,
-      attempts: line.attempts,
-    };
     const proof = await api(env.app, 'GET', `${M}/${id}/proof?object=in%2Fenc-3.p7m`, tenant.token);
     expect(proof.status).toBe(200);
-    const h = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest();
-    // RFC 9162 section 2.1.3.2: the root from a leaf hash, its index, the tree size and the path.
-    let fn = proof.body.index as number;
-    let sn = (proof.body.size as number) - 1;
-    let r = h(Buffer.from([0]), Buffer.from(canon(leaf)));
-    for (const p of proof.body.path as string[]) {
-      const sibling = Buffer.from(p, 'hex');
-      if (fn % 2 === 1 || fn === sn) {
-        r = h(Buffer.from([1]), sibling, r);
-        while (fn % 2 === 0 && fn !== 0) {
-          fn >>= 1;
-          sn >>= 1;
-        }
-      } else r = h(Buffer.from([1]), r, sibling);
-      fn >>= 1;
-      sn >>= 1;
-    }
-    expect(r.toString('hex')).toBe(m.body.root);
+    expect(
+      rootFromProof(
+        reportLineLeaf(line),
+        proof.body as { index: number; size: number; path: string[] },
+      ),
+    ).toBe(m.body.root);
     expect(
       (await api(env.app, 'GET', `${M}/${id}/proof?object=in%2Fnone`, tenant.token)).status,
     ).toBe(404);
