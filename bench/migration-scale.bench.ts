@@ -15,8 +15,9 @@
  * BENCH_RUNTIME_PHASES=N (default 0) measures the runtime API beside the migration first: N
  * pairs of phases, alternated (ABBA), each BENCH_RUNTIME_SECONDS (default 8) of encrypt 1 KiB
  * under AES-256 on 4 keep-alive connections, once with the migration paused (idle) and once
- * running, on the defaults (no rate limit). Prints each phase's p50/p99 and the ratio of the
- * migration's p99 to the idle p99 (target <= 2).
+ * running, on the defaults (no rate limit, workers at WORKER_NICE 10; BENCH_WORKER_NICE sets
+ * theirs for comparison). Prints each phase's p50/p99 and the ratio of the migration's p99 to the
+ * idle p99 (target <= 2).
  *
  * At the end, the manifest the completing worker stored is checked from outside: its JWS
  * signature with jose against the archive key's published JWK, and its tree root recomputed
@@ -384,7 +385,16 @@ try {
     `  inputs written (not timed below): ${((performance.now() - writing) / 1000).toFixed(1)} s`,
   );
   for (let i = 0; i < 2; i++)
-    children.push(await startWorker(cleanEnv({ ...shared, WORKER_METRICS_PORT: '0' })));
+    children.push(
+      await startWorker(
+        cleanEnv({
+          ...shared,
+          WORKER_METRICS_PORT: '0',
+          // The default priority unless asked (BENCH_WORKER_NICE=0: the API's, for comparison).
+          ...(process.env.BENCH_WORKER_NICE ? { WORKER_NICE: process.env.BENCH_WORKER_NICE } : {}),
+        }),
+      ),
+    );
 
   const db = knexFactory({ client: 'pg', connection: dbUrl.toString(), pool: { min: 0, max: 2 } });
   const probe = new Redis(redis.url);

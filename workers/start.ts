@@ -12,10 +12,11 @@
  * takes longer than SHUTDOWN_TIMEOUT_MS the running jobs are released back to the queue for
  * another worker. Then everything closes in order and the process exits 0.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { getPriority, setPriority } from 'node:os';
 import { ConfigError, configOrExit, type Config } from '../shared/config/index.ts';
 import { createLogger, flushLogger, type Logger } from '../shared/logger.ts';
 import { openKeyPlane } from '../shared/key-plane.ts';
@@ -86,8 +87,36 @@ async function openObjectStore(config: Config, logger: Logger): Promise<ObjectSt
   }
 }
 
+/**
+ * Lowers this process's scheduling priority to WORKER_NICE: every thread it has (on Linux a
+ * priority is a thread's: the garbage collector's and libuv's threads are started before this
+ * runs), and the threads started afterwards (the conversion and signer-check pools) inherit it
+ * from the main thread. Beside the API on one machine a runtime request then takes a core before
+ * a conversion does; a worker on a machine of its own loses nothing. Lowering needs no
+ * privilege; a priority already lower is left as it is.
+ */
+function lowerPriority(nice: number, logger: Logger): void {
+  if (nice === 0) return;
+  let threads: number[];
+  try {
+    threads = readdirSync('/proc/self/task').map(Number);
+  } catch {
+    threads = [0]; // no /proc: the main thread (the process elsewhere)
+  }
+  try {
+    for (const tid of threads) if (getPriority(tid) < nice) setPriority(tid, nice);
+    logger.info({ nice: getPriority(), threads: threads.length }, 'worker scheduling priority');
+  } catch (err) {
+    logger.warn(
+      { err: (err as Error).message },
+      'could not lower the worker priority (WORKER_NICE)',
+    );
+  }
+}
+
 async function start(config: Config, settings: QueueSettings): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'worker' });
+  lowerPriority(config.workerNice, logger);
   // Without DATABASE_URL the worker uses the embedded database of the API of its DATA_DIR,
   // through that database's socket (shared/db/embedded.ts), taking turns with the API.
   const plane = await openKeyPlane(config, {

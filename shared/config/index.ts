@@ -361,6 +361,13 @@ export const SCHEMA = {
     default: '60000',
     min: 0,
   },
+  workerNice: {
+    env: 'WORKER_NICE',
+    doc: "The worker process's scheduling niceness, 0 to 19: on a machine it shares with the API, runtime requests take the CPU before conversions; 0 leaves the priority it was started with",
+    kind: 'int',
+    default: '10',
+    min: 0,
+  },
   workerConcurrency: {
     env: 'WORKER_CONCURRENCY',
     doc: 'Jobs each worker process runs at once',
@@ -643,6 +650,13 @@ const CHECKS: Array<{ name: string; check: (c: Record<string, unknown>) => strin
     check: (c) =>
       (c.workerTenantConcurrency as number) > (c.workerConcurrency as number)
         ? `WORKER_TENANT_CONCURRENCY (${c.workerTenantConcurrency as number}) must be at most WORKER_CONCURRENCY (${c.workerConcurrency as number})`
+        : null,
+  },
+  {
+    name: 'worker-nice-range',
+    check: (c) =>
+      (c.workerNice as number) > 19
+        ? `WORKER_NICE must be 0 to 19 (the scheduler's range), got ${c.workerNice as number}`
         : null,
   },
   {

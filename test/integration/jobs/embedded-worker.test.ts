@@ -67,6 +67,7 @@ function workerEnv(): NodeJS.ProcessEnv {
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
     WORKER_METRICS_PORT: '0',
+    WORKER_NICE: '0',
   };
 }
 

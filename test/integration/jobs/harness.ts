@@ -85,6 +85,8 @@ export async function startJobsEnv(
         KEYWARD_MASTER_KEY: MASTER_KEY,
         DATA_DIR: dataDir,
         WORKER_CONCURRENCY: '2',
+        // The tests time what the workers do beside jest's own processes: their usual priority.
+        WORKER_NICE: '0',
         LOG_LEVEL: 'info',
         SHUTDOWN_TIMEOUT_MS: '5000',
         // Several workers run at once here; the metrics port is tested on its own.
