@@ -263,6 +263,13 @@ function writeInputs(
 
 const form = (f: Record<string, string>) => new URLSearchParams(f).toString();
 let redis: { url: string; stop(): Promise<unknown> } | null = null;
+let cleaning: Promise<void> | null = null;
+// An interrupted run (a million objects is most of an hour) leaves no worker, API or database.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    console.error(`${signal}: stopping the workers, the API and Redis, dropping ${dbName}`);
+    void cleanUp().finally(() => process.exit(130));
+  });
 
 try {
   const bodies = messages();
@@ -558,6 +565,19 @@ try {
     await db.destroy();
   }
 } finally {
+  await cleanUp();
+}
+
+/**
+ * Stops what the bench started and removes its database and files, once: the end of the run
+ * and an interruption (SIGINT/SIGTERM) share the one clean-up.
+ */
+function cleanUp(): Promise<void> {
+  cleaning ??= stopEverything();
+  return cleaning;
+}
+
+async function stopEverything(): Promise<void> {
   await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
   await redis?.stop();
   await pgAdmin(pgBase, `drop database if exists ${dbName} with (force)`).catch((err: Error) =>
