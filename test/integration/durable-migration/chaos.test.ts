@@ -25,12 +25,11 @@ import { api } from '../../../support/auth.ts';
 import { TreeHead, reportLineLeaf } from '../../../support/independent-manifest.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
-import { applySettings } from '../../../api/services/keys/settings.ts';
-import { importKeystore } from '../../../api/services/keys/import.ts';
 import { expectEventually, sleep } from '../../support/time.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantPrefix, tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
+  setArchiveSigningKey,
   spawnWorker,
   startJobsEnv,
   tenantWithKeys,
@@ -93,18 +92,7 @@ beforeAll(async () => {
   pg = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   tenant = await tenantWithKeys(env.app, ssl, [key, signer]);
   // The archive signing key signs the manifest the completing worker stores.
-  await importKeystore(env.app.ctx, tenant.tenantId, {
-    data: Buffer.concat([ssl.read(archive.keyFile), ssl.read(archive.certFile)]),
-    kid: archive.kid,
-    usage: 'sign',
-  });
-  await applySettings(
-    env.app.ctx,
-    tenant.tenantId,
-    archive.kid,
-    { archiveSigning: true },
-    async () => 0,
-  );
+  await setArchiveSigningKey(env.app, ssl, tenant.tenantId, archive);
   store = tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId);
   // About 2 KB each: a few distinct small messages, encrypted and signed, under many names.
   const messages: Buffer[] = [];

@@ -22,6 +22,7 @@ import { importKeystore } from '../../../api/services/keys/import.ts';
 import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
+  setArchiveSigningKey,
   spawnWorker,
   startJobsEnv,
   tenantWithKeys,
@@ -216,18 +217,7 @@ describe('durable migrations', () => {
   it("when the manifest is asked, then jose verifies it with the archive key's public JWK and an object's proof recomputes its root with SHA-256 alone", async () => {
     // An archive signing key of the tenant's, as an administrator sets one.
     const archiveKey = makeKey(ssl, 'ledger-manifest-signer', 'ec-p256');
-    await importKeystore(env.app.ctx, tenant.tenantId, {
-      data: Buffer.concat([ssl.read(archiveKey.keyFile), ssl.read(archiveKey.certFile)]),
-      kid: archiveKey.kid,
-      usage: 'sign',
-    });
-    await applySettings(
-      env.app.ctx,
-      tenant.tenantId,
-      archiveKey.kid,
-      { archiveSigning: true },
-      async () => 0,
-    );
+    await setArchiveSigningKey(env.app, ssl, tenant.tenantId, archiveKey);
     const m = await api(env.app, 'GET', `${M}/${id}/manifest`, tenant.token);
     expect(m.status).toBe(200);
     const publicJwk = await exportJWK(createPublicKey(archiveKey.privateKey));

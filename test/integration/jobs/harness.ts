@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMA } from '../../../shared/config/index.ts';
+import { applySettings } from '../../../api/services/keys/settings.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { scaled } from '../../../support/deadline.ts';
@@ -185,6 +186,21 @@ export async function spawnWorker(
     throw err;
   });
   return handle;
+}
+
+/** Imports `key` for signing into the tenant and makes it the archive signing key (it signs manifests). */
+export async function setArchiveSigningKey(
+  app: TestApp,
+  ssl: OpenSslDir,
+  tenantId: string,
+  key: TestKey,
+): Promise<void> {
+  await importKeystore(app.ctx, tenantId, {
+    data: Buffer.concat([ssl.read(key.keyFile), ssl.read(key.certFile)]),
+    kid: key.kid,
+    usage: 'sign',
+  });
+  await applySettings(app.ctx, tenantId, key.kid, { archiveSigning: true }, async () => 0);
 }
 
 /** A tenant with migration permissions, a workload token and the given keys imported (each for its `usage`, else every usage its certificate allows). */
