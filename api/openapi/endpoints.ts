@@ -41,7 +41,7 @@ const selectHeader = (types: readonly string[]): Schema => ({
   in: 'header',
   required: false,
   description:
-    "Spec 4.1: selects the response content type among the endpoint's response types. The default, application/problem+json, constrains nothing (the input decides the result type; errors are problems). Another value asserts the result type: when the input converts to another type the answer is 406 before any output; application/json labels a JWS object as JSON. Accept is honoured the same way: an Accept admitting none of the endpoint's types nor application/problem+json is 406 before the body is read.",
+    "Selects the response content type among the endpoint's response types. The default, application/problem+json, constrains nothing (the input decides the result type; errors are problems). Another value asserts the result type: when the input converts to another type the answer is 406 before any output; application/json labels a JWS object as JSON. Accept is honoured the same way: an Accept admitting none of the endpoint's types nor application/problem+json is 406 before the body is read.",
   schema: { enum: ['application/problem+json', ...types], default: 'application/problem+json' },
 });
 
