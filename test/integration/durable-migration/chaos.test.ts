@@ -4,7 +4,9 @@
  * new one), restarts the migration's own Redis once with its data wiped (what a Redis without its
  * AOF loses: every queued chunk and the listing step), and restarts PostgreSQL once as the
  * workers see it (a proxy in front of the machine's server cuts every connection and refuses new
- * ones for a few seconds: the machine's server itself is never stopped). The ledger is the truth, so the workers'
+ * ones for a few seconds: the machine's server itself is never stopped). While a replacement
+ * worker starts the migration is paused, so every kill lands before the end however loaded the
+ * machine. The ledger is the truth, so the workers'
  * sweep puts back what Redis lost and leases let the objects of a dead worker go to another.
  * At the end: completed, one converted ledger row per object (0 lost), every row's outputs in
  * the store with the recorded size and SHA-256 (read back and hashed here), no output object
@@ -170,6 +172,20 @@ async function view(id: string): Promise<Record<string, any>> {
   throw new Error('the migration could not be read');
 }
 
+/** Pauses or resumes the migration, retrying while the API is briefly unable to answer. */
+async function move(id: string, op: 'pause' | 'resume'): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    try {
+      const r = await api(env.app, 'POST', `${M}/${id}/${op}`, tenant.token);
+      if (r.status < 300 || r.status === 409) return;
+    } catch {
+      // the API may be briefly unable to answer
+    }
+    await sleep(200);
+  }
+  throw new Error(`the migration could not be ${op}d`);
+}
+
 /** Stops Redis, deletes its data (the append-only files) and starts it empty. */
 async function restartRedisEmpty(): Promise<void> {
   await redis.stop();
@@ -220,7 +236,12 @@ describe('a durable migration through crashes', () => {
             pg.accept();
             postgresRestarted = true;
           }
+          // Starting a worker takes seconds on a loaded machine while the other converts at
+          // full rate: the migration is paused meanwhile (a durable state, as an operator would),
+          // so the later kills still find objects left to convert.
+          await move(id, 'pause');
           workers[victim] = await spawnWorker(workerEnv());
+          await move(id, 'resume');
         }
       }
       last = await view(id);
