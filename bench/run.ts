@@ -4,7 +4,7 @@
  * script prints human lines and one `RESULT {json}` line per figure, with its target if it has
  * one (bench/lib/result.ts decides whether it is met); the runner gathers them into
  * bench/results/latest.json.tmp and latest.md.tmp (ignored by git), or, with `--record`, into the
- * committed bench/results/latest.json and latest.md (conventions rule 16: a bench run rewrites
+ * committed bench/results/latest.json and latest.md (a bench run rewrites
  * committed results only when asked), and a `--record` run of every script also rewrites the
  * table of docs/benchmarks.md between its bench:results markers (bench/lib/report.ts). Exits 1 when a script
  * fails.

@@ -30,8 +30,8 @@ const root: Command = {
 
 /**
  * The exit code and message of a failure. Errors are told apart by name, not instanceof, so this
- * module imports none of the client or session code (conventions rule 4 says the same for errors
- * crossing boundaries).
+ * module imports none of the client or session code, as errors crossing a thread or process
+ * boundary are told apart by code.
  */
 function failure(err: unknown): [number, string] {
   const e = err as {

@@ -1,5 +1,5 @@
 /**
- * What a process opened, closed once and in order (conventions rule 9): every part that holds a
+ * What a process opened, closed once and in order: every part that holds a
  * connection, a timer or a thread registers here when it opens, and `close()` closes them newest
  * first, so a part is closed before what it uses (the audit log before the database). The API and
  * the worker keep one list each, started by the key plane (shared/key-plane.ts).

@@ -1,5 +1,5 @@
 /**
- * Byte streams as async iterables (conventions rule 8): counted as they pass, or read whole
+ * Byte streams as async iterables: counted as they pass, or read whole
  * under a cap that is checked while reading, never after.
  */
 

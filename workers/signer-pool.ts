@@ -28,7 +28,7 @@ export function signerCheckPool(threads: number): {
       try {
         return (await piscina.run(input, { name: 'checkSignersTask' })) as SignerCheckOutput;
       } catch (err) {
-        // Problems cross the thread boundary as plain data (conventions rule 4).
+        // Problems cross the thread boundary as plain data.
         if (err && typeof err === 'object' && typeof (err as { code?: unknown }).code === 'string')
           throw errorFromData(err);
         throw err;

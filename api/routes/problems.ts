@@ -12,7 +12,7 @@ import { PROBLEMS, problem, type ProblemSpec } from '../../shared/errors/index.t
 import { endpoint } from '../http/endpoint.ts';
 import { Resource } from '../http/schemas.ts';
 
-// Several codes may share a page; a slug request never indexes a plain object (rule 14).
+// Several codes may share a page; a slug request never indexes a plain object (a slug of `constructor` would find its prototype's).
 const BY_SLUG = new Map<string, ProblemSpec>(
   Object.values(PROBLEMS).map((spec: ProblemSpec) => [spec.slug, spec]),
 );

@@ -63,7 +63,7 @@ export function createPool(opts: PoolOptions): WorkPool {
             },
           );
         }
-        // Errors cross the thread boundary as plain data (conventions rule 4).
+        // Errors cross the thread boundary as plain data.
         if (
           err &&
           typeof err === 'object' &&

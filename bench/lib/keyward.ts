@@ -32,7 +32,7 @@ const ADMIN = 'bench@keyward.local';
 
 /**
  * Starts `node api/server.ts` on a free port with a temp DATA_DIR and bench-sized rate limits,
- * otherwise on `npm start`'s defaults (conventions rule 16): LOG_LEVEL info, an access line per
+ * otherwise on `npm start`'s defaults: LOG_LEVEL info, an access line per
  * request on stdout, which the bench reads as a log collector would. A bench that measures
  * another setting passes it in `env` and says so.
  */

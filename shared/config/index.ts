@@ -1,7 +1,7 @@
 /**
  * One configuration schema: every key has a doc line, an env name and a default. The config is
  * parsed once at boot, checked by named cross-field rules, and frozen. A bad value stops the
- * start with a message naming the variable (conventions rule 5).
+ * start with a message naming the variable.
  */
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';

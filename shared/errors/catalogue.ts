@@ -208,7 +208,7 @@ const KEYS = {
 
 /**
  * Cryptography. Every failure to open a ciphertext (wrong key, bad tag or padding, wrong context)
- * is this one opaque code, the cause only in the log (conventions rule 3, RFC 7516 section 11.5);
+ * is this one opaque code, the cause only in the log (RFC 7516 section 11.5);
  * the CMS engine's former 422 cms-decryption-failed is the same failure, so it answers the same.
  */
 const CRYPTO = {

@@ -2,7 +2,7 @@
  * The error tree. Every failure the service reports is an AppError whose `code` is a row of the
  * catalogue (catalogue.ts): the code alone gives its status, problem slug and title, so there is
  * no way to build an error the catalogue does not know. Errors cross threads and processes as
- * plain `{code, message, details}` and are rebuilt by code (conventions rule 4). Auth endpoints
+ * plain `{code, message, details}` and are rebuilt by code. Auth endpoints
  * use OAuthError instead (RFC 6749 section 5.2).
  */
 import {
@@ -35,7 +35,7 @@ export interface ErrorData {
 export interface ProblemOptions {
   /** Members added to the problem body (only when the message may reach the client). */
   details?: Record<string, unknown>;
-  /** For the log only (conventions rule 3). */
+  /** For the log only. */
   cause?: unknown;
   /** Extra response headers, e.g. Retry-After. */
   headers?: Record<string, string>;
@@ -66,7 +66,7 @@ export class AppError extends Error {
     return this.status < 500;
   }
 
-  /** Plain data for crossing a thread or process boundary (conventions rule 4). */
+  /** Plain data for crossing a thread or process boundary. */
   toJSON(): ErrorData {
     return {
       code: this.code,
@@ -83,7 +83,7 @@ export function problem(code: ProblemCode, message: string, opts?: ProblemOption
 
 /**
  * The one answer for every failure to open a ciphertext (wrong key, bad tag, bad padding): the
- * opaque decryption-failed, the cause only in the log (conventions rule 3, RFC 7516 section 11.5).
+ * opaque decryption-failed, the cause only in the log (RFC 7516 section 11.5).
  */
 export function decryptionFailed(cause?: unknown): AppError {
   return new AppError('decryption_failed', 'the content could not be decrypted', { cause });

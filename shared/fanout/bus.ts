@@ -1,5 +1,5 @@
 /**
- * The process's one Redis subscriber (conventions rule 13): every cross-instance message (the
+ * The process's one Redis subscriber: every cross-instance message (the
  * change feed's changes, the jobs' cancel requests) arrives on a named channel of this bus, so a
  * process holds one subscriber connection whatever listens. A subscribed Redis connection can do
  * nothing else, which is why it is a duplicate of the process's client, and why there is only one.

@@ -1,5 +1,5 @@
 /**
- * The one fan-out of cross-instance changes (conventions rule 13). Every state change that an
+ * The one fan-out of cross-instance changes. Every state change that an
  * instance holds in memory is committed as a row of `change_log` with a monotonic `seq`
  * (migration 004); then it is applied here and published on the `changes` channel of the
  * process's bus (shared/fanout/bus.ts, Redis pub/sub), which is the fast path (milliseconds).

@@ -1,6 +1,5 @@
 /**
- * Every way a tenant's key is found, in one place for the API and the worker (conventions rule
- * 13): a usable key by kid for a use (the runtime path, through the cache), a key record by kid
+ * Every way a tenant's key is found, in one place for the API and the worker: a usable key by kid for a use (the runtime path, through the cache), a key record by kid
  * (the control plane, from the database), the listing query, and the issuer+serial column that
  * CMS identifiers are looked up by. The tenant id is taken in its canonical form everywhere.
  */

@@ -3,7 +3,7 @@
  * MessagePort, and the thread that owns the database, the key cache and the tenant answers with
  * its own resolver (shared/keys/cms-resolver.ts), so there is still one key lookup. KeyObjects
  * cross by postMessage (Node clones them); Buffers arrive as Uint8Arrays and are made Buffers
- * again; failures cross as plain data (conventions rule 4).
+ * again; failures cross as plain data.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { pbkdf2 } from 'node:crypto';

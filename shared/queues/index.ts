@@ -1,5 +1,5 @@
 /**
- * The queued conversion jobs as both sides see them (conventions rule 7): queue name, payload and
+ * The queued conversion jobs as both sides see them: queue name, payload and
  * result types, deterministic job ids, Redis key names of batch records, and the BullMQ
  * connection options. Producers live in api/services/jobs, the consumer in workers/jobs.
  */

@@ -1,7 +1,7 @@
 /**
  * How a job's failure crosses from the worker process to the API: BullMQ keeps only
  * `failedReason` (a string), so the worker writes the error there as JSON `{code, message,
- * details}` and the API rebuilds it by code from the catalogue (conventions rule 4) and renders
+ * details}` and the API rebuilds it by code from the catalogue and renders
  * it as every other problem (shared/errors/index.ts problemDocument). Messages of faults the caller cannot act
  * on stay in the worker log. The job codes themselves are rows of the catalogue (area jobs).
  */

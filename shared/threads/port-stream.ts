@@ -2,7 +2,7 @@
  * Byte streams between threads over a MessagePort, with backpressure both ways: the sender has at
  * most WINDOW batches unacknowledged, and the receiver acknowledges a batch only when its consumer
  * asks for the next one, so a slow consumer stops the producer and memory stays flat whatever the
- * size (conventions rule 8).
+ * size.
  *
  * Chunks move by transfer, never by structured-clone copy. A chunk that is the whole of its own
  * ArrayBuffer (a socket read, a cipher's output) is transferred as it is; anything else (a view
@@ -10,8 +10,8 @@
  * transferred) is copied into one of its own first. Chunks go in batches of about BATCH_BYTES,
  * one message each, so a thread is woken once per batch rather than once per 64 KiB read.
  *
- * Messages, sender to receiver: `{chunks}`, then `{end: true}` or `{error}` (plain error data,
- * conventions rule 4). Receiver to sender: `{ack: n}` for batches consumed, `{cancel: true}` when
+ * Messages, sender to receiver: `{chunks}`, then `{end: true}` or `{error}` (plain error data).
+ * Receiver to sender: `{ack: n}` for batches consumed, `{cancel: true}` when
  * it stops early. Either side closing its port, or its thread ending, ends the other's part.
  * Only the receiver closes the port: a port closed by the thread that just posted on it may lose
  * those messages on the other thread (measured: an error posted then closed never arrived).

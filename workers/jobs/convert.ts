@@ -3,7 +3,7 @@
  * through the same engine as the HTTP endpoint into an atomic put (ObjectStore.put makes the
  * result visible only when the whole stream succeeded), reporting bytes as it goes.
  *
- * How a failure ends (conventions rule 7): bad input (a problem with status < 500) and a cancel
+ * How a failure ends: bad input (a problem with status < 500) and a cancel
  * throw UnrecoverableError, so the job fails at once; anything else throws a plain Error and
  * BullMQ retries it with exponential backoff. Either way the message is the problem as JSON
  * (shared/queues/problems.ts). A shutdown releases the job back to the queue untouched.

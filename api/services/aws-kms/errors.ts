@@ -55,7 +55,7 @@ export function toAwsError(err: unknown): AwsError {
   return new AwsError('KMSInternalException', 'internal error', 500);
 }
 
-/** The one answer of every failed decryption (conventions rule 3: no oracle). */
+/** The one answer of every failed decryption (no oracle). */
 export const invalidCiphertext = (): AwsError =>
   new AwsError(
     'InvalidCiphertextException',

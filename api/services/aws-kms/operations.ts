@@ -44,7 +44,8 @@ const generates = <T extends object>(o: T) => ({
 
 const READ = 'crypto.keys.read';
 
-// A Map, not an object literal: the target is request input (conventions rule 14).
+// A Map, not an object literal: the target is request input, and an
+// object literal would answer `constructor` or `__proto__`.
 const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['Encrypt', op('crypto.encrypt', data.encrypt)],
   ['Decrypt', op('crypto.decrypt', data.decrypt)],

@@ -4,7 +4,7 @@
  */
 import { keyTypeSpec, type KeyType, type KeyUsage } from '../../../shared/crypto/registry.ts';
 
-/** AWS KeySpec → Keyward key type (a Map: KeySpec is request input, conventions rule 14). */
+/** AWS KeySpec → Keyward key type (a Map: KeySpec is request input, and a plain object would answer `constructor`). */
 export const KEY_SPECS = new Map<unknown, KeyType>([
   ['SYMMETRIC_DEFAULT', 'aes-256'],
   ['HMAC_256', 'hmac-sha256'],

@@ -24,7 +24,7 @@ export const invalidRequest = (message: string): VaultError => new VaultError(40
 /** Vault's answer to a missing, invalid or unpermitted token: 403 "permission denied". */
 export const permissionDenied = (): VaultError => new VaultError(403, 'permission denied');
 
-/** The one answer of every ciphertext that does not open (conventions rule 3: no oracle). */
+/** The one answer of every ciphertext that does not open (no oracle). */
 export const invalidCiphertext = (): VaultError =>
   new VaultError(400, 'invalid ciphertext: unable to decrypt');
 

@@ -24,8 +24,8 @@ interface TransitType {
   usage: 'encrypt' | 'sign' | 'mac';
 }
 
-// A Map: the type is request input (conventions rule 14). ChaCha20-Poly1305 and the AES
-// convergent/ SIV modes are not held by Keyward, so they are absent and answer 400.
+// A Map: the type is request input (a plain object would answer `constructor`).
+// ChaCha20-Poly1305 and the AES convergent/ SIV modes are not held by Keyward, so they are absent and answer 400.
 const TYPES = new Map<string, TransitType>([
   ['aes256-gcm96', { type: 'aes-256', usage: 'encrypt' }],
   ['aes128-gcm96', { type: 'aes-128', usage: 'encrypt' }],

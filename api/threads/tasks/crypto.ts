@@ -3,7 +3,7 @@
  * SLH-DSA; key generation is expensive work, api/threads/tasks/expensive.ts). Select one with `pool.run(arg, { name: 'signWithKey' })`.
  *
  * Each task takes plain, structured-cloneable data (key material as its serialized bytes) and
- * returns plain data. Failures are thrown as plain `{code, message, details}` (conventions rule 4):
+ * returns plain data. Failures are thrown as plain `{code, message, details}`:
  * the pool side rebuilds them with errorFromData, never by instanceof.
  */
 import { createHash } from 'node:crypto';
