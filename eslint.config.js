@@ -40,9 +40,9 @@ export default tseslint.config(
     },
   },
   {
-    // Issue 12: the folders are the layers. The rules and their reasons are one table in
+    // The folders are the layers. The rules and their reasons are one table in
     // scripts/guards/layers.ts (workers and shared never import api; services never import
-    // express, routes, middleware or http; no route imports another; the CLI never imports api).
+    // express, routes, middleware, http or rows; no route imports another; the CLI never imports api).
     files: ['**/*.ts', '**/*.js'],
     plugins: { keyward: layersPlugin },
     rules: { 'keyward/layers': 'error' },

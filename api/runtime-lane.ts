@@ -5,7 +5,7 @@
  * machine, the Express pipeline (router, body-parser, type-is, response helpers) cost more than
  * the cryptography itself. Only the transport differs: the lane checks the bearer as the area's
  * authentication does (bearerClaims), then runs the same operation core as the Express router
- * (api/http/operation.ts: access, budget, the one JSON reader, the operation) and renders failures
+ * (api/rows/operation.ts: access, budget, the one JSON reader, the operation) and renders failures
  * with the same problem renderer. Token issuance (POST /api/v3/auth/token) is here too, for the
  * same reason: its row's handler (the one form reader, then the grant) runs on both stacks, and its
  * failures take the same OAuth error shape; so is the AWS KMS API (POST /), a protocol row whose
@@ -26,8 +26,8 @@ import {
 } from './access/problems.ts';
 import { bytesMoved, clientGone, logAccess, noteCut, socketBytes } from './http/access-log.ts';
 import type { AccessClaims } from './services/auth/access-tokens.ts';
-import { operationChecks, serveOperation } from './http/operation.ts';
-import type { EndpointInput } from './http/endpoint.ts';
+import { operationChecks, serveOperation } from './rows/operation.ts';
+import type { EndpointInput } from './rows/endpoint.ts';
 import { laneRoutes, type LaneRoute } from './routes/index.ts';
 
 /** What the lane writes: status, headers (without length and request id) and the body. */

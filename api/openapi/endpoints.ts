@@ -1,15 +1,15 @@
 /**
- * The OpenAPI paths of the route rows (api/http/endpoint.ts), generated: each row's method,
+ * The OpenAPI paths of the route rows (api/rows/endpoint.ts), generated: each row's method,
  * path, summary, permission, parameters, body, answer and problems become one operation, so the
  * document cannot drift from what the routes check. Only shared components and examples are
  * written by hand (components.ts, problem-examples.ts).
  */
 import type { TObject, TSchema } from 'typebox';
-import type { Answer, Endpoint, MediaDoc, ProblemText } from '../http/endpoint.ts';
+import type { Answer, Endpoint, MediaDoc, ProblemText } from '../rows/endpoint.ts';
 import { oauthErrorResponse, plainSchema, problemResponse, type Schema } from './components.ts';
-import { LEGACY_COMMON } from '../http/operation-schemas.ts';
+import { LEGACY_COMMON } from '../routes/shared/operations.ts';
 import { BatchOf } from '../services/crypto/bodies.ts';
-import type { ProtocolRow } from '../http/protocol.ts';
+import type { ProtocolRow } from '../rows/protocol.ts';
 
 /** The part of the route table the document reads: where each mount's rows are served. */
 export interface RowArea {

@@ -1,5 +1,5 @@
 /**
- * The AWS KMS API (docs/aws-kms.md) at POST /, as a protocol row (api/http/protocol.ts): SigV4
+ * The AWS KMS API (docs/aws-kms.md) at POST /, as a protocol row (api/rows/protocol.ts): SigV4
  * instead of a bearer token, awsJson1_1 bodies, AWS-shaped errors, answered by one core
  * (api/http/aws-kms.ts) on the runtime lane and on Express alike. The AWS operation is the
  * `X-Amz-Target` header, whose values come from the operation table, so a new operation is
@@ -13,7 +13,7 @@
  *   test/integration/vault-transit/flags-and-tenants.test.ts, and 1 more under test/unit/
  */
 import { AMZ_JSON, awsAnswer } from '../http/aws-kms.ts';
-import { protocolRow } from '../http/protocol.ts';
+import { protocolRow } from '../rows/protocol.ts';
 import { AWS_OPERATIONS } from '../services/aws-kms/operations.ts';
 
 /** An AWS error answer, with the exceptions docs/aws-kms.md names (`x-amzn-ErrorType` too). */

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Response } from 'express';
 import Type from 'typebox';
 import { problem } from '../../shared/errors/index.ts';
-import { endpoint } from '../http/endpoint.ts';
+import { endpoint } from '../rows/endpoint.ts';
 
 /** The console's folder in the checkout. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));

@@ -10,7 +10,7 @@
 import { createRequire } from 'node:module';
 import type { Response } from 'express';
 import Type from 'typebox';
-import { endpoint, type Endpoint } from '../http/endpoint.ts';
+import { endpoint, type Endpoint } from '../rows/endpoint.ts';
 
 /** Where the page loads the renderer from; one of our own paths. */
 export const REDOC_BUNDLE_PATH = '/docs/redoc.standalone.js';

@@ -7,8 +7,8 @@
  *   test/integration/core/expensive-routes.test.ts, and 9 more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../http/endpoint.ts';
-import { Resource } from '../http/schemas.ts';
+import { endpoint } from '../rows/endpoint.ts';
+import { Resource } from '../schemas/common.ts';
 import { databaseReachable } from '../../shared/db/knex.ts';
 
 const OPEN = { open: 'an orchestrator polls it without credentials' } as const;

@@ -10,9 +10,9 @@
  *   test/integration/admin/openapi.test.ts, test/integration/cli/api-types.test.ts
  */
 import type { Router } from 'express';
-import { endpointRouter, type Endpoint } from '../http/endpoint.ts';
+import { endpointRouter, type Endpoint } from '../rows/endpoint.ts';
 import { openApiDocument } from '../openapi/index.ts';
-import { protocolRouter, type ProtocolRow } from '../http/protocol.ts';
+import { protocolRouter, type ProtocolRow } from '../rows/protocol.ts';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_ADMIN, AUDIENCE_CORE, AUDIENCE_LEGACY } from '../services/auth/access-tokens.ts';
 import { HEALTH_ENDPOINTS } from './health.ts';
@@ -54,9 +54,9 @@ import { LEGACY_MIGRATION_ENDPOINTS, LEGACY_STREAM_ENDPOINTS } from './legacy/mi
 export interface Mount {
   /** Below the area's prefix; '' for the prefix itself. */
   path: string;
-  /** The mount's route rows (api/http/endpoint.ts): served, validated and documented from one declaration. */
+  /** The mount's route rows (api/rows/endpoint.ts): served, validated and documented from one declaration. */
   endpoints?: readonly Endpoint[];
-  /** The mount's protocol rows (api/http/protocol.ts): another wire protocol, answered whole by its core. */
+  /** The mount's protocol rows (api/rows/protocol.ts): another wire protocol, answered whole by its core. */
   protocol?: readonly ProtocolRow[];
   /**
    * The protocol's core, when the runtime lane (and Express after the mount's rows) serves every

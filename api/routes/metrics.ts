@@ -8,7 +8,7 @@
  *   test/integration/observability/metrics.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../http/endpoint.ts';
+import { endpoint } from '../rows/endpoint.ts';
 
 /** Mounted at /metrics (after authentication). */
 export const METRICS_ENDPOINTS = [

@@ -9,8 +9,8 @@
  */
 import Type from 'typebox';
 import { PROBLEMS, problem, type ProblemSpec } from '../../shared/errors/index.ts';
-import { endpoint } from '../http/endpoint.ts';
-import { Resource } from '../http/schemas.ts';
+import { endpoint } from '../rows/endpoint.ts';
+import { Resource } from '../schemas/common.ts';
 
 // Several codes may share a page; a slug request never indexes a plain object (a slug of `constructor` would find its prototype's).
 const BY_SLUG = new Map<string, ProblemSpec>(

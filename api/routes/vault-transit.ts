@@ -1,5 +1,5 @@
 /**
- * The Vault Transit API (docs/vault-transit.md) under /v1/, as protocol rows (api/http/protocol.ts)
+ * The Vault Transit API (docs/vault-transit.md) under /v1/, as protocol rows (api/rows/protocol.ts)
  * made from the Transit table (api/services/vault-transit/operations.ts): Vault's token header,
  * its `{"data"}` envelope and `{"errors"}` bodies, answered by one core
  * (api/http/vault-transit.ts) on the runtime lane and on Express alike.
@@ -12,7 +12,7 @@
  *   test/integration/http/hostile-matrix.test.ts
  */
 import { vaultAnswer } from '../http/vault-transit.ts';
-import { protocolRow, type ProtocolRow } from '../http/protocol.ts';
+import { protocolRow, type ProtocolRow } from '../rows/protocol.ts';
 import {
   TRANSIT_MOUNT,
   TRANSIT_OPERATIONS,

@@ -7,8 +7,8 @@
  *   1 more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../http/endpoint.ts';
-import { Resource } from '../http/schemas.ts';
+import { endpoint } from '../rows/endpoint.ts';
+import { Resource } from '../schemas/common.ts';
 import { INTROSPECTION_AUTH_METHODS } from '../services/auth/introspection.ts';
 
 const tag = 'auth';

@@ -10,11 +10,16 @@ import type { Rule } from 'eslint';
 /** The one file under api/routes/ that may import route files: the table that mounts them all. */
 export const ROUTE_TABLE = 'api/routes/index.ts';
 
+/** The rows and row pieces that two route files share: every route file may import them. */
+export const ROUTE_SHARED = 'api/routes/shared/';
+
 /** One import rule: files under `files` never import anything under `forbid`. */
 export interface LayerRule {
   files: readonly string[];
   except?: readonly string[];
   forbid: readonly string[];
+  /** Targets under `forbid` that stay importable. */
+  allow?: readonly string[];
   why: string;
 }
 
@@ -38,6 +43,8 @@ export const LAYER_RULES: readonly LayerRule[] = [
       'api/services/',
       'api/access/',
       'api/http/',
+      'api/rows/',
+      'api/schemas/',
       'api/middleware/',
       'api/routes/',
       'api/openapi/',
@@ -51,6 +58,7 @@ export const LAYER_RULES: readonly LayerRule[] = [
       'api/routes/',
       'api/middleware/',
       'api/http/',
+      'api/rows/',
       'api/access/',
       'api/open-context.ts',
     ],
@@ -58,13 +66,33 @@ export const LAYER_RULES: readonly LayerRule[] = [
   },
   {
     files: ['api/access/'],
-    forbid: ['express', 'api/http/', 'api/middleware/', 'api/routes/', 'api/openapi/'],
+    forbid: ['express', 'api/http/', 'api/rows/', 'api/middleware/', 'api/routes/', 'api/openapi/'],
     why: 'the access checks are transport-free: Express, the route rows and the runtime lane all call them',
   },
   {
     files: ['api/http/'],
+    forbid: ['api/rows/', 'api/schemas/', 'api/middleware/', 'api/routes/'],
+    why: 'api/http/ is the transport (bodies, deadlines, connections, the access line, the wire protocols): the route rows stand on it, never under it, and it never takes an Express adapter of api/middleware/',
+  },
+  {
+    files: ['api/rows/'],
     forbid: ['api/middleware/', 'api/routes/'],
-    why: 'the HTTP edge serves Express and the runtime lane alike: it never takes an Express adapter of api/middleware/',
+    why: 'the row framework serves every route file and the runtime lane: it reads no route file and no Express adapter of api/middleware/',
+  },
+  {
+    files: ['api/schemas/'],
+    forbid: [
+      'express',
+      'api/context.ts',
+      'api/services/',
+      'api/access/',
+      'api/http/',
+      'api/rows/',
+      'api/middleware/',
+      'api/routes/',
+      'api/openapi/',
+    ],
+    why: 'api/schemas/ is the vocabulary the rows declare and the services type themselves by: TypeBox only, so both can import it',
   },
   {
     files: ['api/middleware/'],
@@ -75,7 +103,8 @@ export const LAYER_RULES: readonly LayerRule[] = [
     files: ['api/routes/'],
     except: [ROUTE_TABLE],
     forbid: ['api/routes/'],
-    why: `no route imports another; ${ROUTE_TABLE} mounts them all`,
+    allow: [ROUTE_SHARED],
+    why: `no route imports another (what two route files share lives in ${ROUTE_SHARED}); ${ROUTE_TABLE} mounts them all`,
   },
   {
     files: ['console/'],
@@ -112,7 +141,8 @@ export function brokenRule(
   for (const rule of rules) {
     if (!rule.files.some((entry) => covers(entry, from))) continue;
     if (rule.except?.includes(from)) continue;
-    if (rule.forbid.some((entry) => covers(entry, target))) return rule;
+    if (!rule.forbid.some((entry) => covers(entry, target))) continue;
+    if (!rule.allow?.some((entry) => covers(entry, target))) return rule;
   }
   return null;
 }

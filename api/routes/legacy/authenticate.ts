@@ -10,15 +10,15 @@
  *   more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint, type Answer } from '../../http/endpoint.ts';
-import { Resource } from '../../http/schemas.ts';
+import { endpoint, type Answer } from '../../rows/endpoint.ts';
+import { Resource } from '../../schemas/common.ts';
 import {
   EXAMPLE_ACCESS_TOKEN,
   EXAMPLE_CLIENT_ID,
   EXAMPLE_CLIENT_SECRET,
   EXAMPLE_REFRESH_TOKEN,
   RATE_LIMITED,
-} from '../../http/auth-schemas.ts';
+} from '../shared/auth.ts';
 import { legacyLogin, legacyRefresh } from '../../services/auth/legacy-login.ts';
 
 const LegacyTokens = (example: unknown) =>

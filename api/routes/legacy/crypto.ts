@@ -1,11 +1,11 @@
 /**
  * The legacy runtime operations, POST /api/crypto/{encrypt,decrypt,sign,verify}:
- * the v3 operations' contracts (api/http/operation-schemas.ts) on the same core, behind legacy
+ * the v3 operations' contracts (api/routes/shared/operations.ts) on the same core, behind legacy
  * tokens and legacy role names (api/access/legacy-role.ts).
  *
  * Tests: test/integration/core/legacy.test.ts
  */
-import { OPERATIONS, operationRow, type OperationAt } from '../../http/operation-schemas.ts';
+import { OPERATIONS, operationRow, type OperationAt } from '../shared/operations.ts';
 import { decrypt, encrypt, sign, verify } from '../../services/crypto/runtime.ts';
 
 type Name = 'encrypt' | 'decrypt' | 'sign' | 'verify';

@@ -8,9 +8,9 @@
  *   test/integration/keys/rsa-exponents.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../http/endpoint.ts';
-import { KEY_VIEW, VIEW_EXAMPLE } from '../../http/key-schemas.ts';
-import { Resource } from '../../http/schemas.ts';
+import { endpoint } from '../../rows/endpoint.ts';
+import { KEY_VIEW, VIEW_EXAMPLE } from '../../schemas/keys.ts';
+import { Resource } from '../../schemas/common.ts';
 import { createKey } from '../../services/keys/store.ts';
 import { importLegacyKey } from '../../services/legacy-keys.ts';
 import { listLegacyKeys } from '../../services/key-lists.ts';

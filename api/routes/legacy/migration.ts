@@ -11,15 +11,15 @@
  *   test/integration/core/expensive-routes.test.ts, test/integration/http/readers.test.ts,
  *   test/integration/keys/rsa-exponents.test.ts
  */
-import { endpoint } from '../../http/endpoint.ts';
+import { endpoint } from '../../rows/endpoint.ts';
 import {
   IMPORT_PROBLEMS,
   ImportedKeys,
   KEYSTORE_FORM,
   importedKeyEvents,
   importIntoTokenTenant,
-} from '../../http/keystore-import.ts';
-import { analyzeEndpoint } from '../../http/pkcs7-analyze.ts';
+} from '../shared/keystore-import.ts';
+import { analyzeEndpoint } from '../shared/pkcs7-analyze.ts';
 
 /** The rows mounted at /api/migration (the analyze alias at /api/migration/stream). */
 export const LEGACY_MIGRATION_ENDPOINTS = [

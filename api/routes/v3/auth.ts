@@ -13,9 +13,9 @@
 import type { IncomingMessage } from 'node:http';
 import Type from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { endpoint } from '../../http/endpoint.ts';
+import { endpoint } from '../../rows/endpoint.ts';
 import { readCanonicalForm } from '../../http/form-body.ts';
-import { Resource, Uuid } from '../../http/schemas.ts';
+import { Resource, Uuid } from '../../schemas/common.ts';
 import {
   EXAMPLE_ACCESS_TOKEN,
   EXAMPLE_CLIENT_ID,
@@ -23,7 +23,7 @@ import {
   EXAMPLE_REFRESH_TOKEN,
   EXAMPLE_TENANT_ID,
   RATE_LIMITED,
-} from '../../http/auth-schemas.ts';
+} from '../shared/auth.ts';
 import { issueToken, revokePresentedToken } from '../../services/auth/token-endpoint.ts';
 import { introspect } from '../../services/auth/introspection.ts';
 import { BASIC_CHALLENGE } from '../../services/auth/client-auth.ts';

@@ -4,10 +4,10 @@
  *
  * Tests: test/integration/core/crypto.test.ts
  */
-import { endpoint } from '../../http/endpoint.ts';
-import { pageRequest } from '../../http/pagination.ts';
-import { PageOf, PageQuery, Resource } from '../../http/schemas.ts';
-import { KEY_VIEW, VIEW_EXAMPLE } from '../../http/key-schemas.ts';
+import { endpoint } from '../../rows/endpoint.ts';
+import { pageRequest } from '../../rows/pagination.ts';
+import { PageOf, PageQuery, Resource } from '../../schemas/common.ts';
+import { KEY_VIEW, VIEW_EXAMPLE } from '../../schemas/keys.ts';
 import {
   Answer,
   Base64Answer,
@@ -16,7 +16,7 @@ import {
   VersionAnswer,
   operationRow,
   type OperationContract,
-} from '../../http/operation-schemas.ts';
+} from '../shared/operations.ts';
 import { listPqcKeys } from '../../services/key-lists.ts';
 import { PQC_OPERATIONS } from '../../services/crypto/pqc.ts';
 import { DecapsulateBody, EncapsulateBody } from '../../services/crypto/bodies.ts';

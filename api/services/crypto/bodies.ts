@@ -1,6 +1,6 @@
 /**
  * The request bodies of the runtime operations, one TypeBox schema each:
- * the operation core (api/http/operation.ts) checks every body, and each item of a batch, against
+ * the operation core (api/rows/operation.ts) checks every body, and each item of a batch, against
  * it before the operation runs (unknown members refused naming the member), and the OpenAPI
  * operation is generated from it (api/openapi/endpoints.ts). What a schema cannot say (base64
  * that decodes, 8 KiB of context, exactly one of data and digest) the operation checks.

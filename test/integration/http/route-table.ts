@@ -11,7 +11,7 @@ import {
   laneRoutes as tableLaneRoutes,
   protocolRoutes,
 } from '../../../api/routes/index.ts';
-import type { ProtocolRow } from '../../../api/http/protocol.ts';
+import type { ProtocolRow } from '../../../api/rows/protocol.ts';
 import type { TestApp } from '../../../support/app.ts';
 import {
   adminToken,

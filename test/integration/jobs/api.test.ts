@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { api, makeTenant, workloadToken } from '../../../support/auth.ts';
 import { result, startJobsEnv, tenantWithKeys, upload, type JobsEnv } from './harness.ts';
 import { JOB_ENDPOINTS } from '../../../api/routes/v3/migration/jobs.ts';
-import { endpointRouter } from '../../../api/http/endpoint.ts';
+import { endpointRouter } from '../../../api/rows/endpoint.ts';
 import { UPLOAD_ENDPOINTS } from '../../../api/routes/v3/migration/uploads.ts';
 import { apiDocument as openApiDocument } from '../../../api/routes/index.ts';
 import type { AppContext } from '../../../api/context.ts';

@@ -113,10 +113,10 @@ describe('scripts/guards/layers: the import rules per folder', () => {
 
   it('when the HTTP edge imports an Express adapter of middleware/, then it is reported; the access checks are its to use', () => {
     expect(
-      lint('api/http/endpoint.ts', "import { authorize } from '../middleware/authenticate.ts';"),
+      lint('api/rows/endpoint.ts', "import { authorize } from '../middleware/authenticate.ts';"),
     ).toHaveLength(1);
     expect(
-      lint('api/http/endpoint.ts', "import { attemptOf } from '../access/checks.ts';"),
+      lint('api/rows/endpoint.ts', "import { attemptOf } from '../access/checks.ts';"),
     ).toEqual([]);
     expect(
       lint('api/middleware/errors.ts', "import { clientGone } from '../http/access-log.ts';"),

@@ -3,7 +3,7 @@
  * table passes, and each misplaced row fails the start naming the row.
  */
 import { ROUTE_TABLE, assertAreaAccess, type Area } from '../../../api/routes/index.ts';
-import { endpoint } from '../../../api/http/endpoint.ts';
+import { endpoint } from '../../../api/rows/endpoint.ts';
 
 const answer = { status: 204, description: 'done' } as const;
 const row = (access: Parameters<typeof endpoint>[0]['access'], path = '/x') =>

@@ -1,11 +1,11 @@
 /**
- * Hostile input against the route row's reader (api/http/input.ts): the query
+ * Hostile input against the route row's reader (api/rows/input.ts): the query
  * converter turns only plain decimal text into a number, odd query and body shapes are refused
  * as 400 (never thrown as something else), and a refusal bounds the attacker's text it repeats.
  */
 import type { Request } from 'express';
 import { Type } from 'typebox';
-import { answerChecker, inputChecker } from '../../../api/http/input.ts';
+import { answerChecker, inputChecker } from '../../../api/rows/input.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 
 const row = {

@@ -9,8 +9,8 @@
  */
 import Type from 'typebox';
 import { PERMISSIONS } from '../../../../shared/permissions.ts';
-import { endpoint } from '../../../http/endpoint.ts';
-import { Body, NullableTime, PageOf, Resource, Time } from '../../../http/schemas.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
+import { Body, NullableTime, PageOf, Resource, Time } from '../../../schemas/common.ts';
 import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
 import { masterKeyStatus, startRewrap } from '../../../services/platform/master-key.ts';
 import { writeBackup } from '../../../services/platform/backup.ts';

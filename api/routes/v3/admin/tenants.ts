@@ -6,8 +6,8 @@
  *   test/integration/http/canonical-input.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
-import { TENANT_PARAM, TenantResource } from '../../../http/schemas.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
+import { TENANT_PARAM, TenantResource } from '../../../schemas/common.ts';
 import { readTenant } from '../../../services/admin/tenants.ts';
 
 /** Mounted at /api/v3/admin/tenants/:tenantId (after the tenant-scope check of the route table). */

@@ -7,10 +7,10 @@
  *   test/integration/auth/token.test.ts, and 3 more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
-import { pageRequest } from '../../../http/pagination.ts';
-import { KeyView, PublicKeys } from '../../../http/key-schemas.ts';
-import { PageOf, PageQuery } from '../../../http/schemas.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
+import { pageRequest } from '../../../rows/pagination.ts';
+import { KeyView, PublicKeys } from '../../../schemas/keys.ts';
+import { PageOf, PageQuery } from '../../../schemas/common.ts';
 import { publicKeysOf } from '../../../../shared/keys/public-view.ts';
 import { listUsableKeys } from '../../../services/key-lists.ts';
 

@@ -2,7 +2,7 @@
  * The Core API's runtime operations, POST /api/v3/crypto/<operation>:
  * encrypt, decrypt, sign, verify, the data-key, re-encrypt, random and MAC operations, each in
  * single form (`{kid, ...}`) and batch form (`{items: [...]}` → `{results: [...]}`), as route
- * rows (api/http/operation-schemas.ts). The tenant comes from the token only. The runtime lane
+ * rows (api/routes/shared/operations.ts). The tenant comes from the token only. The runtime lane
  * (api/runtime-lane.ts) serves every one of them ahead of Express.
  *
  * Tests: test/integration/core/crypto.test.ts, test/integration/admin/key-settings.test.ts,
@@ -10,8 +10,8 @@
  *   test/integration/observability/access-log.test.ts, test/integration/http/lane-parity.test.ts,
  *   and 16 more under test/integration/, test/unit/
  */
-import type { Access } from '../../../http/endpoint.ts';
-import { OPERATIONS, operationRow, type OperationAt } from '../../../http/operation-schemas.ts';
+import type { Access } from '../../../rows/endpoint.ts';
+import { OPERATIONS, operationRow, type OperationAt } from '../../shared/operations.ts';
 import { decrypt, encrypt, sign, verify } from '../../../services/crypto/runtime.ts';
 import {
   generateDataKey,

@@ -10,9 +10,9 @@
  *   and 17 more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
-import { streamedOperation } from '../../../http/streamed-operation.ts';
+import { streamedOperation } from '../../../rows/streamed-operation.ts';
 import {
   DECRYPTING_429,
   JWE_EXAMPLE,
@@ -20,7 +20,7 @@ import {
   JWS_EXAMPLE,
   Jws,
   TargetKid,
-} from '../../../http/stream-schemas.ts';
+} from '../../../schemas/streams.ts';
 import { tenantKeyResolver } from '../../../../shared/keys/cms-resolver.ts';
 import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { MixedReader, mixedBoundary } from '../../../../shared/jose/mixed-reader.ts';

@@ -11,9 +11,9 @@
  */
 import { pipeline } from 'node:stream/promises';
 import Type, { type TSchema } from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
-import { pageRequest } from '../../../http/pagination.ts';
-import { Body, PAGE_QUERY, ProblemDocument, Time } from '../../../http/schemas.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
+import { pageRequest } from '../../../rows/pagination.ts';
+import { Body, PAGE_QUERY, ProblemDocument, Time } from '../../../schemas/common.ts';
 import {
   cancelJob,
   deleteJobResults,

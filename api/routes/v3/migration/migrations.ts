@@ -10,8 +10,8 @@
  *   test/integration/durable-migration/chaos.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
-import { Body, NullableTime, Time } from '../../../http/schemas.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
+import { Body, NullableTime, Time } from '../../../schemas/common.ts';
 import {
   createMigration,
   moveMigration,

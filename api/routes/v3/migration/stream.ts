@@ -1,7 +1,7 @@
 /**
  * The streaming PKCS#7/CMS endpoints as route rows, mounted at
  * /api/v3/migration/stream (both audiences; the permission decides); the analyze row is shared
- * with the unversioned alias (api/http/pkcs7-analyze.ts). The input is never buffered
+ * with the unversioned alias (api/routes/shared/pkcs7-analyze.ts). The input is never buffered
  * whole: it flows from the socket through the multipart scanner into the engine, and the
  * engine's output flows to the socket with backpressure, so memory stays flat whatever the size
  * (there is no size limit).
@@ -13,10 +13,10 @@
  */
 import type { Request } from 'express';
 import Type from 'typebox';
-import { endpoint } from '../../../http/endpoint.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
-import { analyzeEndpoint } from '../../../http/pkcs7-analyze.ts';
-import { streamedOperation } from '../../../http/streamed-operation.ts';
+import { analyzeEndpoint } from '../../shared/pkcs7-analyze.ts';
+import { streamedOperation } from '../../../rows/streamed-operation.ts';
 import {
   CMS_PROBLEMS,
   DECRYPTING_429,
@@ -24,7 +24,7 @@ import {
   JWE_LAYOUT,
   JWS_EXAMPLE,
   Jws,
-} from '../../../http/stream-schemas.ts';
+} from '../../../schemas/streams.ts';
 import { callerKeyResolver } from '../../../services/crypto/decrypting-caller.ts';
 import { readConversionForm, startConversion } from '../../../services/migration/convert.ts';
 import { compactJwe, flattenedJwe } from '../../../services/migration/json-jwe.ts';

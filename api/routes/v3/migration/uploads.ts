@@ -10,11 +10,11 @@
 import Type from 'typebox';
 import { sourceVersionOf } from '../../../../shared/queues/index.ts';
 import { tenantStore } from '../../../../shared/storage/index.ts';
-import { endpoint } from '../../../http/endpoint.ts';
+import { endpoint } from '../../../rows/endpoint.ts';
 import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
 import { objectStoreOf } from '../../../services/jobs/producer.ts';
 import { rawBody } from '../../../http/streaming.ts';
-import { streamedOperation } from '../../../http/streamed-operation.ts';
+import { streamedOperation } from '../../../rows/streamed-operation.ts';
 
 const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
 const TAG = 'migration jobs';

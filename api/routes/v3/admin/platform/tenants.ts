@@ -6,9 +6,9 @@
  *   test/integration/auth/token-abuse.test.ts, test/integration/http/canonical-input.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
-import { Body, PageOf, PageQuery, TenantResource, idParam } from '../../../../http/schemas.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
+import { Body, PageOf, PageQuery, TenantResource, idParam } from '../../../../schemas/common.ts';
 import {
   createTenant,
   listTenants,

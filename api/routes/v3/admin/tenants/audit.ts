@@ -7,8 +7,8 @@
  * Tests: test/integration/admin/audit.test.ts
  */
 import Type from 'typebox';
-import { auditEndpoints } from '../../../../http/audit-endpoints.ts';
-import { TENANT_PARAM } from '../../../../http/schemas.ts';
+import { auditEndpoints } from '../../../shared/audit.ts';
+import { TENANT_PARAM } from '../../../../schemas/common.ts';
 
 /** Mounted at /api/v3/admin/tenants/:tenantId/audit. */
 export const TENANT_AUDIT_ENDPOINTS = auditEndpoints({

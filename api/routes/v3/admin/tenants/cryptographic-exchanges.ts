@@ -8,9 +8,9 @@
  *   test/integration/audit/log.test.ts, test/integration/core/kms-mac-public.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
-import { KeyRecord } from '../../../../http/key-schemas.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
+import { KeyRecord } from '../../../../schemas/keys.ts';
 import {
   Body,
   NullableTime,
@@ -21,7 +21,7 @@ import {
   TenantRecord,
   Time,
   Uuid,
-} from '../../../../http/schemas.ts';
+} from '../../../../schemas/common.ts';
 import {
   acceptExchange,
   closeExchange,

@@ -9,8 +9,8 @@
  *   test/integration/admin/keys.test.ts, and 25 more under test/e2e/, test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
 import {
   Body,
   PageOf,
@@ -18,8 +18,8 @@ import {
   Resource,
   TENANT_PARAM,
   Time,
-} from '../../../../http/schemas.ts';
-import { CertificateView, KeyRecord, PublicKeys } from '../../../../http/key-schemas.ts';
+} from '../../../../schemas/common.ts';
+import { CertificateView, KeyRecord, PublicKeys } from '../../../../schemas/keys.ts';
 import type { ExpensiveDeclaration } from '../../../../../shared/keys/work-budget.ts';
 import { changeKey, createKey, readKey } from '../../../../services/keys/store.ts';
 import { MAX_ROTATION_PERIOD_DAYS, applySettings } from '../../../../services/keys/settings.ts';

@@ -6,8 +6,8 @@
  *   test/integration/vault-transit/mounts.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { Body, Resource, TENANT_PARAM, Uuid } from '../../../../http/schemas.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { Body, Resource, TENANT_PARAM, Uuid } from '../../../../schemas/common.ts';
 import { policyTemplates, setOverrides, tenantPolicy } from '../../../../services/policies.ts';
 import { MAX_ROTATION_PERIOD_DAYS } from '../../../../services/keys/settings.ts';
 import {

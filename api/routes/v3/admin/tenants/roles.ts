@@ -6,8 +6,8 @@
  *   test/integration/fanout/faults.test.ts, test/integration/http/unread-bodies.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
 import {
   Body,
   PageOf,
@@ -17,7 +17,7 @@ import {
   TenantRecord,
   Time,
   Uuid,
-} from '../../../../http/schemas.ts';
+} from '../../../../schemas/common.ts';
 import {
   createRole,
   deleteRole,

@@ -5,8 +5,8 @@
  *   test/integration/http/row-hostile.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
 import {
   Body,
   NullableTime,
@@ -17,7 +17,7 @@ import {
   TenantRecord,
   Time,
   Uuid,
-} from '../../../../http/schemas.ts';
+} from '../../../../schemas/common.ts';
 import {
   createUser,
   deleteUser,

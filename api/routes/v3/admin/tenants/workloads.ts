@@ -8,8 +8,8 @@
  *   test/integration/aws-kms/anonymous-until-signed.test.ts, and 6 more under test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../http/endpoint.ts';
-import { pageRequest } from '../../../../http/pagination.ts';
+import { endpoint } from '../../../../rows/endpoint.ts';
+import { pageRequest } from '../../../../rows/pagination.ts';
 import {
   Body,
   PageOf,
@@ -19,7 +19,7 @@ import {
   TenantRecord,
   Time,
   Uuid,
-} from '../../../../http/schemas.ts';
+} from '../../../../schemas/common.ts';
 import {
   deleteWorkload,
   listWorkloads,

@@ -1,7 +1,7 @@
 /**
  * Keystore import, mounted at /api/v3/admin/tenants/:tenantId/keys/import-keystore
  * ahead of the key rows (whose `/:kid` would answer its POST 405): a multipart form the handler
- * reads itself, imported by http/keystore-import.ts.
+ * reads itself, imported by routes/shared/keystore-import.ts.
  *
  * Tests: test/integration/migration/producers-algorithms.test.ts,
  *   test/integration/keys/rsa-exponents.test.ts, test/integration/migration/outside-signers.test.ts,
@@ -10,15 +10,15 @@
  *   under test/e2e/, test/integration/
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../../http/endpoint.ts';
+import { endpoint } from '../../../../../rows/endpoint.ts';
 import {
   IMPORT_PROBLEMS,
   ImportedKeys,
   KEYSTORE_FORM,
   importedKeyEvents,
   importIntoPathTenant,
-} from '../../../../../http/keystore-import.ts';
-import { TENANT_PARAM } from '../../../../../http/schemas.ts';
+} from '../../../../shared/keystore-import.ts';
+import { TENANT_PARAM } from '../../../../../schemas/common.ts';
 
 const Tenant = Type.Object(TENANT_PARAM);
 const tag = 'keys';

@@ -7,8 +7,8 @@
  *   test/integration/http/canonical-input.test.ts, test/integration/admin/key-settings.test.ts
  */
 import Type from 'typebox';
-import { endpoint } from '../../../../../http/endpoint.ts';
-import { Body, Resource, TENANT_PARAM, Time, Uuid } from '../../../../../http/schemas.ts';
+import { endpoint } from '../../../../../rows/endpoint.ts';
+import { Body, Resource, TENANT_PARAM, Time, Uuid } from '../../../../../schemas/common.ts';
 import { orchestrate, orchestration } from '../../../../../services/keys/orchestrate.ts';
 import { KEY_STATES } from '../../../../../../shared/keys/lifecycle.ts';
 import { KEY_TYPES } from '../../../../../../shared/crypto/registry.ts';

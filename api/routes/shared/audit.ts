@@ -1,15 +1,16 @@
 /**
- * The three audit endpoints (events, verify, head), as rows for the two places that serve them
- * (route files cannot import each other): the Audit API, for the token's tenant with a
- * service-core token (api/routes/v3/audit.ts), and the Admin API, with the tenant in the path
- * for people (api/routes/v3/admin/tenants/audit.ts).
+ * The three audit endpoints (events, verify, head), as rows for the two places that serve them:
+ * the Audit API, for the token's tenant with a service-core token (api/routes/v3/audit.ts), and
+ * the Admin API, with the tenant in the path for people (api/routes/v3/admin/tenants/audit.ts).
+ *
+ * Tests: test/integration/admin/audit.test.ts, test/integration/audit/log.test.ts
  */
 import Type, { type TObject } from 'typebox';
-import { endpoint, type Endpoint } from './endpoint.ts';
-import { PageOf, Resource, Time, Uuid } from './schemas.ts';
-import type { AccessClaims } from '../services/auth/access-tokens.ts';
-import { readHead, verifyChain } from '../../shared/audit/verify.ts';
-import { listEvents, readEventFilter } from '../services/audit-query.ts';
+import { endpoint, type Endpoint } from '../../rows/endpoint.ts';
+import { PageOf, Resource, Time, Uuid } from '../../schemas/common.ts';
+import type { AccessClaims } from '../../services/auth/access-tokens.ts';
+import { readHead, verifyChain } from '../../../shared/audit/verify.ts';
+import { listEvents, readEventFilter } from '../../services/audit-query.ts';
 
 const HASH = 'c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2';
 const Seq = (description?: string) =>

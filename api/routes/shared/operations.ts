@@ -4,11 +4,13 @@
  * as a TypeBox schema, its examples and problems; and `operationRow`, which makes a row of one
  * at a path, with the access, budget and handler the route file gives. Each row takes a single
  * request or a batch `{items: [...]}` of up to 1000, answered `{results: [...]}` in order
- * (api/http/endpoint.ts `batch`). Unknown JSON members answer 400 naming the member.
+ * (api/rows/endpoint.ts `batch`). Unknown JSON members answer 400 naming the member.
+ *
+ * Tests: test/integration/core/crypto.test.ts, test/integration/http/lane-parity.test.ts
  */
 import Type, { type Static, type TObject, type TSchema } from 'typebox';
-import { endpoint, type Access, type Endpoint } from './endpoint.ts';
-import type { AppContext } from '../context.ts';
+import { endpoint, type Access, type Endpoint } from '../../rows/endpoint.ts';
+import type { AppContext } from '../../context.ts';
 import {
   DataKeyBody,
   DecryptBody,
@@ -19,7 +21,7 @@ import {
   SignBody,
   VerifyBody,
   VerifyMacBody,
-} from '../services/crypto/bodies.ts';
+} from '../../services/crypto/bodies.ts';
 
 /** A string member of an answer. */
 export const Str = () => Type.String();

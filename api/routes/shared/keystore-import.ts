@@ -4,16 +4,18 @@
  * declare of it: the v3 admin row (api/routes/v3/admin/tenants/keys.ts) and the unversioned
  * alias (api/routes/legacy/migration.ts) both take this form, answer the imported keys and
  * record one `key.import` event per key (importedKeyEvents).
+ *
+ * Tests: test/integration/admin/keystore-import.test.ts, test/integration/keys/rsa-exponents.test.ts
  */
 import type { Request } from 'express';
 import Type from 'typebox';
-import type { AppContext } from '../context.ts';
-import type { StreamRequest } from './endpoint.ts';
-import { problem } from '../../shared/errors/index.ts';
-import { readSmallMultipart } from './multipart.ts';
-import { importKeystore } from '../services/keys/import.ts';
-import { KEY_STATES } from '../../shared/keys/lifecycle.ts';
-import { CertificateView } from './key-schemas.ts';
+import type { AppContext } from '../../context.ts';
+import type { StreamRequest } from '../../rows/endpoint.ts';
+import { problem } from '../../../shared/errors/index.ts';
+import { readSmallMultipart } from '../../http/multipart.ts';
+import { importKeystore } from '../../services/keys/import.ts';
+import { KEY_STATES } from '../../../shared/keys/lifecycle.ts';
+import { CertificateView } from '../../schemas/keys.ts';
 
 /** Reads the keystore form and imports it into `tenantId`: the imported keys' views. */
 export async function importFromRequest(

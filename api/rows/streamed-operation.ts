@@ -9,11 +9,11 @@ import type { Request, Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../../shared/errors/index.ts';
 import { actorOf } from '../access/checks.ts';
-import { clientGone } from './access-log.ts';
+import { clientGone } from '../http/access-log.ts';
 import { outcomeOf } from '../../shared/metrics/index.ts';
-import { abandonRaw } from './streaming.ts';
+import { abandonRaw } from '../http/streaming.ts';
 import { counted } from '../../shared/streams.ts';
-import type { StreamingForm } from './streaming-multipart.ts';
+import type { StreamingForm } from '../http/streaming-multipart.ts';
 
 /** The actions a streamed operation reports under. */
 export type StreamedAction =

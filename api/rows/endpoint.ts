@@ -19,14 +19,14 @@ import type { AccessClaims } from '../services/auth/access-tokens.ts';
 import { actorOf, attemptOf } from '../access/checks.ts';
 import { checkAccess, type Access } from '../access/rule.ts';
 import { operationHandler } from './operation.ts';
-import { jsonBody } from './json-body.ts';
-import { abandonRaw, acceptOneOf, responseSelection } from './streaming.ts';
+import { jsonBody } from '../http/json-body.ts';
+import { abandonRaw, acceptOneOf, responseSelection } from '../http/streaming.ts';
 import { consumeApiBudget } from '../access/budget.ts';
-import { route, type Handlers } from './route.ts';
+import { route, type Handlers } from '../http/route.ts';
 import { answerChecker, inputChecker, type InputChecker } from './input.ts';
 import { AppError, OAuthError, problem } from '../../shared/errors/index.ts';
 import { oauthShaped } from '../access/problems.ts';
-import { formBody } from './form-body.ts';
+import { formBody } from '../http/form-body.ts';
 import type { ExpensiveDeclaration } from '../../shared/keys/work-budget.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -199,7 +199,7 @@ export interface EndpointRow<
    * `{results: [...]}` in order, each result with its own status, one failure not failing the
    * others. The handler runs once per item and gets no `res`; each call and item spends a point
    * of `budget` and is a tallied audit event of that name. Served by one core on Express and on
-   * the runtime lane (api/http/operation.ts).
+   * the runtime lane (api/rows/operation.ts).
    */
   batch?: true;
   /**

@@ -1,5 +1,5 @@
 /**
- * The vocabulary of the route rows' schemas (api/http/endpoint.ts): TypeBox builders, which are
+ * The vocabulary of the route rows' schemas (api/rows/endpoint.ts): TypeBox builders, which are
  * JSON Schema 2020-12 objects with static types, so one declaration validates a request, types
  * its handler and documents it. Resource schemas live in the route file that answers them.
  */
@@ -33,7 +33,7 @@ export const ProblemDocument = Type.Object(
   { description: 'a problem (RFC 7807); its details as extra members' },
 );
 
-/** A page of `item`s (api/http/pagination.ts), its example made from the item's. */
+/** A page of `item`s (api/rows/pagination.ts), its example made from the item's. */
 export function PageOf<T extends TSchema>(item: T) {
   const example = (item as { examples?: unknown[] }).examples?.[0];
   return Type.Object(
@@ -47,7 +47,7 @@ export function PageOf<T extends TSchema>(item: T) {
   );
 }
 
-/** The `limit` and `cursor` of a paged list (one reader: api/http/pagination.ts pageRequest). */
+/** The `limit` and `cursor` of a paged list (one reader: api/rows/pagination.ts pageRequest). */
 export const PAGE_QUERY = {
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 500, default: 100, description: 'page size' }),

@@ -1,5 +1,5 @@
 /**
- * The one reader of a row's input (api/http/endpoint.ts): path parameters, query and JSON body
+ * The one reader of a row's input (api/rows/endpoint.ts): path parameters, query and JSON body
  * checked against the row's schemas by validators compiled once at startup (TypeBox's compiler:
  * generated code, no schema walk per request). A refusal names the field: 400 validation-failed
  * for the query and the body (an unknown member named as such), 404 for a path

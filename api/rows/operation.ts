@@ -17,10 +17,10 @@ import { bodyChecker } from './input.ts';
 import { attemptOf, type AccessAttempt } from '../access/checks.ts';
 import { checkAccess, type Access } from '../access/rule.ts';
 import { consumeApiBudget } from '../access/budget.ts';
-import { declaredTooLarge, readCanonicalJson } from './json-body.ts';
+import { declaredTooLarge, readCanonicalJson } from '../http/json-body.ts';
 import { subjectActor } from '../../shared/audit/actor.ts';
 
-/** What the core reads of an operation row (api/http/endpoint.ts declares the row). */
+/** What the core reads of an operation row (api/rows/endpoint.ts declares the row). */
 export interface OperationRow {
   operationId: string;
   access: Access;

@@ -5,7 +5,7 @@
  * (shared/keys/public-view.ts). Never material.
  */
 import Type from 'typebox';
-import { NullableTime, Resource, Time } from './schemas.ts';
+import { NullableTime, Resource, Time } from './common.ts';
 
 const USAGE = ['encrypt', 'sign', 'mac', 'verify'] as const;
 const KEY_STATES = ['active', 'suspended', 'revoked', 'archived'] as const;

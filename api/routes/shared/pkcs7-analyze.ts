@@ -2,17 +2,24 @@
  * POST analyze-pkcs7: the JSON analysis of a PKCS#7/CMS input, read in one
  * streaming pass from a multipart form's file part or from the raw body. One row, served at
  * /api/v3/migration/stream/analyze-pkcs7 and at the unversioned alias.
+ *
+ * Tests: test/integration/migration/convert.test.ts,
+ *   test/integration/migration/producers-signed.test.ts
  */
 import type { Request } from 'express';
 import Type from 'typebox';
-import { endpoint, type Endpoint } from './endpoint.ts';
-import { isMultipartForm, streamMultipart, type StreamingForm } from './streaming-multipart.ts';
-import { tenantKeyResolver } from '../../shared/keys/cms-resolver.ts';
-import { rawBody } from './streaming.ts';
-import { streamedOperation } from './streamed-operation.ts';
-import { CMS_PROBLEMS } from './stream-schemas.ts';
-import { analyzePkcs7 } from '../../shared/pkcs7/index.ts';
-import { problem } from '../../shared/errors/index.ts';
+import { endpoint, type Endpoint } from '../../rows/endpoint.ts';
+import {
+  isMultipartForm,
+  streamMultipart,
+  type StreamingForm,
+} from '../../http/streaming-multipart.ts';
+import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
+import { rawBody } from '../../http/streaming.ts';
+import { streamedOperation } from '../../rows/streamed-operation.ts';
+import { CMS_PROBLEMS } from '../../schemas/streams.ts';
+import { analyzePkcs7 } from '../../../shared/pkcs7/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 
 /**
  * Media types a raw (non-multipart) analyze body may have (RFC 8551 section 3.2.1, RFC 5751); a

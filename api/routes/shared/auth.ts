@@ -1,8 +1,10 @@
 /**
  * The pieces the token-issuing rows share (api/routes/v3/auth.ts, api/routes/legacy/authenticate.ts):
  * example values of one workload's tokens, and the OAuth errors (RFC 6749 5.2) both answer.
+ *
+ * Tests: test/integration/auth/auth-rows.test.ts, test/integration/admin/openapi.test.ts
  */
-import type { ProblemText } from './endpoint.ts';
+import type { ProblemText } from '../../rows/endpoint.ts';
 
 /** Example values: one workload of one tenant, its access and refresh token. */
 export const EXAMPLE_TENANT_ID = '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c';
