@@ -126,6 +126,30 @@ describe('scripts/guards/layers: the import rules per folder', () => {
     ).toHaveLength(1);
   });
 
+  it('when the transport imports the row framework or a schema imports anything but TypeBox, then it is reported; rows, services and route files share the schemas', () => {
+    expect(lint('api/http/json-body.ts', "import { e } from '../rows/endpoint.ts';")).toHaveLength(
+      1,
+    );
+    expect(
+      lint('api/schemas/keys.ts', "import { s } from '../services/keys/store.ts';"),
+    ).toHaveLength(1);
+    expect(lint('api/schemas/keys.ts', "import Type from 'typebox';")).toEqual([]);
+    expect(
+      lint('api/services/keys/store.ts', "import { K } from '../../schemas/keys.ts';"),
+    ).toEqual([]);
+    expect(
+      lint('api/services/keys/store.ts', "import { e } from '../../rows/endpoint.ts';"),
+    ).toHaveLength(1);
+  });
+
+  it('when a route file imports another route file, then it is reported; what route files share is under routes/shared/', () => {
+    expect(lint('api/routes/v3/pqc.ts', "import { r } from './audit.ts';")).toHaveLength(1);
+    expect(lint('api/routes/v3/pqc.ts', "import { o } from '../shared/operations.ts';")).toEqual(
+      [],
+    );
+    expect(lint('api/routes/shared/audit.ts', "import { r } from '../v3/pqc.ts';")).toHaveLength(1);
+  });
+
   it('when the CLI imports api/, then it is reported; test files are not bound by the rules', () => {
     expect(lint('bin/lib/client.ts', "import { createApp } from '../../api/app.ts';")).toHaveLength(
       1,
