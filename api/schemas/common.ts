@@ -1,14 +1,17 @@
 /**
  * The vocabulary of the route rows' schemas (api/rows/endpoint.ts): TypeBox builders, which are
  * JSON Schema 2020-12 objects with static types, so one declaration validates a request, types
- * its handler and documents it. Resource schemas live in the route file that answers them.
+ * its handler and documents it. A resource a service answers has its schema in a file of its own
+ * beside this one (users.ts, roles.ts, ...), its type `Static` of it; the others live in the route
+ * file that answers them.
  */
-import Type, { type TProperties, type TSchema } from 'typebox';
+import Type, { type Static, type TProperties, type TSchema } from 'typebox';
 
 export const Uuid = (description?: string) =>
   Type.String({ format: 'uuid', ...(description ? { description } : {}) });
 export const Time = () => Type.String({ format: 'date-time' });
 export const NullableTime = () => Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+export const NullableString = () => Type.Union([Type.String(), Type.Null()]);
 
 /** A request body object: members it does not know are refused, naming the member. */
 export const Body = <P extends TProperties>(properties: P, example?: unknown) =>
@@ -93,3 +96,5 @@ export const TenantResource = Resource(
     createdAt: '2026-11-23T16:00:00.000Z',
   },
 );
+
+export type TenantView = Static<typeof TenantResource>;

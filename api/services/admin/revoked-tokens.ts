@@ -2,6 +2,7 @@
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { RevokedToken } from '../../../shared/db/models/tokens.ts';
+import type { RevokedTokenView } from '../../schemas/revoked-tokens.ts';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -9,16 +10,6 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 /** A jti as this service issues them: 1 to 128 characters, no control character, well-formed UTF-16. */
 const isJti = (v: unknown): v is string =>
   typeof v === 'string' && v.length > 0 && v.length <= 128 && !CONTROL.test(v) && v.isWellFormed();
-
-export interface RevokedTokenView {
-  jti: string;
-  tenantId: string | null;
-  sub: string | null;
-  expiresAt: string;
-  revokedAt: string;
-  revokedBy: string | null;
-  reason: string;
-}
 
 /** Who force-revokes: the audit actor and the tenant whose chain records it (the caller's). */
 export interface Revoker {

@@ -9,14 +9,7 @@ import { Role, User, Workload } from '../../../shared/db/models/identities.ts';
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { findTenant } from './tenants.ts';
 import { requireName } from './names.ts';
-
-export interface RoleView {
-  id: string;
-  tenantId: string;
-  name: string;
-  permissions: string[];
-  createdAt: string;
-}
+import type { RoleView } from '../../schemas/roles.ts';
 
 /** The API shape of a role. */
 export const roleView = (r: Role): RoleView => ({

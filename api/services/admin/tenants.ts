@@ -10,14 +10,7 @@ import { Tenant } from '../../../shared/db/models/tenants.ts';
 import { Workload } from '../../../shared/db/models/identities.ts';
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { requireName } from './names.ts';
-
-export interface TenantView {
-  id: string;
-  name: string;
-  status: string;
-  isPlatform: boolean;
-  createdAt: string;
-}
+import type { TenantView } from '../../schemas/common.ts';
 
 /** The API shape of a tenant. */
 export const tenantView = (t: Tenant): TenantView => ({

@@ -8,17 +8,7 @@ import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts'
 import { startPasswordReset } from '../auth/password-reset.ts';
 import { revokeSubjectRefreshTokens } from '../auth/refresh-tokens.ts';
 import { requireRole } from './roles.ts';
-
-export interface UserView {
-  id: string;
-  tenantId: string;
-  email: string;
-  roleId: string;
-  disabled: boolean;
-  lockedUntil: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+import type { UserView } from '../../schemas/users.ts';
 
 // eslint-disable-next-line no-control-regex
 const EMAIL = /^[^\s@\u0000-\u001f]+@[^\s@\u0000-\u001f]+$/;

@@ -7,16 +7,7 @@ import { Workload, WorkloadSecret } from '../../../shared/db/models/identities.t
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { requireName } from './names.ts';
 import { requireRole } from './roles.ts';
-
-export interface WorkloadView {
-  id: string;
-  tenantId: string;
-  name: string;
-  clientId: string;
-  roleId: string;
-  disabled: boolean;
-  createdAt: string;
-}
+import type { WorkloadView } from '../../schemas/workloads.ts';
 
 /** The longest grace a rotated secret may keep (30 days). */
 const MAX_GRACE_SECONDS = 30 * 86400;

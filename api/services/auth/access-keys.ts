@@ -17,14 +17,9 @@ import { Role } from '../../../shared/db/models/identities.ts';
 import { findWorkload } from '../admin/workloads.ts';
 import { accessKeySealContext } from '../../../shared/keys/sealed-items.ts';
 import { IntegrityError, UnknownKeyIdError, sealedBy } from '../../../shared/crypto/master-key.ts';
+import type { AccessKeyView } from '../../schemas/workloads.ts';
 
 /** An access key as the API lists it (never the secret). */
-export interface AccessKeyView {
-  accessKeyId: string;
-  workloadId: string;
-  createdAt: string;
-}
-
 /** What a verified access key stands for: its workload, as its OAuth tokens carry it. */
 export interface AccessKeyHolder {
   accessKeyId: string;

@@ -10,35 +10,13 @@
 import Type from 'typebox';
 import { PERMISSIONS } from '../../../../shared/permissions.ts';
 import { endpoint } from '../../../rows/endpoint.ts';
-import { Body, NullableTime, PageOf, Resource, Time } from '../../../schemas/common.ts';
+import { Body, NullableString, NullableTime, PageOf, Resource } from '../../../schemas/common.ts';
 import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
 import { masterKeyStatus, startRewrap } from '../../../services/platform/master-key.ts';
 import { writeBackup } from '../../../services/platform/backup.ts';
+import { JTI_EXAMPLE, RevokedToken } from '../../../schemas/revoked-tokens.ts';
 
 const AT = '2026-11-23T16:00:00.000Z';
-const JTI_EXAMPLE = 'b7e2c0d4-9f1a-4c3b-8d5e-6a7b8c9d0e1f';
-const NullableString = () => Type.Union([Type.String(), Type.Null()]);
-
-const RevokedToken = Resource(
-  {
-    jti: Type.String(),
-    tenantId: NullableString(),
-    sub: NullableString(),
-    expiresAt: Time(),
-    revokedAt: Time(),
-    revokedBy: NullableString(),
-    reason: Type.String(),
-  },
-  {
-    jti: JTI_EXAMPLE,
-    tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
-    sub: '6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
-    expiresAt: '2026-11-24T02:00:00.000Z',
-    revokedAt: AT,
-    revokedBy: 'user:root@keyward.test',
-    reason: 'leaked in a build log',
-  },
-);
 
 const REWRAP_EXAMPLE = {
   state: 'done',

@@ -8,16 +8,7 @@
 import Type from 'typebox';
 import { endpoint } from '../../../../rows/endpoint.ts';
 import { pageRequest } from '../../../../rows/pagination.ts';
-import {
-  Body,
-  PageOf,
-  PageQuery,
-  Resource,
-  TENANT_PARAM,
-  TenantRecord,
-  Time,
-  Uuid,
-} from '../../../../schemas/common.ts';
+import { Body, PageOf, PageQuery, TENANT_PARAM, TenantRecord } from '../../../../schemas/common.ts';
 import {
   createRole,
   deleteRole,
@@ -26,23 +17,7 @@ import {
   roleView,
   updateRole,
 } from '../../../../services/admin/roles.ts';
-
-const Role = Resource(
-  {
-    id: Uuid(),
-    tenantId: Uuid(),
-    name: Type.String(),
-    permissions: Type.Array(Type.String()),
-    createdAt: Time(),
-  },
-  {
-    id: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
-    tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
-    name: 'encryptor',
-    permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'],
-    createdAt: '2026-11-23T16:00:00.000Z',
-  },
-);
+import { Role } from '../../../../schemas/roles.ts';
 
 // The one rule for both (services/admin/roles.ts) answers the bounds, naming what is wrong.
 const name = () =>

@@ -9,15 +9,13 @@ import { endpoint } from '../../../../rows/endpoint.ts';
 import { pageRequest } from '../../../../rows/pagination.ts';
 import {
   Body,
-  NullableTime,
   PageOf,
   PageQuery,
-  Resource,
   TENANT_PARAM,
   TenantRecord,
-  Time,
   Uuid,
 } from '../../../../schemas/common.ts';
+import { User, USER_EXAMPLE } from '../../../../schemas/users.ts';
 import {
   createUser,
   deleteUser,
@@ -26,31 +24,6 @@ import {
   resetUserPassword,
   updateUser,
 } from '../../../../services/admin/users.ts';
-
-const USER_EXAMPLE = {
-  id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
-  tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
-  email: 'ops@acme.example',
-  roleId: '5c0e8b1a-2d3f-4a6b-9c7d-8e9f0a1b2c3d',
-  disabled: false,
-  lockedUntil: null,
-  createdAt: '2026-11-23T16:00:00.000Z',
-  updatedAt: '2026-11-23T16:00:00.000Z',
-};
-
-const User = Resource(
-  {
-    id: Uuid(),
-    tenantId: Uuid(),
-    email: Type.String({ format: 'email' }),
-    roleId: Uuid(),
-    disabled: Type.Boolean(),
-    lockedUntil: Type.Optional(NullableTime()),
-    createdAt: Type.Optional(Time()),
-    updatedAt: Type.Optional(Time()),
-  },
-  USER_EXAMPLE,
-);
 
 const Tenant = Type.Object(TENANT_PARAM);
 const UserPath = TenantRecord('user');
