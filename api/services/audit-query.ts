@@ -5,18 +5,7 @@
 import type { Knex } from 'knex';
 import { problem } from '../../shared/errors/index.ts';
 import { AuditEvent } from '../../shared/db/models/audit.ts';
-
-export interface EventView {
-  seq: number;
-  at: string;
-  actor: string;
-  action: string;
-  outcome: string;
-  target: string | null;
-  details: Record<string, unknown>;
-  hash: string;
-  prevHash: string;
-}
+import type { EventView } from '../schemas/audit.ts';
 
 /** What GET /api/v3/audit/events selects. */
 export interface EventFilter {

@@ -47,31 +47,11 @@ import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
 import { auditBoth } from './exchange-events.ts';
 import { enabledUsages } from '../../shared/keys/usages.ts';
 import { SYSTEM_ACTOR } from '../../shared/audit/actor.ts';
+import type { ExchangeView } from '../schemas/exchanges.ts';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 
 /** An exchange as one of its two tenants sees it (never the payload). */
-export interface ExchangeView {
-  id: string;
-  direction: 'outgoing' | 'incoming';
-  fromTenantId: string;
-  toTenantId: string;
-  kid: string;
-  version: number;
-  type: string;
-  usage: string;
-  mode: string;
-  wrappingKid: string | null;
-  state: string;
-  publicKeySha256: string | null;
-  hasCertificate: boolean;
-  createdAt: string;
-  expiresAt: string;
-  decidedAt: string | null;
-  /** The kid created in the receiving tenant; shown to that tenant only. */
-  acceptedKid?: string | null;
-}
-
 const iso = (d: unknown) => (d ? new Date(d as string).toISOString() : null);
 
 /** The view for `tenantId`, which is one of the two sides. */

@@ -11,48 +11,11 @@ import { PageOf, Resource, Time, Uuid } from '../../schemas/common.ts';
 import type { AccessClaims } from '../../services/auth/access-tokens.ts';
 import { readHead, verifyChain } from '../../../shared/audit/verify.ts';
 import { listEvents, readEventFilter } from '../../services/audit-query.ts';
-
-const HASH = 'c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2';
-const Seq = (description?: string) =>
-  Type.Integer({ minimum: 0, ...(description ? { description } : {}) });
-const Sha256 = (description = 'hex SHA-256') =>
-  Type.String({ pattern: '^[0-9a-f]{64}$', description });
-const OUTCOMES = ['success', 'failure', 'denied'] as const;
+import { HASH, Seq, Sha256, OUTCOMES, Event } from '../../schemas/audit.ts';
 
 const HEAD_SEQ = 'seq of the last event; 0 before the first';
 const HEAD_HASH = 'hash of the last event; 64 zeros before the first';
 const ChainHead = Type.Object({ seq: Seq(HEAD_SEQ), hash: Sha256(HEAD_HASH) });
-
-const Event = Resource(
-  {
-    seq: Type.Integer({ minimum: 1 }),
-    at: Time(),
-    actor: Type.String(),
-    action: Type.String(),
-    outcome: Type.Enum(OUTCOMES),
-    target: Type.Union([Type.String(), Type.Null()]),
-    details: Type.Object(
-      {},
-      {
-        description:
-          '`{count, since}` for tallied runtime operations; `audit.events-lost` events say how many events the service could not keep for this tenant',
-      },
-    ),
-    hash: Sha256(),
-    prevHash: Sha256(),
-  },
-  {
-    seq: 45,
-    at: '2026-11-23T15:00:00.000Z',
-    actor: 'workload:6f1c2b9e-3d4a-4f7b-9a51-0c8e2d7f4b10',
-    action: 'crypto.encrypt',
-    outcome: 'success',
-    target: 'orders',
-    details: { count: 1027, since: '2026-11-23T14:59:00.000Z' },
-    hash: HASH,
-    prevHash: '2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae',
-  },
-);
 
 /** A time bound: the service reads it (api/services/audit-query.ts timeParam). */
 const TimeBound = (bound: string) =>

@@ -16,7 +16,8 @@ export class AuditEvent extends Model {
   declare at: Date;
   declare actor: string;
   declare action: string;
-  declare outcome: string;
+  /** What AuditInput allows: the only values the chain append writes. */
+  declare outcome: 'success' | 'failure' | 'denied';
   declare target: string | null;
   declare details: Record<string, unknown>;
   declare prev_hash: string;
