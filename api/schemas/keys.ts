@@ -1,10 +1,10 @@
 /**
- * The key answers that several route files send (route files cannot import each other): a key's
+ * The key answers that several route files send, and the types the key services build them by: a key's
  * metadata as the runtime lists it (api/services/keys/store.ts keyView), the admin record with
  * its settings (keyView and settingsView), and the public keys of every retained version
  * (shared/keys/public-view.ts). Never material.
  */
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { NullableTime, Resource, Time } from './common.ts';
 
 const USAGE = ['encrypt', 'sign', 'mac', 'verify'] as const;
@@ -77,36 +77,38 @@ export const CertificateView = Type.Object({
 /** A key's metadata as the runtime, PQC and legacy APIs list it. */
 export const KeyView = Resource(KEY_VIEW, VIEW_EXAMPLE);
 
+/** A key's settings, as the Admin API answers them beside its metadata. */
+const KEY_SETTINGS = {
+  description: Type.Union([Type.String({ maxLength: 500 }), Type.Null()]),
+  rotationPeriodDays: Type.Union([Type.Integer({ minimum: 1, maximum: 3650 }), Type.Null()], {
+    description:
+      "the effective automatic rotation period: the key's own, else the tenant's effective policy (see rotationPeriodFrom); null for keys that do not rotate (imported or exchanged)",
+  }),
+  rotationPeriodFrom: Type.Union([Type.Enum(['key', 'policy']), Type.Null()], {
+    description: 'where rotationPeriodDays comes from',
+  }),
+  nextRotationAt: Type.Union([Time(), Type.Null()], {
+    description:
+      'when the scheduler rotates the key (last rotation or creation plus the period); null unless the key is generated and active',
+  }),
+  lastRotatedAt: NullableTime(),
+  minDecryptionVersion: Type.Integer({
+    minimum: 1,
+    description:
+      'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them',
+  }),
+  archiveSigning: Type.Boolean({
+    description:
+      "the tenant's default archive signing key: it signs the JWS of a SignedData conversion without signerKid, whoever the CMS signers are; one key per tenant",
+  }),
+  trustAnchor: Type.Boolean({
+    description: 'a verify-only certificate that verify: chain validates CMS signers to',
+  }),
+};
+
 /** A key as the Admin API answers it: its metadata and its settings. */
 export const KeyRecord = Resource(
-  {
-    ...KEY_VIEW,
-    description: Type.Union([Type.String({ maxLength: 500 }), Type.Null()]),
-    rotationPeriodDays: Type.Union([Type.Integer({ minimum: 1, maximum: 3650 }), Type.Null()], {
-      description:
-        "the effective automatic rotation period: the key's own, else the tenant's effective policy (see rotationPeriodFrom); null for keys that do not rotate (imported or exchanged)",
-    }),
-    rotationPeriodFrom: Type.Union([Type.Enum(['key', 'policy']), Type.Null()], {
-      description: 'where rotationPeriodDays comes from',
-    }),
-    nextRotationAt: Type.Union([Time(), Type.Null()], {
-      description:
-        'when the scheduler rotates the key (last rotation or creation plus the period); null unless the key is generated and active',
-    }),
-    lastRotatedAt: NullableTime(),
-    minDecryptionVersion: Type.Integer({
-      minimum: 1,
-      description:
-        'versions below it no longer decrypt or verify (409 key-version-retired) and are kept; lowering it restores them',
-    }),
-    archiveSigning: Type.Boolean({
-      description:
-        "the tenant's default archive signing key: it signs the JWS of a SignedData conversion without signerKid, whoever the CMS signers are; one key per tenant",
-    }),
-    trustAnchor: Type.Boolean({
-      description: 'a verify-only certificate that verify: chain validates CMS signers to',
-    }),
-  },
+  { ...KEY_VIEW, ...KEY_SETTINGS },
   {
     ...VIEW_EXAMPLE,
     description: 'orders database column encryption',
@@ -202,3 +204,8 @@ export const PublicKeys = Resource(
     ],
   },
 );
+
+/** A key's metadata as the services build it (api/services/keys/store.ts keyView). */
+export type KeyView = Static<typeof KeyView>;
+/** A key's settings as the services build them (api/services/keys/settings.ts settingsView). */
+export type KeySettingsView = Static<ReturnType<typeof Type.Object<typeof KEY_SETTINGS>>>;

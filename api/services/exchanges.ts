@@ -35,7 +35,7 @@ import {
   type KeyMaterial,
 } from '../../shared/crypto/material.ts';
 import { decryptCompact, encryptCompact } from '../../shared/jose/compact-jwe.ts';
-import { checkNewKey, storeKey, type ImportExtras, type KeyView } from './keys/store.ts';
+import { checkNewKey, storeKey, type ImportExtras } from './keys/store.ts';
 import { findKeyRow, keyRow } from '../../shared/keys/lookup.ts';
 import { loadStoredVersion } from '../../shared/keys/cache.ts';
 import { unusable, type KeyState } from '../../shared/keys/lifecycle.ts';
@@ -48,6 +48,7 @@ import { auditBoth } from './exchange-events.ts';
 import { enabledUsages } from '../../shared/keys/usages.ts';
 import { SYSTEM_ACTOR } from '../../shared/audit/actor.ts';
 import type { ExchangeView } from '../schemas/exchanges.ts';
+import type { KeyView } from '../schemas/keys.ts';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 

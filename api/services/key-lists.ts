@@ -8,10 +8,11 @@ import type { Config } from '../../shared/config/index.ts';
 import { pageOf, type Page, type PageRequest } from '../../shared/db/page.ts';
 import type { KeyState } from '../../shared/keys/lifecycle.ts';
 import { keysQuery } from '../../shared/keys/lookup.ts';
-import { keyView, type KeyView } from './keys/store.ts';
-import { settingsView, type KeySettingsView } from './keys/settings.ts';
+import { keyView } from './keys/store.ts';
+import { settingsView } from './keys/settings.ts';
 import { tenantPolicy } from './policies.ts';
 import { PQC_KEY_TYPES } from '../../shared/crypto/registry.ts';
+import type { KeyView, KeySettingsView } from '../schemas/keys.ts';
 
 /** Keys usable at runtime: archived and revoked keys cannot be used. */
 const USABLE: readonly KeyState[] = ['active', 'suspended'];

@@ -4,9 +4,10 @@
  */
 import type { AppContext } from '../context.ts';
 import { problem } from '../../shared/errors/index.ts';
-import { checkNewKey, storeKey, type KeyView } from './keys/store.ts';
+import { checkNewKey, storeKey } from './keys/store.ts';
 import { keyTypeSpec } from '../../shared/crypto/registry.ts';
 import { importKeystore } from './keys/import.ts';
+import type { KeyView } from '../schemas/keys.ts';
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 

@@ -17,9 +17,10 @@ import { allowedUsages, refuseDuplicate } from '../../../shared/keys/usages.ts';
 import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
 import { parseKeystoreTask, type ParsedKeystoreEntry } from '../../threads/tasks/keystore.ts';
 import { tenantPolicy } from '../policies.ts';
-import { KID, storeKey, type KeyView } from './store.ts';
+import { KID, storeKey } from './store.ts';
 import { issuerSerialKey } from '../../../shared/keys/lookup.ts';
 import { akpJwkOf, akpKeyFromJwk } from '../../../shared/jose/akp-jwk.ts';
+import type { KeyView } from '../../schemas/keys.ts';
 
 const b = (u?: Uint8Array) => (u ? Buffer.from(u.buffer, u.byteOffset, u.byteLength) : undefined);
 

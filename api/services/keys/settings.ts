@@ -16,27 +16,12 @@ import {
   refuseDuplicate,
   usageColumns,
 } from '../../../shared/keys/usages.ts';
+import type { KeySettingsView } from '../../schemas/keys.ts';
 
 /** The longest rotation period, for a key as for a policy override (ten years). */
 export const MAX_ROTATION_PERIOD_DAYS = 3650;
 const MAX_DESCRIPTION = 500;
 const DAY_MS = 86_400_000;
-
-/** The settings members of a key record. */
-export interface KeySettingsView {
-  description: string | null;
-  /** The effective period: the key's own, else the policy's; null when the key does not rotate by itself. */
-  rotationPeriodDays: number | null;
-  /** Where rotationPeriodDays comes from. */
-  rotationPeriodFrom: 'key' | 'policy' | null;
-  nextRotationAt: string | null;
-  lastRotatedAt: string | null;
-  minDecryptionVersion: number;
-  /** The tenant's default archive signing key: it re-signs what outside signers signed. */
-  archiveSigning: boolean;
-  /** A verify-only certificate that `verify: "chain"` validates to. */
-  trustAnchor: boolean;
-}
 
 /**
  * A change of settings, its types and bounds checked by the route's schema (a description of at

@@ -47,7 +47,6 @@ import {
   readRotationPeriod,
   rotates,
   settingsView,
-  type KeySettingsView,
 } from './settings.ts';
 
 /** The kid rule for every key, generated or imported (shared/ids.ts). */
@@ -56,6 +55,7 @@ import { summarizeCertificate } from '../../../shared/keystore/certificate.ts';
 import type { CertificateSummary } from '../../../shared/keystore/types.ts';
 import { SYSTEM_ACTOR } from '../../../shared/audit/actor.ts';
 import { WORK_COSTS } from '../../../shared/keys/work-budget.ts';
+import type { KeySettingsView, KeyView } from '../../schemas/keys.ts';
 export { KID };
 
 /** What an imported version may carry besides its material. */
@@ -64,25 +64,6 @@ export interface ImportExtras {
   issuerDer?: Buffer;
   serialNumber?: Buffer;
   subjectKeyIdentifier?: Buffer;
-}
-
-/** The metadata of a key as the API shows it (never material). */
-export interface KeyView {
-  kid: string;
-  type: string;
-  usage: string;
-  /** What the key may do now, and at most (its certificate or type): shared/keys/usages.ts. */
-  usages: string[];
-  allowedUsages: string[];
-  state: KeyState;
-  /** A pending deletion: when the key is destroyed (it is suspended until then). */
-  deletionDate?: string;
-  currentVersion: number;
-  source: string;
-  createdAt: string;
-  updatedAt: string;
-  publicKey?: Record<string, unknown>;
-  certificate?: unknown;
 }
 
 /** The version members keyView shows: the public JWK as the KeyVersion model parses it. */
@@ -95,13 +76,13 @@ export function keyView(row: Record<string, unknown>, version?: VersionView): Ke
   return {
     kid: row.kid as string,
     type: row.type as string,
-    usage: row.usage as string,
+    usage: row.usage as KeyView['usage'],
     usages,
     allowedUsages: allowedUsagesOf(row),
     state: row.state as KeyState,
     ...(row.deletion_at ? { deletionDate: new Date(row.deletion_at as string).toISOString() } : {}),
     currentVersion: Number(row.current_version),
-    source: row.source as string,
+    source: row.source as KeyView['source'],
     createdAt: new Date(row.created_at as string).toISOString(),
     updatedAt: new Date(row.updated_at as string).toISOString(),
     // The JWK names its version, `<kid>#<version>`, also for rows stored with the bare kid.

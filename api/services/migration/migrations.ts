@@ -21,35 +21,12 @@ import { objectStoreOf } from '../jobs/producer.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
 import { migrateQueue, scheduleOptions } from './producer.ts';
+import type { MigrationView } from '../../schemas/migrations.ts';
 
 const MAX_METADATA_BYTES = 4096;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A migration as the API shows it. */
-export interface MigrationView {
-  id: string;
-  state: MigrationState;
-  source: { prefix: string } | { manifest: string };
-  output: { prefix: string };
-  metadata: Record<string, unknown>;
-  rateLimit: number;
-  listing: { done: boolean };
-  counts: {
-    listed: number;
-    converted: number;
-    refused: number;
-    pending: number;
-    bytesRead: number;
-  };
-  /** Objects finished per second since the migration was created (the average). */
-  objectsPerSecond: number;
-  /** Seconds left at that rate; null while unknown (nothing finished yet, or the listing still runs). */
-  etaSeconds: number | null;
-  createdAt: string;
-  updatedAt: string;
-  completedAt: string | null;
-}
-
 /** The view of a row. */
 export function migrationView(m: MigrationRow, now = Date.now()): MigrationView {
   const done = m.objectsConverted + m.objectsRefused;
