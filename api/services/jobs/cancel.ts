@@ -13,12 +13,11 @@ import {
   fetchJobs,
   readBatchRecord,
   readConvert,
-  type BatchView,
   type ConvertJob,
-  type ConvertView,
   type Tombstone,
 } from './view.ts';
 import { problem } from '../../../shared/errors/index.ts';
+import type { BatchView, ConvertView } from '../../schemas/jobs.ts';
 
 const WAITING = new Set(['waiting', 'wait', 'delayed', 'prioritized', 'waiting-children']);
 

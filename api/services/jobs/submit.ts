@@ -29,10 +29,9 @@ import {
   fetchJobs,
   loadConvert,
   readBatchRecord,
-  type BatchView,
   type ConvertJob,
-  type ConvertView,
 } from './view.ts';
+import type { BatchView, ConvertView } from '../../schemas/jobs.ts';
 
 /** A validated POST /jobs body. */
 export type SubmitRequest =

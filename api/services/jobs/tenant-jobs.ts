@@ -13,16 +13,9 @@ import { jobsProducer, objectStoreOf, onQueue } from './producer.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
-import {
-  batchChildren,
-  batchView,
-  childrenOffset,
-  readBatchRecord,
-  readConvert,
-  type BatchView,
-  type ConvertView,
-} from './view.ts';
+import { batchChildren, batchView, childrenOffset, readBatchRecord, readConvert } from './view.ts';
 import { cancelBatch, cancelConvert } from './cancel.ts';
+import type { BatchView, ConvertView } from '../../schemas/jobs.ts';
 
 const notFound = (id: string) => problem('not_found', `no job ${id.slice(0, 64)} in this tenant`);
 

@@ -10,61 +10,17 @@ import {
   type BatchRecord,
   type ConvertJobData,
   type ConvertJobResult,
-  type WrittenObject,
   type ConvertProgress,
 } from '../../../shared/queues/index.ts';
 import type { ConvertQueue, JobsProducer } from './producer.ts';
 import { AppError, problemDocument, type ProblemDocument } from '../../../shared/errors/index.ts';
+import type { BatchView, ConvertView, ProgressView as Progress } from '../../schemas/jobs.ts';
 
 export type ConvertJob = Job<ConvertJobData, ConvertJobResult>;
 
 /** Public job states. `retrying` waits for its backoff after a transient fault. */
 export type JobState =
   'queued' | 'active' | 'retrying' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
-
-export interface Progress {
-  bytesRead: number;
-  bytesWritten: number;
-  objectsDone: number;
-  objectsFailed: number;
-  objectsTotal: number;
-}
-
-export interface ConvertView {
-  id: string;
-  type: 'convert';
-  state: JobState;
-  source: { key: string; version: string };
-  output: { key: string | null };
-  progress: Progress;
-  attempts: { made: number; max: number };
-  result: {
-    key: string;
-    size: number;
-    contentType: string;
-    objects: WrittenObject[];
-  } | null;
-  problem: ProblemDocument | null;
-  /** The fault of the previous attempt while the job waits to retry. */
-  lastProblem?: ProblemDocument;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-}
-
-export interface BatchView {
-  id: string;
-  type: 'batch';
-  state: JobState;
-  source: BatchRecord['source'];
-  output: BatchRecord['output'];
-  progress: Progress;
-  /** The first failed children (all of them through GET .../children). */
-  failures: Array<{ id: string; source: { key: string }; problem: ProblemDocument }>;
-  createdAt: string;
-  finishedAt: string | null;
-  cancelledAt: string | null;
-}
 
 /** A cancel request recorded for a job (the job itself may be gone). */
 export interface Tombstone {

@@ -10,10 +10,10 @@
  *   and 10 more under test/e2e/, test/integration/
  */
 import { pipeline } from 'node:stream/promises';
-import Type, { type TSchema } from 'typebox';
+import Type from 'typebox';
 import { endpoint } from '../../../rows/endpoint.ts';
 import { pageRequest } from '../../../rows/pagination.ts';
-import { Body, PAGE_QUERY, ProblemDocument, Time } from '../../../schemas/common.ts';
+import { Body, PAGE_QUERY } from '../../../schemas/common.ts';
 import {
   cancelJob,
   deleteJobResults,
@@ -22,131 +22,19 @@ import {
   readJob,
   submitJob,
 } from '../../../services/jobs/tenant-jobs.ts';
+import {
+  JOB_ID,
+  SOURCE_KEY,
+  JobId,
+  Nullable,
+  CONVERT_EXAMPLE,
+  Convert,
+  Batch,
+} from '../../../schemas/jobs.ts';
 
 const JOBS = '/api/v3/migration/jobs';
 const tag = 'migration jobs';
 
-const JOB_ID = 'cv-3b5e1f0c9a7d2e4b6c8a0f1e3d5b7c9a1e2f4d6b';
-const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
-const JobId = Type.String({
-  pattern: '^(cv|bt)-[0-9a-f]{40}$',
-  description:
-    '`cv-` a conversion, `bt-` a batch; derived from tenant, source, source version, metadata and output, so a resubmission gets the same id',
-});
-const State = Type.Union(
-  ['queued', 'active', 'retrying', 'cancelling', 'completed', 'failed', 'cancelled'].map((s) =>
-    Type.Literal(s),
-  ),
-  {
-    description:
-      '`retrying`: waiting for its backoff after a transient fault (storage or Redis); a batch is `completed` when every child finished and at least one converted',
-  },
-);
-const Count = Type.Integer({ minimum: 0 });
-const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
-const Progress = Type.Object({
-  bytesRead: Count,
-  bytesWritten: Count,
-  objectsDone: Count,
-  objectsFailed: Count,
-  objectsTotal: Count,
-});
-/** A job's problem has the shape of every other problem (RFC 7807). */
-const JobProblem = ProblemDocument;
-const CONVERT_EXAMPLE = {
-  id: JOB_ID,
-  type: 'convert',
-  state: 'completed',
-  source: { key: SOURCE_KEY, version: '"9b2cf535f27731c974343645a3985328"' },
-  output: { key: 'converted/inv-0001.p7m.jwe' },
-  progress: {
-    bytesRead: 1048576,
-    bytesWritten: 1049012,
-    objectsDone: 1,
-    objectsFailed: 0,
-    objectsTotal: 1,
-  },
-  attempts: { made: 1, max: 3 },
-  result: {
-    key: 'converted/inv-0001.p7m.jwe',
-    size: 1049012,
-    contentType: 'multipart/mixed; boundary=keyward-jwe',
-    objects: [
-      {
-        role: 'result',
-        key: 'converted/inv-0001.p7m.jwe',
-        size: 1049012,
-        contentType: 'multipart/mixed; boundary=keyward-jwe',
-      },
-    ],
-  },
-  problem: null,
-  createdAt: '2026-11-23T16:00:00.000Z',
-  startedAt: '2026-11-23T16:00:00.120Z',
-  finishedAt: '2026-11-23T16:00:01.480Z',
-};
-const Convert = Type.Object({
-  id: JobId,
-  type: Type.Literal('convert'),
-  state: State,
-  source: Type.Object({
-    key: Type.String(),
-    version: Type.String({
-      description:
-        'etag, or size and mtime, of the object when submitted; a changed source fails the job with source-changed',
-    }),
-  }),
-  output: Type.Object({ key: Nullable(Type.String()) }),
-  progress: Progress,
-  attempts: Type.Object({ made: Count, max: Count }),
-  result: Nullable(
-    Type.Object({
-      key: Type.String({
-        description:
-          'output prefix + source name + `.jws.json` (SignedData) or `.jwe` (multipart JWE)',
-      }),
-      size: Count,
-      contentType: Type.String(),
-      objects: Type.Array(
-        Type.Object({
-          role: Type.Union([Type.Literal('result'), Type.Literal('content')]),
-          key: Type.String(),
-          size: Count,
-          contentType: Type.String(),
-        }),
-        {
-          description:
-            'every object the conversion wrote, the result first: for a SignedData also its signed content (`role: content`, key `<output>.content`), so nothing of the input is lost',
-        },
-      ),
-    }),
-  ),
-  problem: Nullable(JobProblem),
-  lastProblem: Type.Optional(
-    Type.Object(
-      {},
-      { description: 'the fault of the previous attempt, while the job is retrying' },
-    ),
-  ),
-  createdAt: Time(),
-  startedAt: Nullable(Time()),
-  finishedAt: Nullable(Time()),
-});
-const Batch = Type.Object({
-  id: JobId,
-  type: Type.Literal('batch'),
-  state: State,
-  source: Type.Object({ bucket: Type.Optional(Type.String()), prefix: Type.String() }),
-  output: Type.Object({ prefix: Type.String() }),
-  progress: Progress,
-  failures: Type.Array(
-    Type.Object({ id: JobId, source: Type.Object({ key: Type.String() }), problem: JobProblem }),
-    { description: 'the first 50 failed children; GET .../children lists all' },
-  ),
-  createdAt: Time(),
-  finishedAt: Nullable(Time()),
-  cancelledAt: Nullable(Time()),
-});
 const Job = (example: unknown) => Type.Union([Convert, Batch], { examples: [example] });
 const CANCELLED_EXAMPLE = {
   ...CONVERT_EXAMPLE,
