@@ -1,6 +1,6 @@
-/** A conversion job and a batch as the jobs API answers them. */
+/** A conversion job and a batch as the jobs API takes and answers them. */
 import Type, { type Static, type TSchema } from 'typebox';
-import { ProblemDocument, Time } from './common.ts';
+import { Body, ProblemDocument, Time } from './common.ts';
 
 export const JOB_ID = 'cv-3b5e1f0c9a7d2e4b6c8a0f1e3d5b7c9a1e2f4d6b';
 export const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
@@ -133,3 +133,51 @@ export const Batch = Type.Object({
 export type ProgressView = Static<typeof Progress>;
 export type ConvertView = Static<typeof Convert>;
 export type BatchView = Static<typeof Batch>;
+
+/** POST /api/v3/migration/jobs: one object or every object under a prefix. */
+export const Submit = Body(
+  {
+    source: Type.Union([
+      Type.Object(
+        { key: Type.String({ description: 'one object of your storage area' }) },
+        { additionalProperties: false },
+      ),
+      Type.Object(
+        {
+          bucket: Type.Optional(
+            Type.String({ description: 'optional; must be the service bucket (S3_BUCKET)' }),
+          ),
+          prefix: Type.String({
+            description:
+              'every object under it becomes a child job (results under output.prefix are left out)',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ]),
+    metadata: Type.Optional(
+      Type.Object(
+        {},
+        {
+          description:
+            'conversion metadata (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64, verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
+        },
+      ),
+    ),
+    output: Type.Object(
+      {
+        prefix: Type.String({
+          description: "where results go; a batch keeps the paths below the source prefix's folder",
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  {
+    source: { key: SOURCE_KEY },
+    metadata: { targetKid: 'archive-2026' },
+    output: { prefix: 'converted/' },
+  },
+);
+
+export type SubmitBody = Static<typeof Submit>;

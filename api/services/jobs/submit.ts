@@ -31,7 +31,7 @@ import {
   readBatchRecord,
   type ConvertJob,
 } from './view.ts';
-import type { BatchView, ConvertView } from '../../schemas/jobs.ts';
+import type { BatchView, ConvertView, SubmitBody } from '../../schemas/jobs.ts';
 
 /** A validated POST /jobs body. */
 export type SubmitRequest =
@@ -49,15 +49,14 @@ const ADD_CHUNK = 500;
 
 const invalid = (message: string, field: string) =>
   problem('validation_failed', message, { details: { field } });
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Checks the body `{source: {key} | {bucket?, prefix}, metadata, output: {prefix}}`. */
-export function parseSubmit(body: unknown): SubmitRequest {
-  if (!isObject(body)) throw invalid('the body must be a JSON object', 'body');
+/**
+ * The request a POST /jobs body makes, its shape checked by the row's schema: here what a schema
+ * cannot say (no password in the stored metadata, its size, canonical keys and prefixes, the
+ * output outside the reserved segment).
+ */
+export function parseSubmit(body: SubmitBody): SubmitRequest {
   const { source, output } = body;
-  const metadata = body.metadata ?? {};
-  if (!isObject(metadata)) throw invalid('metadata must be a JSON object', 'metadata');
+  const metadata = (body.metadata ?? {}) as Record<string, unknown>;
   // A job's metadata is stored with the job and shown by GET: a password must never be.
   if ('password' in metadata)
     throw invalid(
@@ -66,25 +65,12 @@ export function parseSubmit(body: unknown): SubmitRequest {
     );
   if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES)
     throw invalid(`metadata must be at most ${MAX_METADATA_BYTES} bytes of JSON`, 'metadata');
-  if (!isObject(output) || typeof output.prefix !== 'string')
-    throw invalid(
-      'output.prefix is required: where results go in your object storage',
-      'output.prefix',
-    );
   const outputPrefix = assertTenantWritable(assertPrefix(output.prefix), 'prefix');
-  if (!isObject(source)) throw invalid('source must be {key} or {bucket?, prefix}', 'source');
-  if (typeof source.key === 'string') {
-    if (source.prefix !== undefined)
-      throw invalid('source takes either key or prefix, not both', 'source');
+  if ('key' in source)
     return { kind: 'convert', key: assertObjectKey(source.key), metadata, outputPrefix };
-  }
-  if (typeof source.prefix !== 'string')
-    throw invalid('source must be {key} or {bucket?, prefix}', 'source');
-  if (source.bucket !== undefined && typeof source.bucket !== 'string')
-    throw invalid('source.bucket must be a string', 'source.bucket');
   return {
     kind: 'batch',
-    bucket: source.bucket as string | undefined,
+    bucket: source.bucket,
     prefix: assertPrefix(source.prefix),
     metadata,
     outputPrefix,

@@ -15,7 +15,7 @@ import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
 import { batchChildren, batchView, childrenOffset, readBatchRecord, readConvert } from './view.ts';
 import { cancelBatch, cancelConvert } from './cancel.ts';
-import type { BatchView, ConvertView } from '../../schemas/jobs.ts';
+import type { BatchView, ConvertView, SubmitBody } from '../../schemas/jobs.ts';
 
 const notFound = (id: string) => problem('not_found', `no job ${id.slice(0, 64)} in this tenant`);
 
@@ -29,7 +29,7 @@ function jobId(id: string): string {
 export async function submitJob(
   ctx: AppContext,
   claims: AccessClaims,
-  body: unknown,
+  body: SubmitBody,
 ): Promise<ConvertView | BatchView> {
   const rt = await jobsProducer(ctx);
   const request = parseSubmit(body);

@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import Type from 'typebox';
 import { endpoint } from '../../../rows/endpoint.ts';
 import { pageRequest } from '../../../rows/pagination.ts';
-import { Body, PAGE_QUERY } from '../../../schemas/common.ts';
+import { PAGE_QUERY } from '../../../schemas/common.ts';
 import {
   cancelJob,
   deleteJobResults,
@@ -24,12 +24,12 @@ import {
 } from '../../../services/jobs/tenant-jobs.ts';
 import {
   JOB_ID,
-  SOURCE_KEY,
   JobId,
   Nullable,
   CONVERT_EXAMPLE,
   Convert,
   Batch,
+  Submit,
 } from '../../../schemas/jobs.ts';
 
 const JOBS = '/api/v3/migration/jobs';
@@ -53,51 +53,6 @@ const QUEUED_EXAMPLE = {
   startedAt: null,
   finishedAt: null,
 };
-
-const Submit = Body(
-  {
-    source: Type.Union([
-      Type.Object(
-        { key: Type.String({ description: 'one object of your storage area' }) },
-        { additionalProperties: false },
-      ),
-      Type.Object(
-        {
-          bucket: Type.Optional(
-            Type.String({ description: 'optional; must be the service bucket (S3_BUCKET)' }),
-          ),
-          prefix: Type.String({
-            description:
-              'every object under it becomes a child job (results under output.prefix are left out)',
-          }),
-        },
-        { additionalProperties: false },
-      ),
-    ]),
-    metadata: Type.Optional(
-      Type.Object(
-        {},
-        {
-          description:
-            'conversion metadata (signerKid, recipientKid, targetKid: one kid or a list of up to 16, contentEncryption, keyManagement, b64, verify: signature or chain); default {}. password is refused (400 validation-failed): a job stores its metadata',
-        },
-      ),
-    ),
-    output: Type.Object(
-      {
-        prefix: Type.String({
-          description: "where results go; a batch keeps the paths below the source prefix's folder",
-        }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  {
-    source: { key: SOURCE_KEY },
-    metadata: { targetKid: 'archive-2026' },
-    output: { prefix: 'converted/' },
-  },
-);
 
 const JobPath = Type.Object({ id: { ...JobId, examples: [JOB_ID] } });
 const QUEUE = {
