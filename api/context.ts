@@ -18,6 +18,8 @@ import type { AuthServices } from './services/auth/index.ts';
 import type { BackgroundTasks } from './background.ts';
 import type { Rewrapper } from '../shared/keys/rewrap.ts';
 import type { TransitMounts } from './services/vault-transit/mounts.ts';
+import type { ChangeFedCache } from '../shared/fanout/change-fed-cache.ts';
+import type { AccessKeyHolder } from './services/auth/access-keys.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -55,6 +57,10 @@ export interface AppContext extends KeyPlane {
   rewrap: Rewrapper;
   /** Where each tenant's Vault Transit API answers below /v1/, held in memory. */
   transitMounts: TransitMounts;
+  /** AWS KMS alias names to kids, by `<tenantId>:<name>` (api/services/aws-kms/aliases.ts). */
+  aliases: ChangeFedCache<string>;
+  /** Access key ids to their workloads (api/services/auth/access-keys.ts). */
+  accessKeys: ChangeFedCache<AccessKeyHolder>;
   /** Automatic key rotation; its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
 }

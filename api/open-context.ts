@@ -21,6 +21,8 @@ import { batchedSigner } from './services/auth/token-signer.ts';
 import { createBackgroundTasks } from './background.ts';
 import { createRewrapper } from '../shared/keys/rewrap.ts';
 import { createTransitMounts } from './services/vault-transit/mounts.ts';
+import { createAliasCache } from './services/aws-kms/aliases.ts';
+import { createAccessKeyResolver } from './services/auth/access-keys.ts';
 import type { AppContext } from './context.ts';
 
 export interface ContextOptions {
@@ -32,8 +34,9 @@ export interface ContextOptions {
 /**
  * Builds the API process's context: the logger, the key plane (master key, database, master
  * secrets, Redis, fan-out, change feed, key cache: shared/key-plane.ts) and the API's own parts
- * on top (pools, metrics, audit, auth, Transit mounts, background tasks, rewrap), each registered on the plane's
- * closer list. A part that fails to open closes what was opened before it.
+ * on top (pools, metrics, audit, auth, Transit mounts, the alias and access-key caches,
+ * background tasks, rewrap), each registered on the plane's closer list where it holds anything.
+ * A part that fails to open closes what was opened before it.
  */
 export async function createContext(
   config: Config,
@@ -109,6 +112,8 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
   closers.add('background tasks', () => background.close());
   const rewrap = createRewrapper(db, masterKey, { logger, metrics: metrics.domain });
   closers.add('master-key rewrap', () => rewrap.close());
+  const aliases = createAliasCache(db, changes);
+  const accessKeys = createAccessKeyResolver({ db, masterKey, logger, changes });
   // Every listener is registered: from here on no change is missed.
   changes.start();
   return {
@@ -130,6 +135,8 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
     background,
     rewrap,
     transitMounts,
+    aliases,
+    accessKeys,
   };
 }
 

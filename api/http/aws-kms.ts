@@ -10,7 +10,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_CORE, type AccessClaims } from '../services/auth/access-tokens.ts';
-import { ACCESS_KEY_ID, accessKeys, type AccessKeyHolder } from '../services/auth/access-keys.ts';
+import {
+  ACCESS_KEY_ID,
+  accessKeyHolder,
+  type AccessKeyHolder,
+} from '../services/auth/access-keys.ts';
 import { isRateLimited, rateKey, retryAfterSeconds } from '../services/auth/rate-limits.ts';
 import { requirePermissions } from '../access/checks.ts';
 import { consumeApiBudget } from '../access/budget.ts';
@@ -128,7 +132,7 @@ async function authenticate(
   }
   try {
     checkScope(cred, req.headers, regionsOf(ctx), Date.now());
-    holder = await accessKeys(ctx).lookup(cred.accessKeyId);
+    holder = await accessKeyHolder(ctx, cred.accessKeyId);
     if (!holder || !holder.usable)
       throw new AwsError(
         'UnrecognizedClientException',
@@ -151,9 +155,7 @@ async function authenticate(
     if (!(err instanceof AwsError) || err.status >= 500) throw err;
     // A scope refused before the lookup: which budget it spends depends on whether the id names a key.
     if (holder === null && ACCESS_KEY_ID.test(cred.accessKeyId))
-      holder = await accessKeys(ctx)
-        .lookup(cred.accessKeyId)
-        .catch(() => null);
+      holder = await accessKeyHolder(ctx, cred.accessKeyId).catch(() => null);
     const known = holder !== null;
     if (!known) pair = rateKey('address', address);
     ctx.audit.tally({

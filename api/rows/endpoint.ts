@@ -91,7 +91,6 @@ export type EndpointInput<P, Q, B, A extends Access = { anyOf: [string] }> = {
 } & CallerOf<A>;
 /* The caller's claims and audit actor (`workload:<id>` or `user:<id>`) come from CallerOf. */
 
-/** The audit event a successful call records, in the path's tenant (or the caller's). */
 /** What one audit event names: its target and details. */
 export interface AuditedTarget {
   target: string | null;

@@ -25,6 +25,7 @@ import { KID, canonicalId } from '../ids.ts';
 import { keyNotFound, type KeyState } from './lifecycle.ts';
 import { enabledUsages } from './usages.ts';
 import type { ChangeFeed } from '../fanout/change-feed.ts';
+import { ChangeFedCache } from '../fanout/change-fed-cache.ts';
 import { Key, KeyVersion } from '../db/models/keys.ts';
 
 const MAX_ENTRIES = 10_000;
@@ -130,14 +131,25 @@ export function createKeyCache(
   feed: ChangeFeed,
   log?: Pick<Logger, 'error'>,
 ): KeyCache {
-  const entries = new Map<string, Promise<CachedKey>>();
-  const missing = new Map<string, number>();
-  // Tenant ids are canonical here (the seal binding and the change refs use the lower-case form).
-  const id = (tenantId: string, kid: string) => `${tenantId}\u0000${kid}`;
-  const drop = (key: string) => {
-    entries.delete(key);
-    missing.delete(key);
-  };
+  // By the key change's ref, `<tenantId>:<kid>` (tenant ids are canonical here: the seal binding
+  // and the change refs use the lower-case form).
+  const entries = new ChangeFedCache<CachedKey>({
+    feed,
+    kind: 'key',
+    max: MAX_ENTRIES,
+    // A kid found missing is answered so for a moment without a read: random kids cost one each.
+    absentTtlMs: NEGATIVE_TTL_MS,
+    async load([ref]) {
+      // A tenant id is a UUID: the first colon ends it.
+      const at = ref.indexOf(':');
+      try {
+        return new Map([[ref, await load(ref.slice(0, at), ref.slice(at + 1))]]);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'key_not_found') return new Map();
+        throw err;
+      }
+    },
+  });
 
   async function load(tenantId: string, kid: string): Promise<CachedKey> {
     const row = await Key.query(db).findOne({ tenant_id: tenantId, kid });
@@ -190,14 +202,8 @@ export function createKeyCache(
   };
 
   // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
-  feed.on('key', (c) => {
-    const at = c.ref.indexOf(':');
-    drop(id(c.ref.slice(0, at), c.ref.slice(at + 1)));
-    forget(c.ref.slice(0, at));
-  });
+  feed.on('key', (c) => forget(c.ref.slice(0, c.ref.indexOf(':'))));
   feed.onResync(() => {
-    entries.clear();
-    missing.clear();
     recalled.clear();
     recalledCount = 0;
   });
@@ -208,28 +214,16 @@ export function createKeyCache(
       // invalidated by the lower-case change ref) and failed the seal binding of the material.
       const tenantId = canonicalId(anyTenantId);
       if (!KID.test(kid)) return Promise.reject(keyNotFound(kid));
-      const key = id(tenantId, kid);
-      const hit = entries.get(key);
-      if (hit) return hit;
-      const miss = missing.get(key);
-      if (miss && Date.now() - miss < NEGATIVE_TTL_MS) return Promise.reject(keyNotFound(kid));
-      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
-      const loading = load(tenantId, kid);
-      entries.set(key, loading);
-      loading.catch((err) => {
-        entries.delete(key);
-        if (err instanceof AppError && err.code === 'key_not_found') {
-          // Bounded: random kids must not grow this map without end.
-          if (missing.size >= MAX_ENTRIES) missing.clear();
-          missing.set(key, Date.now());
-        }
-      });
-      return loading;
+      const ref = `${tenantId}:${kid}`;
+      return (
+        entries.hit(ref) ?? entries.get(ref).then((key) => key ?? Promise.reject(keyNotFound(kid)))
+      );
     },
     async invalidate(anyTenantId, kid) {
       const tenantId = canonicalId(anyTenantId);
-      drop(id(tenantId, kid));
-      await feed.record('key', `${tenantId}:${kid}`);
+      const ref = `${tenantId}:${kid}`;
+      entries.forget(ref);
+      await feed.record('key', ref);
     },
     async changedIn(trx, anyTenantId, kid) {
       const tenantId = canonicalId(anyTenantId);

@@ -10,7 +10,6 @@
  * cached access keys; an entry is never used longer than CACHE_TTL_MS either.
  */
 import { randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { Role } from '../../../shared/db/models/identities.ts';
@@ -18,8 +17,8 @@ import { findWorkload } from '../admin/workloads.ts';
 import { accessKeySealContext } from '../../../shared/keys/sealed-items.ts';
 import { IntegrityError, UnknownKeyIdError, sealedBy } from '../../../shared/crypto/master-key.ts';
 import type { AccessKeyView } from '../../schemas/workloads.ts';
+import { ChangeFedCache } from '../../../shared/fanout/change-fed-cache.ts';
 
-/** An access key as the API lists it (never the secret). */
 /** What a verified access key stands for: its workload, as its OAuth tokens carry it. */
 export interface AccessKeyHolder {
   accessKeyId: string;
@@ -35,6 +34,8 @@ export interface AccessKeyHolder {
 /** At most this many access keys per workload (AWS allows two per user; rotation needs room). */
 const MAX_KEYS_PER_WORKLOAD = 5;
 const CACHE_TTL_MS = 5_000;
+/** Access keys held at most by the resolver. */
+const MAX_CACHED = 10_000;
 /** AWS access key ids: 20 upper-case base32 characters; Keyward's begin with KWAK. */
 export const ACCESS_KEY_ID = /^KWAK[A-Z2-7]{16}$/;
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -120,38 +121,18 @@ export async function deleteAccessKey(
   await ctx.auth.secrets.invalidate(workload.client_id);
 }
 
-/** The per-process resolver of access key ids. */
-export interface AccessKeyResolver {
-  /** The holder of an access key id, or null when there is none. */
-  lookup(accessKeyId: string): Promise<AccessKeyHolder | null>;
-}
+/** What the resolver of access key ids reads with. */
+export type AccessKeyParts = Pick<AppContext, 'db' | 'masterKey' | 'logger' | 'changes'>;
 
-const resolvers = new WeakMap<AppContext, AccessKeyResolver>();
-
-/** The context's resolver, created on first use with its change-feed listeners. */
-export function accessKeys(ctx: AppContext): AccessKeyResolver {
-  let r = resolvers.get(ctx);
-  if (!r) {
-    r = createResolver(ctx);
-    resolvers.set(ctx, r);
-  }
-  return r;
-}
-
-function createResolver(ctx: AppContext): AccessKeyResolver {
-  const cache = new Map<string, AccessKeyHolder>();
-  let generation = 0;
-  ctx.changes.on('client', (c) => {
-    generation += 1;
-    for (const [id, holder] of cache) if (holder.clientId === c.ref) cache.delete(id);
-  });
-  ctx.changes.onResync(() => {
-    generation += 1;
-    cache.clear();
-  });
-
-  async function load(db: Knex, accessKeyId: string): Promise<AccessKeyHolder | null> {
-    const row = await db('access_keys as k')
+/**
+ * The process's resolver of access key ids, by id: a `client` change drops every access key of
+ * that client's workload, and an entry is never used longer than CACHE_TTL_MS. The holder of an
+ * id, or undefined when there is none.
+ */
+export function createAccessKeyResolver(ctx: AccessKeyParts): ChangeFedCache<AccessKeyHolder> {
+  async function load(accessKeyId: string): Promise<AccessKeyHolder | null> {
+    const row = await ctx
+      .db('access_keys as k')
       .join('workloads as w', 'w.id', 'k.workload_id')
       .join('roles as r', 'r.id', 'w.role_id')
       .join('tenants as t', 't.id', 'k.tenant_id')
@@ -223,33 +204,25 @@ function createResolver(ctx: AppContext): AccessKeyResolver {
     );
   }
 
-  // One load per access key at a time: when an entry expires under load, every request in
-  // flight for it would otherwise query the database and open the sealed secret at once.
-  // A load started before a change (a revocation) is never joined after it.
-  const loading = new Map<string, { generation: number; load: Promise<AccessKeyHolder | null> }>();
-
-  async function refresh(accessKeyId: string): Promise<AccessKeyHolder | null> {
-    const startedAt = generation;
-    try {
-      const fresh = await load(ctx.db, accessKeyId);
-      if (fresh && generation === startedAt) cache.set(accessKeyId, fresh);
-      else cache.delete(accessKeyId);
-      return fresh;
-    } finally {
-      if (loading.get(accessKeyId)?.generation === startedAt) loading.delete(accessKeyId);
-    }
-  }
-
-  return {
-    async lookup(accessKeyId) {
-      if (!ACCESS_KEY_ID.test(accessKeyId)) return null;
-      const hit = cache.get(accessKeyId);
-      if (hit && Date.now() - hit.loadedAt < CACHE_TTL_MS) return hit;
-      const pending = loading.get(accessKeyId);
-      if (pending && pending.generation === generation) return pending.load;
-      const started = { generation, load: refresh(accessKeyId) };
-      loading.set(accessKeyId, started);
-      return started.load;
+  return new ChangeFedCache<AccessKeyHolder>({
+    feed: ctx.changes,
+    kind: 'client',
+    // The change names a client id; the entries are by access key id.
+    names: (change, _id, holder) => holder?.clientId === change.ref,
+    max: MAX_CACHED,
+    ttlMs: CACHE_TTL_MS,
+    async load([accessKeyId]) {
+      const holder = await load(accessKeyId);
+      return new Map(holder ? [[accessKeyId, holder]] : []);
     },
-  };
+  });
+}
+
+/** The holder of an access key id, or null when there is none (or the id cannot be one). */
+export async function accessKeyHolder(
+  ctx: Pick<AppContext, 'accessKeys'>,
+  accessKeyId: string,
+): Promise<AccessKeyHolder | null> {
+  if (!ACCESS_KEY_ID.test(accessKeyId)) return null;
+  return (await ctx.accessKeys.get(accessKeyId)) ?? null;
 }

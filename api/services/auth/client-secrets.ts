@@ -7,6 +7,7 @@ import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual }
 import type { Knex } from 'knex';
 import { Role } from '../../../shared/db/models/identities.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+import { ChangeFedCache } from '../../../shared/fanout/change-fed-cache.ts';
 
 const CACHE_TTL_MS = 5_000;
 /**
@@ -30,15 +31,13 @@ const JOIN_AFTER_MS = 3_000;
 const DUMMY_SECRETS: WorkloadCredentials['secrets'] = [{ hash: randomBytes(32), validUntil: null }];
 
 /**
- * Client ids that name no workload, remembered CACHE_TTL_MS as a known one is (at most this many,
- * the oldest forgotten first): an unknown id read the database on every attempt, twice per
- * request, while a known one came from the cache, so an id answered three times slower when it
- * did not exist. A workload's client id is a random UUID made with it, so none is created while
- * remembered as unknown; any change to a client forgets it here as well.
+ * Workloads held at most, and client ids that name none (each; the oldest forgotten first). An
+ * unknown id is remembered CACHE_TTL_MS as a known one is: otherwise it read the database on every
+ * attempt, twice per request, while a known one came from the cache, so an id answered three times
+ * slower when it did not exist. A workload's client id is a random UUID made with it, so none is
+ * created while remembered as unknown; any change to a client forgets it here as well.
  */
-const UNKNOWN_MAX = 10_000;
-
-type Deferred = PromiseWithResolvers<WorkloadCredentials | null>;
+const MAX_CACHED = 10_000;
 
 /** What the token endpoint needs to know about a workload, cached briefly. */
 export interface WorkloadCredentials {
@@ -69,30 +68,6 @@ export interface ClientSecrets {
 
 /** Creates the secret service over the workloads tables. */
 export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed): ClientSecrets {
-  const cache = new Map<string, WorkloadCredentials>();
-  /** Client ids found to name no workload, and when (insertion order = age). */
-  const unknown = new Map<string, number>();
-  const loading = new Map<string, Promise<WorkloadCredentials | null>>();
-  /** Clients looked up since their entry was loaded (JOIN_AFTER_MS). */
-  const used = new Set<string>();
-  // Bumped by every change: a load that began before one must not cache what it read.
-  let generation = 0;
-  // A load in flight read the old state: later lookups must start their own.
-  const forget = (clientId: string) => {
-    generation += 1;
-    cache.delete(clientId);
-    unknown.delete(clientId);
-    loading.delete(clientId);
-    used.delete(clientId);
-  };
-  feed.on('client', (c) => forget(c.ref));
-  feed.onResync(() => {
-    generation += 1;
-    cache.clear();
-    unknown.clear();
-    loading.clear();
-    used.clear();
-  });
   // A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower).
   const pepperKey = createSecretKey(pepper);
   const hash = (secret: string) =>
@@ -141,94 +116,24 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
   }
 
   /**
-   * The reads waiting for their turn, by client: one batch is read at a time, and whatever
-   * lookups ask for meanwhile is read together after it. Reading each workload on its
+   * The workloads by client id. Reads wait for their turn: one batch is read at a time, and
+   * whatever lookups ask for meanwhile is read together after it. Reading each workload on its
    * own cost two round trips per client every REFRESH_AFTER_MS, all due together since the
    * entries were loaded together: at 64 busy clients, 128 queries in a burst every 4 s, which on
    * the embedded database (one backend, one connection) took 0.4 to 2.3 s to drain under load,
    * long enough for entries to lapse and their requests to wait on the database.
    */
-  let queued = new Map<string, Deferred>();
-  let reading = false;
-  let scheduled = false;
-
-  function schedule(): void {
-    if (reading || scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      void readQueued();
-    });
-  }
-
-  async function readQueued(): Promise<void> {
-    if (queued.size === 0) return;
-    reading = true;
-    joinNearlyDue();
-    const batch = [...queued].slice(0, LOAD_BATCH);
-    if (batch.length === queued.size) queued = new Map();
-    else for (const [clientId] of batch) queued.delete(clientId);
-    // A change after this point must win over what this read returns.
-    const startedAt = generation;
-    try {
-      const found = await loadMany(batch.map(([clientId]) => clientId));
-      for (const [clientId, wait] of batch) {
-        const fresh = found.get(clientId) ?? null;
-        if (generation === startedAt) {
-          if (fresh) cache.set(clientId, fresh);
-          else {
-            cache.delete(clientId);
-            rememberUnknown(clientId);
-          }
-          used.delete(clientId);
-        }
-        wait.resolve(fresh);
-      }
-    } catch (err) {
-      for (const [, wait] of batch) wait.reject(err);
-    } finally {
-      reading = false;
-      if (queued.size > 0) schedule();
-    }
-  }
-
-  function rememberUnknown(clientId: string): void {
-    unknown.delete(clientId);
-    if (unknown.size >= UNKNOWN_MAX) unknown.delete(unknown.keys().next().value as string);
-    unknown.set(clientId, Date.now());
-  }
-
-  /** Queues the entries in use from JOIN_AFTER_MS of age, up to a full batch. */
-  function joinNearlyDue(): void {
-    const now = Date.now();
-    for (const clientId of used) {
-      if (queued.size >= LOAD_BATCH) return;
-      const hit = cache.get(clientId);
-      if (!hit) used.delete(clientId);
-      // A failed read is left to the next lookup past the TTL, which reports it.
-      else if (now - hit.loadedAt >= JOIN_AFTER_MS) reload(clientId).catch(() => undefined);
-    }
-  }
-
-  /** One read per client at a time; what it read is cached unless a change came meanwhile. */
-  function reload(clientId: string): Promise<WorkloadCredentials | null> {
-    let pending = loading.get(clientId);
-    if (!pending) {
-      // Still waiting for its batch (a change forgot its promise): that read comes after the change.
-      let wait = queued.get(clientId);
-      if (!wait) {
-        wait = Promise.withResolvers<WorkloadCredentials | null>();
-        queued.set(clientId, wait);
-        schedule();
-      }
-      const own: Promise<WorkloadCredentials | null> = wait.promise.finally(() => {
-        if (loading.get(clientId) === own) loading.delete(clientId);
-      });
-      pending = own;
-      loading.set(clientId, pending);
-    }
-    return pending;
-  }
+  const cache = new ChangeFedCache<WorkloadCredentials>({
+    feed,
+    kind: 'client',
+    load: loadMany,
+    batch: LOAD_BATCH,
+    max: MAX_CACHED,
+    ttlMs: CACHE_TTL_MS,
+    refreshAfterMs: REFRESH_AFTER_MS,
+    joinAfterMs: JOIN_AFTER_MS,
+    absentTtlMs: CACHE_TTL_MS,
+  });
 
   return {
     generate() {
@@ -237,19 +142,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
     },
     hash,
     async lookup(clientId) {
-      const hit = cache.get(clientId);
-      if (!hit) {
-        const seen = unknown.get(clientId);
-        if (seen !== undefined && Date.now() - seen < CACHE_TTL_MS) return null;
-      }
-      const age = hit ? Date.now() - hit.loadedAt : Infinity;
-      if (age < CACHE_TTL_MS) {
-        // A failed background reload is left to the next lookup past the TTL, which reports it.
-        if (age >= REFRESH_AFTER_MS) reload(clientId).catch(() => undefined);
-        else used.add(clientId);
-        return hit!;
-      }
-      return reload(clientId);
+      return (await cache.get(clientId)) ?? null;
     },
     matches(creds, secret) {
       const candidate = Buffer.from(hash(secret), 'hex');
@@ -263,7 +156,7 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
       return ok && creds !== null;
     },
     async invalidate(clientId) {
-      forget(clientId);
+      cache.forget(clientId);
       await feed.record('client', clientId);
     },
   };

@@ -6,62 +6,38 @@
  * everything on a resync. A lookup begun before a change is never kept after it.
  */
 import type { Knex } from 'knex';
-import type { Change } from '../../../shared/fanout/change-feed.ts';
+import type { Change, ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+import { ChangeFedCache } from '../../../shared/fanout/change-fed-cache.ts';
 import type { AppContext } from '../../context.ts';
 
 /** Entries kept; past it the oldest goes first. Unknown names are kept too, so the bound matters. */
 const MAX_ENTRIES = 10_000;
 
-interface AliasCache {
-  kids: Map<string, Promise<string | null>>;
-  generation: number;
-}
-
-const caches = new WeakMap<AppContext, AliasCache>();
-
-function cacheOf(ctx: AppContext): AliasCache {
-  let cache = caches.get(ctx);
-  if (!cache) {
-    const c: AliasCache = { kids: new Map(), generation: 0 };
-    ctx.changes.on('alias', (change) => {
-      c.generation += 1;
-      c.kids.delete(change.ref);
-    });
-    ctx.changes.onResync(() => {
-      c.generation += 1;
-      c.kids.clear();
-    });
-    caches.set(ctx, c);
-    cache = c;
-  }
-  return cache;
-}
+/** The alias cache of a process, by `<tenantId>:<name>` (the alias change's ref). */
+export const createAliasCache = (db: Knex, feed: ChangeFeed): ChangeFedCache<string> =>
+  new ChangeFedCache<string>({
+    feed,
+    kind: 'alias',
+    max: MAX_ENTRIES,
+    // A name that is no alias stays so until an alias change names it.
+    absentTtlMs: Infinity,
+    async load([ref]) {
+      // A tenant id is a UUID: the first colon ends it.
+      const at = ref.indexOf(':');
+      const row = await db('key_aliases')
+        .where({ tenant_id: ref.slice(0, at), name: ref.slice(at + 1) })
+        .first('kid');
+      return new Map(row ? [[ref, row.kid as string]] : []);
+    },
+  });
 
 /** The kid an alias of the tenant names, or null when it names none. */
-export function aliasTarget(
+export async function aliasTarget(
   ctx: AppContext,
   tenantId: string,
   name: string,
 ): Promise<string | null> {
-  const cache = cacheOf(ctx);
-  const ref = `${tenantId}:${name}`;
-  const hit = cache.kids.get(ref);
-  if (hit) return hit;
-  const startedAt = cache.generation;
-  const load = ctx
-    .db('key_aliases')
-    .where({ tenant_id: tenantId, name })
-    .first('kid')
-    .then((row: { kid: string } | undefined) => row?.kid ?? null);
-  if (cache.kids.size >= MAX_ENTRIES) cache.kids.delete(cache.kids.keys().next().value as string);
-  cache.kids.set(ref, load);
-  const forget = () => {
-    if (cache.kids.get(ref) === load) cache.kids.delete(ref);
-  };
-  load.then(() => {
-    if (cache.generation !== startedAt) forget();
-  }, forget);
-  return load;
+  return (await ctx.aliases.get(`${tenantId}:${name}`)) ?? null;
 }
 
 /** Tells every instance, this one included, that these aliases of the tenant changed (after the commit). */

@@ -26,7 +26,6 @@ import type { MigrationView } from '../../schemas/migrations.ts';
 const MAX_METADATA_BYTES = 4096;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** A migration as the API shows it. */
 /** The view of a row. */
 export function migrationView(m: MigrationRow, now = Date.now()): MigrationView {
   const done = m.objectsConverted + m.objectsRefused;
