@@ -4,6 +4,7 @@
  * database. Type imports only, so every service may import this file without importing what
  * builds it.
  */
+import type { KeyObject } from 'node:crypto';
 import type { Config } from '../shared/config/index.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { KeyPlane } from '../shared/key-plane.ts';
@@ -20,6 +21,11 @@ import type { Rewrapper } from '../shared/keys/rewrap.ts';
 import type { TransitMounts } from './services/vault-transit/mounts.ts';
 import type { ChangeFedCache } from '../shared/fanout/change-fed-cache.ts';
 import type { AccessKeyHolder } from './services/auth/access-keys.ts';
+import type { LazyPart } from '../shared/lazy-part.ts';
+import type { JobsProducer } from './services/jobs/producer.ts';
+import type { ObjectStore } from '../shared/storage/index.ts';
+import type { Queue } from 'bullmq';
+import type { MigrateJobData } from '../shared/migrations/index.ts';
 
 /** Automatic key rotation (api/services/keys/rotation-scheduler.ts attaches it). */
 export interface RotationScheduler {
@@ -49,6 +55,11 @@ export interface AppContext extends KeyPlane {
    * per-principal budget it spends (docs/expensive-work.md).
    */
   expensive: ExpensiveWork;
+  /**
+   * The key of encryption-context digests: a sealed master secret, the same on every instance
+   * and kept across master-key rotations (api/services/crypto/runtime.ts encryptionContext).
+   */
+  contextKey: KeyObject;
   /** The decryption-failure budget of every decrypting path. */
   decryption: DecryptionBudget;
   /** Work requests start after answering (reset mails); shutdown waits for it. */
@@ -61,6 +72,12 @@ export interface AppContext extends KeyPlane {
   aliases: ChangeFedCache<string>;
   /** Access key ids to their workloads (api/services/auth/access-keys.ts). */
   accessKeys: ChangeFedCache<AccessKeyHolder>;
+  /** The conversion job queue's producer, started on first use (queue-unavailable without Redis). */
+  jobs: LazyPart<JobsProducer>;
+  /** The durable migrations' queue, started on first use (queue-unavailable without Redis). */
+  migrateQueue: LazyPart<Queue<MigrateJobData>>;
+  /** The deployment's object store (S3 when configured, else DATA_DIR/objects), opened on first use. */
+  objectStore: LazyPart<ObjectStore>;
   /** Automatic key rotation; its timer runs when KEY_ROTATION_CHECK_MS > 0. */
   rotation?: RotationScheduler;
 }

@@ -3,6 +3,7 @@
  * imports what the context holds, so the services, which import the context's type, never
  * import its builders.
  */
+import { createSecretKey } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import type { Config } from '../shared/config/index.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
@@ -23,6 +24,9 @@ import { createRewrapper } from '../shared/keys/rewrap.ts';
 import { createTransitMounts } from './services/vault-transit/mounts.ts';
 import { createAliasCache } from './services/aws-kms/aliases.ts';
 import { createAccessKeyResolver } from './services/auth/access-keys.ts';
+import { startJobsProducer, startObjectStore } from './services/jobs/producer.ts';
+import { startMigrateQueue } from './services/migration/producer.ts';
+import { LazyPart } from '../shared/lazy-part.ts';
 import type { AppContext } from './context.ts';
 
 export interface ContextOptions {
@@ -116,6 +120,7 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
   const accessKeys = createAccessKeyResolver({ db, masterKey, logger, changes });
   // Every listener is registered: from here on no change is missed.
   changes.start();
+  const parts = { config, logger, redis, closers };
   return {
     ...plane,
     config,
@@ -131,12 +136,16 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
     metrics,
     audit,
     auth,
+    contextKey: createSecretKey(masterSecrets.get('encryption-context')),
     decryption: createDecryptionBudget(config, { logger, metrics: metrics.domain, audit, redis }),
     background,
     rewrap,
     transitMounts,
     aliases,
     accessKeys,
+    jobs: new LazyPart(() => startJobsProducer(parts)),
+    migrateQueue: new LazyPart(() => startMigrateQueue(parts)),
+    objectStore: new LazyPart(() => startObjectStore(parts)),
   };
 }
 

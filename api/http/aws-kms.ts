@@ -15,7 +15,12 @@ import {
   accessKeyHolder,
   type AccessKeyHolder,
 } from '../services/auth/access-keys.ts';
-import { isRateLimited, rateKey, retryAfterSeconds } from '../services/auth/rate-limits.ts';
+import {
+  MAX_SPENT_PAIRS,
+  isRateLimited,
+  rateKey,
+  retryAfterSeconds,
+} from '../services/auth/rate-limits.ts';
 import { requirePermissions } from '../access/checks.ts';
 import { consumeApiBudget } from '../access/budget.ts';
 import { runRuntime } from '../services/crypto/batch.ts';
@@ -34,20 +39,6 @@ export interface AwsAnswer {
   status: number;
   headers: Readonly<Record<string, string>>;
   body: string;
-}
-
-/** AWS_KMS_REGIONS as a list; empty accepts any region. Split once per configuration. */
-const regionLists = new WeakMap<AppContext['config'], string[]>();
-function regionsOf(ctx: AppContext): string[] {
-  let list = regionLists.get(ctx.config);
-  if (!list) {
-    list = (ctx.config.awsKmsRegions ?? '')
-      .split(',')
-      .map((r) => r.trim())
-      .filter(Boolean);
-    regionLists.set(ctx.config, list);
-  }
-  return list;
 }
 
 function answerOf(
@@ -89,14 +80,6 @@ function claimsOf(holder: AccessKeyHolder): AccessClaims {
   return claims;
 }
 
-/**
- * The (access key, address) pairs this instance saw spend their failure budget, until when: their
- * requests answer 429 without being verified, and without asking the limiter, so a correctly
- * signed request never waits on a round trip for the budget.
- */
-const spentPairsOf = new WeakMap<AppContext, Map<string, number>>();
-const MAX_SPENT_PAIRS = 10_000;
-
 /** The 429 of a spent failure budget, as the token endpoint answers it, in AWS's words. */
 const budgetSpent = (retryAfter: number) =>
   new AwsError(
@@ -123,15 +106,14 @@ async function authenticate(
   const address = req.socket.remoteAddress ?? 'unknown';
   let holder: AccessKeyHolder | null = null;
   let pair = `access-key:${cred.accessKeyId}@${address}`;
-  let spentPairs = spentPairsOf.get(ctx);
-  if (!spentPairs) spentPairsOf.set(ctx, (spentPairs = new Map()));
+  const { spentPairs } = ctx.auth.limits;
   const spentUntil = spentPairs.get(pair);
   if (spentUntil !== undefined) {
     if (spentUntil > Date.now()) throw budgetSpent(Math.ceil((spentUntil - Date.now()) / 1000));
     spentPairs.delete(pair);
   }
   try {
-    checkScope(cred, req.headers, regionsOf(ctx), Date.now());
+    checkScope(cred, req.headers, ctx.config.awsKmsRegions ?? [], Date.now());
     holder = await accessKeyHolder(ctx, cred.accessKeyId);
     if (!holder || !holder.usable)
       throw new AwsError(

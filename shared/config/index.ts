@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseKeyring, type KeyringEntry } from '../crypto/keyring.ts';
 
-type Kind = 'string' | 'int' | 'bool' | 'url' | 'keyring' | 'enum' | 'fraction';
+type Kind = 'string' | 'int' | 'bool' | 'url' | 'keyring' | 'enum' | 'fraction' | 'list';
 
 interface Field {
   env: string;
@@ -209,7 +209,7 @@ export const SCHEMA = {
   awsKmsRegions: {
     env: 'AWS_KMS_REGIONS',
     doc: 'Comma-separated regions the AWS KMS API accepts in SigV4 credential scopes; unset accepts any',
-    kind: 'string',
+    kind: 'list',
   },
   accessTokenTtl: {
     env: 'ACCESS_TOKEN_TTL',
@@ -586,7 +586,9 @@ type ValueOf<F extends Field> = F['kind'] extends 'int' | 'fraction'
     ? boolean
     : F['kind'] extends 'keyring'
       ? readonly KeyringEntry[]
-      : string;
+      : F['kind'] extends 'list'
+        ? readonly string[]
+        : string;
 type HasDefault<F> = F extends { default: string } | { derived: true } ? true : false;
 
 /** The validated, frozen configuration. */
@@ -630,6 +632,14 @@ function parseField(field: Field, raw: string): unknown {
       } catch (err) {
         throw new ConfigError((err as Error).message);
       }
+    case 'list':
+      // Comma-separated, blanks around the commas and empty items dropped: read once, at boot.
+      return Object.freeze(
+        raw
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean),
+      );
     case 'enum':
       if (!field.values?.includes(raw))
         throw new ConfigError(

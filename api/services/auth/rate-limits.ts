@@ -36,7 +36,17 @@ export interface RateLimits {
   resetMails: RateLimiterAbstract;
   /** Forgot-password requests per client address per minute. */
   forgot: RateLimiterAbstract;
+  /**
+   * The (access key, address) pairs this instance saw spend their failure budget, until when
+   * (ms): their AWS KMS requests answer 429 without being verified, and without asking the
+   * limiter, so a correctly signed request never waits on a round trip for the budget. At most
+   * MAX_SPENT_PAIRS, the oldest dropped first.
+   */
+  spentPairs: Map<string, number>;
 }
+
+/** Spent pairs remembered at most (RateLimits.spentPairs). */
+export const MAX_SPENT_PAIRS = 10_000;
 
 /** Builds the limiters on Redis or in memory. */
 export function createRateLimits(config: Config, redis?: Redis): RateLimits {
@@ -58,6 +68,7 @@ export function createRateLimits(config: Config, redis?: Redis): RateLimits {
     lockouts: make('locks', 1_000_000, 86_400),
     resetMails: make('mail', RESET_MAILS_PER_HOUR, 3_600),
     forgot: make('forgot', FORGOT_PER_ADDRESS_PER_MINUTE),
+    spentPairs: new Map(),
   };
 }
 

@@ -3,7 +3,6 @@
  * by kid within the token's tenant. Keys come from the in-process cache (no database round
  * trip); each operation runs on the event loop or in the pool as placement.ts decides.
  */
-import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
 import { assertUsage, type KeyUsage } from '../../../shared/crypto/registry.ts';
@@ -101,18 +100,7 @@ export function encryptionContext(
     bytes += Buffer.byteLength(name) + Buffer.byteLength(v);
     if (bytes > MAX_CONTEXT_BYTES) throw bad(`is larger than ${MAX_CONTEXT_BYTES} bytes`);
   }
-  return contextDigest(value as Record<string, string>, contextKeyOf(ctx));
-}
-
-const contextKeys = new WeakMap<AppContext, KeyObject>();
-/** The process's key for context digests, a sealed master secret (same on every instance, kept across master-key rotations). */
-function contextKeyOf(ctx: AppContext): KeyObject {
-  let key = contextKeys.get(ctx);
-  if (!key) {
-    key = createSecretKey(ctx.masterSecrets.get('encryption-context'));
-    contextKeys.set(ctx, key);
-  }
-  return key;
+  return contextDigest(value as Record<string, string>, ctx.contextKey);
 }
 
 async function place<T>(

@@ -35,22 +35,10 @@ export interface JobsProducer {
   redis: Redis;
 }
 
-/** One promise per context, started on first use and forgotten when it fails, so the next call tries again. */
-function perContext<T>(start: (ctx: AppContext) => Promise<T>): (ctx: AppContext) => Promise<T> {
-  const started = new WeakMap<AppContext, Promise<T>>();
-  return (ctx) => {
-    let made = started.get(ctx);
-    if (!made) {
-      made = start(ctx);
-      started.set(ctx, made);
-      made.catch(() => started.delete(ctx));
-    }
-    return made;
-  };
-}
-
 /** The queue producer; a queue-unavailable problem when REDIS_URL is not set. */
-export const jobsProducer = perContext(async (ctx): Promise<JobsProducer> => {
+export async function startJobsProducer(
+  ctx: Pick<AppContext, 'config' | 'redis' | 'logger' | 'closers'>,
+): Promise<JobsProducer> {
   if (!ctx.config.redisUrl || !ctx.redis) {
     throw problem(
       'queue_unavailable',
@@ -69,12 +57,12 @@ export const jobsProducer = perContext(async (ctx): Promise<JobsProducer> => {
   );
   ctx.closers.add('job queue', () => queue.close());
   return { settings, baseUrl: ctx.config.publicBaseUrl, queue, redis: ctx.redis };
-});
+}
 
 /** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */
-export const objectStoreOf = perContext((ctx): Promise<ObjectStore> => {
-  return createObjectStore(objectStoreConfig(ctx.config, ctx.logger));
-});
+export const startObjectStore = (
+  ctx: Pick<AppContext, 'config' | 'logger'>,
+): Promise<ObjectStore> => createObjectStore(objectStoreConfig(ctx.config, ctx.logger));
 
 /**
  * Runs a Redis or BullMQ call; a connection failure becomes the queue-unavailable problem (the

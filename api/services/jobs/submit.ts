@@ -22,7 +22,7 @@ import {
   type BatchRecord,
   type ConvertJobData,
 } from '../../../shared/queues/index.ts';
-import { objectStoreOf, onQueue, type JobsProducer } from './producer.ts';
+import { onQueue, type JobsProducer } from './producer.ts';
 import {
   batchView,
   convertView,
@@ -123,7 +123,7 @@ export async function submitConvert(
   req: Extract<SubmitRequest, { kind: 'convert' }>,
   decrypt: ConvertJobData['decrypt'],
 ): Promise<ConvertView> {
-  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   const info = await objects.head(req.key);
   if (!info)
     throw problem(
@@ -191,7 +191,7 @@ export async function submitBatch(
       'source.bucket',
     );
   }
-  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   const sources = await listSources(ctx, objects, rt, req);
   const children = sources.map(({ key, version }): { id: string; data: ConvertJobData } => {
     const data: ConvertJobData = {

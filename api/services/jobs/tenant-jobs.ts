@@ -9,7 +9,7 @@ import { AppError, problem } from '../../../shared/errors/index.ts';
 import { isJobId } from '../../../shared/queues/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import type { PageRequest } from '../../../shared/db/page.ts';
-import { jobsProducer, objectStoreOf, onQueue } from './producer.ts';
+import { onQueue } from './producer.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
@@ -31,7 +31,7 @@ export async function submitJob(
   claims: AccessClaims,
   body: SubmitBody,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const request = parseSubmit(body);
   // The jobs decrypt as their submitter may: the right travels with the job.
   const caller = decryptingCaller(claims);
@@ -47,7 +47,7 @@ export async function readJob(
   tenantId: string,
   rawId: string,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const id = jobId(rawId);
   const view = await onQueue(ctx, 'read', async () => {
     if (id.startsWith('cv-')) return readConvert(rt, tenantId, id);
@@ -64,7 +64,7 @@ export async function cancelJob(
   tenantId: string,
   rawId: string,
 ): Promise<ConvertView | BatchView> {
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const id = jobId(rawId);
   const view = id.startsWith('cv-')
     ? await cancelConvert(ctx, rt, tenantId, id)
@@ -82,7 +82,7 @@ export async function jobChildren(
 ): Promise<{ items: ConvertView[]; nextCursor: string | null }> {
   // The cursor is checked before the queue is asked, so a bad cursor is a 400 even when Redis is down.
   const offset = childrenOffset(page.cursor);
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const id = jobId(rawId);
   const children = await onQueue(ctx, 'children', async () => {
     const record = id.startsWith('bt-') ? await readBatchRecord(rt, id) : null;
@@ -101,7 +101,7 @@ export async function openJobResult(
   rawId: string,
   role: 'result' | 'content' = 'result',
 ): Promise<{ body: Readable; contentType: string; size: number; filename: string }> {
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const id = jobId(rawId);
   if (id.startsWith('bt-')) {
     const record = await onQueue(ctx, 'read', () => readBatchRecord(rt, id));
@@ -122,7 +122,7 @@ export async function openJobResult(
   const written = view.result.objects.find((o) => o.role === role);
   if (!written)
     throw problem('not_found', `the job wrote no ${role} object (only a SignedData has content)`);
-  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   try {
     const body = await objects.get(written.key);
     return {
@@ -155,7 +155,7 @@ export async function deleteJobResults(
   tenantId: string,
   rawId: string,
 ): Promise<{ id: string; deleted: string[] }> {
-  const rt = await jobsProducer(ctx);
+  const rt = await ctx.jobs.get();
   const id = jobId(rawId);
   const views: ConvertView[] = [];
   if (id.startsWith('bt-')) {
@@ -181,7 +181,7 @@ export async function deleteJobResults(
       );
     views.push(view);
   }
-  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   const deleted: string[] = [];
   for (const view of views) {
     for (const o of view.result?.objects ?? []) {
@@ -199,7 +199,7 @@ export async function deleteUpload(
   tenantId: string,
   key: string,
 ): Promise<{ key: string; size: number }> {
-  const objects = tenantStore(await objectStoreOf(ctx), tenantId);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   const info = await objects.head(key);
   if (!info) throw problem('not_found', `no object ${key.slice(0, 256)} in this tenant's storage`);
   await objects.delete(key);

@@ -15,7 +15,6 @@ import {
   storedManifestKey,
 } from '../../../shared/migrations/manifest.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
-import { objectStoreOf } from '../jobs/producer.ts';
 import { reportedMigration } from './migrations.ts';
 import type { MigrationRow } from '../../../shared/migrations/index.ts';
 import type { ManifestPayload } from '../../../shared/manifest/payload.ts';
@@ -29,7 +28,7 @@ async function storedManifest(
   ctx: AppContext,
   m: MigrationRow,
 ): Promise<{ jws: string; root: string; size: number } | null> {
-  const store = tenantStore(await objectStoreOf(ctx), m.tenantId);
+  const store = tenantStore(await ctx.objectStore.get(), m.tenantId);
   const key = storedManifestKey(m.id);
   if (!(await store.head(key))) return null;
   const jws = await text(await store.get(key));

@@ -17,10 +17,9 @@ import { type MigrationRow, type MigrationState } from '../../../shared/migratio
 import { loadMigration } from '../../../shared/migrations/ledger.ts';
 import { ensureInFlight } from '../../../shared/migrations/schedule.ts';
 import { storedManifestPath } from '../../../shared/migrations/manifest.ts';
-import { objectStoreOf } from '../jobs/producer.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
-import { migrateQueue, scheduleOptions } from './producer.ts';
+import { scheduleOptions } from './producer.ts';
 import type { MigrationView } from '../../schemas/migrations.ts';
 
 const MAX_METADATA_BYTES = 4096;
@@ -92,7 +91,7 @@ function checked(body: CreateMigration) {
 /** Tells the queue; a queue away is logged, the sweep does it later. */
 async function schedule(ctx: AppContext, id: string): Promise<void> {
   try {
-    await ensureInFlight(ctx.db, await migrateQueue(ctx), id, scheduleOptions(ctx));
+    await ensureInFlight(ctx.db, await ctx.migrateQueue.get(), id, scheduleOptions(ctx));
   } catch (err) {
     ctx.logger.warn(
       { migrationId: id, err: (err as Error).message },
@@ -109,7 +108,7 @@ export async function createMigration(
 ): Promise<MigrationView> {
   const { source, metadata, outputPrefix } = checked(body);
   // Without Redis no worker will ever see it: refuse before writing anything.
-  await migrateQueue(ctx);
+  await ctx.migrateQueue.get();
   // The conversions decrypt as the creator may, against the creator's budget.
   const caller = decryptingCaller(claims);
   const id = randomUUID();
@@ -192,7 +191,7 @@ export async function retryRefused(
       details: { state: m.state, operation: 'retry' },
     });
   if (m.state === 'completed')
-    await (await objectStoreOf(ctx)).delete(storedManifestPath(m.tenantId, m.id));
+    await (await ctx.objectStore.get()).delete(storedManifestPath(m.tenantId, m.id));
   const retried = await ctx.db.transaction(async (trx) => {
     const rows = await trx('migration_objects')
       .where({ migration_id: m.id, outcome: 'refused' })

@@ -11,33 +11,25 @@ import { connectionOptions, queueSettings } from '../../../shared/queues/index.t
 import { MIGRATE_QUEUE, type MigrateJobData } from '../../../shared/migrations/index.ts';
 import type { ScheduleOptions } from '../../../shared/migrations/schedule.ts';
 
-const started = new WeakMap<AppContext, Promise<Queue<MigrateJobData>>>();
-
 /** The migrate queue; a queue-unavailable problem when REDIS_URL is not set. */
-export function migrateQueue(ctx: AppContext): Promise<Queue<MigrateJobData>> {
-  let made = started.get(ctx);
-  if (!made) {
-    made = (async () => {
-      if (!ctx.config.redisUrl || !ctx.redis)
-        throw problem(
-          'queue_unavailable',
-          'migrations need Redis: set REDIS_URL and start at least one worker (npm run worker)',
-        );
-      const { Queue } = await import('bullmq');
-      const queue = new Queue<MigrateJobData>(MIGRATE_QUEUE, {
-        connection: connectionOptions(ctx.config.redisUrl, false),
-        prefix: queueSettings(ctx.config).prefix,
-      });
-      queue.on('error', (err) =>
-        ctx.logger.warn({ err: err.message }, 'migrate queue: redis connection error'),
-      );
-      ctx.closers.add('migrate queue', () => queue.close());
-      return queue;
-    })();
-    started.set(ctx, made);
-    made.catch(() => started.delete(ctx));
-  }
-  return made;
+export async function startMigrateQueue(
+  ctx: Pick<AppContext, 'config' | 'redis' | 'logger' | 'closers'>,
+): Promise<Queue<MigrateJobData>> {
+  if (!ctx.config.redisUrl || !ctx.redis)
+    throw problem(
+      'queue_unavailable',
+      'migrations need Redis: set REDIS_URL and start at least one worker (npm run worker)',
+    );
+  const { Queue } = await import('bullmq');
+  const queue = new Queue<MigrateJobData>(MIGRATE_QUEUE, {
+    connection: connectionOptions(ctx.config.redisUrl, false),
+    prefix: queueSettings(ctx.config).prefix,
+  });
+  queue.on('error', (err) =>
+    ctx.logger.warn({ err: err.message }, 'migrate queue: redis connection error'),
+  );
+  ctx.closers.add('migrate queue', () => queue.close());
+  return queue;
 }
 
 /** What the scheduling functions need of the configuration. */

@@ -28,7 +28,6 @@ import { TreeHead, reportLineLeaf } from '../../../support/independent-manifest.
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { expectEventually, sleep } from '../../support/time.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantPrefix, tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
   setArchiveSigningKey,
@@ -95,7 +94,7 @@ beforeAll(async () => {
   tenant = await tenantWithKeys(env.app, ssl, [key, signer]);
   // The archive signing key signs the manifest the completing worker stores.
   await setArchiveSigningKey(env.app, ssl, tenant.tenantId, archive);
-  store = tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId);
+  store = tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
   // About 2 KB each: a few distinct small messages, encrypted and signed, under many names.
   const messages: Buffer[] = [];
   for (let i = 0; i < 3; i++) {

@@ -19,7 +19,6 @@ import { api } from '../../../support/auth.ts';
 import { reportLineLeaf, rootFromProof } from '../../../support/independent-manifest.ts';
 import { expectEventually } from '../../support/time.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
   setArchiveSigningKey,
@@ -75,7 +74,7 @@ beforeAll(async () => {
   signer = makeKey(ssl, 'ledger-signer', 'ec-p256');
   env = await startJobsEnv({ queue: {} });
   tenant = await tenantWithKeys(env.app, ssl, [archive, signer]);
-  store = tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId);
+  store = tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
   ssl.write('plain.txt', Buffer.from('a letter from the archive\n'));
   const enc = (key: TestKey) =>
     ssl.run([

@@ -18,7 +18,6 @@ import { importKeystore } from '../../../api/services/keys/import.ts';
 import { createKey } from '../../../api/services/keys/store.ts';
 import { deserializeMaterial } from '../../../shared/crypto/material-codec.ts';
 import { openJson } from '../../support/independent-hpke.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   runKeywardCli,
@@ -164,7 +163,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
       expect(existsSync(join(out, `${f}.jws.json`))).toBe(true);
     }
     const left: string[] = [];
-    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(
+    for await (const o of tenantStore(await env.app.ctx.objectStore.get(), tenantId).list(
       'cleanup-run/',
     ))
       left.push(o.key);
@@ -258,7 +257,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('the uploads of 1 failed file(s) removed too');
     const left: string[] = [];
-    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(
+    for await (const o of tenantStore(await env.app.ctx.objectStore.get(), tenantId).list(
       'cleanup-failed/',
     ))
       left.push(o.key);

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   finished,
@@ -48,7 +47,7 @@ afterAll(async () => {
 
 const keysOf = async (tenantId: string) => {
   const out: string[] = [];
-  for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenantId).list(''))
+  for await (const o of tenantStore(await env.app.ctx.objectStore.get(), tenantId).list(''))
     out.push(o.key);
   return out.sort();
 };

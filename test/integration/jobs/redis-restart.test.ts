@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
 import { startRedisServer, type TestRedisServer } from '../../support/redis-server.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   finished,
@@ -97,7 +96,7 @@ describe('Redis restart during a batch (own append-only redis-server)', () => {
       failures: [],
     });
     const outputs: string[] = [];
-    for await (const o of tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId).list(
+    for await (const o of tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId).list(
       'out/',
     ))
       outputs.push(o.key);

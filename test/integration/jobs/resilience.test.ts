@@ -26,7 +26,6 @@ import {
   type TestKey,
 } from '../../../support/fixtures/pkcs7.ts';
 import { api } from '../../../support/auth.ts';
-import { objectStoreOf } from '../../../api/services/jobs/producer.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import {
   finished,
@@ -75,7 +74,7 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-const objects = async () => tenantStore(await objectStoreOf(env.app.ctx), tenant.tenantId);
+const objects = async () => tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
 const submit = (source: unknown, outPrefix: string) =>
   api(env.app, 'POST', JOBS, tenant.token, { source, metadata: {}, output: { prefix: outPrefix } });
 const start = async (extra: Record<string, string> = {}) => {

@@ -12,7 +12,6 @@ import { sourceVersionOf } from '../../../../shared/queues/index.ts';
 import { tenantStore } from '../../../../shared/storage/index.ts';
 import { endpoint } from '../../../rows/endpoint.ts';
 import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
-import { objectStoreOf } from '../../../services/jobs/producer.ts';
 import { rawBody } from '../../../http/streaming.ts';
 import { streamedOperation } from '../../../rows/streamed-operation.ts';
 
@@ -50,7 +49,7 @@ const upload = endpoint({
   handle: (ctx, input) =>
     streamedOperation(ctx, input, 'migration.upload', async (op) => {
       const { req, res } = input;
-      const objects = tenantStore(await objectStoreOf(ctx), input.claims.tenantId);
+      const objects = tenantStore(await ctx.objectStore.get(), input.claims.tenantId);
       // The request itself is the body: streamed into storage, visible only once complete. It
       // goes in as an iterator that leaves the socket alone when the store gives up (a store
       // destroys a Readable body on failure, which dropped the connection before the refusal
