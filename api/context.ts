@@ -20,7 +20,7 @@ import type { BackgroundTasks } from './background.ts';
 import type { Rewrapper } from '../shared/keys/rewrap.ts';
 import type { TransitMounts } from './services/vault-transit/mounts.ts';
 import type { ChangeFedCache } from '../shared/fanout/change-fed-cache.ts';
-import type { AccessKeyHolder } from './services/auth/access-keys.ts';
+import type { AccessKeyHolder } from './services/auth/access-key-holder.ts';
 import type { LazyPart } from '../shared/lazy-part.ts';
 import type { JobsProducer } from './services/jobs/producer.ts';
 import type { ObjectStore } from '../shared/storage/index.ts';

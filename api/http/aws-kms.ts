@@ -10,11 +10,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { AUDIENCE_CORE, type AccessClaims } from '../services/auth/access-tokens.ts';
-import {
-  ACCESS_KEY_ID,
-  accessKeyHolder,
-  type AccessKeyHolder,
-} from '../services/auth/access-keys.ts';
+import { ACCESS_KEY_ID, accessKeyHolder } from '../services/auth/access-keys.ts';
+import type { AccessKeyHolder } from '../services/auth/access-key-holder.ts';
 import {
   MAX_SPENT_PAIRS,
   isRateLimited,

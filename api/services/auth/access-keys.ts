@@ -18,18 +18,7 @@ import { accessKeySealContext } from '../../../shared/keys/sealed-items.ts';
 import { IntegrityError, UnknownKeyIdError, sealedBy } from '../../../shared/crypto/master-key.ts';
 import type { AccessKeyView } from '../../schemas/workloads.ts';
 import { ChangeFedCache } from '../../../shared/fanout/change-fed-cache.ts';
-
-/** What a verified access key stands for: its workload, as its OAuth tokens carry it. */
-export interface AccessKeyHolder {
-  accessKeyId: string;
-  secret: Buffer;
-  tenantId: string;
-  workloadId: string;
-  clientId: string;
-  permissions: string[];
-  usable: boolean;
-  loadedAt: number;
-}
+import type { AccessKeyHolder } from './access-key-holder.ts';
 
 /** At most this many access keys per workload (AWS allows two per user; rotation needs room). */
 const MAX_KEYS_PER_WORKLOAD = 5;

@@ -7,7 +7,9 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AppContext } from '../../context.ts';
+import type { Config } from '../../../shared/config/index.ts';
+import type { KeyPlane } from '../../../shared/key-plane.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
 import {
   createObjectStore,
@@ -37,7 +39,7 @@ export interface JobsProducer {
 
 /** The queue producer; a queue-unavailable problem when REDIS_URL is not set. */
 export async function startJobsProducer(
-  ctx: Pick<AppContext, 'config' | 'redis' | 'logger' | 'closers'>,
+  ctx: Pick<KeyPlane, 'redis' | 'closers'> & { config: Config; logger: Logger },
 ): Promise<JobsProducer> {
   if (!ctx.config.redisUrl || !ctx.redis) {
     throw problem(
@@ -60,15 +62,18 @@ export async function startJobsProducer(
 }
 
 /** The object store of the deployment (S3 when configured, else DATA_DIR/objects); retried after a failure. */
-export const startObjectStore = (
-  ctx: Pick<AppContext, 'config' | 'logger'>,
-): Promise<ObjectStore> => createObjectStore(objectStoreConfig(ctx.config, ctx.logger));
+export const startObjectStore = (ctx: { config: Config; logger: Logger }): Promise<ObjectStore> =>
+  createObjectStore(objectStoreConfig(ctx.config, ctx.logger));
 
 /**
  * Runs a Redis or BullMQ call; a connection failure becomes the queue-unavailable problem (the
  * cause goes to the log), errors of the error tree pass through.
  */
-export async function onQueue<T>(ctx: AppContext, what: string, fn: () => Promise<T>): Promise<T> {
+export async function onQueue<T>(
+  ctx: { logger: Logger },
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   try {
     return await fn();
   } catch (err) {
