@@ -2,7 +2,7 @@
  * The key answers that several route files send, and the types the key services build them by: a key's
  * metadata as the runtime lists it (api/services/keys/store.ts keyView), the admin record with
  * its settings (keyView and settingsView), and the public keys of every retained version
- * (shared/keys/public-view.ts). Never material.
+ * (api/services/keys/public-view.ts). Never material.
  */
 import Type, { type Static } from 'typebox';
 import { NullableTime, Resource, Time } from './common.ts';
@@ -209,3 +209,5 @@ export const PublicKeys = Resource(
 export type KeyView = Static<typeof KeyView>;
 /** A key's settings as the services build them (api/services/keys/settings.ts settingsView). */
 export type KeySettingsView = Static<ReturnType<typeof Type.Object<typeof KEY_SETTINGS>>>;
+/** The public keys of a key as the services build them (api/services/keys/public-view.ts). */
+export type PublicKeysView = Static<typeof PublicKeys>;

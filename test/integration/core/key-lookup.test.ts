@@ -18,7 +18,7 @@ import { openKeyPlane, type KeyPlane } from '../../../shared/key-plane.ts';
 import type { KeyCache } from '../../../shared/keys/cache.ts';
 import type { KeyState } from '../../../shared/keys/lifecycle.ts';
 import { tenantKeyResolver } from '../../../shared/keys/cms-resolver.ts';
-import { publicKeysOf } from '../../../shared/keys/public-view.ts';
+import { publicKeysOf } from '../../../api/services/keys/public-view.ts';
 import {
   findKeyRow,
   issuerSerialKey,

@@ -11,7 +11,7 @@ import { endpoint } from '../../../rows/endpoint.ts';
 import { pageRequest } from '../../../rows/pagination.ts';
 import { KeyView, PublicKeys } from '../../../schemas/keys.ts';
 import { PageOf, PageQuery } from '../../../schemas/common.ts';
-import { publicKeysOf } from '../../../../shared/keys/public-view.ts';
+import { publicKeysOf } from '../../../services/keys/public-view.ts';
 import { listUsableKeys } from '../../../services/key-lists.ts';
 
 const tag = 'crypto';

@@ -25,7 +25,7 @@ import { changeKey, createKey, readKey } from '../../../../services/keys/store.t
 import { MAX_ROTATION_PERIOD_DAYS, applySettings } from '../../../../services/keys/settings.ts';
 import { tenantPolicy } from '../../../../services/policies.ts';
 import { listAdminKeys } from '../../../../services/key-lists.ts';
-import { publicKeysOf } from '../../../../../shared/keys/public-view.ts';
+import { publicKeysOf } from '../../../../services/keys/public-view.ts';
 import { KEY_STATES, type KeyAction } from '../../../../../shared/keys/lifecycle.ts';
 import { KID } from '../../../../../shared/ids.ts';
 

@@ -4,33 +4,13 @@
  * as SPKI PEM. Built from the loaded KeyObjects of the key cache: only the public half is exported,
  * so no private member (`d`, `p`, `q`, `dp`, `dq`, `qi`, `priv`) or secret (`k`) can appear.
  */
-import { problem } from '../errors/index.ts';
-import { keyTypeSpec } from '../crypto/registry.ts';
-import { publicJwk, publicPem, type PublicJwk } from '../crypto/material.ts';
-import { versionedKid } from '../jose/kid.ts';
-import type { KeyCache } from './cache.ts';
-import { unusable } from './lifecycle.ts';
-
-/** One retained version's public key. */
-export interface PublicKeyVersion {
-  version: number;
-  jwk: PublicJwk;
-  /** SPKI PEM; null for the ML-KEM hybrids, which have no SPKI form (its JWK carries the key). */
-  pem: string | null;
-}
-
-/** The public view of a key: its metadata and the public key of every retained version, oldest first. */
-export interface PublicKeysView {
-  kid: string;
-  type: string;
-  usage: string;
-  /** The enabled usages (shared/keys/usages.ts). */
-  usages: string[];
-  state: string;
-  currentVersion: number;
-  minDecryptionVersion: number;
-  versions: PublicKeyVersion[];
-}
+import { problem } from '../../../shared/errors/index.ts';
+import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
+import { publicJwk, publicPem } from '../../../shared/crypto/material.ts';
+import { versionedKid } from '../../../shared/jose/kid.ts';
+import type { KeyCache } from '../../../shared/keys/cache.ts';
+import { unusable } from '../../../shared/keys/lifecycle.ts';
+import type { PublicKeysView } from '../../schemas/keys.ts';
 
 /**
  * The public keys of a tenant's key. `runtime` (the Core API) refuses revoked and archived keys as
@@ -61,14 +41,19 @@ export async function publicKeysOf(
     .sort(([a], [b]) => a - b)
     .map(([version, loaded]) => ({
       version,
-      jwk: publicJwk(loaded, { kid: versionedKid(kid, version), usage: key.usages }),
+      // Public members only, with kty and the versioned kid: what the schema states of it.
+      jwk: publicJwk(loaded, {
+        kid: versionedKid(kid, version),
+        usage: key.usages,
+      }) as PublicKeysView['versions'][number]['jwk'],
       pem: publicPem(loaded),
     }));
   return {
     kid,
     type: key.type,
-    usage: key.usage,
-    usages: [...key.usages],
+    // Not symmetric (refused above), so never mac.
+    usage: key.usage as PublicKeysView['usage'],
+    usages: [...key.usages] as PublicKeysView['usages'],
     state: key.state,
     currentVersion: key.currentVersion,
     minDecryptionVersion: key.minDecryptionVersion,
