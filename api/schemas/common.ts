@@ -98,3 +98,10 @@ export const TenantResource = Resource(
 );
 
 export type TenantView = Static<typeof TenantResource>;
+
+/** The body of createTenant. */
+export const NewTenant = Body(
+  { name: Type.String({ minLength: 1, maxLength: 200, description: 'trimmed' }) },
+  { name: 'acme' },
+);
+export type NewTenantBody = Static<typeof NewTenant>;

@@ -211,3 +211,27 @@ export type KeyView = Static<typeof KeyView>;
 export type KeySettingsView = Static<ReturnType<typeof Type.Object<typeof KEY_SETTINGS>>>;
 /** The public keys of a key as the services build them (api/services/keys/public-view.ts). */
 export type PublicKeysView = Static<typeof PublicKeys>;
+
+/** A kid as the legacy API names it in bodies. */
+export const LEGACY_KID = Type.String({
+  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  description: 'the key id, as created',
+});
+
+/** The body of the legacy key import: exactly one of a PEM and a raw AES key. */
+export const LegacyKeyImport = Type.Object(
+  {
+    pem: Type.Optional(Type.String()),
+    password: Type.Optional(Type.String({ writeOnly: true })),
+    key: Type.Optional(Type.String({ contentEncoding: 'base64', writeOnly: true })),
+    type: Type.Optional(
+      Type.Enum(['aes-128', 'aes-256'], { description: 'for `key`; default from its length' }),
+    ),
+    kid: Type.Optional(LEGACY_KID),
+    usage: Type.Optional(Type.Enum(['encrypt', 'sign'])),
+  },
+  {
+    examples: [{ key: 'q1N4ve3m3Mmw0Q2oLr7H8wJ0Xk3c1S0b3mXyq3M5c8E=', kid: 'orders-imported' }],
+  },
+);
+export type LegacyKeyImportBody = Static<typeof LegacyKeyImport>;

@@ -1,6 +1,14 @@
-/** A tenant role as the API answers it. */
+/** A tenant role as the API takes and answers it. */
 import Type, { type Static } from 'typebox';
-import { Uuid, Time, Resource } from './common.ts';
+import { Body, Resource, Time, Uuid } from './common.ts';
+
+const name = () =>
+  Type.String({ description: '1 to 200 characters, trimmed; unique in the tenant' });
+const permissions = () =>
+  Type.Array(Type.String(), {
+    description:
+      'catalogue permissions (GET /api/v3/admin/platform/scopes); admin.platform.* only in the platform tenant',
+  });
 
 export const Role = Resource(
   {
@@ -20,3 +28,17 @@ export const Role = Resource(
 );
 
 export type RoleView = Static<typeof Role>;
+
+/** The body of createRole. */
+export const NewRole = Body(
+  { name: name(), permissions: permissions() },
+  { name: 'encryptor', permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'] },
+);
+export type NewRoleBody = Static<typeof NewRole>;
+
+/** The body of updateRole. */
+export const RoleChange = Body(
+  { name: Type.Optional(name()), permissions: Type.Optional(permissions()) },
+  { permissions: ['crypto.encrypt', 'crypto.keys.read'] },
+);
+export type RoleChangeBody = Static<typeof RoleChange>;

@@ -1,6 +1,6 @@
-/** A tenant's human user as the API answers it (never the password hash). */
+/** A tenant's human user as the API takes and answers it (never the password hash). */
 import Type, { type Static } from 'typebox';
-import { NullableTime, Resource, Time, Uuid } from './common.ts';
+import { Body, NullableTime, Resource, Time, Uuid } from './common.ts';
 
 export const USER_EXAMPLE = {
   id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
@@ -28,3 +28,28 @@ export const User = Resource(
 );
 
 export type UserView = Static<typeof User>;
+
+/** The body of createUser. */
+export const NewUser = Body(
+  {
+    email: Type.String({ maxLength: 254, description: 'an e-mail address' }),
+    password: Type.String({ minLength: 12, writeOnly: true }),
+    roleId: Uuid('a role of this tenant'),
+  },
+  {
+    email: USER_EXAMPLE.email,
+    password: 'correct horse battery staple',
+    roleId: USER_EXAMPLE.roleId,
+  },
+);
+export type NewUserBody = Static<typeof NewUser>;
+
+/** The body of updateUser. */
+export const UserChange = Body(
+  {
+    roleId: Type.Optional(Uuid('a role of this tenant')),
+    disabled: Type.Optional(Type.Boolean()),
+  },
+  { disabled: true },
+);
+export type UserChangeBody = Static<typeof UserChange>;

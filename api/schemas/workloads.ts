@@ -1,6 +1,6 @@
 /** A tenant's workloads and their AWS access keys as the API answers them (never a secret but once). */
 import Type, { type Static } from 'typebox';
-import { Resource, Time, Uuid } from './common.ts';
+import { Body, Resource, Time, Uuid } from './common.ts';
 
 const AT = '2026-11-23T16:00:00.000Z';
 export const WORKLOAD_EXAMPLE = {
@@ -53,3 +53,13 @@ export const NewAccessKey = Resource(
 
 export type WorkloadView = Static<typeof Workload>;
 export type AccessKeyView = Static<typeof AccessKey>;
+
+/** The body of createWorkload. */
+export const NewWorkloadRequest = Body(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'unique in the tenant' }),
+    roleId: Uuid('a role of this tenant'),
+  },
+  { name: WORKLOAD_EXAMPLE.name, roleId: WORKLOAD_EXAMPLE.roleId },
+);
+export type NewWorkloadBody = Static<typeof NewWorkloadRequest>;

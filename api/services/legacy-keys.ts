@@ -7,15 +7,13 @@ import { problem } from '../../shared/errors/index.ts';
 import { checkNewKey, storeKey } from './keys/store.ts';
 import { keyTypeSpec } from '../../shared/crypto/registry.ts';
 import { importKeystore } from './keys/import.ts';
-import type { KeyView } from '../schemas/keys.ts';
-
-const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+import type { KeyView, LegacyKeyImportBody } from '../schemas/keys.ts';
 
 /** Imports the key a legacy import body describes into the tenant; returns its view. */
 export async function importLegacyKey(
   ctx: AppContext,
   tenantId: string,
-  body: Record<string, unknown>,
+  body: LegacyKeyImportBody,
   /** The audit actor, whose budget of expensive work an encrypted PEM's derivation spends. */
   actor: string,
 ): Promise<KeyView> {
@@ -26,9 +24,9 @@ export async function importLegacyKey(
       tenantId,
       {
         data: Buffer.from(pem, 'utf8'),
-        password: text(password),
-        kid: text(kid),
-        usage: text(usage),
+        password,
+        kid,
+        usage,
       },
       actor,
     );

@@ -9,17 +9,13 @@
  */
 import Type from 'typebox';
 import { endpoint } from '../../rows/endpoint.ts';
-import { KEY_VIEW, VIEW_EXAMPLE } from '../../schemas/keys.ts';
+import { KEY_VIEW, LEGACY_KID, LegacyKeyImport, VIEW_EXAMPLE } from '../../schemas/keys.ts';
 import { Resource } from '../../schemas/common.ts';
 import { createKey } from '../../services/keys/store.ts';
 import { importLegacyKey } from '../../services/legacy-keys.ts';
 import { listLegacyKeys } from '../../services/key-lists.ts';
 
 const tag = 'legacy';
-const KID = Type.String({
-  pattern: '^[A-Za-z0-9._:-]{1,128}$',
-  description: 'the key id, as created',
-});
 const KeyView = Resource(KEY_VIEW, VIEW_EXAMPLE);
 const KEY_ERRORS = {
   409: 'conflict: the kid exists in this tenant',
@@ -57,7 +53,7 @@ export const LEGACY_KEY_ENDPOINTS = [
           description: 'a key type of the catalogue (aes-256, rsa-2048, ec-p256, ml-dsa-65...)',
         }),
         usage: Type.Optional(Type.Enum(['encrypt', 'sign', 'mac'])),
-        kid: Type.Optional(KID),
+        kid: Type.Optional(LEGACY_KID),
         description: Type.Optional(Type.String({ maxLength: 500 })),
         rotationPeriodDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
       },
@@ -85,21 +81,7 @@ export const LEGACY_KEY_ENDPOINTS = [
     description:
       'A PEM is imported like POST .../keys/import-keystore of the admin API (the key pair is checked, certificates stored); the first imported key is answered. Exactly one of `pem` (a private key, plain or encrypted with `password`, with its optional certificate chain) and `key` (base64 of a 16- or 32-byte AES key).',
     access: { legacyRole: 'key_management.importKey' },
-    body: Type.Object(
-      {
-        pem: Type.Optional(Type.String()),
-        password: Type.Optional(Type.String({ writeOnly: true })),
-        key: Type.Optional(Type.String({ contentEncoding: 'base64', writeOnly: true })),
-        type: Type.Optional(
-          Type.Enum(['aes-128', 'aes-256'], { description: 'for `key`; default from its length' }),
-        ),
-        kid: Type.Optional(KID),
-        usage: Type.Optional(Type.Enum(['encrypt', 'sign'])),
-      },
-      {
-        examples: [{ key: 'q1N4ve3m3Mmw0Q2oLr7H8wJ0Xk3c1S0b3mXyq3M5c8E=', kid: 'orders-imported' }],
-      },
-    ),
+    body: LegacyKeyImport,
     answer: { status: 201, description: 'the imported key', schema: KeyView },
     problems: {
       400: 'validation-failed (neither pem nor key, or a key whose length does not match type), keystore-malformed, keystore-password-invalid, keystore-key-invalid (an inconsistent key pair, or an RSA public exponent outside odd 65537 <= e < 2^256)',

@@ -3,8 +3,8 @@ import { problem } from '../../../shared/errors/index.ts';
 import { unfitText } from '../../../shared/ids.ts';
 
 /** A trimmed name of 1 to 200 characters without control characters; 400 naming `what` otherwise. */
-export function requireName(name: unknown, what: string): string {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > 200)
+export function requireName(name: string, what: string): string {
+  if (name.trim() === '' || name.length > 200)
     throw problem('validation_failed', `${what} needs a name of 1 to 200 characters`);
   // The HTTP entry refuses these already; bootstrap and tests call the services directly.
   const unfit = unfitText(name);

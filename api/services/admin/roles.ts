@@ -9,7 +9,7 @@ import { Role, User, Workload } from '../../../shared/db/models/identities.ts';
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { findTenant } from './tenants.ts';
 import { requireName } from './names.ts';
-import type { RoleView } from '../../schemas/roles.ts';
+import type { NewRoleBody, RoleChangeBody, RoleView } from '../../schemas/roles.ts';
 
 /** The API shape of a role. */
 export const roleView = (r: Role): RoleView => ({
@@ -24,10 +24,12 @@ export const roleView = (r: Role): RoleView => ({
  * The one permission rule, for creation and change alike: catalogue strings (the unknown ones
  * named), each once; only the platform tenant's roles may hold admin.platform.* permissions.
  */
-async function readPermissions(db: Knex, tenantId: string, value: unknown): Promise<string[]> {
-  if (!Array.isArray(value) || !value.every((p) => typeof p === 'string'))
-    throw problem('validation_failed', 'permissions must be an array of strings');
-  const permissions = [...new Set(value as string[])];
+async function readPermissions(
+  db: Knex,
+  tenantId: string,
+  value: readonly string[],
+): Promise<string[]> {
+  const permissions = [...new Set(value)];
   const unknown = permissions.filter((p) => !isPermission(p));
   if (unknown.length)
     throw problem('validation_failed', `unknown permissions: ${unknown.join(', ')}`, {
@@ -55,7 +57,7 @@ async function requireFreeName(
 export async function createRole(
   ctx: Pick<AppContext, 'db'>,
   tenantId: string,
-  input: { name: unknown; permissions: unknown },
+  input: NewRoleBody,
 ): Promise<RoleView> {
   const name = requireName(input.name, 'a role');
   const permissions = await readPermissions(ctx.db, tenantId, input.permissions);
@@ -82,12 +84,8 @@ export async function findRole(db: Knex, tenantId: string, id: string): Promise<
 }
 
 /** The role id when `roleId` names a role of the tenant; 400 otherwise. */
-export async function requireRole(db: Knex, tenantId: string, roleId: unknown): Promise<string> {
-  if (
-    typeof roleId !== 'string' ||
-    !isUuid(roleId) ||
-    !(await Role.query(db).findOne({ id: roleId, tenant_id: tenantId }))
-  ) {
+export async function requireRole(db: Knex, tenantId: string, roleId: string): Promise<string> {
+  if (!isUuid(roleId) || !(await Role.query(db).findOne({ id: roleId, tenant_id: tenantId }))) {
     throw problem('validation_failed', 'roleId must name a role of this tenant');
   }
   return roleId;
@@ -102,7 +100,7 @@ export async function updateRole(
   ctx: AppContext,
   tenantId: string,
   id: string,
-  input: { name?: unknown; permissions?: unknown },
+  input: RoleChangeBody,
   actor: string,
 ): Promise<RoleView> {
   const role = await findRole(ctx.db, tenantId, id);

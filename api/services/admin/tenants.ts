@@ -10,7 +10,7 @@ import { Tenant } from '../../../shared/db/models/tenants.ts';
 import { Workload } from '../../../shared/db/models/identities.ts';
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { requireName } from './names.ts';
-import type { TenantView } from '../../schemas/common.ts';
+import type { NewTenantBody, TenantView } from '../../schemas/common.ts';
 
 /** The API shape of a tenant. */
 export const tenantView = (t: Tenant): TenantView => ({
@@ -24,7 +24,7 @@ export const tenantView = (t: Tenant): TenantView => ({
 /** Creates a tenant. */
 export async function createTenant(
   ctx: Pick<AppContext, 'db'>,
-  input: { name: unknown },
+  input: NewTenantBody,
 ): Promise<TenantView> {
   const tenant = await Tenant.query(ctx.db).insert({
     id: randomUUID(),

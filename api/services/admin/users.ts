@@ -8,7 +8,7 @@ import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts'
 import { startPasswordReset } from '../auth/password-reset.ts';
 import { revokeSubjectRefreshTokens } from '../auth/refresh-tokens.ts';
 import { requireRole } from './roles.ts';
-import type { UserView } from '../../schemas/users.ts';
+import type { NewUserBody, UserChangeBody, UserView } from '../../schemas/users.ts';
 
 // eslint-disable-next-line no-control-regex
 const EMAIL = /^[^\s@\u0000-\u001f]+@[^\s@\u0000-\u001f]+$/;
@@ -29,11 +29,12 @@ export const userView = (u: User): UserView => ({
 export async function createUser(
   ctx: Pick<AppContext, 'db' | 'pool'>,
   tenantId: string,
-  input: { email: unknown; password: unknown; roleId: unknown },
+  input: NewUserBody,
 ): Promise<UserView> {
-  if (typeof input.email !== 'string' || !EMAIL.test(input.email) || input.email.length > 254)
+  // The row's schema bounds the length; the form of an address is checked here.
+  if (!EMAIL.test(input.email) || input.email.length > 254)
     throw problem('validation_failed', 'email must be an e-mail address');
-  if (typeof input.password !== 'string' || input.password.length < 12)
+  if (input.password.length < 12)
     throw problem('validation_failed', 'password must be at least 12 characters');
   const roleId = await requireRole(ctx.db, tenantId, input.roleId);
   const email = input.email.toLowerCase();
@@ -78,7 +79,7 @@ export async function updateUser(
   ctx: AppContext,
   tenantId: string,
   id: string,
-  input: { roleId?: unknown; disabled?: unknown },
+  input: UserChangeBody,
   actor: string,
 ): Promise<UserView> {
   const user = await findUser(ctx.db, tenantId, id);
@@ -86,11 +87,7 @@ export async function updateUser(
     updated_at: new Date(),
   };
   if (input.roleId !== undefined) patch.role_id = await requireRole(ctx.db, tenantId, input.roleId);
-  if (input.disabled !== undefined) {
-    if (typeof input.disabled !== 'boolean')
-      throw problem('validation_failed', 'disabled must be a boolean');
-    patch.disabled = input.disabled;
-  }
+  if (input.disabled !== undefined) patch.disabled = input.disabled;
   const [row] = await User.query(ctx.db).where({ id: user.id }).patch(patch).returning('*');
   if (patch.disabled === true) {
     await revokeSubjectRefreshTokens(ctx.db, user.id);

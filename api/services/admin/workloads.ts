@@ -7,7 +7,7 @@ import { Workload, WorkloadSecret } from '../../../shared/db/models/identities.t
 import { pageOf, type Page, type PageRequest } from '../../../shared/db/page.ts';
 import { requireName } from './names.ts';
 import { requireRole } from './roles.ts';
-import type { WorkloadView } from '../../schemas/workloads.ts';
+import type { NewWorkloadBody, WorkloadView } from '../../schemas/workloads.ts';
 
 /** The longest grace a rotated secret may keep (30 days). */
 const MAX_GRACE_SECONDS = 30 * 86400;
@@ -27,7 +27,7 @@ export const workloadView = (w: Workload): WorkloadView => ({
 export async function registerWorkload(
   ctx: Pick<AppContext, 'db' | 'auth'>,
   tenantId: string,
-  input: { name: unknown; roleId: unknown },
+  input: NewWorkloadBody,
 ): Promise<WorkloadView & { clientSecret: string }> {
   const name = requireName(input.name, 'a workload');
   const roleId = await requireRole(ctx.db, tenantId, input.roleId);

@@ -158,17 +158,14 @@ async function insertVersion(
 export async function checkNewKey(
   ctx: AppContext,
   tenantId: string,
-  input: { type: unknown; usage?: unknown; kid?: unknown },
+  input: { type: string; usage?: string; kid?: string },
 ): Promise<{ type: KeyType; usage: string; kid: string; policyPeriodDays: number }> {
   if (!isKeyType(input.type))
     throw problem(
       'validation_failed',
-      `type must be a supported key type, got ${String(input.type).slice(0, 40)}`,
+      `type must be a supported key type, got ${input.type.slice(0, 40)}`,
     );
-  const usage = resolveUsage(
-    input.type,
-    input.usage === undefined ? undefined : String(input.usage),
-  );
+  const usage = resolveUsage(input.type, input.usage);
   const { effective } = await tenantPolicy(ctx, tenantId);
   if (!effective.allowedKeyTypes.includes(input.type)) {
     throw problem(
@@ -177,7 +174,7 @@ export async function checkNewKey(
       { details: { allowedKeyTypes: effective.allowedKeyTypes } },
     );
   }
-  const kid = input.kid === undefined ? `key-${randomUUID()}` : String(input.kid);
+  const kid = input.kid ?? `key-${randomUUID()}`;
   if (!KID.test(kid))
     throw problem('validation_failed', 'kid must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
   if (await findKeyRow(ctx.db, tenantId, kid))
@@ -198,11 +195,11 @@ export async function createKey(
   ctx: AppContext,
   tenantId: string,
   input: {
-    type: unknown;
-    usage?: unknown;
-    kid?: unknown;
-    description?: unknown;
-    rotationPeriodDays?: unknown;
+    type: string;
+    usage?: string;
+    kid?: string;
+    description?: string | null;
+    rotationPeriodDays?: number | null;
   },
   principal?: string,
   alsoWrite?: (trx: Knex, kid: string) => Promise<void>,

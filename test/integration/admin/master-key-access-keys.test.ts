@@ -25,6 +25,7 @@ import {
   sealedIdSql,
 } from '../../../shared/keys/sealed-items.ts';
 import { sleep } from '../../support/time.ts';
+import { createAccessKeyResolver } from '../../../api/services/auth/access-keys.ts';
 
 const A = randomBytes(32).toString('base64');
 const B = randomBytes(32).toString('base64');
@@ -204,6 +205,8 @@ describe(`access keys in the master keyring's bookkeeping (${TEST_ENGINE})`, () 
       // on one instance; the start check ran on the other's).
       const k2Only = createKeyring([{ id: 'k2', key: Buffer.from(B, 'base64') }]);
       (app.ctx as { masterKey: unknown }).masterKey = k2Only;
+      // The resolver reads with the keyring it was built with: build it as such an instance would.
+      (app.ctx as { accessKeys: unknown }).accessKeys = createAccessKeyResolver(app.ctx);
       const unopenable = await sigv4(app, t.accessKeyId, t.secretAccessKey);
       const unknown = await sigv4(app, 'KWAKAAAAAAAAAAAAAAAA', t.secretAccessKey);
       expect(unknown).toMatchObject({

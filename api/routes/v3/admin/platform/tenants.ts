@@ -8,7 +8,13 @@
 import Type from 'typebox';
 import { endpoint } from '../../../../rows/endpoint.ts';
 import { pageRequest } from '../../../../rows/pagination.ts';
-import { Body, PageOf, PageQuery, TenantResource, idParam } from '../../../../schemas/common.ts';
+import {
+  PageOf,
+  PageQuery,
+  TenantResource,
+  idParam,
+  NewTenant,
+} from '../../../../schemas/common.ts';
 import {
   createTenant,
   listTenants,
@@ -66,10 +72,7 @@ export const PLATFORM_TENANT_ENDPOINTS = [
     tag,
     summary: 'Create a tenant',
     access: { anyOf: ['admin.platform.tenants.create'] },
-    body: Body(
-      { name: Type.String({ minLength: 1, maxLength: 200, description: 'trimmed' }) },
-      { name: 'acme' },
-    ),
+    body: NewTenant,
     answer: { status: 201, description: 'the tenant', schema: TenantResource },
     handle: (ctx, { body }) => createTenant(ctx, body),
     // One event in the platform's chain, and the first of the new tenant's own chain.

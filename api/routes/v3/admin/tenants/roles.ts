@@ -8,7 +8,7 @@
 import Type from 'typebox';
 import { endpoint } from '../../../../rows/endpoint.ts';
 import { pageRequest } from '../../../../rows/pagination.ts';
-import { Body, PageOf, PageQuery, TENANT_PARAM, TenantRecord } from '../../../../schemas/common.ts';
+import { PageOf, PageQuery, TENANT_PARAM, TenantRecord } from '../../../../schemas/common.ts';
 import {
   createRole,
   deleteRole,
@@ -17,16 +17,9 @@ import {
   roleView,
   updateRole,
 } from '../../../../services/admin/roles.ts';
-import { Role } from '../../../../schemas/roles.ts';
+import { NewRole, Role, RoleChange } from '../../../../schemas/roles.ts';
 
 // The one rule for both (services/admin/roles.ts) answers the bounds, naming what is wrong.
-const name = () =>
-  Type.String({ description: '1 to 200 characters, trimmed; unique in the tenant' });
-const permissions = () =>
-  Type.Array(Type.String(), {
-    description:
-      'catalogue permissions (GET /api/v3/admin/platform/scopes); admin.platform.* only in the platform tenant',
-  });
 const PERMISSIONS_REFUSED =
   'unknown permissions (listed in unknownPermissions) or platform permissions in a tenant role';
 
@@ -57,10 +50,7 @@ export const ROLE_ENDPOINTS = [
       'Create a role from catalogue permissions (admin.platform.* only in the platform tenant)',
     access: { anyOf: ['admin.roles.create'] },
     params: Tenant,
-    body: Body(
-      { name: name(), permissions: permissions() },
-      { name: 'encryptor', permissions: ['crypto.encrypt', 'crypto.decrypt', 'crypto.keys.read'] },
-    ),
+    body: NewRole,
     answer: { status: 201, description: 'the role', schema: Role },
     problems: { 400: PERMISSIONS_REFUSED, 409: 'a role of that name exists' },
     handle: (ctx, { params, body }) => createRole(ctx, params.tenantId, body),
@@ -92,10 +82,7 @@ export const ROLE_ENDPOINTS = [
       'Narrowed permissions end the outstanding tokens of its holders on every instance (they carry the removed ones).',
     access: { anyOf: ['admin.roles.update'] },
     params: RolePath,
-    body: Body(
-      { name: Type.Optional(name()), permissions: Type.Optional(permissions()) },
-      { permissions: ['crypto.encrypt', 'crypto.keys.read'] },
-    ),
+    body: RoleChange,
     answer: { status: 200, description: 'the role', schema: Role },
     problems: {
       400: PERMISSIONS_REFUSED,

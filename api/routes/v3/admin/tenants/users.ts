@@ -7,15 +7,8 @@
 import Type from 'typebox';
 import { endpoint } from '../../../../rows/endpoint.ts';
 import { pageRequest } from '../../../../rows/pagination.ts';
-import {
-  Body,
-  PageOf,
-  PageQuery,
-  TENANT_PARAM,
-  TenantRecord,
-  Uuid,
-} from '../../../../schemas/common.ts';
-import { User, USER_EXAMPLE } from '../../../../schemas/users.ts';
+import { PageOf, PageQuery, TENANT_PARAM, TenantRecord } from '../../../../schemas/common.ts';
+import { NewUser, User, UserChange } from '../../../../schemas/users.ts';
 import {
   createUser,
   deleteUser,
@@ -53,18 +46,7 @@ export const USER_ENDPOINTS = [
     summary: 'Create a human user',
     access: { anyOf: [WRITE] },
     params: Tenant,
-    body: Body(
-      {
-        email: Type.String({ maxLength: 254, description: 'an e-mail address' }),
-        password: Type.String({ minLength: 12, writeOnly: true }),
-        roleId: Uuid('a role of this tenant'),
-      },
-      {
-        email: USER_EXAMPLE.email,
-        password: 'correct horse battery staple',
-        roleId: USER_EXAMPLE.roleId,
-      },
-    ),
+    body: NewUser,
     answer: { status: 201, description: 'the user', schema: User },
     problems: { 409: 'a user with that e-mail exists in this tenant' },
     handle: (ctx, { params, body }) => createUser(ctx, params.tenantId, body),
@@ -90,13 +72,7 @@ export const USER_ENDPOINTS = [
     summary: "Change a user's role or disable it",
     access: { anyOf: [WRITE] },
     params: UserPath,
-    body: Body(
-      {
-        roleId: Type.Optional(Uuid('a role of this tenant')),
-        disabled: Type.Optional(Type.Boolean()),
-      },
-      { disabled: true },
-    ),
+    body: UserChange,
     answer: { status: 200, description: 'the user', schema: User },
     problems: { 404: 'no such user in this tenant' },
     handle: (ctx, { params, body, actor }) =>

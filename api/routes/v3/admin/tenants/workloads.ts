@@ -42,6 +42,7 @@ import {
   NewAccessKey,
   ACCESS_KEY_EXAMPLE,
   ACCESS_KEY_ID,
+  NewWorkloadRequest,
 } from '../../../../schemas/workloads.ts';
 
 const NewSecret = Resource(
@@ -111,13 +112,7 @@ export const WORKLOAD_ENDPOINTS = [
     summary: 'Register a workload once per app and tenant; the secret is returned only here',
     access: { anyOf: ['admin.workloads.create'] },
     params: Tenant,
-    body: Body(
-      {
-        name: Type.String({ minLength: 1, maxLength: 200, description: 'unique in the tenant' }),
-        roleId: Uuid('a role of this tenant'),
-      },
-      { name: WORKLOAD_EXAMPLE.name, roleId: WORKLOAD_EXAMPLE.roleId },
-    ),
+    body: NewWorkloadRequest,
     answer: {
       status: 201,
       description: 'the workload with clientId and clientSecret',
