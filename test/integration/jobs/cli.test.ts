@@ -401,7 +401,7 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
   }, 60_000);
 });
 
-describe('CLI token renewal (spec 5.8: 60 s before expiry or on a 401)', () => {
+describe('CLI token renewal (60 s before expiry or on a 401)', () => {
   let server: Server;
   let url: string;
   let issued = 0;

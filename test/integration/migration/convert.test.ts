@@ -124,7 +124,7 @@ describe('POST /api/v3/migration/stream/convert-pkcs7-to-jose with SignedData', 
     await verifyDetached(jws, data, publicOf(keys.p256));
   });
 
-  it('when signerKid names a key that did not make the CMS signature, then the signer is verified with its own key and signerKid re-signs (contract 10)', async () => {
+  it('when signerKid names a key that did not make the CMS signature, then the signer is verified with its own key and signerKid re-signs', async () => {
     const r = await convert(app, actor.workload, sign(keys.p256, ['-nodetach']), {
       signerKid: keys.rsaSigner.kid,
     });

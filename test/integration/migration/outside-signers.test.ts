@@ -148,7 +148,7 @@ afterAll(async () => {
   await app.stop();
 });
 
-describe('outside signers (contract 10)', () => {
+describe('outside signers', () => {
   it('when the tenant has no archive signing key, then a mail by an outsider answers cms-key-not-imported naming the way out', async () => {
     const r = await convert(app, actor.user, sign('alice'));
     expect(r.status).toBe(404);
@@ -285,7 +285,7 @@ describe('outside signers (contract 10)', () => {
   });
 });
 
-describe('several signers without an archive key (contract 10)', () => {
+describe('several signers without an archive key', () => {
   it('when the tenant holds both signers, then the JWS is General JSON with one signature per key, each recording both signers', async () => {
     const second = await makeActor(app);
     const a = makeKey(ssl, 'cosigner-a', 'ec-p256');

@@ -88,7 +88,7 @@ describe('analyzePkcs7', () => {
     });
   });
 
-  it('when a SignedData has two signers, then both are reported and it is convertible (contract 10)', async () => {
+  it('when a SignedData has two signers, then both are reported and it is convertible', async () => {
     const file = sign(keys.rsa, [
       '-nodetach',
       '-signer',

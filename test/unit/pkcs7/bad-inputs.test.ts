@@ -140,7 +140,7 @@ describe('bad inputs', () => {
     });
   });
 
-  it('when the message has several signers, then every one is verified and the JWS has one signature per signer key (contract 10)', async () => {
+  it('when the message has several signers, then every one is verified and the JWS has one signature per signer key', async () => {
     const file = cms.sign(ssl, 'data.bin', {
       by: [keys.rsa, keys.ec],
       binary: true,
