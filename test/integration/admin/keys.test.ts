@@ -47,7 +47,7 @@ describe(`admin keys (${TEST_ENGINE})`, () => {
     expect((await api(app, 'POST', base, token, { type: 'des' })).status).toBe(400);
   });
 
-  it('when a key goes through its lifecycle, then the lifecycle's transition table holds', async () => {
+  it('when a key goes through its lifecycle, then the transition table of the key lifecycle holds', async () => {
     await api(app, 'POST', base, token, { type: 'aes-128', kid: 'life' });
     expect((await api(app, 'POST', `${base}/life/rotate`, token)).body).toMatchObject({
       currentVersion: 2,

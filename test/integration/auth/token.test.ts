@@ -28,7 +28,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
     await app.stop();
   });
 
-  describe('the token endpoint's error table', () => {
+  describe('the error table of the token endpoint', () => {
     it('when the body is JSON, then 400 unsupported_grant_type', async () => {
       const res = await fetch(`${app.url}${TOKEN}`, {
         method: 'POST',
@@ -367,7 +367,7 @@ describe(`token endpoint (${TEST_ENGINE})`, () => {
       const human = await adminToken(app);
       expect((await api(app, 'GET', '/api/v3/crypto/keys', human)).status).toBe(401);
     });
-    it('when the platform admin reads the scopes, then exactly 82 distinct permissions including the platform's', async () => {
+    it('when the platform admin reads the scopes, then exactly 82 distinct permissions including those of the platform', async () => {
       const r = await api(app, 'GET', '/api/v3/admin/platform/scopes', await adminToken(app));
       expect(r.status).toBe(200);
       const items = r.body.items as string[];
