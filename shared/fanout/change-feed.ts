@@ -34,6 +34,15 @@ export interface Change {
   data?: Record<string, unknown>;
 }
 
+/** The ref of a tenant's thing, `<tenantId>:<name>`. */
+export const tenantRef = (tenantId: string, name: string): string => `${tenantId}:${name}`;
+
+/** A tenant ref's two parts: a tenant id is a UUID, so the first colon ends it. */
+export function splitTenantRef(ref: string): { tenantId: string; name: string } {
+  const at = ref.indexOf(':');
+  return { tenantId: ref.slice(0, at), name: ref.slice(at + 1) };
+}
+
 export interface ChangeFeed {
   /**
    * Writes a change inside `trx` (so it commits with the state it describes) and returns it;

@@ -24,7 +24,7 @@ import type { Logger } from '../logger.ts';
 import { KID, canonicalId } from '../ids.ts';
 import { keyNotFound, type KeyState } from './lifecycle.ts';
 import { enabledUsages } from './usages.ts';
-import type { ChangeFeed } from '../fanout/change-feed.ts';
+import { splitTenantRef, tenantRef, type ChangeFeed } from '../fanout/change-feed.ts';
 import { ChangeFedCache } from '../fanout/change-fed-cache.ts';
 import { Key, KeyVersion } from '../db/models/keys.ts';
 
@@ -140,10 +140,9 @@ export function createKeyCache(
     // A kid found missing is answered so for a moment without a read: random kids cost one each.
     absentTtlMs: NEGATIVE_TTL_MS,
     async load([ref]) {
-      // A tenant id is a UUID: the first colon ends it.
-      const at = ref.indexOf(':');
+      const { tenantId, name: kid } = splitTenantRef(ref);
       try {
-        return new Map([[ref, await load(ref.slice(0, at), ref.slice(at + 1))]]);
+        return new Map([[ref, await load(tenantId, kid)]]);
       } catch (err) {
         if (err instanceof AppError && err.code === 'key_not_found') return new Map();
         throw err;
@@ -202,7 +201,7 @@ export function createKeyCache(
   };
 
   // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
-  feed.on('key', (c) => forget(c.ref.slice(0, c.ref.indexOf(':'))));
+  feed.on('key', (c) => forget(splitTenantRef(c.ref).tenantId));
   feed.onResync(() => {
     recalled.clear();
     recalledCount = 0;
@@ -214,20 +213,20 @@ export function createKeyCache(
       // invalidated by the lower-case change ref) and failed the seal binding of the material.
       const tenantId = canonicalId(anyTenantId);
       if (!KID.test(kid)) return Promise.reject(keyNotFound(kid));
-      const ref = `${tenantId}:${kid}`;
+      const ref = tenantRef(tenantId, kid);
       return (
         entries.hit(ref) ?? entries.get(ref).then((key) => key ?? Promise.reject(keyNotFound(kid)))
       );
     },
     async invalidate(anyTenantId, kid) {
       const tenantId = canonicalId(anyTenantId);
-      const ref = `${tenantId}:${kid}`;
+      const ref = tenantRef(tenantId, kid);
       entries.forget(ref);
       await feed.record('key', ref);
     },
     async changedIn(trx, anyTenantId, kid) {
       const tenantId = canonicalId(anyTenantId);
-      const change = await feed.write(trx, 'key', `${tenantId}:${kid}`);
+      const change = await feed.write(trx, 'key', tenantRef(tenantId, kid));
       return () => feed.announce(change);
     },
     recall<T>(

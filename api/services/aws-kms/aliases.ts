@@ -6,7 +6,12 @@
  * everything on a resync. A lookup begun before a change is never kept after it.
  */
 import type { Knex } from 'knex';
-import type { Change, ChangeFeed } from '../../../shared/fanout/change-feed.ts';
+import {
+  splitTenantRef,
+  tenantRef,
+  type Change,
+  type ChangeFeed,
+} from '../../../shared/fanout/change-feed.ts';
 import { ChangeFedCache } from '../../../shared/fanout/change-fed-cache.ts';
 import type { AppContext } from '../../context.ts';
 
@@ -22,11 +27,8 @@ export const createAliasCache = (db: Knex, feed: ChangeFeed): ChangeFedCache<str
     // A name that is no alias stays so until an alias change names it.
     absentTtlMs: Infinity,
     async load([ref]) {
-      // A tenant id is a UUID: the first colon ends it.
-      const at = ref.indexOf(':');
-      const row = await db('key_aliases')
-        .where({ tenant_id: ref.slice(0, at), name: ref.slice(at + 1) })
-        .first('kid');
+      const { tenantId, name } = splitTenantRef(ref);
+      const row = await db('key_aliases').where({ tenant_id: tenantId, name }).first('kid');
       return new Map(row ? [[ref, row.kid as string]] : []);
     },
   });
@@ -37,7 +39,7 @@ export async function aliasTarget(
   tenantId: string,
   name: string,
 ): Promise<string | null> {
-  return (await ctx.aliases.get(`${tenantId}:${name}`)) ?? null;
+  return (await ctx.aliases.get(tenantRef(tenantId, name))) ?? null;
 }
 
 /** Tells every instance, this one included, that these aliases of the tenant changed (after the commit). */
@@ -46,7 +48,7 @@ export async function aliasesChanged(
   tenantId: string,
   names: readonly string[],
 ): Promise<void> {
-  for (const name of names) await ctx.changes.record('alias', `${tenantId}:${name}`);
+  for (const name of names) await ctx.changes.record('alias', tenantRef(tenantId, name));
 }
 
 /**
@@ -61,7 +63,7 @@ export async function aliasesChangedIn(
 ): Promise<() => void> {
   const changes: Change[] = [];
   for (const name of names)
-    changes.push(await ctx.changes.write(trx, 'alias', `${tenantId}:${name}`));
+    changes.push(await ctx.changes.write(trx, 'alias', tenantRef(tenantId, name)));
   return () => {
     for (const c of changes) ctx.changes.announce(c);
   };
