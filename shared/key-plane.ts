@@ -13,7 +13,7 @@ import { loadMasterKey, type MasterKey } from './crypto/master-key.ts';
 import { openDatabase, type Db } from './db/knex.ts';
 import { createFanoutBus, type FanoutBus } from './fanout/bus.ts';
 import { createChangeFeed, type ChangeFeed } from './fanout/change-feed.ts';
-import { createKeyCache, type KeyCache } from './keys/cache.ts';
+import { KeyCache } from './keys/cache.ts';
 import { checkKeyring, loadMasterSecrets, type MasterSecrets } from './keys/sealed-items.ts';
 import { flushLogger, type Logger } from './logger.ts';
 import { Closers } from './closers.ts';
@@ -111,7 +111,7 @@ export async function openKeyPlane(
     closers.add('fanout', () => fanout.close());
     const changes = await createChangeFeed(db, logger, fanout);
     closers.add('change feed', () => changes.close());
-    const keys = createKeyCache(db, master.key, changes, logger);
+    const keys = new KeyCache(db, master.key, changes, logger);
     return { masterKey: master.key, masterSecrets, db, redis, fanout, changes, keys, closers };
   } catch (err) {
     await closers.close();

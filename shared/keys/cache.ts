@@ -63,31 +63,6 @@ export interface CachedKey {
   certificates: Map<number, Buffer>;
 }
 
-export interface KeyCache {
-  /** The key, loaded once; key-not-found when the tenant has no such kid. */
-  get(tenantId: string, kid: string): Promise<CachedKey>;
-  /** Drops a key here and on every other instance. */
-  invalidate(tenantId: string, kid: string): Promise<void>;
-  /**
-   * Writes the key's change inside `trx`, so it commits with the key's new state (no window where
-   * the state is committed and the change is not); call the returned function after the commit.
-   */
-  changedIn(trx: Knex, tenantId: string, kid: string): Promise<() => void>;
-  /**
-   * A lookup of a tenant's keys by something other than a kid (the kid and version a CMS
-   * identifier names, the archive signing key), remembered for LOOKUP_TTL_MS and forgotten at
-   * once when any key of the tenant changes, so a message stream does not ask the database the
-   * same question for every message. `what` names the question within the tenant; an answer that
-   * `keep` refuses (a null: nothing found, which a key created later could change) is not kept.
-   */
-  recall<T>(
-    tenantId: string,
-    what: string,
-    load: () => Promise<T>,
-    keep?: (answer: T) => boolean,
-  ): Promise<T>;
-}
-
 /** Who a stored version belongs to, for the log line when its material is refused. */
 export interface StoredVersionId {
   tenantId: string;
@@ -124,36 +99,129 @@ export function loadStoredVersion(
   }
 }
 
-/** Creates the cache and its cross-instance invalidation; `log` receives refused stored material. */
-export function createKeyCache(
-  db: Knex,
-  master: MasterKey,
-  feed: ChangeFeed,
-  log?: Pick<Logger, 'error'>,
-): KeyCache {
-  // By the key change's ref, `<tenantId>:<kid>` (tenant ids are canonical here: the seal binding
-  // and the change refs use the lower-case form).
-  const entries = new ChangeFedCache<CachedKey>({
-    feed,
-    kind: 'key',
-    max: MAX_ENTRIES,
-    // A kid found missing is answered so for a moment without a read: random kids cost one each.
-    absentTtlMs: NEGATIVE_TTL_MS,
-    async load([ref]) {
-      const { tenantId, name: kid } = splitTenantRef(ref);
-      try {
-        return new Map([[ref, await load(tenantId, kid)]]);
-      } catch (err) {
-        if (err instanceof AppError && err.code === 'key_not_found') return new Map();
-        throw err;
-      }
-    },
-  });
+/**
+ * The key cache of a process, with its cross-instance invalidation; `log` receives refused stored
+ * material.
+ */
+export class KeyCache {
+  readonly #db: Knex;
+  readonly #master: MasterKey;
+  readonly #feed: ChangeFeed;
+  readonly #log: Pick<Logger, 'error'> | undefined;
+  /**
+   * By the key change's ref, `<tenantId>:<kid>` (tenant ids are canonical here: the seal binding
+   * and the change refs use the lower-case form).
+   */
+  readonly #entries: ChangeFedCache<CachedKey>;
+  /** Lookups by other identifiers, per tenant: question -> answer and when it was asked. */
+  readonly #recalled = new Map<string, Map<string, { at: number; answer: Promise<unknown> }>>();
+  #recalledCount = 0;
 
-  async function load(tenantId: string, kid: string): Promise<CachedKey> {
-    const row = await Key.query(db).findOne({ tenant_id: tenantId, kid });
+  constructor(db: Knex, master: MasterKey, feed: ChangeFeed, log?: Pick<Logger, 'error'>) {
+    this.#db = db;
+    this.#master = master;
+    this.#feed = feed;
+    this.#log = log;
+    this.#entries = new ChangeFedCache<CachedKey>({
+      feed,
+      kind: 'key',
+      max: MAX_ENTRIES,
+      // A kid found missing is answered so for a moment without a read: random kids cost one each.
+      absentTtlMs: NEGATIVE_TTL_MS,
+      load: async ([ref]) => {
+        const { tenantId, name: kid } = splitTenantRef(ref);
+        try {
+          return new Map([[ref, await this.#load(tenantId, kid)]]);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'key_not_found') return new Map();
+          throw err;
+        }
+      },
+    });
+    feed.on('key', (c) => this.#forget(splitTenantRef(c.ref).tenantId));
+    feed.onResync(() => {
+      this.#recalled.clear();
+      this.#recalledCount = 0;
+    });
+  }
+
+  /** The key, loaded once; key-not-found when the tenant has no such kid. */
+  get(anyTenantId: string, kid: string): Promise<CachedKey> {
+    // One rule for every caller: an upper-case tenant id named another cache entry (never
+    // invalidated by the lower-case change ref) and failed the seal binding of the material.
+    const tenantId = canonicalId(anyTenantId);
+    if (!KID.test(kid)) return Promise.reject(keyNotFound(kid));
+    const ref = tenantRef(tenantId, kid);
+    return (
+      this.#entries.hit(ref) ??
+      this.#entries.get(ref).then((key) => key ?? Promise.reject(keyNotFound(kid)))
+    );
+  }
+
+  /** Drops a key here and on every other instance. */
+  async invalidate(anyTenantId: string, kid: string): Promise<void> {
+    const ref = tenantRef(canonicalId(anyTenantId), kid);
+    this.#entries.forget(ref);
+    await this.#feed.record('key', ref);
+  }
+
+  /**
+   * Writes the key's change inside `trx`, so it commits with the key's new state (no window where
+   * the state is committed and the change is not); call the returned function after the commit.
+   */
+  async changedIn(trx: Knex, anyTenantId: string, kid: string): Promise<() => void> {
+    const change = await this.#feed.write(trx, 'key', tenantRef(canonicalId(anyTenantId), kid));
+    return () => this.#feed.announce(change);
+  }
+
+  /**
+   * A lookup of a tenant's keys by something other than a kid (the kid and version a CMS
+   * identifier names, the archive signing key), remembered for LOOKUP_TTL_MS and forgotten at
+   * once when any key of the tenant changes, so a message stream does not ask the database the
+   * same question for every message. `what` names the question within the tenant; an answer that
+   * `keep` refuses (a null: nothing found, which a key created later could change) is not kept.
+   */
+  recall<T>(
+    anyTenantId: string,
+    what: string,
+    load: () => Promise<T>,
+    keep: (answer: T) => boolean = (a) => a !== null,
+  ): Promise<T> {
+    const tenantId = canonicalId(anyTenantId);
+    const recalled = this.#recalled;
+    let questions = recalled.get(tenantId);
+    const hit = questions?.get(what);
+    if (hit && Date.now() - hit.at < LOOKUP_TTL_MS) return hit.answer as Promise<T>;
+    // Bounded like the entries: many tenants or questions start the memo afresh.
+    if (this.#recalledCount >= MAX_ENTRIES) {
+      recalled.clear();
+      this.#recalledCount = 0;
+    }
+    if (!questions) recalled.set(tenantId, (questions = new Map()));
+    if (!hit) this.#recalledCount++;
+    const answer = load();
+    const entry = { at: Date.now(), answer };
+    questions.set(what, entry);
+    const unkeep = () => {
+      const current = recalled.get(tenantId);
+      if (current?.get(what) === entry) {
+        current.delete(what);
+        this.#recalledCount--;
+      }
+    };
+    answer.then((a) => !keep(a) && unkeep(), unkeep);
+    return answer;
+  }
+
+  #forget(tenantId: string): void {
+    this.#recalledCount -= this.#recalled.get(tenantId)?.size ?? 0;
+    this.#recalled.delete(tenantId);
+  }
+
+  async #load(tenantId: string, kid: string): Promise<CachedKey> {
+    const row = await Key.query(this.#db).findOne({ tenant_id: tenantId, kid });
     if (!row) throw keyNotFound(kid);
-    const rows = await KeyVersion.query(db)
+    const rows = await KeyVersion.query(this.#db)
       .where({ key_id: row.id })
       .select('version', 'material', 'certificate_chain');
     const versions = new Map<number, LoadedKeyVersion>();
@@ -161,14 +229,14 @@ export function createKeyCache(
     const certificates = new Map<number, Buffer>();
     const usages = enabledUsages(row as unknown as Record<string, unknown>);
     for (const v of rows) {
-      const opened = master.open(v.material, { tenantId, kid, version: v.version });
+      const opened = this.#master.open(v.material, { tenantId, kid, version: v.version });
       const m = deserializeMaterial(opened);
       versions.set(
         v.version,
         loadStoredVersion(
           m,
           { tenantId, kid, version: v.version, usage: row.usage as KeyUsage, usages },
-          log,
+          this.#log,
         ),
       );
       material.set(v.version, serializeMaterial(m));
@@ -191,73 +259,4 @@ export function createKeyCache(
       certificates,
     };
   }
-
-  // Lookups by other identifiers, per tenant: question -> answer and when it was asked.
-  const recalled = new Map<string, Map<string, { at: number; answer: Promise<unknown> }>>();
-  let recalledCount = 0;
-  const forget = (tenantId: string) => {
-    recalledCount -= recalled.get(tenantId)?.size ?? 0;
-    recalled.delete(tenantId);
-  };
-
-  // The change's ref is `<tenantId>:<kid>` (a tenant id is a UUID, so the first colon splits).
-  feed.on('key', (c) => forget(splitTenantRef(c.ref).tenantId));
-  feed.onResync(() => {
-    recalled.clear();
-    recalledCount = 0;
-  });
-
-  return {
-    get(anyTenantId, kid) {
-      // One rule for every caller: an upper-case tenant id named another cache entry (never
-      // invalidated by the lower-case change ref) and failed the seal binding of the material.
-      const tenantId = canonicalId(anyTenantId);
-      if (!KID.test(kid)) return Promise.reject(keyNotFound(kid));
-      const ref = tenantRef(tenantId, kid);
-      return (
-        entries.hit(ref) ?? entries.get(ref).then((key) => key ?? Promise.reject(keyNotFound(kid)))
-      );
-    },
-    async invalidate(anyTenantId, kid) {
-      const tenantId = canonicalId(anyTenantId);
-      const ref = tenantRef(tenantId, kid);
-      entries.forget(ref);
-      await feed.record('key', ref);
-    },
-    async changedIn(trx, anyTenantId, kid) {
-      const tenantId = canonicalId(anyTenantId);
-      const change = await feed.write(trx, 'key', tenantRef(tenantId, kid));
-      return () => feed.announce(change);
-    },
-    recall<T>(
-      anyTenantId: string,
-      what: string,
-      load: () => Promise<T>,
-      keep: (answer: T) => boolean = (a) => a !== null,
-    ): Promise<T> {
-      const tenantId = canonicalId(anyTenantId);
-      let questions = recalled.get(tenantId);
-      const hit = questions?.get(what);
-      if (hit && Date.now() - hit.at < LOOKUP_TTL_MS) return hit.answer as Promise<T>;
-      // Bounded like the entries: many tenants or questions start the memo afresh.
-      if (recalledCount >= MAX_ENTRIES) {
-        recalled.clear();
-        recalledCount = 0;
-      }
-      if (!questions) recalled.set(tenantId, (questions = new Map()));
-      if (!hit) recalledCount++;
-      const answer = load();
-      const entry = { at: Date.now(), answer };
-      questions.set(what, entry);
-      const unkeep = () => {
-        const current = recalled.get(tenantId);
-        if (current?.get(what) === entry) {
-          current.delete(what);
-          recalledCount--;
-        }
-      };
-      answer.then((a) => !keep(a) && unkeep(), unkeep);
-      return answer;
-    },
-  };
 }
