@@ -20,7 +20,7 @@ import { createDecryptionBudget } from '../shared/keys/decryption-budget.ts';
 import { createAuthServices } from './services/auth/index.ts';
 import { batchedSigner } from './services/auth/token-signer.ts';
 import { createBackgroundTasks } from './background.ts';
-import { createRewrapper } from '../shared/keys/rewrap.ts';
+import { Rewrapper } from '../shared/keys/rewrap.ts';
 import { createTransitMounts } from './services/vault-transit/mounts.ts';
 import { createAliasCache } from './services/aws-kms/aliases.ts';
 import { createAccessKeyResolver } from './services/auth/access-keys.ts';
@@ -114,7 +114,7 @@ async function withApiParts(config: Config, logger: Logger, plane: KeyPlane): Pr
   // Closed first: what is under way still needs the database, the mailer and the audit log.
   const background = createBackgroundTasks(logger);
   closers.add('background tasks', () => background.close());
-  const rewrap = createRewrapper(db, masterKey, { logger, metrics: metrics.domain });
+  const rewrap = new Rewrapper(db, masterKey, { logger, metrics: metrics.domain });
   closers.add('master-key rewrap', () => rewrap.close());
   const aliases = createAliasCache(db, changes);
   const accessKeys = createAccessKeyResolver({ db, masterKey, logger, changes });

@@ -30,17 +30,6 @@ export interface RewrapProgress {
   error: string | null;
 }
 
-/** A rewrap runner, one per process. */
-export interface Rewrapper {
-  /** Starts a run unless one is running (then `onFinish` is not kept); answers the progress. */
-  start(onFinish?: (progress: RewrapProgress) => void): RewrapProgress;
-  /** Runs to the end (tests, bench, the start of a run). */
-  run(): Promise<RewrapProgress>;
-  progress(): RewrapProgress;
-  /** Stops a running pass between items and waits for it. */
-  close(): Promise<void>;
-}
-
 export interface RewrapOptions {
   logger: Logger;
   metrics?: DomainMetrics;
@@ -48,19 +37,58 @@ export interface RewrapOptions {
   batchSize?: number;
 }
 
-/** Creates the runner over `db` with the process's keyring. */
-export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions): Rewrapper {
-  const batchSize = opts.batchSize ?? 200;
-  // Ids this run may re-seal from: the older ids of this keyring and v1 ('').
-  const older = ['', ...master.ids.slice(1)];
-  let progress: RewrapProgress = fresh('idle');
-  let running: Promise<RewrapProgress> | null = null;
-  let stopping = false;
+/** The master-key rewrap runner of a process, over `db` with the process's keyring. */
+export class Rewrapper {
+  readonly #db: Knex;
+  readonly #master: MasterKey;
+  readonly #opts: RewrapOptions;
+  readonly #batchSize: number;
+  /** Ids this run may re-seal from: the older ids of this keyring and v1 (''). */
+  readonly #older: string[];
+  #progress: RewrapProgress;
+  #running: Promise<RewrapProgress> | null = null;
+  #stopping = false;
 
-  function fresh(state: RewrapProgress['state']): RewrapProgress {
+  constructor(db: Knex, master: MasterKey, opts: RewrapOptions) {
+    this.#db = db;
+    this.#master = master;
+    this.#opts = opts;
+    this.#batchSize = opts.batchSize ?? 200;
+    this.#older = ['', ...master.ids.slice(1)];
+    this.#progress = this.#fresh('idle');
+  }
+
+  /** Starts a run unless one is running (then `onFinish` is not kept); answers the progress. */
+  start(onFinish?: (progress: RewrapProgress) => void): RewrapProgress {
+    if (!this.#running) {
+      this.#stopping = false;
+      this.#running = this.#pass(onFinish).finally(() => {
+        this.#running = null;
+      });
+    }
+    return { ...this.#progress };
+  }
+
+  /** Runs to the end (tests, bench, the start of a run). */
+  async run(): Promise<RewrapProgress> {
+    this.start();
+    return this.#running ?? { ...this.#progress };
+  }
+
+  progress(): RewrapProgress {
+    return { ...this.#progress };
+  }
+
+  /** Stops a running pass between items and waits for it. */
+  async close(): Promise<void> {
+    this.#stopping = true;
+    await this.#running;
+  }
+
+  #fresh(state: RewrapProgress['state']): RewrapProgress {
     return {
       state,
-      targetId: master.newestId,
+      targetId: this.#master.newestId,
       startedAt: state === 'idle' ? null : new Date().toISOString(),
       finishedAt: null,
       rewrapped: 0,
@@ -70,22 +98,22 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
     };
   }
 
-  async function source(s: SealedSource): Promise<void> {
+  async #source(s: SealedSource): Promise<void> {
     const alias = s.table === 'key_versions' ? 'kv.' : '';
     const idOf = sealedIdSql(`${alias}${s.column}`);
     let cursor: string | null = null;
     for (;;) {
-      if (stopping) return;
+      if (this.#stopping) return;
       const q = s
-        .select(db)
-        .whereRaw(`${idOf} in (${older.map(() => '?').join(', ')})`, older)
+        .select(this.#db)
+        .whereRaw(`${idOf} in (${this.#older.map(() => '?').join(', ')})`, this.#older)
         .orderBy(`${alias}${s.pk}`)
-        .limit(batchSize);
+        .limit(this.#batchSize);
       if (cursor !== null) q.where(`${alias}${s.pk}`, '>', cursor);
       const rows = (await q) as Array<Record<string, unknown>>;
       if (rows.length === 0) return;
       cursor = rows[rows.length - 1].pk as string;
-      await batch(s, rows);
+      await this.#batch(s, rows);
     }
   }
 
@@ -96,22 +124,22 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
    * readable under the older id. Two instances walk the same order, so their row locks never
    * wait on each other in a circle; the later UPDATE sees the first one's blob and loses.
    */
-  async function batch(s: SealedSource, rows: Array<Record<string, unknown>>): Promise<void> {
+  async #batch(s: SealedSource, rows: Array<Record<string, unknown>>): Promise<void> {
     const tally = { rewrapped: 0, raced: 0, unopenable: 0 };
-    await db.transaction(async (trx) => {
+    await this.#db.transaction(async (trx) => {
       for (const row of rows) {
-        if (stopping) break;
-        tally[await item(trx, s, row)]++;
+        if (this.#stopping) break;
+        tally[await this.#item(trx, s, row)]++;
       }
     });
-    progress.rewrapped += tally.rewrapped;
-    progress.raced += tally.raced;
-    progress.unopenable += tally.unopenable;
+    this.#progress.rewrapped += tally.rewrapped;
+    this.#progress.raced += tally.raced;
+    this.#progress.unopenable += tally.unopenable;
     for (const outcome of ['rewrapped', 'raced', 'unopenable'] as const)
-      for (let i = 0; i < tally[outcome]; i++) opts.metrics?.rewrapItem(outcome);
+      for (let i = 0; i < tally[outcome]; i++) this.#opts.metrics?.rewrapItem(outcome);
   }
 
-  async function item(
+  async #item(
     trx: Knex.Transaction,
     s: SealedSource,
     row: Record<string, unknown>,
@@ -120,12 +148,15 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
     const ctx = s.context(row);
     let sealed: Buffer;
     try {
-      const plaintext = master.open(old, ctx);
-      sealed = master.seal(plaintext, ctx);
+      const plaintext = this.#master.open(old, ctx);
+      sealed = this.#master.seal(plaintext, ctx);
       plaintext.fill(0);
     } catch (err) {
       if (!(err instanceof IntegrityError)) throw err;
-      opts.logger.error({ source: s.name, item: row.pk }, 'rewrap: a sealed item does not open');
+      this.#opts.logger.error(
+        { source: s.name, item: row.pk },
+        'rewrap: a sealed item does not open',
+      );
       return 'unopenable';
     }
     // Compare-and-set: written only if the blob is still the one that was read.
@@ -136,47 +167,26 @@ export function createRewrapper(db: Knex, master: MasterKey, opts: RewrapOptions
     return n === 1 ? 'rewrapped' : 'raced';
   }
 
-  async function pass(onFinish?: (p: RewrapProgress) => void): Promise<RewrapProgress> {
-    progress = fresh('running');
-    opts.logger.info({ targetId: master.newestId }, 'master-key rewrap started');
+  async #pass(onFinish?: (p: RewrapProgress) => void): Promise<RewrapProgress> {
+    this.#progress = this.#fresh('running');
+    this.#opts.logger.info({ targetId: this.#master.newestId }, 'master-key rewrap started');
     try {
-      for (const s of SEALED_SOURCES) await source(s);
-      progress.state = stopping ? 'stopped' : 'done';
+      for (const s of SEALED_SOURCES) await this.#source(s);
+      this.#progress.state = this.#stopping ? 'stopped' : 'done';
     } catch (err) {
-      progress.state = 'failed';
+      this.#progress.state = 'failed';
       // Every item is as it was or re-sealed (each is its own compare-and-set): nothing to undo.
-      progress.error = isDatabaseUnavailable(err)
+      this.#progress.error = isDatabaseUnavailable(err)
         ? `the database became unavailable (${(err as Error).message}); every item is still readable: run the rewrap again once it is back`
         : (err as Error).message;
-      opts.logger.error(
-        { err: (err as Error).message, rewrapped: progress.rewrapped },
-        `master-key rewrap failed: ${progress.error}`,
+      this.#opts.logger.error(
+        { err: (err as Error).message, rewrapped: this.#progress.rewrapped },
+        `master-key rewrap failed: ${this.#progress.error}`,
       );
     }
-    progress.finishedAt = new Date().toISOString();
-    opts.logger.info({ ...progress }, `master-key rewrap ${progress.state}`);
-    onFinish?.({ ...progress });
-    return { ...progress };
+    this.#progress.finishedAt = new Date().toISOString();
+    this.#opts.logger.info({ ...this.#progress }, `master-key rewrap ${this.#progress.state}`);
+    onFinish?.({ ...this.#progress });
+    return { ...this.#progress };
   }
-
-  return {
-    start(onFinish) {
-      if (!running) {
-        stopping = false;
-        running = pass(onFinish).finally(() => {
-          running = null;
-        });
-      }
-      return { ...progress };
-    },
-    async run() {
-      this.start();
-      return running ?? { ...progress };
-    },
-    progress: () => ({ ...progress }),
-    async close() {
-      stopping = true;
-      await running;
-    },
-  };
 }
