@@ -7,12 +7,7 @@ import type { MasterKey } from '../../../shared/crypto/master-key.ts';
 import type { MasterSecrets } from '../../../shared/keys/sealed-items.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
-import {
-  createRevocationList,
-  FAMILY,
-  type RevocationList,
-  type SubjectRevocationInput,
-} from './revocation.ts';
+import { FAMILY, RevocationList, type SubjectRevocationInput } from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import type { TokenSigner } from './token-signer.ts';
 import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
@@ -72,7 +67,7 @@ export async function createAuthServices(
   redis?: Redis,
 ): Promise<AuthServices> {
   const signingKeys = await createSigningKeys(db, master, feed);
-  const revocation = await createRevocationList(db, logger, feed);
+  const revocation = await RevocationList.open(db, logger, feed);
   const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation, signer);
   const secrets = createClientSecrets(db, masterSecrets.get('client-secret-pepper'), feed);
   const maxTokenLifetime = Math.max(

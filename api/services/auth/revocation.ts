@@ -42,24 +42,6 @@ export interface SubjectRevocationInput {
   strict: boolean;
 }
 
-export interface RevocationList {
-  isRevoked(jti: string): boolean;
-  /** True when tokens of `sub` issued at `iat` (unix seconds) are revoked with their subject. */
-  isSubjectRevoked(sub: string, iat: number): boolean;
-  /** Tokens of a suspended tenant stop working within a second, whatever their expiry. */
-  isTenantSuspended(tenantId: string): boolean;
-  /** Tells every instance that a tenant's status changed (suspend, resume). */
-  tenantChanged(tenantId: string): Promise<void>;
-  /** True when the refresh-token family an access token came from was revoked (reuse detected). */
-  isFamilyRevoked(familyId: string): boolean;
-  revoke(input: RevocationInput): Promise<void>;
-  /** Revokes every token of a subject issued until now, on every instance within a second. */
-  revokeSubject(input: SubjectRevocationInput): Promise<void>;
-  /** Subscribers called with each newly revoked jti (the token cache evicts). */
-  onRevoked(listener: (jti: string) => void): void;
-  close(): Promise<void>;
-}
-
 /** The subject and not-before of a subject entry's jti; null for a token's own jti. */
 function subjectEntry(jti: string): { sub: string; notBefore: number } | null {
   if (!jti.startsWith(SUBJECT)) return null;
@@ -68,84 +50,83 @@ function subjectEntry(jti: string): { sub: string; notBefore: number } | null {
   return Number.isInteger(notBefore) ? { sub: jti.slice(SUBJECT.length, at), notBefore } : null;
 }
 
-/** Loads unexpired revocations and follows the change feed for new ones. */
-export async function createRevocationList(
-  db: Knex,
-  logger: Logger,
-  feed: ChangeFeed,
-): Promise<RevocationList> {
-  const revoked = new Map<string, number>(); // jti → expiry (ms)
-  const subjects = new Map<string, number>(); // sub → not-before (unix s) of its tokens
-  const listeners: Array<(jti: string) => void> = [];
+/**
+ * The revoked tokens, revoked subjects and suspended tenants of a process, held in memory so that
+ * the bearer check reads no database: loaded at open, then kept by the change feed.
+ */
+export class RevocationList {
+  readonly #db: Knex;
+  readonly #logger: Logger;
+  readonly #feed: ChangeFeed;
+  /** jti -> expiry (ms). */
+  readonly #revoked = new Map<string, number>();
+  /** sub -> not-before (unix s) of its tokens. */
+  readonly #subjects = new Map<string, number>();
+  readonly #listeners: Array<(jti: string) => void> = [];
+  #suspended = new Set<string>();
+  /** Tenant reads can overlap (a change arriving while one is under way): only the newest counts. */
+  #generation = 0;
+  #retry: NodeJS.Timeout | null = null;
+  readonly #sweeper: NodeJS.Timeout;
 
-  function add(jti: string, expiresAtMs: number): void {
-    if (revoked.has(jti)) return;
-    revoked.set(jti, expiresAtMs);
-    const subject = subjectEntry(jti);
-    if (subject && subject.notBefore > (subjects.get(subject.sub) ?? 0))
-      subjects.set(subject.sub, subject.notBefore);
-    for (const l of listeners) l(jti);
-  }
-
-  async function loadAll(): Promise<void> {
-    const rows = await RevokedToken.query(db)
-      .where('expires_at', '>', new Date())
-      .select('jti', 'expires_at');
-    for (const r of rows) add(r.jti, new Date(r.expires_at).getTime());
-  }
-  await loadAll();
-
-  let suspended = new Set<string>();
-  // Runs can overlap (a change arriving while one is under way): only the newest one's answer counts.
-  let generation = 0;
-  const refreshTenants = async () => {
-    const mine = ++generation;
-    const ids = new Set(
-      (await Tenant.query(db).where({ status: 'suspended' }).select('id')).map((r) => r.id),
-    );
-    if (mine === generation) suspended = ids;
-  };
-  // A tenant change already counts as applied: a failed read is retried until it succeeds, so a
-  // suspension is never left unenforced until some later change comes along.
-  let retry: NodeJS.Timeout | null = null;
-  const refreshUntilDone = () => {
-    refreshTenants().catch((err) => {
-      logger.warn({ err: err.message }, 'reading suspended tenants failed; retrying in a second');
-      retry = setTimeout(refreshUntilDone, 1000);
-      retry.unref();
+  /** Loads unexpired revocations and suspended tenants, and follows the change feed for new ones. */
+  static async open(db: Knex, logger: Logger, feed: ChangeFeed): Promise<RevocationList> {
+    const list = new RevocationList(db, logger, feed);
+    await list.#loadAll();
+    await list.#refreshTenants();
+    feed.on('token', (c) => {
+      const exp = Number(c.data?.exp);
+      list.#add(c.ref, Number.isFinite(exp) ? exp : Date.now() + 86_400_000);
     });
-  };
-  await refreshTenants();
+    feed.on('tenant', () => {
+      if (list.#retry) clearTimeout(list.#retry);
+      list.#refreshUntilDone();
+    });
+    feed.onResync(async () => {
+      await list.#loadAll();
+      await list.#refreshTenants();
+    });
+    return list;
+  }
 
-  feed.on('token', (c) => {
-    const exp = Number(c.data?.exp);
-    add(c.ref, Number.isFinite(exp) ? exp : Date.now() + 86_400_000);
-  });
-  feed.on('tenant', () => {
-    if (retry) clearTimeout(retry);
-    refreshUntilDone();
-  });
-  feed.onResync(async () => {
-    await loadAll();
-    await refreshTenants();
-  });
+  private constructor(db: Knex, logger: Logger, feed: ChangeFeed) {
+    this.#db = db;
+    this.#logger = logger;
+    this.#feed = feed;
+    // Expired entries can go: the token would be refused for its expiry anyway.
+    this.#sweeper = setInterval(() => this.#sweep(), 60_000);
+    this.#sweeper.unref();
+  }
 
-  // Expired entries can go: the token would be refused for its expiry anyway.
-  const sweeper = setInterval(() => {
-    const now = Date.now();
-    // Tokens are accepted up to 30 s past exp (clock leeway): keep the entry past that too.
-    for (const [jti, exp] of revoked) {
-      if (exp + 60_000 >= now) continue;
-      revoked.delete(jti);
-      const subject = subjectEntry(jti);
-      if (subject && subjects.get(subject.sub) === subject.notBefore) subjects.delete(subject.sub);
-    }
-  }, 60_000);
-  sweeper.unref();
+  isRevoked(jti: string): boolean {
+    return this.#revoked.has(jti);
+  }
 
-  async function revoke(input: RevocationInput): Promise<void> {
+  /** True when tokens of `sub` issued at `iat` (unix seconds) are revoked with their subject. */
+  isSubjectRevoked(sub: string, iat: number): boolean {
+    const notBefore = this.#subjects.get(sub);
+    return notBefore !== undefined && iat < notBefore;
+  }
+
+  /** Tokens of a suspended tenant stop working within a second, whatever their expiry. */
+  isTenantSuspended(tenantId: string): boolean {
+    return this.#suspended.has(tenantId);
+  }
+
+  /** True when the refresh-token family an access token came from was revoked (reuse detected). */
+  isFamilyRevoked(familyId: string): boolean {
+    return this.#revoked.has(`${FAMILY}${familyId}`);
+  }
+
+  /** Tells every instance that a tenant's status changed (suspend, resume). */
+  async tenantChanged(tenantId: string): Promise<void> {
+    await this.#refreshTenants();
+    await this.#feed.record('tenant', tenantId);
+  }
+
+  async revoke(input: RevocationInput): Promise<void> {
     // The entry and its change commit together: an instance that misses the message reads it from the log.
-    const change = await db.transaction(async (trx) => {
+    const change = await this.#db.transaction(async (trx) => {
       await RevokedToken.query(trx)
         .insert({
           jti: input.jti,
@@ -157,41 +138,82 @@ export async function createRevocationList(
         })
         .onConflict('jti')
         .ignore();
-      return feed.write(trx, 'token', input.jti, { exp: input.expiresAt.getTime() });
+      return this.#feed.write(trx, 'token', input.jti, { exp: input.expiresAt.getTime() });
     });
-    feed.announce(change);
+    this.#feed.announce(change);
   }
 
-  return {
-    isRevoked: (jti) => revoked.has(jti),
-    isSubjectRevoked: (sub, iat) => {
-      const notBefore = subjects.get(sub);
-      return notBefore !== undefined && iat < notBefore;
-    },
-    isTenantSuspended: (tenantId) => suspended.has(tenantId),
-    isFamilyRevoked: (familyId) => revoked.has(`${FAMILY}${familyId}`),
-    async tenantChanged(tenantId) {
-      await refreshTenants();
-      await feed.record('tenant', tenantId);
-    },
-    revoke,
-    async revokeSubject(input) {
-      const notBefore = Math.floor(Date.now() / 1000) + (input.strict ? 1 : 0);
-      await revoke({
-        jti: `${SUBJECT}${input.sub}:${notBefore}`,
-        tenantId: input.tenantId,
-        sub: input.sub,
-        revokedBy: input.revokedBy,
-        reason: input.reason,
-        expiresAt: new Date((notBefore + input.maxTokenLifetimeSeconds) * 1000),
-      });
-    },
-    onRevoked(listener) {
-      listeners.push(listener);
-    },
-    async close() {
-      clearInterval(sweeper);
-      if (retry) clearTimeout(retry);
-    },
-  };
+  /** Revokes every token of a subject issued until now, on every instance within a second. */
+  async revokeSubject(input: SubjectRevocationInput): Promise<void> {
+    const notBefore = Math.floor(Date.now() / 1000) + (input.strict ? 1 : 0);
+    await this.revoke({
+      jti: `${SUBJECT}${input.sub}:${notBefore}`,
+      tenantId: input.tenantId,
+      sub: input.sub,
+      revokedBy: input.revokedBy,
+      reason: input.reason,
+      expiresAt: new Date((notBefore + input.maxTokenLifetimeSeconds) * 1000),
+    });
+  }
+
+  /** Subscribers called with each newly revoked jti (the token cache evicts). */
+  onRevoked(listener: (jti: string) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    if (this.#retry) clearTimeout(this.#retry);
+  }
+
+  #add(jti: string, expiresAtMs: number): void {
+    if (this.#revoked.has(jti)) return;
+    this.#revoked.set(jti, expiresAtMs);
+    const subject = subjectEntry(jti);
+    if (subject && subject.notBefore > (this.#subjects.get(subject.sub) ?? 0))
+      this.#subjects.set(subject.sub, subject.notBefore);
+    for (const l of this.#listeners) l(jti);
+  }
+
+  async #loadAll(): Promise<void> {
+    const rows = await RevokedToken.query(this.#db)
+      .where('expires_at', '>', new Date())
+      .select('jti', 'expires_at');
+    for (const r of rows) this.#add(r.jti, new Date(r.expires_at).getTime());
+  }
+
+  async #refreshTenants(): Promise<void> {
+    const mine = ++this.#generation;
+    const ids = new Set(
+      (await Tenant.query(this.#db).where({ status: 'suspended' }).select('id')).map((r) => r.id),
+    );
+    if (mine === this.#generation) this.#suspended = ids;
+  }
+
+  /**
+   * A tenant change already counts as applied: a failed read is retried until it succeeds, so a
+   * suspension is never left unenforced until some later change comes along.
+   */
+  #refreshUntilDone(): void {
+    this.#refreshTenants().catch((err: Error) => {
+      this.#logger.warn(
+        { err: err.message },
+        'reading suspended tenants failed; retrying in a second',
+      );
+      this.#retry = setTimeout(() => this.#refreshUntilDone(), 1000);
+      this.#retry.unref();
+    });
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    // Tokens are accepted up to 30 s past exp (clock leeway): keep the entry past that too.
+    for (const [jti, exp] of this.#revoked) {
+      if (exp + 60_000 >= now) continue;
+      this.#revoked.delete(jti);
+      const subject = subjectEntry(jti);
+      if (subject && this.#subjects.get(subject.sub) === subject.notBefore)
+        this.#subjects.delete(subject.sub);
+    }
+  }
 }
