@@ -3,7 +3,14 @@
  * string) stored only as HMAC-SHA-256 under a server pepper derived from the master key, and
  * compared in constant time. A rotated-out secret keeps working until its `valid_until`.
  */
-import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import {
+  createHmac,
+  createSecretKey,
+  randomBytes,
+  randomUUID,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import type { Knex } from 'knex';
 import { Role } from '../../../shared/db/models/identities.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
@@ -51,39 +58,87 @@ export interface WorkloadCredentials {
   loadedAt: number;
 }
 
-export interface ClientSecrets {
+/** The workloads' client secrets, over the workloads tables; credentials cached by client id. */
+export class ClientSecrets {
+  readonly #db: Knex;
+  readonly #feed: ChangeFeed;
+  /** A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower). */
+  readonly #pepperKey: KeyObject;
+  /**
+   * The workloads by client id. Reads wait for their turn: one batch is read at a time, and
+   * whatever lookups ask for meanwhile is read together after it. Reading each workload on its
+   * own cost two round trips per client every REFRESH_AFTER_MS, all due together since the
+   * entries were loaded together: at 64 busy clients, 128 queries in a burst every 4 s, which on
+   * the embedded database (one backend, one connection) took 0.4 to 2.3 s to drain under load,
+   * long enough for entries to lapse and their requests to wait on the database.
+   */
+  readonly #cache: ChangeFedCache<WorkloadCredentials>;
+
+  constructor(db: Knex, pepper: Buffer, feed: ChangeFeed) {
+    this.#db = db;
+    this.#feed = feed;
+    this.#pepperKey = createSecretKey(pepper);
+    this.#cache = new ChangeFedCache<WorkloadCredentials>({
+      feed,
+      kind: 'client',
+      load: (clientIds) => this.#loadMany(clientIds),
+      batch: LOAD_BATCH,
+      max: MAX_CACHED,
+      ttlMs: CACHE_TTL_MS,
+      refreshAfterMs: REFRESH_AFTER_MS,
+      joinAfterMs: JOIN_AFTER_MS,
+      absentTtlMs: CACHE_TTL_MS,
+    });
+  }
+
   /** Generates a secret and its stored hash. */
-  generate(): { secret: string; hash: string };
-  hash(secret: string): string;
+  generate(): { secret: string; hash: string } {
+    const secret = randomUUID();
+    return { secret, hash: this.hash(secret) };
+  }
+
+  hash(secret: string): string {
+    return createHmac('sha256', this.#pepperKey).update(secret, 'utf8').digest('hex');
+  }
+
   /** Credentials by client_id (cached 5 s; invalidated on change across instances). */
-  lookup(clientId: string): Promise<WorkloadCredentials | null>;
+  async lookup(clientId: string): Promise<WorkloadCredentials | null> {
+    return (await this.#cache.get(clientId)) ?? null;
+  }
+
   /**
    * Constant-time check against every currently valid secret; with no workload (an unknown
    * client id), the same work against a dummy secret, and false.
    */
-  matches(creds: WorkloadCredentials | null, secret: string): boolean;
-  /** Drops a cached workload here and, through the change feed, on every instance. */
-  invalidate(clientId: string): Promise<void>;
-}
+  matches(creds: WorkloadCredentials | null, secret: string): boolean {
+    const candidate = Buffer.from(this.hash(secret), 'hex');
+    const now = Date.now();
+    let ok = false;
+    // Check every secret (no early exit) so timing does not tell which one matched.
+    for (const s of creds?.secrets ?? DUMMY_SECRETS) {
+      const valid = s.validUntil === null || s.validUntil > now;
+      if (timingSafeEqual(candidate, s.hash) && valid) ok = true;
+    }
+    return ok && creds !== null;
+  }
 
-/** Creates the secret service over the workloads tables. */
-export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed): ClientSecrets {
-  // A KeyObject is imported once; a raw Buffer key would be re-imported on every HMAC (~5x slower).
-  const pepperKey = createSecretKey(pepper);
-  const hash = (secret: string) =>
-    createHmac('sha256', pepperKey).update(secret, 'utf8').digest('hex');
+  /** Drops a cached workload here and, through the change feed, on every instance. */
+  async invalidate(clientId: string): Promise<void> {
+    this.#cache.forget(clientId);
+    await this.#feed.record('client', clientId);
+  }
 
   /** Reads the workloads of `clientIds` (at most LOAD_BATCH) in two queries, whatever their number. */
-  async function loadMany(clientIds: string[]): Promise<Map<string, WorkloadCredentials>> {
+  async #loadMany(clientIds: string[]): Promise<Map<string, WorkloadCredentials>> {
     // Raw knex, one join: this runs on the token endpoint for every credential not cached.
-    const rows = await db('workloads as w')
+    const rows = await this.#db('workloads as w')
       .join('roles as r', 'r.id', 'w.role_id')
       .join('tenants as t', 't.id', 'w.tenant_id')
       .whereIn('w.client_id', clientIds)
       .select('w.id', 'w.client_id', 'w.tenant_id', 'w.disabled', 'r.permissions', 't.status');
     const found = new Map<string, WorkloadCredentials>();
     if (rows.length === 0) return found;
-    const secrets = await db('workload_secrets')
+    const secrets = await this.#db('workload_secrets')
       .whereIn(
         'workload_id',
         rows.map((r) => r.id),
@@ -114,50 +169,4 @@ export function createClientSecrets(db: Knex, pepper: Buffer, feed: ChangeFeed):
     }
     return found;
   }
-
-  /**
-   * The workloads by client id. Reads wait for their turn: one batch is read at a time, and
-   * whatever lookups ask for meanwhile is read together after it. Reading each workload on its
-   * own cost two round trips per client every REFRESH_AFTER_MS, all due together since the
-   * entries were loaded together: at 64 busy clients, 128 queries in a burst every 4 s, which on
-   * the embedded database (one backend, one connection) took 0.4 to 2.3 s to drain under load,
-   * long enough for entries to lapse and their requests to wait on the database.
-   */
-  const cache = new ChangeFedCache<WorkloadCredentials>({
-    feed,
-    kind: 'client',
-    load: loadMany,
-    batch: LOAD_BATCH,
-    max: MAX_CACHED,
-    ttlMs: CACHE_TTL_MS,
-    refreshAfterMs: REFRESH_AFTER_MS,
-    joinAfterMs: JOIN_AFTER_MS,
-    absentTtlMs: CACHE_TTL_MS,
-  });
-
-  return {
-    generate() {
-      const secret = randomUUID();
-      return { secret, hash: hash(secret) };
-    },
-    hash,
-    async lookup(clientId) {
-      return (await cache.get(clientId)) ?? null;
-    },
-    matches(creds, secret) {
-      const candidate = Buffer.from(hash(secret), 'hex');
-      const now = Date.now();
-      let ok = false;
-      // Check every secret (no early exit) so timing does not tell which one matched.
-      for (const s of creds?.secrets ?? DUMMY_SECRETS) {
-        const valid = s.validUntil === null || s.validUntil > now;
-        if (timingSafeEqual(candidate, s.hash) && valid) ok = true;
-      }
-      return ok && creds !== null;
-    },
-    async invalidate(clientId) {
-      cache.forget(clientId);
-      await feed.record('client', clientId);
-    },
-  };
 }

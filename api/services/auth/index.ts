@@ -10,7 +10,7 @@ import { createSigningKeys, type SigningKeys } from './signing-keys.ts';
 import { FAMILY, RevocationList, type SubjectRevocationInput } from './revocation.ts';
 import { createAccessTokens, type AccessTokens } from './access-tokens.ts';
 import type { TokenSigner } from './token-signer.ts';
-import { createClientSecrets, type ClientSecrets } from './client-secrets.ts';
+import { ClientSecrets } from './client-secrets.ts';
 import { createRateLimits, type RateLimits } from './rate-limits.ts';
 import { outboxMailer, type Mailer } from './password-reset.ts';
 import { smtpMailer, smtpOptions } from './smtp-mailer.ts';
@@ -69,7 +69,7 @@ export async function createAuthServices(
   const signingKeys = await createSigningKeys(db, master, feed);
   const revocation = await RevocationList.open(db, logger, feed);
   const tokens = createAccessTokens(config.publicBaseUrl, signingKeys, revocation, signer);
-  const secrets = createClientSecrets(db, masterSecrets.get('client-secret-pepper'), feed);
+  const secrets = new ClientSecrets(db, masterSecrets.get('client-secret-pepper'), feed);
   const maxTokenLifetime = Math.max(
     config.accessTokenTtl,
     config.humanTokenTtl,

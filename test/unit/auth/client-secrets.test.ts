@@ -6,7 +6,7 @@
  */
 import { jest } from '@jest/globals';
 import type { Knex } from 'knex';
-import { createClientSecrets } from '../../../api/services/auth/client-secrets.ts';
+import { ClientSecrets } from '../../../api/services/auth/client-secrets.ts';
 import type { ChangeFeed } from '../../../shared/fanout/change-feed.ts';
 
 const CLIENT = '6f1c2e3d-4b5a-4c6d-8e7f-9a0b1c2d3e4f';
@@ -77,7 +77,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when many requests of an uncached client arrive at once, then the workload is read once', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const lookups = Array.from({ length: 20 }, () => secrets.lookup(CLIENT));
     await settle();
     expect(d.reads()).toBe(1);
@@ -89,7 +89,7 @@ describe('the workload cache of the token endpoint', () => {
   it('when the workload changes while it is being read, then the next lookup reads it again after that read and the old answer is not cached', async () => {
     const d = heldDatabase();
     const { f, change } = feed();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), f);
     const before = secrets.lookup(CLIENT);
     await settle();
     change(CLIENT); // disabled by an administrator, here or on another instance
@@ -112,7 +112,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when a cached entry nears its expiry, then the lookup answers from the cache and reloads it in the background', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const t0 = Date.now();
     const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
     const first = secrets.lookup(CLIENT);
@@ -133,7 +133,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when many cached entries near their expiry together, then they are reloaded in one read while the next ones wait for it', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const clients = Array.from(
       { length: 64 },
       (_, i) => `6f1c2e3d-4b5a-4c6d-8e7f-${String(i).padStart(12, '0')}`,
@@ -168,7 +168,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when a batch is read, then the entries in use that come due within a second join it, and entries not looked up since do not', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const [a, b, idle] = ['a', 'b', 'c'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
     const t0 = Date.now();
     const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
@@ -200,7 +200,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when a cached entry is past its expiry, then the lookup waits for the database', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const t0 = Date.now();
     const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
     const first = secrets.lookup(CLIENT);
@@ -218,7 +218,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when a batch read fails, then every lookup waiting on it fails (none hangs) and the next lookup reads again', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const clients = ['1', '2', '3'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
     const waiting = clients.map((c) =>
       secrets.lookup(c).then(
@@ -240,7 +240,7 @@ describe('the workload cache of the token endpoint', () => {
   it('when an entry that joined a batch (in use, 3 s old) is changed while that batch is out, then the old answer is not cached and the next lookup reads after the change', async () => {
     const d = heldDatabase();
     const { f, change } = feed();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), f);
     const [a, b] = ['a', 'b'].map((x) => `6f1c2e3d-4b5a-4c6d-8e7f-00000000000${x}`);
     const t0 = Date.now();
     const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
@@ -280,7 +280,7 @@ describe('the workload cache of the token endpoint', () => {
 
   it('when many lookups name unknown clients, then they are read 500 at a time and nothing of them stays cached or queued', async () => {
     const d = heldDatabase();
-    const secrets = createClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
+    const secrets = new ClientSecrets(d.db, Buffer.alloc(32, 1), feed().f);
     const unknown = Array.from(
       { length: 1_200 },
       (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
