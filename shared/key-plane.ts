@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config/index.ts';
 import { loadMasterKey, type MasterKey } from './crypto/master-key.ts';
 import { openDatabase, type Db } from './db/knex.ts';
-import { createFanoutBus, type FanoutBus } from './fanout/bus.ts';
+import { FanoutBus } from './fanout/bus.ts';
 import { createChangeFeed, type ChangeFeed } from './fanout/change-feed.ts';
 import { KeyCache } from './keys/cache.ts';
 import { checkKeyring, loadMasterSecrets, type MasterSecrets } from './keys/sealed-items.ts';
@@ -107,7 +107,7 @@ export async function openKeyPlane(
     const masterSecrets = await loadMasterSecrets(db, master.key);
     const redis = await opts.connectRedis();
     if (redis) closers.add('redis', () => redis.quit().catch(() => redis.disconnect()));
-    const fanout = createFanoutBus(redis, logger);
+    const fanout = new FanoutBus(redis, logger);
     closers.add('fanout', () => fanout.close());
     const changes = await createChangeFeed(db, logger, fanout);
     closers.add('change feed', () => changes.close());

@@ -23,37 +23,80 @@ export const CHANNELS = {
 export type ChannelListener = (message: string) => void;
 
 /** The bus of one process. */
-export interface FanoutBus {
+/**
+ * The bus over the process's Redis client; without Redis it is a bus that never delivers, and
+ * every listener relies on its fallback (the change log poll, the cancel tombstone).
+ */
+export class FanoutBus {
+  readonly #redis: Redis | undefined;
+  readonly #logger: Logger;
+  readonly #listeners = new Map<string, ChannelListener[]>();
+  readonly #readyListeners: Array<() => void> = [];
+  #subscriber: Redis | null = null;
+  #closed = false;
+
+  constructor(redis: Redis | undefined, logger: Logger) {
+    this.#redis = redis;
+    this.#logger = logger;
+  }
+
   /**
    * Calls `listener` for every message on `channel`, from any instance; subscribes on first use.
    * Resolves once Redis confirmed the subscription (at once without Redis); never rejects.
    */
-  on(channel: string, listener: ChannelListener): Promise<void>;
+  async on(channel: string, listener: ChannelListener): Promise<void> {
+    const list = this.#listeners.get(channel);
+    if (list) {
+      list.push(listener);
+      return;
+    }
+    this.#listeners.set(channel, [listener]);
+    await this.#connection()
+      ?.subscribe(channel)
+      .catch((err: Error) =>
+        this.#logger.warn(
+          { err: err.message, channel },
+          "fanout: subscribe failed; the channel's fallback carries its messages",
+        ),
+      );
+  }
+
   /** Called on every (re)connection of the subscriber: messages sent meanwhile are gone, re-read what matters. */
-  onReady(listener: () => void): void;
+  onReady(listener: () => void): void {
+    this.#readyListeners.push(listener);
+  }
+
   /** Publishes a message; false when Redis is not ready or refused it (the caller's fallback carries it). */
-  publish(channel: string, message: string): Promise<boolean>;
+  async publish(channel: string, message: string): Promise<boolean> {
+    const redis = this.#redis;
+    if (!redis || redis.status !== 'ready') return false;
+    try {
+      await redis.publish(channel, message);
+      return true;
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message, channel }, 'fanout: publish failed');
+      return false;
+    }
+  }
+
   /** Closes the subscriber connection (never the client it duplicated); safe to call twice. */
-  close(): Promise<void>;
-}
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const sub = this.#subscriber;
+    this.#subscriber = null;
+    if (sub) await sub.quit().catch(() => sub.disconnect());
+  }
 
-/**
- * Creates the bus over the process's Redis client; without Redis it is a bus that never delivers,
- * and every listener relies on its fallback (the change log poll, the cancel tombstone).
- */
-export function createFanoutBus(redis: Redis | undefined, logger: Logger): FanoutBus {
-  const listeners = new Map<string, ChannelListener[]>();
-  const readyListeners: Array<() => void> = [];
-  let subscriber: Redis | null = null;
-  let closed = false;
-
-  function connection(): Redis | null {
-    if (!redis || closed) return null;
-    if (subscriber) return subscriber;
+  #connection(): Redis | null {
+    if (!this.#redis || this.#closed) return null;
+    if (this.#subscriber) return this.#subscriber;
+    const logger = this.#logger;
+    const listeners = this.#listeners;
     // The offline queue holds the SUBSCRIBE commands until the connection is up; ioredis
     // subscribes again to every channel after a reconnect (autoResubscribe).
-    const sub = redis.duplicate({ enableOfflineQueue: true });
-    subscriber = sub;
+    const sub = this.#redis.duplicate({ enableOfflineQueue: true });
+    this.#subscriber = sub;
     // Without an error listener an 'error' event would crash the process.
     sub.on('error', (err: Error) =>
       logger.warn({ err: err.message }, 'fanout: redis subscriber error'),
@@ -73,7 +116,7 @@ export function createFanoutBus(redis: Redis | undefined, logger: Logger): Fanou
             ),
           );
       }
-      for (const l of readyListeners) {
+      for (const l of this.#readyListeners) {
         try {
           l();
         } catch (err) {
@@ -92,43 +135,4 @@ export function createFanoutBus(redis: Redis | undefined, logger: Logger): Fanou
     });
     return sub;
   }
-
-  return {
-    async on(channel, listener) {
-      const list = listeners.get(channel);
-      if (list) {
-        list.push(listener);
-        return;
-      }
-      listeners.set(channel, [listener]);
-      await connection()
-        ?.subscribe(channel)
-        .catch((err: Error) =>
-          logger.warn(
-            { err: err.message, channel },
-            "fanout: subscribe failed; the channel's fallback carries its messages",
-          ),
-        );
-    },
-    onReady(listener) {
-      readyListeners.push(listener);
-    },
-    async publish(channel, message) {
-      if (!redis || redis.status !== 'ready') return false;
-      try {
-        await redis.publish(channel, message);
-        return true;
-      } catch (err) {
-        logger.warn({ err: (err as Error).message, channel }, 'fanout: publish failed');
-        return false;
-      }
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      const sub = subscriber;
-      subscriber = null;
-      if (sub) await sub.quit().catch(() => sub.disconnect());
-    },
-  };
 }

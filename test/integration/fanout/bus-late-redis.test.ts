@@ -8,7 +8,7 @@
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../../shared/logger.ts';
-import { CHANNELS, createFanoutBus } from '../../../shared/fanout/bus.ts';
+import { CHANNELS, FanoutBus } from '../../../shared/fanout/bus.ts';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.ts';
 import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { sleep } from '../../support/time.ts';
@@ -49,7 +49,7 @@ describe('review R1: a cancel channel subscribed while Redis is away', () => {
       retryStrategy: () => 50,
     });
     redis.on('error', () => undefined);
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     const channel = CHANNELS.jobCancel(`review-r1-${process.pid}`);
     const got: string[] = [];
     await bus.on(channel, (m) => got.push(m)); // resolves: the failure is only logged

@@ -9,7 +9,7 @@ import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { createLogger } from '../../../shared/logger.ts';
 import { connectRedis } from '../../../shared/redis.ts';
-import { CHANNELS, createFanoutBus, type FanoutBus } from '../../../shared/fanout/bus.ts';
+import { CHANNELS, FanoutBus } from '../../../shared/fanout/bus.ts';
 import { TEST_REDIS_URL } from '../../../support/database.ts';
 import { expectEventually } from '../../support/time.ts';
 
@@ -44,7 +44,7 @@ describe('one subscriber per process for every cross-instance channel', () => {
 
   it("when the change feed and the job cancel channel both listen, then the process opens one subscriber connection and each listener gets its own channel's messages", async () => {
     const duplicate = jest.spyOn(redis, 'duplicate');
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     buses.push(bus);
     const changes: string[] = [];
     const cancels: string[] = [];
@@ -62,7 +62,7 @@ describe('one subscriber per process for every cross-instance channel', () => {
   });
 
   it('when one listener throws, then the others of the channel still get the message and the failure is logged', async () => {
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     buses.push(bus);
     const got: string[] = [];
     const channel = `${prefix}:throwing`;
@@ -76,7 +76,7 @@ describe('one subscriber per process for every cross-instance channel', () => {
   });
 
   it('when the subscriber connects, then the ready listeners run (the change feed re-reads its log there)', async () => {
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     buses.push(bus);
     let ready = 0;
     bus.onReady(() => {
@@ -87,7 +87,7 @@ describe('one subscriber per process for every cross-instance channel', () => {
   });
 
   it('when closed twice, then the second close does nothing and the subscriber is gone', async () => {
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     const channel = `${prefix}:closing`;
     await bus.on(channel, () => undefined);
     expect(await publisher.publish(channel, 'x')).toBe(1);
@@ -97,7 +97,7 @@ describe('one subscriber per process for every cross-instance channel', () => {
   });
 
   it('when there is no Redis, then listening resolves, publishing answers false and nothing is delivered (the fallbacks carry the messages)', async () => {
-    const bus = createFanoutBus(undefined, logger);
+    const bus = new FanoutBus(undefined, logger);
     const got: string[] = [];
     await bus.on(`${prefix}:none`, (m) => got.push(m));
     expect(await bus.publish(`${prefix}:none`, 'lost')).toBe(false);

@@ -18,7 +18,7 @@ import {
   type TestDatabase,
 } from '../../../support/database.ts';
 import { connectRedis } from '../../../shared/redis.ts';
-import { createFanoutBus } from '../../../shared/fanout/bus.ts';
+import { FanoutBus } from '../../../shared/fanout/bus.ts';
 import { expectEventually, sleep } from '../../support/time.ts';
 
 const logger = createLogger(
@@ -140,7 +140,7 @@ describe('change feed without Redis (needs Postgres at TEST_DATABASE_URL or 127.
 
   it('when a forged or corrupt pub/sub message names a huge sequence number, then the instance still applies every later change from the log (a message never moves the log position; needs Redis at 127.0.0.1:6379)', async () => {
     const redis = await connectRedis(TEST_REDIS_URL, logger);
-    const bus = createFanoutBus(redis, logger);
+    const bus = new FanoutBus(redis, logger);
     try {
       const b = await createChangeFeed(db, logger, bus, { pollMs: 100, gapMs: 200 });
       feeds.push(b);
