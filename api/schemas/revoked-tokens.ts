@@ -1,6 +1,6 @@
 /** A force-revoked access token as the platform's revocation list answers it. */
 import Type, { type Static } from 'typebox';
-import { NullableString, Resource, Time } from './common.ts';
+import { Body, NullableString, Resource, Time } from './common.ts';
 
 export const JTI_EXAMPLE = 'b7e2c0d4-9f1a-4c3b-8d5e-6a7b8c9d0e1f';
 
@@ -26,3 +26,27 @@ export const RevokedToken = Resource(
 );
 
 export type RevokedTokenView = Static<typeof RevokedToken>;
+
+/** The body of revokeAnyToken. */
+export const ForceRevoke = Body(
+  {
+    jti: Type.Optional(Type.String({ maxLength: 128, description: 'used when `token` is absent' })),
+    token: Type.Optional(Type.String({ description: 'the token itself' })),
+    reason: Type.Optional(
+      Type.String({ description: 'kept to its first 200 characters; force-revoke if absent' }),
+    ),
+  },
+  { jti: JTI_EXAMPLE, reason: 'leaked in a build log' },
+);
+export type ForceRevokeBody = Static<typeof ForceRevoke>;
+
+/** The query of listRevokedTokens. */
+export const RevokedTokensQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ default: 100, description: 'page size, clamped to 1 to 500' }),
+  ),
+  cursor: Type.Optional(
+    Type.String({ description: 'nextCursor of the previous page (the last jti it listed)' }),
+  ),
+});
+export type RevokedTokensQueryValue = Static<typeof RevokedTokensQuery>;

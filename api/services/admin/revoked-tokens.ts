@@ -2,7 +2,11 @@
 import type { AppContext } from '../../context.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import { RevokedToken } from '../../../shared/db/models/tokens.ts';
-import type { RevokedTokenView } from '../../schemas/revoked-tokens.ts';
+import type {
+  ForceRevokeBody,
+  RevokedTokensQueryValue,
+  RevokedTokenView,
+} from '../../schemas/revoked-tokens.ts';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -25,11 +29,11 @@ export interface Revoker {
  */
 export async function forceRevoke(
   ctx: AppContext,
-  input: { jti?: unknown; token?: unknown; reason?: unknown },
+  input: ForceRevokeBody,
   by: Revoker,
 ): Promise<{ revoked: boolean; jti: string | null }> {
   let target: { jti: string; tenantId: string | null; sub: string | null; exp: Date } | null = null;
-  if (typeof input.token === 'string') {
+  if (input.token !== undefined) {
     const claims = await ctx.auth.tokens.verifyFresh(input.token);
     if (claims)
       target = {
@@ -38,7 +42,7 @@ export async function forceRevoke(
         sub: claims.sub,
         exp: new Date(claims.exp * 1000),
       };
-  } else if (isJti(input.jti)) {
+  } else if (input.jti !== undefined && isJti(input.jti)) {
     target = {
       jti: input.jti,
       tenantId: null,
@@ -49,7 +53,7 @@ export async function forceRevoke(
     throw problem('validation_failed', 'give `jti` or `token`');
   }
   if (!target) return { revoked: false, jti: null };
-  const reason = typeof input.reason === 'string' ? input.reason.slice(0, 200) : 'force-revoke';
+  const reason = input.reason?.slice(0, 200) ?? 'force-revoke';
   await ctx.auth.revocation.revoke({
     jti: target.jti,
     tenantId: target.tenantId,
@@ -75,10 +79,10 @@ export async function forceRevoke(
  */
 export async function listRevokedTokens(
   ctx: Pick<AppContext, 'db'>,
-  query: { limit?: unknown; cursor?: unknown },
+  query: RevokedTokensQueryValue,
 ): Promise<{ items: RevokedTokenView[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(Number(query.limit ?? 100) || 100, 1), 500);
-  const cursor = typeof query.cursor === 'string' && query.cursor !== '' ? query.cursor : null;
+  const limit = Math.min(Math.max(query.limit || 100, 1), 500);
+  const cursor = query.cursor || null;
   // The cursor is a jti this endpoint issued: a NUL reached the database, which refuses it in a text comparison (a 500 before).
   if (cursor !== null && !isJti(cursor))
     throw problem('validation_failed', 'cursor is not one this endpoint issued');

@@ -78,20 +78,17 @@ export async function rotateWorkloadSecret(
   ctx: Pick<AppContext, 'db' | 'auth' | 'config'>,
   tenantId: string,
   workloadId: string,
-  graceSeconds: unknown = ctx.config.secretGraceSeconds,
+  graceSeconds: number = ctx.config.secretGraceSeconds,
 ): Promise<{ clientId: string; clientSecret: string; previousValidUntil: string }> {
-  if (
-    !Number.isInteger(graceSeconds) ||
-    (graceSeconds as number) < 0 ||
-    (graceSeconds as number) > MAX_GRACE_SECONDS
-  )
+  // The row's schema says integer; the range is the service's (the default comes from config).
+  if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS)
     throw problem(
       'validation_failed',
       `graceSeconds must be an integer from 0 to ${MAX_GRACE_SECONDS}`,
     );
   const workload = await findWorkload(ctx.db, tenantId, workloadId);
   const { secret, hash } = ctx.auth.secrets.generate();
-  const until = new Date(Date.now() + (graceSeconds as number) * 1000);
+  const until = new Date(Date.now() + graceSeconds * 1000);
   await ctx.db.transaction(async (trx) => {
     await WorkloadSecret.query(trx)
       .where({ workload_id: workloadId })

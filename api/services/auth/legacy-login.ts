@@ -4,7 +4,6 @@
  * the OAuth grants: one workload, one budget, whichever door it knocks on.
  */
 import type { AppContext } from '../../context.ts';
-import { OAuthError } from '../../../shared/errors/index.ts';
 import { AUDIENCE_LEGACY } from './access-tokens.ts';
 import { authenticateWorkload, clientRateKey } from './client-auth.ts';
 import type { TokenResponse } from './grants/grant.ts';
@@ -32,13 +31,11 @@ const legacyShape = (t: TokenResponse): LegacyTokens => ({
 /** POST /api/authenticate/app: a token pair for the workload's credentials. */
 export async function legacyLogin(
   ctx: AppContext,
-  input: { clientId?: unknown; clientSecret?: unknown },
+  input: { clientId: string; clientSecret: string },
   address: string,
 ): Promise<LegacyTokens> {
   const { clientId, clientSecret } = input;
   const tokens = await countIssue(ctx, 'legacy_login', async () => {
-    if (typeof clientId !== 'string' || typeof clientSecret !== 'string')
-      throw new OAuthError('invalid_request', 'clientId and clientSecret are required strings');
     const key = await clientRateKey(ctx, clientId, address);
     return withAuthBudget(ctx.auth.limits, key, async () => {
       const creds = await authenticateWorkload(ctx, clientId, clientSecret, address);
@@ -57,14 +54,12 @@ export async function legacyLogin(
 /** POST /api/authenticate/refresh: a new pair for a legacy refresh token (legacy ones only). */
 export async function legacyRefresh(
   ctx: AppContext,
-  input: { refreshToken?: unknown },
+  input: { refreshToken: string },
   address: string,
 ): Promise<LegacyTokens> {
   const { refreshToken } = input;
   return legacyShape(
     await countIssue(ctx, 'legacy_refresh', async () => {
-      if (typeof refreshToken !== 'string')
-        throw new OAuthError('invalid_request', 'refreshToken is required');
       const key = await refreshRateKey(ctx, refreshToken, address);
       return withAuthBudget(ctx.auth.limits, key, () =>
         refreshTokenGrant(ctx, { refresh_token: refreshToken }, AUDIENCE_LEGACY),

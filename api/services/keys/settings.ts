@@ -74,13 +74,11 @@ export const afterDays = (from: Date, days: number) => new Date(from.getTime() +
 /** The tenant's effective policy rotation period (tenantPolicy in api/services/policies.ts), passed in to keep this module free of routes. */
 export type PolicyPeriod = (tenantId: string) => Promise<number>;
 
-const isPeriod = (v: unknown): v is number =>
-  Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_ROTATION_PERIOD_DAYS;
-
 /** Checks a rotationPeriodDays value (key creation and PATCH); null clears it (the policy's applies). */
-export function readRotationPeriod(v: unknown): number | null {
+export function readRotationPeriod(v: number | null): number | null {
   if (v === null) return null;
-  if (!isPeriod(v))
+  // The rows' schemas bound it too; the AWS and Transit APIs, which have no such schema, call here.
+  if (!Number.isInteger(v) || v < 1 || v > MAX_ROTATION_PERIOD_DAYS)
     throw problem(
       'validation_failed',
       `rotationPeriodDays must be an integer from 1 to ${MAX_ROTATION_PERIOD_DAYS}, or null to follow the policy`,
@@ -90,9 +88,9 @@ export function readRotationPeriod(v: unknown): number | null {
 }
 
 /** Checks a description value; null clears it. */
-export function readDescription(v: unknown): string | null {
+export function readDescription(v: string | null): string | null {
   if (v === null) return null;
-  if (typeof v !== 'string' || v.length > MAX_DESCRIPTION)
+  if (v.length > MAX_DESCRIPTION)
     throw problem(
       'validation_failed',
       `description must be a string of at most ${MAX_DESCRIPTION} characters, or null`,

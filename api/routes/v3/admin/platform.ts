@@ -10,11 +10,16 @@
 import Type from 'typebox';
 import { PERMISSIONS } from '../../../../shared/permissions.ts';
 import { endpoint } from '../../../rows/endpoint.ts';
-import { Body, NullableString, NullableTime, PageOf, Resource } from '../../../schemas/common.ts';
+import { NullableString, NullableTime, PageOf, Resource } from '../../../schemas/common.ts';
 import { forceRevoke, listRevokedTokens } from '../../../services/admin/revoked-tokens.ts';
 import { masterKeyStatus, startRewrap } from '../../../services/platform/master-key.ts';
 import { writeBackup } from '../../../services/platform/backup.ts';
-import { JTI_EXAMPLE, RevokedToken } from '../../../schemas/revoked-tokens.ts';
+import {
+  ForceRevoke,
+  JTI_EXAMPLE,
+  RevokedToken,
+  RevokedTokensQuery,
+} from '../../../schemas/revoked-tokens.ts';
 
 const AT = '2026-11-23T16:00:00.000Z';
 
@@ -102,18 +107,7 @@ export const PLATFORM_ENDPOINTS = [
     description:
       "A token names its tenant, subject and expiry (an invalid one revokes nothing: `revoked` false); a bare jti is kept for the longest lifetime a token can have. Audited as `platform.token.force-revoke` in the caller's tenant.",
     access: { anyOf: ['admin.platform.tokens.revoke'] },
-    body: Body(
-      {
-        jti: Type.Optional(
-          Type.String({ maxLength: 128, description: 'used when `token` is absent' }),
-        ),
-        token: Type.Optional(Type.String({ description: 'the token itself' })),
-        reason: Type.Optional(
-          Type.String({ description: 'kept to its first 200 characters; force-revoke if absent' }),
-        ),
-      },
-      { jti: JTI_EXAMPLE, reason: 'leaked in a build log' },
-    ),
+    body: ForceRevoke,
     answer: {
       status: 200,
       description: 'whether a token was revoked',
@@ -133,14 +127,7 @@ export const PLATFORM_ENDPOINTS = [
     tag,
     summary: 'Revoked tokens not yet expired',
     access: { anyOf: ['admin.platform.tokens.read'] },
-    query: Type.Object({
-      limit: Type.Optional(
-        Type.Integer({ default: 100, description: 'page size, clamped to 1 to 500' }),
-      ),
-      cursor: Type.Optional(
-        Type.String({ description: 'nextCursor of the previous page (the last jti it listed)' }),
-      ),
-    }),
+    query: RevokedTokensQuery,
     answer: { status: 200, description: 'revoked tokens', schema: PageOf(RevokedToken) },
     problems: {
       400: 'validation-failed: a limit that is not an integer, or a cursor no page gave',
