@@ -376,7 +376,7 @@ describe(`KMS operations: context, data keys, re-encrypt, random (${TEST_ENGINE}
       expect((await api(app, 'POST', keys('/rot/rotate'), admin)).status).toBe(200);
       // The setting is given through the key cache here (whatever reloads it): its admin route is tested with the key settings.
       const keyCache = app.ctx.keys;
-      const get = keyCache.get;
+      const get = keyCache.get.bind(keyCache);
       keyCache.get = async (tenantId, kid) => ({
         ...(await get(tenantId, kid)),
         ...(kid === 'rot' ? { minDecryptionVersion: 3 } : {}),
