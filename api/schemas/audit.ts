@@ -1,6 +1,6 @@
 /** An audit event as the audit endpoints answer it, and the chain's hash and sequence types. */
 import Type, { type Static } from 'typebox';
-import { Resource, Time } from './common.ts';
+import { NullableString, Resource, Time } from './common.ts';
 
 export const HASH = 'c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2';
 export const Seq = (description?: string) =>
@@ -16,7 +16,7 @@ export const Event = Resource(
     actor: Type.String(),
     action: Type.String(),
     outcome: Type.Enum(OUTCOMES),
-    target: Type.Union([Type.String(), Type.Null()]),
+    target: NullableString(),
     details: Type.Object(
       {},
       {

@@ -10,8 +10,10 @@ import Type, { type Static, type TProperties, type TSchema } from 'typebox';
 export const Uuid = (description?: string) =>
   Type.String({ format: 'uuid', ...(description ? { description } : {}) });
 export const Time = () => Type.String({ format: 'date-time' });
-export const NullableTime = () => Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-export const NullableString = () => Type.Union([Type.String(), Type.Null()]);
+/** `s` or null. */
+export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+export const NullableTime = () => Nullable(Time());
+export const NullableString = () => Nullable(Type.String());
 
 /** A request body object: members it does not know are refused, naming the member. */
 export const Body = <P extends TProperties>(properties: P, example?: unknown) =>

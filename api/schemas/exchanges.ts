@@ -1,6 +1,6 @@
 /** A cryptographic exchange (a key offered by one tenant to another) as either side sees it. */
 import Type, { type Static } from 'typebox';
-import { NullableTime, Resource, Time, Uuid } from './common.ts';
+import { NullableString, NullableTime, Resource, Time, Uuid } from './common.ts';
 
 export const STATES = ['pending', 'accepted', 'rejected', 'cancelled', 'expired'] as const;
 
@@ -17,7 +17,7 @@ export const Exchange = Resource(
     type: Type.String(),
     usage: Type.String(),
     mode: Type.Enum(['public', 'wrapped']),
-    wrappingKid: Type.Union([Type.String(), Type.Null()]),
+    wrappingKid: NullableString(),
     state: Type.Enum(STATES, {
       description:
         'cancelled: withdrawn by the offering tenant, or by suspending or revoking the offered key',

@@ -1,6 +1,6 @@
 /** A conversion job and a batch as the jobs API takes and answers them. */
-import Type, { type Static, type TSchema } from 'typebox';
-import { Body, ProblemDocument, Time } from './common.ts';
+import Type, { type Static } from 'typebox';
+import { Body, Nullable, ProblemDocument, Time } from './common.ts';
 
 export const JOB_ID = 'cv-3b5e1f0c9a7d2e4b6c8a0f1e3d5b7c9a1e2f4d6b';
 export const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
@@ -25,7 +25,6 @@ export const State = Type.Union(
   },
 );
 export const Count = Type.Integer({ minimum: 0 });
-export const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 export const Progress = Type.Object({
   bytesRead: Count,
   bytesWritten: Count,
@@ -34,7 +33,7 @@ export const Progress = Type.Object({
   objectsTotal: Count,
 });
 /** A job's problem has the shape of every other problem (RFC 7807). */
-export const JobProblem = ProblemDocument;
+const JobProblem = ProblemDocument;
 export const CONVERT_EXAMPLE = {
   id: JOB_ID,
   type: 'convert',

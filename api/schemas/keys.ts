@@ -4,7 +4,7 @@
  * its settings (keyView and settingsView), and the public keys of every retained version
  * (api/services/keys/public-view.ts). Never material.
  */
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TObject } from 'typebox';
 import { NullableTime, Resource, Time } from './common.ts';
 
 const USAGE = ['encrypt', 'sign', 'mac', 'verify'] as const;
@@ -208,7 +208,7 @@ export const PublicKeys = Resource(
 /** A key's metadata as the services build it (api/services/keys/store.ts keyView). */
 export type KeyView = Static<typeof KeyView>;
 /** A key's settings as the services build them (api/services/keys/settings.ts settingsView). */
-export type KeySettingsView = Static<ReturnType<typeof Type.Object<typeof KEY_SETTINGS>>>;
+export type KeySettingsView = Static<TObject<typeof KEY_SETTINGS>>;
 /** The public keys of a key as the services build them (api/services/keys/public-view.ts). */
 export type PublicKeysView = Static<typeof PublicKeys>;
 

@@ -2,7 +2,7 @@
 import Type, { type Static } from 'typebox';
 import { Body, NullableTime, Resource, Time, Uuid } from './common.ts';
 
-export const USER_EXAMPLE = {
+const USER_EXAMPLE = {
   id: '7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d',
   tenantId: '3f2c1a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c',
   email: 'ops@acme.example',

@@ -3,7 +3,7 @@
  * the bench (process.execPath), waited on until a URL answers 200, stopped with SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { SCHEMA } from '../../shared/config/index.ts';
+import { SCHEMA } from '../../shared/config/schema.ts';
 
 export { freePort } from '../../support/free-port.ts';
 

@@ -7,7 +7,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCHEMA } from '../../shared/config/index.ts';
+import { SCHEMA } from '../../shared/config/schema.ts';
 import { openDatabase } from '../../shared/db/knex.ts';
 import { freePort } from '../../support/free-port.ts';
 import { sleep } from '../support/time.ts';

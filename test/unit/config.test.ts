@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, SCHEMA, loadConfig } from '../../shared/config/index.ts';
+import { ConfigError, loadConfig } from '../../shared/config/index.ts';
+import { SCHEMA } from '../../shared/config/schema.ts';
 import { queueSettings } from '../../shared/queues/index.ts';
 import { sleep } from '../support/time.ts';
 

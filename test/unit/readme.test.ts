@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { SCHEMA } from '../../shared/config/index.ts';
+import { SCHEMA } from '../../shared/config/schema.ts';
 import { CONFIG_DOC_URL, readmeConfigTable, readmeSection } from '../../scripts/config-table.ts';
 import { DEFAULT_BOOTSTRAP_ADMIN_EMAIL } from '../../api/services/bootstrap.ts';
 

@@ -20,7 +20,8 @@ import {
   type TestDatabase,
 } from '../../../support/database.ts';
 import { adminToken, api, makeTenant, userToken, workloadToken } from '../../../support/auth.ts';
-import { ConfigError, SCHEMA } from '../../../shared/config/index.ts';
+import { ConfigError } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 import {
   createKeyring,
   createMasterKey,

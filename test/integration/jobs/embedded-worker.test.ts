@@ -15,7 +15,7 @@ import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkc
 import { startTestApp, type TestApp } from '../../../support/app.ts';
 import { api } from '../../../support/auth.ts';
 import { TEST_REDIS_URL } from '../../../support/database.ts';
-import { SCHEMA } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 import {
   MASTER_KEY,
   finished,

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SCHEMA } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 import { applySettings } from '../../../api/services/keys/settings.ts';
 import { importKeystore } from '../../../api/services/keys/import.ts';
 import { startTestApp, type TestApp } from '../../../support/app.ts';

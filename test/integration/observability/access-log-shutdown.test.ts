@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCHEMA } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 import { freePort } from '../../../support/free-port.ts';
 import { sleep } from '../../support/time.ts';
 

@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, SCHEMA, loadConfig } from '../../../shared/config/index.ts';
+import { ConfigError, loadConfig } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 
 /** loadConfig's error message for an environment (the test fails when it loads). */
 function configError(env: Record<string, string>): string {

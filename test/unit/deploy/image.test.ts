@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { parse } from 'yaml';
-import { SCHEMA } from '../../../shared/config/index.ts';
+import { SCHEMA } from '../../../shared/config/schema.ts';
 
 const ROOT = new URL('../../../', import.meta.url);
 const read = (file: string) => readFileSync(new URL(file, ROOT), 'utf8');

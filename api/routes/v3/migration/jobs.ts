@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import Type from 'typebox';
 import { endpoint } from '../../../rows/endpoint.ts';
 import { pageRequest } from '../../../rows/pagination.ts';
-import { PAGE_QUERY } from '../../../schemas/common.ts';
+import { PAGE_QUERY, Nullable } from '../../../schemas/common.ts';
 import {
   cancelJob,
   deleteJobResults,
@@ -22,15 +22,7 @@ import {
   readJob,
   submitJob,
 } from '../../../services/jobs/tenant-jobs.ts';
-import {
-  JOB_ID,
-  JobId,
-  Nullable,
-  CONVERT_EXAMPLE,
-  Convert,
-  Batch,
-  Submit,
-} from '../../../schemas/jobs.ts';
+import { JOB_ID, JobId, CONVERT_EXAMPLE, Convert, Batch, Submit } from '../../../schemas/jobs.ts';
 
 const JOBS = '/api/v3/migration/jobs';
 const tag = 'migration jobs';
