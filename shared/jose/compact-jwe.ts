@@ -197,12 +197,24 @@ function staticHeader(
   return h;
 }
 
-const compact = (
-  header: string,
-  encryptedKey: Buffer,
-  g: { iv: Buffer; ciphertext: Buffer; tag: Buffer },
-): string =>
-  `${header}.${encryptedKey.toString('base64url')}.${g.iv.toString('base64url')}.${g.ciphertext.toString('base64url')}.${g.tag.toString('base64url')}`;
+/**
+ * A JWE's five parts as the sealer makes them: the protected header's base64url text and the
+ * other four as bytes. encryptCompact writes them as the compact serialization; the ciphertext
+ * blob (ciphertext-blob.ts) writes the bytes as they are, without a base64url pass.
+ */
+export interface JweParts {
+  header: string;
+  encryptedKey: Buffer;
+  iv: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** The compact serialization of a JWE's parts. */
+const compactOf = (p: JweParts): string =>
+  `${p.header}.${p.encryptedKey.toString('base64url')}.${p.iv.toString('base64url')}.${p.ciphertext.toString('base64url')}.${p.tag.toString('base64url')}`;
 
 /** A header for one message: with a context it differs per call, so it is not cached. */
 function header(
@@ -217,11 +229,18 @@ function header(
 }
 
 /** Encrypts to a compact JWE whose header names the key version and binds the context digest; `enc` may be chosen for RSA and EC keys. */
-export function encryptCompact(
+export const encryptCompact = (
   key: LoadedKeyVersion,
   plaintext: Buffer,
   opts: EncryptOptions = {},
-): string {
+): string => compactOf(encryptParts(key, plaintext, opts));
+
+/** encryptCompact's JWE as its parts. */
+export function encryptParts(
+  key: LoadedKeyVersion,
+  plaintext: Buffer,
+  opts: EncryptOptions = {},
+): JweParts {
   assertUsage(key, 'encrypt');
   const spec = key.spec;
   const hpke = hpkeSuiteOf(key.type);
@@ -231,7 +250,13 @@ export function encryptCompact(
       throw problem('validation_failed', `${hpke.integrated} has no separate content encryption`);
     const encoded = b64({ alg: hpke.integrated, ...naming(key, opts.context) });
     const sealed = hpkeSeal(key, Buffer.alloc(0), Buffer.from(encoded, 'ascii'), plaintext);
-    return `${encoded}.${sealed.enc.toString('base64url')}..${sealed.ct.toString('base64url')}.`;
+    return {
+      header: encoded,
+      encryptedKey: sealed.enc,
+      iv: EMPTY,
+      ciphertext: sealed.ct,
+      tag: EMPTY,
+    };
   }
   if (!spec.jwe)
     throw problem(
@@ -244,11 +269,11 @@ export function encryptCompact(
     if (opts.enc !== undefined && opts.enc !== spec.jwe.enc)
       throw problem('validation_failed', `a ${key.type} key encrypts with ${spec.jwe.enc}`);
     const h = header(key, 'dir', spec.jwe.enc, opts.context);
-    return compact(
-      h.encoded,
-      Buffer.alloc(0),
-      gcmEncrypt(key.secretKey!, spec.bits, h.aad, plaintext),
-    );
+    return {
+      header: h.encoded,
+      encryptedKey: EMPTY,
+      ...gcmEncrypt(key.secretKey!, spec.bits, h.aad, plaintext),
+    };
   }
   const enc = opts.enc ?? spec.jwe.enc;
   const bits = ENC_BITS.get(enc);
@@ -263,18 +288,18 @@ export function encryptCompact(
       { key: key.publicKey!, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
       cek,
     );
-    return compact(h.encoded, encryptedKey, gcmEncrypt(cek, bits, h.aad, plaintext));
+    return { header: h.encoded, encryptedKey, ...gcmEncrypt(cek, bits, h.aad, plaintext) };
   }
   // ECDH-ES+A256KW: a fresh ephemeral key per message, so the header (it carries epk) is per message too.
   const alg = spec.jwe.alg;
   const { z, epk } = ephemeralAgreement(spec.curve!, key.publicKey!);
   const kek = concatKdf(z, ecdhKeyWrapBits(alg)!, alg);
   const encoded = b64({ alg, enc, epk, ...naming(key, opts.context) });
-  return compact(
-    encoded,
-    aesKeyWrap(kek, cek),
-    gcmEncrypt(cek, bits, Buffer.from(encoded, 'ascii'), plaintext),
-  );
+  return {
+    header: encoded,
+    encryptedKey: aesKeyWrap(kek, cek),
+    ...gcmEncrypt(cek, bits, Buffer.from(encoded, 'ascii'), plaintext),
+  };
 }
 
 /** Strict base64url: Node's decoder skips what it does not know, so the round trip must give the input back. */

@@ -5,15 +5,16 @@
  * Core API's. Each operation answers the AWS members plus `kid` (the audit target, dropped before
  * the answer is written).
  *
- * CiphertextBlob is Keyward's own format, versioned and self-describing: `KWC` 0x01, then the
- * compact JWE whose protected header names `<kid>#<version>` and binds the context digest. Decrypt
- * needs no KeyId; every failure to open one is the same InvalidCiphertextException.
+ * CiphertextBlob is Keyward's own ciphertext blob (shared/jose/ciphertext-blob.ts): the compact
+ * JWE, whose protected header names `<kid>#<version>` and binds the context digest, in binary
+ * form. Decrypt needs no KeyId; every failure to open one is the same InvalidCiphertextException.
  */
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../../shared/errors/index.ts';
 import { decodeBase64 } from '../../../shared/base64.ts';
 import { parseCompact } from '../../../shared/jose/compact-jwe.ts';
+import { fromBlob } from '../../../shared/jose/ciphertext-blob.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import { derToP1363, p1363ToDer } from '../../../shared/crypto/ecdsa-signature.ts';
 import { encryptionContext, seal, sign, unseal, operationKey, verify } from '../crypto/runtime.ts';
@@ -27,7 +28,6 @@ import type { DataKeyPairRequest } from '../../threads/tasks/expensive.ts';
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
 
-const BLOB_MAGIC = Buffer.from([0x4b, 0x57, 0x43, 0x01]);
 /** AWS KMS's CiphertextBlob bound; our JWE is longer than AWS's blob, so the bound is ours. */
 const MAX_BLOB_BYTES = 16_384;
 const MAX_PLAINTEXT_BYTES = 4096;
@@ -49,13 +49,12 @@ export function blob(
 }
 
 const b64 = (b: Buffer) => b.toString('base64');
-const toBlob = (jwe: string) => b64(Buffer.concat([BLOB_MAGIC, Buffer.from(jwe, 'latin1')]));
 
 /** The compact JWE inside a CiphertextBlob; InvalidCiphertextException for anything else. */
-function fromBlob(bytes: Buffer): string {
-  if (bytes.length <= BLOB_MAGIC.length || !bytes.subarray(0, 4).equals(BLOB_MAGIC))
-    throw invalidCiphertext();
-  return bytes.subarray(4).toString('latin1');
+function jweOf(bytes: Buffer): string {
+  const jwe = fromBlob(bytes);
+  if (jwe === null) throw invalidCiphertext();
+  return jwe;
 }
 
 /** The context digest of an EncryptionContext member (a string map), or undefined. */
@@ -75,7 +74,7 @@ async function open(
   keyIdField: string,
   contextField: string,
 ) {
-  const jwe = fromBlob(blob(input, 'CiphertextBlob', MAX_BLOB_BYTES)!);
+  const jwe = jweOf(blob(input, 'CiphertextBlob', MAX_BLOB_BYTES)!);
   const context = contextOf(ctx, input, contextField);
   if (input[keyIdField] !== undefined) {
     const named = await resolveKeyId(ctx, c, input[keyIdField]);
@@ -151,10 +150,10 @@ export async function encrypt(ctx: AppContext, c: AwsCaller, input: Input): Answ
   const context = contextOf(ctx, input, 'EncryptionContext');
   const k = await key(ctx, c, input);
   const algorithm = sealingAlgorithm(k, named);
-  const sealed = await seal(ctx, k, plaintext, context);
+  const sealed = await seal(ctx, k, plaintext, context, 'blob');
   return {
     kid: sealed.kid,
-    CiphertextBlob: toBlob(sealed.ciphertext),
+    CiphertextBlob: sealed.ciphertext,
     KeyId: keyArn(c, sealed.kid),
     EncryptionAlgorithm: algorithm,
   };
@@ -189,10 +188,10 @@ export async function reEncrypt(ctx: AppContext, c: AwsCaller, input: Input): An
   const source = await open(ctx, c, input, 'SourceKeyId', 'SourceEncryptionContext');
   try {
     if (!keyEncryptsWith(source.key, sourceAlgorithm)) throw invalidCiphertext();
-    const sealed = await seal(ctx, destination, source.plaintext, context);
+    const sealed = await seal(ctx, destination, source.plaintext, context, 'blob');
     return {
       kid: sealed.kid,
-      CiphertextBlob: toBlob(sealed.ciphertext),
+      CiphertextBlob: sealed.ciphertext,
       SourceKeyId: keyArn(c, source.key.kid),
       KeyId: keyArn(c, sealed.kid),
       SourceEncryptionAlgorithm: sourceAlgorithm,
@@ -234,10 +233,10 @@ export async function generateDataKey(ctx: AppContext, c: AwsCaller, input: Inpu
   const k = await key(ctx, c, input);
   const plaintext = randomBytes(size);
   try {
-    const sealed = await seal(ctx, k, plaintext, context);
+    const sealed = await seal(ctx, k, plaintext, context, 'blob');
     return {
       kid: sealed.kid,
-      CiphertextBlob: toBlob(sealed.ciphertext),
+      CiphertextBlob: sealed.ciphertext,
       Plaintext: b64(plaintext),
       KeyId: keyArn(c, sealed.kid),
     };
@@ -299,10 +298,10 @@ export async function generateDataKeyPair(
     pair.privateKey.byteLength,
   );
   try {
-    const sealed = await seal(ctx, k, privateDer, context);
+    const sealed = await seal(ctx, k, privateDer, context, 'blob');
     return {
       kid: sealed.kid,
-      PrivateKeyCiphertextBlob: toBlob(sealed.ciphertext),
+      PrivateKeyCiphertextBlob: sealed.ciphertext,
       PrivateKeyPlaintext: b64(privateDer),
       PublicKey: b64(Buffer.from(pair.publicKey)),
       KeyId: keyArn(c, sealed.kid),

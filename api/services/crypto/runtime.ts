@@ -10,8 +10,10 @@ import {
   contextDigest,
   decryptParsed,
   encryptCompact,
+  encryptParts,
   parseCompact,
 } from '../../../shared/jose/compact-jwe.ts';
+import { blobBase64, blobOf } from '../../../shared/jose/ciphertext-blob.ts';
 import {
   assertVerifies,
   resolveSignatureAlgorithm,
@@ -129,12 +131,17 @@ async function opening<T>(
   }
 }
 
-/** Encrypts to the key's current version, binding the context digest: `{kid, version, ciphertext}`. */
+/**
+ * Encrypts to the key's current version, binding the context digest: `{kid, version, ciphertext}`,
+ * the ciphertext a compact JWE, or for `blob` the base64 of its ciphertext blob (what the AWS KMS
+ * and Vault Transit APIs carry), written from the sealer's bytes without a base64url pass.
+ */
 export async function seal(
   ctx: AppContext,
   key: CachedKey,
   data: Buffer,
   context: string | undefined,
+  form: 'compact' | 'blob' = 'compact',
 ) {
   assertUsage(key, 'encrypt');
   const v = key.currentVersion;
@@ -142,15 +149,18 @@ export async function seal(
     'encrypt',
     key,
     false,
-    () => encryptCompact(versionOf(key, v), data, { context }),
-    async () =>
-      (
-        await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', {
-          ...poolArg(key, v, 'encrypt'),
-          plaintext: data,
-          context,
-        })
-      ).jwe,
+    () =>
+      form === 'blob'
+        ? blobOf(encryptParts(versionOf(key, v), data, { context })).toString('base64')
+        : encryptCompact(versionOf(key, v), data, { context }),
+    async () => {
+      const { jwe } = await ctx.pool.run<{ jwe: string }>('encryptCompactWithKey', {
+        ...poolArg(key, v, 'encrypt'),
+        plaintext: data,
+        context,
+      });
+      return form === 'blob' ? blobBase64(jwe) : jwe;
+    },
   );
   return { kid: key.kid, version: v, ciphertext };
 }

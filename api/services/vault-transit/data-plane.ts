@@ -122,7 +122,7 @@ export async function encrypt(
   const plaintext = bytes(input, 'plaintext')!;
   const key = await keyOf(ctx, tenantId, kid);
   latestOnly(key, input);
-  const sealed = await seal(ctx, key, plaintext, await contextOf(ctx, key, input));
+  const sealed = await seal(ctx, key, plaintext, await contextOf(ctx, key, input), 'blob');
   return {
     kid: key.kid,
     ciphertext: toCiphertext(sealed.version, sealed.ciphertext),
@@ -152,7 +152,13 @@ export async function rewrap(ctx: AppContext, tenantId: string, kid: string, inp
   latestOnly(key, input);
   const opened = await open(ctx, tenantId, key, input);
   try {
-    const sealed = await seal(ctx, opened.key, opened.plaintext, await contextOf(ctx, key, input));
+    const sealed = await seal(
+      ctx,
+      opened.key,
+      opened.plaintext,
+      await contextOf(ctx, key, input),
+      'blob',
+    );
     return {
       kid: key.kid,
       ciphertext: toCiphertext(sealed.version, sealed.ciphertext),
@@ -174,7 +180,7 @@ export function dataKey(withPlaintext: boolean) {
     const context = await contextOf(ctx, key, input);
     const plaintext = randomBytes((bits as number) / 8);
     try {
-      const sealed = await seal(ctx, key, plaintext, context);
+      const sealed = await seal(ctx, key, plaintext, context, 'blob');
       return {
         kid: key.kid,
         ciphertext: toCiphertext(sealed.version, sealed.ciphertext),
