@@ -106,7 +106,7 @@ export function createRuntimeLane(
     res: ServerResponse,
     id: string,
   ): Promise<void> {
-    const path = lane.path;
+    let route = lane.path;
     const start = performance.now();
     const at = socketBytes(req);
     let status = 200;
@@ -115,7 +115,7 @@ export function createRuntimeLane(
     res.once('close', () => {
       logAccess(ctx.accessLog, ctx.metrics, {
         method: req.method ?? 'POST',
-        route: path,
+        route,
         status,
         reqId: id,
         claims,
@@ -129,7 +129,13 @@ export function createRuntimeLane(
       lane.kind === 'protocol'
         ? await lane.row.serve(ctx, { req, id, params: {}, noteClaims })
         : lane.kind === 'protocol-mount'
-          ? await lane.serve(ctx, { req, id, params: {}, noteClaims })
+          ? await lane.serve(ctx, {
+              req,
+              id,
+              params: {},
+              noteClaims,
+              noteRoute: (r) => (route = r),
+            })
           : lane.kind === 'runtime'
             ? await runtimeAnswer(lane, req, id, noteClaims)
             : await oauthAnswer(lane, req, id);

@@ -230,6 +230,7 @@ export async function vaultAnswer(
   url: string,
   id: string,
   noteClaims: (claims: AccessClaims) => void,
+  noteRoute?: (route: string) => void,
 ): Promise<VaultAnswer> {
   let claims: AccessClaims | undefined;
   let tenantId: string | undefined;
@@ -246,6 +247,11 @@ export async function vaultAnswer(
     const opPath =
       found.mount === null ? op.path : `${found.mount}/${op.path.slice(TRANSIT_MOUNT.length + 1)}`;
     const attempt = { method, path: `${VAULT_PREFIX}/${opPath}`, id };
+    // The operation's template names the route in the access log and metrics: the default
+    // mount's as the row is declared, another mount as `:mount` (a tenant's name is no label).
+    noteRoute?.(
+      `${VAULT_PREFIX}/${found.mount === null || found.mount === TRANSIT_MOUNT ? op.path : `:mount/${op.path.slice(TRANSIT_MOUNT.length + 1)}`}`,
+    );
     const address = req.socket.remoteAddress ?? 'unknown';
     const readBody = () =>
       method === 'POST' || method === 'PUT' ? bodyOf(ctx, req) : Promise.resolve({});

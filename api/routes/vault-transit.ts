@@ -146,13 +146,14 @@ function documented(op: TransitOperation, method: 'get' | 'post' | 'put' | 'dele
 }
 
 /** The Transit core for one request, whichever path below /v1 it names (it reads the path itself). */
-export const serveTransit: ProtocolRow['serve'] = (ctx, { req, id, noteClaims }) =>
+export const serveTransit: ProtocolRow['serve'] = (ctx, { req, id, noteClaims, noteRoute }) =>
   vaultAnswer(
     ctx,
     req,
     (req as { originalUrl?: string }).originalUrl ?? req.url ?? '',
     id,
     noteClaims,
+    noteRoute,
   );
 
 /** One protocol row of a Transit operation and method; the core reads the path itself. */

@@ -27,6 +27,11 @@ export interface ProtocolExchange {
   params: Readonly<Record<string, string>>;
   /** Learns the caller once the protocol has authenticated it (for the access log and metrics). */
   noteClaims: (claims: AccessClaims) => void;
+  /**
+   * Learns the route template the core matched, where one row serves a whole mount (the
+   * runtime lane's Vault mount): the access log and metrics then name the operation, not the mount.
+   */
+  noteRoute?: (route: string) => void;
 }
 
 /** One endpoint of another protocol, as a route file declares it. */

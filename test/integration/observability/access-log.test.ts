@@ -126,6 +126,26 @@ describe(`the access log (${TEST_ENGINE})`, () => {
     expect(linesOf('acc-express').filter((l) => l.msg === 'request')).toHaveLength(1);
   });
 
+  it('when the lane serves the Vault mount, then each access line names the operation, not the mount', async () => {
+    const cases = [
+      { reqId: 'acc-vault-op', path: '/v1/transit/encrypt/aes', route: '/v1/transit/encrypt/:kid' },
+      { reqId: 'acc-vault-none', path: '/v1/transit/no-such-operation', route: '/v1' },
+    ];
+    for (const { reqId, path, route } of cases) {
+      const res = await fetch(`${app.url}${path}`, {
+        method: 'POST',
+        headers: {
+          'x-vault-token': core,
+          'x-request-id': reqId,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ plaintext: data }),
+      });
+      await res.text();
+      expect((await accessLine(reqId)).route).toBe(route);
+    }
+  });
+
   it('when a bearer token, a client secret and a password are sent, then none of them is in the log', async () => {
     const basic = Buffer.from(`${t.clientId}:${t.clientSecret}`).toString('base64');
     const viaBasic = await postForm(
