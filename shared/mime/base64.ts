@@ -64,20 +64,23 @@ export async function* decodeBase64(
     return out;
   }
 
-  /** The fast path over whole lines; null when they are not all `width` long. */
-  function lines(region: Buffer): Buffer | null {
+  /**
+   * The fast path over the leading lines of `width`: their bytes and the offset after them (the
+   * rest, a shorter last line for one, is the exact path's); null when a character in them is
+   * not base64. `decoded` is the caller's to advance.
+   */
+  function lines(region: Buffer): { out: Buffer; end: number } | null {
     let n = 0;
-    for (let p = 0; p < region.length;) {
+    let p = 0;
+    for (;;) {
       const e = p + width;
       if (region[e] === 10) p = e + 1;
       else if (region[e] === 13 && region[e + 1] === 10) p = e + 2;
-      else return null;
+      else break;
       n += width;
     }
-    const out = Buffer.from(region.toString('latin1'), 'base64');
-    if (out.length !== (n / 4) * 3) return null;
-    decoded += out.length;
-    return out;
+    const out = Buffer.from(region.toString('latin1', 0, p), 'base64');
+    return out.length === (n / 4) * 3 ? { out, end: p } : null;
   }
 
   for await (let chunk of source) {
@@ -94,9 +97,11 @@ export async function* decodeBase64(
       // Finish the held line with the start of this chunk (small), leaving the chunk uncopied.
       const nl = chunk.indexOf(10);
       if (nl !== -1 && nl + pending.length <= MAX_PENDING_LINE) {
-        const out = lines(Buffer.concat([pending, chunk.subarray(0, nl + 1)]));
-        if (out) {
-          if (out.length) yield out;
+        const line = Buffer.concat([pending, chunk.subarray(0, nl + 1)]);
+        const r = lines(line);
+        if (r && r.end === line.length) {
+          decoded += r.out.length;
+          if (r.out.length) yield r.out;
           pending = Buffer.alloc(0);
           buf = chunk.subarray(nl + 1);
         }
@@ -122,12 +127,18 @@ export async function* decodeBase64(
         continue;
       }
       if (last !== -1) {
-        const out = lines(buf.subarray(0, last + 1));
-        if (out) {
-          if (out.length) yield out;
-          // The incomplete line waits for its end (copied: the chunk may be reused).
-          pending = Buffer.from(buf.subarray(last + 1));
-          continue;
+        const r = lines(buf.subarray(0, last + 1));
+        if (r) {
+          decoded += r.out.length;
+          if (r.out.length) yield r.out;
+          if (r.end === last + 1) {
+            // The incomplete line waits for its end (copied: the chunk may be reused).
+            pending = Buffer.from(buf.subarray(last + 1));
+            continue;
+          }
+          // A line of another length (the last, shorter one of a small message read in one
+          // chunk): it and what follows take the exact path, the lines before it did not.
+          buf = buf.subarray(r.end);
         }
       }
     }

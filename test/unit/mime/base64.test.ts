@@ -61,6 +61,18 @@ describe('the streaming base64 decoder', () => {
       await expect(decode(bad, size)).rejects.toMatchObject({ kind: 'invalid' });
   });
 
+  it('when a small message comes whole in one chunk, then its full lines and its short last line decode, and a bad character in that last line is refused at the same offset as line by line', async () => {
+    const small = randomBytes(3_001);
+    const text = (small.toString('base64').match(/.{1,64}/g) ?? []).join('\r\n') + '\r\n';
+    expect((await decode(text, text.length)).equals(small)).toBe(true);
+    const at = text.lastIndexOf('\r\n', text.length - 3) + 4;
+    const bad = text.slice(0, at) + '*' + text.slice(at + 1);
+    const faults = await Promise.all(
+      [text.length, 1, 64].map((size) => decode(bad, size).catch((e: unknown) => e as Fault)),
+    );
+    for (const f of faults) expect(f).toMatchObject({ kind: 'invalid', at: faults[0].at });
+  });
+
   it('when the padding is left out, then the last group still decodes', async () => {
     expect(
       (await decode(Buffer.from('abcd').toString('base64').replace(/=+$/, ''), 1)).toString(),
