@@ -80,7 +80,7 @@ export const AWS_KMS_ROWS = [
               schema: { type: 'object', additionalProperties: true },
               example: {
                 KeyId: 'arn:aws:kms:eu-west-1:123456789012:key/orders-db',
-                CiphertextBlob: 'S1dDAWV5SmhiR2NpT2lKa2FYSWl...',
+                CiphertextBlob: 'S1dDAgBIZXlKaGJHY2lPaUprYVhJaUxD...',
                 EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
               },
             },

@@ -133,7 +133,7 @@ function documented(op: TransitOperation, method: 'get' | 'post' | 'put' | 'dele
                     schema: { $ref: '#/components/schemas/VaultResponse' },
                     example: {
                       request_id: '5d3f…',
-                      data: { ciphertext: 'vault:v1:S1dDAWV5…', key_version: 1 },
+                      data: { ciphertext: 'vault:v1:S1dDAgBIZXlK…', key_version: 1 },
                     },
                   },
                 },

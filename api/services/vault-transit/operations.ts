@@ -118,7 +118,7 @@ export const TRANSIT_OPERATIONS: readonly TransitOperation[] = [
     action: 'vault-transit.decrypt',
     kind: 'batch',
     members: { ciphertext: CIPHERTEXT, context: CONTEXT, batch_input: BATCH },
-    example: { ciphertext: 'vault:v1:S1dDAWV5SmhiR2NpT2lKa2FYSWl...' },
+    example: { ciphertext: 'vault:v1:S1dDAgBIZXlKaGJHY2lPaUprYVhJaUxD...' },
     run: onKey(data.decrypt),
   },
   {
@@ -131,7 +131,7 @@ export const TRANSIT_OPERATIONS: readonly TransitOperation[] = [
     action: 'vault-transit.rewrap',
     kind: 'batch',
     members: { ciphertext: CIPHERTEXT, context: CONTEXT, batch_input: BATCH },
-    example: { ciphertext: 'vault:v1:S1dDAWV5SmhiR2NpT2lKa2FYSWl...' },
+    example: { ciphertext: 'vault:v1:S1dDAgBIZXlKaGJHY2lPaUprYVhJaUxD...' },
     run: onKey(data.rewrap),
   },
   {
