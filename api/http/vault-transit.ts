@@ -51,7 +51,11 @@ const JSON_TYPE = 'application/json';
 const ROWS = TRANSIT_OPERATIONS.map((op) => {
   const segments = op.path.split('/');
   const mounted = segments[0] === TRANSIT_MOUNT;
-  return { op, mounted, segments: mounted ? segments.slice(1) : segments };
+  // The route template the access log and metrics name: the default mount's as the row is
+  // declared, another mount's as `:mount` (a tenant's name is no label).
+  const route = `${VAULT_PREFIX}/${op.path}`;
+  const otherMount = mounted ? `${VAULT_PREFIX}/:mount/${segments.slice(1).join('/')}` : route;
+  return { op, mounted, segments: mounted ? segments.slice(1) : segments, route, otherMount };
 });
 
 /** The methods a row answers: a write also as PUT (Vault's Go client), a read also as HEAD. */
@@ -63,6 +67,8 @@ const answers = (op: TransitOperation, method: string): boolean =>
 /** A path's row: its parameters and, for a Transit row, the mount the path named. */
 interface Found {
   op: TransitOperation;
+  /** The route template of the row at the mount the path named. */
+  route: string;
   params: Record<string, string>;
   /** The first segment of a Transit row's path (whose tenant is not known yet); null for `auth/...`. */
   mount: string | null;
@@ -77,7 +83,7 @@ interface Found {
 function match(path: string, method: string): Found | 'method' | null {
   const parts = (path.endsWith('/') ? path.slice(0, -1) : path).split('/');
   let pathServed = false;
-  for (const { op, mounted, segments } of ROWS) {
+  for (const { op, mounted, segments, route, otherMount } of ROWS) {
     const offset = mounted ? 1 : 0;
     if (segments.length + offset !== parts.length) continue;
     const params: Record<string, string> = {};
@@ -93,7 +99,13 @@ function match(path: string, method: string): Found | 'method' | null {
       } else fits = segments[i] === part;
     }
     if (!fits) continue;
-    if (answers(op, method)) return { op, params, mount: mounted ? parts[0] : null };
+    if (answers(op, method))
+      return {
+        op,
+        route: mounted && parts[0] !== TRANSIT_MOUNT ? otherMount : route,
+        params,
+        mount: mounted ? parts[0] : null,
+      };
     pathServed = true;
   }
   return pathServed ? 'method' : null;
@@ -247,11 +259,7 @@ export async function vaultAnswer(
     const opPath =
       found.mount === null ? op.path : `${found.mount}/${op.path.slice(TRANSIT_MOUNT.length + 1)}`;
     const attempt = { method, path: `${VAULT_PREFIX}/${opPath}`, id };
-    // The operation's template names the route in the access log and metrics: the default
-    // mount's as the row is declared, another mount as `:mount` (a tenant's name is no label).
-    noteRoute?.(
-      `${VAULT_PREFIX}/${found.mount === null || found.mount === TRANSIT_MOUNT ? op.path : `:mount/${op.path.slice(TRANSIT_MOUNT.length + 1)}`}`,
-    );
+    noteRoute?.(found.route);
     const address = req.socket.remoteAddress ?? 'unknown';
     const readBody = () =>
       method === 'POST' || method === 'PUT' ? bodyOf(ctx, req) : Promise.resolve({});
