@@ -48,7 +48,7 @@ async function keyOf(ctx: AppContext, tenantId: string, kid: string): Promise<Ca
  * The context digest of a request: Transit's `context` (base64) bound as the encryption context
  * `{"vault-transit:context": <base64>}`. A derived key requires one, as Vault does.
  */
-async function contextOf(ctx: AppContext, key: CachedKey, input: Input) {
+function contextOf(ctx: AppContext, key: CachedKey, input: Input): string | undefined {
   const v = input.context;
   if (v === undefined || v === '') {
     if (key.transitDerived)
@@ -91,7 +91,7 @@ async function open(ctx: AppContext, tenantId: string, key: CachedKey, input: In
   } catch {
     return refusedCiphertext(ctx, key);
   }
-  const context = await contextOf(ctx, key, input);
+  const context = contextOf(ctx, key, input);
   try {
     return await unseal(ctx, tenantId, jwe, context);
   } catch (err) {
@@ -122,7 +122,7 @@ export async function encrypt(
   const plaintext = bytes(input, 'plaintext')!;
   const key = await keyOf(ctx, tenantId, kid);
   latestOnly(key, input);
-  const sealed = await seal(ctx, key, plaintext, await contextOf(ctx, key, input), 'blob');
+  const sealed = await seal(ctx, key, plaintext, contextOf(ctx, key, input), 'blob');
   return {
     kid: key.kid,
     ciphertext: toCiphertext(sealed.version, sealed.ciphertext),
@@ -156,7 +156,7 @@ export async function rewrap(ctx: AppContext, tenantId: string, kid: string, inp
       ctx,
       opened.key,
       opened.plaintext,
-      await contextOf(ctx, key, input),
+      contextOf(ctx, key, input),
       'blob',
     );
     return {
@@ -177,7 +177,7 @@ export function dataKey(withPlaintext: boolean) {
     const bits = input.bits ?? 256;
     if (!DATA_KEY_BITS.has(bits)) throw invalidRequest('bits must be 128, 256 or 512');
     const key = await keyOf(ctx, tenantId, kid);
-    const context = await contextOf(ctx, key, input);
+    const context = contextOf(ctx, key, input);
     const plaintext = randomBytes((bits as number) / 8);
     try {
       const sealed = await seal(ctx, key, plaintext, context, 'blob');
