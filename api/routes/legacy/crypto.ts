@@ -6,7 +6,8 @@
  * Tests: test/integration/core/legacy.test.ts
  */
 import { OPERATIONS, operationRow, type OperationAt } from '../shared/operations.ts';
-import { decrypt, encrypt, sign, verify } from '../../services/crypto/runtime.ts';
+import { decrypt, encrypt } from '../../services/crypto/runtime.ts';
+import { sign, verify } from '../../services/crypto/signing.ts';
 
 type Name = 'encrypt' | 'decrypt' | 'sign' | 'verify';
 

@@ -8,7 +8,8 @@ import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
 import type { TObject } from 'typebox';
 import type { Operation } from './batch.ts';
 import { DecapsulateBody, EncapsulateBody, SignBody, VerifyBody } from './bodies.ts';
-import { decapsulateKey, encapsulateKey, operationKey, sign, verify } from './runtime.ts';
+import { decapsulateKey, encapsulateKey, operationKey } from './runtime.ts';
+import { sign, verify } from './signing.ts';
 
 /** Restricts an operation to post-quantum key types (its body checked by the route before). */
 function pqcOnly(op: Operation): Operation {

@@ -12,7 +12,8 @@
  */
 import type { Access } from '../../../rows/endpoint.ts';
 import { OPERATIONS, operationRow, type OperationAt } from '../../shared/operations.ts';
-import { decrypt, encrypt, sign, verify } from '../../../services/crypto/runtime.ts';
+import { decrypt, encrypt } from '../../../services/crypto/runtime.ts';
+import { sign, verify } from '../../../services/crypto/signing.ts';
 import {
   generateDataKey,
   generateDataKeyWithoutPlaintext,
