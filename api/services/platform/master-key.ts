@@ -22,6 +22,10 @@ export interface MasterKeyStatus {
 
 /** Counts the sealed items by id and reads this instance's rewrap progress. */
 export async function masterKeyStatus(ctx: AppContext): Promise<MasterKeyStatus> {
+  // The progress is read before the counts: a run that is done has committed every batch, so the
+  // counts that follow include its work. Read after, a run ending during the count query would
+  // answer "done" beside counts from before its last batch.
+  const rewrap = ctx.rewrap.progress();
   const counts = await countSealedById(ctx.db);
   const ids = ctx.masterKey.ids;
   const keyring = ids.map((id, i) => ({ id, newest: i === 0, items: counts.get(id) ?? 0 }));
@@ -35,7 +39,7 @@ export async function masterKeyStatus(ctx: AppContext): Promise<MasterKeyStatus>
     unversioned,
     unknown,
     complete: behind === 0 && unknown.length === 0,
-    rewrap: ctx.rewrap.progress(),
+    rewrap,
   };
 }
 
