@@ -19,6 +19,7 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
+  createSecretKey,
   createSign,
   privateDecrypt,
   publicEncrypt,
@@ -272,11 +273,12 @@ export function cryptoFloor(keys: Mailbox['keys']): Floor {
 
   const decryptAndReencrypt = (size: number): number => {
     const cek = privateDecrypt({ key: recipient, padding: constants.RSA_PKCS1_PADDING }, wrapped);
-    const cbc = createDecipheriv('aes-256-cbc', cek, iv).setAutoPadding(false);
+    // Keys as KeyObjects: Node 24 spends about 20 µs testing raw key bytes as a KeyObject.
+    const cbc = createDecipheriv('aes-256-cbc', createSecretKey(cek), iv).setAutoPadding(false);
     const plain = cbc.update(bytes.subarray(0, size - (size % 16) + 16));
     cbc.final();
     const newKey = randomBytes(32);
-    const gcm = createCipheriv('aes-256-gcm', newKey, iv.subarray(0, 12));
+    const gcm = createCipheriv('aes-256-gcm', createSecretKey(newKey), iv.subarray(0, 12));
     const out = gcm.update(plain.subarray(0, size));
     gcm.final();
     gcm.getAuthTag();

@@ -17,6 +17,7 @@ import {
   scrypt as scryptCb,
   timingSafeEqual,
 } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import { promisify } from 'node:util';
 
 const scrypt = promisify(scryptCb) as (
@@ -79,7 +80,7 @@ export async function* encryptBackup(
   yield header;
   let i = 0;
   const seal = (data: Buffer, last: boolean) => {
-    const cipher = createCipheriv('aes-256-gcm', key, nonce(prefix, i++, last));
+    const cipher = createCipheriv('aes-256-gcm', asSecretKey(key), nonce(prefix, i++, last));
     cipher.setAAD(header);
     const body = Buffer.concat([cipher.update(data), cipher.final(), cipher.getAuthTag()]);
     const len = Buffer.alloc(4);
@@ -162,7 +163,7 @@ export async function* decryptBackup(
     const body = await reader.read(n);
     if (body.length < n) throw new BackupFileError(`the backup file is truncated in chunk ${i}`);
     const open = (last: boolean) => {
-      const d = createDecipheriv('aes-256-gcm', key, nonce(prefix, i, last));
+      const d = createDecipheriv('aes-256-gcm', asSecretKey(key), nonce(prefix, i, last));
       d.setAAD(header);
       d.setAuthTag(body.subarray(n - 16));
       return Buffer.concat([d.update(body.subarray(0, n - 16)), d.final()]);

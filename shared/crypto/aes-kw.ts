@@ -5,6 +5,7 @@
  * OpenSSL lets through without one (an empty input unwraps to nothing) are refused here first.
  */
 import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { asSecretKey } from './secret-key.ts';
 
 const IV = Buffer.from('a6a6a6a6a6a6a6a6', 'hex');
 const KEK_BYTES = new Set([16, 24, 32]);
@@ -27,7 +28,7 @@ function checkBlocks(n: number, min: number, what: string): void {
 export function aesKeyWrap(kek: Buffer, key: Buffer): Buffer {
   const name = cipherName(kek);
   checkBlocks(key.length, 16, 'key data');
-  const c = createCipheriv(name, kek, IV);
+  const c = createCipheriv(name, asSecretKey(kek), IV);
   return Buffer.concat([c.update(key), c.final()]);
 }
 
@@ -35,6 +36,6 @@ export function aesKeyWrap(kek: Buffer, key: Buffer): Buffer {
 export function aesKeyUnwrap(kek: Buffer, wrapped: Buffer): Buffer {
   const name = cipherName(kek);
   checkBlocks(wrapped.length, 24, 'wrapped key');
-  const d = createDecipheriv(name, kek, IV);
+  const d = createDecipheriv(name, asSecretKey(kek), IV);
   return Buffer.concat([d.update(wrapped), d.final()]);
 }

@@ -19,6 +19,7 @@
  * output with an independent implementation.
  */
 import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
+import { asSecretKey } from './secret-key.ts';
 import type { CipherGCM, DecipherGCM } from 'node:crypto';
 import { decryptionFailed, problem } from '../errors/index.ts';
 import { HPKE_SUITES, hpkeSuiteOf } from '../jose/pq-identifiers.ts';
@@ -121,12 +122,14 @@ export function setupRecipient(key: LoadedKey, enc: Buffer, info: Buffer): HpkeC
 
 /** A streaming AES-256-GCM sealer under an HPKE context: HPKE's ciphertext is C || tag. */
 export function contextCipher(ctx: HpkeContext, aad: Buffer): CipherGCM {
-  return (createCipheriv('aes-256-gcm', ctx.key, ctx.nonce) as CipherGCM).setAAD(aad);
+  return (createCipheriv('aes-256-gcm', asSecretKey(ctx.key), ctx.nonce) as CipherGCM).setAAD(aad);
 }
 
 /** The streaming opener; the caller sets the last NT bytes as the tag before final(). */
 export function contextDecipher(ctx: HpkeContext, aad: Buffer): DecipherGCM {
-  return (createDecipheriv('aes-256-gcm', ctx.key, ctx.nonce) as DecipherGCM).setAAD(aad);
+  return (createDecipheriv('aes-256-gcm', asSecretKey(ctx.key), ctx.nonce) as DecipherGCM).setAAD(
+    aad,
+  );
 }
 
 /** Single-shot Seal (base mode): `enc` and `ct` (ciphertext || tag). */

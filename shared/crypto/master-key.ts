@@ -10,6 +10,7 @@
  *   it opens under whichever key of the keyring is that key, until a rewrap turns it into v2.
  */
 import { createCipheriv, createDecipheriv, randomBytes, createHmac } from 'node:crypto';
+import { asSecretKey } from './secret-key.ts';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError, problem } from '../errors/index.ts';
@@ -82,7 +83,7 @@ function aad(ctx: SealContext, id?: string): Buffer {
 }
 
 function gcmOpen(secret: Buffer, iv: Buffer, body: Buffer, tag: Buffer, ad: Buffer): Buffer {
-  const decipher = createDecipheriv('aes-256-gcm', secret, iv);
+  const decipher = createDecipheriv('aes-256-gcm', asSecretKey(secret), iv);
   decipher.setAAD(ad);
   decipher.setAuthTag(tag);
   return Buffer.concat([decipher.update(body), decipher.final()]);
@@ -108,7 +109,7 @@ export function createKeyring(entries: readonly KeyringEntry[]): MasterKey {
     newestId,
     seal(plaintext, ctx) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', newest, iv);
+      const cipher = createCipheriv('aes-256-gcm', asSecretKey(newest), iv);
       cipher.setAAD(aad(ctx, newestId));
       const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
       return Buffer.concat([header, iv, body, cipher.getAuthTag()]);

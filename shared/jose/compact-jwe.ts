@@ -24,12 +24,12 @@ import {
   createHmac,
   timingSafeEqual,
   createDecipheriv,
-  createSecretKey,
   privateDecrypt,
   publicEncrypt,
   randomBytes,
   randomFillSync,
 } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import type { CipherGCMTypes, KeyObject } from 'node:crypto';
 import { AppError, problem } from '../errors/index.ts';
 import { KID } from '../ids.ts';
@@ -109,9 +109,6 @@ function nextIv(): Buffer {
   return iv;
 }
 
-/** Node's cipher constructors are about five times faster given a KeyObject than raw key bytes. */
-const asKey = (k: KeyObject | Buffer): KeyObject => (Buffer.isBuffer(k) ? createSecretKey(k) : k);
-
 function gcmEncrypt(
   cek: KeyObject | Buffer,
   bits: number,
@@ -119,7 +116,7 @@ function gcmEncrypt(
   plaintext: Buffer,
 ): { iv: Buffer; ciphertext: Buffer; tag: Buffer } {
   const iv = nextIv();
-  const cipher = createCipheriv(`aes-${bits}-gcm` as CipherGCMTypes, asKey(cek), iv, {
+  const cipher = createCipheriv(`aes-${bits}-gcm` as CipherGCMTypes, asSecretKey(cek), iv, {
     authTagLength: TAG_BYTES,
   });
   cipher.setAAD(aad);
@@ -133,7 +130,7 @@ function gcmEncrypt(
 }
 
 function gcmDecrypt(cek: KeyObject | Buffer, bits: number, p: ParsedCompactJwe): Buffer {
-  const decipher = createDecipheriv(`aes-${bits}-gcm` as CipherGCMTypes, asKey(cek), p.iv, {
+  const decipher = createDecipheriv(`aes-${bits}-gcm` as CipherGCMTypes, asSecretKey(cek), p.iv, {
     authTagLength: TAG_BYTES,
   });
   decipher.setAAD(Buffer.from(p.protectedHeader, 'ascii'));

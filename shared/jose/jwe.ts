@@ -4,6 +4,7 @@
  * management of the content key is in keys.ts.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import type { CipherGCM, Hmac } from 'node:crypto';
 import { decryptionFailed } from '../errors/index.ts';
 
@@ -53,7 +54,7 @@ export function gcmEncryptor(enc: JweEnc, aad: Buffer): ContentEncryptor {
   const bytes = ENCS.get(enc)!.cek;
   const cek = randomBytes(bytes);
   const iv = randomBytes(12);
-  const cipher = createCipheriv(`aes-${bytes * 8}-gcm`, cek, iv) as CipherGCM;
+  const cipher = createCipheriv(`aes-${bytes * 8}-gcm`, asSecretKey(cek), iv) as CipherGCM;
   cipher.setAAD(aad);
   return {
     cek,
@@ -79,7 +80,7 @@ export interface CbcHsTag {
 
 /** The one computation of the AnCBC-HSm tag, for the writer and the re-encrypter; `macKey` is the first half of the content key. */
 export function cbcHsTag(hash: string, macKey: Buffer, aad: Buffer, iv: Buffer): CbcHsTag {
-  const hmac: Hmac = createHmac(hash, macKey).update(aad).update(iv);
+  const hmac: Hmac = createHmac(hash, asSecretKey(macKey)).update(aad).update(iv);
   return {
     update: (ciphertext) => void hmac.update(ciphertext),
     tag() {
@@ -124,9 +125,11 @@ export function cbcPassThrough(cmsKey: Buffer, iv: Buffer, aad: Buffer): Content
       if (total === 0 || total % 16 !== 0)
         throw decryptionFailed(new Error('CBC ciphertext is not a whole number of blocks'));
       const prev = total >= 32 ? last.subarray(0, 16) : iv;
-      const d = createDecipheriv(`aes-${cmsKey.length * 8}-cbc`, cmsKey, prev).setAutoPadding(
-        false,
-      );
+      const d = createDecipheriv(
+        `aes-${cmsKey.length * 8}-cbc`,
+        asSecretKey(cmsKey),
+        prev,
+      ).setAutoPadding(false);
       const block = d.update(last.subarray(last.length - 16));
       const pad = block[15];
       let bad = pad === 0 || pad > 16 ? 1 : 0;

@@ -11,6 +11,7 @@
  * A trailing JWS part (EnvelopedData of SignedData) covers the plaintext and passes unchanged.
  */
 import { createDecipheriv, timingSafeEqual } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import type { Decipheriv, DecipherGCM } from 'node:crypto';
 import { AppError, decryptionFailed, problem } from '../errors/index.ts';
 import { ENCS, Multipart, cbcHsTag, gcmEncryptor, protectedHeader } from './jwe.ts';
@@ -131,7 +132,11 @@ function opener(head: JweHead, cek: Buffer, wantPlaintext: boolean): Opener {
   const cbc = spec.cbc;
   if (!cbc) {
     if (head.iv.length !== 12) throw malformed('a GCM iv has 96 bits');
-    const d = createDecipheriv(`aes-${cek.length * 8}-gcm`, cek, head.iv) as DecipherGCM;
+    const d = createDecipheriv(
+      `aes-${cek.length * 8}-gcm`,
+      asSecretKey(cek),
+      head.iv,
+    ) as DecipherGCM;
     d.setAAD(aad);
     return {
       update: (ct) => d.update(ct),
@@ -150,7 +155,7 @@ function opener(head: JweHead, cek: Buffer, wantPlaintext: boolean): Opener {
   const half = cek.length / 2;
   const mac = cbcHsTag(cbc.hash, cek.subarray(0, half), aad, head.iv);
   const d: Decipheriv | null = wantPlaintext
-    ? createDecipheriv(`aes-${cbc.bits}-cbc`, cek.subarray(half), head.iv)
+    ? createDecipheriv(`aes-${cbc.bits}-cbc`, asSecretKey(cek.subarray(half)), head.iv)
     : null;
   return {
     update(ct) {

@@ -86,9 +86,23 @@ export interface EntityOptions {
 
 /** Most header fields kept from one block (the rest are counted and dropped). */
 const MAX_FIELDS = 100;
-const BLANK_LINE = /\r?\n\r?\n/;
-/** At the very start a line break alone ends an empty header block (a part without fields). */
-const FIRST_OR_BLANK = /^\r?\n|\r?\n\r?\n/;
+
+/**
+ * Where the first blank line of `b` is: the first line end followed by another (`\r?\n\r?\n`),
+ * or at the very start of a block a line end alone. Searched in the bytes, so a header block
+ * read with the body in one chunk costs no string of the body.
+ */
+function blankLine(b: Buffer, atStart: boolean): { index: number; length: number } | null {
+  if (atStart && (b[0] === 10 || (b[0] === 13 && b[1] === 10)))
+    return { index: 0, length: b[0] === 10 ? 1 : 2 };
+  for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) {
+    const next = b[i + 1] === 10 ? 1 : b[i + 1] === 13 && b[i + 2] === 10 ? 2 : 0;
+    if (next === 0) continue;
+    const cr = i > 0 && b[i - 1] === 13 ? 1 : 0;
+    return { index: i - cr, length: cr + 1 + next };
+  }
+  return null;
+}
 
 /**
  * Reads a header block up to and including its blank line; answers the fields (names
@@ -106,23 +120,24 @@ export async function readHeaderBlock(
   let held = 0;
   let end = -1;
   let sep = 0;
-  let prev = '';
+  let prev: Buffer | null = null;
   for (;;) {
     const c = await src.pull();
     if (!c) throw opts.fault({ kind: 'no-body' });
     chunks.push(c);
-    const text = prev + c.toString('latin1', 0, Math.min(c.length, opts.maxHeaderBytes + 4));
-    const m = (held === 0 ? FIRST_OR_BLANK : BLANK_LINE).exec(text);
+    const own = c.subarray(0, opts.maxHeaderBytes + 4);
+    const region: Buffer = prev ? Buffer.concat([prev, own]) : own;
+    const m = blankLine(region, held === 0);
     if (m) {
-      end = held - prev.length + m.index;
-      sep = m[0].length;
+      end = held - (prev?.length ?? 0) + m.index;
+      sep = m.length;
       held += c.length;
       break;
     }
     held += c.length;
     if (held > opts.maxHeaderBytes)
       throw opts.fault({ kind: 'headers-too-large', max: opts.maxHeaderBytes });
-    prev = text.slice(-3);
+    prev = Buffer.from(region.subarray(-3));
   }
   if (end > opts.maxHeaderBytes)
     throw opts.fault({ kind: 'headers-too-large', max: opts.maxHeaderBytes });

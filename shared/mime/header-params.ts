@@ -25,6 +25,7 @@ const QUOTED =
 const PARAM = new RegExp(`[ \\t]*;[ \\t]*(${TOKEN})=(?:${QUOTED}|(${TOKEN}))`, 'y');
 const TRAILING_SPACE = /[ \t]*$/y;
 const LEADING = new RegExp(`^(${TOKEN})`);
+const MEDIA_TYPE = new RegExp(`^(${TOKEN})/(${TOKEN})`);
 /** An RFC 8187 ext-value: charset ' [language] ' pct-encoded value. */
 const EXT_VALUE =
   /^([!#$&+\-^_`{}~0-9A-Za-z]+)'[^']*'((?:[!#$&+\-.^_`|~0-9A-Za-z]|%[0-9A-Fa-f]{2})*)$/;
@@ -79,7 +80,7 @@ function extendedValue(raw: string): string | undefined {
 
 /** Parses a Content-Type value (`type/subtype; name=value...`). */
 export function parseContentType(s: string): MediaType | undefined {
-  const m = new RegExp(`^(${TOKEN})/(${TOKEN})`).exec(s);
+  const m = MEDIA_TYPE.exec(s);
   if (!m) return undefined;
   const params = parseParams(s, m[0].length, false);
   return params && { type: m[1].toLowerCase(), subtype: m[2].toLowerCase(), params };

@@ -4,6 +4,7 @@
  * (padding, tag) all become the one opaque decryption problem.
  */
 import { createDecipheriv } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import type { Decipheriv, DecipherGCM } from 'node:crypto';
 import type { AlgorithmIdentifier } from '@peculiar/asn1-x509';
 import { walk } from '../asn1/der.ts';
@@ -64,10 +65,10 @@ export function contentDecipher(c: ContentCipher, key: Buffer): ContentDecipher 
   try {
     d =
       c.spec.mode === 'gcm'
-        ? createDecipheriv(c.spec.cipher as 'aes-256-gcm', key, c.iv, {
+        ? createDecipheriv(c.spec.cipher as 'aes-256-gcm', asSecretKey(key), c.iv, {
             authTagLength: c.tagLength,
           })
-        : createDecipheriv(c.spec.cipher, key, c.iv);
+        : createDecipheriv(c.spec.cipher, asSecretKey(key), c.iv);
   } catch (err) {
     throw decryptionFailed(err);
   }

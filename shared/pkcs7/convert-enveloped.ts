@@ -3,6 +3,7 @@
  * section 5) into a multipart detached JWE, for convertPkcs7ToJose (convert.ts).
  */
 import { createDecipheriv, createSecretKey } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import { BerReader } from '../asn1/ber-reader.ts';
 import { readHead, readTail } from './cms-structure.ts';
 import type { CmsHead, CmsTail } from './cms-structure.ts';
@@ -341,6 +342,7 @@ async function decryptedContent(
       finalReached = true;
       if (last.length) yield last;
     })(),
+    { owned: true },
   );
   const ending = () => finalReached;
   const b64 = opts.metadata.b64 ?? false;
@@ -446,7 +448,7 @@ function envelopeSignature(
   tail: () => CmsTail,
 ): Signing {
   const decryptSignature = (sig: Buffer) => {
-    const d = createDecipheriv(cc.spec.cipher, cmsKey, cc.iv);
+    const d = createDecipheriv(cc.spec.cipher, asSecretKey(cmsKey), cc.iv);
     return Buffer.concat([d.update(sig), d.final()]);
   };
   return resigning(head, b64, async (digests, jws) =>

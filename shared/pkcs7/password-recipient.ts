@@ -5,6 +5,7 @@
  * password comes from `metadata.password` as a secret KeyObject and is never logged or stored.
  */
 import { createDecipheriv, pbkdf2 } from 'node:crypto';
+import { asSecretKey } from '../crypto/secret-key.ts';
 import type { KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { PasswordRecipientInfo, RecipientInfo } from '@peculiar/asn1-cms';
@@ -153,7 +154,7 @@ export async function pwriUnwrap(
   const b = spec.block;
   if (c.length < 2 * b || c.length % b !== 0) throw decryptionFailed(new Error('PWRI key length'));
   const cbc = (data: Buffer, from: Buffer) => {
-    const d = createDecipheriv(spec.cipher, kek, from).setAutoPadding(false);
+    const d = createDecipheriv(spec.cipher, asSecretKey(kek), from).setAutoPadding(false);
     return Buffer.concat([d.update(data), d.final()]);
   };
   // RFC 3211 section 2.3.2: the last block with the one before as IV, then the first n-1 blocks
