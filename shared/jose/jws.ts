@@ -17,13 +17,20 @@ import {
   sign as signOneShot,
   verify as verifyOneShot,
 } from 'node:crypto';
-import type { KeyObject, Sign, Verify } from 'node:crypto';
+import type { KeyObject, Sign, SignKeyObjectInput, Verify } from 'node:crypto';
 import { KEY_TYPE_SPECS, isKeyType } from '../crypto/registry.ts';
 import { keySignatureAlgorithms } from '../crypto/rsa-pss.ts';
 import { versionedKid } from './kid.ts';
 import { ML_DSA_ALGS } from './pq-identifiers.ts';
 import type { ResolvedKey } from './types.ts';
 import { problem } from '../errors/index.ts';
+
+/**
+ * An RS* signing key: an RSA key alone (PKCS#1 v1.5 is its default, and Node takes a bare
+ * KeyObject faster than options, which it first tests as a KeyObject), any other with the padding.
+ */
+export const rsaPkcs1 = (key: KeyObject): KeyObject | SignKeyObjectInput =>
+  key.asymmetricKeyType === 'rsa' ? key : { key, padding: constants.RSA_PKCS1_PADDING };
 
 export type JwsAlg =
   | 'RS256'
@@ -241,7 +248,7 @@ export class DetachedJwsSigner {
     } else if (alg.startsWith('ES')) {
       sig = c.sign!.sign({ key: priv, dsaEncoding: 'ieee-p1363' });
     } else {
-      sig = c.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PADDING });
+      sig = c.sign!.sign(rsaPkcs1(priv));
     }
     return {
       protected: c.protectedB64,

@@ -12,6 +12,7 @@ import {
   EDDSA_CAP,
   SigningInputEncoder,
   holdsInput,
+  rsaPkcs1,
   type DetachedJws,
   type JwsAlg,
 } from './jws.ts';
@@ -106,7 +107,7 @@ export class SpooledJwsSigner {
           saltLength: Number(p.alg.slice(2)) / 8,
         });
       else if (p.alg.startsWith('ES')) sig = p.sign!.sign({ key: priv, dsaEncoding: 'ieee-p1363' });
-      else sig = p.sign!.sign({ key: priv, padding: constants.RSA_PKCS1_PADDING });
+      else sig = p.sign!.sign(rsaPkcs1(priv));
       return { protected: p.protectedB64, signature: sig.toString('base64url') };
     });
     await this.close();

@@ -71,6 +71,8 @@ export class MultipartScanner {
   #anyEol: boolean;
   /** buf[pos..] is read and not consumed; a line end is put first so the first delimiter may open the body. */
   #buf: Buffer;
+  /** That first line end, until the first chunk comes. */
+  readonly #lead: Buffer;
   #pos = 0;
   #state: 'start' | 'body' | 'between' | 'closed' = 'start';
   #current: AsyncGenerator<Buffer, void, undefined> | null = null;
@@ -83,7 +85,7 @@ export class MultipartScanner {
     this.#anyEol = opts.lineEnds === 'any';
     const eol = this.#anyEol ? '\n' : '\r\n';
     this.#delim = Buffer.from(`${eol}--${opts.boundary}`, 'latin1');
-    this.#buf = Buffer.from(eol, 'latin1');
+    this.#buf = this.#lead = Buffer.from(eol, 'latin1');
   }
 
   /** The next part, or null after the closing delimiter. A failure is final: it is thrown again. */
@@ -152,6 +154,12 @@ export class MultipartScanner {
   async #more(why: string): Promise<void> {
     const c = await this.#pull();
     if (!c) throw this.#opts.malformed(why);
+    // The line end put first matters only to a delimiter at the very start: without a '-' there,
+    // the first chunk is taken as it is, not copied behind it.
+    if (this.#buf === this.#lead && this.#pos === 0 && c[0] !== 0x2d) {
+      this.#buf = c;
+      return;
+    }
     this.#buf =
       this.#pos >= this.#buf.length ? c : Buffer.concat([this.#buf.subarray(this.#pos), c]);
     this.#pos = 0;

@@ -41,6 +41,22 @@ describe('the one multipart scanner', () => {
     expect(await s.next()).toBeNull();
   });
 
+  it.each([
+    ['whole', twoParts],
+    ['after a preamble', `junk\r\n${twoParts}`],
+    ['after an empty first line', `\r\n${twoParts}`],
+  ])(
+    'when a body %s comes in one chunk, then its parts come back as in small chunks',
+    async (_what, body) => {
+      for (const size of [3, body.length]) {
+        const s = scanner(body, {}, size);
+        expect(await text((await s.next())!.body)).toBe('one');
+        expect(await text((await s.next())!.body)).toBe('two');
+        expect(await s.next()).toBeNull();
+      }
+    },
+  );
+
   it("when a skipped part's body is read after next(), then it fails instead of handing out the next part's bytes (the mixed reader gave them)", async () => {
     const s = scanner(twoParts);
     const a = await s.next();
@@ -115,7 +131,7 @@ describe('the scanner on mail (lineEnds any, parseHeaders false)', () => {
   const mail =
     'preamble\n--XB\nContent-Type: text/plain\r\n\r\nhello\r\nworld\r\n\n--XB\r\nContent-Type: x/y\n\nsig\r\n--XB--\n';
 
-  it.each([1, 2, 3, 5, 64])(
+  it.each([1, 2, 3, 5, 64, 1000])(
     'when LF and CRLF delimiters mix (chunks of %i), then each part comes whole with its headers and without the line end before the next delimiter',
     async (size) => {
       const s = scanner(mail, { lineEnds: 'any', parseHeaders: false }, size);
