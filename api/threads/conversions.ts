@@ -113,11 +113,30 @@ const onPool =
 
 /** Where a process's streamed conversions run (AppContext.conversions). */
 export interface ConversionRunner {
-  /** convertPkcs7ToJose, on the event loop or on a thread of the pool. */
-  convert(input: AsyncIterable<Uint8Array>, opts: ConvertOptions): Promise<ConvertResult>;
+  /**
+   * convertPkcs7ToJose, on the event loop or on a thread of the pool; `wholeBytes` is the input's
+   * size when it is already held whole (a small file part).
+   */
+  convert(
+    input: AsyncIterable<Uint8Array>,
+    opts: ConvertOptions,
+    wholeBytes?: number,
+  ): Promise<ConvertResult>;
   /** The pool's threads (null: every conversion runs on the event loop). */
   readonly pool: WorkPool | null;
 }
+
+/**
+ * An input held whole and at most this large converts on the event loop whatever else runs: it
+ * takes well under a millisecond there, less than handing it to a thread and its key lookups back
+ * costs the event loop (a mailbox of 30 KB messages, 4 in flight, converted about a quarter faster
+ * with every conversion on the event loop than with threads: docs/architecture.md, threads). The
+ * work such an input can make the caller choose (signer chains, password derivations) goes to
+ * the pools all the same. `CONVERT_THREAD_FROM=1` still sends every conversion to a thread.
+ */
+export const IN_PLACE_BYTES = 256 * 1024;
+const small = (wholeBytes: number | undefined) =>
+  wholeBytes !== undefined && wholeBytes <= IN_PLACE_BYTES;
 
 /**
  * A conversion goes to a thread when `threadFrom` conversions (itself included) would then run in
@@ -130,7 +149,7 @@ export function conversionRunner(pool: WorkPool | null, threadFrom: number): Con
   let running = 0;
   return {
     pool,
-    async convert(input, opts) {
+    async convert(input, opts, wholeBytes) {
       running++;
       let counted = true;
       const done = () => {
@@ -139,7 +158,7 @@ export function conversionRunner(pool: WorkPool | null, threadFrom: number): Con
       };
       try {
         const result =
-          pool && running >= threadFrom
+          pool && running >= threadFrom && !(threadFrom > 1 && small(wholeBytes))
             ? await convertInThread(pool, input, opts)
             : await convertPkcs7ToJose(
                 input,

@@ -184,7 +184,7 @@ export const SCHEMA = {
   },
   convertThreadFrom: {
     env: 'CONVERT_THREAD_FROM',
-    doc: 'How many conversions running at once (the new one included) send it to a conversion thread: 2 keeps one alone on the event loop, where it is fastest; 1 sends every one',
+    doc: 'How many conversions running at once (the new one included) send it to a conversion thread: 2 keeps one alone on the event loop, where it is fastest, and keeps there every file part of at most 256 KiB, which a thread costs more than it saves; 1 sends every one',
     kind: 'int',
     default: '2',
     min: 1,

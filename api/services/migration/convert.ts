@@ -30,6 +30,8 @@ export interface ConversionRequest {
   metadata: ConvertMetadata;
   file: AsyncIterable<Buffer>;
   content?: AsyncIterable<Buffer>;
+  /** The file part's size when it ended within the probe (held whole before the engine starts). */
+  wholeBytes?: number;
   /** Fails when the form holds a part after the ones used; run once the input is consumed. */
   checkNoMoreParts(): Promise<void>;
 }
@@ -113,6 +115,7 @@ export async function readConversionForm(
     metadata,
     file,
     content,
+    ...(whole ? { wholeBytes: heldBytes } : {}),
     async checkNoMoreParts() {
       const extra = await form.next();
       if (extra) throw unexpected(extra.name);
@@ -134,17 +137,21 @@ export async function startConversion(
   integrated = false,
 ): Promise<ConvertResult> {
   let inputType = '';
-  const result = await runner.convert(request.file, {
-    metadata: request.metadata,
-    resolver,
-    withContent,
-    integrated,
-    onInputType: (type) => {
-      inputType = type;
-      onInputType?.(type);
+  const result = await runner.convert(
+    request.file,
+    {
+      metadata: request.metadata,
+      resolver,
+      withContent,
+      integrated,
+      onInputType: (type) => {
+        inputType = type;
+        onInputType?.(type);
+      },
+      ...(request.content ? { content: request.content } : {}),
     },
-    ...(request.content ? { content: request.content } : {}),
-  });
+    request.wholeBytes,
+  );
   if (request.content && inputType !== 'signedData') {
     // The engine ignores `content` for enveloped inputs; a client sending one expects otherwise.
     await result.body[Symbol.asyncIterator]().return?.();

@@ -1,4 +1,4 @@
-import { conversionRunner } from '../../../api/threads/conversions.ts';
+import { IN_PLACE_BYTES, conversionRunner } from '../../../api/threads/conversions.ts';
 import type { WorkPool } from '../../../api/threads/pool.ts';
 import { problem } from '../../../shared/errors/index.ts';
 import type { KeyResolver } from '../../../shared/pkcs7/index.ts';
@@ -48,6 +48,36 @@ describe('where a conversion runs', () => {
     await expect(runner.convert(garbage(), { metadata: {}, resolver })).rejects.toMatchObject({
       code: 'cms_malformed',
     });
+    expect(pool.calls).toBe(1);
+  });
+
+  it('when an input held whole is at most IN_PLACE_BYTES, then it keeps the event loop beside another; a larger one, or one of unknown size, goes to a thread', async () => {
+    const pool = countingPool();
+    const runner = conversionRunner(pool, 2);
+    let release!: () => void;
+    const first = runner.convert(garbage(new Promise<void>((r) => (release = r))), {
+      metadata: {},
+      resolver,
+    });
+    const opts = { metadata: {}, resolver };
+    await expect(runner.convert(garbage(), opts, IN_PLACE_BYTES)).rejects.toMatchObject({
+      code: 'cms_malformed',
+    });
+    expect(pool.calls).toBe(0);
+    for (const size of [IN_PLACE_BYTES + 1, undefined])
+      await expect(runner.convert(garbage(), opts, size)).rejects.toMatchObject({
+        code: 'pool_busy',
+      });
+    expect(pool.calls).toBe(2);
+    release();
+    await expect(first).rejects.toMatchObject({ code: 'cms_malformed' });
+  });
+
+  it('when CONVERT_THREAD_FROM is 1, then even a small conversion alone goes to a thread', async () => {
+    const pool = countingPool();
+    await expect(
+      conversionRunner(pool, 1).convert(garbage(), { metadata: {}, resolver }, 100),
+    ).rejects.toMatchObject({ code: 'pool_busy' });
     expect(pool.calls).toBe(1);
   });
 
