@@ -73,6 +73,8 @@ export class MultipartScanner {
   #buf: Buffer;
   /** That first line end, until the first chunk comes. */
   readonly #lead: Buffer;
+  /** Its length once dropped in front of a first chunk it cannot be part of a delimiter with. */
+  #leadSkipped = 0;
   #pos = 0;
   #state: 'start' | 'body' | 'between' | 'closed' = 'start';
   #current: AsyncGenerator<Buffer, void, undefined> | null = null;
@@ -104,11 +106,14 @@ export class MultipartScanner {
     if (this.#state === 'start') {
       // The preamble is read up to the first delimiter and dropped (or refused past its cap).
       const max = this.#opts.maxPreambleBytes ?? Infinity;
+      const refused = () => this.#opts.malformed('it does not start with the boundary delimiter');
       let n = 0;
       for await (const c of this.#partBytes()) {
         n += c.length;
-        if (n > max) throw this.#opts.malformed('it does not start with the boundary delimiter');
+        if (n + this.#leadSkipped > max) throw refused();
       }
+      // The line end put first counts as preamble, as when it stays in front (see #more).
+      if (n + this.#leadSkipped > max) throw refused();
     } else if (this.#state === 'body') {
       const g = this.#current ?? this.#partBytes();
       this.#current = null;
@@ -156,8 +161,9 @@ export class MultipartScanner {
     if (!c) throw this.#opts.malformed(why);
     // The line end put first matters only to a delimiter at the very start: without a '-' there,
     // the first chunk is taken as it is, not copied behind it.
-    if (this.#buf === this.#lead && this.#pos === 0 && c[0] !== 0x2d) {
+    if (this.#buf === this.#lead && this.#pos === 0 && c.length > 0 && c[0] !== 0x2d) {
       this.#buf = c;
+      this.#leadSkipped = this.#lead.length;
       return;
     }
     this.#buf =

@@ -57,6 +57,17 @@ describe('the one multipart scanner', () => {
     },
   );
 
+  it('when a preamble is a lone line end, then its cap counts it the same in one chunk as in small chunks', async () => {
+    const body = `\r\n${twoParts}`;
+    for (const size of [1, 3, body.length]) {
+      await expect(scanner(body, { maxPreambleBytes: 1 }, size).next()).rejects.toThrow(
+        'it does not start with the boundary delimiter',
+      );
+      const s = scanner(body, { maxPreambleBytes: 2 }, size);
+      expect(await text((await s.next())!.body)).toBe('one');
+    }
+  });
+
   it("when a skipped part's body is read after next(), then it fails instead of handing out the next part's bytes (the mixed reader gave them)", async () => {
     const s = scanner(twoParts);
     const a = await s.next();
