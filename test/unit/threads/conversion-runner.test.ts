@@ -30,15 +30,21 @@ async function* garbage(wait?: Promise<void>): AsyncGenerator<Buffer> {
   yield Buffer.from('not a CMS object at all');
 }
 
+/** A runner of CONVERT_THREAD_FROM 2 with one conversion running on the event loop until released. */
+function oneRunning() {
+  const pool = countingPool();
+  const runner = conversionRunner(pool, 2);
+  let release!: () => void;
+  const first = runner.convert(garbage(new Promise<void>((r) => (release = r))), {
+    metadata: {},
+    resolver,
+  });
+  return { pool, runner, first, release };
+}
+
 describe('where a conversion runs', () => {
   it('when a conversion runs alone, then it keeps the event loop; one started beside it goes to a thread; once it has ended the next is alone again', async () => {
-    const pool = countingPool();
-    const runner = conversionRunner(pool, 2);
-    let release!: () => void;
-    const first = runner.convert(garbage(new Promise<void>((r) => (release = r))), {
-      metadata: {},
-      resolver,
-    });
+    const { pool, runner, first, release } = oneRunning();
     await expect(runner.convert(garbage(), { metadata: {}, resolver })).rejects.toMatchObject({
       code: 'pool_busy',
     });
@@ -52,13 +58,7 @@ describe('where a conversion runs', () => {
   });
 
   it('when an input held whole is at most IN_PLACE_BYTES, then it keeps the event loop beside another; a larger one, or one of unknown size, goes to a thread', async () => {
-    const pool = countingPool();
-    const runner = conversionRunner(pool, 2);
-    let release!: () => void;
-    const first = runner.convert(garbage(new Promise<void>((r) => (release = r))), {
-      metadata: {},
-      resolver,
-    });
+    const { pool, runner, first, release } = oneRunning();
     const opts = { metadata: {}, resolver };
     await expect(runner.convert(garbage(), opts, IN_PLACE_BYTES)).rejects.toMatchObject({
       code: 'cms_malformed',
