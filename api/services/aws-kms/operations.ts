@@ -8,6 +8,7 @@ import type { AppContext } from '../../context.ts';
 import type { AwsCaller } from './ids.ts';
 import type { ExpensiveDeclaration } from '../../../shared/keys/work-budget.ts';
 import * as data from './data-plane.ts';
+import * as dataKeys from './data-keys.ts';
 import * as control from './control-plane.ts';
 import * as rotation from './rotation.ts';
 
@@ -50,17 +51,17 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['Encrypt', op('crypto.encrypt', data.encrypt)],
   ['Decrypt', op('crypto.decrypt', data.decrypt)],
   ['ReEncrypt', op(['crypto.decrypt', 'crypto.encrypt'], data.reEncrypt)],
-  ['GenerateDataKey', op('crypto.generate-data-key', data.generateDataKey)],
+  ['GenerateDataKey', op('crypto.generate-data-key', dataKeys.generateDataKey)],
   [
     'GenerateDataKeyWithoutPlaintext',
-    op('crypto.generate-data-key', data.generateDataKeyWithoutPlaintext),
+    op('crypto.generate-data-key', dataKeys.generateDataKeyWithoutPlaintext),
   ],
-  ['GenerateDataKeyPair', generates(op('crypto.generate-data-key', data.generateDataKeyPair))],
+  ['GenerateDataKeyPair', generates(op('crypto.generate-data-key', dataKeys.generateDataKeyPair))],
   [
     'GenerateDataKeyPairWithoutPlaintext',
-    generates(op('crypto.generate-data-key', data.generateDataKeyPairWithoutPlaintext)),
+    generates(op('crypto.generate-data-key', dataKeys.generateDataKeyPairWithoutPlaintext)),
   ],
-  ['GenerateRandom', op('crypto.generate-data-key', data.generateRandom)],
+  ['GenerateRandom', op('crypto.generate-data-key', dataKeys.generateRandom)],
   ['GenerateMac', op('crypto.sign', data.generateMacOp)],
   ['VerifyMac', op('crypto.verify', data.verifyMacOp)],
   ['Sign', op('crypto.sign', data.signOp)],
