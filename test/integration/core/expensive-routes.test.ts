@@ -318,7 +318,7 @@ const ENTRY_POINTS: Record<string, { kind: ExpensiveKind; reachedBy: string[] }>
     // The stream re-encrypt shares the resolver, but reads JWE only: no password recipient.
     reachedBy: ['POST /api/v3/migration/stream/convert-pkcs7-to-jose'],
   },
-  'api/services/aws-kms/data-plane.ts': {
+  'api/services/aws-kms/data-keys.ts': {
     kind: 'key-generation',
     reachedBy: ['AWS GenerateDataKeyPair', 'AWS GenerateDataKeyPairWithoutPlaintext'],
   },
@@ -500,7 +500,7 @@ describe('expensive work declared by the route table', () => {
       .map(([name]) => `AWS ${name}`)
       .sort();
     expect(awsGenerating).toEqual(
-      [...ENTRY_POINTS['api/services/aws-kms/data-plane.ts'].reachedBy, 'AWS CreateKey'].sort(),
+      [...ENTRY_POINTS['api/services/aws-kms/data-keys.ts'].reachedBy, 'AWS CreateKey'].sort(),
     );
   });
 
