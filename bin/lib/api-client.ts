@@ -200,6 +200,8 @@ export const operations = {
   cancelMigration: op('POST', `${MG}/{id}/cancel`),
   retryMigration: op('POST', `${MG}/{id}/retry`),
   getMigrationReport: op('GET', `${MG}/{id}/report`, { reply: 'response' }),
+  getMigrationOutput: op('GET', `${MG}/{id}/output`, { reply: 'response' }),
+  deleteMigrationOutputs: op('DELETE', `${MG}/{id}/outputs`),
 } satisfies { [K in OperationId]?: AnyOperation };
 export type OperationName = keyof typeof operations;
 

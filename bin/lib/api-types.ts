@@ -1442,6 +1442,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/migration/migrations/{id}/output': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get: operations['getMigrationOutput'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v3/migration/migrations/{id}/outputs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete: operations['deleteMigrationOutputs'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/migration/migrations/{id}/pause': {
     parameters: {
       query?: never;
@@ -7383,6 +7415,54 @@ export interface operations {
             root: string;
             size: number;
             state: 'running' | 'paused' | 'cancelled' | 'completed';
+          };
+        };
+      };
+    };
+  };
+  getMigrationOutput: {
+    parameters: {
+      query: {
+        object: string;
+        role?: 'result' | 'content';
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+    };
+  };
+  deleteMigrationOutputs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            deleted: number;
           };
         };
       };

@@ -7,7 +7,7 @@
  * job over the prefix, whose results are then downloaded. An s3:// output leaves the results in
  * storage. The state file in --out lets a second run skip what the first one finished.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
@@ -130,12 +130,6 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A file's job is a conversion: submitted with a source key, never a prefix. */
-function conversion(v: Job): JobView {
-  if (v.type !== 'convert') throw new TypeError(`job ${v.id} is a ${v.type} job, not a conversion`);
-  return v;
-}
-
 /** Deletes an upload from the tenant's storage (one already gone is not an error). */
 async function deleteUpload(api: Api, name: string): Promise<void> {
   try {
@@ -145,16 +139,16 @@ async function deleteUpload(api: Api, name: string): Promise<void> {
   }
 }
 
-/** Downloads a job's result into `dest` (whole or not at all: bin/lib/files.ts). */
-async function download(
-  api: Api,
-  id: string,
-  dest: string,
-  object: 'result' | 'content' = 'result',
-): Promise<number> {
-  const res = await api.getJobResult({ id, query: object === 'result' ? {} : { object } });
-  if (!res.body) throw new ApiError(res.status, {}, `download of ${id}`);
+/** Writes a download's body into `dest` (whole or not at all: bin/lib/files.ts). */
+async function saveBody(res: Response, dest: string): Promise<number> {
+  if (!res.body) throw new ApiError(res.status, {}, `download into ${dest}`);
   return writeWhole(dest, Readable.fromWeb(res.body as never));
+}
+
+/** Where an output of `rel` goes under --out: beside it, named as the service named it. */
+function placed(outDir: string, rel: string, key: string): { relFile: string; dest: string } {
+  const relFile = posix.join(posix.dirname(rel), posix.basename(key));
+  return { relFile, dest: join(outDir, ...relFile.split('/')) };
 }
 
 interface Run {
@@ -171,164 +165,237 @@ interface Run {
 }
 
 /**
- * Downloads a completed job's result under --out (dir of `rel`), unless the output is s3. A
+ * Downloads a converted file's outputs under --out (dir of `rel`), unless the output is s3. A
  * SignedData's signed content comes first, as `<name>.content` beside `<name>.jws.json`, so a
- * result file on disk always has its content next to it.
+ * result file on disk always has its content next to it. `open` asks the service for one output.
  */
-async function fetchResult(
+async function fetchOutputs(
   run: Run,
-  id: string,
   rel: string,
-  view: JobView,
+  outputs: readonly { role: string; key: string; size: number }[],
+  open: (role: 'result' | 'content') => Promise<Response>,
 ): Promise<{ file: string | null; size: number }> {
-  if (!run.outDir || !view.result) return { file: null, size: view.result?.size ?? 0 };
-  const place = (key: string) => {
-    const relFile = posix.join(posix.dirname(rel), posix.basename(key));
-    return { relFile, dest: join(run.outDir!, ...relFile.split('/')) };
-  };
-  const { relFile, dest } = place(view.result.key);
+  const result = outputs.find((o) => o.role === 'result');
+  if (!run.outDir || !result) return { file: null, size: result?.size ?? 0 };
+  const { relFile, dest } = placed(run.outDir, rel, result.key);
   await mkdir(dirname(dest), { recursive: true });
-  const content = view.result.objects?.find((o) => o.role === 'content');
-  if (content) await retrying(() => download(run.api, id, place(content.key).dest, 'content'));
-  const size = await retrying(() => download(run.api, id, dest));
-  return { file: relFile, size };
+  const content = outputs.find((o) => o.role === 'content');
+  if (content)
+    await retrying(async () =>
+      saveBody(await open('content'), placed(run.outDir!, rel, content.key).dest),
+    );
+  return { file: relFile, size: await retrying(async () => saveBody(await open('result'), dest)) };
 }
 
-/**
- * --cleanup: the job's results (all its objects) and the upload go from the service's storage.
- * A failure here does not fail the file: it converted and is on disk; the service's retention
- * (MIGRATION_OBJECT_RETENTION) or a later DELETE removes what is left.
- */
-async function cleanup(run: Run, jobId: string, uploadKey: string | undefined): Promise<void> {
-  try {
-    await retrying(() => run.api.deleteJobResults({ id: jobId }));
-    if (uploadKey) await retrying(() => deleteUpload(run.api, uploadKey));
-  } catch (err) {
-    run.progress?.note(`cleanup of ${uploadKey ?? jobId} failed: ${(err as Error).message}`);
+/** A file recorded as failed: its problem, in the summary's shape, from an error. */
+function failWith(fs: FileState, err: unknown): void {
+  Object.assign(fs, {
+    status: 'failed',
+    problem: {
+      slug: err instanceof ApiError ? err.slug : 'client-error',
+      detail: (err as Error).message,
+    },
+  });
+}
+
+/** Records a file's outcome: the counts of the progress line, a row of the summary, the state. */
+function settle(run: Run, rel: string, fs: FileState): void {
+  if (fs.status === 'converted') run.snap.filesDone += 1;
+  else {
+    run.snap.filesFailed += 1;
+    run.progress?.note(`failed: ${rel}: ${fs.problem!.slug}: ${fs.problem!.detail}`);
+  }
+  run.snap.bytesDone += fs.size;
+  run.rows.push(rowOf(rel, fs));
+}
+
+/** One line of a migration's report, as far as a folder migration reads it. */
+interface ReportLine {
+  sourceKey: string;
+  outcome: 'converted' | 'refused' | 'pending';
+  problem: string | null;
+  detail: string | null;
+  outputs: { role: 'result' | 'content'; key: string; size: number }[];
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+/** A migration's report, line by line (JSON Lines, streamed). */
+async function* reportOf(api: Api, id: string): AsyncGenerator<ReportLine> {
+  const res = await api.getMigrationReport({ id, query: { format: 'jsonl' } });
+  if (!res.body) throw new ApiError(res.status, {}, `report of ${id}`);
+  const text = new TextDecoder();
+  let rest = '';
+  for await (const chunk of Readable.fromWeb(res.body as never)) {
+    const lines = (rest + text.decode(chunk as Uint8Array, { stream: true })).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) if (line) yield JSON.parse(line) as ReportLine;
+  }
+  if (rest.trim()) yield JSON.parse(rest) as ReportLine;
+}
+
+/** Reads a migration until it completed or was cancelled; transient errors are waited out. */
+async function followMigration(
+  api: Api,
+  id: string,
+  pollMs: number,
+  onView: (m: Answer<'getMigration'>) => void,
+): Promise<Answer<'getMigration'>> {
+  for (;;) {
+    try {
+      const m = await api.getMigration({ id });
+      onView(m);
+      if (m.state === 'completed' || m.state === 'cancelled') return m;
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) throw err;
+    }
+    await sleep(pollMs);
   }
 }
 
-/** One local file: upload, submit, follow, download; records the outcome. */
-async function migrateFile(
+/** A file of the folder that a migration converts: where it is, what is known of it. */
+interface Uploaded {
+  rel: string;
+  fs: FileState;
+}
+
+/**
+ * Follows the migration over this run's uploads to its end, then reads its report: each
+ * converted file's outputs are downloaded under --out, each refused file keeps the problem the
+ * service gave. With --cleanup, what the run put in the service's storage goes once every
+ * result is on disk: the migration's outputs in one call, each upload (converted or not: the
+ * file is still on disk) after.
+ */
+async function finishMigration(run: Run, id: string, files: Map<string, Uploaded>): Promise<void> {
+  const { api, opts, writer } = run;
+  const all = [...files.values()];
+  const before = { done: run.snap.filesDone, failed: run.snap.filesFailed };
+  await followMigration(api, id, opts.pollMs, (m) => {
+    run.snap.filesDone = before.done + m.counts.converted;
+    run.snap.filesFailed = before.failed + m.counts.refused;
+    run.live.set(id, m.counts.bytesRead);
+  });
+  run.live.delete(id);
+  Object.assign(run.snap, { filesDone: before.done, filesFailed: before.failed });
+  const lines: ReportLine[] = [];
+  for await (const line of reportOf(api, id)) if (files.has(line.sourceKey)) lines.push(line);
+  let kept = 0;
+  await pool(lines, opts.concurrency, async (line) => {
+    const { rel, fs } = files.get(line.sourceKey)!;
+    files.delete(line.sourceKey);
+    const seconds =
+      line.startedAt && line.finishedAt
+        ? (Date.parse(line.finishedAt) - Date.parse(line.startedAt)) / 1000
+        : undefined;
+    if (line.outcome === 'converted') {
+      const result = line.outputs.find((o) => o.role === 'result')!;
+      try {
+        const got = await fetchOutputs(run, rel, line.outputs, (role) =>
+          api.getMigrationOutput({ id, query: { object: line.sourceKey, role } }),
+        );
+        Object.assign(fs, {
+          status: 'converted',
+          outputKey: result.key,
+          outputFile: got.file ?? undefined,
+          outputSize: got.size,
+          problem: undefined,
+          seconds,
+        });
+      } catch (err) {
+        failWith(fs, err);
+        kept += 1;
+      }
+    } else
+      Object.assign(fs, {
+        status: 'failed',
+        problem: {
+          slug: line.problem ?? 'not-converted',
+          detail: line.detail ?? 'the migration ended before converting it',
+        },
+        seconds,
+      });
+    settle(run, rel, fs);
+  });
+  // Uploaded, yet not in the report: the migration did not list it (removed meanwhile).
+  for (const { rel, fs } of files.values()) {
+    Object.assign(fs, {
+      status: 'failed',
+      problem: { slug: 'not-converted', detail: 'the migration did not find the upload' },
+    });
+    settle(run, rel, fs);
+  }
+  delete writer.state.migration;
+  await writer.save();
+  if (!(opts.cleanup && run.outDir)) return;
+  if (kept > 0)
+    run.progress?.note(
+      `cleanup: the outputs of migration ${id} stay in the service storage: ${kept} could not be downloaded`,
+    );
+  else
+    try {
+      await retrying(() => api.deleteMigrationOutputs({ id }));
+    } catch (err) {
+      run.progress?.note(`cleanup of migration ${id}'s outputs failed: ${(err as Error).message}`);
+    }
+  await pool(all, opts.concurrency, async ({ fs }) => {
+    const key = fs.remoteKey;
+    if (!key) return;
+    try {
+      await retrying(() => deleteUpload(api, key));
+      fs.remoteKey = undefined;
+      if (fs.status === 'failed') run.failedUploads.removed += 1;
+    } catch (err) {
+      if (fs.status === 'failed') run.failedUploads.left.push(key);
+      run.progress?.note(`cleanup of ${key} failed: ${(err as Error).message}`);
+    }
+  });
+  await writer.save();
+}
+
+/** Uploads each file to be converted under the run's folder; a failed upload is the file's outcome. */
+async function uploadAll(
   run: Run,
   srcDir: string,
-  rel: string,
-  remoteBase: string,
-  outPrefix: string,
-): Promise<void> {
+  todo: string[],
+  folder: string,
+): Promise<Map<string, Uploaded>> {
   const { api, opts, writer } = run;
-  const file = join(srcDir, ...rel.split('/'));
-  const st = await stat(file);
-  const started = Date.now();
-  let fs: FileState = writer.state.files[rel];
-  if (!fs || fs.size !== st.size || fs.mtimeMs !== st.mtimeMs || fs.status === 'failed')
-    fs = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
-  writer.state.files[rel] = fs;
-  try {
-    let view: JobView | null = null;
-    if (fs.status === 'submitted' && fs.jobId) {
-      // Submitted by an earlier run: follow that job instead of uploading again.
-      try {
-        view = conversion(
-          await follow(api, fs.jobId, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead)),
-        );
-      } catch (err) {
-        if (!(err instanceof ApiError && err.status === 404)) throw err;
-      }
-    }
-    if (!view) {
+  const files = new Map<string, Uploaded>();
+  await pool(todo, opts.concurrency, async (rel) => {
+    const file = join(srcDir, ...rel.split('/'));
+    const st = await stat(file);
+    const fs: FileState = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
+    writer.state.files[rel] = fs;
+    try {
       const up = await retrying(() =>
         api.uploadObject({
-          name: `${remoteBase}${rel}`,
+          name: `${folder}${rel}`,
           body: { open: () => createReadStream(file), length: st.size },
         }),
       );
       fs.remoteKey = up.key;
-      const dir = posix.dirname(rel);
-      const job = await retrying(() =>
-        api.submitJob({
-          body: {
-            source: { key: up.key },
-            metadata: opts.metadata,
-            output: { prefix: `${outPrefix}${dir === '.' ? '' : `${dir}/`}` },
-          },
-        }),
-      );
-      Object.assign(fs, { status: 'submitted', jobId: job.id });
-      await writer.save();
-      view = conversion(
-        await follow(api, job.id, opts.pollMs, (v) => run.live.set(rel, v.progress.bytesRead)),
-      );
-    }
-    if (view.state !== 'completed') {
-      Object.assign(fs, { status: 'failed', problem: problemOf(view) });
-    } else {
-      const got = await fetchResult(run, view.id, rel, view);
-      Object.assign(fs, {
-        status: 'converted',
-        outputKey: view.result!.key,
-        outputFile: got.file ?? undefined,
-        outputSize: got.size,
-        problem: undefined,
-      });
-      if (opts.cleanup && run.outDir && got.file) await cleanup(run, view.id, fs.remoteKey);
-    }
-  } catch (err) {
-    Object.assign(fs, {
-      status: 'failed',
-      problem: {
-        slug: err instanceof ApiError ? err.slug : 'client-error',
-        detail: (err as Error).message,
-      },
-    });
-  }
-  // --cleanup leaves nothing of the run in the service's storage, failed files included: their
-  // source is still on disk and a re-run uploads it again.
-  const upload = fs.remoteKey;
-  if (opts.cleanup && run.outDir && fs.status === 'failed' && upload) {
-    try {
-      await retrying(() => deleteUpload(api, upload));
-      run.failedUploads.removed += 1;
-      fs.remoteKey = undefined;
+      files.set(up.key, { rel, fs });
     } catch (err) {
-      run.failedUploads.left.push(upload);
-      run.progress?.note(`cleanup of ${upload} failed: ${(err as Error).message}`);
+      failWith(fs, err);
+      settle(run, rel, fs);
     }
-  }
-  fs.seconds = (Date.now() - started) / 1000;
-  run.live.delete(rel);
-  if (fs.status === 'converted') {
-    run.snap.filesDone += 1;
-    run.snap.bytesDone += st.size;
-  } else {
-    run.snap.filesFailed += 1;
-    run.snap.bytesDone += st.size;
-    run.progress?.note(`failed: ${rel}: ${fs.problem!.slug}: ${fs.problem!.detail}`);
-  }
-  run.rows.push(rowOf(rel, fs));
-  await writer.save();
+  });
+  return files;
 }
 
-function rowOf(rel: string, fs: FileState, skipped = false): SummaryRow {
-  return {
-    file: rel,
-    status: skipped ? 'skipped' : fs.status === 'converted' ? 'converted' : 'failed',
-    inputSize: fs.size,
-    output: fs.outputFile ?? fs.outputKey ?? null,
-    outputSize: fs.outputSize ?? null,
-    seconds: skipped ? null : (fs.seconds ?? null),
-    problem: fs.status === 'failed' ? (fs.problem ?? null) : null,
-  };
-}
-
+/**
+ * A local directory: what is to do is uploaded under a folder of this run's own, then converted
+ * by one durable migration over that folder (chunks of objects per queue job, a ledger row per
+ * object), whose report says what became of each file. An interrupted run's migration goes on
+ * in the service; the next run follows it to its end first and converts only what is left.
+ */
 async function migrateDir(run: Run, srcDir: string): Promise<void> {
-  const { opts, writer } = run;
+  const { api, opts, writer } = run;
   const base =
     opts.remotePrefix ??
     `migrate/${createHash('sha256').update(srcDir).digest('hex').slice(0, 12)}/`;
-  const remoteBase = `${base}in/`;
   const outPrefix = opts.out.kind === 's3' ? opts.out.prefix : `${base}out/`;
-  const todo: string[] = [];
+  let todo: string[] = [];
   for (const rel of await walk(srcDir, run.outDir)) {
     const st = await stat(join(srcDir, ...rel.split('/')));
     const fs = writer.state.files[rel];
@@ -346,7 +413,55 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     } else todo.push(rel);
   }
   run.snap.filesTotal = todo.length + (run.snap.filesSkipped ?? 0);
-  await pool(todo, opts.concurrency, (rel) => migrateFile(run, srcDir, rel, remoteBase, outPrefix));
+  const earlier = writer.state.migration;
+  if (earlier) {
+    // The migration an interrupted run started: its unchanged files are taken from its report.
+    const files = new Map<string, Uploaded>();
+    for (const rel of todo) {
+      const fs = writer.state.files[rel];
+      const st = await stat(join(srcDir, ...rel.split('/')));
+      if (
+        fs?.status === 'submitted' &&
+        fs.remoteKey &&
+        fs.size === st.size &&
+        fs.mtimeMs === st.mtimeMs
+      )
+        files.set(fs.remoteKey, { rel, fs });
+    }
+    try {
+      await finishMigration(run, earlier, files);
+      const taken = new Set([...files.values()].map((f) => f.rel));
+      todo = todo.filter((rel) => !taken.has(rel));
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+      delete writer.state.migration;
+    }
+  }
+  if (todo.length === 0) return;
+  const folder = `${base}in/${new Date().toISOString().replace(/[-:.]/g, '')}-${randomBytes(3).toString('hex')}/`;
+  const files = await uploadAll(run, srcDir, todo, folder);
+  if (files.size === 0) return;
+  const m = await retrying(() =>
+    api.createMigration({
+      body: { source: { prefix: folder }, output: { prefix: outPrefix }, metadata: opts.metadata },
+    }),
+  );
+  writer.state.migration = m.id;
+  for (const { fs } of files.values()) fs.status = 'submitted';
+  await writer.save();
+  await finishMigration(run, m.id, files);
+}
+
+function rowOf(rel: string, fs: FileState, skipped = false): SummaryRow {
+  return {
+    file: rel,
+    status: skipped ? 'skipped' : fs.status === 'converted' ? 'converted' : 'failed',
+    inputSize: fs.size,
+    output: fs.outputFile ?? fs.outputKey ?? null,
+    outputSize: fs.outputSize ?? null,
+    seconds: skipped ? null : (fs.seconds ?? null),
+    problem: fs.status === 'failed' ? (fs.problem ?? null) : null,
+  };
 }
 
 async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>): Promise<void> {
@@ -403,7 +518,9 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
     if (skipped) return void run.rows.push(rowOf(rel, prev, true));
     if (child.state === 'completed') {
       try {
-        const got = await fetchResult(run, child.id, rel, child);
+        const got = await fetchOutputs(run, rel, child.result?.objects ?? [], (object) =>
+          run.api.getJobResult({ id: child.id, query: object === 'result' ? {} : { object } }),
+        );
         Object.assign(fs, { outputFile: got.file ?? undefined, outputSize: got.size });
       } catch (err) {
         Object.assign(fs, {

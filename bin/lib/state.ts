@@ -32,6 +32,8 @@ export interface MigrationState {
   url: string;
   source: string;
   batchId?: string;
+  /** The migration a folder's run started and had not finished reading (its id). */
+  migration?: string;
   files: Record<string, FileState>;
 }
 

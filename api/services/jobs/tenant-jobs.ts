@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../../context.ts';
-import { AppError, problem } from '../../../shared/errors/index.ts';
+import { problem } from '../../../shared/errors/index.ts';
 import { isJobId } from '../../../shared/queues/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import type { PageRequest } from '../../../shared/db/page.ts';
@@ -13,6 +13,7 @@ import { onQueue } from './producer.ts';
 import { parseSubmit, submitBatch, submitConvert } from './submit.ts';
 import type { AccessClaims } from '../auth/access-tokens.ts';
 import { decryptingCaller } from '../crypto/decrypting-caller.ts';
+import { openWritten } from '../migration/outputs.ts';
 import { batchChildren, batchView, childrenOffset, readBatchRecord, readConvert } from './view.ts';
 import { cancelBatch, cancelConvert } from './cancel.ts';
 import type { BatchView, ConvertView, SubmitBody } from '../../schemas/jobs.ts';
@@ -122,23 +123,7 @@ export async function openJobResult(
   const written = view.result.objects.find((o) => o.role === role);
   if (!written)
     throw problem('not_found', `the job wrote no ${role} object (only a SignedData has content)`);
-  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
-  try {
-    const body = await objects.get(written.key);
-    return {
-      body,
-      contentType: written.contentType,
-      size: written.size,
-      filename: written.key
-        .split('/')
-        .pop()!
-        .replace(/[^\w.-]/g, '_'),
-    };
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'not_found')
-      throw problem('not_found', 'the result object no longer exists in storage');
-    throw err;
-  }
+  return openWritten(ctx, tenantId, written, 'the result object no longer exists in storage');
 }
 
 /** Children read per page when a batch's results are deleted. */

@@ -9,6 +9,7 @@
  *   test/integration/durable-migration/cli.test.ts,
  *   test/integration/durable-migration/chaos.test.ts
  */
+import { pipeline } from 'node:stream/promises';
 import Type from 'typebox';
 import { endpoint } from '../../../rows/endpoint.ts';
 import { Body } from '../../../schemas/common.ts';
@@ -21,6 +22,10 @@ import {
 } from '../../../services/migration/migrations.ts';
 import { reportLines } from '../../../services/migration/ledger.ts';
 import { migrationManifest, migrationProof } from '../../../services/migration/manifest.ts';
+import {
+  deleteMigrationOutputs,
+  openMigrationOutput,
+} from '../../../services/migration/outputs.ts';
 import {
   MIGRATION_ID,
   Count,
@@ -231,6 +236,78 @@ export const MIGRATION_ENDPOINTS = [
           });
       }
       res.end();
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/output',
+    operationId: 'getMigrationOutput',
+    tag,
+    summary: 'Download what one source object became',
+    description:
+      "Streams the output the ledger records for a converted source object: the JOSE result, or with `role=content` the signed content a SignedData's JWS sits beside. A client that migrated a folder reads its results back this way, by the keys it uploaded.",
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: MigrationPath,
+    query: Type.Object({
+      object: Type.String({ minLength: 1, maxLength: 1024, description: 'the source key' }),
+      role: Type.Optional(
+        Type.Union([Type.Literal('result'), Type.Literal('content')], {
+          default: 'result',
+          description: 'which output (outputs[].role in the report)',
+        }),
+      ),
+    }),
+    answer: {
+      status: 200,
+      description: 'the output (`application/octet-stream` JWS, or `multipart/mixed` JWE)',
+      media: 'application/octet-stream',
+    },
+    problems: {
+      404: 'no such migration in this tenant, no converted row of that object, or its output is gone',
+    },
+    handle: async (ctx, { claims, params, query, res }) => {
+      const out = await openMigrationOutput(
+        ctx,
+        claims.tenantId,
+        params.id,
+        query.object,
+        query.role ?? 'result',
+      );
+      res.status(200).type(out.contentType).setHeader('Content-Length', String(out.size));
+      res.setHeader('Content-Disposition', `attachment; filename="${out.filename}"`);
+      await pipeline(out.body, res);
+    },
+  }),
+  endpoint({
+    method: 'delete',
+    path: '/:id/outputs',
+    operationId: 'deleteMigrationOutputs',
+    tag,
+    summary: 'Remove every object the migration wrote',
+    description:
+      "Deletes each output the ledger records (results and SignedData contents) from the tenant's storage, once the migration completed or was cancelled. The ledger, the report and the manifest stay; a second call finds nothing left to delete.",
+    access: { anyOf: ['migration.jobs.cancel'] },
+    budget: 'migration.jobs.cancel',
+    params: MigrationPath,
+    answer: {
+      status: 200,
+      description: 'what was removed',
+      schema: Type.Object(
+        { id: Type.String(), deleted: Count },
+        { examples: [{ id: MIGRATION_ID, deleted: 2400 }] },
+      ),
+    },
+    problems: {
+      404: 'no such migration in this tenant',
+      409: 'invalid-transition: the migration is still running or paused',
+      503: 'storage-unavailable: object storage is unreachable',
+    },
+    handle: (ctx, { claims, params }) => deleteMigrationOutputs(ctx, claims.tenantId, params.id),
+    audit: {
+      action: 'migration.migration.outputs.delete',
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ deleted: view.deleted }),
     },
   }),
   endpoint({

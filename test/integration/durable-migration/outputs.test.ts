@@ -1,0 +1,179 @@
+/**
+ * A migration's outputs read back and removed through the ledger (GET .../output, DELETE
+ * .../outputs), as `keyward migrate <dir>` uses them: only what the ledger records as the
+ * migration's output is ever opened or deleted, another tenant learns nothing, and a migration
+ * still writing cannot be emptied.
+ */
+import { createHash } from 'node:crypto';
+import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { api } from '../../../support/auth.ts';
+import { expectEventually } from '../../support/time.ts';
+import { tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
+import {
+  spawnWorker,
+  startJobsEnv,
+  tenantWithKeys,
+  upload,
+  type JobsEnv,
+  type WorkerChild,
+} from '../jobs/harness.ts';
+
+let env: JobsEnv;
+let ssl: OpenSslDir;
+let tenant: { tenantId: string; token: string };
+let store: ObjectStore;
+let worker: WorkerChild;
+let id: string;
+const M = '/api/v3/migration/migrations';
+const TEXT = 'a letter from the archive\n';
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function read(key: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of await store.get(key)) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
+
+function output(migration: string, query: string, token = tenant.token) {
+  return fetch(`${env.app.url}${M}/${migration}/output?${query}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+}
+
+async function rows(migration: string): Promise<Record<string, any>[]> {
+  const res = await fetch(`${env.app.url}${M}/${migration}/report`, {
+    headers: { authorization: `Bearer ${tenant.token}` },
+  });
+  return (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+}
+
+beforeAll(async () => {
+  ssl = new OpenSslDir();
+  const archive: TestKey = makeKey(ssl, 'outputs-archive', 'rsa-2048');
+  const signer: TestKey = makeKey(ssl, 'outputs-signer', 'ec-p256');
+  env = await startJobsEnv({ queue: {} });
+  tenant = await tenantWithKeys(env.app, ssl, [archive, signer]);
+  store = tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
+  ssl.write('plain.txt', Buffer.from(TEXT));
+  const enc = ssl.run([
+    'cms',
+    '-encrypt',
+    '-binary',
+    '-aes-256-cbc',
+    '-in',
+    'plain.txt',
+    '-recip',
+    archive.certFile,
+  ]);
+  const signed = ssl.run([
+    'cms',
+    '-sign',
+    '-nodetach',
+    '-binary',
+    '-in',
+    'plain.txt',
+    '-signer',
+    signer.certFile,
+    '-inkey',
+    signer.keyFile,
+    '-outform',
+    'DER',
+  ]);
+  for (const [key, bytes] of [
+    ['in/enc.p7m', enc],
+    ['in/signed.p7m', signed],
+    ['in/junk.p7m', Buffer.from('not CMS\n')],
+  ] as const)
+    expect((await upload(env.app, tenant.token, key, bytes)).status).toBe(201);
+  worker = await spawnWorker(env.workerEnv());
+  const created = await api(env.app, 'POST', M, tenant.token, {
+    source: { prefix: 'in/' },
+    output: { prefix: 'out/' },
+  });
+  expect(created.status).toBe(202);
+  id = created.body.id as string;
+  await expectEventually(
+    async () =>
+      expect((await api(env.app, 'GET', `${M}/${id}`, tenant.token)).body.state).toBe('completed'),
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await env?.close();
+  ssl?.cleanup();
+});
+
+describe("a migration's outputs", () => {
+  it('when each output is read by its source key, then the bytes are those the ledger records, with their type and length', async () => {
+    for (const row of (await rows(id)).filter((r) => r.outcome === 'converted'))
+      for (const o of row.outputs) {
+        const res = await output(id, `object=${encodeURIComponent(row.sourceKey)}&role=${o.role}`);
+        expect(res.status).toBe(200);
+        const bytes = Buffer.from(await res.arrayBuffer());
+        expect(res.headers.get('content-type')).toBe(o.contentType);
+        expect(Number(res.headers.get('content-length'))).toBe(o.size);
+        expect(sha256(bytes)).toBe(o.sha256);
+        expect(bytes.equals(await read(o.key))).toBe(true);
+      }
+    const content = await output(id, 'object=in/signed.p7m&role=content');
+    expect(await content.text()).toBe(TEXT);
+  }, 30_000);
+
+  it('when what is asked is no output of this migration, then 404, the same for another tenant as for a key that does not exist', async () => {
+    const other = await tenantWithKeys(env.app, ssl, []);
+    const answers = [
+      await output(id, 'object=in/enc.p7m&role=content'), // an EnvelopedData has no content
+      await output(id, 'object=in/junk.p7m'), // refused: no output
+      await output(id, 'object=in/none.p7m'),
+      await output(id, `object=${encodeURIComponent('out/enc.p7m.jwe')}`), // an output key is no source
+      await output(id, 'object=in/enc.p7m', other.token),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { type: string }).type).toMatch(/not-found$/);
+    }
+    expect((await output(id, 'object=')).status).toBe(400);
+  }, 30_000);
+
+  it('when a paused migration is emptied, then 409 and nothing is deleted', async () => {
+    const created = await api(env.app, 'POST', M, tenant.token, {
+      source: { prefix: 'none/' },
+      output: { prefix: 'out2/' },
+      rateLimit: 1,
+    });
+    const paused = await api(env.app, 'POST', `${M}/${created.body.id}/pause`, tenant.token);
+    if (paused.status === 200) {
+      const r = await api(env.app, 'DELETE', `${M}/${created.body.id}/outputs`, tenant.token);
+      expect(r.status).toBe(409);
+      expect(r.body.type).toMatch(/invalid-transition$/);
+    } else expect(paused.body.type).toMatch(/invalid-transition$/); // it completed first
+  }, 30_000);
+
+  it('when a completed migration is emptied, then every output goes, nothing else does, the report stays, and a second call deletes nothing', async () => {
+    const other = await tenantWithKeys(env.app, ssl, []);
+    expect((await api(env.app, 'DELETE', `${M}/${id}/outputs`, other.token)).status).toBe(404);
+    const outputs = (await rows(id)).flatMap((r) => r.outputs);
+    const first = await api(env.app, 'DELETE', `${M}/${id}/outputs`, tenant.token);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ id, deleted: outputs.length });
+    const left: string[] = [];
+    for await (const o of store.list('')) left.push(o.key);
+    expect(left.filter((k) => k.startsWith('out/'))).toEqual([]);
+    expect(left).toEqual(expect.arrayContaining(['in/enc.p7m', 'in/signed.p7m', 'in/junk.p7m']));
+    expect((await rows(id)).map((r) => r.outcome).sort()).toEqual([
+      'converted',
+      'converted',
+      'refused',
+    ]);
+    const again = await api(env.app, 'DELETE', `${M}/${id}/outputs`, tenant.token);
+    expect(again.body).toEqual({ id, deleted: 0 });
+    const gone = await output(id, 'object=in/enc.p7m');
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { detail: string }).detail).toContain('no longer exists');
+  }, 30_000);
+});
