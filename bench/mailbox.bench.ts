@@ -13,7 +13,8 @@
  *           message at a time, the keys held in memory, the answer read to its end
  *   http    POST /api/v3/migration/stream/convert-pkcs7-to-jose, 4 requests in flight (fetch),
  *           the API on its defaults with the keys imported through import-keystore
- *   queue   `keyward migrate <folder> --out <dir> --cleanup --poll 100` (upload, one job per file,
+ *   queue   `keyward migrate <folder> --out <dir> --cleanup --poll 100` (upload, one durable
+ *           migration converting the folder in chunks,
  *           download, storage emptied) with two `npm run worker` processes on the embedded
  *           database, and again on Postgres when BENCH_DATABASE_URL is set
  *
@@ -504,7 +505,7 @@ try {
       'mix',
       `mailbox mix through keyward migrate --cleanup, 2 worker processes, ${s.label === 'embedded' ? 'embedded database' : 'Postgres'}`,
       1.2,
-      `files/s ${perKind(name)}; CPU ms/message API ${cpu.api.toFixed(1)}, workers ${cpu.workers.toFixed(1)}; --poll 100, one job per file`,
+      `files/s ${perKind(name)}; CPU ms/message API ${cpu.api.toFixed(1)}, workers ${cpu.workers.toFixed(1)}; --poll 100, one durable migration in chunks`,
     );
   }
 } finally {

@@ -1,8 +1,9 @@
 /**
  * `keyward migrate <dir | s3://bucket/prefix> --out <dir | s3://bucket/prefix>`.
  *
- * A local directory: each file is uploaded (PUT /uploads), submitted as its own job, followed
- * until it finishes and its result downloaded into --out, N files at a time. An s3:// source
+ * A local directory: the files are uploaded (PUT /uploads, N at a time) under a folder of the
+ * run's own, one durable migration converts that folder in chunks, and each result is downloaded
+ * into --out by its source key from the migration's report. An s3:// source
  * names objects the service already holds (its own bucket, under the tenant's area): one batch
  * job over the prefix, whose results are then downloaded. An s3:// output leaves the results in
  * storage. The state file in --out lets a second run skip what the first one finished.
@@ -428,9 +429,9 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
       )
         files.set(fs.remoteKey, { rel, fs });
     }
+    const taken = new Set([...files.values()].map((f) => f.rel));
     try {
       await finishMigration(run, earlier, files);
-      const taken = new Set([...files.values()].map((f) => f.rel));
       todo = todo.filter((rel) => !taken.has(rel));
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404)) throw err;

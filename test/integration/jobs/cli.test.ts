@@ -5,7 +5,15 @@
  * (60 s before expiry, or on a 401) is checked against a stub server.
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -168,6 +176,57 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     ))
       left.push(o.key);
     expect(left).toEqual([]);
+  }, 60_000);
+
+  it('when a run was interrupted after its migration started, then the next run takes those files from that migration and uploads nothing again', async () => {
+    const src = join(dir, 'src', 'nested');
+    const out = join(dir, 'out-resumed');
+    const token = await tokenFor();
+    const files: Record<string, unknown> = {};
+    for (const rel of ['b.p7m', 'c.p7m']) {
+      const bytes = readFileSync(join(src, rel));
+      const put = await upload(env.app, token, `resumed/in/first/${rel}`, bytes);
+      expect(put.status).toBe(201);
+      const st = statSync(join(src, rel));
+      files[rel] = {
+        size: st.size,
+        mtimeMs: st.mtimeMs,
+        status: 'submitted',
+        remoteKey: `resumed/in/first/${rel}`,
+      };
+    }
+    // What the first run had written when it was stopped: its migration, and the files it holds.
+    const created = await fetch(`${env.app.url}/api/v3/migration/migrations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        source: { prefix: 'resumed/in/first/' },
+        output: { prefix: 'resumed/out/' },
+      }),
+    });
+    expect(created.status).toBe(202);
+    const { id } = (await created.json()) as { id: string };
+    mkdirSync(out);
+    writeFileSync(
+      join(out, '.keyward-migrate-state.json'),
+      JSON.stringify({ version: 1, url: env.app.url, source: src, migration: id, files }),
+    );
+    const r = await runCli(
+      ['migrate', src, '--out', out, '--remote-prefix', 'resumed/', '--poll', '100'],
+      cliEnv,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('2 files: 2 converted, 0 failed, 0 skipped');
+    for (const f of ['b.p7m', 'c.p7m'])
+      expect(readFileSync(join(out, `${f}.content`)).equals(content)).toBe(true);
+    const uploads: string[] = [];
+    for await (const o of tenantStore(await env.app.ctx.objectStore.get(), tenantId).list(
+      'resumed/in/',
+    ))
+      uploads.push(o.key);
+    expect(uploads.sort()).toEqual(['resumed/in/first/b.p7m', 'resumed/in/first/c.p7m']);
+    const state = JSON.parse(readFileSync(join(out, '.keyward-migrate-state.json'), 'utf8'));
+    expect(state.migration).toBeUndefined();
   }, 60_000);
 
   it('when the source is s3://bucket/prefix of objects the service holds, then one batch converts them and the results are downloaded', async () => {
