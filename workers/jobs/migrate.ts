@@ -102,6 +102,24 @@ export function outputBaseOf(
     : m.outputPrefix + key;
 }
 
+/**
+ * When every fault of a chunk is a spent decryption-failure budget, how long the chunk waits
+ * before it tries again (put back without using an attempt). The budget also counts decryptions
+ * in flight (each reserves a point until it succeeds), so many workers on one key can find it
+ * spent for a moment: the wait is the budget's Retry-After, at most a few seconds.
+ */
+function budgetWait(errors: Error[]): number | null {
+  let seconds = 0;
+  for (const err of errors) {
+    if (!(err instanceof AppError && err.code === 'rate_limited')) return null;
+    seconds = Math.max(seconds, Number(err.headers?.['Retry-After'] ?? 1) || 1);
+  }
+  return Math.min(seconds, BUDGET_RETRY_MAX_S) * 1000 * (0.5 + Math.random() / 2);
+}
+
+/** The longest a chunk waits for a spent decryption-failure budget before it tries again. */
+const BUDGET_RETRY_MAX_S = 5;
+
 /** Runs `fn` over `items`, at most `limit` at once. */
 async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>) {
   let next = 0;
@@ -270,8 +288,10 @@ export function createMigrateProcessor(deps: MigrateDeps, worker = workerIdentit
       };
     } catch (caught) {
       const err = namingTenant(caught, m.tenantId);
+      // A spent decryption-failure budget says nothing of the object: it waits for the window.
       const bad =
         err instanceof AppError &&
+        err.code !== 'rate_limited' &&
         (err.status < 500 ||
           (err.code === 'storage_unavailable' && err.details?.transient === false));
       deps.metrics?.conversion(form, bad ? 'refused' : 'error', read, (Date.now() - began) / 1000);
@@ -363,6 +383,14 @@ export function createMigrateProcessor(deps: MigrateDeps, worker = workerIdentit
           faults.map((f) => f.key),
           worker,
         );
+        const waitMs = budgetWait(faults.map((f) => f.err));
+        if (waitMs !== null) {
+          log.warn(
+            { objects: faults.length, retryInMs: waitMs },
+            "the migration's creator spent its decryption-failure budget on a key: the chunk waits for the window to end",
+          );
+          return later(job, token, waitMs);
+        }
         log.warn(
           { objects: faults.length, err: faults[0].err.message },
           'transient faults: the chunk will be retried',
