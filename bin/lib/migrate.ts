@@ -587,7 +587,7 @@ export async function migrate(client: KeywardClient, opts: MigrateOptions): Prom
   const onSigint = () => {
     run.progress?.stop();
     opts.stderr.write(
-      `interrupted: jobs already submitted keep running on the service; run the same command again to resume (state in ${outDir ? join(outDir, STATE_FILE) : 'memory only'})\n`,
+      `interrupted: what was already submitted (a migration, or jobs) keeps running in the service; run the same command again to resume (state in ${outDir ? join(outDir, STATE_FILE) : 'memory only'})\n`,
     );
     void writer.save().finally(() => process.exit(130));
   };
