@@ -1,17 +1,23 @@
 /**
- * ObjectStore on a local directory. Each key is a file under `root`; a put streams into a temp
- * file in `root/.staging`, fsyncs it and renames it into place, so readers see the old object or
- * the whole new one, never a partial file. Every key is validated and resolved inside `root`.
+ * ObjectStore on a local directory. Each key is a file under `root`; a put writes into a temp
+ * file in `root/.staging` through one file handle, fsyncs it and renames it into place, so
+ * readers see the old object or the whole new one, never a partial file. Every key is validated and resolved inside `root`.
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import {
+  mkdir,
+  open,
+  readdir,
+  rename,
+  rmdir,
+  stat,
+  unlink,
+  type FileHandle,
+} from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { problem } from '../errors/index.ts';
 import { byteChunks, discardBody } from './body.ts';
-import { counted } from '../streams.ts';
 import { mapFsError } from './errors.ts';
 import { assertObjectKey, assertPrefix } from './keys.ts';
 import type { ListOptions, ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
@@ -32,6 +38,8 @@ function errCode(err: unknown): string {
 
 const MISSING = new Set(['ENOENT', 'ENOTDIR']);
 const COLLISION = new Set(['EISDIR', 'ENOTDIR', 'EEXIST', 'ENOTEMPTY']);
+/** Bytes gathered before one write to the temp file. */
+const WRITE_BATCH_BYTES = 256 * 1024;
 
 export class FsObjectStore implements ObjectStore {
   readonly root: string;
@@ -149,41 +157,56 @@ export class FsObjectStore implements ObjectStore {
 
   async put(key: string, body: PutBody, opts: PutOptions = {}): Promise<ObjectInfo> {
     let file: string;
+    let handle: FileHandle;
+    const temp = path.join(this.#staging, `${randomUUID()}.part`);
     try {
       file = this.pathOf(key);
       opts.signal?.throwIfAborted();
-      await mkdir(this.#staging, { recursive: true });
+      handle = await this.#createTemp(temp);
     } catch (err) {
       discardBody(body);
-      throw mapFsError(err, 'put');
+      throw opts.signal?.aborted ? err : mapFsError(err, 'put');
     }
-    const temp = path.join(this.#staging, `${randomUUID()}.part`);
     let size = 0;
+    let mtime: Date | undefined;
     // Errors of the body (or an abort) belong to the caller and pass through untouched.
     let bodyFailed = false;
-    async function* source(): AsyncGenerator<Uint8Array> {
-      try {
-        yield* byteChunks(body, opts.signal);
-      } catch (err) {
-        bodyFailed = true;
-        throw err;
-      }
-    }
     try {
-      await pipeline(
-        counted(source(), (n) => (size += n)),
-        createWriteStream(temp, { flags: 'wx' }),
-        {
-          signal: opts.signal,
-        },
-      );
+      // Small chunks are gathered into one write; a chunk is never copied.
+      let batch: Uint8Array[] = [];
+      let batched = 0;
+      const flush = async () => {
+        if (batch.length === 1) await handle.write(batch[0]);
+        else if (batch.length > 1) await handle.writev(batch);
+        batch = [];
+        batched = 0;
+      };
+      const chunks = byteChunks(body, opts.signal);
+      for (;;) {
+        let next: IteratorResult<Uint8Array>;
+        try {
+          next = await chunks.next();
+        } catch (err) {
+          bodyFailed = true;
+          throw err;
+        }
+        if (next.done) break;
+        size += next.value.length;
+        batch.push(next.value);
+        batched += next.value.length;
+        if (batched >= WRITE_BATCH_BYTES) await flush();
+      }
+      await flush();
+      if (this.#fsync) await handle.sync();
+      mtime = (await handle.stat()).mtime;
     } catch (err) {
       discardBody(body);
+      await handle.close().catch(() => undefined);
       await unlink(temp).catch(() => undefined);
       throw bodyFailed || opts.signal?.aborted ? err : mapFsError(err, 'put');
     }
     try {
-      if (this.#fsync) await fsyncFile(temp);
+      await handle.close();
       await this.#moveIntoPlace(temp, file);
     } catch (err) {
       await unlink(temp).catch(() => undefined);
@@ -191,20 +214,34 @@ export class FsObjectStore implements ObjectStore {
         throw problem('conflict', 'object key collides with an existing key prefix');
       throw mapFsError(err, 'put');
     }
-    const st = await stat(file).catch(() => null);
-    return { key, size, lastModified: st?.mtime };
+    return { key, size, lastModified: mtime };
   }
 
-  /** Renames the temp file to its key, recreating parent directories a concurrent delete pruned. */
+  /** Opens a new temp file in the staging directory, making that directory when it is missing. */
+  async #createTemp(temp: string): Promise<FileHandle> {
+    try {
+      return await open(temp, 'wx');
+    } catch (err) {
+      if (errCode(err) !== 'ENOENT') throw err;
+      await mkdir(this.#staging, { recursive: true });
+      return open(temp, 'wx');
+    }
+  }
+
+  /**
+   * Renames the temp file to its key. The parent directories are made only when the rename finds
+   * them missing (new, or pruned by a concurrent delete), so a put into an existing folder costs
+   * one rename.
+   */
   async #moveIntoPlace(temp: string, file: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      await mkdir(path.dirname(file), { recursive: true });
       try {
         await rename(temp, file);
         return;
       } catch (err) {
         if (errCode(err) !== 'ENOENT' || attempt >= 3) throw err;
       }
+      await mkdir(path.dirname(file), { recursive: true });
     }
   }
 
@@ -229,14 +266,5 @@ export class FsObjectStore implements ObjectStore {
       }
       dir = path.dirname(dir);
     }
-  }
-}
-
-async function fsyncFile(file: string): Promise<void> {
-  const handle = await open(file, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
