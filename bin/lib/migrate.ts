@@ -14,6 +14,7 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { linesOf } from '../../shared/manifest/verify.ts';
 import { createApi, type Answer, type Api, type Item } from './api-client.ts';
 import { ApiError, type KeywardClient } from './client.ts';
 import { PARTIAL_SUFFIX, writeWhole } from './files.ts';
@@ -53,8 +54,6 @@ export interface MigrateOptions {
   stdout: NodeJS.WritableStream;
 }
 
-/** A job as getJob answers it: a conversion, or a batch over a prefix. */
-type Job = Answer<'getJob'>;
 /** A conversion job (one file): what a file's job and each child of a batch are. */
 type JobView = Item<'listJobChildren'>;
 
@@ -100,18 +99,21 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
   );
 }
 
-/** Polls a job until it finishes; transient errors (network, 5xx) are waited out. */
-async function follow(
-  api: Api,
-  id: string,
+/**
+ * Reads `read()` every `pollMs` until `finished` says so; transient errors (network, 5xx) are
+ * waited out. A job and a migration are followed the same way.
+ */
+async function follow<T>(
+  read: () => Promise<T>,
+  finished: (view: T) => boolean,
   pollMs: number,
-  onView: (v: Job) => void,
-): Promise<Job> {
+  onView: (view: T) => void,
+): Promise<T> {
   for (;;) {
     try {
-      const v = await api.getJob({ id });
-      onView(v);
-      if (FINISHED.has(v.state)) return v;
+      const view = await read();
+      onView(view);
+      if (finished(view)) return view;
     } catch (err) {
       if (err instanceof ApiError && err.status < 500) throw err;
     }
@@ -225,33 +227,14 @@ interface ReportLine {
 async function* reportOf(api: Api, id: string): AsyncGenerator<ReportLine> {
   const res = await api.getMigrationReport({ id, query: { format: 'jsonl' } });
   if (!res.body) throw new ApiError(res.status, {}, `report of ${id}`);
-  const text = new TextDecoder();
-  let rest = '';
-  for await (const chunk of Readable.fromWeb(res.body as never)) {
-    const lines = (rest + text.decode(chunk as Uint8Array, { stream: true })).split('\n');
-    rest = lines.pop()!;
-    for (const line of lines) if (line) yield JSON.parse(line) as ReportLine;
-  }
-  if (rest.trim()) yield JSON.parse(rest) as ReportLine;
+  for await (const line of linesOf(Readable.fromWeb(res.body as never)))
+    yield JSON.parse(line) as ReportLine;
 }
 
-/** Reads a migration until it completed or was cancelled; transient errors are waited out. */
-async function followMigration(
-  api: Api,
-  id: string,
-  pollMs: number,
-  onView: (m: Answer<'getMigration'>) => void,
-): Promise<Answer<'getMigration'>> {
-  for (;;) {
-    try {
-      const m = await api.getMigration({ id });
-      onView(m);
-      if (m.state === 'completed' || m.state === 'cancelled') return m;
-    } catch (err) {
-      if (err instanceof ApiError && err.status < 500) throw err;
-    }
-    await sleep(pollMs);
-  }
+/** A file of the folder still to convert, with its size and mtime as the walk found them. */
+interface Found {
+  rel: string;
+  st: { size: number; mtimeMs: number };
 }
 
 /** A file of the folder that a migration converts: where it is, what is known of it. */
@@ -271,11 +254,16 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
   const { api, opts, writer } = run;
   const all = [...files.values()];
   const before = { done: run.snap.filesDone, failed: run.snap.filesFailed };
-  await followMigration(api, id, opts.pollMs, (m) => {
-    run.snap.filesDone = before.done + m.counts.converted;
-    run.snap.filesFailed = before.failed + m.counts.refused;
-    run.live.set(id, m.counts.bytesRead);
-  });
+  await follow(
+    () => api.getMigration({ id }),
+    (m) => m.state === 'completed' || m.state === 'cancelled',
+    opts.pollMs,
+    (m) => {
+      run.snap.filesDone = before.done + m.counts.converted;
+      run.snap.filesFailed = before.failed + m.counts.refused;
+      run.live.set(id, m.counts.bytesRead);
+    },
+  );
   run.live.delete(id);
   Object.assign(run.snap, { filesDone: before.done, filesFailed: before.failed });
   const lines: ReportLine[] = [];
@@ -357,14 +345,13 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
 async function uploadAll(
   run: Run,
   srcDir: string,
-  todo: string[],
+  todo: Found[],
   folder: string,
 ): Promise<Map<string, Uploaded>> {
   const { api, opts, writer } = run;
   const files = new Map<string, Uploaded>();
-  await pool(todo, opts.concurrency, async (rel) => {
+  await pool(todo, opts.concurrency, async ({ rel, st }) => {
     const file = join(srcDir, ...rel.split('/'));
-    const st = await stat(file);
     const fs: FileState = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
     writer.state.files[rel] = fs;
     try {
@@ -396,7 +383,7 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     opts.remotePrefix ??
     `migrate/${createHash('sha256').update(srcDir).digest('hex').slice(0, 12)}/`;
   const outPrefix = opts.out.kind === 's3' ? opts.out.prefix : `${base}out/`;
-  let todo: string[] = [];
+  let todo: Found[] = [];
   for (const rel of await walk(srcDir, run.outDir)) {
     const st = await stat(join(srcDir, ...rel.split('/')));
     const fs = writer.state.files[rel];
@@ -411,16 +398,15 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
       run.snap.filesSkipped = (run.snap.filesSkipped ?? 0) + 1;
       run.snap.bytesSkipped = (run.snap.bytesSkipped ?? 0) + st.size;
       run.snap.bytesDone += st.size;
-    } else todo.push(rel);
+    } else todo.push({ rel, st });
   }
   run.snap.filesTotal = todo.length + (run.snap.filesSkipped ?? 0);
   const earlier = writer.state.migration;
   if (earlier) {
     // The migration an interrupted run started: its unchanged files are taken from its report.
     const files = new Map<string, Uploaded>();
-    for (const rel of todo) {
+    for (const { rel, st } of todo) {
       const fs = writer.state.files[rel];
-      const st = await stat(join(srcDir, ...rel.split('/')));
       if (
         fs?.status === 'submitted' &&
         fs.remoteKey &&
@@ -432,7 +418,7 @@ async function migrateDir(run: Run, srcDir: string): Promise<void> {
     const taken = new Set([...files.values()].map((f) => f.rel));
     try {
       await finishMigration(run, earlier, files);
-      todo = todo.filter((rel) => !taken.has(rel));
+      todo = todo.filter(({ rel }) => !taken.has(rel));
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404)) throw err;
       delete writer.state.migration;
@@ -483,12 +469,16 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
   writer.state.batchId = batch.id;
   await writer.save();
   run.snap.filesTotal = batch.progress.objectsTotal;
-  await follow(api, batch.id, opts.pollMs, (v) =>
-    Object.assign(run.snap, {
-      filesDone: v.progress.objectsDone,
-      filesFailed: v.progress.objectsFailed,
-      bytesDone: v.progress.bytesRead,
-    }),
+  await follow(
+    () => api.getJob({ id: batch.id }),
+    (v) => FINISHED.has(v.state),
+    opts.pollMs,
+    (v) =>
+      Object.assign(run.snap, {
+        filesDone: v.progress.objectsDone,
+        filesFailed: v.progress.objectsFailed,
+        bytesDone: v.progress.bytesRead,
+      }),
   );
   const children: JobView[] = [];
   for (let cursor: string | null = ''; cursor !== null;) {
@@ -524,13 +514,7 @@ async function migrateBatch(run: Run, source: Extract<Location, { kind: 's3' }>)
         );
         Object.assign(fs, { outputFile: got.file ?? undefined, outputSize: got.size });
       } catch (err) {
-        Object.assign(fs, {
-          status: 'failed',
-          problem: {
-            slug: err instanceof ApiError ? err.slug : 'client-error',
-            detail: (err as Error).message,
-          },
-        });
+        failWith(fs, err);
       }
     }
     writer.state.files[rel] = fs;

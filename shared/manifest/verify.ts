@@ -64,7 +64,8 @@ export interface VerifyResult {
 /** Longest report line read: far above any row, short of a reader holding a whole file. */
 const MAX_LINE = 1 << 20;
 
-async function* linesOf(chunks: AsyncIterable<Buffer>): AsyncGenerator<string> {
+/** The non-empty lines of a report (JSON Lines), each at most MAX_LINE bytes. */
+export async function* linesOf(chunks: AsyncIterable<Buffer>): AsyncGenerator<string> {
   let carry: Buffer = Buffer.alloc(0);
   for await (const chunk of chunks) {
     let data = carry.length ? Buffer.concat([carry, chunk]) : chunk;

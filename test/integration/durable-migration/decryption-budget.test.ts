@@ -5,8 +5,8 @@
  * still refused with the one decryption-failed problem.
  */
 import { OpenSslDir, makeKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 import { api } from '../../../support/auth.ts';
-import { expectEventually } from '../../support/time.ts';
 import {
   spawnWorker,
   startJobsEnv,
@@ -15,6 +15,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from '../jobs/harness.ts';
+import { reportRows, waitForMigration } from './support.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -36,18 +37,12 @@ it('when a chunk decrypts more objects at once than the budget allows, then they
   const key = makeKey(ssl, 'budget-recipient', 'rsa-2048');
   const tenant = await tenantWithKeys(env.app, ssl, [key]);
   ssl.write('plain.txt', Buffer.from('a letter\n'.repeat(100)));
-  const enc = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'plain.txt',
-    '-recip',
-    key.certFile,
-    '-outform',
-    'DER',
-  ]);
+  const enc = cms.encrypt(ssl, 'plain.txt', {
+    to: { recip: key },
+    binary: true,
+    cipher: 'aes-256-cbc',
+    outform: 'DER',
+  });
   const tampered = Buffer.from(enc);
   tampered[tampered.length - 17] ^= 1;
   for (let i = 0; i < 8; i++)
@@ -66,23 +61,11 @@ it('when a chunk decrypts more objects at once than the budget allows, then they
   });
   expect(created.status).toBe(202);
   const id = created.body.id as string;
-  const done = await expectEventually(
-    async () => {
-      const r = await api(env.app, 'GET', `${M}/${id}`, tenant.token);
-      expect(r.body.state).toBe('completed');
-      return r.body as Record<string, any>;
-    },
-    { timeoutMs: 60_000, intervalMs: 200 },
-  );
+  const done = await waitForMigration(env.app, tenant.token, id, 'completed');
   expect(done.counts).toMatchObject({ converted: 8, refused: 1, pending: 0 });
-  const res = await fetch(`${env.app.url}${M}/${id}/report`, {
-    headers: { authorization: `Bearer ${tenant.token}` },
-  });
-  const refused = (await res.text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((r) => r.outcome === 'refused');
+  const refused = (await reportRows(env.app, tenant.token, id)).filter(
+    (r) => r.outcome === 'refused',
+  );
   expect(refused).toEqual([
     expect.objectContaining({ sourceKey: 'in/tampered.p7m', problem: 'decryption-failed' }),
   ]);

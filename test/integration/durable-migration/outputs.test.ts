@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
+import { cms } from '../../../support/fixtures/cms.ts';
 import { api } from '../../../support/auth.ts';
-import { expectEventually } from '../../support/time.ts';
 import { tenantStore, type ObjectStore } from '../../../shared/storage/index.ts';
 import {
   spawnWorker,
@@ -17,6 +17,7 @@ import {
   type JobsEnv,
   type WorkerChild,
 } from '../jobs/harness.ts';
+import { reportRows, waitForMigration } from './support.ts';
 
 let env: JobsEnv;
 let ssl: OpenSslDir;
@@ -40,15 +41,7 @@ function output(migration: string, query: string, token = tenant.token) {
   });
 }
 
-async function rows(migration: string): Promise<Record<string, any>[]> {
-  const res = await fetch(`${env.app.url}${M}/${migration}/report`, {
-    headers: { authorization: `Bearer ${tenant.token}` },
-  });
-  return (await res.text())
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
-}
+const rows = (migration: string) => reportRows(env.app, tenant.token, migration);
 
 beforeAll(async () => {
   ssl = new OpenSslDir();
@@ -58,30 +51,17 @@ beforeAll(async () => {
   tenant = await tenantWithKeys(env.app, ssl, [archive, signer]);
   store = tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
   ssl.write('plain.txt', Buffer.from(TEXT));
-  const enc = ssl.run([
-    'cms',
-    '-encrypt',
-    '-binary',
-    '-aes-256-cbc',
-    '-in',
-    'plain.txt',
-    '-recip',
-    archive.certFile,
-  ]);
-  const signed = ssl.run([
-    'cms',
-    '-sign',
-    '-nodetach',
-    '-binary',
-    '-in',
-    'plain.txt',
-    '-signer',
-    signer.certFile,
-    '-inkey',
-    signer.keyFile,
-    '-outform',
-    'DER',
-  ]);
+  const enc = cms.encrypt(ssl, 'plain.txt', {
+    to: { recip: archive },
+    binary: true,
+    cipher: 'aes-256-cbc',
+  });
+  const signed = cms.sign(ssl, 'plain.txt', {
+    by: signer,
+    detached: false,
+    binary: true,
+    outform: 'DER',
+  });
   for (const [key, bytes] of [
     ['in/enc.p7m', enc],
     ['in/signed.p7m', signed],
@@ -95,11 +75,7 @@ beforeAll(async () => {
   });
   expect(created.status).toBe(202);
   id = created.body.id as string;
-  await expectEventually(
-    async () =>
-      expect((await api(env.app, 'GET', `${M}/${id}`, tenant.token)).body.state).toBe('completed'),
-    { timeoutMs: 60_000, intervalMs: 200 },
-  );
+  await waitForMigration(env.app, tenant.token, id, 'completed');
 }, 120_000);
 
 afterAll(async () => {
