@@ -38,6 +38,7 @@ import {
 } from '../../shared/migrations/ledger.ts';
 import { type MigrateQueue, type ScheduleOptions } from '../../shared/migrations/schedule.ts';
 import { reserveObjects } from '../../shared/migrations/rate.ts';
+import { eachLimited } from '../../shared/each-limited.ts';
 import { convertObject } from './convert-object.ts';
 import { createListingStep, putBack } from './migrate-listing.ts';
 
@@ -102,15 +103,6 @@ function budgetWait(errors: Error[]): number | null {
 
 /** The longest a chunk waits for a spent decryption-failure budget before it tries again. */
 const BUDGET_RETRY_MAX_S = 5;
-
-/** Runs `fn` over `items`, at most `limit` at once. */
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>) {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  });
-  await Promise.all(lanes);
-}
 
 /** Builds the processor. */
 export function createMigrateProcessor(deps: MigrateDeps, worker = workerIdentity()) {

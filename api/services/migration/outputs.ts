@@ -10,6 +10,7 @@ import type { AppContext } from '../../context.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import { ledgerRowOf, ledgerRowsInOrder } from '../../../shared/migrations/ledger.ts';
+import { eachLimited } from '../../../shared/each-limited.ts';
 import { reportedMigration } from './migrations.ts';
 
 /** One object a converted source produced: its bytes, with what the answer's headers say. */
@@ -87,18 +88,11 @@ export async function deleteMigrationOutputs(
   let deleted = 0;
   const keys: string[] = [];
   const flush = async () => {
-    const batch = keys.splice(0);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(DELETE_LANES, batch.length) }, async () => {
-        while (next < batch.length) {
-          const key = batch[next++];
-          if (!(await objects.head(key))) continue;
-          await objects.delete(key);
-          deleted += 1;
-        }
-      }),
-    );
+    await eachLimited(keys.splice(0), DELETE_LANES, async (key) => {
+      if (!(await objects.head(key))) return;
+      await objects.delete(key);
+      deleted += 1;
+    });
   };
   for await (const row of ledgerRowsInOrder(ctx.db, m.id)) {
     for (const o of row.outputs) keys.push(o.key);

@@ -1,0 +1,162 @@
+/**
+ * What every `keyward migrate` run shares, whatever its source (a folder,
+ * bin/lib/migrate-folder.ts; or objects the service holds, bin/lib/migrate.ts): its options and
+ * state, retries and polling, downloading a converted file's outputs under --out, and recording
+ * each file's outcome in the progress line, the summary and the state file.
+ */
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, posix } from 'node:path';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Api } from './api-client.ts';
+import { ApiError } from './client.ts';
+import { writeWhole } from './files.ts';
+import type { Progress, Snapshot } from './progress.ts';
+import type { FileState, StateWriter, SummaryRow } from './state.ts';
+
+export type Location =
+  { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
+
+export interface MigrateOptions {
+  source: Location;
+  out: Location;
+  concurrency: number;
+  metadata: Record<string, unknown>;
+  /** Where uploads (`in/`) and results (`out/`) go in the tenant's storage (default: migrate/<hash of the source path>/). */
+  remotePrefix?: string;
+  pollMs: number;
+  /**
+   * Delete from the service's storage what this run put there, once downloaded: each upload and
+   * the job's results (SignedData content included). Only with a local --out, so nothing is
+   * removed that exists nowhere else; an s3:// source is the tenant's own and is never deleted.
+   */
+  cleanup?: boolean;
+  progressIntervalMs?: number;
+  stderr: NodeJS.WriteStream;
+  stdout: NodeJS.WritableStream;
+}
+
+export interface Run {
+  api: Api;
+  opts: MigrateOptions;
+  outDir: string | null;
+  writer: StateWriter;
+  rows: SummaryRow[];
+  live: Map<string, number>;
+  snap: Snapshot;
+  progress: Progress | null;
+  /** --cleanup: uploads of failed files removed from the service's storage, and those that could not be. */
+  failedUploads: { removed: number; left: string[] };
+}
+
+/**
+ * Reads `read()` every `pollMs` until `finished` says so; transient errors (network, 5xx) are
+ * waited out. A job and a migration are followed the same way.
+ */
+export async function follow<T>(
+  read: () => Promise<T>,
+  finished: (view: T) => boolean,
+  pollMs: number,
+  onView: (view: T) => void,
+): Promise<T> {
+  for (;;) {
+    try {
+      const view = await read();
+      onView(view);
+      if (finished(view)) return view;
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) throw err;
+    }
+    await sleep(pollMs);
+  }
+}
+
+/** Sends a call again after a network error or a 5xx, a few times with backoff. */
+export async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err instanceof ApiError && err.status < 500) || attempt >= 3) throw err;
+      await sleep(500 * 2 ** attempt);
+    }
+  }
+}
+
+/** Deletes an upload from the tenant's storage (one already gone is not an error). */
+export async function deleteUpload(api: Api, name: string): Promise<void> {
+  try {
+    await api.deleteUpload({ name });
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+  }
+}
+
+/** Writes a download's body into `dest` (whole or not at all: bin/lib/files.ts). */
+async function saveBody(res: Response, dest: string): Promise<number> {
+  if (!res.body) throw new ApiError(res.status, {}, `download into ${dest}`);
+  return writeWhole(dest, Readable.fromWeb(res.body as never));
+}
+
+/** Where an output of `rel` goes under --out: beside it, named as the service named it. */
+function placed(outDir: string, rel: string, key: string): { relFile: string; dest: string } {
+  const relFile = posix.join(posix.dirname(rel), posix.basename(key));
+  return { relFile, dest: join(outDir, ...relFile.split('/')) };
+}
+
+/**
+ * Downloads a converted file's outputs under --out (dir of `rel`), unless the output is s3. A
+ * SignedData's signed content comes first, as `<name>.content` beside `<name>.jws.json`, so a
+ * result file on disk always has its content next to it. `open` asks the service for one output.
+ */
+export async function fetchOutputs(
+  run: Run,
+  rel: string,
+  outputs: readonly { role: string; key: string; size: number }[],
+  open: (role: 'result' | 'content') => Promise<Response>,
+): Promise<{ file: string | null; size: number }> {
+  const result = outputs.find((o) => o.role === 'result');
+  if (!run.outDir || !result) return { file: null, size: result?.size ?? 0 };
+  const { relFile, dest } = placed(run.outDir, rel, result.key);
+  await mkdir(dirname(dest), { recursive: true });
+  const content = outputs.find((o) => o.role === 'content');
+  if (content)
+    await retrying(async () =>
+      saveBody(await open('content'), placed(run.outDir!, rel, content.key).dest),
+    );
+  return { file: relFile, size: await retrying(async () => saveBody(await open('result'), dest)) };
+}
+
+/** A file recorded as failed: its problem, in the summary's shape, from an error. */
+export function failWith(fs: FileState, err: unknown): void {
+  Object.assign(fs, {
+    status: 'failed',
+    problem: {
+      slug: err instanceof ApiError ? err.slug : 'client-error',
+      detail: (err as Error).message,
+    },
+  });
+}
+
+/** Records a file's outcome: the counts of the progress line, a row of the summary, the state. */
+export function settle(run: Run, rel: string, fs: FileState): void {
+  if (fs.status === 'converted') run.snap.filesDone += 1;
+  else {
+    run.snap.filesFailed += 1;
+    run.progress?.note(`failed: ${rel}: ${fs.problem!.slug}: ${fs.problem!.detail}`);
+  }
+  run.snap.bytesDone += fs.size;
+  run.rows.push(rowOf(rel, fs));
+}
+
+export function rowOf(rel: string, fs: FileState, skipped = false): SummaryRow {
+  return {
+    file: rel,
+    status: skipped ? 'skipped' : fs.status === 'converted' ? 'converted' : 'failed',
+    inputSize: fs.size,
+    output: fs.outputFile ?? fs.outputKey ?? null,
+    outputSize: fs.outputSize ?? null,
+    seconds: skipped ? null : (fs.seconds ?? null),
+    problem: fs.status === 'failed' ? (fs.problem ?? null) : null,
+  };
+}
