@@ -1,107 +1,41 @@
 /**
- * The AWS KMS control plane (docs/aws-kms.md) over Keyward's key store and lifecycle: describe, list,
- * create, enable and disable, aliases, descriptions, tags, the key policy, grants and scheduled
- * deletion (rotation: rotation.ts). AWS key states are views of the native lifecycle, never a
+ * The AWS KMS control plane (docs/aws-kms.md) over Keyward's key store and lifecycle: describe,
+ * list, create, enable and disable, aliases, descriptions and scheduled deletion (rotation:
+ * rotation.ts; tags: tags.ts; the key policy and grants: key-policy.ts; what every operation on
+ * a key starts from: key-access.ts). AWS key states are views of the native lifecycle, never a
  * state of their own (docs/aws-kms.md, "Key states"): Enabled = active, Disabled = suspended,
  * PendingDeletion = suspended with a deletion date (api/services/keys/deletion.ts owns it); at
  * that date the key is revoked and archived, and answers NotFoundException from then on.
  */
-import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { aliasesChanged } from './aliases.ts';
 import { AppError } from '../../../shared/errors/index.ts';
-import { unfitText } from '../../../shared/ids.ts';
 import { findKeyRow, keysQuery, keyRow } from '../../../shared/keys/lookup.ts';
 import { changeKey, createKey } from '../keys/store.ts';
 import { applySettings } from '../keys/settings.ts';
 import { tenantPolicy } from '../policies.ts';
-import {
-  cancelDeletion,
-  destroyIfDue,
-  pendingDeletion,
-  scheduleDeletion,
-} from '../keys/deletion.ts';
+import { cancelDeletion, pendingDeletion, scheduleDeletion } from '../keys/deletion.ts';
 import { operationKey } from '../crypto/runtime.ts';
 import { AwsError, keyNotFound } from './errors.ts';
 import { ALIAS_NAME, accountOf, aliasArn, keyArn, resolveKeyId, type AwsCaller } from './ids.ts';
 import { KEY_SPECS, KEY_USAGES, algorithmsOf, awsKeySpec, awsKeyUsage } from './specs.ts';
 import { keyTypeSpec } from '../../../shared/crypto/registry.ts';
-
-type Input = Record<string, unknown>;
-type Answer = Promise<Record<string, unknown>>;
-type Row = Record<string, unknown>;
+import {
+  epoch,
+  keyOf,
+  keyState,
+  paged,
+  paging,
+  refusePending,
+  text,
+  whileKeyLive,
+  type Answer,
+  type Input,
+  type Row,
+} from './key-access.ts';
+import { readTags, writeTags } from './tags.ts';
 
 const DAY_MS = 86_400_000;
-export const epoch = (v: unknown) => Math.floor(new Date(v as string).getTime() / 1000);
-
-/**
- * A text member as the native API takes text: no NUL, no lone surrogate (shared/ids.ts), so the
- * database never sees what it refuses.
- */
-function text(v: unknown, field: string, type = 'ValidationException'): string {
-  if (typeof v !== 'string') throw new AwsError(type, `${field} must be a string`);
-  const unfit = unfitText(v);
-  if (unfit) throw new AwsError(type, `${field} ${unfit}`);
-  return v;
-}
-
-/**
- * The key row a KeyId names; NotFoundException for a key destroyed by its deletion (archived).
- * The first read of a key whose deletion date has come destroys it (deletion.ts), as the sweep
- * would.
- */
-export async function keyOf(ctx: AppContext, c: AwsCaller, input: Input, _actor?: string) {
-  const kid = await resolveKeyId(ctx, c, input.KeyId);
-  let row = await findKeyRow(ctx.db, c.tenantId, kid);
-  if (
-    row &&
-    pendingDeletion(row) &&
-    new Date(row.deletion_at as string) <= new Date() &&
-    (await destroyIfDue(ctx, c.tenantId, kid))
-  )
-    row = await findKeyRow(ctx.db, c.tenantId, kid);
-  if (!row || row.state === 'archived') throw keyNotFound(String(input.KeyId));
-  return { kid, row };
-}
-
-/**
- * KMSInvalidStateException for a key pending deletion, as AWS answers every change to one but
- * its cancellation (aliases, tags, description): an alias written beside the destruction would
- * outlive it, pointing at a destroyed key.
- */
-function refusePending(c: AwsCaller, kid: string, row: Row): void {
-  if (pendingDeletion(row))
-    throw new AwsError('KMSInvalidStateException', `Key ${keyArn(c, kid)} is pending deletion.`);
-}
-
-/**
- * Runs `write` with the key's row locked, once the locked row shows the key neither destroyed nor
- * pending deletion: the destruction (deletion.ts) takes the same lock, so a write either lands
- * before it (and goes with the key) or sees the key gone.
- */
-async function whileKeyLive<T>(
-  ctx: AppContext,
-  c: AwsCaller,
-  kid: string,
-  keyId: unknown,
-  write: (trx: Knex, row: Row) => Promise<T>,
-): Promise<T> {
-  return ctx.db.transaction(async (trx) => {
-    const row = await trx('keys').where({ tenant_id: c.tenantId, kid }).forUpdate().first();
-    if (!row || row.state === 'archived') throw keyNotFound(String(keyId));
-    refusePending(c, kid, row);
-    return write(trx, row);
-  });
-}
-
-/** The AWS KeyState of a key row. */
-export function keyState(row: Row): string {
-  if (pendingDeletion(row)) return 'PendingDeletion';
-  if (row.state === 'active') return 'Enabled';
-  if (row.state === 'suspended') return 'Disabled';
-  return 'Unavailable';
-}
-
 function metadata(c: AwsCaller, row: Row): Record<string, unknown> {
   const spec = awsKeySpec(row.type as string);
   const pending = pendingDeletion(row);
@@ -158,32 +92,6 @@ export async function getPublicKey(ctx: AppContext, c: AwsCaller, input: Input):
     KeySpec: awsKeySpec(k.type),
     KeyUsage: awsKeyUsage(k.usage),
     ...algorithmsOf(k.type, k.usage),
-  };
-}
-
-/** The Limit member (1 to 1000, default 100) and the Marker (an offset we issued). */
-export function paging(input: Input): { limit: number; offset: number } {
-  const limit = input.Limit ?? 100;
-  if (!Number.isSafeInteger(limit) || (limit as number) < 1 || (limit as number) > 1000)
-    throw new AwsError('ValidationException', 'Limit must be an integer from 1 to 1000');
-  const marker = input.Marker;
-  const offset = marker === undefined ? 0 : Number(marker);
-  if (marker !== undefined && (typeof marker !== 'string' || !/^\d{1,9}$/.test(marker)))
-    throw new AwsError('InvalidMarkerException', 'The marker is not one this service issued.');
-  return { limit: limit as number, offset };
-}
-
-export function paged<T>(
-  items: T[],
-  limit: number,
-  offset: number,
-  member: string,
-): Record<string, unknown> {
-  const more = items.length > limit;
-  return {
-    [member]: items.slice(0, limit),
-    Truncated: more,
-    ...(more ? { NextMarker: String(offset + limit) } : {}),
   };
 }
 
@@ -404,67 +312,6 @@ export async function updateKeyDescription(
 }
 
 /**
- * The one key policy Keyward applies, in AWS's words: AWS's default key policy, which leaves
- * every decision to the caller's identity policy; here that is the workload's Keyward
- * permissions (docs/aws-kms.md). Keyward keeps no other policy, so PutKeyPolicy is not served.
- */
-function defaultPolicy(c: AwsCaller): string {
-  return JSON.stringify({
-    Version: '2012-10-17',
-    Id: 'key-default-1',
-    Statement: [
-      {
-        Sid: 'Enable IAM User Permissions',
-        Effect: 'Allow',
-        Principal: { AWS: `arn:aws:iam::${accountOf(c.tenantId)}:root` },
-        Action: 'kms:*',
-        Resource: '*',
-      },
-    ],
-  });
-}
-
-/** GetKeyPolicy: the default policy, the only one a key has. */
-export async function getKeyPolicy(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const name = input.PolicyName ?? 'default';
-  if (typeof name !== 'string' || !/^[\w]{1,128}$/.test(name))
-    throw new AwsError('ValidationException', 'PolicyName must be 1 to 128 word characters');
-  const { kid } = await keyOf(ctx, c, input, actor);
-  if (name !== 'default')
-    throw new AwsError('NotFoundException', `Key ${keyArn(c, kid)} has no policy named ${name}`);
-  return { kid, Policy: defaultPolicy(c), PolicyName: 'default' };
-}
-
-/** ListKeyPolicies: `default`, the only policy name a key has. */
-export async function listKeyPolicies(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { offset } = paging(input);
-  const { kid } = await keyOf(ctx, c, input, actor);
-  return { kid, PolicyNames: offset === 0 ? ['default'] : [], Truncated: false };
-}
-
-/** ListGrants: Keyward holds no grants (access is the workload's permissions), so an empty list. */
-export async function listGrants(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  paging(input);
-  const { kid } = await keyOf(ctx, c, input, actor);
-  return { kid, Grants: [], Truncated: false };
-}
-
-/**
  * UpdateAlias: points an existing alias at another key of the tenant, which must have the same
  * KeyUsage and be as symmetric as the current one (AWS's rule, so a client's calls keep working).
  */
@@ -491,130 +338,4 @@ export async function updateAlias(
   );
   await aliasesChanged(ctx, c.tenantId, [name]);
   return { kid };
-}
-
-/** Tags one key may hold (AWS KMS's quota). */
-const MAX_TAGS_PER_KEY = 50;
-
-/**
- * Tags as AWS gives them: `[{TagKey, TagValue}]`, keys 1 to 128, values 0 to 256 characters, of
- * text the database can hold (TagException otherwise).
- */
-function readTags(v: unknown, required: boolean): Array<[string, string]> {
-  if (v === undefined && !required) return [];
-  if (!Array.isArray(v))
-    throw new AwsError('ValidationException', 'Tags must be a list of {TagKey, TagValue}');
-  if (v.length > MAX_TAGS_PER_KEY)
-    throw new AwsError('TagException', `A key holds at most ${MAX_TAGS_PER_KEY} tags`);
-  return v.map((t) => {
-    const k = (t as Row)?.TagKey;
-    const val = (t as Row)?.TagValue;
-    if (
-      typeof k !== 'string' ||
-      k.length < 1 ||
-      k.length > 128 ||
-      typeof val !== 'string' ||
-      val.length > 256
-    )
-      throw new AwsError(
-        'TagException',
-        'Each tag needs a TagKey of 1 to 128 and a TagValue of 0 to 256 characters',
-      );
-    return [text(k, 'TagKey', 'TagException'), text(val, 'TagValue', 'TagException')];
-  });
-}
-
-async function writeTags(db: Knex, tenantId: string, kid: string, tags: Array<[string, string]>) {
-  if (tags.length === 0) return;
-  // One row per TagKey, the last value winning: one statement may not update a row twice.
-  const rows = [...new Map(tags)].map(([tag_key, tag_value]) => ({
-    tenant_id: tenantId,
-    kid,
-    tag_key,
-    tag_value,
-  }));
-  await db('key_tags')
-    .insert(rows)
-    .onConflict(['tenant_id', 'kid', 'tag_key'])
-    .merge(['tag_value']);
-}
-
-/**
- * LimitExceededException, as AWS answers, when the key's tags and the new ones (a TagKey the key
- * holds is replaced, not added) would be more than MAX_TAGS_PER_KEY.
- */
-async function withinTagQuota(
-  db: Knex,
-  tenantId: string,
-  kid: string,
-  tags: Array<[string, string]>,
-): Promise<void> {
-  const held = await db('key_tags').where({ tenant_id: tenantId, kid }).pluck('tag_key');
-  const after = new Set<string>([...held, ...tags.map(([k]) => k)]);
-  if (after.size > MAX_TAGS_PER_KEY)
-    throw new AwsError(
-      'LimitExceededException',
-      `A key holds at most ${MAX_TAGS_PER_KEY} tags; this one holds ${held.length}`,
-    );
-}
-
-/** TagResource: adds or replaces tags. */
-export async function tagResource(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const tags = readTags(input.Tags, true);
-  const { kid } = await keyOf(ctx, c, input, actor);
-  // The quota check and the write in one transaction, the key's row locked, so two concurrent
-  // TagResource calls cannot together pass the quota.
-  await whileKeyLive(ctx, c, kid, input.KeyId, async (trx) => {
-    await withinTagQuota(trx, c.tenantId, kid, tags);
-    await writeTags(trx, c.tenantId, kid, tags);
-  });
-  return { kid };
-}
-
-/** UntagResource: removes tags by key. */
-export async function untagResource(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const keys = input.TagKeys;
-  if (!Array.isArray(keys) || keys.length > 50 || !keys.every((k) => typeof k === 'string'))
-    throw new AwsError('ValidationException', 'TagKeys must be a list of at most 50 strings');
-  for (const k of keys) text(k, 'TagKey', 'TagException');
-  const { kid, row } = await keyOf(ctx, c, input, actor);
-  refusePending(c, kid, row);
-  await ctx.db('key_tags').where({ tenant_id: c.tenantId, kid }).whereIn('tag_key', keys).delete();
-  return { kid };
-}
-
-/** ListResourceTags. */
-export async function listResourceTags(
-  ctx: AppContext,
-  c: AwsCaller,
-  input: Input,
-  actor: string,
-): Answer {
-  const { limit, offset } = paging(input);
-  const { kid } = await keyOf(ctx, c, input, actor);
-  const rows = await ctx
-    .db('key_tags')
-    .where({ tenant_id: c.tenantId, kid })
-    .orderBy('tag_key', 'asc')
-    .offset(offset)
-    .limit(limit + 1);
-  return {
-    kid,
-    ...paged(
-      rows.map((r: Row) => ({ TagKey: r.tag_key, TagValue: r.tag_value })),
-      limit,
-      offset,
-      'Tags',
-    ),
-  };
 }

@@ -11,6 +11,8 @@ import * as data from './data-plane.ts';
 import * as dataKeys from './data-keys.ts';
 import * as control from './control-plane.ts';
 import * as rotation from './rotation.ts';
+import * as tags from './tags.ts';
+import * as keyPolicy from './key-policy.ts';
 
 /** One operation: the caller, its request members and its audit actor → the answer plus `kid`. */
 export type AwsRun = (
@@ -72,10 +74,10 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['ListAliases', op(READ, control.listAliases, false)],
   ['GetKeyRotationStatus', op(READ, rotation.getKeyRotationStatus, false)],
   ['ListKeyRotations', op(READ, rotation.listKeyRotations, false)],
-  ['ListResourceTags', op(READ, control.listResourceTags, false)],
-  ['GetKeyPolicy', op(READ, control.getKeyPolicy, false)],
-  ['ListKeyPolicies', op(READ, control.listKeyPolicies, false)],
-  ['ListGrants', op(READ, control.listGrants, false)],
+  ['ListResourceTags', op(READ, tags.listResourceTags, false)],
+  ['GetKeyPolicy', op(READ, keyPolicy.getKeyPolicy, false)],
+  ['ListKeyPolicies', op(READ, keyPolicy.listKeyPolicies, false)],
+  ['ListGrants', op(READ, keyPolicy.listGrants, false)],
   ['EnableKeyRotation', op('admin.keys.update', rotation.enableKeyRotation, false)],
   ['DisableKeyRotation', op('admin.keys.update', rotation.disableKeyRotation, false)],
   ['RotateKeyOnDemand', op('admin.keys.rotate', rotation.rotateKeyOnDemand, false)],
@@ -84,8 +86,8 @@ const TABLE: Array<[string, Omit<AwsOperation, 'action'>]> = [
   ['UpdateAlias', op('admin.keys.update', control.updateAlias, false)],
   ['DeleteAlias', op('admin.keys.update', control.deleteAlias, false)],
   ['UpdateKeyDescription', op('admin.keys.update', control.updateKeyDescription, false)],
-  ['TagResource', op('admin.keys.update', control.tagResource, false)],
-  ['UntagResource', op('admin.keys.update', control.untagResource, false)],
+  ['TagResource', op('admin.keys.update', tags.tagResource, false)],
+  ['UntagResource', op('admin.keys.update', tags.untagResource, false)],
   ['ScheduleKeyDeletion', op('admin.keys.revoke', control.scheduleKeyDeletion, false)],
   ['CancelKeyDeletion', op('admin.keys.resume', control.cancelKeyDeletion, false)],
   ['EnableKey', op('admin.keys.resume', control.enableKey, false)],

@@ -11,7 +11,7 @@ import { applySettings, settingsView } from '../keys/settings.ts';
 import { tenantPolicy } from '../policies.ts';
 import { AwsError } from './errors.ts';
 import { keyArn, type AwsCaller } from './ids.ts';
-import { epoch, keyOf, keyState, paged, paging } from './control-plane.ts';
+import { epoch, keyOf, keyState, paged, paging } from './key-access.ts';
 type Input = Record<string, unknown>;
 type Answer = Promise<Record<string, unknown>>;
 type Row = Record<string, unknown>;
