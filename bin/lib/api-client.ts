@@ -202,6 +202,7 @@ export const operations = {
   getMigrationReport: op('GET', `${MG}/{id}/report`, { reply: 'response' }),
   getMigrationOutput: op('GET', `${MG}/{id}/output`, { reply: 'response' }),
   deleteMigrationOutputs: op('DELETE', `${MG}/{id}/outputs`),
+  deleteMigrationInputs: op('DELETE', `${MG}/{id}/inputs`),
 } satisfies { [K in OperationId]?: AnyOperation };
 export type OperationName = keyof typeof operations;
 

@@ -1426,6 +1426,22 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/migration/migrations/{id}/inputs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete: operations['deleteMigrationInputs'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/migration/migrations/{id}/manifest': {
     parameters: {
       query?: never;
@@ -7394,6 +7410,31 @@ export interface operations {
       };
     };
   };
+  deleteMigrationInputs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            deleted: number;
+            kept: number;
+          };
+        };
+      };
+    };
+  };
   getMigrationManifest: {
     parameters: {
       query?: never;
@@ -7463,6 +7504,7 @@ export interface operations {
           'application/json': {
             id: string;
             deleted: number;
+            kept: number;
           };
         };
       };

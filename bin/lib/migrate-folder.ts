@@ -81,8 +81,8 @@ interface Uploaded {
  * Follows the migration over this run's uploads to its end, then reads its report: each
  * converted file's outputs are downloaded under --out, each refused file keeps the problem the
  * service gave. With --cleanup, what the run put in the service's storage goes once every
- * result is on disk: the migration's outputs in one call, each upload (converted or not: the
- * file is still on disk) after.
+ * result is on disk: the migration's outputs in one call, the uploads it converted in another,
+ * and each other upload (refused: the file is still on disk) after.
  */
 async function finishMigration(run: Run, id: string, files: Map<string, Uploaded>): Promise<void> {
   const { api, opts, writer } = run;
@@ -160,6 +160,17 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
     } catch (err) {
       run.progress?.note(`cleanup of migration ${id}'s outputs failed: ${(err as Error).message}`);
     }
+  // The uploads the migration converted go in one call; any other (refused, or kept by the
+  // service as changed since it was read) one by one.
+  let inputsLeft = true;
+  try {
+    const removed = await retrying(() => api.deleteMigrationInputs({ id }));
+    inputsLeft = removed.kept > 0;
+  } catch (err) {
+    run.progress?.note(`cleanup of migration ${id}'s inputs failed: ${(err as Error).message}`);
+  }
+  if (!inputsLeft)
+    for (const { fs } of all) if (fs.status === 'converted') fs.remoteKey = undefined;
   await eachLimited(all, opts.concurrency, async ({ fs }) => {
     const key = fs.remoteKey;
     if (!key) return;

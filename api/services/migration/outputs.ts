@@ -1,9 +1,9 @@
 /**
- * A migration's outputs, read back and removed through the ledger: a client that migrated a
+ * A migration's objects, read back and removed through the ledger: a client that migrated a
  * folder downloads each object's result (and a SignedData's content) by its source key, and
- * removes everything the migration wrote in one call once it has them. Only what the ledger
- * records as this migration's output is ever opened or deleted, so neither call reaches any
- * other object of the tenant's storage, whatever the migration's output prefix.
+ * once it has them removes in one call everything the migration wrote, and in another the
+ * inputs it converted. Only what the ledger records for this migration is ever opened or
+ * deleted, so no call reaches any other object of the tenant's storage, whatever the prefixes.
  */
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../../context.ts';
@@ -11,6 +11,7 @@ import { AppError, problem } from '../../../shared/errors/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import { ledgerRowOf, ledgerRowsInOrder } from '../../../shared/migrations/ledger.ts';
 import { eachLimited } from '../../../shared/each-limited.ts';
+import { sourceVersionOf } from '../../../shared/queues/index.ts';
 import { reportedMigration } from './migrations.ts';
 
 /** One object a converted source produced: its bytes, with what the answer's headers say. */
@@ -63,41 +64,61 @@ export async function openWritten(
   }
 }
 
-/** Deletes run at once while a migration's outputs are removed. */
+/** Deletes run at once while a migration's objects are removed. */
 const DELETE_LANES = 16;
 
+/** What a removal of a migration's objects did. */
+export interface Removed {
+  id: string;
+  deleted: number;
+  /** Inputs left in place: changed since the migration read them. */
+  kept: number;
+}
+
 /**
- * Removes every object the ledger records as the migration's output; answers how many. Only a
- * migration that will write nothing more (completed or cancelled) can be emptied: a running one
- * would write behind the delete. The ledger rows stay (the report and the manifest still prove
- * what became of each object); a second call deletes nothing already gone, and says so.
+ * Removes objects the ledger names, never any other: with `outputs`, every object the migration
+ * wrote (results and SignedData contents); with `inputs`, each source object it converted, if it
+ * is still the version the migration read (one replaced since is kept and counted). Only a
+ * migration that will read and write nothing more (completed or cancelled) can be emptied: a
+ * running one would write behind the delete. The ledger rows stay (the report and the manifest
+ * still prove what became of each object); a second call deletes nothing already gone.
  */
-export async function deleteMigrationOutputs(
+export async function deleteMigrationObjects(
   ctx: AppContext,
   tenantId: string,
   id: string,
-): Promise<{ id: string; deleted: number }> {
+  which: 'outputs' | 'inputs',
+): Promise<Removed> {
   const m = await reportedMigration(ctx, tenantId, id);
   if (m.state !== 'completed' && m.state !== 'cancelled')
     throw problem(
       'invalid_transition',
-      `the migration is ${m.state}; its outputs can be removed once it completed or was cancelled`,
+      `the migration is ${m.state}; its ${which} can be removed once it completed or was cancelled`,
       { details: { state: m.state } },
     );
   const objects = tenantStore(await ctx.objectStore.get(), tenantId);
   let deleted = 0;
-  const keys: string[] = [];
+  let kept = 0;
+  /** Keys to delete, each with the version it must still have (null: any). */
+  const batch: Array<{ key: string; version: string | null }> = [];
   const flush = async () => {
-    await eachLimited(keys.splice(0), DELETE_LANES, async (key) => {
-      if (!(await objects.head(key))) return;
+    await eachLimited(batch.splice(0), DELETE_LANES, async ({ key, version }) => {
+      const info = await objects.head(key);
+      if (!info) return;
+      if (version !== null && sourceVersionOf(info) !== version) {
+        kept += 1;
+        return;
+      }
       await objects.delete(key);
       deleted += 1;
     });
   };
   for await (const row of ledgerRowsInOrder(ctx.db, m.id)) {
-    for (const o of row.outputs) keys.push(o.key);
-    if (keys.length >= 256) await flush();
+    if (which === 'outputs') for (const o of row.outputs) batch.push({ key: o.key, version: null });
+    else if (row.outcome === 'converted' && row.inputVersion)
+      batch.push({ key: row.sourceKey, version: row.inputVersion });
+    if (batch.length >= 256) await flush();
   }
   await flush();
-  return { id: m.id, deleted };
+  return { id: m.id, deleted, kept };
 }

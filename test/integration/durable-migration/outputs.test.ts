@@ -1,8 +1,8 @@
 /**
- * A migration's outputs read back and removed through the ledger (GET .../output, DELETE
- * .../outputs), as `keyward migrate <dir>` uses them: only what the ledger records as the
- * migration's output is ever opened or deleted, another tenant learns nothing, and a migration
- * still writing cannot be emptied.
+ * A migration's objects read back and removed through the ledger (GET .../output, DELETE
+ * .../outputs, DELETE .../inputs), as `keyward migrate <dir>` uses them: only what the ledger
+ * records for the migration is ever opened or deleted, an input replaced since the migration
+ * read it is kept, another tenant learns nothing, and a migration still running cannot be emptied.
  */
 import { createHash } from 'node:crypto';
 import { OpenSslDir, makeKey, type TestKey } from '../../../support/fixtures/pkcs7.ts';
@@ -136,7 +136,7 @@ describe("a migration's outputs", () => {
     const outputs = (await rows(id)).flatMap((r) => r.outputs);
     const first = await api(env.app, 'DELETE', `${M}/${id}/outputs`, tenant.token);
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ id, deleted: outputs.length });
+    expect(first.body).toEqual({ id, deleted: outputs.length, kept: 0 });
     const left: string[] = [];
     for await (const o of store.list('')) left.push(o.key);
     expect(left.filter((k) => k.startsWith('out/'))).toEqual([]);
@@ -147,9 +147,31 @@ describe("a migration's outputs", () => {
       'refused',
     ]);
     const again = await api(env.app, 'DELETE', `${M}/${id}/outputs`, tenant.token);
-    expect(again.body).toEqual({ id, deleted: 0 });
+    expect(again.body).toEqual({ id, deleted: 0, kept: 0 });
     const gone = await output(id, 'object=in/enc.p7m');
     expect(gone.status).toBe(404);
     expect(((await gone.json()) as { detail: string }).detail).toContain('no longer exists');
+  }, 30_000);
+
+  it('when its inputs are removed, then each converted source the migration read goes, a refused one and one replaced since stay, and a second call deletes nothing', async () => {
+    const other = await tenantWithKeys(env.app, ssl, []);
+    expect((await api(env.app, 'DELETE', `${M}/${id}/inputs`, other.token)).status).toBe(404);
+    // Replaced after the migration read it: not what the ledger proves was converted.
+    const replaced = Buffer.from('a newer version, never converted\n');
+    expect((await upload(env.app, tenant.token, 'in/signed.p7m', replaced)).status).toBe(201);
+    const first = await api(env.app, 'DELETE', `${M}/${id}/inputs`, tenant.token);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ id, deleted: 1, kept: 1 });
+    const left: string[] = [];
+    for await (const o of store.list('in/')) left.push(o.key);
+    expect(left.sort()).toEqual(['in/junk.p7m', 'in/signed.p7m']);
+    expect((await read('in/signed.p7m')).equals(replaced)).toBe(true);
+    const again = await api(env.app, 'DELETE', `${M}/${id}/inputs`, tenant.token);
+    expect(again.body).toEqual({ id, deleted: 0, kept: 1 });
+    expect((await rows(id)).map((r) => r.outcome).sort()).toEqual([
+      'converted',
+      'converted',
+      'refused',
+    ]);
   }, 30_000);
 });

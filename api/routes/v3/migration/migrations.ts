@@ -23,7 +23,7 @@ import {
 import { reportLines } from '../../../services/migration/ledger.ts';
 import { migrationManifest, migrationProof } from '../../../services/migration/manifest.ts';
 import {
-  deleteMigrationOutputs,
+  deleteMigrationObjects,
   openMigrationOutput,
 } from '../../../services/migration/outputs.ts';
 import {
@@ -76,6 +76,44 @@ const MigrationPath = Type.Object({
   id: Type.String({ description: 'the migration id (a UUID)', examples: [MIGRATION_ID] }),
 });
 const QUEUE = { 503: 'queue-unavailable: REDIS_URL is not set' };
+
+/** A row removing one kind of a migration's objects through its ledger (services/migration/outputs.ts). */
+function removal(
+  which: 'outputs' | 'inputs',
+  doc: { operationId: string; summary: string; description: string; permission: string },
+) {
+  return endpoint({
+    method: 'delete',
+    path: `/:id/${which}`,
+    operationId: doc.operationId,
+    tag,
+    summary: doc.summary,
+    description: doc.description,
+    access: { anyOf: [doc.permission] },
+    budget: doc.permission,
+    params: MigrationPath,
+    answer: {
+      status: 200,
+      description: 'what was removed, and what was kept as changed since the migration read it',
+      schema: Type.Object(
+        { id: Type.String(), deleted: Count, kept: Count },
+        { examples: [{ id: MIGRATION_ID, deleted: 2400, kept: 0 }] },
+      ),
+    },
+    problems: {
+      404: 'no such migration in this tenant',
+      409: 'invalid-transition: the migration is still running or paused',
+      503: 'storage-unavailable: object storage is unreachable',
+    },
+    handle: (ctx, { claims, params }) =>
+      deleteMigrationObjects(ctx, claims.tenantId, params.id, which),
+    audit: {
+      action: `migration.migration.${which}.delete`,
+      target: (_input, view) => view.id,
+      details: (_input, view) => ({ deleted: view.deleted, kept: view.kept }),
+    },
+  });
+}
 
 /** pause, resume and cancel: one row each, one service. */
 const moveRow = (op: 'pause' | 'resume' | 'cancel', summary: string, description: string) =>
@@ -279,36 +317,19 @@ export const MIGRATION_ENDPOINTS = [
       await pipeline(out.body, res);
     },
   }),
-  endpoint({
-    method: 'delete',
-    path: '/:id/outputs',
+  removal('outputs', {
     operationId: 'deleteMigrationOutputs',
-    tag,
     summary: 'Remove every object the migration wrote',
     description:
       "Deletes each output the ledger records (results and SignedData contents) from the tenant's storage, once the migration completed or was cancelled. The ledger, the report and the manifest stay; a second call finds nothing left to delete.",
-    access: { anyOf: ['migration.jobs.cancel'] },
-    budget: 'migration.jobs.cancel',
-    params: MigrationPath,
-    answer: {
-      status: 200,
-      description: 'what was removed',
-      schema: Type.Object(
-        { id: Type.String(), deleted: Count },
-        { examples: [{ id: MIGRATION_ID, deleted: 2400 }] },
-      ),
-    },
-    problems: {
-      404: 'no such migration in this tenant',
-      409: 'invalid-transition: the migration is still running or paused',
-      503: 'storage-unavailable: object storage is unreachable',
-    },
-    handle: (ctx, { claims, params }) => deleteMigrationOutputs(ctx, claims.tenantId, params.id),
-    audit: {
-      action: 'migration.migration.outputs.delete',
-      target: (_input, view) => view.id,
-      details: (_input, view) => ({ deleted: view.deleted }),
-    },
+    permission: 'migration.jobs.cancel',
+  }),
+  removal('inputs', {
+    operationId: 'deleteMigrationInputs',
+    summary: 'Remove the source objects the migration converted',
+    description:
+      'Deletes each source object the ledger records as converted, once the migration completed or was cancelled, if it is still the version the migration read: one replaced since is kept (counted in `kept`), and a refused or pending object is never touched. The ledger, the report and the manifest stay. A client that uploaded a folder to migrate removes its uploads this way in one call.',
+    permission: 'migration.uploads.write',
   }),
   endpoint({
     method: 'get',
