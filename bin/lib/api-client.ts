@@ -201,6 +201,7 @@ export const operations = {
   retryMigration: op('POST', `${MG}/{id}/retry`),
   getMigrationReport: op('GET', `${MG}/{id}/report`, { reply: 'response' }),
   getMigrationOutput: op('GET', `${MG}/{id}/output`, { reply: 'response' }),
+  getMigrationOutputs: op('GET', `${MG}/{id}/outputs`, { reply: 'response' }),
   deleteMigrationOutputs: op('DELETE', `${MG}/{id}/outputs`),
   deleteMigrationInputs: op('DELETE', `${MG}/{id}/inputs`),
 } satisfies { [K in OperationId]?: AnyOperation };

@@ -1481,7 +1481,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    get: operations['getMigrationOutputs'];
     put?: never;
     post?: never;
     delete: operations['deleteMigrationOutputs'];
@@ -7481,6 +7481,30 @@ export interface operations {
         };
         content: {
           'application/octet-stream': string;
+        };
+      };
+    };
+  };
+  getMigrationOutputs: {
+    parameters: {
+      query?: {
+        after?: string;
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'multipart/mixed': string;
         };
       };
     };

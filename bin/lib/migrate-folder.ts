@@ -16,11 +16,13 @@ import { PARTIAL_SUFFIX } from './files.ts';
 import {
   deleteUpload,
   failWith,
+  fetchAllOutputs,
   fetchOutputs,
   follow,
   retrying,
   rowOf,
   settle,
+  type Outputs,
   type Run,
 } from './migrate-run.ts';
 import { eachLimited } from '../../shared/each-limited.ts';
@@ -52,7 +54,7 @@ interface ReportLine {
   outcome: 'converted' | 'refused' | 'pending';
   problem: string | null;
   detail: string | null;
-  outputs: { role: 'result' | 'content'; key: string; size: number }[];
+  outputs: { role: 'result' | 'content'; key: string; size: number; sha256: string }[];
   startedAt: string | null;
   finishedAt: string | null;
 }
@@ -103,6 +105,11 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
   const lines: ReportLine[] = [];
   for await (const line of reportOf(api, id)) if (files.has(line.sourceKey)) lines.push(line);
   let kept = 0;
+  const converted = new Map<string, Outputs>();
+  for (const line of lines)
+    if (line.outcome === 'converted')
+      converted.set(line.sourceKey, { rel: files.get(line.sourceKey)!.rel, outputs: line.outputs });
+  const streamed = await fetchAllOutputs(run, id, converted);
   await eachLimited(lines, opts.concurrency, async (line) => {
     const { rel, fs } = files.get(line.sourceKey)!;
     files.delete(line.sourceKey);
@@ -113,9 +120,11 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
     if (line.outcome === 'converted') {
       const result = line.outputs.find((o) => o.role === 'result')!;
       try {
-        const got = await fetchOutputs(run, rel, line.outputs, (role) =>
-          api.getMigrationOutput({ id, query: { object: line.sourceKey, role } }),
-        );
+        const got =
+          streamed.get(line.sourceKey) ??
+          (await fetchOutputs(run, rel, line.outputs, (role) =>
+            api.getMigrationOutput({ id, query: { object: line.sourceKey, role } }),
+          ));
         Object.assign(fs, {
           status: 'converted',
           outputKey: result.key,

@@ -304,16 +304,19 @@ export async function pendingChunks(
 /**
  * Every ledger row of the migration in source-key order (byte order), as plain objects, read
  * page by page (keyset pagination on the primary key): the report streams it, the manifest is
- * built from it. Memory stays one page whatever the migration's size.
+ * built from it. Memory stays one page whatever the migration's size. `after` starts past a
+ * source key; `outcome` keeps only the rows with that outcome.
  */
 export async function* ledgerRowsInOrder(
   db: Knex,
   migrationId: string,
-  pageSize = 1000,
+  opts: { pageSize?: number; after?: string | null; outcome?: 'converted' } = {},
 ): AsyncGenerator<LedgerRow> {
-  let after: string | null = null;
+  const pageSize = opts.pageSize ?? 1000;
+  let after = opts.after ?? null;
   for (;;) {
     const q = db('migration_objects').where({ migration_id: migrationId });
+    if (opts.outcome) q.where({ outcome: opts.outcome });
     if (after !== null) q.where('source_key', '>', after);
     const rows: Raw[] = await q.orderBy('source_key').limit(pageSize);
     for (const r of rows) yield ledgerRowOf(r);

@@ -37,6 +37,81 @@ export async function openMigrationOutput(
   return openWritten(ctx, tenantId, written, 'the output object no longer exists in storage');
 }
 
+/** Most converted objects one call of the outputs stream carries. */
+export const OUTPUTS_PAGE_MAX = 10_000;
+
+/** A header value the ledger gave us, kept to one line whatever it holds. */
+const oneLine = (v: string) => (/[\r\n]/.test(v) ? 'application/octet-stream' : v);
+
+/**
+ * The outputs of up to `limit` converted objects after source key `after`, in source-key order,
+ * as one multipart/mixed body (RFC 2046) under `boundary`: a part per output, a SignedData's
+ * content before its result, each part's headers giving its Content-Type, Content-Length, the
+ * source key (percent-encoded), the role and the SHA-256 the ledger records, so a client that
+ * migrated a folder takes every result in one request instead of one per object. An output gone
+ * from storage is left out (asked for alone, it answers its 404); one whose bytes are not the
+ * length the ledger records cuts the stream. The migration is looked up before the first byte:
+ * another tenant's, or none, is the usual 404.
+ */
+export async function migrationOutputsBody(
+  ctx: AppContext,
+  tenantId: string,
+  id: string,
+  page: { after: string | null; limit: number },
+  boundary: string,
+): Promise<AsyncIterable<Buffer>> {
+  const m = await reportedMigration(ctx, tenantId, id);
+  const objects = tenantStore(await ctx.objectStore.get(), tenantId);
+  return (async function* () {
+    let first = true;
+    let rows = 0;
+    for await (const row of ledgerRowsInOrder(ctx.db, m.id, {
+      after: page.after,
+      outcome: 'converted',
+      pageSize: Math.min(page.limit, 1000),
+    })) {
+      if (rows++ === page.limit) break;
+      const ordered = [
+        ...row.outputs.filter((o) => o.role === 'content'),
+        ...row.outputs.filter((o) => o.role !== 'content'),
+      ];
+      for (const o of ordered) {
+        let body: Readable;
+        try {
+          body = await objects.get(o.key);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'not_found') continue;
+          throw err;
+        }
+        yield Buffer.from(
+          `${first ? '' : '\r\n'}--${boundary}\r\n` +
+            `Content-Type: ${oneLine(o.contentType)}\r\n` +
+            `Content-Length: ${o.size}\r\n` +
+            `Keyward-Source-Key: ${encodeURIComponent(row.sourceKey)}\r\n` +
+            `Keyward-Role: ${o.role}\r\n` +
+            `Keyward-Sha256: ${o.sha256}\r\n\r\n`,
+          'latin1',
+        );
+        first = false;
+        let n = 0;
+        for await (const chunk of body as AsyncIterable<Buffer>) {
+          n += chunk.length;
+          if (n > o.size) break;
+          yield chunk;
+        }
+        if (n !== o.size) {
+          body.destroy();
+          throw problem(
+            'internal',
+            `output ${o.key} is not the ${o.size} bytes the ledger records`,
+          );
+        }
+      }
+    }
+    yield Buffer.from(`${first ? '' : '\r\n'}--${boundary}--\r\n`, 'latin1');
+  })();
+}
+
 /**
  * An object a conversion wrote, opened from the tenant's storage with what a download's headers
  * say; `gone` is the not-found problem's detail when it was deleted since.

@@ -43,6 +43,48 @@ function output(migration: string, query: string, token = tenant.token) {
 
 const rows = (migration: string) => reportRows(env.app, tenant.token, migration);
 
+/** One part of the outputs stream, read by its Content-Length (not with the CLI's reader). */
+interface Part {
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** GET .../outputs, its multipart/mixed body cut into parts here, independently of the service's code. */
+async function outputsOf(
+  migration: string,
+  query = '',
+  token = tenant.token,
+): Promise<{ status: number; parts: Part[] }> {
+  const res = await fetch(`${env.app.url}${M}/${migration}/outputs?${query}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const raw = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) return { status: res.status, parts: [] };
+  const boundary = /boundary="([^"]+)"/.exec(res.headers.get('content-type') ?? '')![1];
+  const parts: Part[] = [];
+  let at = 0;
+  for (;;) {
+    const delim = `${parts.length ? '\r\n' : ''}--${boundary}`;
+    expect(raw.subarray(at, at + delim.length).toString('latin1')).toBe(delim);
+    at += delim.length;
+    if (raw.subarray(at, at + 2).toString() === '--') {
+      expect(raw.subarray(at + 2).toString()).toBe('\r\n');
+      return { status: res.status, parts };
+    }
+    const end = raw.indexOf('\r\n\r\n', at);
+    const headers = Object.fromEntries(
+      raw
+        .subarray(at + 2, end)
+        .toString('latin1')
+        .split('\r\n')
+        .map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]),
+    );
+    const size = Number(headers['content-length']);
+    parts.push({ headers, body: raw.subarray(end + 4, end + 4 + size) });
+    at = end + 4 + size;
+  }
+}
+
 beforeAll(async () => {
   ssl = new OpenSslDir();
   const archive: TestKey = makeKey(ssl, 'outputs-archive', 'rsa-2048');
@@ -100,6 +142,51 @@ describe("a migration's outputs", () => {
     expect(await content.text()).toBe(TEXT);
   }, 30_000);
 
+  it('when every output is read in one answer, then each part is an output the ledger records, a content before its result, in source-key order', async () => {
+    const converted = (await rows(id)).filter((r) => r.outcome === 'converted');
+    const { status, parts } = await outputsOf(id);
+    expect(status).toBe(200);
+    const expected = converted.flatMap((r) =>
+      [...r.outputs]
+        .sort((a, b) => (a.role === 'content' ? -1 : b.role === 'content' ? 1 : 0))
+        .map((o) => ({ sourceKey: r.sourceKey, ...o })),
+    );
+    expect(
+      parts.map((p) => [
+        decodeURIComponent(p.headers['keyward-source-key']),
+        p.headers['keyward-role'],
+      ]),
+    ).toEqual(expected.map((o) => [o.sourceKey, o.role]));
+    for (const [i, p] of parts.entries()) {
+      const o = expected[i];
+      expect(p.headers['content-type']).toBe(o.contentType);
+      expect(p.headers['keyward-sha256']).toBe(o.sha256);
+      expect(sha256(p.body)).toBe(o.sha256);
+      expect(p.body.equals(await read(o.key))).toBe(true);
+    }
+    expect(parts.find((p) => p.headers['keyward-role'] === 'content')!.body.toString()).toBe(TEXT);
+
+    // Paged: one object, then the next after it, then nothing past the last.
+    const first = await outputsOf(id, 'limit=1');
+    expect(new Set(first.parts.map((p) => p.headers['keyward-source-key']))).toEqual(
+      new Set([encodeURIComponent(converted[0].sourceKey)]),
+    );
+    const next = await outputsOf(id, `limit=1&after=${encodeURIComponent(converted[0].sourceKey)}`);
+    expect(new Set(next.parts.map((p) => p.headers['keyward-source-key']))).toEqual(
+      new Set([encodeURIComponent(converted[1].sourceKey)]),
+    );
+    const past = await outputsOf(id, `after=${encodeURIComponent(converted[1].sourceKey)}`);
+    expect(past).toEqual({ status: 200, parts: [] });
+  }, 30_000);
+
+  it('when the outputs stream is asked by another tenant or out of bounds, then 404 and 400 with nothing streamed', async () => {
+    const other = await tenantWithKeys(env.app, ssl, []);
+    expect((await outputsOf(id, '', other.token)).status).toBe(404);
+    expect((await outputsOf('00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    for (const q of ['limit=0', 'limit=10001', 'limit=x', 'after='])
+      expect((await outputsOf(id, q)).status).toBe(400);
+  }, 30_000);
+
   it('when what is asked is no output of this migration, then 404, the same for another tenant as for a key that does not exist', async () => {
     const other = await tenantWithKeys(env.app, ssl, []);
     const answers = [
@@ -148,6 +235,7 @@ describe("a migration's outputs", () => {
     ]);
     const again = await api(env.app, 'DELETE', `${M}/${id}/outputs`, tenant.token);
     expect(again.body).toEqual({ id, deleted: 0, kept: 0 });
+    expect(await outputsOf(id)).toEqual({ status: 200, parts: [] });
     const gone = await output(id, 'object=in/enc.p7m');
     expect(gone.status).toBe(404);
     expect(((await gone.json()) as { detail: string }).detail).toContain('no longer exists');

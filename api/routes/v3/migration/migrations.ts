@@ -9,6 +9,7 @@
  *   test/integration/durable-migration/cli.test.ts,
  *   test/integration/durable-migration/chaos.test.ts
  */
+import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import Type from 'typebox';
 import { endpoint } from '../../../rows/endpoint.ts';
@@ -23,9 +24,12 @@ import {
 import { reportLines } from '../../../services/migration/ledger.ts';
 import { migrationManifest, migrationProof } from '../../../services/migration/manifest.ts';
 import {
+  OUTPUTS_PAGE_MAX,
   deleteMigrationObjects,
+  migrationOutputsBody,
   openMigrationOutput,
 } from '../../../services/migration/outputs.ts';
+import { sendStreamed } from '../../../http/streaming.ts';
 import {
   MIGRATION_ID,
   Count,
@@ -315,6 +319,47 @@ export const MIGRATION_ENDPOINTS = [
       res.status(200).type(out.contentType).setHeader('Content-Length', String(out.size));
       res.setHeader('Content-Disposition', `attachment; filename="${out.filename}"`);
       await pipeline(out.body, res);
+    },
+  }),
+  endpoint({
+    method: 'get',
+    path: '/:id/outputs',
+    operationId: 'getMigrationOutputs',
+    tag,
+    summary: 'Download the outputs of many converted objects in one answer',
+    description: `Streams, as one multipart/mixed body, the outputs of up to \`limit\` converted source objects after \`after\`, in source-key order: a part per output (a SignedData's content before its result), each with Content-Type, Content-Length and the headers Keyward-Source-Key (percent-encoded), Keyward-Role (result or content) and Keyward-Sha256, as the report gives them. A client that migrated a folder of small files reads its results this way in a request per ${OUTPUTS_PAGE_MAX.toLocaleString('en')} objects at most, and asks again after the last source key it got while a page comes back full. An output gone from storage is left out (GET .../output answers its 404); one whose length differs from the ledger cuts the answer.`,
+    access: { anyOf: ['migration.jobs.result.read'] },
+    budget: 'migration.jobs.result.read',
+    params: MigrationPath,
+    query: Type.Object({
+      after: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 1024, description: 'start past this source key' }),
+      ),
+      limit: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: OUTPUTS_PAGE_MAX,
+          default: 1000,
+          description: 'most converted objects in the answer',
+        }),
+      ),
+    }),
+    answer: {
+      status: 200,
+      description: 'the outputs, one part each',
+      media: 'multipart/mixed',
+    },
+    problems: { 404: 'no such migration in this tenant' },
+    handle: async (ctx, { claims, params, query, res }) => {
+      const boundary = randomBytes(16).toString('hex');
+      const body = await migrationOutputsBody(
+        ctx,
+        claims.tenantId,
+        params.id,
+        { after: query.after ?? null, limit: query.limit ?? 1000 },
+        boundary,
+      );
+      await sendStreamed(res, `multipart/mixed; boundary="${boundary}"`, body, { bytesOut: 0 });
     },
   }),
   removal('outputs', {
