@@ -186,6 +186,7 @@ export const operations = {
   verifyAudit: op('POST', '/api/v3/audit/verify'),
 
   uploadObject: op('PUT', '/api/v3/migration/uploads/{name}', { kind: 'binary', slashes: 'name' }),
+  uploadObjects: op('POST', '/api/v3/migration/uploads', { kind: 'multipart' }),
   deleteUpload: op('DELETE', '/api/v3/migration/uploads/{name}', { slashes: 'name' }),
   analyzePkcs7: op('POST', '/api/v3/migration/stream/analyze-pkcs7', { kind: 'binary' }),
   submitJob: op('POST', J),

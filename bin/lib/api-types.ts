@@ -1602,6 +1602,22 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v3/migration/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post: operations['uploadObjects'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v3/migration/uploads/{name}': {
     parameters: {
       query?: never;
@@ -7959,6 +7975,38 @@ export interface operations {
           };
           'application/jose': string;
           'application/jose+json': Record<string, unknown>;
+        };
+      };
+    };
+  };
+  uploadObjects: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          key: string;
+          /** Format: binary */
+          file: string;
+        };
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            objects: {
+              key: string;
+              size: number;
+            }[];
+          };
         };
       };
     };

@@ -1,11 +1,11 @@
 /**
- * `keyward migrate <dir>`: the files are uploaded (PUT /uploads, N at a time) under a folder of
+ * `keyward migrate <dir>`: the files are uploaded (POST /uploads, many per request) under a folder of
  * the run's own, one durable migration converts that folder in chunks, and each result is
  * downloaded into --out by its source key from the migration's report. An interrupted run's
  * migration goes on in the service; the next run follows it to its end first.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, openAsBlob } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
@@ -195,7 +195,38 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
   await writer.save();
 }
 
-/** Uploads each file to be converted under the run's folder; a failed upload is the file's outcome. */
+/** Files per request of the many-files upload, and the most bytes one carries. */
+const UPLOAD_BATCH_FILES = 1000;
+const UPLOAD_BATCH_BYTES = 64 * 1024 * 1024;
+/** Many-files uploads in flight at once. */
+const UPLOAD_BATCH_LANES = 2;
+
+/** `todo` in runs of at most UPLOAD_BATCH_FILES files and UPLOAD_BATCH_BYTES bytes (a larger file alone). */
+function batchesOf(todo: Found[]): Found[][] {
+  const out: Found[][] = [];
+  let batch: Found[] = [];
+  let bytes = 0;
+  for (const f of todo) {
+    if (
+      batch.length &&
+      (batch.length === UPLOAD_BATCH_FILES || bytes + f.st.size > UPLOAD_BATCH_BYTES)
+    ) {
+      out.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(f);
+    bytes += f.st.size;
+  }
+  if (batch.length) out.push(batch);
+  return out;
+}
+
+/**
+ * Uploads each file to be converted under the run's folder: many in a request (POST /uploads, a
+ * key field then the file, streamed from disk), and a batch the service refused or lost file by
+ * file, so a file that fails does so with its own problem; a failed upload is the file's outcome.
+ */
 async function uploadAll(
   run: Run,
   srcDir: string,
@@ -204,15 +235,19 @@ async function uploadAll(
 ): Promise<Map<string, Uploaded>> {
   const { api, opts, writer } = run;
   const files = new Map<string, Uploaded>();
-  await eachLimited(todo, opts.concurrency, async ({ rel, st }) => {
-    const file = join(srcDir, ...rel.split('/'));
+  const pathOf = (rel: string) => join(srcDir, ...rel.split('/'));
+  const stateOf = (rel: string, st: Found['st']) => {
     const fs: FileState = { size: st.size, mtimeMs: st.mtimeMs, status: 'uploaded' };
     writer.state.files[rel] = fs;
+    return fs;
+  };
+  const one = async ({ rel, st }: Found) => {
+    const fs = stateOf(rel, st);
     try {
       const up = await retrying(() =>
         api.uploadObject({
           name: `${folder}${rel}`,
-          body: { open: () => createReadStream(file), length: st.size },
+          body: { open: () => createReadStream(pathOf(rel)), length: st.size },
         }),
       );
       fs.remoteKey = up.key;
@@ -220,6 +255,30 @@ async function uploadAll(
     } catch (err) {
       failWith(fs, err);
       settle(run, rel, fs);
+    }
+  };
+  await eachLimited(batchesOf(todo), UPLOAD_BATCH_LANES, async (batch) => {
+    if (batch.length === 1) return one(batch[0]);
+    let stored: { key: string; size: number }[];
+    try {
+      const form = new FormData();
+      for (const { rel } of batch) {
+        form.append('key', `${folder}${rel}`);
+        form.append('file', await openAsBlob(pathOf(rel)), rel);
+      }
+      stored = (await retrying(() => api.uploadObjects({ body: form }))).objects;
+      if (stored.length !== batch.length)
+        throw new Error(`the service stored ${stored.length} of ${batch.length} files`);
+    } catch (err) {
+      run.progress?.note(
+        `uploading ${batch.length} files in one request failed (${(err as Error).message}); they go one by one`,
+      );
+      return eachLimited(batch, opts.concurrency, one);
+    }
+    for (const [i, { rel, st }] of batch.entries()) {
+      const fs = stateOf(rel, st);
+      fs.remoteKey = stored[i].key;
+      files.set(stored[i].key, { rel, fs });
     }
   });
   return files;
