@@ -103,6 +103,10 @@ describe('many files in one upload', () => {
         ['key', 'bad/../escape.p7m'],
         ['file', `@${join(dir, 'a')}`],
       ],
+      [
+        ['key', '.keyward/manifests/forged.jws'], // where Keyward keeps its own objects
+        ['file', `@${join(dir, 'a')}`],
+      ],
       [['other', 'x']], // no file at all
     ];
     for (const fields of forms) {
