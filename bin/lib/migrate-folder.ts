@@ -169,17 +169,14 @@ async function finishMigration(run: Run, id: string, files: Map<string, Uploaded
     } catch (err) {
       run.progress?.note(`cleanup of migration ${id}'s outputs failed: ${(err as Error).message}`);
     }
-  // The uploads the migration converted go in one call; any other (refused, or kept by the
-  // service as changed since it was read) one by one.
-  let inputsLeft = true;
+  // The uploads the migration converted go in one call, which also keeps any that changed since
+  // the migration read it (not this run's to delete); the others (refused) one by one.
   try {
-    const removed = await retrying(() => api.deleteMigrationInputs({ id }));
-    inputsLeft = removed.kept > 0;
+    await retrying(() => api.deleteMigrationInputs({ id }));
+    for (const { fs } of all) if (fs.status === 'converted') fs.remoteKey = undefined;
   } catch (err) {
     run.progress?.note(`cleanup of migration ${id}'s inputs failed: ${(err as Error).message}`);
   }
-  if (!inputsLeft)
-    for (const { fs } of all) if (fs.status === 'converted') fs.remoteKey = undefined;
   await eachLimited(all, opts.concurrency, async ({ fs }) => {
     const key = fs.remoteKey;
     if (!key) return;
@@ -267,8 +264,12 @@ async function uploadAll(
         form.append('file', await openAsBlob(pathOf(rel)), rel);
       }
       stored = (await retrying(() => api.uploadObjects({ body: form }))).objects;
-      if (stored.length !== batch.length)
-        throw new Error(`the service stored ${stored.length} of ${batch.length} files`);
+      // Taken only as an answer to exactly this batch: each file under its own key, whole.
+      const mismatch = batch.findIndex(
+        ({ rel, st }, i) => stored[i]?.key !== `${folder}${rel}` || stored[i].size !== st.size,
+      );
+      if (stored.length !== batch.length || mismatch >= 0)
+        throw new Error(`the service's answer does not match the ${batch.length} files sent`);
     } catch (err) {
       run.progress?.note(
         `uploading ${batch.length} files in one request failed (${(err as Error).message}); they go one by one`,

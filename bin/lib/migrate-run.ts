@@ -95,15 +95,32 @@ export async function deleteUpload(api: Api, name: string): Promise<void> {
   }
 }
 
-/** Writes a download's body into `dest` (whole or not at all: bin/lib/files.ts). */
-async function saveBody(res: Response, dest: string): Promise<number> {
-  if (!res.body) throw new ApiError(res.status, {}, `download into ${dest}`);
-  return writeWhole(dest, Readable.fromWeb(res.body as never));
+/** An output as a report or a job result describes it; the SHA-256 where the service gives one. */
+interface Described {
+  role: string;
+  key: string;
+  size: number;
+  sha256?: string;
 }
 
-/** Where an output of `rel` goes under --out: beside it, named as the service named it. */
+/**
+ * Writes a download's body into `dest` (whole or not at all: bin/lib/files.ts), refusing bytes
+ * that are not the size (and SHA-256) the service described.
+ */
+async function saveBody(res: Response, dest: string, o: Described): Promise<number> {
+  if (!res.body) throw new ApiError(res.status, {}, `download into ${dest}`);
+  return writeWhole(dest, checked(Readable.fromWeb(res.body as never), o));
+}
+
+/**
+ * Where an output of `rel` goes under --out: beside it, named as the service named it. A name
+ * that could leave its folder (empty, a dot name, a backslash) is refused.
+ */
 function placed(outDir: string, rel: string, key: string): { relFile: string; dest: string } {
-  const relFile = posix.join(posix.dirname(rel), posix.basename(key));
+  const name = posix.basename(key);
+  if (name === '' || name === '.' || name === '..' || name.includes('\\'))
+    throw new Error(`the service named an output ${JSON.stringify(key)}: not a file name`);
+  const relFile = posix.join(posix.dirname(rel), name);
   return { relFile, dest: join(outDir, ...relFile.split('/')) };
 }
 
@@ -115,7 +132,7 @@ function placed(outDir: string, rel: string, key: string): { relFile: string; de
 export async function fetchOutputs(
   run: Run,
   rel: string,
-  outputs: readonly { role: string; key: string; size: number }[],
+  outputs: readonly Described[],
   open: (role: 'result' | 'content') => Promise<Response>,
 ): Promise<{ file: string | null; size: number }> {
   const result = outputs.find((o) => o.role === 'result');
@@ -125,32 +142,35 @@ export async function fetchOutputs(
   const content = outputs.find((o) => o.role === 'content');
   if (content)
     await retrying(async () =>
-      saveBody(await open('content'), placed(run.outDir!, rel, content.key).dest),
+      saveBody(await open('content'), placed(run.outDir!, rel, content.key).dest, content),
     );
-  return { file: relFile, size: await retrying(async () => saveBody(await open('result'), dest)) };
+  return {
+    file: relFile,
+    size: await retrying(async () => saveBody(await open('result'), dest, result)),
+  };
 }
 
 /** What a converted file's outputs are, as the report gives them. */
 export interface Outputs {
   rel: string;
-  outputs: readonly { role: string; key: string; size: number; sha256: string }[];
+  outputs: readonly Described[];
 }
 
 /** Converted objects asked for per request of the outputs stream. */
 const OUTPUTS_PAGE = 1000;
 
-/** `part` as written, failing (so nothing is kept) unless it is `size` bytes of SHA-256 `sha256`. */
-async function* checked(part: AsyncIterable<Buffer>, size: number, sha256: string) {
+/** `body` as written, failing (so nothing is kept) unless it is the output described. */
+async function* checked(body: AsyncIterable<Buffer>, o: Described) {
   const hash = createHash('sha256');
   let n = 0;
-  for await (const chunk of part) {
+  for await (const chunk of body) {
     n += chunk.length;
-    if (n > size) break;
+    if (n > o.size) break;
     hash.update(chunk);
     yield chunk;
   }
-  if (n !== size || hash.digest('hex') !== sha256)
-    throw new Error('an output differs from what the report records');
+  if (n !== o.size || (o.sha256 !== undefined && hash.digest('hex') !== o.sha256))
+    throw new Error(`output ${o.key} differs from what the service recorded of it`);
 }
 
 /**
@@ -169,10 +189,13 @@ export async function fetchAllOutputs(
   const done = new Map<string, { file: string; size: number }>();
   if (!run.outDir || wanted.size === 0) return done;
   const outDir = run.outDir;
-  const got = new Map<string, number>();
+  /** The roles on disk of each source key. */
+  const got = new Map<string, Set<string>>();
   let after: string | undefined;
-  try {
-    for (;;) {
+  // A page per OUTPUTS_PAGE objects wanted, and one to see the end: an answer that never ends
+  // (keys that do not move on) cannot keep the run here.
+  for (let pages = Math.ceil(wanted.size / OUTPUTS_PAGE) + 1; pages > 0; pages -= 1) {
+    try {
       const res = await retrying(() =>
         run.api.getMigrationOutputs({ id, query: { limit: OUTPUTS_PAGE, after } }),
       );
@@ -197,27 +220,32 @@ export async function fetchAllOutputs(
       for (let part = await scanner.next(); part; part = await scanner.next()) {
         const key = decodeURIComponent(part.headers.get('keyward-source-key') ?? '');
         if (key !== after) {
+          // Source-key order, as the report's: a key that goes back is no answer of ours.
+          if (after !== undefined && !(key > after))
+            throw new Error('the outputs answer is not in source-key order');
           rows += 1;
           after = key;
         }
         const w = wanted.get(key);
         const o = w?.outputs.find((x) => x.role === part!.headers.get('keyward-role'));
-        if (!w || !o) continue;
+        if (!w || !o || got.get(key)?.has(o.role)) continue;
         const { relFile, dest } = placed(outDir, w.rel, o.key);
         await mkdir(dirname(dest), { recursive: true });
-        const size = await writeWhole(dest, checked(part.body, o.size, o.sha256));
-        got.set(key, (got.get(key) ?? 0) + 1);
+        const size = await writeWhole(dest, checked(part.body, o));
+        got.set(key, (got.get(key) ?? new Set()).add(o.role));
         if (o.role === 'result') done.set(key, { file: relFile, size });
       }
-      if (rows < OUTPUTS_PAGE) break;
+      // An object whose outputs are all gone from storage sends no part: only an empty page ends.
+      if (rows === 0) break;
+    } catch (err) {
+      run.progress?.note(
+        `downloading the outputs of migration ${id} in one stream stopped (${(err as Error).message}); the rest come one by one`,
+      );
+      break;
     }
-  } catch (err) {
-    run.progress?.note(
-      `downloading the outputs of migration ${id} in one stream stopped (${(err as Error).message}); the rest come one by one`,
-    );
   }
   for (const key of done.keys())
-    if (got.get(key) !== wanted.get(key)!.outputs.length) done.delete(key);
+    if (got.get(key)?.size !== wanted.get(key)!.outputs.length) done.delete(key);
   return done;
 }
 

@@ -15,7 +15,7 @@ import {
   type FileHandle,
 } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { problem } from '../errors/index.ts';
 import { byteChunks, discardBody } from './body.ts';
 import { mapFsError } from './errors.ts';
@@ -38,6 +38,8 @@ function errCode(err: unknown): string {
 
 const MISSING = new Set(['ENOENT', 'ENOTDIR']);
 const COLLISION = new Set(['EISDIR', 'ENOTDIR', 'EEXIST', 'ENOTEMPTY']);
+/** Objects up to this size are read whole by `get`, in one read. */
+const WHOLE_READ_BYTES = 1024 * 1024;
 /** Bytes gathered before one write to the temp file. */
 const WRITE_BATCH_BYTES = 256 * 1024;
 
@@ -81,17 +83,35 @@ export class FsObjectStore implements ObjectStore {
   async get(key: string): Promise<Readable> {
     const file = this.pathOf(key);
     let handle;
+    let size: number;
     try {
       handle = await open(file, 'r');
-      if (!(await handle.stat()).isFile())
-        throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+      const st = await handle.stat();
+      if (!st.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
+      size = st.size;
     } catch (err) {
       await handle?.close();
       if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR')
         throw problem('not_found', 'object not found');
       throw mapFsError(err, 'get');
     }
-    return handle.createReadStream();
+    if (size > WHOLE_READ_BYTES) return handle.createReadStream();
+    // A small object (a message of a mailbox) is read whole with one read into a buffer of its
+    // size: no stream of 64 KiB reads, no read-ahead buffer larger than the object.
+    try {
+      const bytes = Buffer.allocUnsafe(size);
+      let at = 0;
+      while (at < size) {
+        const { bytesRead } = await handle.read(bytes, at, size - at, at);
+        if (bytesRead === 0) break;
+        at += bytesRead;
+      }
+      return Readable.from(at === size ? [bytes] : [bytes.subarray(0, at)], { objectMode: false });
+    } catch (err) {
+      throw mapFsError(err, 'get');
+    } finally {
+      await handle.close();
+    }
   }
 
   async head(key: string): Promise<ObjectInfo | null> {

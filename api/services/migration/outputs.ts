@@ -70,7 +70,6 @@ export async function migrationOutputsBody(
       outcome: 'converted',
       pageSize: Math.min(page.limit, 1000),
     })) {
-      if (rows++ === page.limit) break;
       const ordered = [
         ...row.outputs.filter((o) => o.role === 'content'),
         ...row.outputs.filter((o) => o.role !== 'content'),
@@ -83,30 +82,35 @@ export async function migrationOutputsBody(
           if (err instanceof AppError && err.code === 'not_found') continue;
           throw err;
         }
-        yield Buffer.from(
-          `${first ? '' : '\r\n'}--${boundary}\r\n` +
-            `Content-Type: ${oneLine(o.contentType)}\r\n` +
-            `Content-Length: ${o.size}\r\n` +
-            `Keyward-Source-Key: ${encodeURIComponent(row.sourceKey)}\r\n` +
-            `Keyward-Role: ${o.role}\r\n` +
-            `Keyward-Sha256: ${o.sha256}\r\n\r\n`,
-          'latin1',
-        );
-        first = false;
-        let n = 0;
-        for await (const chunk of body as AsyncIterable<Buffer>) {
-          n += chunk.length;
-          if (n > o.size) break;
-          yield chunk;
-        }
-        if (n !== o.size) {
-          body.destroy();
-          throw problem(
-            'internal',
-            `output ${o.key} is not the ${o.size} bytes the ledger records`,
+        // Released however the answer ends: read to its end, cut, or left by its client.
+        try {
+          yield Buffer.from(
+            `${first ? '' : '\r\n'}--${boundary}\r\n` +
+              `Content-Type: ${oneLine(o.contentType)}\r\n` +
+              `Content-Length: ${o.size}\r\n` +
+              `Keyward-Source-Key: ${encodeURIComponent(row.sourceKey)}\r\n` +
+              `Keyward-Role: ${o.role}\r\n` +
+              `Keyward-Sha256: ${o.sha256}\r\n\r\n`,
+            'latin1',
           );
+          first = false;
+          let n = 0;
+          for await (const chunk of body as AsyncIterable<Buffer>) {
+            n += chunk.length;
+            if (n > o.size) break;
+            yield chunk;
+          }
+          if (n !== o.size)
+            throw problem(
+              'internal',
+              `output ${o.key} is not the ${o.size} bytes the ledger records`,
+            );
+        } finally {
+          body.destroy();
         }
       }
+      // The page ends with its last row: no further row is read from the ledger.
+      if (++rows === page.limit) break;
     }
     yield Buffer.from(`${first ? '' : '\r\n'}--${boundary}--\r\n`, 'latin1');
   })();

@@ -17,6 +17,7 @@ import {
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { flattenedVerify, generalDecrypt } from 'jose';
 import { KeywardClient } from '../../../bin/lib/client.ts';
@@ -37,6 +38,7 @@ import {
 } from './harness.ts';
 import { cms } from '../../../support/fixtures/cms.ts';
 import { JOB_PERMISSIONS } from '../../../support/job-permissions.ts';
+import { waitForMigration } from '../durable-migration/support.ts';
 
 const runCli = runKeywardCli;
 
@@ -178,30 +180,32 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(left).toEqual([]);
   }, 60_000);
 
-  it('when a run was interrupted after its migration started, then the next run takes those files from that migration and uploads nothing again', async () => {
+  /**
+   * What a run stopped after its migration started leaves: the files of src/nested uploaded
+   * under `<base>in/first/`, a migration over them, and the state file under `out` naming both.
+   */
+  async function interruptedRun(base: string, out: string) {
     const src = join(dir, 'src', 'nested');
-    const out = join(dir, 'out-resumed');
     const token = await tokenFor();
     const files: Record<string, unknown> = {};
     for (const rel of ['b.p7m', 'c.p7m']) {
       const bytes = readFileSync(join(src, rel));
-      const put = await upload(env.app, token, `resumed/in/first/${rel}`, bytes);
+      const put = await upload(env.app, token, `${base}in/first/${rel}`, bytes);
       expect(put.status).toBe(201);
       const st = statSync(join(src, rel));
       files[rel] = {
         size: st.size,
         mtimeMs: st.mtimeMs,
         status: 'submitted',
-        remoteKey: `resumed/in/first/${rel}`,
+        remoteKey: `${base}in/first/${rel}`,
       };
     }
-    // What the first run had written when it was stopped: its migration, and the files it holds.
     const created = await fetch(`${env.app.url}/api/v3/migration/migrations`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        source: { prefix: 'resumed/in/first/' },
-        output: { prefix: 'resumed/out/' },
+        source: { prefix: `${base}in/first/` },
+        output: { prefix: `${base}out/` },
       }),
     });
     expect(created.status).toBe(202);
@@ -211,6 +215,12 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
       join(out, '.keyward-migrate-state.json'),
       JSON.stringify({ version: 1, url: env.app.url, source: src, migration: id, files }),
     );
+    return { src, token, id };
+  }
+
+  it('when a run was interrupted after its migration started, then the next run takes those files from that migration and uploads nothing again', async () => {
+    const out = join(dir, 'out-resumed');
+    const { src } = await interruptedRun('resumed/', out);
     const r = await runCli(
       ['migrate', src, '--out', out, '--remote-prefix', 'resumed/', '--poll', '100'],
       cliEnv,
@@ -227,6 +237,30 @@ describe('keyward CLI against the service (real Redis, s3rver, worker process)',
     expect(uploads.sort()).toEqual(['resumed/in/first/b.p7m', 'resumed/in/first/c.p7m']);
     const state = JSON.parse(readFileSync(join(out, '.keyward-migrate-state.json'), 'utf8'));
     expect(state.migration).toBeUndefined();
+  }, 60_000);
+
+  it('when an output in the service storage no longer matches the report, then that file fails and nothing of it lands under --out', async () => {
+    const out = join(dir, 'out-tampered');
+    const { src, token, id } = await interruptedRun('tampered/', out);
+    await waitForMigration(env.app, token, id, 'completed');
+    // The stored JWS of c.p7m changes after the ledger recorded it: same length, other bytes.
+    const store = tenantStore(await env.app.ctx.objectStore.get(), tenantId);
+    let key = '';
+    for await (const o of store.list('tampered/out/'))
+      if (o.key.endsWith('c.p7m.jws.json')) key = o.key;
+    const parts: Buffer[] = [];
+    for await (const c of await store.get(key)) parts.push(c as Buffer);
+    const jws = Buffer.concat(parts);
+    jws[jws.length - 3] ^= 1;
+    await store.put(key, Readable.from([jws]));
+    const r = await runCli(
+      ['migrate', src, '--out', out, '--remote-prefix', 'tampered/', '--poll', '100'],
+      cliEnv,
+    );
+    expect(r.stdout).toContain('2 files: 1 converted, 1 failed, 0 skipped');
+    expect(r.stderr).toContain('differs from what the service recorded');
+    expect(existsSync(join(out, 'b.p7m.jws.json'))).toBe(true);
+    expect(existsSync(join(out, 'c.p7m.jws.json'))).toBe(false);
   }, 60_000);
 
   it('when the source is s3://bucket/prefix of objects the service holds, then one batch converts them and the results are downloaded', async () => {

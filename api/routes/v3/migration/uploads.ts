@@ -83,7 +83,7 @@ const uploadMany = endpoint({
   operationId: 'uploadObjects',
   tag: TAG,
   summary: 'Stream many files into your object storage in one request',
-  description: `A multipart/form-data body of pairs, in order: a \`key\` field (the object key, as PUT .../uploads/{name} takes it) then a \`file\` part (its bytes, of any size, streamed into storage). Up to ${UPLOADS_PER_REQUEST.toLocaleString('en')} files; each object becomes visible once its part is complete, in order. A failure answers a problem and stores nothing of the file it happened in; the files before it stay stored (send the request again: a put replaces an object whole). A folder of small files is uploaded this way in a request per thousand files rather than one per file. Audited once, as migration.upload, with the number of files and the first and last key.`,
+  description: `A multipart/form-data body of pairs, in order: a \`key\` field (the object key, as PUT .../uploads/{name} takes it) then a \`file\` part with a filename (its bytes, of any size, streamed into storage with the part's Content-Type; a part without a filename is a form field, at most 64 KiB). Up to ${UPLOADS_PER_REQUEST.toLocaleString('en')} files; each object becomes visible once its part is complete, in order. A failure answers a problem and stores nothing of the file it happened in; the files before it stay stored (send the request again: a put replaces an object whole). A folder of small files is uploaded this way in a request per thousand files rather than one per file. Audited once, as migration.upload, with the number of files and the first and last key.`,
   access: { anyOf: ['migration.uploads.write'] },
   budget: 'migration.uploads.write',
   request: {
@@ -130,13 +130,15 @@ const uploadMany = endpoint({
             'validation_failed',
             `the key ${key.slice(0, 64)} has no file part after it`,
           );
-        const info = await objects.put(key, op.countIn(file.body));
+        const info = await objects.put(key, op.countIn(file.body), {
+          contentType: file.mimeType,
+        });
         stored.push({ key: info.key, size: info.size });
-        op.details = { files: stored.length };
+        // Kept current, so a request that fails midway is audited with what it stored.
+        op.target ??= info.key.slice(0, 512);
+        op.details = { files: stored.length, lastKey: info.key.slice(0, 512) };
       }
       if (stored.length === 0) throw problem('validation_failed', 'the form holds no file');
-      op.target = stored[0].key.slice(0, 512);
-      op.details = { files: stored.length, lastKey: stored[stored.length - 1].key.slice(0, 512) };
       const body = JSON.stringify({ objects: stored });
       res.status(201).type('application/json').send(body);
       op.bytesOut = body.length;
