@@ -321,7 +321,7 @@ describe('the OpenAPI document covers the jobs routes', () => {
       ...routesOf(endpointRouter(ctx, UPLOAD_ENDPOINTS), '/api/v3/migration/uploads'),
       ...routesOf(endpointRouter(ctx, JOB_ENDPOINTS), '/api/v3/migration/jobs'),
     ];
-    expect(registered.length).toBe(9); // with DELETE of uploads and of job results
+    expect(registered.length).toBe(10); // with the many-files upload, DELETE of uploads and of job results
     const doc = openApiDocument('https://keyward.example') as {
       paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
     };
