@@ -227,6 +227,44 @@ describe(`the audit log keeps every event exactly once (${TEST_ENGINE})`, () => 
   });
 
   describe('while the database is unreachable', () => {
+    it('when events arrive steadily, then they are written about once per window, not in a transaction each as the previous one commits', async () => {
+      let transactions = 0;
+      const counting = new Proxy(app.ctx.db, {
+        get(target, prop, receiver) {
+          if (prop !== 'transaction') return Reflect.get(target, prop, receiver);
+          return (work: (trx: Knex.Transaction) => Promise<unknown>) => {
+            transactions += 1;
+            // A slow commit, as on a loaded database: events keep coming while it writes.
+            return target.transaction(async (trx) => {
+              const r = await work(trx);
+              await sleep(30);
+              return r;
+            });
+          };
+        },
+      });
+      const writer = createAuditLog(counting, app.ctx.logger);
+      const tenantId = a.t.tenantId;
+      const actor = 'workload:steady';
+      try {
+        const started = Date.now();
+        let sent = 0;
+        while (Date.now() - started < 800) {
+          writer.record({ tenantId, actor, action: 'probe.steady', outcome: 'success' });
+          sent += 1;
+          await sleep(3);
+        }
+        await writer.flush();
+        const written = (await rows(tenantId)).filter((r) => r.actor === actor);
+        expect(written).toHaveLength(sent);
+        // 800 ms of events in 100 ms windows, and the last flush: about nine; back to back, each
+        // transaction taking 30 ms, it was over twenty.
+        expect(transactions).toBeLessThanOrEqual(12);
+        expect(await verify(a)).toMatchObject({ valid: true });
+      } finally {
+        await writer.close();
+      }
+    });
     let writer: AuditLog;
     let fault: ReturnType<typeof faultyDb>;
     let real: AuditLog;
