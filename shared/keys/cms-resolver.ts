@@ -98,13 +98,16 @@ export function tenantKeyResolver(
     // the public key that checks a signer.
     if (purpose) q.whereNot('k.usage', 'verify');
     // Every message of a stream names the same few keys: the row is recalled a moment (the key
-    // itself, its state and usages, are still checked by resolve, from the key cache).
+    // itself, its state and usages, are still checked by resolve, from the key cache). A key the
+    // tenant does not hold is recalled too: a mailbox's messages are also for people whose keys
+    // are elsewhere, and each of those messages asked the database again.
     const row = await deps.keys.recall(
       tenantId,
       `ref ${purpose ?? ''} ${question}`,
       async () =>
         ((await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version')) as
           { kid: string; version: number } | undefined) ?? null,
+      () => true,
     );
     return row ? resolve(row.kid, purpose, row.version) : null;
   }

@@ -281,6 +281,10 @@ export async function storeKey(
   const write = async (t: Knex) => {
     await t('keys').insert(row);
     await insertVersion(ctx, t, tenantId, id, meta.kid, 1, material, enabledUsages(row), extras);
+    // A new key is a change too: every instance forgets what it recalled of the tenant's keys
+    // (a kid or a certificate found missing a moment ago), once the key is committed.
+    const announce = await ctx.keys.changedIn(t, tenantId, meta.kid);
+    void (t as Knex.Transaction).executionPromise?.then(announce, () => {});
   };
   try {
     if (trx) await write(trx);

@@ -337,6 +337,18 @@ describe('POST analyze-pkcs7', () => {
     expect(c.json().type).toMatch(/\/problems\/cms-signature-invalid$/);
   });
 
+  it('when a signer key is imported right after a conversion found none, then the next conversion finds it at once', async () => {
+    const late = makeKey(ssl, 'mig-late-signer', 'rsa-2048');
+    const file = sign(late, ['-nodetach']);
+    const before = await convert(app, actor.user, file);
+    expect(before.status).toBe(404);
+    // The miss is remembered for the next messages; the import is a change that forgets it.
+    await importKey(app, actor, ssl, late, 'sign');
+    const after = await convert(app, actor.user, file);
+    expect(after.status).toBe(200);
+    expect(protectedOf(after.json() as Jws).kid).toBe('mig-late-signer#1');
+  });
+
   it('when a key of the file is not imported, then convertible is false with the reason', async () => {
     const other = makeKey(ssl, 'not-imported', 'ec-p256');
     const r = await postRaw(
