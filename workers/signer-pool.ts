@@ -10,6 +10,7 @@ import { Piscina } from 'piscina';
 import { errorFromData } from '../shared/errors/index.ts';
 import { poolThreadEnv } from '../shared/node-flags.ts';
 import type { SignerChecker, SignerCheckOutput } from '../shared/pkcs7/types.ts';
+import { offloaded } from '../shared/pkcs7/signer-checks.ts';
 
 /** A pool of up to `threads` threads that runs checkSigners; close() ends them. */
 export function signerCheckPool(threads: number): {
@@ -24,7 +25,7 @@ export function signerCheckPool(threads: number): {
     env: poolThreadEnv(),
   });
   return {
-    async checker(input) {
+    checker: offloaded(async (input) => {
       try {
         return (await piscina.run(input, { name: 'checkSignersTask' })) as SignerCheckOutput;
       } catch (err) {
@@ -33,7 +34,7 @@ export function signerCheckPool(threads: number): {
           throw errorFromData(err);
         throw err;
       }
-    },
+    }),
     close: () => piscina.close(),
   };
 }

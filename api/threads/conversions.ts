@@ -16,6 +16,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { convertPkcs7ToJose } from '../../shared/pkcs7/index.ts';
 import type { ConvertOptions, ConvertResult } from '../../shared/pkcs7/index.ts';
 import type { SignerChecker, SignerCheckOutput } from '../../shared/pkcs7/types.ts';
+import { offloaded } from '../../shared/pkcs7/signer-checks.ts';
 import { ChunkReceiver, sendChunks } from '../../shared/threads/port-stream.ts';
 import { answerKeyRequest, isKeyRequest } from '../../shared/keys/port-resolver.ts';
 import { AppError, errorFromData, problem, type ErrorData } from '../../shared/errors/index.ts';
@@ -104,12 +105,11 @@ export async function convertInThread(
 
 /**
  * A SignedData converted on the event loop has its signature and chain checks done on a pool
- * thread all the same: how many there are, and with what keys, is the input's choice.
+ * thread all the same: how many there are, and with what keys, is the input's choice. One signer
+ * the tenant holds, without a chain, is checked here (offloaded: one signature, the tenant's key).
  */
-const onPool =
-  (pool: WorkPool): SignerChecker =>
-  (input) =>
-    pool.run<SignerCheckOutput>('checkSignersTask', input);
+const onPool = (pool: WorkPool): SignerChecker =>
+  offloaded((input) => pool.run<SignerCheckOutput>('checkSignersTask', input));
 
 /** Where a process's streamed conversions run (AppContext.conversions). */
 export interface ConversionRunner {

@@ -95,11 +95,8 @@ export async function finishSignature(a: FinishArgs): Promise<DetachedJws | Gene
       chain,
       anchors: chain ? ((await a.resolver.trustAnchors?.()) ?? []) : [],
     };
-    // One signer whose key the tenant holds, without a chain, is one signature check with a key
-    // the tenant chose, not the input: cheaper here than the hop to a thread and back.
-    const inPlace = !chain && held.length === 1 && held[0] !== null;
     const checked =
-      a.checkSigners && !a.decryptSignature && !inPlace
+      a.checkSigners && !a.decryptSignature
         ? await a.checkSigners(input)
         : checkSigners(input, a.decryptSignature);
     const recorded: OriginalSigner[] = [];

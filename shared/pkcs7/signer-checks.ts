@@ -13,7 +13,7 @@ import { spkiPublicKey } from './key-cache.ts';
 import { describeSigner, signerKey, verifySigner } from './signers.ts';
 import type { SignerDescription } from './signers.ts';
 import { certificateKeyFault, SignatureBudget } from './signature-budget.ts';
-import type { SignerCheckInput, SignerCheckOutput } from './types.ts';
+import type { SignerChecker, SignerCheckInput, SignerCheckOutput } from './types.ts';
 import { problem } from '../errors/index.ts';
 
 const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
@@ -72,6 +72,22 @@ export function checkSigners(
     x5c.push(path.map((c) => c.toString('base64')));
   });
   return { x5c, checks: budget.spent };
+}
+
+/**
+ * One signer whose key the tenant holds, without a chain: one signature check with a key the
+ * tenant chose, not the input, cheaper where it is than a hop to a thread and back.
+ */
+export function cheapInPlace(input: SignerCheckInput): boolean {
+  return !input.chain && input.held.length === 1 && input.held[0] !== null;
+}
+
+/**
+ * The checker that sends the checks `elsewhere` (a pool thread: how many there are is the
+ * input's choice), but for an input cheapInPlace() keeps: the same result and the same problems.
+ */
+export function offloaded(elsewhere: SignerChecker): SignerChecker {
+  return async (input) => (cheapInPlace(input) ? checkSigners(input) : elsewhere(input));
 }
 
 function verifyOne(

@@ -12,6 +12,7 @@ import {
 } from '../../../support/fixtures/pkcs7.ts';
 import type { TestKey } from '../../../support/fixtures/pkcs7.ts';
 import { cms } from '../../../support/fixtures/cms.ts';
+import { checkSigners, offloaded } from '../../../shared/pkcs7/signer-checks.ts';
 
 let ssl: OpenSslDir;
 let keys: Record<string, TestKey>;
@@ -230,5 +231,60 @@ describe('SignedData to a detached JWS', () => {
     await expect(
       flattenedVerify({ ...jws, payload: data }, createPublicKey(keys.rsa.privateKey)),
     ).resolves.toBeTruthy();
+  });
+});
+
+describe('where the signer checks run', () => {
+  /** Converts `file` with the checks offloaded to a stand-in pool that counts what it was sent. */
+  async function sentAway(file: Buffer, metadata = {}, held = Object.values(keys)) {
+    let calls = 0;
+    const checker = offloaded(async (input) => {
+      calls += 1;
+      return checkSigners(input);
+    });
+    const result = await convertPkcs7ToJose(chunked(file, 65536), {
+      metadata,
+      resolver: resolverFor(held),
+      checkSigners: checker,
+    });
+    await collect(result.body);
+    return calls;
+  }
+
+  it('when the one signer is a held key and no chain is asked for, then it is checked in place; otherwise it goes to the pool', async () => {
+    expect(await sentAway(sign(keys.rsa, ['-nodetach']))).toBe(0);
+    // A signer the tenant does not hold brings its certificate: the input chose the key.
+    expect(
+      await sentAway(sign(keys.rsa, ['-nodetach']), { signerKid: 'signer-p256' }, [keys.p256]),
+    ).toBe(1);
+    // Two signers: how many is the input's choice.
+    const two = cms.sign(ssl, 'data.bin', {
+      by: [keys.rsa, keys.p256],
+      binary: true,
+      outform: 'DER',
+      extra: ['-nodetach'],
+    });
+    expect(await sentAway(two)).toBe(1);
+  });
+
+  it('when a held signer is checked in place, then a bad signature is the same problem as from the pool', async () => {
+    const file = sign(keys.rsa, ['-nodetach']);
+    const at = file.indexOf(data.subarray(5000, 5032));
+    file[at] ^= 0x01;
+    const problemOf = (p: Promise<unknown>) =>
+      p.then(
+        () => 'resolved',
+        (e: { code?: string }) => e.code,
+      );
+    expect(await problemOf(sentAway(file))).toBe('cms_signature_invalid');
+    expect(
+      await problemOf(
+        convertPkcs7ToJose(chunked(file, 65536), {
+          metadata: {},
+          resolver: resolverFor(Object.values(keys)),
+          checkSigners: async (input) => checkSigners(input),
+        }).then((r) => collect(r.body)),
+      ),
+    ).toBe('cms_signature_invalid');
   });
 });
