@@ -10,6 +10,7 @@ import type { AppContext } from '../../context.ts';
 import { AppError, problem } from '../../../shared/errors/index.ts';
 import { tenantStore } from '../../../shared/storage/index.ts';
 import { ledgerRowOf, ledgerRowsInOrder } from '../../../shared/migrations/ledger.ts';
+import type { LedgerOutput, LedgerRow } from '../../../shared/migrations/index.ts';
 import { eachLimited } from '../../../shared/each-limited.ts';
 import { sourceVersionOf } from '../../../shared/queues/index.ts';
 import { reportedMigration } from './migrations.ts';
@@ -40,6 +41,12 @@ export async function openMigrationOutput(
 /** Most converted objects one call of the outputs stream carries. */
 export const OUTPUTS_PAGE_MAX = 10_000;
 
+/**
+ * Outputs opened ahead of the one being sent: a store's get is a round trip (four file system
+ * requests, or an HTTP request to S3) and one after the other they, not the bytes, set the pace.
+ */
+const OPEN_AHEAD = 8;
+
 /** A header value the ledger gave us, kept to one line whatever it holds. */
 const oneLine = (v: string) => (/[\r\n]/.test(v) ? 'application/octet-stream' : v);
 
@@ -51,7 +58,8 @@ const oneLine = (v: string) => (/[\r\n]/.test(v) ? 'application/octet-stream' : 
  * migrated a folder takes every result in one request instead of one per object. An output gone
  * from storage is left out (asked for alone, it answers its 404); one whose bytes are not the
  * length the ledger records cuts the stream. The migration is looked up before the first byte:
- * another tenant's, or none, is the usual 404.
+ * another tenant's, or none, is the usual 404. Up to OPEN_AHEAD outputs are opened ahead, in
+ * order, and whatever is open when the answer ends, however it ends, is released.
  */
 export async function migrationOutputsBody(
   ctx: AppContext,
@@ -62,26 +70,47 @@ export async function migrationOutputsBody(
 ): Promise<AsyncIterable<Buffer>> {
   const m = await reportedMigration(ctx, tenantId, id);
   const objects = tenantStore(await ctx.objectStore.get(), tenantId);
-  return (async function* () {
-    let first = true;
+  /** Each output of the page's rows, in the answer's order. */
+  async function* wanted(): AsyncGenerator<{ row: LedgerRow; o: LedgerOutput }> {
     let rows = 0;
     for await (const row of ledgerRowsInOrder(ctx.db, m.id, {
       after: page.after,
       outcome: 'converted',
       pageSize: Math.min(page.limit, 1000),
     })) {
-      const ordered = [
-        ...row.outputs.filter((o) => o.role === 'content'),
-        ...row.outputs.filter((o) => o.role !== 'content'),
-      ];
-      for (const o of ordered) {
-        let body: Readable;
-        try {
-          body = await objects.get(o.key);
-        } catch (err) {
-          if (err instanceof AppError && err.code === 'not_found') continue;
-          throw err;
-        }
+      for (const o of row.outputs.filter((x) => x.role === 'content')) yield { row, o };
+      for (const o of row.outputs.filter((x) => x.role !== 'content')) yield { row, o };
+      // The page ends with its last row: no further row is read from the ledger.
+      if (++rows === page.limit) return;
+    }
+  }
+  /** The output's bytes, or null when it is gone from storage. */
+  const open = (key: string): Promise<Readable | null> => {
+    const body = objects.get(key).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === 'not_found') return null;
+      throw err;
+    });
+    // Awaited in its turn; until then a failure must not count as unhandled.
+    body.catch(() => {});
+    return body;
+  };
+  return (async function* () {
+    const ahead: Array<{ row: LedgerRow; o: LedgerOutput; body: Promise<Readable | null> }> = [];
+    const source = wanted();
+    let exhausted = false;
+    const fill = async () => {
+      while (!exhausted && ahead.length < OPEN_AHEAD) {
+        const next = await source.next();
+        if (next.done) exhausted = true;
+        else ahead.push({ ...next.value, body: open(next.value.o.key) });
+      }
+    };
+    let first = true;
+    try {
+      for (await fill(); ahead.length > 0; await fill()) {
+        const { row, o, body: opening } = ahead.shift()!;
+        const body = await opening;
+        if (!body) continue;
         // Released however the answer ends: read to its end, cut, or left by its client.
         try {
           yield Buffer.from(
@@ -109,8 +138,13 @@ export async function migrationOutputsBody(
           body.destroy();
         }
       }
-      // The page ends with its last row: no further row is read from the ledger.
-      if (++rows === page.limit) break;
+    } finally {
+      for (const e of ahead.splice(0))
+        void e.body.then(
+          (b) => b?.destroy(),
+          () => {},
+        );
+      await source.return(undefined);
     }
     yield Buffer.from(`${first ? '' : '\r\n'}--${boundary}--\r\n`, 'latin1');
   })();

@@ -25,6 +25,7 @@ let tenant: { tenantId: string; token: string };
 let store: ObjectStore;
 let worker: WorkerChild;
 let id: string;
+let signer: TestKey;
 const M = '/api/v3/migration/migrations';
 const TEXT = 'a letter from the archive\n';
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -88,7 +89,7 @@ async function outputsOf(
 beforeAll(async () => {
   ssl = new OpenSslDir();
   const archive: TestKey = makeKey(ssl, 'outputs-archive', 'rsa-2048');
-  const signer: TestKey = makeKey(ssl, 'outputs-signer', 'ec-p256');
+  signer = makeKey(ssl, 'outputs-signer', 'ec-p256');
   env = await startJobsEnv({ queue: {} });
   tenant = await tenantWithKeys(env.app, ssl, [archive, signer]);
   store = tenantStore(await env.app.ctx.objectStore.get(), tenant.tenantId);
@@ -178,6 +179,44 @@ describe("a migration's outputs", () => {
     const past = await outputsOf(id, `after=${encodeURIComponent(converted[1].sourceKey)}`);
     expect(past).toEqual({ status: 200, parts: [] });
   }, 30_000);
+
+  it('when a migration has more outputs than are opened ahead and one is gone from storage, then the others come whole and in order, without it', async () => {
+    const signed = cms.sign(ssl, 'plain.txt', {
+      by: signer,
+      detached: false,
+      binary: true,
+      outform: 'DER',
+    });
+    for (let i = 0; i < 12; i += 1)
+      expect(
+        (await upload(env.app, tenant.token, `many/m${String(i).padStart(2, '0')}.p7m`, signed))
+          .status,
+      ).toBe(201);
+    const created = await api(env.app, 'POST', M, tenant.token, {
+      source: { prefix: 'many/' },
+      output: { prefix: 'many-out/' },
+    });
+    expect(created.status).toBe(202);
+    const many = created.body.id as string;
+    await waitForMigration(env.app, tenant.token, many, 'completed');
+    const converted = (await rows(many)).filter((r) => r.outcome === 'converted');
+    expect(converted).toHaveLength(12);
+    const expected = converted.flatMap((r) =>
+      [...r.outputs]
+        .sort((a, b) => (a.role === 'content' ? -1 : b.role === 'content' ? 1 : 0))
+        .map((o) => ({ sourceKey: r.sourceKey, ...o })),
+    );
+    expect(expected).toHaveLength(24);
+    const gone = expected[9];
+    await store.delete(gone.key);
+    const { status, parts } = await outputsOf(many);
+    expect(status).toBe(200);
+    const left = expected.filter((o) => o !== gone);
+    expect(parts.map((p) => [p.headers['keyward-source-key'], p.headers['keyward-role']])).toEqual(
+      left.map((o) => [encodeURIComponent(o.sourceKey), o.role]),
+    );
+    for (const [i, p] of parts.entries()) expect(sha256(p.body)).toBe(left[i].sha256);
+  }, 60_000);
 
   it('when the outputs stream is asked by another tenant or out of bounds, then 404 and 400 with nothing streamed', async () => {
     const other = await tenantWithKeys(env.app, ssl, []);
