@@ -9,6 +9,7 @@
  * in its canonical form (a UUID in lower case, shared/ids.ts) and a kid that no key can have is
  * not found without a database read.
  */
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { MasterKey } from '../crypto/master-key.ts';
 import {
@@ -177,20 +178,17 @@ export class KeyCache {
   /**
    * A lookup of a tenant's keys by something other than a kid (the kid and version a CMS
    * identifier names, the archive signing key), remembered for LOOKUP_TTL_MS and forgotten at
-   * once when any key of the tenant changes, so a message stream does not ask the database the
-   * same question for every message. `what` names the question within the tenant; an answer that
-   * `keep` refuses (a null: nothing found, which a key created later could change) is not kept.
+   * once when any key of the tenant changes (creating one included), so a message stream does not
+   * ask the database the same question for every message, whether it found a key or none. `what`
+   * names the question within the tenant and is kept as its SHA-256 only: it holds identifiers a
+   * message chose, of any length. A lookup that failed is not kept.
    */
-  recall<T>(
-    anyTenantId: string,
-    what: string,
-    load: () => Promise<T>,
-    keep: (answer: T) => boolean = (a) => a !== null,
-  ): Promise<T> {
+  recall<T>(anyTenantId: string, what: string, load: () => Promise<T>): Promise<T> {
     const tenantId = canonicalId(anyTenantId);
+    const question = createHash('sha256').update(what).digest('base64url');
     const recalled = this.#recalled;
     let questions = recalled.get(tenantId);
-    const hit = questions?.get(what);
+    const hit = questions?.get(question);
     if (hit && Date.now() - hit.at < LOOKUP_TTL_MS) return hit.answer as Promise<T>;
     // Bounded like the entries: many tenants or questions start the memo afresh.
     if (this.#recalledCount >= MAX_ENTRIES) {
@@ -201,15 +199,14 @@ export class KeyCache {
     if (!hit) this.#recalledCount++;
     const answer = load();
     const entry = { at: Date.now(), answer };
-    questions.set(what, entry);
-    const unkeep = () => {
+    questions.set(question, entry);
+    answer.catch(() => {
       const current = recalled.get(tenantId);
-      if (current?.get(what) === entry) {
-        current.delete(what);
+      if (current?.get(question) === entry) {
+        current.delete(question);
         this.#recalledCount--;
       }
-    };
-    answer.then((a) => !keep(a) && unkeep(), unkeep);
+    });
     return answer;
   }
 

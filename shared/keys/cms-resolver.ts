@@ -77,38 +77,41 @@ export function tenantKeyResolver(
         resolve(ref.kekId.toString('hex'), purpose)
       );
     }
-    const q = db('key_versions as v')
-      .join('keys as k', 'k.id', 'v.key_id')
-      .where('k.tenant_id', tenantId);
     let question: string;
+    let column: 'v.issuer_serial' | 'v.subject_key_id';
+    let value: string;
     if (ref.issuer && ref.serialNumber) {
-      question = issuerSerialKey(ref.issuer, ref.serialNumber);
-      q.where('v.issuer_serial', question);
+      question = value = issuerSerialKey(ref.issuer, ref.serialNumber);
+      column = 'v.issuer_serial';
     } else if (ref.subjectKeyIdentifier) {
-      question = `ski:${ref.subjectKeyIdentifier.toString('hex')}`;
-      q.where('v.subject_key_id', ref.subjectKeyIdentifier.toString('hex'));
+      value = ref.subjectKeyIdentifier.toString('hex');
+      question = `ski:${value}`;
+      column = 'v.subject_key_id';
     } else return null;
-    // One key per certificate and usage: the key with the wanted usage enabled comes first, and a
-    // key without it only when there is none, so resolve refuses it by name.
-    if (purpose)
-      q.orderByRaw(`case when ${enabledUsagesSql('k.')} @> ?::jsonb then 0 else 1 end`, [
-        JSON.stringify([purpose]),
-      ]);
-    // A verify-only certificate never signs or decrypts; without a purpose it is
-    // the public key that checks a signer.
-    if (purpose) q.whereNot('k.usage', 'verify');
     // Every message of a stream names the same few keys: the row is recalled a moment (the key
-    // itself, its state and usages, are still checked by resolve, from the key cache). A key the
-    // tenant does not hold is recalled too: a mailbox's messages are also for people whose keys
-    // are elsewhere, and each of those messages asked the database again.
-    const row = await deps.keys.recall(
-      tenantId,
-      `ref ${purpose ?? ''} ${question}`,
-      async () =>
+    // itself, its state and usages, are still checked by resolve, from the key cache), and the
+    // query is only built when it is asked. A key the tenant does not hold is recalled too: a
+    // mailbox's messages are also for people whose keys are elsewhere.
+    const row = await deps.keys.recall(tenantId, `ref ${purpose ?? ''} ${question}`, async () => {
+      const q = db('key_versions as v')
+        .join('keys as k', 'k.id', 'v.key_id')
+        .where('k.tenant_id', tenantId)
+        .where(column, value);
+      if (purpose) {
+        // One key per certificate and usage: the key with the wanted usage enabled comes first,
+        // and a key without it only when there is none, so resolve refuses it by name.
+        q.orderByRaw(`case when ${enabledUsagesSql('k.')} @> ?::jsonb then 0 else 1 end`, [
+          JSON.stringify([purpose]),
+        ]);
+        // A verify-only certificate never signs or decrypts; without a purpose it is the public
+        // key that checks a signer.
+        q.whereNot('k.usage', 'verify');
+      }
+      return (
         ((await q.orderBy('v.version', 'desc').orderBy('k.kid').first('k.kid', 'v.version')) as
-          { kid: string; version: number } | undefined) ?? null,
-      () => true,
-    );
+          { kid: string; version: number } | undefined) ?? null
+      );
+    });
     return row ? resolve(row.kid, purpose, row.version) : null;
   }
 
@@ -119,8 +122,7 @@ export function tenantKeyResolver(
   }
 
   async function archiveSigningKey(): Promise<ResolvedKey | null> {
-    // Only a key's settings make it the archive signing key, and that change is announced: a
-    // tenant without one is recalled as such too.
+    // Only a key's settings make it the archive signing key, and that change is announced.
     const kid = await deps.keys.recall(
       tenantId,
       'archive signing',
@@ -130,7 +132,6 @@ export function tenantKeyResolver(
             .where({ tenant_id: tenantId, archive_signing: true, state: 'active' })
             .first('kid')) as { kid: string } | undefined
         )?.kid ?? null,
-      () => true,
     );
     return kid ? resolve(kid, 'sign') : null;
   }

@@ -284,7 +284,9 @@ export async function storeKey(
     // A new key is a change too: every instance forgets what it recalled of the tenant's keys
     // (a kid or a certificate found missing a moment ago), once the key is committed.
     const announce = await ctx.keys.changedIn(t, tenantId, meta.kid);
-    void (t as Knex.Transaction).executionPromise?.then(announce, () => {});
+    const committed =
+      'executionPromise' in t ? (t as Knex.Transaction).executionPromise : Promise.resolve();
+    void committed.then(announce, () => {});
   };
   try {
     if (trx) await write(trx);

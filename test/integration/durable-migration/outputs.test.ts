@@ -44,6 +44,14 @@ function output(migration: string, query: string, token = tenant.token) {
 
 const rows = (migration: string) => reportRows(env.app, tenant.token, migration);
 
+/** The outputs of report rows in the order the outputs stream sends them: content before result. */
+const inStreamOrder = (converted: Awaited<ReturnType<typeof rows>>) =>
+  converted.flatMap((r) =>
+    [...r.outputs]
+      .sort((a, b) => (a.role === 'content' ? -1 : b.role === 'content' ? 1 : 0))
+      .map((o) => ({ sourceKey: r.sourceKey, ...o })),
+  );
+
 /** One part of the outputs stream, read by its Content-Length (not with the CLI's reader). */
 interface Part {
   headers: Record<string, string>;
@@ -147,11 +155,7 @@ describe("a migration's outputs", () => {
     const converted = (await rows(id)).filter((r) => r.outcome === 'converted');
     const { status, parts } = await outputsOf(id);
     expect(status).toBe(200);
-    const expected = converted.flatMap((r) =>
-      [...r.outputs]
-        .sort((a, b) => (a.role === 'content' ? -1 : b.role === 'content' ? 1 : 0))
-        .map((o) => ({ sourceKey: r.sourceKey, ...o })),
-    );
+    const expected = inStreamOrder(converted);
     expect(
       parts.map((p) => [
         decodeURIComponent(p.headers['keyward-source-key']),
@@ -201,11 +205,7 @@ describe("a migration's outputs", () => {
     await waitForMigration(env.app, tenant.token, many, 'completed');
     const converted = (await rows(many)).filter((r) => r.outcome === 'converted');
     expect(converted).toHaveLength(12);
-    const expected = converted.flatMap((r) =>
-      [...r.outputs]
-        .sort((a, b) => (a.role === 'content' ? -1 : b.role === 'content' ? 1 : 0))
-        .map((o) => ({ sourceKey: r.sourceKey, ...o })),
-    );
+    const expected = inStreamOrder(converted);
     expect(expected).toHaveLength(24);
     const gone = expected[9];
     await store.delete(gone.key);
