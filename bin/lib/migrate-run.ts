@@ -12,6 +12,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Api } from './api-client.ts';
 import { ApiError } from './client.ts';
 import { writeWhole } from './files.ts';
+import { InOrder } from '../../shared/each-limited.ts';
+import { holdHead } from '../../shared/streams.ts';
 import { MultipartScanner } from '../../shared/mime/multipart.ts';
 import { parseContentType } from '../../shared/mime/header-params.ts';
 import type { Progress, Snapshot } from './progress.ts';
@@ -158,6 +160,13 @@ export interface Outputs {
 
 /** Converted objects asked for per request of the outputs stream. */
 const OUTPUTS_PAGE = 1000;
+/**
+ * An output part of at most this many bytes is read whole (and checked) and written to disk
+ * while the next parts are read, up to WRITES_AT_ONCE at once: a folder of mail is not written at
+ * the pace of one file's open, write, close and rename after another.
+ */
+const HELD_OUTPUT_BYTES = 1024 * 1024;
+const WRITES_AT_ONCE = 8;
 
 /** `body` as written, failing (so nothing is kept) unless it is the output described. */
 async function* checked(body: AsyncIterable<Buffer>, o: Described) {
@@ -177,7 +186,8 @@ async function* checked(body: AsyncIterable<Buffer>, o: Described) {
  * Downloads, under --out, the outputs of the converted files of migration `id` in pages of the
  * outputs stream (GET .../outputs: one request per OUTPUTS_PAGE objects, a part per output);
  * answers the source keys whose every output is on disk, with the result's file and size. Each
- * part is checked against the report's size and SHA-256 before its file is renamed into place.
+ * part is checked against the report's size and SHA-256 before its file is renamed into place;
+ * small ones are written several at once.
  * It stops at the first failure (noted): what it did not bring is for fetchOutputs, object by
  * object, to bring or to fail with the service's problem.
  */
@@ -191,6 +201,16 @@ export async function fetchAllOutputs(
   const outDir = run.outDir;
   /** The roles on disk of each source key. */
   const got = new Map<string, Set<string>>();
+  /** Outputs being written, as `key\nrole`. */
+  const underWay = new Set<string>();
+  const writes = new InOrder<{ key: string; role: string; relFile: string; size: number }>(
+    WRITES_AT_ONCE,
+    ({ key, role, relFile, size }) => {
+      underWay.delete(`${key}\n${role}`);
+      got.set(key, (got.get(key) ?? new Set()).add(role));
+      if (role === 'result') done.set(key, { file: relFile, size });
+    },
+  );
   let after: string | undefined;
   // A page per OUTPUTS_PAGE objects wanted, and one to see the end: an answer that never ends
   // (keys that do not move on) cannot keep the run here.
@@ -228,16 +248,25 @@ export async function fetchAllOutputs(
         }
         const w = wanted.get(key);
         const o = w?.outputs.find((x) => x.role === part!.headers.get('keyward-role'));
-        if (!w || !o || got.get(key)?.has(o.role)) continue;
+        if (!w || !o || got.get(key)?.has(o.role) || underWay.has(`${key}\n${o.role}`)) continue;
         const { relFile, dest } = placed(outDir, w.rel, o.key);
-        await mkdir(dirname(dest), { recursive: true });
-        const size = await writeWhole(dest, checked(part.body, o));
-        got.set(key, (got.get(key) ?? new Set()).add(o.role));
-        if (o.role === 'result') done.set(key, { file: relFile, size });
+        const head = await holdHead(checked(part.body, o), HELD_OUTPUT_BYTES);
+        const role = o.role;
+        const write = async () => {
+          await mkdir(dirname(dest), { recursive: true });
+          return { key, role, relFile, size: await writeWhole(dest, head.stream) };
+        };
+        underWay.add(`${key}\n${role}`);
+        // A larger output is still in the answer: it is written before anything is read on.
+        if (!head.whole) await writes.drain();
+        await writes.add(write);
+        if (!head.whole) await writes.drain();
       }
+      await writes.drain();
       // An object whose outputs are all gone from storage sends no part: only an empty page ends.
       if (rows === 0) break;
     } catch (err) {
+      await writes.settle();
       run.progress?.note(
         `downloading the outputs of migration ${id} in one stream stopped (${(err as Error).message}); the rest come one by one`,
       );

@@ -12,6 +12,7 @@
 import type { ConversionRunner } from '../../threads/conversions.ts';
 import type { ConvertMetadata, ConvertResult, KeyResolver } from '../../../shared/pkcs7/index.ts';
 import { problem } from '../../../shared/errors/index.ts';
+import { counted, holdHead } from '../../../shared/streams.ts';
 
 /** The largest file part held while looking for a content part after it. */
 export const DETACHED_PROBE_BYTES = 1024 * 1024;
@@ -72,50 +73,22 @@ export async function readConversionForm(
     throw problem('validation_failed', 'the file part (the PKCS#7/CMS file) is required');
   if (filePart.name !== 'file') throw unexpected(filePart.name);
 
-  const it = filePart.body[Symbol.asyncIterator]();
-  const held: Buffer[] = [];
-  let heldBytes = 0;
-  let whole = false;
-  while (heldBytes <= DETACHED_PROBE_BYTES) {
-    const r = await it.next();
-    if (r.done) {
-      whole = true;
-      break;
-    }
-    held.push(r.value);
-    heldBytes += r.value.length;
-    count(r.value.length);
-  }
-  if (whole && heldBytes === 0) throw problem('validation_failed', 'the file part is empty');
-  const file = (async function* () {
-    yield* held.splice(0);
-    if (whole) return;
-    for (;;) {
-      const r = await it.next();
-      if (r.done) return;
-      count(r.value.length);
-      yield r.value;
-    }
-  })();
+  const head = await holdHead(counted(filePart.body, count), DETACHED_PROBE_BYTES);
+  const { whole } = head;
+  if (whole && head.bytes === 0) throw problem('validation_failed', 'the file part is empty');
+  const file = head.stream;
 
   let content: AsyncIterable<Buffer> | undefined;
   if (whole) {
     const next = await form.next();
     if (next && next.name !== 'content') throw unexpected(next.name);
-    if (next) {
-      content = (async function* () {
-        for await (const c of next.body) {
-          count(c.length);
-          yield c;
-        }
-      })();
-    }
+    if (next) content = counted(next.body, count);
   }
   return {
     metadata,
     file,
     content,
-    ...(whole ? { wholeBytes: heldBytes } : {}),
+    ...(whole ? { wholeBytes: head.bytes } : {}),
     async checkNoMoreParts() {
       const extra = await form.next();
       if (extra) throw unexpected(extra.name);

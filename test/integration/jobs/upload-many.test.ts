@@ -1,8 +1,9 @@
 /**
  * POST /api/v3/migration/uploads: many files in one multipart/form-data request, as pairs of a
  * `key` field and its `file` part, sent here with curl (not with our CLI's client). Each file is
- * stored whole under its key in the caller's tenant; a form that breaks the pairing, names a bad
- * key or has no file is a problem, and the file it failed in is not stored.
+ * stored whole under its key in the caller's tenant, small files several at once, the answer in
+ * request order; a form that breaks the pairing, names a bad key or has no file is a problem, and
+ * the file it failed in is not stored.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -89,6 +90,51 @@ describe('many files in one upload', () => {
     expect((await read('many/x/a.p7m'))!.toString()).toBe('first file\n');
     expect((await read('many/y/b.p7m'))!.equals(Buffer.alloc(300_000, 7))).toBe(true);
     expect((await read('many/empty.p7m'))!.length).toBe(0);
+  }, 30_000);
+
+  it('when many small files, one over 1 MiB and one key twice are posted, then each is stored whole, listed in request order, and the later file of a key wins', async () => {
+    const fields: Array<[string, string]> = [];
+    const expected = new Map<string, Buffer>();
+    const listed: Array<{ key: string; size: number }> = [];
+    const add = (key: string, bytes: Buffer, name: string) => {
+      writeFileSync(join(dir, name), bytes);
+      fields.push(['key', key], ['file', `@${join(dir, name)}`]);
+      expected.set(key, bytes);
+      listed.push({ key, size: bytes.length });
+    };
+    for (let i = 0; i < 30; i++) {
+      add(`pipe/m${String(i).padStart(2, '0')}.eml`, Buffer.alloc(1000 + i * 37, i), `m${i}`);
+      if (i === 12) add('pipe/twice.eml', Buffer.from('the first of two'), 'first');
+      if (i === 15) add('pipe/large.p7m', Buffer.alloc(1536 * 1024 + 5, 0x5a), 'large');
+      if (i === 20) add('pipe/twice.eml', Buffer.from('the second, which wins'), 'second');
+    }
+    const r = await post(fields);
+    expect(r.status).toBe(201);
+    expect(r.body.objects).toEqual(listed);
+    for (const [key, bytes] of expected) expect((await read(key))!.equals(bytes)).toBe(true);
+    expect((await read('pipe/twice.eml'))!.toString()).toBe('the second, which wins');
+  }, 30_000);
+
+  it('when a file fails among files stored beside it, then the answer is its problem and comes after every store begun has ended', async () => {
+    const fields: Array<[string, string]> = [];
+    for (let i = 0; i < 6; i++)
+      fields.push(['key', `side/ok${i}.eml`], ['file', `@${join(dir, 'a')}`]);
+    fields.push(['key', 'side/..'], ['file', `@${join(dir, 'a')}`]);
+    for (let i = 6; i < 9; i++)
+      fields.push(['key', `side/ok${i}.eml`], ['file', `@${join(dir, 'a')}`]);
+    const r = await post(fields);
+    expect(r.status).toBe(400);
+    expect(r.body.type).toMatch(/(validation-failed|invalid-key)$/);
+    const listing = async () => {
+      const keys: string[] = [];
+      for await (const o of store.list('side/')) keys.push(o.key);
+      return keys;
+    };
+    const atAnswer = await listing();
+    // Every file before the failing one is stored, and nothing is written after the answer.
+    for (let i = 0; i < 6; i++) expect(atAnswer).toContain(`side/ok${i}.eml`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await listing()).toEqual(atAnswer);
   }, 30_000);
 
   it('when the form is not key/file pairs, names a bad key or holds no file, then a problem, and the file it failed in is not stored', async () => {

@@ -16,6 +16,7 @@ import { deleteUpload } from '../../../services/jobs/tenant-jobs.ts';
 import { rawBody } from '../../../http/streaming.ts';
 import { streamedOperation } from '../../../rows/streamed-operation.ts';
 import { streamMultipart } from '../../../http/streaming-multipart.ts';
+import { UPLOADS_PER_REQUEST, storeFormFiles } from '../../../services/migration/uploads.ts';
 import { problem } from '../../../../shared/errors/index.ts';
 
 const SOURCE_KEY = 'invoices/2026/11/inv-0001.p7m';
@@ -72,18 +73,13 @@ const upload = endpoint({
     }),
 });
 
-/** Most files one request of the many-files upload stores. */
-export const UPLOADS_PER_REQUEST = 10_000;
-/** Longest object key a part names (the store refuses more than 1024 bytes itself). */
-const MAX_KEY_BYTES = 4096;
-
 const uploadMany = endpoint({
   method: 'post',
   path: '/',
   operationId: 'uploadObjects',
   tag: TAG,
   summary: 'Stream many files into your object storage in one request',
-  description: `A multipart/form-data body of pairs, in order: a \`key\` field (the object key, as PUT .../uploads/{name} takes it) then a \`file\` part with a filename (its bytes, of any size, streamed into storage with the part's Content-Type; a part without a filename is a form field, at most 64 KiB). Up to ${UPLOADS_PER_REQUEST.toLocaleString('en')} files; each object becomes visible once its part is complete, in order. A failure answers a problem and stores nothing of the file it happened in; the files before it stay stored (send the request again: a put replaces an object whole). A folder of small files is uploaded this way in a request per thousand files rather than one per file. Audited once, as migration.upload, with the number of files and the first and last key.`,
+  description: `A multipart/form-data body of pairs, in order: a \`key\` field (the object key, as PUT .../uploads/{name} takes it) then a \`file\` part with a filename (its bytes, of any size, streamed into storage with the part's Content-Type; a part without a filename is a form field, at most 64 KiB). Up to ${UPLOADS_PER_REQUEST.toLocaleString('en')} files; the answer lists them in request order. A file of at most 1 MiB is read whole and stored while the next parts are read (up to 8 at once), a larger one streams into storage once those before it are stored; the same key twice is stored in request order, so the later file wins. A failure answers a problem (the earliest in request order) once every store already begun has ended, and stores nothing of the file it happened in; the files before it stay stored, and small files after it may have been stored too (send the request again: a put replaces an object whole). A folder of small files is uploaded this way in a request per thousand files rather than one per file. Audited once, as migration.upload, with the number of files and the first and last key.`,
   access: { anyOf: ['migration.uploads.write'] },
   budget: 'migration.uploads.write',
   request: {
@@ -119,25 +115,13 @@ const uploadMany = endpoint({
       const { req, res } = input;
       const objects = tenantStore(await ctx.objectStore.get(), input.claims.tenantId);
       const form = (op.form = streamMultipart(req, { maxParts: 2 * UPLOADS_PER_REQUEST }));
-      const stored: Array<{ key: string; size: number }> = [];
-      for (let part = await form.next(); part; part = await form.next()) {
-        if (part.name !== 'key')
-          throw problem('validation_failed', 'the form is pairs of a key field then its file part');
-        const key = await part.text(MAX_KEY_BYTES);
-        const file = await form.next();
-        if (file?.name !== 'file')
-          throw problem(
-            'validation_failed',
-            `the key ${key.slice(0, 64)} has no file part after it`,
-          );
-        const info = await objects.put(key, op.countIn(file.body), {
-          contentType: file.mimeType,
-        });
-        stored.push({ key: info.key, size: info.size });
+      let files = 0;
+      const stored = await storeFormFiles(form, objects, op.countIn, (file) => {
         // Kept current, so a request that fails midway is audited with what it stored.
-        op.target ??= info.key.slice(0, 512);
-        op.details = { files: stored.length, lastKey: info.key.slice(0, 512) };
-      }
+        files += 1;
+        op.target ??= file.key.slice(0, 512);
+        op.details = { files, lastKey: file.key.slice(0, 512) };
+      });
       if (stored.length === 0) throw problem('validation_failed', 'the form holds no file');
       const body = JSON.stringify({ objects: stored });
       res.status(201).type('application/json').send(body);
