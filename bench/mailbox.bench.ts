@@ -3,7 +3,7 @@
  * to one RSA-2048 recipient with AES-256-CBC, 20 % clear-signed multipart/signed RSA-2048
  * SHA-256, 20 % signed then encrypted to two recipients; 5-200 KB around a 30 KB median, made by
  * `openssl cms` and cached under the temp dir, bench/lib/mailbox.ts) converted four ways, each
- * against the per-message cryptographic floor:
+ * against the per-message cryptographic floor, and posted to a bare HTTP floor:
  *
  *   floor   this process, one message after another, only the cryptography each message cannot
  *           avoid on buffers of its sizes (RSA PKCS#1 v1.5 unwrap, AES-256-CBC decrypt, AES-256-GCM
@@ -13,6 +13,12 @@
  *           message at a time, the keys held in memory, the answer read to its end
  *   http    POST /api/v3/migration/stream/convert-pkcs7-to-jose, 4 requests in flight (fetch),
  *           the API on its defaults with the keys imported through import-keystore
+ *   stored  the floor plus the object-store work no queued conversion skips (put and get of the
+ *           input, put and get of one output of its size) on the local store, one thread: two
+ *           cores' worth of its CPU per message bounds the queue
+ *   bare    the same client and form, 4 in flight, to a bare node:http server of its own process
+ *           that reads each request whole, does that message's floor and answers as many bytes
+ *           (bench/lib/mailbox-bare-server.ts): the most any HTTP service reaches here
  *   queue   `keyward migrate <folder> --out <dir> --cleanup --poll 100` (upload, one durable
  *           migration converting the folder in chunks,
  *           download, storage emptied) with two `npm run worker` processes on the embedded
@@ -26,7 +32,7 @@
  * Targets: engine >= 0.7 of the floor per kind and for the mix, HTTP >= 1.0 and the queue with
  * two workers >= 1.2 of the floor for the mix (both use more than one core).
  *
- * BENCH_PATHS (default floor,engine,http,queue) names the ways to run: `floor,engine` needs no
+ * BENCH_PATHS (default floor,engine,stored,bare,http,queue) names the ways to run: `floor,engine` needs no
  * API, workers or Redis. BENCH_KEYWARD_ROOT runs the engine and the API from another checkout
  * (with its own node_modules), to compare code before and after a change in one sitting.
  *
@@ -51,8 +57,9 @@ import { JOB_PERMISSIONS } from '../support/job-permissions.ts';
 import { importKey, treeCpuSeconds } from './lib/cms.ts';
 import { dropQueueKeys, pgAdmin, pool, startWorker } from './lib/jobs.ts';
 import { adminToken, provision, startKeyward } from './lib/keyward.ts';
-import { KINDS, cryptoFloor, mailbox, type Kind, type Message } from './lib/mailbox.ts';
-import { cleanEnv } from './lib/process.ts';
+import { KINDS, cryptoFloor, mailbox, type Floor, type Kind, type Message } from './lib/mailbox.ts';
+import { FsObjectStore } from '../shared/storage/index.ts';
+import { cleanEnv, freePort, startChild, type Child } from './lib/process.ts';
 import type * as Engine from '../shared/pkcs7/index.ts';
 import type * as Fixtures from '../support/fixtures/pkcs7.ts';
 import { printResult } from './lib/result.ts';
@@ -65,7 +72,7 @@ const CLI_TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_S ?? 1800) * 1000;
 const PG = process.env.BENCH_DATABASE_URL;
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const root = new URL('..', import.meta.url).pathname;
-const ALL_PATHS = ['floor', 'engine', 'http', 'queue'];
+const ALL_PATHS = ['floor', 'engine', 'stored', 'bare', 'http', 'queue'];
 const PATHS = new Set(
   (process.env.BENCH_PATHS ?? ALL_PATHS.join(',')).split(',').map((p) => p.trim()),
 );
@@ -177,21 +184,51 @@ async function engineRun(buffers: Buffer[]): Promise<void> {
   }
 }
 
-async function httpRun(stack: Stack, group: Message[], bytes: Buffer[]): Promise<void> {
+/** The local object store the service uses by default (fsync before a put is visible). */
+const objects = new FsObjectStore({ root: join(work, 'stored-floor') });
+await objects.init();
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+async function readObject(key: string): Promise<number> {
+  let n = 0;
+  for await (const c of await objects.get(key)) n += (c as Buffer).length;
+  return n;
+}
+
+/**
+ * The floor with the storage no queued conversion can skip, one message after another: the
+ * upload's put and the worker's get of the input, the worker's put and the download's get of one
+ * output of the input's size (a SignedData writes two), and each message's floor in between.
+ */
+async function storedRun(group: Message[], bytes: Buffer[], floor: Floor): Promise<void> {
+  for (const [i, m] of group.entries()) {
+    await objects.put(`in/${m.name}`, once(bytes[i]));
+    if ((await readObject(`in/${m.name}`)) !== m.bytes) throw new Error('stored: short read');
+    floor.one(m);
+    await objects.put(`out/${m.name}`, once(bytes[i]));
+    await readObject(`out/${m.name}`);
+  }
+}
+
+/** Posts each message as the convert endpoint's form, IN_FLIGHT at once, to `target`. */
+async function httpRun(
+  target: string,
+  headersOf: (m: Message) => Record<string, string>,
+  group: Message[],
+  bytes: Buffer[],
+): Promise<void> {
   const blobs = bytes.map((b) => new Blob([new Uint8Array(b)]));
-  const target = `${stack.url}/api/v3/migration/stream/convert-pkcs7-to-jose`;
   await pool(
-    blobs.map((blob, i) => ({ blob, name: group[i].name })),
+    blobs.map((blob, i) => ({ blob, m: group[i], name: group[i].name })),
     IN_FLIGHT,
-    async ({ blob, name }) => {
+    async ({ blob, m, name }) => {
       const body = new FormData();
       body.append('metadata', '{}');
       body.append('file', blob, name);
-      const res = await fetch(target, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${stack.token}` },
-        body,
-      });
+      const res = await fetch(target, { method: 'POST', headers: headersOf(m), body });
       const out = await res.arrayBuffer();
       if (res.status !== 200 || out.byteLength === 0)
         throw new Error(
@@ -360,6 +397,18 @@ try {
   } else if (PATHS.has('queue'))
     console.log('  queue on Postgres: skipped (set BENCH_DATABASE_URL to run it)');
 
+  let bare: { url: string; child: Child } | null = null;
+  if (PATHS.has('bare')) {
+    const port = await freePort();
+    const child = await startChild(
+      [join(root, 'bench/lib/mailbox-bare-server.ts'), String(port), String(COUNT), String(SEED)],
+      cleanEnv(),
+      `http://127.0.0.1:${port}/`,
+    );
+    stoppers.push(() => child.stop());
+    bare = { url: `http://127.0.0.1:${port}/convert`, child };
+  }
+
   const floor = cryptoFloor(box.keys);
   const allWays: Way[] = [
     {
@@ -378,9 +427,30 @@ try {
       cpu: ownCpu,
     },
     {
+      name: 'stored',
+      label: 'floor + object store, 1 thread',
+      run: (group, _round, bytes) => storedRun(group, bytes, floor),
+      reads: true,
+      cpu: ownCpu,
+    },
+    {
+      name: 'bare',
+      label: `bare HTTP floor, ${IN_FLIGHT} in flight`,
+      run: (group, _round, bytes) =>
+        httpRun(bare!.url, (m) => ({ 'x-message': JSON.stringify(m) }), group, bytes),
+      reads: true,
+      cpu: () => ({ api: treeCpuSeconds(bare!.child.process.pid!), workers: 0 }),
+    },
+    {
       name: 'http',
       label: `HTTP convert, ${IN_FLIGHT} in flight`,
-      run: (group, _round, bytes) => httpRun(embedded, group, bytes),
+      run: (group, _round, bytes) =>
+        httpRun(
+          `${embedded.url}/api/v3/migration/stream/convert-pkcs7-to-jose`,
+          () => ({ authorization: `Bearer ${embedded.token}` }),
+          group,
+          bytes,
+        ),
       reads: true,
       cpu: () => ({ api: treeCpuSeconds(embedded.apiPid), workers: 0 }),
     },
@@ -448,9 +518,9 @@ try {
     });
     const cpu = cpuPerMessage(t);
     const cpuText =
-      way.name === 'floor' || way.name === 'engine'
+      way.name === 'floor' || way.name === 'engine' || way.name === 'stored'
         ? `bench ${cpu.api.toFixed(2)}`
-        : `API ${cpu.api.toFixed(1)}${way.name.startsWith('queue') ? `, workers ${cpu.workers.toFixed(1)}` : ''}`;
+        : `${way.name === 'bare' ? 'server' : 'API'} ${cpu.api.toFixed(1)}${way.name.startsWith('queue') ? `, workers ${cpu.workers.toFixed(1)}` : ''}`;
     console.log(`  ${way.label.padEnd(44)}${cells.join('')}   ${cpuText}`);
   }
   console.log(`mailbox: load average ${load()}`);
@@ -488,6 +558,26 @@ try {
       );
   const perKind = (way: string) =>
     KINDS.map((k) => `${k} ${rate(tallies.get(way)!, k).toFixed(1)}`).join(', ');
+  if (PATHS.has('stored')) {
+    // Two workers on two cores, with nothing else to run: at most two cores' worth of this.
+    const cpu = cpuPerMessage(tallies.get('stored')!).api;
+    const bound = 2000 / cpu;
+    result(
+      'stored',
+      'mix',
+      'the mailbox mix: the floor plus the put and get of each input and of one output, on the local object store, one thread',
+      null,
+      `files/s ${perKind('stored')}; CPU ${cpu.toFixed(2)} ms/message, so two cores do at most ${bound.toFixed(1)} files/s (${(bound / rate(floorTally, 'mix')).toFixed(2)} of the floor) with no API, client, queue or ledger`,
+    );
+  }
+  if (PATHS.has('bare'))
+    result(
+      'bare',
+      'mix',
+      `mailbox mix posted to a bare node:http server doing only each message's floor, ${IN_FLIGHT} in flight`,
+      null,
+      `files/s ${perKind('bare')}; server CPU ${cpuPerMessage(tallies.get('bare')!).api.toFixed(1)} ms/message; the most an HTTP service reaches with this client on this machine`,
+    );
   const httpCpu = PATHS.has('http') ? cpuPerMessage(tallies.get('http')!) : null;
   if (httpCpu)
     result(
