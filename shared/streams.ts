@@ -31,15 +31,15 @@ export async function readWhole(
 }
 
 /** The start of a stream read ahead by `holdHead`, and the whole stream again from its start. */
-export interface HeldHead<T extends Uint8Array = Buffer> {
+export interface HeldHead {
   /** The chunks read: all of the stream when `whole`. */
-  chunks: T[];
+  chunks: Buffer[];
   /** Their bytes. */
   bytes: number;
   /** The stream ended within the limit. */
   whole: boolean;
   /** The held chunks (let go as they are taken), then what the source still has. */
-  stream: AsyncIterable<T>;
+  stream: AsyncIterable<Buffer>;
 }
 
 /**
@@ -47,12 +47,9 @@ export interface HeldHead<T extends Uint8Array = Buffer> {
  * whole (its size, whether a part follows it) before anything is done with it, and a large one
  * still streams, its first chunks first.
  */
-export async function holdHead<T extends Uint8Array = Buffer>(
-  source: AsyncIterable<T>,
-  maxBytes: number,
-): Promise<HeldHead<T>> {
+export async function holdHead(source: AsyncIterable<Buffer>, maxBytes: number): Promise<HeldHead> {
   const it = source[Symbol.asyncIterator]();
-  const chunks: T[] = [];
+  const chunks: Buffer[] = [];
   let bytes = 0;
   let whole = false;
   while (bytes <= maxBytes) {

@@ -20,8 +20,6 @@ import { problem } from '../errors/index.ts';
 import { byteChunks, discardBody } from './body.ts';
 import { mapFsError } from './errors.ts';
 import { assertObjectKey, assertPrefix } from './keys.ts';
-import { threadPut, threadRead } from './fs-thread.ts';
-import { holdHead, type HeldHead } from '../streams.ts';
 import type { ListOptions, ObjectInfo, ObjectStore, PutBody, PutOptions } from './types.ts';
 
 /** The top-level directory holding uploads in progress; no key may start with it. */
@@ -42,8 +40,6 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR']);
 const COLLISION = new Set(['EISDIR', 'ENOTDIR', 'EEXIST', 'ENOTEMPTY']);
 /** Objects up to this size are read whole by `get`, in one read. */
 const WHOLE_READ_BYTES = 1024 * 1024;
-/** Objects up to this size are written whole by `put`, in one request to the file thread. */
-const WHOLE_WRITE_BYTES = 1024 * 1024;
 /** Bytes gathered before one write to the temp file. */
 const WRITE_BATCH_BYTES = 256 * 1024;
 
@@ -86,16 +82,6 @@ export class FsObjectStore implements ObjectStore {
 
   async get(key: string): Promise<Readable> {
     const file = this.pathOf(key);
-    // A small object comes whole from the file thread, in one request.
-    let whole: Buffer | 'large' | null;
-    try {
-      whole = await threadRead(file, WHOLE_READ_BYTES);
-    } catch (err) {
-      if (MISSING.has(errCode(err)) || errCode(err) === 'EISDIR')
-        throw problem('not_found', 'object not found');
-      throw mapFsError(err, 'get');
-    }
-    if (whole !== null && whole !== 'large') return Readable.from([whole], { objectMode: false });
     let handle;
     let size: number;
     try {
@@ -191,37 +177,11 @@ export class FsObjectStore implements ObjectStore {
 
   async put(key: string, body: PutBody, opts: PutOptions = {}): Promise<ObjectInfo> {
     let file: string;
+    let handle: FileHandle;
     const temp = path.join(this.#staging, `${randomUUID()}.part`);
     try {
       file = this.pathOf(key);
       opts.signal?.throwIfAborted();
-    } catch (err) {
-      discardBody(body);
-      throw opts.signal?.aborted ? err : mapFsError(err, 'put');
-    }
-    // A small object is read whole first and written in one request to the file thread.
-    let head: HeldHead<Uint8Array>;
-    try {
-      head = await holdHead(byteChunks(body, opts.signal), WHOLE_WRITE_BYTES);
-      opts.signal?.throwIfAborted();
-    } catch (err) {
-      // Errors of the body (or an abort) belong to the caller and pass through untouched.
-      discardBody(body);
-      throw err;
-    }
-    if (head.whole) {
-      let mtimeMs: number | null;
-      try {
-        mtimeMs = await threadPut(temp, file, head.chunks, head.bytes, this.#fsync);
-      } catch (err) {
-        if (COLLISION.has(errCode(err)))
-          throw problem('conflict', 'object key collides with an existing key prefix');
-        throw mapFsError(err, 'put');
-      }
-      if (mtimeMs !== null) return { key, size: head.bytes, lastModified: new Date(mtimeMs) };
-    }
-    let handle: FileHandle;
-    try {
       handle = await this.#createTemp(temp);
     } catch (err) {
       discardBody(body);
@@ -229,6 +189,7 @@ export class FsObjectStore implements ObjectStore {
     }
     let size = 0;
     let mtime: Date | undefined;
+    // Errors of the body (or an abort) belong to the caller and pass through untouched.
     let bodyFailed = false;
     try {
       // Small chunks are gathered into one write; a chunk is never copied.
@@ -240,7 +201,7 @@ export class FsObjectStore implements ObjectStore {
         batch = [];
         batched = 0;
       };
-      const chunks = head.stream[Symbol.asyncIterator]();
+      const chunks = byteChunks(body, opts.signal);
       for (;;) {
         let next: IteratorResult<Uint8Array>;
         try {
