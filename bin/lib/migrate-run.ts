@@ -203,10 +203,13 @@ export async function fetchAllOutputs(
   const got = new Map<string, Set<string>>();
   /** Outputs being written, as `key\nrole`. */
   const underWay = new Set<string>();
+  /** Each content output's write, by source key, for its result to wait on. */
+  const contentWritten = new Map<string, Promise<void>>();
   const writes = new InOrder<{ key: string; role: string; relFile: string; size: number }>(
     WRITES_AT_ONCE,
     ({ key, role, relFile, size }) => {
       underWay.delete(`${key}\n${role}`);
+      if (role === 'result') contentWritten.delete(key);
       got.set(key, (got.get(key) ?? new Set()).add(role));
       if (role === 'result') done.set(key, { file: relFile, size });
     },
@@ -252,14 +255,27 @@ export async function fetchAllOutputs(
         const { relFile, dest } = placed(outDir, w.rel, o.key);
         const head = await holdHead(checked(part.body, o), HELD_OUTPUT_BYTES);
         const role = o.role;
+        // A result waits for its content's write (sent before it), so a result file on disk
+        // always has its content beside it; a content that failed fails its result too.
+        const first = role === 'result' ? contentWritten.get(key) : undefined;
         const write = async () => {
+          await first;
           await mkdir(dirname(dest), { recursive: true });
           return { key, role, relFile, size: await writeWhole(dest, head.stream) };
         };
-        underWay.add(`${key}\n${role}`);
         // A larger output is still in the answer: it is written before anything is read on.
         if (!head.whole) await writes.drain();
-        await writes.add(write);
+        underWay.add(`${key}\n${role}`);
+        await writes.add(() => {
+          const written = write();
+          if (role === 'content') {
+            const done = written.then(() => undefined);
+            // Awaited by its result, if one comes; a failure is reported through `writes`.
+            done.catch(() => {});
+            contentWritten.set(key, done);
+          }
+          return written;
+        });
         if (!head.whole) await writes.drain();
       }
       await writes.drain();
