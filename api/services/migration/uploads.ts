@@ -39,7 +39,8 @@ export interface StoredFile {
 
 /**
  * Stores every file of `form` (key field, then file part, repeated) in `objects`; `countIn`
- * counts a part's bytes as they are read and `onStored` hears of each file stored, in order. On
+ * counts a part's bytes as they are read and `onStored` hears of each file stored, in order, with
+ * how many are stored so far. On
  * a failure every put already started is waited for (those that succeeded are reported stored)
  * and the earliest failure in request order is thrown.
  */
@@ -47,14 +48,14 @@ export async function storeFormFiles(
   form: FormParts,
   objects: ObjectStore,
   countIn: (body: AsyncIterable<Buffer>) => AsyncIterable<Buffer>,
-  onStored: (file: StoredFile) => void,
+  onStored: (file: StoredFile, count: number) => void,
 ): Promise<StoredFile[]> {
   const stored: StoredFile[] = [];
   const underWay = new Set<string>();
   const puts = new InOrder<{ asked: string; file: StoredFile }>(PUTS_AT_ONCE, ({ asked, file }) => {
     underWay.delete(asked);
     stored.push(file);
-    onStored(file);
+    onStored(file, stored.length);
   });
   const put = async (key: string, body: AsyncIterable<Buffer>, contentType: string) => {
     const info = await objects.put(key, body, { contentType });
@@ -70,14 +71,10 @@ export async function storeFormFiles(
         throw problem('validation_failed', `the key ${key.slice(0, 64)} has no file part after it`);
       const head = await holdHead(countIn(file.body), HELD_FILE_BYTES);
       if (!head.whole || underWay.has(key)) await puts.drain();
-      if (head.whole) {
-        underWay.add(key);
-        await puts.add(() => put(key, head.stream, file.mimeType));
-      } else {
-        // The rest of this file is still in the request: it is stored before anything is read on.
-        await puts.add(() => put(key, head.stream, file.mimeType));
-        await puts.drain();
-      }
+      underWay.add(key);
+      await puts.add(() => put(key, head.stream, file.mimeType));
+      // The rest of a larger file is still in the request: it is stored before anything is read on.
+      if (!head.whole) await puts.drain();
     }
     await puts.drain();
   } catch (err) {

@@ -115,10 +115,8 @@ const uploadMany = endpoint({
       const { req, res } = input;
       const objects = tenantStore(await ctx.objectStore.get(), input.claims.tenantId);
       const form = (op.form = streamMultipart(req, { maxParts: 2 * UPLOADS_PER_REQUEST }));
-      let files = 0;
-      const stored = await storeFormFiles(form, objects, op.countIn, (file) => {
+      const stored = await storeFormFiles(form, objects, op.countIn, (file, files) => {
         // Kept current, so a request that fails midway is audited with what it stored.
-        files += 1;
         op.target ??= file.key.slice(0, 512);
         op.details = { files, lastKey: file.key.slice(0, 512) };
       });
